@@ -1,0 +1,1 @@
+"""Pilot: a plan-then-execute guardrail between AI agents and a Bybit V5 exchange."""

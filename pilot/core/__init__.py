@@ -1,0 +1,1 @@
+"""Pure decision core: no I/O, no clock; facts in, violations out."""

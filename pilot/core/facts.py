@@ -1,0 +1,121 @@
+"""What a decision is made from: frozen, Decimal-valued facts gathered by the app layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from enum import StrEnum
+
+
+class Side(StrEnum):
+    BUY = "buy"
+    SELL = "sell"
+
+    @property
+    def sign(self) -> int:
+        return 1 if self is Side.BUY else -1
+
+
+class OrderType(StrEnum):
+    MARKET = "market"
+    LIMIT = "limit"
+
+
+class TradingState(StrEnum):
+    """As in NautilusTrader: ACTIVE trades, REDUCING only shrinks positions, HALTED only cancels."""
+
+    ACTIVE = "active"
+    REDUCING = "reducing"
+    HALTED = "halted"
+
+    @property
+    def strictness(self) -> int:
+        return {"active": 0, "reducing": 1, "halted": 2}[self.value]
+
+    @staticmethod
+    def strictest(*states: TradingState) -> TradingState:
+        return max(states, key=lambda state: state.strictness)
+
+
+@dataclass(frozen=True, slots=True)
+class InstrumentRules:
+    """The exchange's rules for one instrument (Bybit instruments-info, with the maintenance margin rate)."""
+
+    symbol: str
+    category: str
+    tick_size: Decimal
+    qty_step: Decimal
+    min_qty: Decimal
+    max_qty: Decimal
+    min_notional: Decimal
+    max_leverage: Decimal
+    maintenance_margin_rate: Decimal
+    base_coin: str = ""
+    quote_coin: str = "USDT"
+
+    @property
+    def base(self) -> str:
+        """The base asset's name, e.g. BTC for BTCUSDT."""
+        if self.base_coin:
+            return self.base_coin
+        return self.symbol.removesuffix(self.quote_coin) or self.symbol
+
+
+@dataclass(frozen=True, slots=True)
+class Touch:
+    """The top of the book and the mark price, with when they were observed (UTC)."""
+
+    bid: Decimal
+    ask: Decimal
+    mark: Decimal
+    observed_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """A one-way position: size is signed (positive long, negative short, zero flat)."""
+
+    symbol: str
+    size: Decimal
+    entry_price: Decimal
+    leverage: Decimal
+
+    @staticmethod
+    def flat(symbol: str, leverage: Decimal = Decimal(1)) -> Position:
+        return Position(symbol=symbol, size=Decimal(0), entry_price=Decimal(0), leverage=leverage)
+
+
+@dataclass(frozen=True, slots=True)
+class OrderIntent:
+    """The order being judged, as the agent asked for it (qty already a Decimal)."""
+
+    symbol: str
+    side: Side
+    qty: Decimal
+    order_type: OrderType
+    limit_price: Decimal | None = None
+    reduce_only: bool = False
+    category: str = "linear"
+
+    @property
+    def signed_qty(self) -> Decimal:
+        return self.qty * self.side.sign
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """Everything evaluate() may look at. A None fact is missing: risk-increasing orders then fail closed.
+
+    `now` is the decision time supplied by the caller (the core never reads a clock); it is used only to
+    say when a daily cap resets.
+    """
+
+    order: OrderIntent
+    rules: InstrumentRules | None
+    touch: Touch | None
+    position: Position | None
+    equity: Decimal | None
+    orders_today: int | None
+    trading_state: TradingState
+    now: datetime

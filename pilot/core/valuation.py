@@ -1,0 +1,93 @@
+"""Prices on the safe side: worst-fill valuation, tick and lot rounding, and the liquidation estimate."""
+
+from __future__ import annotations
+
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+
+from pilot.core.facts import InstrumentRules, OrderIntent, OrderType, Side, Touch
+
+HUNDRED = Decimal(100)
+ZERO = Decimal(0)
+
+
+def floor_to_step(value: Decimal, step: Decimal) -> Decimal:
+    """Round a quantity down to a whole number of lot steps (never up: a size must not grow)."""
+    if step <= 0:
+        return value
+    return (value / step).to_integral_value(rounding=ROUND_FLOOR) * step
+
+
+def ceil_to_step(value: Decimal, step: Decimal) -> Decimal:
+    """Round up to a whole number of steps."""
+    if step <= 0:
+        return value
+    return (value / step).to_integral_value(rounding=ROUND_CEILING) * step
+
+
+def round_price_safe(price: Decimal, tick: Decimal, side: Side) -> Decimal:
+    """Round a limit price to the tick on the side that can only cost less: buys down, sells up."""
+    return floor_to_step(price, tick) if side is Side.BUY else ceil_to_step(price, tick)
+
+
+def send_price(order: OrderIntent, touch: Touch, rules: InstrumentRules, max_slippage_pct: Decimal) -> Decimal:
+    """The limit price that will be sent: a limit order's own price, or a market order's Limit IOC price.
+
+    A market buy may pay at most ask x (1 + slippage), rounded up to the tick; a market sell may receive no
+    less than bid x (1 - slippage), rounded down to the tick. Both bound the fill at the worst price the
+    policy allows, so what is checked is what is sent.
+    """
+    if order.order_type is OrderType.LIMIT and order.limit_price is not None:
+        return order.limit_price
+    factor = max_slippage_pct / HUNDRED
+    if order.side is Side.BUY:
+        return ceil_to_step(touch.ask * (1 + factor), rules.tick_size)
+    return max(floor_to_step(touch.bid * (1 - factor), rules.tick_size), rules.tick_size)
+
+
+def worst_fill_price(order: OrderIntent, touch: Touch, rules: InstrumentRules, max_slippage_pct: Decimal) -> Decimal:
+    """The price at which the order's notional is valued: the highest price it can fill at.
+
+    A buy pays at most its (IOC) limit. A sell fills from the top bid down to its limit, so it is valued at
+    the higher of its limit and the best bid; a market sell at the best bid.
+    """
+    price = send_price(order, touch, rules, max_slippage_pct)
+    if order.side is Side.BUY:
+        return price
+    return max(price, touch.bid)
+
+
+def liquidation_price(size: Decimal, price: Decimal, equity: Decimal, mmr: Decimal) -> Decimal | None:
+    """Estimate the liquidation price of a one-way linear position under cross margin.
+
+    Liquidation happens when account equity plus the position's unrealised PnL falls to its maintenance
+    margin: ``E + q (L - P) = mmr |q| L``. Solving for L gives ``L = (q P - E) / (q (1 - mmr sign(q)))``.
+
+    Assumptions: the whole account equity ``E`` backs this one position (other positions' margin and
+    fees are ignored); the resulting position is treated as opened at ``P`` (its existing unrealised PnL
+    is already inside ``E``); the maintenance margin rate is flat (no risk-limit tiers).
+
+    Returns None when there is no liquidation price: a flat position, or a long so well funded that L
+    would be at or below zero.
+    """
+    if size == 0:
+        return None
+    sign = 1 if size > 0 else -1
+    denominator = size * (1 - mmr * sign)
+    if denominator == 0:
+        return None
+    level = (size * price - equity) / denominator
+    if level <= 0:
+        return None
+    return level
+
+
+def liquidation_distance_pct(
+    size: Decimal, price: Decimal, equity: Decimal, mmr: Decimal, mark: Decimal
+) -> Decimal | None:
+    """Distance from mark to the estimated liquidation price, in percent of mark (None: never liquidated)."""
+    level = liquidation_price(size, price, equity, mmr)
+    if level is None or mark <= 0:
+        return None
+    if size > 0 and level >= mark or size < 0 and level <= mark:
+        return ZERO
+    return abs(level - mark) / mark * HUNDRED

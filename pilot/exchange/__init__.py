@@ -1,0 +1,1 @@
+"""Exchange access: the one Bybit adapter and the paper exchange it can talk to."""

@@ -1,0 +1,131 @@
+"""Exchange data as Pilot sees it: frozen, Decimal-valued, free of any client library's types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class Ticker:
+    symbol: str
+    category: str
+    bid: Decimal
+    ask: Decimal
+    last: Decimal
+    mark: Decimal | None  # None on spot: Bybit has no mark price there
+    observed_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class BookLevel:
+    price: Decimal
+    size: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class OrderBook:
+    symbol: str
+    category: str
+    bids: tuple[BookLevel, ...]  # best first
+    asks: tuple[BookLevel, ...]  # best first
+    observed_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Balance:
+    coin: str
+    wallet_balance: Decimal
+    equity: Decimal
+    usd_value: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class AccountBalance:
+    total_equity_usd: Decimal
+    coins: tuple[Balance, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OrderRequest:
+    """Exactly what goes to /v5/order/create. Market intents are sent as Limit IOC at the worst price."""
+
+    category: str
+    symbol: str
+    side: str  # "Buy" | "Sell" as Bybit spells it
+    qty: Decimal
+    price: Decimal
+    time_in_force: str  # "IOC" | "GTC" | "PostOnly"
+    order_link_id: str
+    reduce_only: bool = False
+    order_type: str = "Limit"
+
+
+@dataclass(frozen=True, slots=True)
+class OrderAck:
+    """The exchange accepted the create request (retCode 0)."""
+
+    order_id: str
+    order_link_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeOrder:
+    """An order as the exchange reports it (realtime or history). Text fields are untrusted."""
+
+    order_id: str
+    order_link_id: str  # untrusted text: another client may have set it
+    symbol: str
+    category: str
+    side: str
+    order_type: str
+    price: Decimal
+    qty: Decimal
+    cum_exec_qty: Decimal
+    avg_price: Decimal | None
+    cum_exec_fee: Decimal
+    status: str  # Bybit orderStatus: New, PartiallyFilled, Filled, Cancelled, Rejected, ...
+    time_in_force: str
+    reduce_only: bool
+    reject_reason: str  # untrusted text
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    exec_id: str
+    order_id: str
+    order_link_id: str
+    symbol: str
+    side: str
+    exec_price: Decimal
+    exec_qty: Decimal
+    exec_fee: Decimal
+    exec_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangePosition:
+    """A position as the exchange reports it; size signed like pilot.core.facts.Position."""
+
+    symbol: str
+    category: str
+    size: Decimal
+    entry_price: Decimal
+    mark_price: Decimal
+    leverage: Decimal
+    unrealised_pnl: Decimal
+    liq_price: Decimal | None
+    position_value: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKeyInfo:
+    """What /v5/user/query-api says about the key in use. Permission names are Bybit's."""
+
+    read_only: bool
+    permissions: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    ips: tuple[str, ...] = ()
+    expires_at: datetime | None = None
