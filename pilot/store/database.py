@@ -1,0 +1,131 @@
+"""The single aiosqlite connection of a Store: pragmas, schema, and serialised transactions."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from pilot.store.errors import SchemaTooNew, translated_errors
+from pilot.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+BUSY_TIMEOUT_SECONDS = 5.0
+
+Params = Sequence[Any]
+
+
+class Tx:
+    """Statements run on the connection while the Database lock is held."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+
+    async def one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
+        rows = await self.all(sql, params)
+        return rows[0] if rows else None
+
+    async def all(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+        return list(await self._conn.execute_fetchall(sql, params))
+
+    async def run(self, sql: str, params: Params = ()) -> int:
+        """Execute a write and return how many rows it changed."""
+        cursor = await self._conn.execute(sql, params)
+        await cursor.close()
+        return cursor.rowcount
+
+    async def stream(self, sql: str, params: Params = ()) -> AsyncIterator[sqlite3.Row]:
+        async with self._conn.execute(sql, params) as cursor:
+            async for row in cursor:
+                yield row
+
+
+class Database:
+    """One connection in autocommit mode; every access holds one asyncio lock.
+
+    The lock keeps tasks of this process from interleaving statements inside each other's
+    transactions; `BEGIN IMMEDIATE` plus the busy timeout serialise writers across processes.
+    """
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+        self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[Tx]:
+        """Run reads; a single SELECT sees one consistent snapshot."""
+        async with self._lock:
+            with translated_errors():
+                yield Tx(self._conn)
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[Tx]:
+        """Run a read-then-write sequence as one `BEGIN IMMEDIATE` transaction."""
+        async with self._lock:
+            with translated_errors():
+                await self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield Tx(self._conn)
+                except BaseException:
+                    if self._conn.in_transaction:
+                        await self._conn.execute("ROLLBACK")
+                    raise
+                await self._conn.execute("COMMIT")
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self._conn.close()
+
+
+async def connect(path: Path) -> Database:
+    """Open (creating if needed) the database at `path`, set pragmas and bring the schema up to date."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with translated_errors():
+        conn = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
+        try:
+            await _configure(conn)
+        except BaseException:
+            await conn.close()
+            raise
+    database = Database(conn)
+    async with database.write() as tx:
+        await _migrate(tx)
+    return database
+
+
+async def _configure(conn: aiosqlite.Connection) -> None:
+    conn.row_factory = sqlite3.Row
+    await conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
+    await conn.execute("PRAGMA journal_mode = WAL")
+    # FULL: a committed plan claim must survive a power cut, or a plan could be redeemed twice.
+    await conn.execute("PRAGMA synchronous = FULL")
+    await conn.execute("PRAGMA foreign_keys = ON")
+
+
+async def _migrate(tx: Tx) -> None:
+    await tx.run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    row = await tx.one("SELECT COALESCE(MAX(version), 0) AS version FROM schema_version")
+    current = row["version"] if row else 0
+    if current > SCHEMA_VERSION:
+        raise SchemaTooNew(f"database schema v{current} is newer than this Pilot (v{SCHEMA_VERSION})")
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        for statement in _statements(MIGRATIONS[version - 1]):
+            await tx.run(statement)
+        await tx.run("INSERT INTO schema_version (version) VALUES (?)", (version,))
+
+
+def _statements(script: str) -> list[str]:
+    """Split a migration script into statements (triggers contain `;`, so use sqlite's own test)."""
+    statements, pending = [], ""
+    for line in script.splitlines(keepends=True):
+        if line.lstrip().startswith("--") and not pending:
+            continue
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    return statements

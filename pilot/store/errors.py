@@ -1,0 +1,51 @@
+"""The store's own failures; sqlite3 errors are translated here and go no further.
+
+StoreError
+ ├── StoreBusy          another process held the database longer than the busy timeout
+ ├── DuplicateRecord    an id, key or name that must be unique is already taken
+ ├── InvalidTransition  a record is not in the state the operation needs (a bug in the caller)
+ └── SchemaTooNew       the database was written by a newer Pilot
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class StoreError(Exception):
+    """Base of every store failure."""
+
+
+class StoreBusy(StoreError):
+    """The database stayed locked by another connection for longer than the busy timeout."""
+
+
+class DuplicateRecord(StoreError):
+    """A unique id, key or name is already in use."""
+
+
+class InvalidTransition(StoreError):
+    """The record is missing or not in the state this operation requires."""
+
+
+class SchemaTooNew(StoreError):
+    """The database schema is newer than this version of Pilot understands."""
+
+
+@contextmanager
+def translated_errors() -> Iterator[None]:
+    """Turn sqlite3 errors raised inside the block into StoreError types."""
+    try:
+        yield
+    except sqlite3.IntegrityError as error:
+        if "UNIQUE" in str(error):
+            raise DuplicateRecord("a record with this id already exists") from error
+        raise StoreError(f"integrity check failed: {error}") from error
+    except sqlite3.OperationalError as error:
+        if "locked" in str(error) or "busy" in str(error):
+            raise StoreBusy("the database is locked by another process") from error
+        raise StoreError(f"database operation failed: {error}") from error
+    except sqlite3.Error as error:
+        raise StoreError(f"database error: {error}") from error
