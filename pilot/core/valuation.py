@@ -29,7 +29,9 @@ def round_price_safe(price: Decimal, tick: Decimal, side: Side) -> Decimal:
     return floor_to_step(price, tick) if side is Side.BUY else ceil_to_step(price, tick)
 
 
-def send_price(order: OrderIntent, touch: Touch, rules: InstrumentRules, max_slippage_pct: Decimal) -> Decimal:
+def send_price(
+    order: OrderIntent, touch: Touch, rules: InstrumentRules, max_slippage_pct: Decimal
+) -> Decimal:
     """The limit price that will be sent: a limit order's own price, or a market order's Limit IOC price.
 
     A market buy may pay at most ask x (1 + slippage), rounded up to the tick; a market sell may receive no
@@ -44,7 +46,9 @@ def send_price(order: OrderIntent, touch: Touch, rules: InstrumentRules, max_sli
     return max(floor_to_step(touch.bid * (1 - factor), rules.tick_size), rules.tick_size)
 
 
-def worst_fill_price(order: OrderIntent, touch: Touch, rules: InstrumentRules, max_slippage_pct: Decimal) -> Decimal:
+def worst_fill_price(
+    order: OrderIntent, touch: Touch, rules: InstrumentRules, max_slippage_pct: Decimal
+) -> Decimal:
     """The price at which the order's notional is valued: the highest price it can fill at.
 
     A buy pays at most its (IOC) limit. A sell fills from the top bid down to its limit, so it is valued at
@@ -88,6 +92,6 @@ def liquidation_distance_pct(
     level = liquidation_price(size, price, equity, mmr)
     if level is None or mark <= 0:
         return None
-    if size > 0 and level >= mark or size < 0 and level <= mark:
+    if (size > 0 and level >= mark) or (size < 0 and level <= mark):
         return ZERO
     return abs(level - mark) / mark * HUNDRED

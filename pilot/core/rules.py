@@ -1,0 +1,417 @@
+"""evaluate(policy, facts): the one pure judgement, made at plan time and again right before sending.
+
+The checks run in this fixed order; each is a small function returning a Violation or None:
+
+ 1. check_facts               every fact the decision needs is present (missing: risk-increasing refused)
+ 2. check_trading_state       halted refuses every new order; reducing refuses anything that grows a position
+ 3. check_allowed_market      only allowedMarkets may grow
+ 4. check_reduce_only         a reduce-only order needs a position on the other side, no larger than it
+ 5. check_qty_step            whole lot steps
+ 6. check_price_tick          a limit price on the tick
+ 7. check_min_qty             instrument minimum quantity
+ 8. check_max_qty             instrument maximum quantity per order
+ 9. check_min_notional        instrument minimum order value (reduce-only orders are exempt, as on Bybit)
+10. check_daily_order_cap     orders sent today (UTC) below dailyOrderCap
+11. check_order_notional      maxOrderNotionalUsd, at the worst fill
+12. check_position_notional   maxNotionalUsd on the position the order leaves, at the worst fill
+13. check_leverage            maxLeverage: the position it leaves over account equity
+14. check_liquidation         minLiquidationDistancePct: estimated liquidation distance from mark
+
+Checks 10 to 14 apply only to orders that can grow a position: shrinking risk is never refused by a cap.
+Violations of size rules (5, 7, 8, 9, 11 to 14) all carry the same next action: one size that satisfies
+every one of them at once (see pilot.core.sizing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+from decimal import Decimal
+
+from pilot.core.facts import Facts, OrderIntent, OrderType, Side, TradingState
+from pilot.core.policy import EffectiveLimits, Policy
+from pilot.core.risk import is_risk_reducing, resulting_size
+from pilot.core.valuation import liquidation_distance_pct, send_price, worst_fill_price
+from pilot.core.violations import NextAction, ToolCall, Violation, pct, plain, usd
+
+ZERO = Decimal(0)
+RETRY_MISSING_FACTS = timedelta(seconds=5)
+
+
+@dataclass(frozen=True, slots=True)
+class Situation:
+    """What follows from (policy, facts) for one order: computed once, read by every check."""
+
+    policy: Policy
+    facts: Facts
+    limits: EffectiveLimits
+    reducing: bool
+    position_size: Decimal
+    price: Decimal  # worst-fill valuation price
+    sent_price: Decimal  # the limit price that will be sent (a market order's IOC price)
+    after: Decimal  # signed position left if the order fills completely
+    order_notional: Decimal
+    after_notional: Decimal
+
+    @property
+    def order(self) -> OrderIntent:
+        return self.facts.order
+
+    @property
+    def base(self) -> str:
+        assert self.facts.rules is not None
+        return self.facts.rules.base
+
+
+def situate(policy: Policy, facts: Facts) -> Situation | None:
+    """Derive the situation, or None when the rules or the touch are missing (nothing can be priced)."""
+    if facts.rules is None or facts.touch is None:
+        return None
+    limits = policy.limits_for(facts.order.symbol)
+    position_size = facts.position.size if facts.position is not None else ZERO
+    price = worst_fill_price(facts.order, facts.touch, facts.rules, limits.max_slippage_pct)
+    after = resulting_size(position_size, facts.order)
+    return Situation(
+        policy=policy,
+        facts=facts,
+        limits=limits,
+        reducing=is_risk_reducing(facts.position.size if facts.position else None, facts.order),
+        position_size=position_size,
+        price=price,
+        sent_price=send_price(facts.order, facts.touch, facts.rules, limits.max_slippage_pct),
+        after=after,
+        order_notional=facts.order.qty * price,
+        after_notional=abs(after) * price,
+    )
+
+
+# --- 1 to 4: who may trade what -------------------------------------------------------------------
+
+
+def check_facts(facts: Facts, reducing: bool) -> Violation | None:
+    missing = [name for name in ("rules", "touch") if getattr(facts, name) is None]
+    if not reducing:
+        missing += [name for name in ("position", "equity", "orders_today") if getattr(facts, name) is None]
+    if not missing:
+        return None
+    names = ", ".join(_FACT_NAMES[name] for name in missing)
+    return Violation(
+        rule="facts",
+        limit="all facts present",
+        attempted="missing: " + ", ".join(missing),
+        detail=f"could not read {names} for {facts.order.symbol}, so the order cannot be judged",
+        next=NextAction.wait(
+            "wait a few seconds and call plan_order again; if this persists, the exchange is unreachable",
+            facts.now + RETRY_MISSING_FACTS,
+        ),
+    )
+
+
+_FACT_NAMES = {
+    "rules": "the instrument rules",
+    "touch": "the order book top and mark price",
+    "position": "the current position",
+    "equity": "the account equity",
+    "orders_today": "the count of orders sent today",
+}
+
+
+def check_trading_state(s: Situation) -> Violation | None:
+    state = s.facts.trading_state
+    if state is TradingState.ACTIVE or (state is TradingState.REDUCING and s.reducing):
+        return None
+    human = (
+        "set tradingState to active in policy.json, and turn the kill switch off with `pilot kill-switch off`"
+    )
+    if state is TradingState.HALTED:
+        return Violation(
+            rule="tradingState",
+            limit="halted",
+            attempted="new order",
+            detail="trading is halted: no new orders, only cancels",
+            next=NextAction.stop("stop trading; only cancel_order works while halted", human=human),
+        )
+    options = close_option(s)
+    return Violation(
+        rule="tradingState",
+        limit="reducing",
+        attempted="an order that grows the position",
+        detail="trading is reducing: only orders that shrink a position are allowed",
+        next=NextAction.stop(
+            "do not open or add; only reduce_only orders, close_position, cancels and lower leverage work",
+            human=human,
+            options=options,
+        ),
+    )
+
+
+def check_allowed_market(s: Situation) -> Violation | None:
+    allowed = s.policy.allowed_markets
+    if s.reducing or s.order.symbol in allowed:
+        return None
+    listed = ", ".join(allowed) if allowed else "none"
+    return Violation(
+        rule="allowedMarkets",
+        limit=listed,
+        attempted=s.order.symbol,
+        detail=f"{s.order.symbol} is not on the allowed list ({listed})",
+        next=NextAction.stop(
+            f"pick one of the allowed markets ({listed})" if allowed else "no market is allowed; stop",
+            human=f"add {s.order.symbol} to allowedMarkets in policy.json",
+        ),
+    )
+
+
+def check_reduce_only(s: Situation) -> Violation | None:
+    order = s.order
+    if not order.reduce_only:
+        return None
+    size = s.position_size
+    side_ok = size != 0 and (size > 0) == (order.side is Side.SELL)
+    if side_ok and order.qty <= abs(size):
+        return None
+    held = _describe_position(size, s.base)
+    if not side_ok:
+        return Violation(
+            rule="reduceOnly",
+            limit=plain(abs(size)),
+            attempted=plain(order.qty),
+            detail=f"a reduce-only {order.side} cannot shrink the position ({held})",
+            next=NextAction.stop("there is nothing on that side to reduce; check get_positions"),
+        )
+    return Violation(
+        rule="reduceOnly",
+        limit=plain(abs(size)),
+        attempted=plain(order.qty),
+        detail=f"a reduce-only {order.side} of {plain(order.qty)} {s.base} is larger than the position ({held})",
+        next=NextAction.call(
+            "plan_order", plan_args(order, abs(size)), f"reduce by at most {plain(abs(size))} {s.base}"
+        ),
+    )
+
+
+# --- 5 to 9: the instrument's rules ---------------------------------------------------------------
+
+
+def check_qty_step(s: Situation) -> Violation | None:
+    step = s.facts.rules.qty_step  # type: ignore[union-attr]
+    if step <= 0 or s.order.qty % step == 0:
+        return None
+    return _size_violation(
+        "instrument.qtyStep",
+        plain(step),
+        plain(s.order.qty),
+        f"{plain(s.order.qty)} {s.base} is not a whole number of lot steps ({plain(step)})",
+    )
+
+
+def check_price_tick(s: Situation) -> Violation | None:
+    order, tick = s.order, s.facts.rules.tick_size  # type: ignore[union-attr]
+    if order.order_type is not OrderType.LIMIT or order.limit_price is None:
+        return None
+    if order.limit_price > 0 and (tick <= 0 or order.limit_price % tick == 0):
+        return None
+    return _size_violation(
+        "instrument.tickSize",
+        plain(tick),
+        plain(order.limit_price),
+        f"the limit price {plain(order.limit_price)} is not a positive multiple of the tick {plain(tick)}",
+    )
+
+
+def check_min_qty(s: Situation) -> Violation | None:
+    minimum = s.facts.rules.min_qty  # type: ignore[union-attr]
+    if s.order.qty >= minimum and s.order.qty > 0:
+        return None
+    return _size_violation(
+        "instrument.minOrderQty",
+        plain(minimum),
+        plain(s.order.qty),
+        f"{plain(s.order.qty)} {s.base} is below the {s.base} minimum {plain(minimum)}",
+    )
+
+
+def check_max_qty(s: Situation) -> Violation | None:
+    maximum = s.facts.rules.max_qty  # type: ignore[union-attr]
+    if s.order.qty <= maximum:
+        return None
+    return _size_violation(
+        "instrument.maxOrderQty",
+        plain(maximum),
+        plain(s.order.qty),
+        f"{plain(s.order.qty)} {s.base} is above the {s.base} maximum {plain(maximum)} per order",
+    )
+
+
+def check_min_notional(s: Situation) -> Violation | None:
+    minimum = s.facts.rules.min_notional  # type: ignore[union-attr]
+    notional = s.order.qty * s.sent_price
+    if s.order.reduce_only or notional >= minimum:
+        return None
+    return _size_violation(
+        "instrument.minNotionalValue",
+        plain(minimum),
+        plain(notional),
+        f"this order would be {usd(notional)} notional, below the {s.order.symbol} minimum {usd(minimum)}",
+    )
+
+
+# --- 10 to 14: the policy's caps (risk-increasing orders only) -----------------------------------
+
+
+def check_daily_order_cap(s: Situation) -> Violation | None:
+    cap, sent = s.policy.daily_order_cap, s.facts.orders_today or 0
+    if s.reducing or sent < cap:
+        return None
+    midnight = datetime.combine(s.facts.now.date() + timedelta(days=1), time(0), tzinfo=s.facts.now.tzinfo)
+    return Violation(
+        rule="dailyOrderCap",
+        limit=str(cap),
+        attempted=str(sent + 1),
+        detail=f"{sent} orders already sent today (UTC), the cap is {cap}",
+        next=NextAction.wait(
+            f"wait until the cap resets at {midnight.isoformat()} (00:00 UTC); reducing orders still work",
+            midnight,
+            human="raise dailyOrderCap in policy.json",
+        ),
+    )
+
+
+def check_order_notional(s: Situation) -> Violation | None:
+    cap = s.limits.max_order_notional_usd
+    if s.reducing or s.order_notional <= cap:
+        return None
+    return _size_violation(
+        "maxOrderNotionalUsd",
+        plain(cap),
+        plain(s.order_notional),
+        f"this order would be {usd(s.order_notional)} notional at its worst fill, above the {usd(cap)} cap per order",
+    )
+
+
+def check_position_notional(s: Situation) -> Violation | None:
+    cap = s.limits.max_notional_usd
+    if s.reducing or s.after_notional <= cap:
+        return None
+    return _size_violation(
+        "maxNotionalUsd",
+        plain(cap),
+        plain(s.after_notional),
+        f"the position this order leaves would be {usd(s.after_notional)} notional, above the {usd(cap)} cap per market",
+    )
+
+
+def check_leverage(s: Situation) -> Violation | None:
+    equity, limit = s.facts.equity, s.limits.max_leverage
+    if s.reducing or _is_spot(s) or equity is None:
+        return None
+    if equity > 0 and s.after_notional <= limit * equity:
+        return None
+    leverage = s.after_notional / equity if equity > 0 else None
+    shown = f"{leverage.quantize(Decimal('0.01'))}x" if leverage is not None else "unbounded"
+    return _size_violation(
+        "maxLeverage",
+        plain(limit),
+        plain(leverage.quantize(Decimal("0.0001"))) if leverage is not None else "infinite",
+        f"the position this order leaves would be {shown} the account equity of {usd(equity)}, "
+        f"above the {plain(limit)}x limit",
+    )
+
+
+def check_liquidation(s: Situation) -> Violation | None:
+    equity, minimum = s.facts.equity, s.limits.min_liquidation_distance_pct
+    if s.reducing or _is_spot(s) or equity is None or minimum == 0:
+        return None
+    rules, touch = s.facts.rules, s.facts.touch
+    distance = liquidation_distance_pct(s.after, s.price, equity, rules.maintenance_margin_rate, touch.mark)  # type: ignore[union-attr]
+    if distance is None or distance >= minimum:
+        return None
+    return _size_violation(
+        "minLiquidationDistancePct",
+        plain(minimum),
+        plain(distance.quantize(Decimal("0.0001"))),
+        f"liquidation would sit {pct(distance)} from mark, closer than the {plain(minimum)}% minimum",
+    )
+
+
+CHECKS: tuple[Callable[[Situation], Violation | None], ...] = (
+    check_trading_state,
+    check_allowed_market,
+    check_reduce_only,
+    check_qty_step,
+    check_price_tick,
+    check_min_qty,
+    check_max_qty,
+    check_min_notional,
+    check_daily_order_cap,
+    check_order_notional,
+    check_position_notional,
+    check_leverage,
+    check_liquidation,
+)
+
+
+def judge(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Violation]]:
+    """Run every check in order, without next-size suggestions: the raw verdict sizing searches with."""
+    situation = situate(policy, facts)
+    reducing = (
+        situation.reducing
+        if situation
+        else is_risk_reducing(facts.position.size if facts.position else None, facts.order)
+    )
+    missing = check_facts(facts, reducing)
+    if situation is None:
+        return None, [missing] if missing else []
+    violations = [missing] if missing else []
+    for check in CHECKS:
+        violation = check(situation)
+        if violation is not None:
+            violations.append(violation)
+    return situation, violations
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+# A placeholder next action for size rules; pilot.core.sizing replaces it with one shared suggestion.
+_SIZE_PENDING = NextAction.stop("resize")
+
+
+def _size_violation(rule: str, limit: str, attempted: str, detail: str) -> Violation:
+    return Violation(rule=rule, limit=limit, attempted=attempted, detail=detail, next=_SIZE_PENDING)
+
+
+def _is_spot(s: Situation) -> bool:
+    return s.facts.rules is not None and s.facts.rules.category == "spot"
+
+
+def _describe_position(size: Decimal, base: str) -> str:
+    if size == 0:
+        return "flat"
+    return f"{plain(abs(size))} {base} {'long' if size > 0 else 'short'}"
+
+
+def close_option(s: Situation) -> tuple[ToolCall, ...]:
+    """The close_position call that frees room, when there is a position."""
+    if s.position_size == 0:
+        return ()
+    args = {"symbol": s.order.symbol, "category": s.order.category}
+    return (
+        ToolCall("close_position", args, f"close the {_describe_position(s.position_size, s.base)} position"),
+    )
+
+
+def plan_args(order: OrderIntent, qty: Decimal, price: Decimal | None = None) -> dict[str, object]:
+    """Complete plan_order arguments for `order` with another size (and optionally another price)."""
+    args: dict[str, object] = {
+        "symbol": order.symbol,
+        "side": order.side.value,
+        "qty": plain(qty),
+        "order_type": order.order_type.value,
+        "reduce_only": order.reduce_only,
+        "category": order.category,
+    }
+    limit = price if price is not None else order.limit_price
+    if order.order_type is OrderType.LIMIT and limit is not None:
+        args["price"] = plain(limit)
+    return args

@@ -1,0 +1,132 @@
+"""A refusal is a value: a stable rule code, the numbers, one sentence, and the next safe action."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+# The closed set of rule codes evaluate() can return. Agents and tests branch on these, never on wording.
+RULES = (
+    "facts",
+    "tradingState",
+    "allowedMarkets",
+    "reduceOnly",
+    "instrument.qtyStep",
+    "instrument.tickSize",
+    "instrument.minOrderQty",
+    "instrument.maxOrderQty",
+    "instrument.minNotionalValue",
+    "dailyOrderCap",
+    "maxOrderNotionalUsd",
+    "maxNotionalUsd",
+    "maxLeverage",
+    "minLiquidationDistancePct",
+)
+
+# Rules a smaller order can satisfy: one suggested size must satisfy all of them at once.
+SIZE_RULES = frozenset(
+    {
+        "instrument.maxOrderQty",
+        "maxOrderNotionalUsd",
+        "maxNotionalUsd",
+        "maxLeverage",
+        "minLiquidationDistancePct",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call an agent can make exactly as given."""
+
+    tool: str
+    args: dict[str, Any]
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tool": self.tool, "args": dict(self.args), "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
+class NextAction:
+    """What to do after a refusal.
+
+    Either a call to make unchanged (`tool` and `args`), or `tool=None` with `text` saying plainly that
+    nothing the agent can call fits; then `human` names what only a person can change, `retry_after` says
+    when waiting helps, and `options` lists calls that free room (e.g. close_position) if the agent's task
+    allows them.
+    """
+
+    tool: str | None
+    args: dict[str, Any] | None
+    text: str
+    human: str | None = None
+    retry_after: datetime | None = None
+    options: tuple[ToolCall, ...] = field(default=())
+
+    @staticmethod
+    def call(tool: str, args: dict[str, Any], text: str) -> NextAction:
+        return NextAction(tool=tool, args=args, text=text)
+
+    @staticmethod
+    def stop(text: str, *, human: str | None = None, options: tuple[ToolCall, ...] = ()) -> NextAction:
+        return NextAction(tool=None, args=None, text=text, human=human, options=options)
+
+    @staticmethod
+    def wait(text: str, retry_after: datetime, *, human: str | None = None) -> NextAction:
+        return NextAction(tool=None, args=None, text=text, human=human, retry_after=retry_after)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "tool": self.tool,
+            "args": dict(self.args) if self.args else None,
+            "text": self.text,
+        }
+        if self.human:
+            data["human"] = self.human
+        if self.retry_after is not None:
+            data["retry_after"] = self.retry_after.isoformat()
+        if self.options:
+            data["options"] = [option.to_dict() for option in self.options]
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken rule: code, limit and attempted value as decimal strings, one sentence, the next action."""
+
+    rule: str
+    limit: str
+    attempted: str
+    detail: str
+    next: NextAction
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "limit": self.limit,
+            "attempted": self.attempted,
+            "detail": self.detail,
+            "next": self.next.to_dict(),
+        }
+
+
+def plain(value: Decimal | int) -> str:
+    """A decimal as plain text without exponent or trailing zeros: 0.00031, 25, 102.67."""
+    if isinstance(value, int):
+        return str(value)
+    text = format(value.normalize(), "f")
+    return text if text != "-0" else "0"
+
+
+def usd(value: Decimal) -> str:
+    """Dollars for a sentence: whole dollars stay whole ($25), others get cents ($40.11)."""
+    if value == value.to_integral_value():
+        return f"${plain(value)}"
+    return f"${value.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)}"
+
+
+def pct(value: Decimal) -> str:
+    return f"{value.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)}%"
