@@ -1,0 +1,1 @@
+"""Exchange API keys: stored encrypted, accepted only with least privilege, never shown."""
