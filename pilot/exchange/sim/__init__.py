@@ -1,0 +1,183 @@
+"""The paper exchange: a Bybit V5 REST look-alike on 127.0.0.1 with a real matching engine and injected faults.
+
+It speaks what pybit 5.17 sends (same paths, signing, envelope, string numbers, retCodes, rate-limit headers),
+so the real Bybit adapter runs against it unchanged. Start it in-process::
+
+    from pilot.exchange.sim import start_paper_exchange
+
+    with start_paper_exchange() as paper:          # packaged default scenario, ephemeral port
+        paper.url, paper.api_key, paper.api_secret  # "http://127.0.0.1:PORT" and the scenario's first key
+        paper.add_fault("/v5/order/create", "drop")  # the next create is executed, then the socket is closed
+        paper.request_count("/v5/order/create")      # every request received, faulted ones included
+        paper.set_prices("BTCUSDT", bid=80000, ask=80000.1)  # resting orders the new quote crosses fill
+        paper.tick()                                 # one deterministic step of every random-walk price
+        paper.orders(), paper.position("BTCUSDT"), paper.balance("USDT")
+
+`start_paper_exchange(scenario=None, port=0)` takes a scenario path, a dict or None (the default scenario,
+see SCENARIOS.md). The server runs on its own thread and event loop, so it serves sync callers (pybit in
+worker threads) and async tests alike; `with` and `async with` both stop it on exit.
+
+Fault kinds (`add_fault(path, kind, nth=None, every=False, delay_ms=0, status=503, interval_ms=1000)`):
+``latency`` (wait delay_ms, then process and answer), ``drop`` (process, close without answering),
+``http_5xx`` (answer `status`, not processed), ``rate_limit`` (retCode 10006 with a future reset header, not
+processed), ``processing`` (linear: retCode 110079, not processed; spot: the request is executed and the
+answer is retCode 170035 "Submitted to the system for processing"), ``drip`` (process, then send the answer
+one byte every interval_ms), ``non_json`` (process, answer an HTML page with HTTP 200).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from decimal import Decimal
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pilot.exchange.sim.accounts import SimPosition
+from pilot.exchange.sim.dispatch import Dispatcher
+from pilot.exchange.sim.engine import Engine, SimExecution, SimOrder
+from pilot.exchange.sim.faults import FaultBook
+from pilot.exchange.sim.scenario import FAULT_KINDS, FaultSpec, Scenario, ScenarioError, load_scenario
+from pilot.exchange.sim.server import HttpServer
+
+__all__ = [
+    "FAULT_KINDS",
+    "PaperExchange",
+    "Scenario",
+    "ScenarioError",
+    "load_scenario",
+    "start_paper_exchange",
+]
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class PaperExchange:
+    """A running paper exchange. Create it with start_paper_exchange()."""
+
+    def __init__(self, scenario: Scenario, port: int = 0) -> None:
+        self.scenario = scenario
+        self._lock = threading.Lock()
+        self._engine = Engine(scenario, wall_clock_ms)
+        self._faults = FaultBook(scenario.faults)
+        dispatcher = Dispatcher(self._engine, scenario, self._lock, wall_clock_ms)
+        self._server = HttpServer(dispatcher, self._faults, self._latency_for, wall_clock_ms, port)
+
+    def _latency_for(self, path: str) -> float:
+        latency = self.scenario.latency_ms
+        return latency.get(path, latency.get("*", 0.0))
+
+    def start(self) -> PaperExchange:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and join the server thread (idempotent)."""
+        self._server.stop()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.port}"
+
+    @property
+    def port(self) -> int:
+        return self._server.port
+
+    @property
+    def api_key(self) -> str:
+        return self.scenario.api_keys[0].key
+
+    @property
+    def api_secret(self) -> str:
+        return self.scenario.api_keys[0].secret
+
+    # ---- faults and counters --------------------------------------------------------------------
+
+    def request_count(self, path: str) -> int:
+        """How many requests reached `path` (e.g. "/v5/order/create"), faulted and refused ones included."""
+        return self._faults.request_count(path)
+
+    def add_fault(
+        self,
+        path: str,
+        kind: str,
+        nth: int | None = None,
+        every: bool = False,
+        *,
+        delay_ms: float = 0,
+        status: int = 503,
+        interval_ms: float = 1000,
+    ) -> None:
+        """Arm a fault on an endpoint: the nth call from now (default the next one), or every call."""
+        self._faults.add(FaultSpec(path, kind, nth, every, float(delay_ms), status, float(interval_ms)))
+
+    def clear_faults(self) -> None:
+        self._faults.clear()
+
+    # ---- prices -------------------------------------------------------------------------------
+
+    def set_prices(self, symbol: str, *, bid: Any = None, ask: Any = None, mark: Any = None) -> None:
+        """Set a symbol's quote (numbers or strings); resting orders the new quote crosses are filled."""
+        with self._lock:
+            self._engine.market.set_prices(symbol, _dec(bid), _dec(ask), _dec(mark))
+            self._engine.rematch([symbol])
+
+    def tick(self) -> None:
+        """Advance every random-walk price one seeded step and fill what the move crosses."""
+        with self._lock:
+            self._engine.step()
+
+    # ---- read access for assertions ---------------------------------------------------------------
+
+    def orders(self, symbol: str | None = None) -> list[SimOrder]:
+        """Every order ever accepted, oldest first (copies are not made: do not mutate)."""
+        with self._lock:
+            return [o for o in self._engine.orders.values() if symbol is None or o.symbol == symbol]
+
+    def open_orders(self, symbol: str | None = None) -> list[SimOrder]:
+        with self._lock:
+            return [o for o in self._engine.open_orders.values() if symbol is None or o.symbol == symbol]
+
+    def executions(self) -> list[SimExecution]:
+        with self._lock:
+            return list(self._engine.executions)
+
+    def position(self, symbol: str) -> SimPosition:
+        with self._lock:
+            return self._engine.accounts.positions[symbol]
+
+    def balance(self, coin: str) -> Decimal:
+        """The wallet balance of a coin (realised PnL and fees included, unrealised PnL not)."""
+        with self._lock:
+            return self._engine.accounts.wallet.get(coin, Decimal(0))
+
+    # ---- context managers -------------------------------------------------------------------------
+
+    def __enter__(self) -> PaperExchange:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> PaperExchange:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def start_paper_exchange(scenario: Path | str | dict[str, Any] | None = None, port: int = 0) -> PaperExchange:
+    """Start a paper exchange on 127.0.0.1 (`port` 0: an ephemeral one) and return it, already listening."""
+    loaded = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+    return PaperExchange(loaded, port).start()
+
+
+def _dec(value: Any) -> Decimal | None:
+    return None if value is None else Decimal(str(value))

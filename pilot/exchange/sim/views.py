@@ -1,0 +1,344 @@
+"""How the paper exchange's state is written in Bybit V5 JSON: field names, string numbers, enums."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from pilot.exchange.sim.accounts import ZERO, Accounts, SimPosition
+from pilot.exchange.sim.engine import SimExecution, SimOrder
+from pilot.exchange.sim.market import Quote
+from pilot.exchange.sim.scenario import ApiKeySpec, InstrumentSpec
+from pilot.exchange.sim.validation import price_limits
+
+
+def num(value: Decimal) -> str:
+    """A Decimal as Bybit writes it: plain notation, no exponent, no trailing zeros."""
+    if value == 0:
+        return "0"
+    text = format(value.normalize(), "f")
+    return text
+
+
+def step(value: Decimal, size: Decimal) -> str:
+    """A Decimal with the decimals of a tick or lot step ("80220.10" for tick 0.10)."""
+    exponent = min(size.as_tuple().exponent, 0)
+    return format(value.quantize(Decimal(1).scaleb(exponent)), "f")
+
+
+def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
+    tick, lot = instrument.tick_size, instrument.qty_step
+    avg = order.cum_exec_value / order.cum_exec_qty if order.cum_exec_qty else ZERO
+    return {
+        "orderId": order.order_id,
+        "orderLinkId": order.order_link_id,
+        "parentOrderLinkId": "",
+        "blockTradeId": "",
+        "symbol": order.symbol,
+        "price": step(order.price, tick) if order.price else "0",
+        "qty": step(order.qty, lot),
+        "side": order.side,
+        "isLeverage": "0" if order.category == "spot" else "",
+        "positionIdx": 0,
+        "orderStatus": order.status,
+        "createType": "CreateByUser",
+        "cancelType": order.cancel_type,
+        "rejectReason": order.reject_reason,
+        "avgPrice": num(avg) if avg else ("" if order.category == "spot" else "0"),
+        "leavesQty": step(order.leaves_qty, lot),
+        "leavesValue": num(order.leaves_qty * order.price),
+        "cumExecQty": step(order.cum_exec_qty, lot),
+        "cumExecValue": num(order.cum_exec_value),
+        "cumExecFee": num(order.cum_exec_fee),
+        "timeInForce": order.time_in_force,
+        "orderType": order.order_type,
+        "stopOrderType": "",
+        "orderIv": "",
+        "marketUnit": "",
+        "slippageToleranceType": "UNKNOWN",
+        "slippageTolerance": "0",
+        "triggerPrice": "0",
+        "takeProfit": "0",
+        "stopLoss": "0",
+        "tpslMode": "",
+        "ocoTriggerBy": "",
+        "tpLimitPrice": "0",
+        "slLimitPrice": "0",
+        "tpTriggerBy": "",
+        "slTriggerBy": "",
+        "triggerDirection": 0,
+        "triggerBy": "",
+        "lastPriceOnCreated": "",
+        "basePrice": "",
+        "reduceOnly": order.reduce_only,
+        "closeOnTrigger": False,
+        "placeType": "",
+        "smpType": "None",
+        "smpGroup": 0,
+        "smpOrderId": "",
+        "createdTime": str(order.created_ms),
+        "updatedTime": str(order.updated_ms),
+        "extraFees": "",
+        "cumFeeDetail": {},
+        "rpiTakerAccess": False,
+        "rpiMatchedQty": "0",
+    }
+
+
+def execution_view(execution: SimExecution, instrument: InstrumentSpec) -> dict[str, Any]:
+    order = execution.order
+    return {
+        "symbol": order.symbol,
+        "orderId": order.order_id,
+        "orderLinkId": order.order_link_id,
+        "side": order.side,
+        "orderPrice": step(order.price, instrument.tick_size) if order.price else "0",
+        "orderQty": step(execution.order_qty, instrument.qty_step),
+        "leavesQty": step(execution.leaves_after, instrument.qty_step),
+        "createType": "CreateByUser",
+        "orderType": order.order_type,
+        "stopOrderType": "UNKNOWN",
+        "execFee": num(execution.fee),
+        "execFeeV2": "",
+        "execId": execution.exec_id,
+        "execPrice": step(execution.price, instrument.tick_size),
+        "execQty": step(execution.qty, instrument.qty_step),
+        "execType": "Trade",
+        "execValue": num(execution.qty * execution.price),
+        "execTime": str(execution.time_ms),
+        "feeCurrency": execution.fee_coin if order.category == "spot" else "",
+        "isMaker": execution.is_maker,
+        "feeRate": num(execution.fee_rate),
+        "tradeIv": "",
+        "markIv": "",
+        "markPrice": num(execution.mark),
+        "indexPrice": "",
+        "underlyingPrice": "",
+        "blockTradeId": "",
+        "closedSize": step(execution.closed_size, instrument.qty_step),
+        "seq": execution.seq,
+        "extraFees": "",
+    }
+
+
+def position_view(
+    position: SimPosition, instrument: InstrumentSpec, accounts: Accounts, quote: Quote
+) -> dict:
+    size = abs(position.size)
+    liq = accounts.liq_price(position) if position.size else None
+    side = "" if position.size == 0 else ("Buy" if position.size > 0 else "Sell")
+    im, mm = accounts.position_im(position), accounts.position_mm(position)
+    return {
+        "positionIdx": 0,
+        "riskId": 1,
+        "riskLimitValue": "2000000",
+        "symbol": position.symbol,
+        "side": side,
+        "size": step(size, instrument.qty_step),
+        "avgPrice": num(position.avg_price),
+        "positionValue": num(size * position.avg_price),
+        "autoAddMargin": 0,
+        "positionStatus": "Normal",
+        "leverage": num(position.leverage),
+        "breakEvenPrice": num(position.avg_price),
+        "markPrice": step(quote.mark, instrument.tick_size),
+        "liqPrice": step(liq, instrument.tick_size) if liq is not None else "",
+        "positionIM": num(im),
+        "positionIMByMp": num(im),
+        "positionMM": num(mm),
+        "positionMMByMp": num(mm),
+        "takeProfit": num(position.take_profit),
+        "stopLoss": num(position.stop_loss),
+        "trailingStop": num(position.trailing_stop),
+        "sessionAvgPrice": "",
+        "delta": "",
+        "gamma": "",
+        "vega": "",
+        "theta": "",
+        "unrealisedPnl": num(accounts.unrealised_pnl(position)),
+        "curRealisedPnl": num(position.cur_realised_pnl),
+        "cumRealisedPnl": num(position.cum_realised_pnl),
+        "adlRankIndicator": 2 if position.size else 0,
+        "createdTime": str(position.created_ms),
+        "updatedTime": str(position.updated_ms),
+        "openTime": 0,
+        "seq": position.updated_ms,
+        "isReduceOnly": False,
+        "mmrSysUpdatedTime": "",
+        "leverageSysUpdatedTime": "",
+        "tpslMode": "Full",
+        "bustPrice": "",
+        "positionBalance": "",
+        "tradeMode": 0,
+    }
+
+
+def instrument_view(instrument: InstrumentSpec, symbol_id: int) -> dict[str, Any]:
+    common = {
+        "symbol": instrument.symbol,
+        "symbolId": symbol_id,
+        "status": "Trading",
+        "baseCoin": instrument.base_coin,
+        "quoteCoin": instrument.quote_coin,
+        "symbolType": "",
+        "riskParameters": {
+            "priceLimitRatioX": num(instrument.price_limit_ratio),
+            "priceLimitRatioY": num(instrument.price_limit_ratio),
+        },
+    }
+    if instrument.category == "spot":
+        return common | {
+            "innovation": "0",
+            "marginTrading": "none",
+            "stTag": "",
+            "lotSizeFilter": {
+                "basePrecision": num(instrument.qty_step),
+                "quotePrecision": "0.00000001",
+                "minOrderQty": num(instrument.min_order_qty),
+                "maxOrderQty": num(instrument.max_order_qty),
+                "minOrderAmt": num(instrument.min_notional),
+                "maxOrderAmt": "8000000",
+                "maxLimitOrderQty": num(instrument.max_order_qty),
+                "maxMarketOrderQty": num(instrument.max_order_qty),
+                "postOnlyMaxLimitOrderSize": num(instrument.max_order_qty),
+            },
+            "priceFilter": {"tickSize": num(instrument.tick_size)},
+        }
+    return common | {
+        "contractType": "LinearPerpetual",
+        "launchTime": "1585526400000",
+        "deliveryTime": "0",
+        "deliveryFeeRate": "",
+        "priceScale": str(max(-instrument.tick_size.normalize().as_tuple().exponent, 0)),
+        "leverageFilter": {
+            "minLeverage": "1",
+            "maxLeverage": step(instrument.max_leverage, Decimal("0.01")),
+            "leverageStep": "0.01",
+        },
+        "priceFilter": {
+            "minPrice": num(instrument.tick_size),
+            "maxPrice": "1999999.80",
+            "tickSize": num(instrument.tick_size),
+        },
+        "lotSizeFilter": {
+            "maxOrderQty": num(instrument.max_order_qty),
+            "minOrderQty": num(instrument.min_order_qty),
+            "qtyStep": num(instrument.qty_step),
+            "postOnlyMaxOrderQty": num(instrument.max_order_qty),
+            "maxMktOrderQty": num(instrument.max_order_qty),
+            "minNotionalValue": num(instrument.min_notional),
+        },
+        "unifiedMarginTrade": True,
+        "fundingInterval": 480,
+        "settleCoin": instrument.quote_coin,
+        "copyTrading": "both",
+        "upperFundingRate": "0.00375",
+        "lowerFundingRate": "-0.00375",
+        "displayName": "",
+        "forbidUplWithdrawal": False,
+        "isPreListing": False,
+        "preListingInfo": None,
+    }
+
+
+def last_price(quote: Quote, instrument: InstrumentSpec) -> Decimal:
+    tick = instrument.tick_size
+    return (quote.mid / tick).to_integral_value(rounding="ROUND_FLOOR") * tick
+
+
+def ticker_view(instrument: InstrumentSpec, quote: Quote, book_size: Decimal) -> dict[str, Any]:
+    tick = instrument.tick_size
+    last = step(last_price(quote, instrument), tick)
+    common = {
+        "symbol": instrument.symbol,
+        "bid1Price": step(quote.bid, tick),
+        "bid1Size": num(book_size),
+        "ask1Price": step(quote.ask, tick),
+        "ask1Size": num(book_size),
+        "lastPrice": last,
+        "prevPrice24h": last,
+        "price24hPcnt": "0",
+        "highPrice24h": last,
+        "lowPrice24h": last,
+        "turnover24h": "0",
+        "volume24h": "0",
+    }
+    if instrument.category == "spot":
+        return common | {"usdIndexPrice": last}
+    return common | {
+        "indexPrice": step(quote.mark, tick),
+        "markPrice": step(quote.mark, tick),
+        "prevPrice1h": last,
+        "openInterest": "0",
+        "openInterestValue": "0",
+        "singleOpenInterest": "0",
+        "singleOpenInterestValue": "0",
+        "fundingRate": "0.0001",
+        "nextFundingTime": "0",
+        "predictedDeliveryPrice": "",
+        "basisRate": "",
+        "basis": "",
+        "deliveryFeeRate": "",
+        "deliveryTime": "0",
+        "preOpenPrice": "",
+        "preQty": "",
+        "curPreListingPhase": "",
+        "fundingIntervalHour": "8",
+        "fundingCap": "0.005",
+        "basisRateYear": "",
+    }
+
+
+def price_limit_view(instrument: InstrumentSpec, quote: Quote, now_ms: int) -> dict[str, Any]:
+    buy, sell = price_limits(instrument, quote)
+    return {
+        "symbol": instrument.symbol,
+        "buyLmt": step(buy, instrument.tick_size),
+        "sellLmt": step(sell, instrument.tick_size),
+        "ts": str(now_ms),
+    }
+
+
+def api_key_view(spec: ApiKeySpec, index: int) -> dict[str, Any]:
+    permissions = {
+        group: []
+        for group in (
+            "ContractTrade",
+            "Spot",
+            "Wallet",
+            "Options",
+            "Derivatives",
+            "CopyTrading",
+            "BlockTrade",
+            "Exchange",
+            "NFT",
+            "Affiliate",
+            "Earn",
+        )
+    }
+    permissions |= {group: list(names) for group, names in spec.permissions.items()}
+    return {
+        "id": str(1000 + index),
+        "note": "paper",
+        "apiKey": spec.key,
+        "readOnly": 1 if spec.read_only else 0,
+        "secret": "",
+        "permissions": permissions,
+        "ips": ["*"],
+        "type": 1,
+        "deadlineDay": -2,
+        "expiredAt": "1970-01-01T00:00:00Z",
+        "createdAt": "2026-01-01T00:00:00Z",
+        "unified": 0,
+        "uta": 1,
+        "userID": 100001,
+        "inviterID": 0,
+        "vipLevel": "No VIP",
+        "mktMakerLevel": "0",
+        "affiliateID": 0,
+        "rsaPublicKey": "",
+        "isMaster": True,
+        "parentUid": "0",
+        "kycLevel": "LEVEL_DEFAULT",
+        "kycRegion": "",
+    }
