@@ -1,0 +1,99 @@
+"""Exchange credentials in memory: validated on the way in, redacted in every repr and str."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from pilot.keys.environments import Environment
+from pilot.keys.errors import InvalidKeyInput
+
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+_HINT_CHARACTERS = 4
+_HINT_MINIMUM_LENGTH = 12  # shorter keys show no hint: four characters would be too much of them
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """An API key and secret for one environment. `repr` and `str` never show either of them."""
+
+    environment: Environment
+    key_id: str
+    api_key: str = field(repr=False)
+    api_secret: str = field(repr=False)
+    base_url: str | None = None  # set for the paper exchange only
+    read_only: bool = False
+
+    def __repr__(self) -> str:
+        return (
+            f"Credentials(environment={self.environment.value!r}, key_id={self.key_id!r}, "
+            f"api_key='…{key_hint(self.api_key)}', api_secret=<hidden>, base_url={self.base_url!r})"
+        )
+
+    __str__ = __repr__
+
+
+def key_hint(api_key: str) -> str:
+    """Return the last four characters of a long enough API key, or nothing for a short one."""
+    return api_key[-_HINT_CHARACTERS:] if len(api_key) >= _HINT_MINIMUM_LENGTH else ""
+
+
+def new_key_id() -> str:
+    """Return a short random id for a stored key; it says nothing about the key itself."""
+    return f"key-{secrets.token_hex(4)}"
+
+
+def parse_environment(value: str) -> Environment:
+    """Return the Environment named `value`, or raise InvalidKeyInput listing the valid names."""
+    try:
+        return Environment(value)
+    except ValueError:
+        names = ", ".join(environment.value for environment in Environment)
+        raise InvalidKeyInput(f"Unknown exchange environment {value!r}.", f"use one of: {names}.") from None
+
+
+def new_credentials(
+    environment: Environment, api_key: str, api_secret: str, base_url: str | None
+) -> Credentials:
+    """Validate typed-in values and return Credentials under a fresh key id."""
+    return Credentials(
+        environment=environment,
+        key_id=new_key_id(),
+        api_key=_clean(api_key, "API key"),
+        api_secret=_clean(api_secret, "API secret"),
+        base_url=_checked_url(environment, base_url),
+    )
+
+
+def _clean(value: str, label: str) -> str:
+    cleaned = value.strip()
+    if not cleaned:
+        raise InvalidKeyInput(f"The {label} is empty.", f"type the {label} exactly as Bybit shows it.")
+    if not cleaned.isascii() or not cleaned.isprintable() or " " in cleaned:
+        raise InvalidKeyInput(
+            f"The {label} contains spaces or characters an API {label.split()[-1]} never has.",
+            f"copy the {label} again from Bybit and paste only that.",
+        )
+    return cleaned
+
+
+def _checked_url(environment: Environment, base_url: str | None) -> str | None:
+    if not environment.needs_url:
+        if base_url:
+            raise InvalidKeyInput(
+                f"--url is for the paper exchange only; {environment.value} has a fixed address.",
+                "drop --url.",
+            )
+        return None
+    if not base_url:
+        raise InvalidKeyInput(
+            "The paper exchange needs its address.", "pass --url http://127.0.0.1:PORT (the simulator's)."
+        )
+    parts = urlsplit(base_url)
+    if parts.scheme not in {"http", "https"} or parts.hostname not in _LOOPBACK_HOSTS:
+        raise InvalidKeyInput(
+            f"The paper exchange address {base_url!r} is not on this machine.",
+            "pass --url http://127.0.0.1:PORT; the paper exchange only runs on loopback.",
+        )
+    return base_url.rstrip("/")

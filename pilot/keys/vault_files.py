@@ -1,0 +1,33 @@
+"""Where the master key comes from, and the rules for creating one: only the first time, never silently."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pilot.keys.errors import MasterKeyError
+from pilot.keys.vault import MASTER_KEY_ENV, Vault, create_master_key, master_key_path, read_master_key
+
+
+def vault_for_reading(home: Path) -> Vault:
+    """Open the vault with the existing master key; a missing or unsafe file is an error, never a new key."""
+    return Vault(read_master_key(_checked_path(home)))
+
+
+def vault_for_writing(home: Path, *, has_stored_keys: bool) -> Vault:
+    """Open the vault, creating the master key file only if none exists and no key is stored yet."""
+    path = _checked_path(home)
+    if not os.path.lexists(path) and not has_stored_keys:
+        return Vault(create_master_key(path))
+    return Vault(read_master_key(path))
+
+
+def _checked_path(home: Path) -> Path:
+    path = master_key_path()
+    if path.parent.resolve().is_relative_to(home.resolve()):
+        raise MasterKeyError(
+            path,
+            f"is inside the Pilot home {home}, so a copy of the home would carry its own key",
+            f"move the file out of the home and set {MASTER_KEY_ENV} to its new path.",
+        )
+    return path
