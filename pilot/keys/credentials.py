@@ -90,10 +90,24 @@ def _checked_url(environment: Environment, base_url: str | None) -> str | None:
         raise InvalidKeyInput(
             "The paper exchange needs its address.", "pass --url http://127.0.0.1:PORT (the simulator's)."
         )
-    parts = urlsplit(base_url)
-    if parts.scheme not in {"http", "https"} or parts.hostname not in _LOOPBACK_HOSTS:
+    if not _is_loopback_address(base_url):
         raise InvalidKeyInput(
-            f"The paper exchange address {base_url!r} is not on this machine.",
-            "pass --url http://127.0.0.1:PORT; the paper exchange only runs on loopback.",
+            f"The paper exchange address {base_url!r} is not a loopback http address with a port.",
+            "pass --url http://127.0.0.1:PORT; the paper exchange only runs on this machine.",
         )
     return base_url.rstrip("/")
+
+
+def _is_loopback_address(base_url: str) -> bool:
+    try:
+        parts = urlsplit(base_url)
+        port = parts.port
+    except ValueError:
+        return False
+    return (
+        parts.scheme == "http"
+        and parts.hostname in _LOOPBACK_HOSTS
+        and port is not None
+        and parts.path in {"", "/"}
+        and not (parts.query or parts.username or parts.password)
+    )

@@ -16,10 +16,5 @@ class Environment(StrEnum):
         return "paper" if self is Environment.PAPER else "bybit"
 
     @property
-    def adapter_name(self) -> str:
-        """The environment name `BybitExchange.connect` expects."""
-        return {"bybit-demo": "demo", "bybit-testnet": "testnet", "paper": "paper"}[self.value]
-
-    @property
     def needs_url(self) -> bool:
         return self is Environment.PAPER

@@ -47,5 +47,5 @@ def check_permissions(info: ApiKeyInfo) -> PermissionVerdict:
         read_only=info.read_only,
         granted=granted,
         disallowed=tuple(name for name in granted if name not in ALLOWED_PERMISSIONS),
-        ip_bound=bool(info.ips),
+        ip_bound=bool(info.ips) and "*" not in info.ips,  # Bybit lists "*" for a key open to any address
     )

@@ -56,7 +56,7 @@ async def read_key_info_from_exchange(credentials: Credentials) -> ApiKeyInfo:
     from pilot.exchange.bybit import BybitExchange
 
     exchange = await BybitExchange.connect(
-        credentials.environment.adapter_name,
+        credentials.environment.value,
         api_key=credentials.api_key,
         api_secret=credentials.api_secret,
         base_url=credentials.base_url,

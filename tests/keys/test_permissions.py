@@ -71,3 +71,9 @@ def test_the_reference_example_key_is_rejected_for_transfers_derivatives_exchang
 
 def test_permission_names_are_matched_exactly_not_case_insensitively() -> None:
     assert check_permissions(key_info({"contracttrade.order"})).disallowed == ("contracttrade.order",)
+
+
+def test_a_key_open_to_any_address_is_accepted_but_reported_as_not_ip_bound() -> None:
+    assert not check_permissions(key_info({"Spot.SpotTrade"}, ips=("*",))).ip_bound
+    assert not check_permissions(key_info({"Spot.SpotTrade"})).ip_bound
+    assert check_permissions(key_info({"Spot.SpotTrade"}, ips=("203.0.113.7",))).ip_bound

@@ -278,7 +278,8 @@ async def test_a_master_key_inside_the_home_is_refused(
     ("environment", "url", "problem"),
     [
         ("paper", None, "needs its address"),
-        ("paper", "http://example.com:8000", "not on this machine"),
+        ("paper", "http://example.com:8000", "not a loopback http address"),
+        ("paper", "http://127.0.0.1", "not a loopback http address"),
         ("bybit-demo", "http://127.0.0.1:9000", "paper exchange only"),
         ("mainnet", None, "Unknown exchange environment"),
     ],
