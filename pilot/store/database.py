@@ -86,14 +86,15 @@ async def connect(path: Path) -> Database:
     path.parent.mkdir(parents=True, exist_ok=True)
     with translated_errors():
         conn = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
-        try:
-            await _configure(conn)
-        except BaseException:
-            await conn.close()
-            raise
     database = Database(conn)
-    async with database.write() as tx:
-        await _migrate(tx)
+    try:
+        with translated_errors():
+            await _configure(conn)
+        async with database.write() as tx:
+            await _migrate(tx)
+    except BaseException:
+        await database.close()
+        raise
     return database
 
 
