@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -13,6 +14,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PrivateAttr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -124,6 +126,7 @@ class Policy(_Frozen):
     confirm: ConfirmRule = Field(default_factory=ConfirmRule)
     trading_state: TradingState = Field(default=TradingState.ACTIVE, alias="tradingState")
     markets: dict[str, MarketOverrides] = Field(default_factory=dict)
+    _limits_cache: dict[str, EffectiveLimits] = PrivateAttr(default_factory=dict)
 
     @field_validator("allowed_markets")
     @classmethod
@@ -146,19 +149,31 @@ class Policy(_Frozen):
 
     def limits_for(self, symbol: str) -> EffectiveLimits:
         """The effective numeric limits for one market: the top-level values with its overrides applied."""
+        cache = self.__pydantic_private__["_limits_cache"]  # direct: pydantic's __getattr__ is slow here
+        cached = cache.get(symbol)
+        if cached is not None:
+            return cached
         override = self.markets.get(symbol)
 
         def pick(name: str) -> Decimal:
             value = getattr(override, name) if override is not None else None
             return value if value is not None else getattr(self, name)
 
-        return EffectiveLimits(
+        limits = EffectiveLimits(
             max_notional_usd=pick("max_notional_usd"),
             max_order_notional_usd=pick("max_order_notional_usd"),
             max_leverage=pick("max_leverage"),
             min_liquidation_distance_pct=pick("min_liquidation_distance_pct"),
             max_slippage_pct=pick("max_slippage_pct"),
         )
+        cache[symbol] = limits  # the model is frozen, so the answer never changes
+        return limits
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Policy:
+        """A copy with changed fields; the limits cache starts empty so it never serves the old values."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy.__pydantic_private__ = {"_limits_cache": {}}
+        return copy
 
     def to_canonical(self) -> dict[str, Any]:
         """The policy with every default filled in, JSON-ready (decimals as strings), keys as in the file."""
@@ -226,8 +241,21 @@ def parse_policy(text: str) -> LoadedPolicy:
 
 
 def policy_version(policy: Policy) -> str:
-    canonical = json.dumps(policy.to_canonical(), sort_keys=True, separators=(",", ":"))
+    """sha256 over the canonical policy: defaults filled in, keys sorted, numbers normalised (25 == 25.0)."""
+    canonical = json.dumps(
+        _normalised(policy.model_dump(by_alias=True)), sort_keys=True, separators=(",", ":")
+    )
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _normalised(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(key): _normalised(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalised(item) for item in value]
+    if isinstance(value, Decimal):
+        return format(value.normalize(), "f")
+    return value.value if isinstance(value, TradingState) else value
 
 
 def _issue(detail: Any) -> PolicyIssue:

@@ -25,26 +25,29 @@ every one of them at once (see pilot.core.sizing).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from decimal import Decimal
+from typing import NamedTuple
 
 from pilot.core.facts import Facts, OrderIntent, OrderType, Side, TradingState
 from pilot.core.policy import EffectiveLimits, Policy
 from pilot.core.risk import is_risk_reducing, resulting_size
-from pilot.core.valuation import liquidation_distance_pct, send_price, worst_fill_price
+from pilot.core.valuation import liquidation_distance_pct, send_price
 from pilot.core.violations import NextAction, ToolCall, Violation, pct, plain, usd
 
 ZERO = Decimal(0)
 RETRY_MISSING_FACTS = timedelta(seconds=5)
 
 
-@dataclass(frozen=True, slots=True)
-class Situation:
-    """What follows from (policy, facts) for one order: computed once, read by every check."""
+class Situation(NamedTuple):
+    """What follows from (policy, facts) for one order: computed once, read by every check.
+
+    A NamedTuple rather than a frozen dataclass: it is built on every evaluation, and this is the hot path.
+    """
 
     policy: Policy
     facts: Facts
+    order: OrderIntent
     limits: EffectiveLimits
     reducing: bool
     position_size: Decimal
@@ -53,10 +56,6 @@ class Situation:
     after: Decimal  # signed position left if the order fills completely
     order_notional: Decimal
     after_notional: Decimal
-
-    @property
-    def order(self) -> OrderIntent:
-        return self.facts.order
 
     @property
     def base(self) -> str:
@@ -68,20 +67,23 @@ def situate(policy: Policy, facts: Facts) -> Situation | None:
     """Derive the situation, or None when the rules or the touch are missing (nothing can be priced)."""
     if facts.rules is None or facts.touch is None:
         return None
-    limits = policy.limits_for(facts.order.symbol)
+    order = facts.order
+    limits = policy.limits_for(order.symbol)
     position_size = facts.position.size if facts.position is not None else ZERO
-    price = worst_fill_price(facts.order, facts.touch, facts.rules, limits.max_slippage_pct)
-    after = resulting_size(position_size, facts.order)
+    sent = send_price(order, facts.touch, facts.rules, limits.max_slippage_pct)
+    price = sent if order.side is Side.BUY else max(sent, facts.touch.bid)  # see worst_fill_price
+    after = resulting_size(position_size, order)
     return Situation(
         policy=policy,
         facts=facts,
+        order=order,
         limits=limits,
-        reducing=is_risk_reducing(facts.position.size if facts.position else None, facts.order),
+        reducing=is_risk_reducing(facts.position.size if facts.position else None, order),
         position_size=position_size,
         price=price,
-        sent_price=send_price(facts.order, facts.touch, facts.rules, limits.max_slippage_pct),
+        sent_price=sent,
         after=after,
-        order_notional=facts.order.qty * price,
+        order_notional=order.qty * price,
         after_notional=abs(after) * price,
     )
 
@@ -90,11 +92,18 @@ def situate(policy: Policy, facts: Facts) -> Situation | None:
 
 
 def check_facts(facts: Facts, reducing: bool) -> Violation | None:
+    if (
+        facts.rules is not None
+        and facts.touch is not None
+        and (
+            reducing
+            or (facts.position is not None and facts.equity is not None and facts.orders_today is not None)
+        )
+    ):
+        return None
     missing = [name for name in ("rules", "touch") if getattr(facts, name) is None]
     if not reducing:
         missing += [name for name in ("position", "equity", "orders_today") if getattr(facts, name) is None]
-    if not missing:
-        return None
     names = ", ".join(_FACT_NAMES[name] for name in missing)
     return Violation(
         rule="facts",

@@ -1,0 +1,165 @@
+"""Invariants of evaluate(): what passes never breaks a cap, and every suggested size is exact."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from pilot.core.evaluate import evaluate, next_safe_action
+from pilot.core.facts import Facts, OrderIntent, OrderType, Side, TradingState
+from pilot.core.policy import Policy
+from pilot.core.risk import is_risk_reducing
+from pilot.core.valuation import liquidation_distance_pct
+from pilot.core.sizing import RESIZE_RULES
+from pilot.core.violations import SIZE_RULES
+from tests.strategies import facts, policies
+
+CAP_RULES = SIZE_RULES
+
+
+def worst_price(policy: Policy, f: Facts) -> Decimal:
+    """An independent restatement of worst-fill valuation (issue 2, deliverable 5)."""
+    order, tick = f.order, f.rules.tick_size
+    slip = policy.limits_for(order.symbol).max_slippage_pct / 100
+    if order.side is Side.BUY:
+        if order.order_type is OrderType.LIMIT:
+            return order.limit_price
+        return (f.touch.ask * (1 + slip) / tick).to_integral_value(ROUND_CEILING) * tick
+    if order.order_type is OrderType.LIMIT:
+        return max(order.limit_price, f.touch.bid)
+    return f.touch.bid
+
+
+def replay(f: Facts, args: dict) -> Facts:
+    """Turn a suggested plan_order call back into an order on the same facts."""
+    order = OrderIntent(
+        symbol=args["symbol"],
+        side=Side(args["side"]),
+        qty=Decimal(args["qty"]),
+        order_type=OrderType(args["order_type"]),
+        limit_price=Decimal(args["price"]) if "price" in args else None,
+        reduce_only=args["reduce_only"],
+        category=args["category"],
+    )
+    return replace(f, order=order)
+
+
+@given(policies(), facts())
+def test_evaluate_never_raises_on_valid_facts(policy, f):
+    violations = evaluate(policy, f)
+    assert all(v.rule and v.detail and v.next.text for v in violations)
+
+
+def open_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:
+    """Bias towards orders only size can break: the market allowed, the day's cap open, trading active."""
+    policy = policy.model_copy(
+        update={"allowed_markets": (*policy.allowed_markets, f.order.symbol), "daily_order_cap": 50}
+    )
+    return policy, replace(f, orders_today=0, trading_state=TradingState.ACTIVE)
+
+
+def passing_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:
+    """An open case with the suggested size taken, when there is one."""
+    policy, f = open_case(policy, f)
+    action = next_safe_action(evaluate(policy, f))
+    if action is not None and action.tool == "plan_order":
+        f = replay(f, action.args)
+    return policy, f
+
+
+@given(policies(), facts(state=TradingState.ACTIVE))
+def test_a_passing_order_never_breaks_a_cap_at_worst_fill(policy, f):
+    policy, f = passing_case(policy, f)
+    assume(not evaluate(policy, f))
+    if is_risk_reducing(f.position.size, f.order):
+        return
+    limits = policy.limits_for(f.order.symbol)
+    price = worst_price(policy, f)
+    after = f.position.size + f.order.signed_qty
+    assert f.order.symbol in policy.allowed_markets
+    assert f.order.qty * price <= limits.max_order_notional_usd
+    assert abs(after) * price <= limits.max_notional_usd
+    assert abs(after) * price <= limits.max_leverage * f.equity
+    distance = liquidation_distance_pct(after, price, f.equity, f.rules.maintenance_margin_rate, f.touch.mark)
+    assert distance is None or distance >= limits.min_liquidation_distance_pct
+    assert f.orders_today < policy.daily_order_cap
+
+
+@given(policies(), facts(reduce_only=False))
+def test_a_suggested_plan_passes_when_replayed_on_the_same_facts(policy, f):
+    policy, f = open_case(policy, f)
+    action = next_safe_action(evaluate(policy, f))
+    assume(action is not None and action.tool == "plan_order")
+    assert evaluate(policy, replay(f, action.args)) == []
+
+
+@given(policies(), facts(reduce_only=False))
+def test_the_suggested_size_is_maximal_one_more_lot_step_fails(policy, f):
+    policy, f = open_case(policy, f)
+    action = next_safe_action(evaluate(policy, f))
+    assume(action is not None and action.tool == "plan_order" and Decimal(action.args["qty"]) < f.order.qty)
+    bigger = replay(f, {**action.args, "qty": str(Decimal(action.args["qty"]) + f.rules.qty_step)})
+    assert any(v.rule in RESIZE_RULES for v in evaluate(policy, bigger))
+
+
+@given(
+    policies(),
+    facts(),
+    st.sampled_from(["maxNotionalUsd", "maxOrderNotionalUsd", "maxLeverage", "min"]),
+    st.sampled_from([Decimal("0.5"), Decimal("0.9"), Decimal("0.99")]),
+)
+def test_tightening_any_limit_never_turns_a_refusal_into_a_pass(policy, f, which, factor):
+    assume(evaluate(policy, f))
+    if which == "min":
+        tighter = policy.model_copy(
+            update={
+                "min_liquidation_distance_pct": min(
+                    policy.min_liquidation_distance_pct / factor, Decimal(1000)
+                )
+            }
+        )
+    elif which == "maxLeverage":
+        tighter = policy.model_copy(update={"max_leverage": max(Decimal(1), policy.max_leverage * factor)})
+    else:
+        field = {"maxNotionalUsd": "max_notional_usd", "maxOrderNotionalUsd": "max_order_notional_usd"}[which]
+        tighter = policy.model_copy(update={field: getattr(policy, field) * factor})
+    assert evaluate(tighter, f)
+
+
+@given(policies(), facts(reduce_only=True), st.sampled_from([TradingState.ACTIVE, TradingState.REDUCING]))
+def test_a_shrinking_reduce_only_order_is_never_refused_by_a_size_cap(policy, f, state):
+    size = f.position.size
+    assume(size != 0)
+    qty = min(f.order.qty, abs(size))
+    side = Side.SELL if size > 0 else Side.BUY
+    f = replace(f, order=replace(f.order, side=side, qty=qty), trading_state=state)
+    rules = {v.rule for v in evaluate(policy, f)}
+    assert not rules & (CAP_RULES | {"tradingState", "allowedMarkets", "dailyOrderCap"})
+
+
+@given(policies(), facts(state=TradingState.HALTED))
+def test_halted_refuses_every_new_order(policy, f):
+    assert "tradingState" in {v.rule for v in evaluate(policy, f)}
+
+
+@given(policies(), facts(state=TradingState.REDUCING))
+def test_reducing_refuses_whatever_can_grow_a_position(policy, f):
+    rules = {v.rule for v in evaluate(policy, f)}
+    assert ("tradingState" in rules) == (not is_risk_reducing(f.position.size, f.order))
+
+
+@given(policies(), facts(reduce_only=False))
+def test_quantities_floor_and_never_exceed_the_ask(policy, f):
+    policy, f = open_case(policy, f)
+    action = next_safe_action(evaluate(policy, f))
+    assume(action is not None and action.tool == "plan_order")
+    qty = Decimal(action.args["qty"])
+    assert qty % f.rules.qty_step == 0
+    assert qty >= f.rules.min_qty
+    floored = (f.order.qty / f.rules.qty_step).to_integral_value(ROUND_FLOOR) * f.rules.qty_step
+    assert qty <= max(floored, f.rules.min_qty, qty if f.order.qty < f.rules.min_qty else Decimal(0)) or (
+        f.order.qty * worst_price(policy, f) < f.rules.min_notional
+    )

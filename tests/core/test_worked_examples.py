@@ -1,0 +1,93 @@
+"""The article's two worked examples, with instrument numbers that reproduce its figures."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal as D
+
+from pilot.core.evaluate import assess, evaluate, next_safe_action
+from pilot.core.facts import (
+    Facts,
+    InstrumentRules,
+    OrderIntent,
+    OrderType,
+    Position,
+    Side,
+    Touch,
+    TradingState,
+)
+from pilot.core.policy import Policy
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+POLICY = Policy(allowed_markets=("BTCUSDT", "SOLUSDT"), max_notional_usd=D(25), max_order_notional_usd=D(100))
+BTC = InstrumentRules(
+    "BTCUSDT", "linear", D("0.1"), D("0.00001"), D("0.00001"), D(100), D(1), D(100), D("0.005"), "BTC"
+)
+SOL = InstrumentRules(
+    "SOLUSDT", "linear", D("0.01"), D("0.01"), D("0.1"), D(1000), D(5), D(50), D("0.01"), "SOL"
+)
+
+
+def btc_short(qty: str) -> Facts:
+    return Facts(
+        order=OrderIntent("BTCUSDT", Side.SELL, D(qty), OrderType.MARKET),
+        rules=BTC,
+        touch=Touch(bid=D("80220"), ask=D("80220.1"), mark=D("80220"), observed_at=NOW),
+        position=Position.flat("BTCUSDT"),
+        equity=D(1000),
+        orders_today=0,
+        trading_state=TradingState.ACTIVE,
+        now=NOW,
+    )
+
+
+def sol_add(qty: str, held: str = "0.2") -> Facts:
+    return Facts(
+        order=OrderIntent("SOLUSDT", Side.BUY, D(qty), OrderType.LIMIT, limit_price=D("102.67")),
+        rules=SOL,
+        touch=Touch(bid=D("102.66"), ask=D("102.67"), mark=D("102.66"), observed_at=NOW),
+        position=Position("SOLUSDT", D(held), D("100"), D(1)),
+        equity=D(1000),
+        orders_today=0,
+        trading_state=TradingState.ACTIVE,
+        now=NOW,
+    )
+
+
+def test_btc_short_over_the_cap_names_40_11_and_suggests_at_most_0_00031():
+    [violation] = evaluate(POLICY, btc_short("0.0005"))
+    assert violation.rule == "maxNotionalUsd"
+    assert (violation.limit, violation.attempted) == ("25", "40.11")
+    assert "$40.11" in violation.detail and "$25" in violation.detail
+    assert violation.next.tool == "plan_order"
+    assert violation.next.args == {
+        "symbol": "BTCUSDT",
+        "side": "sell",
+        "qty": "0.00031",
+        "order_type": "market",
+        "reduce_only": False,
+        "category": "linear",
+    }
+
+
+def test_btc_short_replanned_at_the_suggested_size_passes_under_the_cap():
+    result = assess(POLICY, btc_short("0.00031"))
+    assert result.passed
+    assert result.situation.after_notional == D("24.8682")
+
+
+def test_sol_add_with_room_below_the_minimum_says_nothing_fits_and_close_frees_room():
+    [violation] = evaluate(POLICY, sol_add("0.1"))
+    assert violation.rule == "maxNotionalUsd"
+    assert violation.attempted == "30.801"
+    action = next_safe_action([violation])
+    assert action.tool is None
+    assert "room left is 0.04 SOL" in action.text and "minimum 0.1" in action.text
+    assert action.human and "maxNotionalUsd" in action.human
+    assert [option.tool for option in action.options] == ["close_position"]
+    assert action.options[0].args == {"symbol": "SOLUSDT", "category": "linear"}
+
+
+def test_sol_add_on_a_flat_account_has_no_close_option():
+    [violation] = evaluate(POLICY.model_copy(update={"max_notional_usd": D(5)}), sol_add("0.1", held="0"))
+    assert violation.next.tool is None and violation.next.options == ()
