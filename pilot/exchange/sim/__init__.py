@@ -17,9 +17,9 @@ so the real Bybit adapter runs against it unchanged. Start it in-process::
 see SCENARIOS.md). The server runs on its own thread and event loop, so it serves sync callers (pybit in
 worker threads) and async tests alike; `with` and `async with` both stop it on exit.
 
-Fault kinds (`add_fault(path, kind, nth=None, every=False, delay_ms=0, status=503, interval_ms=1000)`):
+Fault kinds (`add_fault(path, kind, nth=None, every=False, delay_ms=0, status=None, interval_ms=1000)`):
 ``latency`` (wait delay_ms, then process and answer), ``drop`` (process, close without answering),
-``http_5xx`` (answer `status`, not processed), ``rate_limit`` (retCode 10006 with a future reset header, not
+``http_5xx`` / ``http_4xx`` (answer HTTP `status`, default 503 / 429, not processed), ``rate_limit`` (retCode 10006 with a future reset header, not
 processed), ``processing`` (linear: retCode 110079, not processed; spot: the request is executed and the
 answer is retCode 170035 "Submitted to the system for processing"), ``drip`` (process, then send the answer
 one byte every interval_ms), ``non_json`` (process, answer an HTML page with HTTP 200).
@@ -61,10 +61,20 @@ class PaperExchange:
     def __init__(self, scenario: Scenario, port: int = 0) -> None:
         self.scenario = scenario
         self._lock = threading.Lock()
-        self._engine = Engine(scenario, wall_clock_ms)
+        self._clock_offset_ms = 0
+        self._engine = Engine(scenario, self.now_ms)
         self._faults = FaultBook(scenario.faults)
-        dispatcher = Dispatcher(self._engine, scenario, self._lock, wall_clock_ms)
-        self._server = HttpServer(dispatcher, self._faults, self._latency_for, wall_clock_ms, port)
+        dispatcher = Dispatcher(self._engine, scenario, self._lock, self.now_ms)
+        self._server = HttpServer(dispatcher, self._faults, self._latency_for, self.now_ms, port)
+
+    def now_ms(self) -> int:
+        """The exchange's clock: wall time plus the offset set with set_clock_offset()."""
+        return wall_clock_ms() + self._clock_offset_ms
+
+    def set_clock_offset(self, offset_ms: int) -> None:
+        """Run the exchange's clock ahead (or behind) of the callers': signed requests then fall outside the
+        recv window and are refused with retCode 10002, as Bybit does for a drifting client clock."""
+        self._clock_offset_ms = offset_ms
 
     def _latency_for(self, path: str) -> float:
         latency = self.scenario.latency_ms
@@ -108,7 +118,7 @@ class PaperExchange:
         every: bool = False,
         *,
         delay_ms: float = 0,
-        status: int = 503,
+        status: int | None = None,
         interval_ms: float = 1000,
     ) -> None:
         """Arm a fault on an endpoint: the nth call from now (default the next one), or every call."""

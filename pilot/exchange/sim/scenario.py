@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 CATEGORIES = ("linear", "spot")
-FAULT_KINDS = ("latency", "drop", "http_5xx", "rate_limit", "processing", "drip", "non_json")
+FAULT_KINDS = ("latency", "drop", "http_5xx", "http_4xx", "rate_limit", "processing", "drip", "non_json")
 
 
 class ScenarioError(ValueError):
@@ -78,7 +78,7 @@ class FaultSpec:
     nth: int | None = None
     every: bool = False
     delay_ms: float = 0.0
-    status: int = 503
+    status: int | None = None  # http_5xx: 503 by default; http_4xx: 429
     interval_ms: float = 1000.0
 
 
@@ -293,7 +293,7 @@ def _fault(data: Any, path: str) -> FaultSpec:
         nth=None if nth is None else _int(nth, f"{path}.nth", minimum=1),
         every=bool(item.get("every", False)),
         delay_ms=float(_decimal(item.get("delayMs", 0), f"{path}.delayMs", minimum=Decimal(0))),
-        status=_int(item.get("status", 503), f"{path}.status", minimum=500),
+        status=None if "status" not in item else _int(item["status"], f"{path}.status", minimum=400),
         interval_ms=float(_decimal(item.get("intervalMs", 1000), f"{path}.intervalMs", minimum=Decimal(1))),
     )
 

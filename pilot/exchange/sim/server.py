@@ -135,9 +135,10 @@ class HttpServer:
         headers: dict[str, str],
     ) -> Reply:
         kind = fault.kind if fault else None
-        if kind == "http_5xx":
+        if kind in ("http_5xx", "http_4xx"):
             assert fault is not None
-            return Reply(fault.status, b"<html><body>upstream error</body></html>", content_type="text/html")
+            status = fault.status or (503 if kind == "http_5xx" else 429)
+            return Reply(status, b"<html><body>error</body></html>", content_type="text/html")
         if kind == "rate_limit":
             now = self.clock_ms()
             return self.dispatcher.rate_limited(now, now + 1000)
