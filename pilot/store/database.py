@@ -34,9 +34,8 @@ class Tx:
 
     async def run(self, sql: str, params: Params = ()) -> int:
         """Execute a write and return how many rows it changed."""
-        cursor = await self._conn.execute(sql, params)
-        await cursor.close()
-        return cursor.rowcount
+        async with self._conn.execute(sql, params) as cursor:
+            return cursor.rowcount
 
     async def stream(self, sql: str, params: Params = ()) -> AsyncIterator[sqlite3.Row]:
         async with self._conn.execute(sql, params) as cursor:

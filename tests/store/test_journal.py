@@ -143,16 +143,10 @@ async def test_concurrent_appends_from_tasks_and_connections_keep_the_chain(db_p
     assert (report.count, report.ok) == (120, True)
 
 
-def test_appends_from_two_processes_keep_the_chain(db_path: Path) -> None:
-    anyio.run(_touch, db_path)
+def test_appends_from_two_processes_racing_to_create_the_database_keep_the_chain(db_path: Path) -> None:
     run_in_processes(append_entries, [(str(db_path), name, 100, iso_utc(T0)) for name in ("one", "two")])
     report = anyio.run(_verify, db_path)
     assert (report.count, report.ok) == (200, True)
-
-
-async def _touch(db_path: Path) -> None:
-    async with await open_store(db_path):
-        pass
 
 
 async def _verify(db_path: Path):
