@@ -185,12 +185,12 @@ def translate(error: Exception, action: str, *, write: bool) -> ExchangeError:
         status = int(error.status_code)
         unreadable = error.message.startswith("Conflict")  # pybit's synthetic 409 for a body that is not JSON
         if write and (status >= 500 or unreadable or error.message.startswith("Bad Request. Retries")):
-            what = "an answer that is not JSON" if unreadable else f"HTTP {status}"
+            what = "a body that is not JSON" if unreadable else f"HTTP {status}"
             return OutcomeUnknown(
                 f"{action}: the exchange answered {what}; the request may have been executed. "
                 "Look it up; do not resend."
             )
-        what = "an answer that is not JSON" if unreadable else f"HTTP {status}"
+        what = "a body that is not JSON" if unreadable else f"HTTP {status}"
         return ExchangeUnavailable(
             f"{action}: the exchange answered {what}; nothing usable came back.",
             retry_at=_retry_at(error.resp_headers),

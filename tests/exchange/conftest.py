@@ -43,7 +43,10 @@ def session(paper: PaperExchange) -> HTTP:
 @pytest.fixture
 def exchange(paper: PaperExchange) -> Iterator[BybitExchange]:
     adapter = BybitExchange.connect(
-        "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url,
+        "paper",
+        api_key=paper.api_key,
+        api_secret=paper.api_secret,
+        base_url=paper.url,
         timeout_seconds=TIMEOUT_SECONDS,
     )
     yield adapter

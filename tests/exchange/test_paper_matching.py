@@ -26,10 +26,19 @@ def code_of(call, **params) -> int:
     return caught.value.status_code
 
 
-def order(session, symbol="BTCUSDT", side="Buy", qty="0.00031", price="80300", tif="IOC", category="linear",
-          **extra):
-    return session.place_order(category=category, symbol=symbol, side=side, orderType="Limit", qty=qty,
-                               price=price, timeInForce=tif, **extra)["result"]
+def order(
+    session, symbol="BTCUSDT", side="Buy", qty="0.00031", price="80300", tif="IOC", category="linear", **extra
+):
+    return session.place_order(
+        category=category,
+        symbol=symbol,
+        side=side,
+        orderType="Limit",
+        qty=qty,
+        price=price,
+        timeInForce=tif,
+        **extra,
+    )["result"]
 
 
 @pytest.fixture
@@ -47,7 +56,9 @@ def test_ioc_fills_level_by_level_up_to_its_limit_and_cancels_the_rest(thin_book
     sim_order = thin_book.orders()[0]
     assert sim_order.order_id == placed["orderId"]
     assert [(e.price, e.qty) for e in thin_book.executions()] == [
-        (Decimal("80220.1"), Decimal("0.001")), (Decimal("80220.2"), Decimal("0.001"))]
+        (Decimal("80220.1"), Decimal("0.001")),
+        (Decimal("80220.2"), Decimal("0.001")),
+    ]
     assert (sim_order.status, sim_order.cum_exec_qty) == ("Cancelled", Decimal("0.002"))
     assert thin_book.position("BTCUSDT").avg_price == Decimal("80220.15")
 
@@ -62,8 +73,11 @@ def test_gtc_rests_then_fills_as_maker_when_the_price_crosses(paper, session):
     assert len(paper.open_orders()) == 1
     paper.set_prices("BTCUSDT", bid="79990.0", ask="79999.9")
     fill = paper.executions()[0]
-    assert (fill.price, fill.is_maker, fill.fee) == (Decimal("80000.0"), True, Decimal("80000.0") * Decimal(
-        "0.0002") * Decimal("0.0002"))
+    assert (fill.price, fill.is_maker, fill.fee) == (
+        Decimal("80000.0"),
+        True,
+        Decimal("80000.0") * Decimal("0.0002") * Decimal("0.0002"),
+    )
     assert paper.open_orders() == [] and paper.position("BTCUSDT").size == Decimal("0.0002")
 
 
@@ -74,15 +88,41 @@ def test_post_only_that_would_take_liquidity_is_cancelled(paper, session):
 
 def test_taker_fee_is_charged_to_the_wallet(paper, session):
     order(session)
-    assert paper.balance("USDT") == Decimal(1000) - Decimal("0.00031") * Decimal("80220.1") * Decimal("0.00055")
+    assert paper.balance("USDT") == Decimal(1000) - Decimal("0.00031") * Decimal("80220.1") * Decimal(
+        "0.00055"
+    )
 
 
 def test_reduce_only_is_capped_at_the_position_and_refused_when_it_would_increase(paper, session):
-    assert code_of(session.place_order, category="linear", symbol="BTCUSDT", side="Sell", orderType="Limit",
-                   qty="0.0001", price="80000", timeInForce="IOC", reduceOnly=True) == 110017
+    assert (
+        code_of(
+            session.place_order,
+            category="linear",
+            symbol="BTCUSDT",
+            side="Sell",
+            orderType="Limit",
+            qty="0.0001",
+            price="80000",
+            timeInForce="IOC",
+            reduceOnly=True,
+        )
+        == 110017
+    )
     order(session)
-    assert code_of(session.place_order, category="linear", symbol="BTCUSDT", side="Buy", orderType="Limit",
-                   qty="0.0001", price="80300", timeInForce="IOC", reduceOnly=True) == 110017
+    assert (
+        code_of(
+            session.place_order,
+            category="linear",
+            symbol="BTCUSDT",
+            side="Buy",
+            orderType="Limit",
+            qty="0.0001",
+            price="80300",
+            timeInForce="IOC",
+            reduceOnly=True,
+        )
+        == 110017
+    )
     order(session, side="Sell", qty="0.001", price="80000", reduceOnly=True)
     assert paper.orders()[-1].qty == Decimal("0.00031") and paper.position("BTCUSDT").size == 0
 
@@ -109,8 +149,19 @@ def test_spot_buy_spends_usdt_and_credits_the_base_coin(paper, session):
     order(session, category="spot", qty="0.001", price="80300")
     assert paper.balance("USDT") == Decimal(1000) - Decimal("0.001") * Decimal("80220.1")
     assert paper.balance("BTC") == Decimal("0.001") * (1 - Decimal("0.00055"))
-    assert code_of(session.place_order, category="spot", symbol="BTCUSDT", side="Sell", orderType="Limit",
-                   qty="0.01", price="80000", timeInForce="IOC") == 170131
+    assert (
+        code_of(
+            session.place_order,
+            category="spot",
+            symbol="BTCUSDT",
+            side="Sell",
+            orderType="Limit",
+            qty="0.01",
+            price="80000",
+            timeInForce="IOC",
+        )
+        == 170131
+    )
 
 
 @pytest.mark.parametrize(
@@ -129,14 +180,36 @@ def test_spot_buy_spends_usdt_and_credits_the_base_coin(paper, session):
     ],
 )
 def test_order_rules_are_refused_with_bybits_codes(session, category, qty, price, expected):
-    assert code_of(session.place_order, category=category, symbol="BTCUSDT", side="Buy", orderType="Limit",
-                   qty=qty, price=price, timeInForce="IOC") == expected
+    assert (
+        code_of(
+            session.place_order,
+            category=category,
+            symbol="BTCUSDT",
+            side="Buy",
+            orderType="Limit",
+            qty=qty,
+            price=price,
+            timeInForce="IOC",
+        )
+        == expected
+    )
 
 
 def test_duplicate_order_link_id_is_refused(session):
     order(session, orderLinkId="same")
-    assert code_of(session.place_order, category="linear", symbol="BTCUSDT", side="Buy", orderType="Limit",
-                   qty="0.00031", price="80300", orderLinkId="same") == 110072
+    assert (
+        code_of(
+            session.place_order,
+            category="linear",
+            symbol="BTCUSDT",
+            side="Buy",
+            orderType="Limit",
+            qty="0.00031",
+            price="80300",
+            orderLinkId="same",
+        )
+        == 110072
+    )
 
 
 def test_read_only_key_cannot_trade():
@@ -145,8 +218,18 @@ def test_read_only_key_cannot_trade():
     with start_paper_exchange(scenario) as paper:
         session = raw_session(paper, "readonly1", "readonly-secret")
         assert session.get_api_key_information()["result"]["readOnly"] == 1
-        assert code_of(session.place_order, category="linear", symbol="BTCUSDT", side="Buy", orderType="Limit",
-                       qty="0.00031", price="80300") == 10005
+        assert (
+            code_of(
+                session.place_order,
+                category="linear",
+                symbol="BTCUSDT",
+                side="Buy",
+                orderType="Limit",
+                qty="0.00031",
+                price="80300",
+            )
+            == 10005
+        )
 
 
 def test_random_walk_is_deterministic_per_seed():
@@ -158,5 +241,7 @@ def test_random_walk_is_deterministic_per_seed():
             session = raw_session(paper)
             for _ in range(3):
                 paper.tick()
-            quotes.append(session.get_tickers(category="linear", symbol="BTCUSDT")["result"]["list"][0]["bid1Price"])
+            quotes.append(
+                session.get_tickers(category="linear", symbol="BTCUSDT")["result"]["list"][0]["bid1Price"]
+            )
     assert quotes[0] == quotes[1] and quotes[0] != "80000.0"
