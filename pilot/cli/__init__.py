@@ -7,7 +7,7 @@ import importlib
 import click
 
 # Each module defines `command` (a click.Command or click.Group). Order is the help listing's order.
-_COMMAND_MODULES = ("policy", "sim")
+_COMMAND_MODULES = ("policy", "keys", "sim")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

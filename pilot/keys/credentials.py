@@ -62,7 +62,7 @@ def new_credentials(
         key_id=new_key_id(),
         api_key=_clean(api_key, "API key"),
         api_secret=_clean(api_secret, "API secret"),
-        base_url=_checked_url(environment, base_url),
+        base_url=checked_address(environment, base_url),
     )
 
 
@@ -78,7 +78,8 @@ def _clean(value: str, label: str) -> str:
     return cleaned
 
 
-def _checked_url(environment: Environment, base_url: str | None) -> str | None:
+def checked_address(environment: Environment, base_url: str | None) -> str | None:
+    """Return the address to store: None for Bybit, a loopback http URL with a port for paper."""
     if not environment.needs_url:
         if base_url:
             raise InvalidKeyInput(

@@ -13,9 +13,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.errors import ExchangeError, ExchangeRejected
 from pilot.exchange.models import ApiKeyInfo
-from pilot.keys.credentials import Credentials, key_hint, new_credentials, parse_environment
+from pilot.keys.credentials import Credentials, checked_address, key_hint, new_credentials, parse_environment
 from pilot.keys.environments import Environment
 from pilot.keys.errors import (
     KeyAlreadyStored,
@@ -26,7 +27,7 @@ from pilot.keys.errors import (
 )
 from pilot.keys.permissions import check_permissions
 from pilot.keys.vault import SealBroken, Vault, associated_data
-from pilot.keys.vault_files import vault_for_reading, vault_for_writing
+from pilot.keys.vault_files import check_master_key, vault_for_reading, vault_for_writing
 from pilot.store.keys import ActiveKeyExists, KeyStore, PermissionCheck, StoredKey, open_keystore
 
 KEYS_DATABASE = "keys.db"
@@ -53,9 +54,7 @@ class KeySummary:
 
 async def read_key_info_from_exchange(credentials: Credentials) -> ApiKeyInfo:
     """Ask the exchange (`/v5/user/query-api`) what the key may do."""
-    from pilot.exchange.bybit import BybitExchange
-
-    exchange = await BybitExchange.connect(
+    exchange = BybitExchange.connect(
         credentials.environment.value,
         api_key=credentials.api_key,
         api_secret=credentials.api_secret,
@@ -65,6 +64,25 @@ async def read_key_info_from_exchange(credentials: Credentials) -> ApiKeyInfo:
         return await exchange.get_api_key_info()
     finally:
         await exchange.close()
+
+
+async def check_ready_to_store(
+    home: Path, environment: str, *, base_url: str | None = None, replacing: bool = False
+) -> None:
+    """Raise now what `add_key` or `replace_key` would raise before the exchange is asked anything.
+
+    The CLI calls it before prompting, so nobody types a secret only to hear that the environment
+    already has a key or the master key file is unusable. Nothing is created.
+    """
+    environment = parse_environment(environment)
+    checked_address(environment, base_url)
+    stored = await _active_keys(home)
+    current = next((key for key in stored if key.environment == environment), None)
+    if current is not None and not replacing:
+        raise KeyAlreadyStored(environment, current.key_id)
+    if current is None and replacing:
+        raise NoKeyStored(environment)
+    check_master_key(home, has_stored_keys=bool(stored))
 
 
 async def add_key(
@@ -136,10 +154,7 @@ async def delete_key(home: Path, environment: str, *, now: datetime) -> str:
 
 async def show_keys(home: Path) -> list[KeySummary]:
     """Describe every active key. Reads no secret and needs no master key."""
-    if not (home / KEYS_DATABASE).exists():
-        return []
-    async with _keystore(home) as store:
-        return [_summary(stored) for stored in await store.all_active()]
+    return [_summary(stored) for stored in await _active_keys(home)]
 
 
 async def ensure_fresh_permissions(
@@ -274,6 +289,13 @@ async def _active_or_raise(store: KeyStore, environment: Environment) -> StoredK
     if stored is None:
         raise NoKeyStored(environment)
     return stored
+
+
+async def _active_keys(home: Path) -> list[StoredKey]:
+    if not (home / KEYS_DATABASE).exists():
+        return []
+    async with _keystore(home) as store:
+        return await store.all_active()
 
 
 @asynccontextmanager

@@ -22,6 +22,13 @@ def vault_for_writing(home: Path, *, has_stored_keys: bool) -> Vault:
     return Vault(read_master_key(path))
 
 
+def check_master_key(home: Path, *, has_stored_keys: bool) -> None:
+    """Raise MasterKeyError if storing a key now would fail on the master key file; create nothing."""
+    path = _checked_path(home)
+    if os.path.lexists(path) or has_stored_keys:
+        read_master_key(path)
+
+
 def _checked_path(home: Path) -> Path:
     path = master_key_path()
     if path.parent.resolve().is_relative_to(home.resolve()):

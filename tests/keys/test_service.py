@@ -21,6 +21,7 @@ from pilot.keys.errors import (
 )
 from pilot.keys.service import (
     add_key,
+    check_ready_to_store,
     delete_key,
     ensure_fresh_permissions,
     load_exchange_credentials,
@@ -299,3 +300,21 @@ async def test_an_empty_or_malformed_key_is_refused_without_echoing_it(
     with pytest.raises(InvalidKeyInput) as refused:
         await add_key(home, "bybit-demo", key, secret, now=NOW, read_key_info=exchange)
     assert "two words" not in str(refused.value)
+
+
+async def test_the_pre_prompt_check_raises_what_add_and_replace_would_and_creates_nothing(
+    home: Path, master_key_file: Path, exchange
+) -> None:
+    await check_ready_to_store(home, "bybit-demo")
+    assert not home.exists() and not master_key_file.exists()
+    with pytest.raises(NoKeyStored):
+        await check_ready_to_store(home, "bybit-demo", replacing=True)
+    with pytest.raises(InvalidKeyInput):
+        await check_ready_to_store(home, "paper")
+    added = await add(home, exchange)
+    with pytest.raises(KeyAlreadyStored, match=added.key_id):
+        await check_ready_to_store(home, "bybit-demo")
+    await check_ready_to_store(home, "bybit-demo", replacing=True)
+    master_key_file.unlink()
+    with pytest.raises(MasterKeyError):
+        await check_ready_to_store(home, "bybit-testnet")
