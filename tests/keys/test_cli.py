@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -13,10 +15,12 @@ from click.testing import CliRunner, Result
 
 from pilot.cli.keys import command
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.keys.service import add_key, load_exchange_credentials
 
 NARROW_KEY, NARROW_SECRET = "paperNarrowKey0001", "paperNarrowSecret000000000000000001"
 WIDE_KEY, WIDE_SECRET = "paperWideKey000002", "paperWideSecret00000000000000000002"
 NEXT_KEY, NEXT_SECRET = "paperNextKey000003", "paperNextSecret00000000000000000003"
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ALL_PLAINTEXT = (NARROW_KEY, NARROW_SECRET, WIDE_KEY, WIDE_SECRET, NEXT_KEY, NEXT_SECRET)
 
 
@@ -106,9 +110,10 @@ def test_replace_and_delete_change_what_show_lists(keys: Keys) -> None:
     assert "No keys stored." in keys("show").output
 
 
-def test_the_key_and_secret_are_never_written_to_disk_or_printed(
-    keys: Keys, tmp_path: Path, paper: PaperExchange
+def test_the_key_and_secret_are_never_written_to_disk_printed_or_logged(
+    keys: Keys, tmp_path: Path, paper: PaperExchange, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     keys("add", input=f"{WIDE_KEY}\n{WIDE_SECRET}\n")  # rejected
     keys("add", input=f"{NARROW_KEY}\n{NARROW_SECRET}\n")
     keys("show")
@@ -122,7 +127,7 @@ def test_the_key_and_secret_are_never_written_to_disk_or_printed(
     files = [path for path in tmp_path.rglob("*") if path.is_file()]
     assert any(path.name == "keys.db" for path in files)
     for text in ALL_PLAINTEXT:
-        for output in keys.outputs:
+        for output in [*keys.outputs, caplog.text]:
             assert text not in output
         for path in files:
             assert text.encode() not in path.read_bytes(), path
@@ -156,3 +161,15 @@ def test_show_and_delete_on_an_empty_home_create_nothing(keys: Keys, home: Path)
 def test_mainnet_is_not_an_environment_the_cli_accepts(keys: Keys, home: Path) -> None:
     result = CliRunner().invoke(command, ["add", "--exchange", "bybit-mainnet", "--home", str(home)])
     assert result.exit_code == 2 and "bybit-demo" in result.output
+
+
+@pytest.mark.anyio
+async def test_the_server_loads_the_key_and_rechecks_it_on_the_exchange_after_an_hour(
+    home: Path, master_key_file: Path, paper: PaperExchange
+) -> None:
+    added = await add_key(home, "paper", NARROW_KEY, NARROW_SECRET, now=NOW, base_url=paper.url)
+    fresh = await load_exchange_credentials(home, "paper", now=NOW + timedelta(minutes=30))
+    assert (fresh.key_id, fresh.api_key, fresh.base_url) == (added.key_id, NARROW_KEY, paper.url)
+    assert paper.request_count("/v5/user/query-api") == 1
+    await load_exchange_credentials(home, "paper", now=NOW + timedelta(minutes=61))
+    assert paper.request_count("/v5/user/query-api") == 2
