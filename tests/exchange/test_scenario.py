@@ -1,0 +1,70 @@
+"""Scenario files: the default loads with the worked-example rules; bad ones are refused naming the JSON path."""
+
+from __future__ import annotations
+
+import copy
+from decimal import Decimal
+
+import pytest
+import requests
+
+from pilot.exchange.sim import ScenarioError, load_scenario, start_paper_exchange
+from tests.exchange.test_paper_matching import default_scenario
+
+
+def test_default_scenario_has_the_worked_example_instruments():
+    scenario = load_scenario()
+    rules = {(i.category, i.symbol): i for i in scenario.instruments}
+    btc = rules[("linear", "BTCUSDT")]
+    assert (btc.tick_size, btc.qty_step, btc.min_order_qty) == (
+        Decimal("0.1"),
+        Decimal("0.00001"),
+        Decimal("0.00001"),
+    )
+    assert btc.min_notional <= 5 and Decimal("0.00031") % btc.qty_step == 0
+    sol = rules[("linear", "SOLUSDT")]
+    assert (sol.tick_size, sol.qty_step, sol.min_order_qty, sol.min_notional) == (
+        Decimal("0.01"),
+        Decimal("0.01"),
+        Decimal("0.1"),
+        Decimal(5),
+    )
+    assert {symbol for _, symbol in rules} == {"BTCUSDT", "ETHUSDT", "SOLUSDT"}
+    assert scenario.balances == {"USDT": Decimal(1000)} and not scenario.api_keys[0].permissions["Wallet"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (lambda s: s["instruments"][2].update(tickSize="abc"), "instruments[2].tickSize"),
+        (lambda s: s["instruments"][0].update(category="option"), "instruments[0].category"),
+        (lambda s: s["prices"].pop("SOLUSDT"), "prices.SOLUSDT"),
+        (lambda s: s["prices"]["BTCUSDT"].update(ask="1"), "prices.BTCUSDT.ask"),
+        (
+            lambda s: s.update(positions=[{"symbol": "XRPUSDT", "side": "Buy", "size": 1, "avgPrice": 1}]),
+            "positions[0].symbol",
+        ),
+        (lambda s: s.update(faults=[{"path": "/v5/order/create", "kind": "explode"}]), "faults[0].kind"),
+        (lambda s: s["apiKeys"][0].pop("secret"), "apiKeys[0].secret"),
+        (lambda s: s.update(surprise=1), "$.surprise"),
+    ],
+)
+def test_bad_scenarios_are_refused_naming_the_json_path(edit, path):
+    scenario = copy.deepcopy(default_scenario())
+    edit(scenario)
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(scenario)
+    assert str(caught.value).startswith(path)
+
+
+def test_scenario_faults_fire_on_the_nth_call():
+    scenario = default_scenario()
+    scenario["faults"] = [{"path": "/v5/market/time", "kind": "http_5xx", "nth": 2}]
+    with start_paper_exchange(scenario) as paper:
+        codes = [requests.get(f"{paper.url}/v5/market/time", timeout=2).status_code for _ in range(3)]
+    assert codes == [200, 503, 200]
+
+
+def test_unknown_runtime_fault_kind_is_refused(paper):
+    with pytest.raises(ValueError, match="unknown fault kind"):
+        paper.add_fault("/v5/order/create", "explode")
