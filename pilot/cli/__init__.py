@@ -7,7 +7,7 @@ import importlib
 import click
 
 # Each module defines `command` (a click.Command or click.Group). Order is the help listing's order.
-_COMMAND_MODULES = ("policy", "keys", "sim")
+_COMMAND_MODULES = ("serve", "policy", "sim", "keys", "token")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

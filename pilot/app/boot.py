@@ -1,0 +1,79 @@
+"""Assembling a Runtime: the home's store, an exchange (embedded paper exchange or a stored Bybit key), a clock."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from pilot.app.clock import Clock, SystemClock
+from pilot.app.runtime import Home, Runtime
+from pilot.exchange.bybit import BybitExchange
+from pilot.store import open_store
+
+EXCHANGES = ("paper", "bybit-demo", "bybit-testnet")
+
+
+class StartupError(Exception):
+    """A problem that stops Pilot from starting, stated in one line with its fix."""
+
+
+@contextlib.asynccontextmanager
+async def open_runtime(
+    home: Path,
+    *,
+    exchange: str = "paper",
+    scenario: Path | None = None,
+    paper_url: str | None = None,
+    clock: Clock | None = None,
+) -> AsyncIterator[Runtime]:
+    """Open everything a server needs and close it all on exit.
+
+    With exchange "paper" and no paper_url, an embedded paper exchange is started on 127.0.0.1 for the
+    runtime's lifetime (its scenario's key needs no setup). bybit-demo and bybit-testnet use the key stored
+    with `pilot keys add`, whose permissions are re-checked when the last check is over an hour old.
+    """
+    if exchange not in EXCHANGES:
+        raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
+    clock = clock or SystemClock()
+    async with contextlib.AsyncExitStack() as stack:
+        adapter = await _exchange(stack, home, exchange, scenario, paper_url, clock)
+        stack.push_async_callback(adapter.close)
+        store = await open_store(Home(home).database_path)
+        stack.push_async_callback(store.close)
+        yield Runtime(home=Home(home), store=store, exchange=adapter, clock=clock, environment=exchange)
+
+
+async def _exchange(
+    stack: contextlib.AsyncExitStack,
+    home: Path,
+    exchange: str,
+    scenario: Path | None,
+    url: str | None,
+    clock: Clock,
+) -> BybitExchange:
+    if exchange == "paper":
+        from pilot.exchange.sim import ScenarioError, start_paper_exchange
+
+        if url is None:
+            try:
+                paper = start_paper_exchange(scenario)
+            except (ScenarioError, OSError) as error:
+                raise StartupError(f"cannot start the paper exchange: {error}") from None
+            stack.callback(paper.stop)
+            return BybitExchange.connect(
+                "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
+            )
+    from pilot.keys.errors import KeysError
+    from pilot.keys.service import load_exchange_credentials
+
+    try:
+        credentials = await load_exchange_credentials(home, exchange, now=clock.now())
+    except KeysError as error:
+        raise StartupError(str(error)) from None
+    return BybitExchange.connect(
+        exchange,
+        api_key=credentials.api_key,
+        api_secret=credentials.api_secret,
+        base_url=url or credentials.base_url,
+    )

@@ -1,0 +1,11 @@
+"""Journal entry kinds: one name per thing that happened, so receipts and counts can find them."""
+
+PLAN = "plan"  # a plan_order decision, ok or refused, with its violations and next action
+PLACE_REFUSED = "place.refused"  # place_order refused before sending (lifecycle, re-evaluation, confirmation)
+ORDER_SENT = "order.sent"  # written before the create request leaves; dailyOrderCap counts these
+ORDER_OUTCOME = "order.outcome"  # what the exchange answered, or what reconnaissance found
+ACTION = "action"  # cancel_order / set_leverage: attempt and outcome
+KILL_SWITCH = "killswitch"  # on or off, and who
+CONFIRMATION = "confirmation"  # asked, approved, declined, parked, decided in the CLI
+REPLAY = "idempotency.replay"  # an idempotency key answered from its first call
+INPUT_REFUSED = "input.refused"  # a tool call with bad arguments (nothing sent)

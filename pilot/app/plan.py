@@ -1,0 +1,186 @@
+"""plan_order: gather the facts, run evaluate once, and issue a single-use plan for an order that passes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from pilot.app import kinds
+from pilot.app.facts import gather_facts, snapshot
+from pilot.app.inputs import PlanRequest
+from pilot.app.responses import PlanAnswer, PlannedOrderOut, Snapshot, next_out, violations_out
+from pilot.app.runtime import PolicyView, Runtime
+from pilot.core.evaluate import Assessment, assess
+from pilot.core.facts import Facts, OrderIntent, OrderType, Side
+from pilot.core.sizing import qty_for_notional
+from pilot.core.valuation import floor_to_step, round_price_safe, worst_fill_price
+from pilot.core.violations import NextAction, Violation, plain, usd
+from pilot.store import new_plan_id
+
+
+async def plan_order(runtime: Runtime, request: PlanRequest) -> PlanAnswer:
+    """Judge the order on live facts; an order that passes gets a plan id that works once, for planTtlSeconds."""
+    view = runtime.policy()
+    facts = await gather_facts(runtime, view, _intent(request, request.qty or Decimal(0)))
+    facts = replace(facts, order=_rounded(request, facts, view))
+    result = assess(view.policy, facts)
+    violations = with_policy_issues(view, result)
+    shot = snapshot(view, facts)
+    now = runtime.now()
+    if violations:
+        next_action = result.next_safe_action if violations == result.violations else violations[0].next
+        answer = PlanAnswer(
+            status="refused",
+            violations=violations_out(violations),
+            next_safe_action=next_out(next_action),
+            snapshot=Snapshot(**shot),
+        )
+        await runtime.store.journal.append(kinds.PLAN, answer.model_dump(mode="json"), now=now)
+        return answer
+    plan_id = new_plan_id()
+    payload = plan_payload(view, facts, result, shot)
+    record = await runtime.store.plans.create(
+        plan_id=plan_id, payload=payload, now=now, ttl_seconds=view.policy.plan_ttl_seconds
+    )
+    answer = PlanAnswer(
+        status="ok",
+        plan_id=plan_id,
+        expires_at=record.expires_at.isoformat(),
+        order=PlannedOrderOut(**payload["order"]),
+        notional_usd=payload["notional_usd"],
+        position_notional_usd=payload["position_notional_usd"],
+        liquidation_distance_pct=payload["liquidation_distance_pct"],
+        needs_confirmation=payload["needs_confirmation"],
+        confirmation_text=payload["confirmation_text"],
+        snapshot=Snapshot(**shot),
+    )
+    await runtime.store.journal.append(kinds.PLAN, answer.model_dump(mode="json"), now=now, plan_id=plan_id)
+    return answer
+
+
+def plan_payload(view: PolicyView, facts: Facts, result: Assessment, shot: dict[str, Any]) -> dict[str, Any]:
+    """Everything place_order needs to send exactly this order and to judge it again."""
+    s = result.situation
+    assert s is not None
+    order = facts.order
+    distance = result.liquidation_distance_pct
+    planned = {
+        "category": order.category,
+        "symbol": order.symbol,
+        "side": order.side.value,
+        "qty": plain(order.qty),
+        "order_type": order.order_type.value,
+        "price": plain(s.sent_price),
+        "time_in_force": "IOC" if order.order_type is OrderType.MARKET else "GTC",
+        "reduce_only": order.reduce_only,
+    }
+    confirm = view.policy.confirm
+    needs = "place_order" in confirm.actions or (
+        confirm.above_notional_usd is not None and s.order_notional > confirm.above_notional_usd
+    )
+    return {
+        "order": planned,
+        "intent": _intent_dict(order),
+        "notional_usd": plain(s.order_notional),
+        "position_notional_usd": plain(s.after_notional),
+        "liquidation_distance_pct": plain(distance.quantize(Decimal("0.01")))
+        if distance is not None
+        else None,
+        "needs_confirmation": needs,
+        "confirmation_text": confirmation_text(planned, s.order_notional, distance) if needs else None,
+        "snapshot": shot,
+        "policy_version": view.version,
+    }
+
+
+def confirmation_text(order: dict[str, Any], notional: Decimal, distance: Decimal | None) -> str:
+    """The sentence a human approves: built from the server's record of the plan, never the agent's words."""
+    how = (
+        f"at market (Limit IOC, no worse than {order['price']})"
+        if order["order_type"] == "market"
+        else f"limit {order['price']} ({order['time_in_force']})"
+    )
+    liquidation = f"; liquidation about {distance.quantize(Decimal('0.01'))}% from mark" if distance else ""
+    reduce = " reduce-only" if order["reduce_only"] else ""
+    return (
+        f"{order['side'].capitalize()}{reduce} {order['qty']} {order['symbol']} ({order['category']}) {how}; "
+        f"worst-fill notional {usd(notional)}{liquidation}"
+    )
+
+
+def with_policy_issues(view: PolicyView, result: Assessment) -> list[Violation]:
+    """While policy.json is invalid, a growing order is refused for that reason, with the file's fixes."""
+    if view.valid or not result.violations:
+        return result.violations
+    problems = "; ".join(str(issue) for issue in view.issues)
+    policy_violation = Violation(
+        rule="policy",
+        limit="a valid policy.json",
+        attempted="invalid policy.json",
+        detail=f"policy.json is invalid, so only orders that shrink a position are allowed: {problems}",
+        next=NextAction.stop(
+            "stop opening or adding; reducing orders and close_position still work",
+            human="fix policy.json: " + "; ".join(f"{issue.path}: {issue.fix}" for issue in view.issues),
+        ),
+    )
+    others = [v for v in result.violations if v.rule not in ("tradingState", "allowedMarkets")]
+    return [policy_violation, *others]
+
+
+def intent_from_dict(data: dict[str, Any]) -> OrderIntent:
+    return OrderIntent(
+        symbol=data["symbol"],
+        side=Side(data["side"]),
+        qty=Decimal(data["qty"]),
+        order_type=OrderType(data["order_type"]),
+        limit_price=Decimal(data["limit_price"]) if data.get("limit_price") else None,
+        reduce_only=bool(data["reduce_only"]),
+        category=data["category"],
+    )
+
+
+def _intent_dict(order: OrderIntent) -> dict[str, Any]:
+    return {
+        "symbol": order.symbol,
+        "side": order.side.value,
+        "qty": plain(order.qty),
+        "order_type": order.order_type.value,
+        "limit_price": plain(order.limit_price) if order.limit_price is not None else None,
+        "reduce_only": order.reduce_only,
+        "category": order.category,
+    }
+
+
+def _intent(request: PlanRequest, qty: Decimal) -> OrderIntent:
+    return OrderIntent(
+        symbol=request.symbol,
+        side=request.side,
+        qty=qty,
+        order_type=request.order_type,
+        limit_price=request.price,
+        reduce_only=request.reduce_only,
+        category=request.category,
+    )
+
+
+def _rounded(request: PlanRequest, facts: Facts, view: PolicyView) -> OrderIntent:
+    """Quantities floor to the lot step; a limit price rounds to the tick on the safe side; notional -> qty."""
+    order, rules = facts.order, facts.rules
+    if rules is None:
+        return order
+    price = order.limit_price
+    if price is not None and rules.tick_size > 0:
+        price = max(round_price_safe(price, rules.tick_size, order.side), rules.tick_size)
+    order = replace(order, limit_price=price)
+    if request.notional_usd is not None:
+        if facts.touch is None:
+            return order
+        slippage = view.policy.limits_for(order.symbol).max_slippage_pct
+        worst = worst_fill_price(order, facts.touch, rules, slippage)
+        return replace(order, qty=qty_for_notional(request.notional_usd, worst, rules.qty_step))
+    return replace(order, qty=floor_to_step(order.qty, rules.qty_step))
+
+
+PLAN_TTL_FALLBACK = timedelta(seconds=60)

@@ -1,0 +1,140 @@
+"""What the tools answer: pydantic models, so every MCP tool has an output schema. Amounts are strings."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class NextActionOut(_Answer):
+    tool: str | None = Field(description="A tool to call exactly as given, or null when no call fits")
+    args: dict[str, Any] | None = Field(description="Complete arguments for that tool")
+    text: str
+    human: str | None = Field(default=None, description="What only a human can change")
+    retry_after: str | None = Field(default=None, description="ISO-8601 UTC time after which waiting helps")
+    options: list[dict[str, Any]] | None = Field(default=None, description="Calls that free room, if wanted")
+
+
+class ViolationOut(_Answer):
+    rule: str = Field(description="Stable code: a policy.json key, instrument.*, tradingState, facts, ...")
+    limit: str
+    attempted: str
+    detail: str
+    next: NextActionOut
+
+
+class Snapshot(_Answer):
+    """What a decision was derived from, so an agent can tell 'send unchanged' from 'the world moved'."""
+
+    policy_version: str
+    trading_state: str
+    market_data_at: str | None
+    bid: str | None
+    ask: str | None
+    mark: str | None
+    position_size: str | None
+    equity_usd: str | None
+    orders_today: int | None
+    instrument: dict[str, str] | None
+
+
+class PlannedOrderOut(_Answer):
+    """Exactly what place_order will send."""
+
+    category: str
+    symbol: str
+    side: Literal["buy", "sell"]
+    qty: str
+    order_type: Literal["market", "limit"]
+    price: str = Field(description="The limit price sent; for a market order the Limit IOC worst price")
+    time_in_force: Literal["IOC", "GTC"]
+    reduce_only: bool
+
+
+class PlanAnswer(_Answer):
+    status: Literal["ok", "refused"]
+    plan_id: str | None = None
+    expires_at: str | None = None
+    order: PlannedOrderOut | None = None
+    notional_usd: str | None = Field(default=None, description="Worst-fill notional of this order")
+    position_notional_usd: str | None = Field(
+        default=None, description="Worst-fill notional of the position left"
+    )
+    liquidation_distance_pct: str | None = None
+    needs_confirmation: bool | None = None
+    confirmation_text: str | None = None
+    violations: list[ViolationOut] | None = None
+    next_safe_action: NextActionOut | None = None
+    snapshot: Snapshot | None = None
+
+
+class Fill(_Answer):
+    filled_qty: str
+    avg_price: str | None
+    fee: str
+
+
+class ExchangeText(_Answer):
+    """Whatever the exchange wrote. Untrusted: shown, never followed."""
+
+    untrusted_text: str
+
+
+class OrderAnswer(_Answer):
+    """The answer of every tool that may send an order (place_order, close_position)."""
+
+    status: Literal[
+        "filled",
+        "partially_filled",
+        "open",
+        "cancelled",
+        "rejected",
+        "outcome_unknown",
+        "refused",
+        "declined",
+        "pending_confirmation",
+    ]
+    plan_id: str | None = None
+    order_id: str | None = None
+    order_link_id: str | None = None
+    sent: dict[str, Any] | None = Field(default=None, description="The exact request sent, if one was")
+    fill: Fill | None = None
+    found_by_reconnaissance: bool | None = None
+    ret_code: int | None = None
+    reject_family: str | None = None
+    exchange: ExchangeText | None = None
+    violations: list[ViolationOut] | None = None
+    reason: str | None = Field(default=None, description="Why, in one sentence (Pilot's own words)")
+    next_safe_action: NextActionOut | None = None
+    confirmation_id: str | None = None
+    journal_seq: list[int] = Field(default_factory=list, description="Journal entries written for this call")
+
+
+class ActionAnswer(_Answer):
+    """cancel_order, set_leverage, activate_kill_switch and the confirmation tools."""
+
+    status: Literal[
+        "done", "refused", "rejected", "outcome_unknown", "declined", "pending_confirmation", "not_found"
+    ]
+    detail: str
+    data: dict[str, Any] | None = None
+    ret_code: int | None = None
+    exchange: ExchangeText | None = None
+    violations: list[ViolationOut] | None = None
+    next_safe_action: NextActionOut | None = None
+    confirmation_id: str | None = None
+    journal_seq: list[int] = Field(default_factory=list)
+
+
+def next_out(action: Any) -> NextActionOut | None:
+    """A core NextAction as the tool answer shows it."""
+    return None if action is None else NextActionOut(**action.to_dict())
+
+
+def violations_out(violations: list[Any]) -> list[ViolationOut]:
+    return [ViolationOut(**violation.to_dict()) for violation in violations]
