@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ import pytest
 from pilot.app.runtime import Home, Runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.exchange.sim.handlers import ROUTES
 from pilot.server import build_server
 from pilot.store import open_store
 
@@ -62,18 +64,31 @@ def write_policy(home: Path, **changes: Any) -> None:
     (home / "policy.json").write_text(json.dumps({**POLICY, **changes}, indent=2))
 
 
-@pytest.fixture
-async def runtime(tmp_path: Path, paper: PaperExchange, clock: FakeClock) -> AsyncIterator[Runtime]:
-    write_policy(tmp_path)
+@contextlib.asynccontextmanager
+async def open_test_runtime(
+    home: Path, paper: PaperExchange, clock: FakeClock, *, timeout_seconds: float = 10
+) -> AsyncIterator[Runtime]:
+    """A Runtime on `home` (its own store connection) and the paper exchange; closing it is a restart."""
     adapter = BybitExchange.connect(
-        "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
+        "paper",
+        api_key=paper.api_key,
+        api_secret=paper.api_secret,
+        base_url=paper.url,
+        timeout_seconds=timeout_seconds,
     )
-    store = await open_store(Home(tmp_path).database_path)
+    store = await open_store(Home(home).database_path)
     try:
-        yield Runtime(home=Home(tmp_path), store=store, exchange=adapter, clock=clock)
+        yield Runtime(home=Home(home), store=store, exchange=adapter, clock=clock)
     finally:
         await store.close()
         await adapter.close()
+
+
+@pytest.fixture
+async def runtime(tmp_path: Path, paper: PaperExchange, clock: FakeClock) -> AsyncIterator[Runtime]:
+    write_policy(tmp_path)
+    async with open_test_runtime(tmp_path, paper, clock) as opened:
+        yield opened
 
 
 @pytest.fixture
@@ -84,3 +99,24 @@ def server(runtime: Runtime) -> Any:
 def structured(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content[0].text if result.content else result
     return result.structured_content
+
+
+async def call(client: Any, tool: str, args: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Call a tool through an MCP client and return its structured answer (a tool error fails the test)."""
+    return structured(await client.call_tool(tool, args or {}))
+
+
+def total_requests(paper: PaperExchange) -> int:
+    """Every request the paper exchange received, on any endpoint."""
+    return sum(paper.request_count(path) for path in ROUTES)
+
+
+CREATE = "/v5/order/create"
+BTC_SHORT = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.00031"}
+
+
+async def plan_and_place(client: Any, order: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Plan an order that passes and place it; return place_order's answer."""
+    plan = await call(client, "plan_order", order or BTC_SHORT)
+    assert plan["status"] == "ok", plan
+    return await call(client, "place_order", {"plan_id": plan["plan_id"]})
