@@ -56,7 +56,18 @@ async def execute_plan(
     confirmer: Confirmer | None = None,
     tool: str = "place_order",
 ) -> OrderAnswer:
-    """Re-read the policy and fresh facts, run the same evaluate, confirm if the policy says so, then send."""
+    """Re-read the policy and fresh facts, run the same evaluate, confirm if the policy says so, then send.
+
+    One send at a time per runtime: otherwise concurrent sends of different plans are each judged on the same
+    facts, and together break dailyOrderCap or maxNotionalUsd that each of them passes alone.
+    """
+    async with runtime.send_lock:
+        return await _judge_and_send(runtime, plan, origin=origin, confirmer=confirmer, tool=tool)
+
+
+async def _judge_and_send(
+    runtime: Runtime, plan: PlanRecord, *, origin: str, confirmer: Confirmer | None, tool: str
+) -> OrderAnswer:
     view = runtime.policy()
     intent = intent_from_dict(plan.payload["intent"])
     facts = await gather_facts(runtime, view, intent)

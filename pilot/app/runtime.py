@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -52,6 +53,9 @@ class Runtime:
     exchange: Exchange
     clock: Clock
     environment: str = "paper"
+    # Held from the re-check on fresh facts until the send's outcome is known, so concurrent sends are judged
+    # one after another: each sees the order.sent entries and the position the previous send left.
+    send_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False, compare=False)
     _policy_cache: tuple[float, int, PolicyView] | None = field(default=None, repr=False)
 
     def now(self) -> datetime:
