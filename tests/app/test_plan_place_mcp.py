@@ -1,0 +1,172 @@
+"""plan_order and place_order through a real MCP client on the paper exchange: the plan-then-send lifecycle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, MCPError
+from mcp.types import INVALID_PARAMS
+
+from pilot.app import kinds
+from pilot.server import build_server
+
+from .conftest import BTC_SHORT, CREATE, call, open_test_runtime, plan_and_place, write_policy
+
+pytestmark = pytest.mark.anyio
+MODES = pytest.mark.parametrize("mode", ["auto", "legacy"])
+
+
+@MODES
+async def test_refused_order_becomes_a_fill_by_replaying_the_next_safe_action(server, paper, mode):
+    async with Client(server, mode=mode, raise_exceptions=True) as client:
+        refused = await call(client, "plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0005"})
+        assert refused["status"] == "refused" and refused["plan_id"] is None
+        assert refused["violations"][0]["rule"] == "maxOrderNotionalUsd"
+        suggestion = refused["next_safe_action"]
+        assert suggestion["tool"] == "plan_order" and suggestion["args"]["qty"] == "0.00031"
+
+        planned = await call(client, suggestion["tool"], suggestion["args"])
+        assert planned["status"] == "ok" and planned["order"]["qty"] == "0.00031"
+        assert planned["order"]["time_in_force"] == "IOC" and planned["needs_confirmation"] is False
+        assert paper.request_count(CREATE) == 0
+
+        placed = await call(client, "place_order", {"plan_id": planned["plan_id"]})
+    assert placed["status"] == "filled" and placed["fill"]["filled_qty"] == "0.00031"
+    assert placed["sent"]["qty"] == "0.00031" and placed["sent"]["price"] == planned["order"]["price"]
+    assert paper.request_count(CREATE) == 1
+    assert paper.position("BTCUSDT").size == -paper.orders()[0].qty
+
+
+async def test_twenty_concurrent_place_orders_on_one_plan_send_exactly_one_order(server, paper):
+    answers: list[dict[str, Any]] = []
+    async with Client(server, raise_exceptions=True) as client:
+        plan = await call(client, "plan_order", BTC_SHORT)
+
+        async def place() -> None:
+            answers.append(await call(client, "place_order", {"plan_id": plan["plan_id"]}))
+
+        async with anyio.create_task_group() as tasks:
+            for _ in range(20):
+                tasks.start_soon(place)
+        later = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+
+    assert paper.request_count(CREATE) == 1 and len(paper.orders()) == 1
+    filled = [a for a in answers if a["status"] == "filled"]
+    refused = [a for a in answers if a["status"] == "refused"]
+    assert len(filled) == 1 and len(refused) == 19
+    for answer in [*refused, later]:
+        assert [v["rule"] for v in answer["violations"]] == ["planAlreadyUsed"]
+        assert answer["next_safe_action"]["tool"] == "get_open_orders" and answer["sent"] is None
+    # once the first use has finished, a refusal names the order it became
+    assert filled[0]["order_id"] in later["violations"][0]["detail"]
+
+
+async def test_an_expired_plan_is_refused_with_a_next_action_that_plans_the_same_order(server, paper, clock):
+    async with Client(server, raise_exceptions=True) as client:
+        plan = await call(client, "plan_order", {**BTC_SHORT, "order_type": "limit", "price": "80300"})
+        clock.advance(61)
+        expired = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        assert expired["status"] == "refused"
+        assert [v["rule"] for v in expired["violations"]] == ["planExpired"]
+        again = expired["next_safe_action"]
+        assert again["tool"] == "plan_order"
+        replanned = await call(client, again["tool"], again["args"])
+    assert replanned["status"] == "ok" and replanned["order"] == plan["order"]
+    assert paper.request_count(CREATE) == 0
+
+
+async def test_a_policy_tightened_after_planning_refuses_at_send_with_a_fresh_next_action(
+    server, paper, runtime
+):
+    async with Client(server, raise_exceptions=True) as client:
+        plan = await call(client, "plan_order", BTC_SHORT)
+        write_policy(runtime.home.path, maxOrderNotionalUsd=10)
+        refused = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        assert refused["status"] == "refused" and refused["sent"] is None
+        assert refused["violations"][0]["rule"] == "maxOrderNotionalUsd"
+        assert refused["violations"][0]["limit"] == "10"
+        fresh = refused["next_safe_action"]
+        assert fresh["tool"] == "plan_order" and fresh["args"]["qty"] == "0.00012"
+        assert paper.request_count(CREATE) == 0
+        replanned = await call(client, fresh["tool"], fresh["args"])
+        placed = await call(client, "place_order", {"plan_id": replanned["plan_id"]})
+    assert placed["status"] == "filled" and placed["fill"]["filled_qty"] == "0.00012"
+    assert paper.request_count(CREATE) == 1
+
+
+async def test_a_plan_survives_a_restart_and_is_redeemed_exactly_once(tmp_path, paper, clock):
+    write_policy(tmp_path)
+    async with (
+        open_test_runtime(tmp_path, paper, clock) as before,
+        Client(build_server(before), raise_exceptions=True) as client,
+    ):
+        plan = await call(client, "plan_order", BTC_SHORT)
+    async with (
+        open_test_runtime(tmp_path, paper, clock) as after,
+        Client(build_server(after), raise_exceptions=True) as client,
+    ):
+        placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        again = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    async with (
+        open_test_runtime(tmp_path, paper, clock) as third,
+        Client(build_server(third), raise_exceptions=True) as client,
+    ):
+        third_try = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        sent = await third.store.journal.entries(kind=kinds.ORDER_SENT)
+    assert placed["status"] == "filled"
+    assert again["violations"][0]["rule"] == third_try["violations"][0]["rule"] == "planAlreadyUsed"
+    assert paper.request_count(CREATE) == 1 and [e.plan_id for e in sent] == [plan["plan_id"]]
+
+
+@MODES
+@pytest.mark.parametrize(
+    ("tool", "args", "field", "shown"),
+    [
+        ("plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": 0.0005}, "qty", '"0.0005"'),
+        ("plan_order", {"symbol": "BTCUSDT", "side": "buy", "notional_usd": 20}, "notional_usd", '"20"'),
+        (
+            "plan_order",
+            {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0001", "order_type": "limit", "price": 80000.5},
+            "price",
+            '"80000.5"',
+        ),
+        ("set_leverage", {"symbol": "BTCUSDT", "leverage": 2}, "leverage", '"2"'),
+        ("close_position", {"symbol": "BTCUSDT", "qty": 1e-05}, "qty", '"0.00001"'),
+    ],
+)
+async def test_a_json_number_for_an_amount_is_invalid_params_showing_the_string_form(
+    server, paper, mode, tool, args, field, shown
+):
+    async with Client(server, mode=mode) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool(tool, args)
+    assert caught.value.error.code == INVALID_PARAMS
+    assert caught.value.error.message.startswith(f"{field}:") and shown in caught.value.error.message
+    assert paper.request_count(CREATE) == 0
+
+
+@MODES
+@pytest.mark.parametrize("extra", [{"qty": "1"}, {"price": "1"}, {"side": "buy"}])
+async def test_place_order_refuses_any_argument_but_the_plan_id_and_keeps_the_plan(
+    server, paper, mode, extra
+):
+    async with Client(server, mode=mode) as client:
+        plan = await call(client, "plan_order", BTC_SHORT)
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("place_order", {"plan_id": plan["plan_id"], **extra})
+        assert caught.value.error.code == INVALID_PARAMS
+        assert caught.value.error.message.startswith(f"{next(iter(extra))}:")
+        assert paper.request_count(CREATE) == 0
+        placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert placed["status"] == "filled" and placed["sent"]["qty"] == BTC_SHORT["qty"]
+    assert paper.request_count(CREATE) == 1
+
+
+async def test_an_unknown_plan_id_is_refused_and_nothing_is_sent(server, paper):
+    async with Client(server, raise_exceptions=True) as client:
+        answer = await call(client, "place_order", {"plan_id": "plan_doesnotexist"})
+        first = await plan_and_place(client)
+    assert [v["rule"] for v in answer["violations"]] == ["planNotFound"]
+    assert first["status"] == "filled" and paper.request_count(CREATE) == 1

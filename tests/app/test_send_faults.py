@@ -1,0 +1,72 @@
+"""Every fault of the paper exchange on /v5/order/create: exactly one create request, and an honest answer.
+
+A definite no is "rejected"; a send that may have happened is looked up by its client order id and is
+either found (found_by_reconnaissance) or "outcome_unknown". Nothing is ever resent.
+"""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+
+from pilot.app import kinds
+from pilot.app.gate import order_link_id
+from pilot.server import build_server
+
+from .conftest import BTC_SHORT, CREATE, call, open_test_runtime, write_policy
+
+pytestmark = pytest.mark.anyio
+TIMEOUT_SECONDS = 0.3
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "found", "created"),
+    [
+        ("rate_limit", "rejected", None, False),
+        ("http_4xx", "rejected", None, False),
+        ("http_5xx", "outcome_unknown", False, False),
+        ("processing", "outcome_unknown", False, False),  # linear: 110079, nothing done
+        ("drop", "filled", True, True),
+        ("drip", "filled", True, True),
+        ("non_json", "filled", True, True),
+        ("latency", "outcome_unknown", False, None),  # executed 1.5 s later, after the lookup
+    ],
+)
+async def test_a_create_fault_gives_one_request_and_the_right_outcome(
+    tmp_path, paper, clock, kind, status, found, created
+):
+    write_policy(tmp_path)
+    async with (
+        open_test_runtime(tmp_path, paper, clock, timeout_seconds=TIMEOUT_SECONDS) as runtime,
+        Client(build_server(runtime), raise_exceptions=True) as client,
+    ):
+        plan = await call(client, "plan_order", BTC_SHORT)
+        paper.add_fault(CREATE, kind, delay_ms=1500, interval_ms=1000)
+        answer = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        again = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        outcomes = await runtime.store.journal.entries(kind=kinds.ORDER_OUTCOME)
+
+    assert paper.request_count(CREATE) == 1
+    assert answer["status"] == status and answer["sent"] is not None
+    assert again["violations"][0]["rule"] == "planAlreadyUsed"
+    assert [e.data["status"] for e in outcomes] == [status]
+    if created is not None:
+        made = [o.order_link_id for o in paper.orders()]
+        assert made == ([order_link_id(plan["plan_id"])] if created else [])
+    assert answer["found_by_reconnaissance"] is found
+    if status == "outcome_unknown":
+        assert answer["next_safe_action"]["tool"] == "get_open_orders"
+
+
+async def test_a_rate_limited_create_says_when_to_retry(tmp_path, paper, clock):
+    write_policy(tmp_path)
+    async with (
+        open_test_runtime(tmp_path, paper, clock) as runtime,
+        Client(build_server(runtime), raise_exceptions=True) as client,
+    ):
+        plan = await call(client, "plan_order", BTC_SHORT)
+        paper.add_fault(CREATE, "rate_limit")
+        answer = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert answer["status"] == "rejected" and answer["reject_family"] == "rate_limit"
+    assert answer["ret_code"] == 10006 and answer["next_safe_action"]["retry_after"] is not None
+    assert paper.request_count(CREATE) == 1 and paper.orders() == []
