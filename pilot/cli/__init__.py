@@ -7,7 +7,18 @@ import importlib
 import click
 
 # Each module defines `command` (a click.Command or click.Group). Order is the help listing's order.
-_COMMAND_MODULES = ("serve", "policy", "sim", "keys", "token")
+_COMMAND_MODULES = (
+    "serve",
+    "policy",
+    "sim",
+    "keys",
+    "token",
+    "init",
+    "doctor",
+    "journal",
+    "killswitch",
+    "confirm",
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,0 +1,122 @@
+"""`pilot journal`: list entries, print receipt cards, and verify the hash chain."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from pilot.app.human import receipt_cards
+from pilot.app.runtime import Runtime
+from pilot.cli import render
+from pilot.cli.home import home_option, on_desk
+from pilot.store import ChainReport, JournalEntry
+
+_FORMATS = click.Choice(["rich", "json", "markdown"])
+
+
+def _iso_time(_ctx: click.Context, _param: click.Parameter, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an ISO-8601 time (e.g. 2026-01-31T12:00:00Z)") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)  # no zone given: read as UTC
+
+
+@click.group("journal", invoke_without_command=True)
+@click.option("--plan", "plan_id", help="Only entries of this plan id.")
+@click.option(
+    "--kind", help="Only entries whose kind starts with this (plan, order, order.sent, confirmation, ...)."
+)
+@click.option("--since", callback=_iso_time, help="From this ISO time on (UTC if no zone).")
+@click.option("--until", callback=_iso_time, help="Before this ISO time.")
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=100, show_default=True, help="At most the newest N."
+)
+@click.option(
+    "--card",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[PLAN_ID]",
+    help="Receipt cards instead: the one for PLAN_ID (or seq-N for a refused plan), else the last --last N.",
+)
+@click.option(
+    "--last", type=click.IntRange(min=1), default=1, show_default=True, help="With --card: how many."
+)
+@click.option("--format", "output", type=_FORMATS, default="rich", show_default=True)
+@home_option
+@click.pass_context
+def command(
+    ctx: click.Context,
+    plan_id: str | None,
+    kind: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    limit: int,
+    card: str | None,
+    last: int,
+    output: str,
+    home: Path,
+) -> None:
+    """What happened, in order: entries as a table, or one receipt card per order with --card."""
+    if ctx.invoked_subcommand is not None:
+        ctx.obj = home
+        return
+    if card is not None:
+        _print_cards(home, card or None, last, output)
+        return
+
+    async def read(runtime: Runtime) -> list[JournalEntry]:
+        newest = await runtime.store.journal.entries(
+            plan_id=plan_id, kind_prefix=kind, since=since, until=until, limit=limit, newest_first=True
+        )
+        return list(reversed(newest))
+
+    entries = on_desk(home, read)
+    if output == "json":
+        click.echo(render.format_json([render.entry_record(entry) for entry in entries]))
+    elif output == "markdown":
+        click.echo(render.format_entries_markdown(entries))
+    else:
+        Console().print(render.format_entries(entries))
+
+
+def _print_cards(home: Path, card: str | None, last: int, output: str) -> None:
+    cards = on_desk(home, lambda runtime: receipt_cards(runtime, card=card, last=last))
+    if card is not None and not cards:
+        click.echo(f"pilot: no plan {card} in the journal", err=True)
+        raise SystemExit(1)
+    if output == "json":
+        click.echo(render.format_json(cards))
+    elif output == "markdown":
+        click.echo("\n".join(render.format_card_markdown(one) for one in cards) or "no plans in the journal")
+    else:
+        Console().print(render.format_cards(cards) if cards else "no plans in the journal")
+
+
+@command.command("verify")
+@click.option("--format", "output", type=click.Choice(["rich", "json"]), default="rich", show_default=True)
+@click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Overrides journal's --home.",
+)
+@click.pass_context
+def verify(ctx: click.Context, output: str, home: Path | None) -> None:
+    """Recompute every hash and link; exit 1 at the first broken entry."""
+
+    async def check(runtime: Runtime) -> ChainReport:
+        return await runtime.store.journal.verify()
+
+    report = on_desk(home or ctx.obj, check)
+    click.echo(
+        render.format_json(render.chain_record(report)) if output == "json" else render.format_chain(report)
+    )
+    if not report.ok:
+        raise SystemExit(1)
