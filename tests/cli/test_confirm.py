@@ -1,0 +1,121 @@
+"""`pilot confirm`: the CLI confirmation channel, open only when policy.json enables it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pilot.app import kinds
+from pilot.app.confirm import ConfirmationGate
+from pilot.app.place import place_order
+from pilot.app.runtime import Runtime
+
+from .conftest import edit_policy, pilot, pilot_json, planned_ok
+
+pytestmark = pytest.mark.anyio
+
+CLI_CHANNEL = {
+    "aboveNotionalUsd": None,
+    "actions": ["place_order"],
+    "cliChannel": True,
+    "pendingTtlSeconds": 300,
+}
+
+
+async def _parked(runtime: Runtime) -> tuple[str, str]:
+    """Plan an order the policy wants confirmed, place it from a client with no form: it is parked."""
+    plan_id = await planned_ok(runtime)
+    gate = ConfirmationGate(runtime)
+    answer = await place_order(runtime, plan_id, confirmer=gate.for_tool("place_order"))
+    assert answer.status == "pending_confirmation" and answer.confirmation_id, answer
+    return plan_id, answer.confirmation_id
+
+
+async def test_approve_asks_then_decides_and_journals_as_the_human(home: Path, runtime: Runtime) -> None:
+    edit_policy(home, confirm=CLI_CHANNEL)
+    plan_id, confirmation_id = await _parked(runtime)
+
+    listed = await pilot("confirm", "list", "--home", str(home))
+    result = await pilot("confirm", "approve", confirmation_id, "--home", str(home), input="y\n")
+
+    assert listed.exit_code == 0 and result.exit_code == 0, result.output
+    assert "Approve?" in result.output
+    record = await runtime.store.confirmations.get(confirmation_id)
+    assert record is not None and record.status == "approved" and record.decided_by == "human:cli"
+    decided = (await runtime.store.journal.entries(kind=kinds.CONFIRMATION))[-1]
+    assert decided.actor == "human" and decided.plan_id == plan_id
+    assert decided.data == {
+        "event": "decided",
+        "approved": True,
+        "confirmation_id": confirmation_id,
+        "tool": "place_order",
+    }
+
+
+async def test_an_approved_order_runs_in_the_server_and_its_card_shows_the_cli_channel(
+    home: Path, runtime: Runtime
+) -> None:
+    edit_policy(home, confirm=CLI_CHANNEL)
+    plan_id, confirmation_id = await _parked(runtime)
+    await pilot("confirm", "approve", confirmation_id, "--home", str(home), input="y\n")
+
+    [result] = await ConfirmationGate(runtime).run_approved()
+    [card] = await pilot_json("journal", "--home", str(home), "--card", plan_id)
+
+    assert result["status"] == "filled"
+    assert card["status"] == "filled"
+    assert [(c["channel"], c["verdict"]) for c in card["confirmations"]] == [
+        ("cli", "parked"),
+        ("cli", "approved"),
+        ("cli", "approved"),
+    ]
+    assert card["sent"]["origin"] == "place_order (approved in the CLI)"
+
+
+async def test_answering_no_leaves_it_pending(home: Path, runtime: Runtime) -> None:
+    edit_policy(home, confirm=CLI_CHANNEL)
+    _, confirmation_id = await _parked(runtime)
+
+    result = await pilot("confirm", "approve", confirmation_id, "--home", str(home), input="n\n")
+
+    assert result.exit_code == 0
+    record = await runtime.store.confirmations.get(confirmation_id)
+    assert record is not None and record.status == "pending"
+
+
+async def test_reject_decides_without_a_prompt(home: Path, runtime: Runtime) -> None:
+    edit_policy(home, confirm=CLI_CHANNEL)
+    _, confirmation_id = await _parked(runtime)
+
+    result = await pilot("confirm", "reject", confirmation_id, "--home", str(home))
+    again = await pilot("confirm", "reject", confirmation_id, "--home", str(home))
+
+    assert result.exit_code == 0 and again.exit_code == 1
+    record = await runtime.store.confirmations.get(confirmation_id)
+    assert record is not None and record.status == "rejected"
+    assert (await runtime.store.journal.latest(kinds.CONFIRMATION)).data["approved"] is False  # type: ignore[union-attr]
+
+
+async def test_approve_refuses_when_the_cli_channel_is_off(home: Path, runtime: Runtime) -> None:
+    edit_policy(home, confirm=CLI_CHANNEL)
+    _, confirmation_id = await _parked(runtime)
+    edit_policy(home, confirm={**CLI_CHANNEL, "cliChannel": False})
+    before = len(await runtime.store.journal.entries())
+
+    result = await pilot("confirm", "approve", confirmation_id, "--home", str(home), input="y\n")
+    listed = await pilot("confirm", "list", "--home", str(home))
+
+    assert result.exit_code == 2 and listed.exit_code == 2
+    assert "Approve?" not in result.output
+    record = await runtime.store.confirmations.get(confirmation_id)
+    assert record is not None and record.status == "pending"
+    assert len(await runtime.store.journal.entries()) == before
+
+
+async def test_an_unknown_confirmation_exits_1(home: Path) -> None:
+    edit_policy(home, confirm=CLI_CHANNEL)
+
+    result = await pilot("confirm", "show", "cfm_nope", "--home", str(home))
+
+    assert result.exit_code == 1

@@ -1,0 +1,79 @@
+"""`pilot init` creates a safe home once; `pilot doctor` checks one and names each fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pilot.app.human import DEFAULT_POLICY
+from pilot.app.runtime import Home
+from pilot.core.policy import parse_policy
+
+from .conftest import edit_policy, pilot, pilot_json
+
+pytestmark = pytest.mark.anyio
+
+REPOSITORY_POLICY = Path(__file__).resolve().parents[2] / "policy.json"
+
+
+async def test_init_creates_policy_and_journal_and_is_idempotent(tmp_path: Path) -> None:
+    home = tmp_path / "fresh"
+
+    first = await pilot("init", "--home", str(home))
+    policy_text = Home(home).policy_path.read_text()
+    second = await pilot("init", "--home", str(home))
+
+    assert first.exit_code == 0 and second.exit_code == 0
+    assert Home(home).database_path.exists()
+    assert Home(home).policy_path.read_text() == policy_text
+    assert "kept the existing policy.json" in second.output
+
+
+async def test_init_never_overwrites_an_edited_policy(tmp_path: Path) -> None:
+    (tmp_path / "policy.json").write_text('{"allowedMarkets": ["ETHUSDT"]}')
+
+    result = await pilot("init", "--home", str(tmp_path))
+
+    assert result.exit_code == 0
+    assert json.loads((tmp_path / "policy.json").read_text()) == {"allowedMarkets": ["ETHUSDT"]}
+
+
+def test_the_default_policy_is_the_repository_policy() -> None:
+    assert parse_policy(DEFAULT_POLICY).version == parse_policy(REPOSITORY_POLICY.read_text()).version
+
+
+async def test_doctor_passes_a_fresh_home_on_the_paper_exchange(home: Path) -> None:
+    checks = await pilot_json("doctor", "--home", str(home))
+
+    assert {check["name"]: check["ok"] for check in checks} == {
+        "policy": True,
+        "journal": True,
+        "key": True,
+        "exchange": True,
+    }
+
+
+async def test_doctor_flags_an_invalid_policy_with_its_fix(home: Path) -> None:
+    edit_policy(home, maxLeverage=-2, dailyOrderCapp=5)
+
+    result = await pilot("doctor", "--home", str(home), "--format", "json")
+
+    assert result.exit_code == 1
+    failed = [check for check in json.loads(result.output) if not check["ok"]]
+    assert {check["name"] for check in failed} == {"policy"}
+    assert {check["detail"].split(":")[0] for check in failed} == {"maxLeverage", "dailyOrderCapp"}
+    assert all(check["fix"] for check in failed)
+    assert any("dailyOrderCap" in check["fix"] for check in failed)
+
+
+async def test_doctor_flags_a_missing_home_and_a_missing_key(tmp_path: Path) -> None:
+    result = await pilot("doctor", "--home", str(tmp_path), "--exchange", "bybit-demo", "--format", "json")
+
+    assert result.exit_code == 1
+    checks = {check["name"]: check for check in json.loads(result.output)}
+    assert not checks["policy"]["ok"] and "pilot init" in checks["policy"]["fix"]
+    assert not checks["journal"]["ok"] and not Home(tmp_path).database_path.exists()
+    assert not checks["key"]["ok"] and "pilot keys add --exchange bybit-demo" in checks["key"]["fix"]
+    assert not checks["exchange"]["ok"]
