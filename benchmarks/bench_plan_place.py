@@ -1,0 +1,301 @@
+"""Benchmark plan_order and place_order against the paper exchange, in exchange round trips and Pilot's own time.
+
+Targets, with the exchange answering every request after an injected delay (scenario `latencyMs`, 50 ms):
+plan_order <= 1 round trip + 10 ms (facts are read concurrently, instrument rules cached) and place_order
+<= 3 round trips + 10 ms. With no injected delay: Pilot's own time per plan + place, median <= 5 ms, measured
+through the in-memory MCP client and on the use cases directly. "Own time" is the wall time of the call minus
+the time during which at least one exchange request was in flight (the union of the request intervals), so
+the exchange's and the network's share is taken out however many requests overlap.
+
+The paper exchange runs in a child process, so its work does not share Pilot's GIL; rate limits are off.
+
+    .venv/bin/python benchmarks/bench_plan_place.py [--latency-ms 50] [--rounds 20] [--overhead-rounds 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+
+from pilot.app.clock import SystemClock
+from pilot.app.inputs import PlanRequest
+from pilot.app.place import place_order
+from pilot.app.plan import plan_order
+from pilot.app.runtime import Home, Runtime
+from pilot.exchange.bybit import BybitExchange
+from pilot.server import build_server
+from pilot.store import open_store
+
+POLICY = {
+    "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
+    "maxNotionalUsd": 25,
+    "maxOrderNotionalUsd": 25,
+    "maxLeverage": 3,
+    "minLiquidationDistancePct": 20,
+    "dailyOrderCap": 100_000,
+    "maxSlippagePct": 0.5,
+    "planTtlSeconds": 60,
+}
+# Sell then buy back: the position stays under its cap however many rounds run.
+ORDERS = (
+    {"symbol": "BTCUSDT", "side": "sell", "qty": "0.00031"},
+    {"symbol": "BTCUSDT", "side": "buy", "qty": "0.00031"},
+)
+
+
+# ---- the exchange, in its own process -------------------------------------------------------------------
+
+
+def serve(scenario: dict, ready: Any, stop: Any) -> None:
+    from pilot.exchange.sim import start_paper_exchange
+
+    with start_paper_exchange(scenario) as paper:
+        ready.put((paper.url, paper.api_key, paper.api_secret))
+        stop.wait()
+
+
+def start_exchange(latency_ms: float) -> tuple[tuple[str, str, str], Callable[[], None]]:
+    scenario = json.loads(
+        resources.files("pilot.exchange.sim").joinpath("scenarios/default.json").read_text()
+    )
+    scenario["rateLimits"] = False
+    scenario["latencyMs"] = latency_ms
+    scenario["balances"] = {"USDT": "1000000"}
+    ready: Any = multiprocessing.Queue()
+    stop = multiprocessing.Event()
+    process = multiprocessing.Process(target=serve, args=(scenario, ready, stop), daemon=True)
+    process.start()
+    address = ready.get(timeout=20)
+
+    def shutdown() -> None:
+        stop.set()
+        process.join(timeout=10)
+
+    return address, shutdown
+
+
+# ---- timing the exchange's share ------------------------------------------------------------------------
+
+
+class TimedExchange:
+    """The real adapter, recording when each request was in flight."""
+
+    def __init__(self, inner: BybitExchange) -> None:
+        self._inner = inner
+        self.intervals: list[tuple[float, float]] = []
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._inner, name)
+        if not asyncio.iscoroutinefunction(target) or name == "close":
+            return target
+
+        async def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return await target(*args, **kwargs)
+            finally:
+                self.intervals.append((start, time.perf_counter()))
+                self.calls.append(name)
+
+        return timed
+
+    def reset(self) -> None:
+        self.intervals.clear()
+        self.calls.clear()
+
+    def busy_seconds(self) -> float:
+        """The union of the recorded intervals: time during which at least one request was in flight."""
+        total, end = 0.0, float("-inf")
+        for start, stop in sorted(self.intervals):
+            if stop <= end:
+                continue
+            total += stop - max(start, end)
+            end = stop
+        return total
+
+
+class Measured:
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.own: list[float] = []
+        self.calls: list[list[str]] = []
+
+    def median_ms(self, values: list[float]) -> float:
+        return statistics.median(values) * 1000
+
+
+async def measure(timed: TimedExchange, run: Callable[[], Awaitable[Any]], into: Measured) -> Any:
+    timed.reset()
+    start = time.perf_counter()
+    result = await run()
+    wall = time.perf_counter() - start
+    into.wall.append(wall)
+    into.own.append(wall - timed.busy_seconds())
+    into.calls.append(list(timed.calls))
+    return result
+
+
+# ---- the runs -------------------------------------------------------------------------------------------
+
+
+async def open_runtime(home: Path, address: tuple[str, str, str]) -> tuple[Runtime, TimedExchange]:
+    (home / "policy.json").write_text(json.dumps(POLICY))
+    url, key, secret = address
+    adapter = BybitExchange.connect("paper", api_key=key, api_secret=secret, base_url=url)
+    timed = TimedExchange(adapter)
+    store = await open_store(Home(home).database_path)
+    return Runtime(home=Home(home), store=store, exchange=timed, clock=SystemClock()), timed  # type: ignore[arg-type]
+
+
+async def round_trip_ms(timed: TimedExchange, rounds: int) -> float:
+    """One bare exchange request (a ticker read) through the same adapter."""
+    samples = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        await timed._inner.get_ticker("linear", "BTCUSDT")
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples) * 1000
+
+
+async def direct_rounds(runtime: Runtime, timed: TimedExchange, rounds: int) -> tuple[Measured, Measured]:
+    plans, places = Measured(), Measured()
+    for index in range(rounds):
+        request = PlanRequest.parse(ORDERS[index % 2])
+        planned = await measure(timed, lambda request=request: plan_order(runtime, request), plans)
+        assert planned.status == "ok", planned
+        placed = await measure(timed, lambda p=planned.plan_id: place_order(runtime, p), places)
+        assert placed.status == "filled", placed
+    return plans, places
+
+
+class ValidationTimer:
+    """Time spent in the MCP client's own check of each result against the tool's output schema."""
+
+    def __init__(self, session: Any) -> None:
+        self.seconds = 0.0
+        inner = session.validate_tool_result
+
+        async def timed(name: str, result: Any) -> None:
+            start = time.perf_counter()
+            await inner(name, result)
+            self.seconds += time.perf_counter() - start
+
+        session.validate_tool_result = timed
+
+
+async def mcp_rounds(
+    runtime: Runtime, timed: TimedExchange, rounds: int, warm: int = 2
+) -> tuple[Measured, Measured, float]:
+    """Plan and place through the in-memory MCP client; also returns the client's schema checks per round."""
+    plans, places = Measured(), Measured()
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        for index in range(warm):  # the first call of each tool lists the tools and compiles their schemas
+            planned = await client.call_tool("plan_order", ORDERS[index % 2])
+            await client.call_tool("place_order", {"plan_id": planned.structured_content["plan_id"]})
+        validation = ValidationTimer(client.session)
+        for index in range(rounds):
+            planned = await measure(
+                timed, lambda i=index: client.call_tool("plan_order", ORDERS[i % 2]), plans
+            )
+            plan_id = planned.structured_content["plan_id"]
+            placed = await measure(
+                timed, lambda p=plan_id: client.call_tool("place_order", {"plan_id": p}), places
+            )
+            assert placed.structured_content["status"] == "filled", placed.structured_content
+    return plans, places, validation.seconds / rounds
+
+
+async def with_latency(address: tuple[str, str, str], latency_ms: float, rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        runtime, timed = await open_runtime(Path(folder), address)
+        try:
+            rtt = await round_trip_ms(timed, 10)
+            cold = Measured()
+            await measure(timed, lambda: plan_order(runtime, PlanRequest.parse(ORDERS[0])), cold)
+            plans, places = await direct_rounds(runtime, timed, rounds)
+            mcp_plans, mcp_places, checks = await mcp_rounds(runtime, timed, rounds)
+        finally:
+            await runtime.store.close()
+            await timed._inner.close()
+    print(f"\nwith {latency_ms:.0f} ms injected per request; one bare round trip (ticker read): {rtt:.1f} ms")
+    print(f"  cold plan_order (instrument rules not cached yet): {cold.median_ms(cold.wall):.1f} ms")
+    for label, measured, trips in (
+        ("plan_order  (use case)", plans, 1),
+        ("place_order (use case)", places, 3),
+        ("plan_order  (MCP)     ", mcp_plans, 1),
+        ("place_order (MCP)     ", mcp_places, 3),
+    ):
+        median, target = measured.median_ms(measured.wall), trips * rtt + 10
+        print(
+            f"  {label}: median {median:6.1f} ms = {median / rtt:4.2f} round trips, Pilot's own "
+            f"{measured.median_ms(measured.own):4.1f} ms (target <= {trips} round trip(s) + 10 ms = "
+            f"{target:.0f} ms: {'ok' if median <= target else 'MISSED'}); exchange calls: "
+            f"{', '.join(measured.calls[-1])}"
+        )
+    print(f"  (the MCP client's own output-schema checks: {checks * 1000:.1f} ms per plan + place)")
+
+
+async def without_latency(address: tuple[str, str, str], rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        runtime, timed = await open_runtime(Path(folder), address)
+        try:
+            rtt = await round_trip_ms(timed, 50)
+            await direct_rounds(runtime, timed, 6)  # warm: instrument cache, imports, SQLite pages
+            plans, places = await direct_rounds(runtime, timed, rounds)
+            mcp_plans, mcp_places, checks = await mcp_rounds(runtime, timed, rounds)
+        finally:
+            await runtime.store.close()
+            await timed._inner.close()
+    print(f"\nwith no injected delay; one bare round trip (ticker read): {rtt:.2f} ms")
+    for label, plan, place, client in (
+        ("use cases", plans, places, 0.0),
+        ("MCP client", mcp_plans, mcp_places, checks),
+    ):
+        own = [a + b for a, b in zip(plan.own, place.own, strict=True)]
+        wall = [a + b for a, b in zip(plan.wall, place.wall, strict=True)]
+        median = statistics.median(own) * 1000
+        print(
+            f"  {label:10}: plan+place wall {statistics.median(wall) * 1000:5.2f} ms; own time median "
+            f"{median:5.2f} ms (plan {plan.median_ms(plan.own):.2f}, place {place.median_ms(place.own):.2f}), "
+            f"p90 {statistics.quantiles(own, n=10)[-1] * 1000:.2f} ms (target median <= 5 ms: "
+            f"{'ok' if median <= 5 else 'MISSED'})"
+        )
+        if client:
+            print(
+                f"  {'':10}  of which the MCP client's output-schema checks (jsonschema, client side): "
+                f"{client * 1000:.2f} ms; without them {median - client * 1000:.2f} ms"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--latency-ms", type=float, default=50)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--overhead-rounds", type=int, default=200)
+    args = parser.parse_args()
+    address, shutdown = start_exchange(args.latency_ms)
+    try:
+        asyncio.run(with_latency(address, args.latency_ms, args.rounds))
+    finally:
+        shutdown()
+    address, shutdown = start_exchange(0)
+    try:
+        asyncio.run(without_latency(address, args.overhead_rounds))
+    finally:
+        shutdown()
+
+
+if __name__ == "__main__":
+    main()
