@@ -12,8 +12,8 @@ from pilot.core.evaluate import evaluate, next_safe_action
 from pilot.core.facts import Facts, OrderIntent, OrderType, Side, TradingState
 from pilot.core.policy import Policy
 from pilot.core.risk import is_risk_reducing
-from pilot.core.valuation import liquidation_distance_pct
 from pilot.core.sizing import RESIZE_RULES
+from pilot.core.valuation import liquidation_distance_pct, send_price
 from pilot.core.violations import SIZE_RULES
 from tests.strategies import facts, policies
 
@@ -152,14 +152,17 @@ def test_reducing_refuses_whatever_can_grow_a_position(policy, f):
 
 
 @given(policies(), facts(reduce_only=False))
-def test_quantities_floor_and_never_exceed_the_ask(policy, f):
+def test_suggested_sizes_are_whole_lots_never_above_the_ask_unless_it_was_below_the_minimum(policy, f):
     policy, f = open_case(policy, f)
     action = next_safe_action(evaluate(policy, f))
     assume(action is not None and action.tool == "plan_order")
-    qty = Decimal(action.args["qty"])
-    assert qty % f.rules.qty_step == 0
+    qty, step = Decimal(action.args["qty"]), f.rules.qty_step
+    assert qty % step == 0
     assert qty >= f.rules.min_qty
-    floored = (f.order.qty / f.rules.qty_step).to_integral_value(ROUND_FLOOR) * f.rules.qty_step
-    assert qty <= max(floored, f.rules.min_qty, qty if f.order.qty < f.rules.min_qty else Decimal(0)) or (
-        f.order.qty * worst_price(policy, f) < f.rules.min_notional
-    )
+    floored = (f.order.qty / step).to_integral_value(ROUND_FLOOR) * step
+    if qty > floored:  # only to reach the instrument minimum: one lot less would be below it
+        smaller = qty - step
+        price = send_price(
+            replay(f, action.args).order, f.touch, f.rules, policy.limits_for(f.order.symbol).max_slippage_pct
+        )
+        assert smaller < f.rules.min_qty or smaller * price < f.rules.min_notional
