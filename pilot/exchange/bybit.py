@@ -358,13 +358,16 @@ class BybitExchange:
         if cached is not None and time.monotonic() - cached[0] < INSTRUMENT_TTL_SECONDS:
             return cached[1]
         action = f"read the {category} instrument {symbol}"
-        answer = await self._call("get_instruments_info", action, category=category, symbol=symbol)
+        info = self._call("get_instruments_info", action, category=category, symbol=symbol)
+        if category == "spot":
+            answer, mmr = await info, Decimal(0)
+        else:  # both reads at once: one round trip on a cold cache
+            answer, mmr = await asyncio.gather(info, self._maintenance_margin_rate(category, symbol))
         rows = self._parse(answer, lambda a: a["result"]["list"], action, write=False)
         if not rows:
             raise ExchangeRejected(
                 f"{action}: the exchange lists no such instrument.", ret_code=10001, family="not_found"
             )
-        mmr = await self._maintenance_margin_rate(category, symbol) if category != "spot" else Decimal(0)
         rules = self._parse(
             rows[0], lambda row: wire_.instrument_rules(category, row, mmr), action, write=False
         )
@@ -463,15 +466,31 @@ class BybitExchange:
         return [self._parse(r, partial(wire_.exchange_order, category), action, write=False) for r in rows]
 
     async def find_order(self, category: str, symbol: str, order_link_id: str) -> ExchangeOrder | None:
-        """Look an order up by its client id: open orders first, then history."""
-        for method in ("get_open_orders", "get_order_history"):
-            found = await self._orders(
-                f"look up order {order_link_id}", method, category, symbol, orderLinkId=order_link_id
-            )
-            matching = [o for o in found if o.order_link_id == order_link_id]
-            if matching:
-                return matching[0]
+        """Look an order up by its client id in open orders and history.
+
+        Both are read at once (one round trip). An order that closes between the two reads can be missed by
+        both, so a miss is confirmed by reading them again in order: open orders first, then history.
+        """
+        methods = ("get_open_orders", "get_order_history")
+        found = await asyncio.gather(
+            *(self._find_in(method, category, symbol, order_link_id) for method in methods)
+        )
+        for order in found:
+            if order is not None:
+                return order
+        for method in methods:
+            order = await self._find_in(method, category, symbol, order_link_id)
+            if order is not None:
+                return order
         return None
+
+    async def _find_in(
+        self, method: str, category: str, symbol: str, order_link_id: str
+    ) -> ExchangeOrder | None:
+        found = await self._orders(
+            f"look up order {order_link_id}", method, category, symbol, orderLinkId=order_link_id
+        )
+        return next((o for o in found if o.order_link_id == order_link_id), None)
 
     async def get_executions(self, category: str, symbol: str, order_id: str) -> list[Execution]:
         action = f"read the fills of order {order_id}"
