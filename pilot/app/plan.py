@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -37,7 +36,7 @@ async def plan_order(runtime: Runtime, request: PlanRequest) -> PlanAnswer:
             next_safe_action=next_out(next_action),
             snapshot=Snapshot(**shot),
         )
-        await runtime.store.journal.append(kinds.PLAN, answer.model_dump(mode="json"), now=now)
+        await runtime.store.journal.append(kinds.PLAN, _entry(answer, request), now=now)
         return answer
     plan_id = new_plan_id()
     payload = plan_payload(view, facts, result, shot)
@@ -56,8 +55,23 @@ async def plan_order(runtime: Runtime, request: PlanRequest) -> PlanAnswer:
         confirmation_text=payload["confirmation_text"],
         snapshot=Snapshot(**shot),
     )
-    await runtime.store.journal.append(kinds.PLAN, answer.model_dump(mode="json"), now=now, plan_id=plan_id)
+    await runtime.store.journal.append(kinds.PLAN, _entry(answer, request), now=now, plan_id=plan_id)
     return answer
+
+
+def _entry(answer: PlanAnswer, request: PlanRequest) -> dict[str, Any]:
+    """The journal's record of a decision: what was asked, and the answer (with its snapshot)."""
+    asked = {
+        "symbol": request.symbol,
+        "side": request.side.value,
+        "qty": plain(request.qty) if request.qty is not None else None,
+        "notional_usd": plain(request.notional_usd) if request.notional_usd is not None else None,
+        "order_type": request.order_type.value,
+        "price": plain(request.price) if request.price is not None else None,
+        "reduce_only": request.reduce_only,
+        "category": request.category,
+    }
+    return {**answer.model_dump(mode="json"), "request": asked}
 
 
 def plan_payload(view: PolicyView, facts: Facts, result: Assessment, shot: dict[str, Any]) -> dict[str, Any]:
@@ -181,6 +195,3 @@ def _rounded(request: PlanRequest, facts: Facts, view: PolicyView) -> OrderInten
         worst = worst_fill_price(order, facts.touch, rules, slippage)
         return replace(order, qty=qty_for_notional(request.notional_usd, worst, rules.qty_step))
     return replace(order, qty=floor_to_step(order.qty, rules.qty_step))
-
-
-PLAN_TTL_FALLBACK = timedelta(seconds=60)
