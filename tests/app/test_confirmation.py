@@ -1,0 +1,150 @@
+"""Human confirmation the model cannot give itself: an MCP form on both protocol eras, the CLI queue, or refusal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.types import ElicitResult
+
+from pilot.app import kinds
+from pilot.app.confirm import ConfirmationGate
+from pilot.server import build_server
+
+from .conftest import BTC_SHORT, CREATE, call, write_policy
+
+pytestmark = pytest.mark.anyio
+MODES = pytest.mark.parametrize("mode", ["auto", "legacy"])
+CONFIRM_ALL = {"confirm": {"aboveNotionalUsd": 1, "actions": []}}
+
+
+def answering(action: str, content: dict[str, Any] | None) -> Any:
+    seen: list[str] = []
+
+    async def callback(context: Any, params: Any) -> ElicitResult:
+        seen.append(params.message)
+        return ElicitResult(action=action, content=content)
+
+    callback.seen = seen  # type: ignore[attr-defined]
+    return callback
+
+
+@MODES
+async def test_a_ticked_form_approves_and_the_order_is_sent(runtime, paper, mode):
+    write_policy(runtime.home.path, **CONFIRM_ALL)
+    human = answering("accept", {"approve": True})
+    async with Client(build_server(runtime), mode=mode, elicitation_callback=human) as client:
+        plan = await call(client, "plan_order", BTC_SHORT)
+        assert plan["needs_confirmation"] is True and "0.00031 BTCUSDT" in plan["confirmation_text"]
+        placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert placed["status"] == "filled"
+    assert paper.request_count(CREATE) == 1
+    assert len(human.seen) == 1 and "0.00031 BTCUSDT" in human.seen[0]
+    verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=kinds.CONFIRMATION)]
+    assert verdicts == ["approved"]
+
+
+@MODES
+@pytest.mark.parametrize(
+    ("action", "content"),
+    [("accept", {"approve": False}), ("accept", {}), ("decline", None), ("cancel", None)],
+)
+async def test_anything_but_an_explicit_ticked_accept_declines_and_nothing_is_sent(
+    runtime, paper, mode, action, content
+):
+    write_policy(runtime.home.path, **CONFIRM_ALL)
+    async with Client(
+        build_server(runtime), mode=mode, elicitation_callback=answering(action, content)
+    ) as client:
+        plan = await call(client, "plan_order", BTC_SHORT)
+        placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        again = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert placed["status"] == "declined"
+    assert again["violations"][0]["rule"] == "planAlreadyUsed"
+    assert paper.request_count(CREATE) == 0
+
+
+async def test_a_client_without_forms_is_refused_when_the_cli_channel_is_off(runtime, paper):
+    write_policy(runtime.home.path, **CONFIRM_ALL)
+    async with Client(build_server(runtime)) as client:
+        plan = await call(client, "plan_order", BTC_SHORT)
+        placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert placed["status"] == "refused"
+    assert placed["violations"][0]["rule"] == "confirmationChannelUnavailable"
+    assert placed["violations"][0]["next"]["human"]
+    assert paper.request_count(CREATE) == 0
+
+
+async def test_the_cli_channel_parks_the_order_and_the_server_sends_it_once_after_approval(runtime, paper):
+    write_policy(runtime.home.path, confirm={"aboveNotionalUsd": 1, "cliChannel": True})
+    gate = ConfirmationGate(runtime)
+    async with Client(build_server(runtime, gate)) as client:
+        plan = await call(client, "plan_order", BTC_SHORT)
+        parked = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        assert parked["status"] == "pending_confirmation"
+        confirmation_id = parked["confirmation_id"]
+        status = await call(client, "get_confirmation_status", {"confirmation_id": confirmation_id})
+        assert status["data"]["status"] == "pending"
+        assert await gate.run_approved() == []  # nothing runs before a human decides
+        assert paper.request_count(CREATE) == 0
+
+        decided = await runtime.store.confirmations.decide(
+            confirmation_id, approve=True, actor="human:cli", now=runtime.now()
+        )
+        assert decided is not None
+        [answer] = await gate.run_approved()
+        assert await gate.run_approved() == []  # an approval runs once
+        status = await call(client, "get_confirmation_status", {"confirmation_id": confirmation_id})
+    assert answer["status"] == "filled"
+    assert status["data"]["status"] == "executed"
+    assert paper.request_count(CREATE) == 1
+
+
+async def test_a_rejected_or_withdrawn_confirmation_never_sends(runtime, paper):
+    write_policy(runtime.home.path, confirm={"aboveNotionalUsd": 1, "cliChannel": True})
+    gate = ConfirmationGate(runtime)
+    async with Client(build_server(runtime, gate)) as client:
+        first = await call(
+            client, "place_order", {"plan_id": (await call(client, "plan_order", BTC_SHORT))["plan_id"]}
+        )
+        second = await call(
+            client, "place_order", {"plan_id": (await call(client, "plan_order", BTC_SHORT))["plan_id"]}
+        )
+        await runtime.store.confirmations.decide(
+            first["confirmation_id"], approve=False, actor="human:cli", now=runtime.now()
+        )
+        withdrawn = await call(client, "cancel_confirmation", {"confirmation_id": second["confirmation_id"]})
+        assert withdrawn["status"] == "done"
+        assert (
+            await runtime.store.confirmations.decide(
+                second["confirmation_id"], approve=True, actor="human:cli", now=runtime.now()
+            )
+            is None
+        )
+    assert await gate.run_approved() == []
+    assert paper.request_count(CREATE) == 0
+
+
+async def test_an_approval_is_judged_against_the_policy_at_that_moment(runtime, paper):
+    write_policy(runtime.home.path, confirm={"aboveNotionalUsd": 1, "cliChannel": True})
+    gate = ConfirmationGate(runtime)
+    async with Client(build_server(runtime, gate)) as client:
+        plan = await call(client, "plan_order", BTC_SHORT)
+        parked = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    write_policy(runtime.home.path, maxNotionalUsd=10, confirm={"aboveNotionalUsd": 1, "cliChannel": True})
+    await runtime.store.confirmations.decide(
+        parked["confirmation_id"], approve=True, actor="human:cli", now=runtime.now()
+    )
+    [answer] = await gate.run_approved()
+    assert answer["status"] == "refused"
+    assert {v["rule"] for v in answer["violations"]} >= {"maxNotionalUsd"}
+    assert paper.request_count(CREATE) == 0
+
+
+async def test_set_leverage_named_in_confirm_actions_needs_a_human(runtime, paper):
+    write_policy(runtime.home.path, confirm={"actions": ["set_leverage"]})
+    async with Client(build_server(runtime)) as client:
+        answer = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "1"})
+    assert answer["status"] == "refused"
+    assert paper.request_count("/v5/position/set-leverage") == 0
