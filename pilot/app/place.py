@@ -86,8 +86,12 @@ async def _judge_and_send(
     price = tightened(Side(planned["side"]), Decimal(planned["price"]), result.situation.sent_price)  # type: ignore[union-attr]
     notional = intent.qty * (price if intent.side is Side.BUY else max(price, facts.touch.bid))  # type: ignore[union-attr]
     confirm = view.policy.confirm
+    # aboveNotionalUsd guards placing orders; a close needs a human only if confirm.actions names it, so that
+    # reducing risk never waits on a threshold meant for growing it.
     if tool in confirm.actions or (
-        confirm.above_notional_usd is not None and notional > confirm.above_notional_usd
+        tool == "place_order"
+        and confirm.above_notional_usd is not None
+        and notional > confirm.above_notional_usd
     ):
         distance = result.liquidation_distance_pct
         ask = ConfirmationRequest(
