@@ -298,24 +298,29 @@ class StoreTokenVerifier(TokenVerifier):
         return AccessToken(token=token, client_id=name, scopes=["pilot"], subject=name)
 
 
-async def serve_http(
-    mcp_factory: Any, runtime: Runtime, gate: ConfirmationGate, host: str, port: int
-) -> None:
-    """Serve Streamable HTTP on host:port with bearer tokens and Host/Origin checks (DNS-rebinding safe)."""
-    import uvicorn
-
-    base = f"http://{host}:{port}"
-    mcp = mcp_factory(runtime, gate, http_base_url=base)
+def http_app(runtime: Runtime, gate: ConfirmationGate, host: str, port: int) -> Any:
+    """The Streamable HTTP app: bearer tokens required, Host and Origin checked against loopback (and host)."""
+    mcp = build_server(runtime, gate, http_base_url=f"http://{host}:{port}")
     hosts = sorted({f"{host}:*", "127.0.0.1:*", "localhost:*", "[::1]:*"})
     origins = sorted({f"http://{host}:*", "http://127.0.0.1:*", "http://localhost:*"})
-    app = mcp.streamable_http_app(
-        host=host,
-        transport_security=TransportSecuritySettings(
-            enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
-        ),
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-    await uvicorn.Server(config).serve()
+    return mcp.streamable_http_app(host=host, transport_security=security)
+
+
+async def serve_http(
+    runtime: Runtime, gate: ConfirmationGate, host: str, port: int, sock: Any = None
+) -> None:
+    """Serve http_app on host:port (or on an already bound socket) until cancelled."""
+    import uvicorn
+
+    if sock is not None:
+        host, port = sock.getsockname()[:2]
+    config = uvicorn.Config(
+        http_app(runtime, gate, host, port), host=host, port=port, log_level="warning", lifespan="on"
+    )
+    await uvicorn.Server(config).serve(sockets=[sock] if sock is not None else None)
 
 
 def _form_or_verdict(prompt: Any, ctx: Context) -> Any:

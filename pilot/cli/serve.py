@@ -51,7 +51,7 @@ async def _serve(
             if transport == "stdio":
                 await build_server(runtime, gate).run_stdio_async()
             else:
-                await serve_http(build_server, runtime, gate, host, port)
+                await serve_http(runtime, gate, host, port)
             tasks.cancel_scope.cancel()
 
 
