@@ -53,9 +53,9 @@ async def test_http_needs_a_valid_token_and_a_loopback_host(runtime):
                 json=INITIALIZE,
                 headers={**headers, "Authorization": f"Bearer {token}", "Origin": "http://evil.example"},
             )
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=10) as http:
-            async with Client(streamable_http_client(url, http_client=http)) as client:
-                planned = await call(client, "plan_order", BTC_SHORT)
+        authorised = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        async with authorised as http, Client(streamable_http_client(url, http_client=http)) as client:
+            planned = await call(client, "plan_order", BTC_SHORT)
         tasks.cancel_scope.cancel()
     assert (no_token.status_code, wrong.status_code) == (401, 401)
     assert rebinding.status_code == 421 and foreign.status_code == 403
