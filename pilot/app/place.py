@@ -186,6 +186,13 @@ async def _declined(runtime: Runtime, plan_id: str, verdict: Verdict, parked_id:
                 tool=None, args=None, text="declined by the human; do not retry this order"
             ),
         )
+    stop = NextActionOut(
+        tool=None,
+        args=None,
+        text="stop: this order needs a human, and this client cannot show a confirmation form",
+        human="use a client that supports MCP form elicitation, or enable confirm.cliChannel in "
+        "policy.json and approve with `pilot confirm approve`",
+    )
     return await _refuse(
         runtime,
         plan_id,
@@ -195,15 +202,10 @@ async def _declined(runtime: Runtime, plan_id: str, verdict: Verdict, parked_id:
                 limit="a human confirmation",
                 attempted="none possible",
                 detail="this order needs a human's approval and no confirmation channel is available",
-                next=NextActionOut(
-                    tool=None,
-                    args=None,
-                    text="stop: this order needs a human, and this client cannot show a confirmation form",
-                    human="use a client that supports MCP form elicitation, or enable confirm.cliChannel in "
-                    "policy.json and approve with `pilot confirm approve`",
-                ),
+                next=stop,
             )
         ],
+        next_action=stop,
         reason="no way to ask a human; nothing was sent",
     )
 
