@@ -18,6 +18,7 @@ _COMMAND_MODULES = (
     "journal",
     "killswitch",
     "confirm",
+    "demo",
 )
 
 

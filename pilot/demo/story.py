@@ -1,0 +1,191 @@
+"""The story `pilot demo` plays, step by step, with the exact answers each step must get from Pilot.
+
+An oversized short is refused with the size that fits; the agent re-plans with exactly that call; a human
+approves it in a form and it fills; an add where nothing fits stops the agent; the kill switch lets only a
+close through. Statuses, rule codes and quantities are checked exactly: these numbers come from the paper
+exchange's default scenario (BTC bid 80220, SOL ask 102.67).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from decimal import Decimal
+from typing import Any
+
+from pilot.app.human import DEFAULT_POLICY
+from pilot.demo.agent import Agent, StepFailed, next_call
+
+BTC_SHORT = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0005"}
+SOL_LONG = {"symbol": "SOLUSDT", "side": "buy", "qty": "0.2"}
+SOL_ADD = {"symbol": "SOLUSDT", "side": "buy", "qty": "0.1"}
+ETH_BUY = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.005"}
+# The receipt cards the run must leave, oldest first: one per plan_order (close_position plans too).
+EXPECTED_CARDS = ("refused", "filled", "filled", "refused", "refused", "filled")
+
+
+def demo_policy() -> dict[str, Any]:
+    """`pilot init`'s policy with two changes, so that each step shows one rule at work.
+
+    The per-order cap goes up to $100, so the refusal is the $25 cap on the position the order leaves (the
+    story's rule; at init's $25 both caps fire with the same numbers). A human confirms orders above $22:
+    the $24.87 short asks, while the $20.64 SOL position that sets up "nothing fits" does not.
+    """
+    policy = json.loads(DEFAULT_POLICY)
+    policy["maxOrderNotionalUsd"] = 100
+    policy["confirm"]["aboveNotionalUsd"] = 22
+    return policy
+
+
+class Story:
+    """The five steps the agent plays, each checking Pilot's answers exactly."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.suggested: tuple[str, dict[str, Any]] | None = None
+        self.plan_id: str | None = None
+
+    async def oversized_short(self) -> None:
+        answer = await self.agent.call("plan_order", BTC_SHORT)
+        _status(answer, "refused")
+        violation = _only_violation(answer, "maxNotionalUsd")
+        _expect(
+            (violation["limit"], violation["attempted"]) == ("25", "40.11"),
+            f"expected limit 25 and attempted 40.11, got {violation['limit']} and {violation['attempted']}",
+        )
+        follow = next_call(answer)
+        if follow is None or follow[0] != "plan_order":
+            raise StepFailed(f"expected plan_order as the next safe action, got {follow}")
+        args = follow[1]
+        _expect(
+            args.get("qty") == "0.00031", f"expected the next action's qty 0.00031, got {args.get('qty')}"
+        )
+        _expect(
+            (args.get("symbol"), args.get("side")) == ("BTCUSDT", "sell"),
+            f"expected the same BTCUSDT sell, got {args.get('symbol')} {args.get('side')}",
+        )
+        self.suggested = follow
+
+    async def replan_as_told(self) -> None:
+        if self.suggested is None:
+            raise StepFailed("step 1 left no next safe action to follow")
+        tool, args = self.suggested
+        self.agent.say(
+            f"the agent makes the next safe action's call unchanged: {tool} with qty {args['qty']}"
+        )
+        answer = await self.agent.call(tool, args)
+        _status(answer, "ok")
+        order = answer.get("order") or {}
+        _expect(order.get("qty") == "0.00031", f"expected a planned qty of 0.00031, got {order.get('qty')}")
+        _expect(answer.get("needs_confirmation") is True, "expected the plan to need a human's confirmation")
+        notional = Decimal(answer.get("position_notional_usd") or "Infinity")
+        _expect(notional <= 25, f"expected a position under the $25 cap, got ${notional}")
+        self.plan_id = answer["plan_id"]
+
+    async def human_confirms(self) -> None:
+        answer = await self.agent.call("place_order", {"plan_id": self.plan_id})
+        forms = self.agent.last_forms
+        _expect(
+            len(forms) == 1 and "Sell 0.00031 BTCUSDT" in forms[0],
+            f"expected the human to be shown one form naming Sell 0.00031 BTCUSDT, got {len(forms)} form(s)",
+        )
+        _filled(answer, "0.00031")
+
+    async def nothing_fits(self) -> None:
+        agent = self.agent
+        agent.say("first the agent opens a 0.2 SOL long through Pilot (about $20.6, under every cap)")
+        plan = await agent.call("plan_order", SOL_LONG)
+        _status(plan, "ok")
+        _filled(await agent.call("place_order", {"plan_id": plan["plan_id"]}), "0.2")
+        agent.say("then it plans a 0.1 SOL add: about $10, under $25 on its own")
+        answer = await agent.call("plan_order", SOL_ADD)
+        _status(answer, "refused")
+        _only_violation(answer, "maxNotionalUsd")
+        action = answer.get("next_safe_action") or {}
+        text = action.get("text") or ""
+        _expect(next_call(answer) is None, f"expected no tool to call, got {action.get('tool')}")
+        _expect(
+            "room left is 0.04 SOL" in text and "minimum 0.1" in text,
+            f"expected room 0.04 SOL below the minimum 0.1, got {text!r}",
+        )
+        _expect(bool(action.get("human")), "expected the refusal to say what a human must change")
+        agent.say(f"no tool is named, so the agent stops and tells the user: {action['human']}")
+
+    async def kill_switch(self) -> None:
+        agent = self.agent
+        switched = await agent.call("activate_kill_switch", {"reason": "demo: the agent halts itself"})
+        _expect(switched.get("status") == "done", f"expected done, got {switched.get('status')}")
+        state = (switched.get("data") or {}).get("trading_state")
+        _expect(state == "reducing", f"expected trading state reducing, got {state}")
+        refused = await agent.call("plan_order", ETH_BUY)
+        _status(refused, "refused")
+        _only_violation(refused, "tradingState")
+        closed = await agent.call("close_position", {"symbol": "SOLUSDT"})
+        _filled(closed, "0.2")
+        _expect((closed.get("sent") or {}).get("reduceOnly") is True, "expected the close to be reduce-only")
+        positions = await agent.call("get_positions", {})
+        held = {row["symbol"]: row["size"] for row in positions.get("data") or []}
+        _expect(held == {"BTCUSDT": "-0.00031"}, f"expected only the BTCUSDT -0.00031 short left, got {held}")
+
+
+Play = Callable[[Story], Awaitable[None]]
+STORY: tuple[tuple[str, str, Play], ...] = (
+    (
+        "An oversized BTC short is refused",
+        "the refusal names the rule, the numbers and a call that fits; nothing was sent",
+        Story.oversized_short,
+    ),
+    (
+        "The agent re-plans with exactly that call",
+        "the next safe action is a real call: sent unchanged, it passes every check",
+        Story.replan_as_told,
+    ),
+    (
+        "place_order: a human approves in a form, and it fills",
+        "the order above the confirmation threshold waited for a human; the agent cannot approve itself",
+        Story.human_confirms,
+    ),
+    (
+        "An add where nothing fits",
+        "when no size fits, Pilot names no tool and says what only a human can change, so the agent stops",
+        Story.nothing_fits,
+    ),
+    (
+        "The kill switch: new orders refused, closing allowed",
+        "with the kill switch on only what shrinks a position works, and closing still does",
+        Story.kill_switch,
+    ),
+)
+RECEIPTS = (
+    "Receipt cards and a verified journal",
+    "every decision, refusals included, is a receipt in a hash-chained journal anyone can verify",
+)
+
+
+def _expect(condition: bool, why: str) -> None:
+    if not condition:
+        raise StepFailed(why)
+
+
+def _status(answer: dict[str, Any], expected: str) -> None:
+    status = answer.get("status")
+    if status != expected:
+        rules = [violation.get("rule") for violation in answer.get("violations") or []]
+        raise StepFailed(
+            f"expected status {expected}, got {status}" + (f" ({', '.join(rules)})" if rules else "")
+        )
+
+
+def _only_violation(answer: dict[str, Any], rule: str) -> dict[str, Any]:
+    violations = answer.get("violations") or []
+    rules = [violation.get("rule") for violation in violations]
+    _expect(rules == [rule], f"expected exactly the rule {rule}, got {', '.join(map(str, rules)) or 'none'}")
+    return violations[0]
+
+
+def _filled(answer: dict[str, Any], qty: str) -> None:
+    status = answer.get("status")
+    if status != "filled":
+        raise StepFailed(f"expected filled, got {status}: {answer.get('reason')}")
+    filled = (answer.get("fill") or {}).get("filled_qty")
+    _expect(filled == qty, f"expected {qty} filled, got {filled}")
