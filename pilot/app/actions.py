@@ -217,6 +217,9 @@ async def _write(
     runtime: Runtime, tool: str, data: dict[str, Any], call: Callable[[], Awaitable[Any]]
 ) -> ActionAnswer:
     journal = runtime.store.journal
+    key_problem = await runtime.key_problem()
+    if key_problem is not None:
+        return await _record(runtime, tool, data, ActionAnswer(status="refused", detail=key_problem))
     attempt = await journal.append(kinds.ACTION, {"tool": tool, "phase": "sent", **data}, now=runtime.now())
     try:
         result = await call()

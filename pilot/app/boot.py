@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from pilot.app.clock import Clock, SystemClock
 from pilot.app.runtime import Home, Runtime
@@ -37,11 +39,27 @@ async def open_runtime(
         raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
     clock = clock or SystemClock()
     async with contextlib.AsyncExitStack() as stack:
-        adapter = await _exchange(stack, home, exchange, scenario, paper_url, clock)
+        adapter, stored_key = await _exchange(stack, home, exchange, scenario, paper_url, clock)
         stack.push_async_callback(adapter.close)
         store = await open_store(Home(home).database_path)
         stack.push_async_callback(store.close)
-        yield Runtime(home=Home(home), store=store, exchange=adapter, clock=clock, environment=exchange)
+        yield Runtime(
+            home=Home(home),
+            store=store,
+            exchange=adapter,
+            clock=clock,
+            environment=exchange,
+            key_check=_key_check(home, exchange) if stored_key else None,
+        )
+
+
+def _key_check(home: Path, environment: str) -> Any:
+    from pilot.keys.service import ensure_fresh_permissions
+
+    async def check(now: datetime) -> object:
+        return await ensure_fresh_permissions(home, environment, now=now)
+
+    return check
 
 
 async def _exchange(
@@ -71,9 +89,10 @@ async def _exchange(
         credentials = await load_exchange_credentials(home, exchange, now=clock.now())
     except KeysError as error:
         raise StartupError(str(error)) from None
-    return BybitExchange.connect(
+    adapter = BybitExchange.connect(
         exchange,
         api_key=credentials.api_key,
         api_secret=credentials.api_secret,
         base_url=url or credentials.base_url,
     )
+    return adapter, True

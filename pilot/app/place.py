@@ -108,6 +108,11 @@ async def _judge_and_send(
         verdict = await _ask(runtime, confirmer, ask)
         if verdict != "approved":
             return await _declined(runtime, plan.plan_id, verdict, getattr(confirmer, "parked_id", None))
+    key_problem = await runtime.key_problem()
+    if key_problem is not None:
+        return await _refuse(
+            runtime, plan.plan_id, violations=[_key_violation(key_problem)], reason="nothing was sent"
+        )
     request = OrderRequest(
         category=intent.category,
         symbol=intent.symbol,
@@ -257,6 +262,21 @@ def _first_use(plan: PlanRecord) -> str:
     fill = outcome.get("fill") or {}
     order = outcome.get("order_id") or outcome.get("order_link_id")
     return f"it was sent as order {order} ({status}, filled {fill.get('filled_qty', '0')})"
+
+
+def _key_violation(problem: str) -> ViolationOut:
+    return ViolationOut(
+        rule="apiKeyPermissions",
+        limit="a key with trade-only permissions, checked within the hour",
+        attempted="send",
+        detail=problem,
+        next=NextActionOut(
+            tool=None,
+            args=None,
+            text="stop: the exchange key must be fixed by a human",
+            human="run `pilot keys show`, then `pilot keys replace` with a narrow key",
+        ),
+    )
 
 
 def _lifecycle(rule: str, detail: str) -> ViolationOut:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -56,7 +57,10 @@ class Runtime:
     # Held from the re-check on fresh facts until the send's outcome is known, so concurrent sends are judged
     # one after another: each sees the order.sent entries and the position the previous send left.
     send_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False, compare=False)
-    _policy_cache: tuple[float, int, PolicyView] | None = field(default=None, repr=False)
+    # For a stored exchange key: re-checks its permissions when the last check is over an hour old, raising
+    # when it may now do more than the allowlist permits or cannot be checked (pilot.keys). None on paper.
+    key_check: Callable[[datetime], Awaitable[object]] | None = field(default=None, repr=False)
+    _policy_cache: tuple[int, int, PolicyView] | None = field(default=None, repr=False)
 
     def now(self) -> datetime:
         return self.clock.now()
@@ -70,11 +74,23 @@ class Runtime:
             issue = PolicyIssue("policy.json", f"not found at {path}", "create it with `pilot init`")
             return PolicyView(Policy.fail_closed(), "invalid", (issue,))
         cached = self._policy_cache
-        if cached is not None and cached[:2] == (stat.st_mtime, stat.st_size):
+        if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
             return cached[2]
         view = _read_policy(path)
-        self._policy_cache = (stat.st_mtime, stat.st_size, view)
+        self._policy_cache = (stat.st_mtime_ns, stat.st_size, view)
         return view
+
+    async def key_problem(self) -> str | None:
+        """None when the exchange key may trade; else why not, with the fix (never the key itself)."""
+        if self.key_check is None:
+            return None
+        from pilot.keys.errors import KeysError
+
+        try:
+            await self.key_check(self.now())
+        except KeysError as error:
+            return str(error)
+        return None
 
     async def kill_switch_on(self) -> bool:
         latest = await self.store.journal.latest(KILL_SWITCH)

@@ -1,0 +1,91 @@
+"""A whole session with a stored key: add, serve, plan, place, an exchange error, a stale permission check.
+
+The key and secret must never appear in any file, tool output, or log line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from pilot.app.boot import open_runtime
+from pilot.app.clock import SystemClock
+from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.server import build_server
+
+from .test_cli import ALL_PLAINTEXT, NARROW_KEY, NARROW_SECRET, Keys, scenario
+
+pytestmark = pytest.mark.anyio
+POLICY = {"allowedMarkets": ["BTCUSDT"], "maxNotionalUsd": 25, "maxOrderNotionalUsd": 25}
+SHORT = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.00031"}
+COVER = {**SHORT, "side": "buy"}
+CHECK = "/v5/user/query-api"
+CREATE = "/v5/order/create"
+
+
+class SteppedClock:
+    """The system clock plus an offset the test moves (the paper exchange's signatures need real time)."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta(0)
+
+    def now(self) -> datetime:
+        return SystemClock().now() + self.offset
+
+
+@pytest.fixture
+def paper() -> Iterator[PaperExchange]:
+    with start_paper_exchange(scenario()) as exchange:
+        yield exchange
+
+
+async def plan_and_place(client: Client, outputs: list[str], order: dict) -> dict:
+    planned = await client.call_tool("plan_order", order)
+    placed = await client.call_tool("place_order", {"plan_id": planned.structured_content["plan_id"]})
+    outputs += [json.dumps(planned.structured_content), json.dumps(placed.structured_content)]
+    return placed.structured_content
+
+
+async def test_a_whole_session_never_reveals_the_key_and_a_stale_check_runs_before_trading(
+    home: Path, master_key_file: Path, tmp_path: Path, paper: PaperExchange, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    keys = Keys(home, paper)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "policy.json").write_text(json.dumps(POLICY))
+    added = await anyio.to_thread.run_sync(lambda: keys("add", input=f"{NARROW_KEY}\n{NARROW_SECRET}\n"))
+    assert added.exit_code == 0  # the CLI runs its own event loop, so it runs in a worker thread here
+    outputs = list(keys.outputs)
+    clock = SteppedClock()
+    async with open_runtime(home, exchange="paper", paper_url=paper.url, clock=clock) as runtime:
+        assert runtime.key_check is not None
+        async with Client(build_server(runtime)) as client:
+            assert (await plan_and_place(client, outputs, SHORT))["status"] == "filled"
+            paper.add_fault(CREATE, "rate_limit")
+            assert (await plan_and_place(client, outputs, COVER))["status"] == "rejected"
+
+            checks = paper.request_count(CHECK)
+            clock.offset = timedelta(hours=2)  # the last permission check is now stale
+            assert (await plan_and_place(client, outputs, COVER))["status"] == "filled"
+            assert paper.request_count(CHECK) == checks + 1  # re-checked before trading
+
+            paper.add_fault(CHECK, "http_5xx")
+            clock.offset = timedelta(hours=4)  # due again, and the exchange cannot answer the check
+            creates = paper.request_count(CREATE)
+            refused = await plan_and_place(client, outputs, SHORT)
+            assert refused["violations"][0]["rule"] == "apiKeyPermissions"
+            assert paper.request_count(CREATE) == creates  # nothing sent on a failed check
+    files = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert any(path.name == "pilot.db" for path in files)
+    for text in ALL_PLAINTEXT:
+        for output in [*outputs, caplog.text]:
+            assert text not in output
+        for path in files:
+            assert text.encode() not in path.read_bytes(), path
