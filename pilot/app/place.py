@@ -110,8 +110,13 @@ async def _judge_and_send(
             return await _declined(runtime, plan.plan_id, verdict, getattr(confirmer, "parked_id", None))
     key_problem = await runtime.key_problem()
     if key_problem is not None:
+        violation = _key_violation(key_problem)
         return await _refuse(
-            runtime, plan.plan_id, violations=[_key_violation(key_problem)], reason="nothing was sent"
+            runtime,
+            plan.plan_id,
+            violations=[violation],
+            next_action=violation.next,
+            reason="nothing was sent",
         )
     request = OrderRequest(
         category=intent.category,
