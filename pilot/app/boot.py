@@ -79,9 +79,10 @@ async def _exchange(
             except (ScenarioError, OSError) as error:
                 raise StartupError(f"cannot start the paper exchange: {error}") from None
             stack.callback(paper.stop)
-            return BybitExchange.connect(
+            adapter = BybitExchange.connect(
                 "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
             )
+            return adapter, False
     from pilot.keys.errors import KeysError
     from pilot.keys.service import load_exchange_credentials
 
