@@ -48,7 +48,7 @@ def decimal_arg(field: str, value: Any, *, required: bool = True, positive: bool
 
 
 def symbol_arg(value: Any) -> str:
-    if not isinstance(value, str) or not SYMBOL_TEXT.match(value):
+    if not isinstance(value, str) or not SYMBOL_TEXT.fullmatch(value):
         raise InvalidInput("symbol", 'must be a Bybit symbol in capitals, such as "BTCUSDT"')
     return value
 
@@ -72,7 +72,7 @@ def order_type_arg(value: Any) -> OrderType:
 
 
 def text_arg(field: str, value: Any, *, pattern: str = r"^[A-Za-z0-9_\-:.]{1,64}$") -> str:
-    if not isinstance(value, str) or not re.match(pattern, value):
+    if not isinstance(value, str) or not re.fullmatch(pattern, value):
         raise InvalidInput(field, "must be 1 to 64 letters, digits, '_', '-', ':' or '.'")
     return value
 
