@@ -15,7 +15,7 @@ from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, Elicitati
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, ToolAnnotations
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError, model_validator
 
 from pilot.app import actions, reads
 from pilot.app.confirm import ConfirmationGate, ConfirmForm, plan_confirmation_prompt
@@ -370,16 +370,20 @@ def _forbid_unknown_arguments(mcp: MCPServer) -> None:
     """Refuse arguments a tool does not take (e.g. a size given to place_order) instead of ignoring them.
 
     The SDK's argument models ignore unknown keys; that would let an agent believe a size it passed to
-    place_order was honoured. Each model is replaced by a subclass that rejects them as invalid_params.
+    place_order was honoured. Each model is replaced by a subclass that rejects them as invalid_params,
+    and that reports a missing or mistyped argument (a number for plan_id) as invalid_params too, rather
+    than as a tool error carrying pydantic's text.
     """
     for tool in mcp._tool_manager.list_tools():
         base = tool.fn_metadata.arg_model
         allowed = sorted(name for name in base.model_fields if not _is_resolved(tool, name))
 
         class Strict(base):  # type: ignore[valid-type,misc]
-            @model_validator(mode="before")
+            @model_validator(mode="wrap")
             @classmethod
-            def _known_only(cls, data: Any, _allowed: list[str] = allowed, _tool: str = tool.name) -> Any:
+            def _known_only(
+                cls, data: Any, handler: Any, _allowed: list[str] = allowed, _tool: str = tool.name
+            ) -> Any:
                 if isinstance(data, dict):
                     unknown = sorted(set(data) - set(_allowed))
                     if unknown:
@@ -388,11 +392,22 @@ def _forbid_unknown_arguments(mcp: MCPServer) -> None:
                             message=f"{unknown[0]}: {_tool} does not take {unknown[0]!r}; "
                             f"its arguments are {', '.join(_allowed) or 'none'}",
                         )
-                return data
+                try:
+                    return handler(data)
+                except ValidationError as error:
+                    raise MCPError(code=INVALID_PARAMS, message=_argument_problem(error)) from None
 
         Strict.__name__ = base.__name__
         tool.fn_metadata.arg_model = Strict
         tool.parameters["additionalProperties"] = False
+
+
+def _argument_problem(error: ValidationError) -> str:
+    """The first problem pydantic found, as "field: what is wrong" in plain words."""
+    first = error.errors(include_url=False)[0]
+    field = ".".join(str(part) for part in first["loc"]) or "arguments"
+    problem = "is required" if first["type"] == "missing" else first["msg"][:1].lower() + first["msg"][1:]
+    return f"{field}: {problem}"
 
 
 def _is_resolved(tool: Any, name: str) -> bool:
