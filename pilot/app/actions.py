@@ -226,14 +226,14 @@ async def _write(
     except ExchangeRejected as error:
         answer = ActionAnswer(
             status="rejected",
-            detail=error.message,
+            detail=_failure(tool, error),
             ret_code=error.ret_code,
             exchange=ExchangeText(untrusted_text=error.untrusted_text) if error.untrusted_text else None,
         )
     except OutcomeUnknown as error:
         answer = ActionAnswer(
             status="outcome_unknown",
-            detail=error.message,
+            detail=_failure(tool, error),
             next_safe_action=NextActionOut(
                 tool="get_open_orders",
                 args={"symbol": data["symbol"], "category": data["category"]},
@@ -241,7 +241,7 @@ async def _write(
             ),
         )
     except ExchangeError as error:
-        answer = ActionAnswer(status="rejected", detail=error.message + " Nothing was done.")
+        answer = ActionAnswer(status="rejected", detail=_failure(tool, error))
     else:
         answer = ActionAnswer(status="done", detail=f"{tool} done", data={**data, "result": _plain(result)})
     outcome = await journal.append(
@@ -250,6 +250,21 @@ async def _write(
         now=runtime.now(),
     )
     return answer.model_copy(update={"journal_seq": [attempt.seq, outcome.seq]})
+
+
+def _failure(tool: str, error: ExchangeError) -> str:
+    """Pilot's own sentence for a failed write, built from the error's type and code alone.
+
+    The adapter's message names the order by the id the agent gave, and that id may be a client order id
+    the agent copied from exchange text (untrusted): repeating it here would say it in Pilot's voice.
+    """
+    if isinstance(error, ExchangeRejected):
+        return (
+            f"{tool}: the exchange refused it (retCode {error.ret_code}, {error.family}); nothing was done."
+        )
+    if isinstance(error, OutcomeUnknown):
+        return f"{tool}: sent, but the exchange's answer was lost or unclear, so the outcome is not known."
+    return f"{tool}: the exchange could not be reached or did not process it; nothing was done."
 
 
 async def _record(runtime: Runtime, tool: str, data: dict[str, Any], answer: ActionAnswer) -> ActionAnswer:
