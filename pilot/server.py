@@ -352,7 +352,7 @@ def _checked(symbol: str) -> str:
 
 
 def _checked_plan_id(plan_id: str) -> str:
-    return _parsed(lambda: text_arg("plan_id", plan_id, pattern=r"^[A-Za-z0-9_\-]{1,80}$"))
+    return _parsed(lambda: text_arg("plan_id", plan_id, longest=80, extra=""))
 
 
 def _key(key: str | None) -> str | None:

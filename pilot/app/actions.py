@@ -120,7 +120,11 @@ async def cancel_order(
 ) -> ActionAnswer:
     """Cancel one open order. Allowed in every trading state, including halted."""
     data = {"symbol": symbol, "category": category, "order_id": order_id, "order_link_id": order_link_id}
-    text = f"Cancel order {order_id or order_link_id} on {symbol}"
+    # The ids are the agent's (possibly copied from exchange text): shown to the human as quoted data.
+    which = (
+        f"exchange order id «{order_id}»" if order_id else f"client order id «{order_link_id}» (untrusted)"
+    )
+    text = f"Cancel the open {symbol} order with {which}"
     refusal = await _confirm(runtime, confirmer, "cancel_order", text, data)
     if refusal is not None:
         return refusal

@@ -71,9 +71,12 @@ def order_type_arg(value: Any) -> OrderType:
     return OrderType(value)
 
 
-def text_arg(field: str, value: Any, *, pattern: str = r"^[A-Za-z0-9_\-:.]{1,64}$") -> str:
-    if not isinstance(value, str) or not re.fullmatch(pattern, value):
-        raise InvalidInput(field, "must be 1 to 64 letters, digits, '_', '-', ':' or '.'")
+def text_arg(field: str, value: Any, *, longest: int = 64, extra: str = ":.") -> str:
+    """An identifier: 1 to `longest` letters, digits, '_', '-' and the characters in `extra`."""
+    allowed = "A-Za-z0-9_\\-" + re.escape(extra)
+    if not isinstance(value, str) or not re.fullmatch(f"[{allowed}]{{1,{longest}}}", value):
+        shown = ", ".join(f"'{c}'" for c in "_-" + extra)
+        raise InvalidInput(field, f"must be 1 to {longest} letters, digits or {shown}")
     return value
 
 

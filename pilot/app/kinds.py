@@ -8,4 +8,3 @@ ACTION = "action"  # cancel_order / set_leverage: attempt and outcome
 KILL_SWITCH = "killswitch"  # on or off, and who
 CONFIRMATION = "confirmation"  # asked, approved, declined, parked, decided in the CLI
 REPLAY = "idempotency.replay"  # an idempotency key answered from its first call
-INPUT_REFUSED = "input.refused"  # a tool call with bad arguments (nothing sent)
