@@ -72,9 +72,8 @@ async def _judge_and_send(
     intent = intent_from_dict(plan.payload["intent"])
     facts = await gather_facts(runtime, view, intent)
     result = assess(view.policy, facts)
-    violations = with_policy_issues(view, result)
+    violations, next_action = with_policy_issues(view, result)
     if violations:
-        next_action = result.next_safe_action if violations == result.violations else violations[0].next
         return await _refuse(
             runtime,
             plan.plan_id,

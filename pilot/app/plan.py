@@ -25,11 +25,10 @@ async def plan_order(runtime: Runtime, request: PlanRequest) -> PlanAnswer:
     facts = await gather_facts(runtime, view, _intent(request, request.qty or Decimal(0)))
     facts = replace(facts, order=_rounded(request, facts, view))
     result = assess(view.policy, facts)
-    violations = with_policy_issues(view, result)
+    violations, next_action = with_policy_issues(view, result)
     shot = snapshot(view, facts)
     now = runtime.now()
     if violations:
-        next_action = result.next_safe_action if violations == result.violations else violations[0].next
         answer = PlanAnswer(
             status="refused",
             violations=violations_out(violations),
@@ -124,10 +123,12 @@ def confirmation_text(order: dict[str, Any], notional: Decimal, distance: Decima
     )
 
 
-def with_policy_issues(view: PolicyView, result: Assessment) -> list[Violation]:
-    """While policy.json is invalid, a growing order is refused for that reason, with the file's fixes."""
-    if view.valid or not result.violations:
-        return result.violations
+def with_policy_issues(view: PolicyView, result: Assessment) -> tuple[list[Violation], NextAction | None]:
+    """The violations and next action to report. While policy.json is invalid, a growing order is refused
+    for that reason first, with the file's fixes, and the next action is to stop."""
+    grows = any(v.rule == "tradingState" for v in result.violations)  # the fail-closed policy is "reducing"
+    if view.valid or not grows:
+        return result.violations, result.next_safe_action
     problems = "; ".join(str(issue) for issue in view.issues)
     policy_violation = Violation(
         rule="policy",
@@ -140,7 +141,7 @@ def with_policy_issues(view: PolicyView, result: Assessment) -> list[Violation]:
         ),
     )
     others = [v for v in result.violations if v.rule not in ("tradingState", "allowedMarkets")]
-    return [policy_violation, *others]
+    return [policy_violation, *others], policy_violation.next
 
 
 def intent_from_dict(data: dict[str, Any]) -> OrderIntent:

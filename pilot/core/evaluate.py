@@ -19,11 +19,15 @@ def evaluate(policy: Policy, facts: Facts) -> list[Violation]:
     Every violation names its rule, the limit and the attempted value, one sentence with the numbers, and a
     next action. All size-related violations share one suggestion that satisfies them all at once.
     """
+    return _judged(policy, facts)[1]
+
+
+def _judged(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Violation]]:
     situation, violations = judge(policy, facts)
     if situation is None or not any(v.rule in RESIZE_RULES for v in violations):
-        return violations
+        return situation, violations
     suggestion = suggest(policy, facts, situation)
-    return [replace(v, next=suggestion) if v.rule in RESIZE_RULES else v for v in violations]
+    return situation, [replace(v, next=suggestion) if v.rule in RESIZE_RULES else v for v in violations]
 
 
 def next_safe_action(violations: list[Violation]) -> NextAction | None:
@@ -60,12 +64,7 @@ class Assessment:
 
 def assess(policy: Policy, facts: Facts) -> Assessment:
     """evaluate() plus the derived figures (worst-fill notional, send price, liquidation distance)."""
-    violations = evaluate(policy, facts)
-    situation, _ = judge(policy, facts) if violations else (None, None)
-    if situation is None:
-        from pilot.core.rules import situate
-
-        situation = situate(policy, facts)
+    situation, violations = _judged(policy, facts)
     return Assessment(
         violations=violations, next_safe_action=next_safe_action(violations), situation=situation
     )
