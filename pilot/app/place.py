@@ -220,40 +220,51 @@ async def _declined(runtime: Runtime, plan_id: str, verdict: Verdict, parked_id:
 
 
 async def _lifecycle_refusal(runtime: Runtime, plan_id: str, claim: ClaimResult) -> OrderAnswer:
-    if claim.status == "not_found":
-        return await _refuse(
-            runtime,
-            None,
-            violations=[_lifecycle("planNotFound", "no such plan; plan ids come only from plan_order")],
-            next_action=NextActionOut(tool=None, args=None, text="call plan_order to get a plan id"),
-            reason="unknown plan id; nothing was sent",
-        )
     plan = claim.plan
-    assert plan is not None
+    if claim.status == "not_found" or plan is None:
+        next_action = NextActionOut(tool=None, args=None, text="call plan_order to get a plan id")
+        detail = "no such plan; plan ids come only from plan_order"
+        return await _lifecycle(runtime, None, "planNotFound", detail, next_action, "unknown plan id")
+    replan = NextActionOut(tool="plan_order", args=_plan_args(plan), text="plan the same order again")
     if claim.status == "expired":
-        request = plan.payload["intent"]
-        args = {k: v for k, v in request.items() if k != "limit_price" and v is not None}
-        if request.get("limit_price"):
-            args["price"] = request["limit_price"]
-        return await _refuse(
-            runtime,
-            plan_id,
-            violations=[_lifecycle("planExpired", f"the plan expired at {plan.expires_at.isoformat()}")],
-            next_action=NextActionOut(tool="plan_order", args=args, text="plan the same order again"),
-            reason="the plan expired; nothing was sent",
-        )
+        detail = f"the plan expired at {plan.expires_at.isoformat()}"
+        return await _lifecycle(runtime, plan_id, "planExpired", detail, replan, "the plan expired")
     became = _first_use(plan)
-    return await _refuse(
-        runtime,
-        plan_id,
-        violations=[_lifecycle("planAlreadyUsed", f"plan {plan_id} was already used: {became}")],
-        next_action=NextActionOut(
+    status = (plan.outcome or {}).get("status")
+    if status == "refused":  # nothing was sent: judging the same order again is safe
+        next_action = replan
+    elif status == "declined":
+        next_action = NextActionOut(
+            tool=None, args=None, text="the human declined this order; do not retry it"
+        )
+    else:
+        next_action = NextActionOut(
             tool="get_open_orders",
             args={"symbol": plan.payload["intent"]["symbol"], "category": plan.payload["intent"]["category"]},
             text=f"do not resend: {became}; check get_open_orders and get_positions",
-        ),
-        reason="a plan works once; nothing was sent",
+        )
+    detail = f"plan {plan_id} was already used: {became}"
+    return await _lifecycle(runtime, plan_id, "planAlreadyUsed", detail, next_action, "a plan works once")
+
+
+async def _lifecycle(
+    runtime: Runtime, plan_id: str | None, rule: str, detail: str, next_action: NextActionOut, why: str
+) -> OrderAnswer:
+    violation = ViolationOut(
+        rule=rule, limit="a fresh, unused plan id", attempted=rule, detail=detail, next=next_action
     )
+    return await _refuse(
+        runtime, plan_id, violations=[violation], next_action=next_action, reason=f"{why}; nothing was sent"
+    )
+
+
+def _plan_args(plan: PlanRecord) -> dict[str, Any]:
+    """plan_order arguments for the same order as `plan`."""
+    intent = plan.payload["intent"]
+    args = {k: v for k, v in intent.items() if k != "limit_price" and v is not None}
+    if intent.get("limit_price"):
+        args["price"] = intent["limit_price"]
+    return args
 
 
 def _first_use(plan: PlanRecord) -> str:
@@ -280,16 +291,6 @@ def _key_violation(problem: str) -> ViolationOut:
             text="stop: the exchange key must be fixed by a human",
             human="run `pilot keys show`, then `pilot keys replace` with a narrow key",
         ),
-    )
-
-
-def _lifecycle(rule: str, detail: str) -> ViolationOut:
-    return ViolationOut(
-        rule=rule,
-        limit="a fresh, unused plan id",
-        attempted=rule,
-        detail=detail,
-        next=NextActionOut(tool=None, args=None, text="see next_safe_action"),
     )
 
 

@@ -96,6 +96,20 @@ async def test_a_policy_tightened_after_planning_refuses_at_send_with_a_fresh_ne
     assert paper.request_count(CREATE) == 1
 
 
+async def test_a_plan_refused_at_send_and_placed_again_points_to_re_planning_not_to_a_lookup(
+    server, paper, runtime
+):
+    async with Client(server, raise_exceptions=True) as client:
+        plan = await call(client, "plan_order", BTC_SHORT)
+        write_policy(runtime.home.path, maxOrderNotionalUsd=10)
+        await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        again = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert [v["rule"] for v in again["violations"]] == ["planAlreadyUsed"]
+    assert again["next_safe_action"]["tool"] == "plan_order"
+    assert again["next_safe_action"]["args"]["qty"] == BTC_SHORT["qty"]
+    assert paper.request_count(CREATE) == 0
+
+
 async def test_a_plan_survives_a_restart_and_is_redeemed_exactly_once(tmp_path, paper, clock):
     write_policy(tmp_path)
     async with (
