@@ -23,7 +23,7 @@ from pilot.app.responses import (
     violations_out,
 )
 from pilot.app.runtime import Runtime
-from pilot.core.facts import OrderType, Side, TradingState
+from pilot.core.facts import OrderType, Side
 from pilot.core.leverage import check_set_leverage
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected, OutcomeUnknown
@@ -40,15 +40,19 @@ async def close_position(
     try:
         position = await runtime.exchange.get_position(category, symbol)
     except ExchangeError as error:
-        return OrderAnswer(
-            status="refused", reason=f"{error.message} Nothing was sent.", next_safe_action=_retry()
+        unread = ViolationOut(
+            rule="facts",
+            limit="all facts present",
+            attempted="missing: position",
+            detail=f"could not read the {symbol} position ({error.message})",
+            next=_retry(),
+        )
+        return await _refused_close(
+            runtime, symbol, unread, "the position could not be read; nothing was sent"
         )
     if position.size == 0:
-        return OrderAnswer(
-            status="refused",
-            violations=[_nothing_to_close(symbol)],
-            reason="there is no position to close; nothing was sent",
-            next_safe_action=NextActionOut(tool=None, args=None, text=f"nothing to close on {symbol}"),
+        return await _refused_close(
+            runtime, symbol, _nothing_to_close(symbol), "there is no position to close; nothing was sent"
         )
     side = Side.SELL if position.size > 0 else Side.BUY
     amount = abs(position.size) if qty is None else min(qty, abs(position.size))
@@ -80,12 +84,7 @@ async def set_leverage(
     state = await runtime.trading_state(view.policy)
     current, instrument_max = await _leverage_facts(runtime, category, symbol)
     violations = check_set_leverage(view.policy, state, symbol, current, leverage, instrument_max)
-    raising = current is None or leverage > current
-    if not view.valid and raising:
-        state = TradingState.REDUCING
-        violations = violations or check_set_leverage(
-            view.policy, state, symbol, current, leverage, instrument_max
-        )
+    # An invalid policy.json reads as the fail-closed policy, whose "reducing" state refuses any raise.
     data = {"symbol": symbol, "category": category, "leverage": plain(leverage)}
     if current is not None:
         data["from"] = plain(current)
@@ -282,6 +281,18 @@ async def _record(runtime: Runtime, tool: str, data: dict[str, Any], answer: Act
 
 def _plain(result: Any) -> Any:
     return result if isinstance(result, str | None) else str(result)
+
+
+async def _refused_close(runtime: Runtime, symbol: str, violation: ViolationOut, reason: str) -> OrderAnswer:
+    answer = OrderAnswer(
+        status="refused", violations=[violation], reason=reason, next_safe_action=violation.next
+    )
+    entry = await runtime.store.journal.append(
+        kinds.PLACE_REFUSED,
+        {"tool": "close_position", "symbol": symbol, **answer.model_dump(mode="json", exclude_none=True)},
+        now=runtime.now(),
+    )
+    return answer.model_copy(update={"journal_seq": [entry.seq]})
 
 
 def _nothing_to_close(symbol: str) -> ViolationOut:
