@@ -12,6 +12,7 @@ from pilot.core.facts import (
     InstrumentRules,
     OrderIntent,
     OrderType,
+    PendingOrders,
     Position,
     Side,
     Touch,
@@ -114,6 +115,18 @@ def facts(draw: st.DrawFn, *, state: TradingState | None = None, reduce_only: bo
         orders_today=draw(st.integers(0, 60)),
         trading_state=state or draw(st.sampled_from(list(TradingState))),
         now=NOW + timedelta(seconds=draw(st.integers(0, 86_000))),
+        pending=draw(pendings(rules)),
+    )
+
+
+@st.composite
+def pendings(draw: st.DrawFn, rules: InstrumentRules) -> PendingOrders:
+    """Open orders (or unknown sends) on each side; mostly none, as on a quiet account."""
+    if draw(st.booleans()):
+        return PendingOrders()
+    return PendingOrders(
+        buy_qty=rules.qty_step * draw(st.integers(0, 500)),
+        sell_qty=rules.qty_step * draw(st.integers(0, 500)),
     )
 
 

@@ -7,6 +7,7 @@ from datetime import datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
+from pilot.app.pending import pending_orders
 from pilot.app.runtime import PolicyView, Runtime
 from pilot.core.facts import Facts, InstrumentRules, OrderIntent, Position, TradingState
 from pilot.core.violations import plain
@@ -30,13 +31,14 @@ async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -
     """Read everything evaluate() needs for `order`, concurrently. Exchange failures become missing facts."""
     now = runtime.now()
     exchange, category, symbol = runtime.exchange, order.category, order.symbol
-    rules, touch, position, balance, sent, state = await asyncio.gather(
+    rules, touch, position, balance, sent, state, pending = await asyncio.gather(
         _maybe(exchange.get_instrument(category, symbol)),
         _maybe(exchange.get_touch(category, symbol)),
         _maybe(exchange.get_position(category, symbol)) if category == "linear" else _none(),
         _maybe(exchange.get_balance()),
         orders_sent_today(runtime, now),
         runtime.trading_state(view.policy),
+        pending_orders(runtime, category, symbol, now),
     )
     if category == "spot":
         position = _spot_position(symbol, rules, balance)
@@ -49,6 +51,7 @@ async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -
         orders_today=sent,
         trading_state=state,
         now=now,
+        pending=pending,
     )
 
 

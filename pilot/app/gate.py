@@ -127,7 +127,7 @@ async def _read_back(
         found = None
     if found is None:
         return OrderAnswer(
-            status="open",
+            status="accepted",
             order_id=order_id,
             sent=sent,
             reason="accepted by the exchange; reading it back failed, so its fill is not known yet",

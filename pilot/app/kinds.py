@@ -4,6 +4,7 @@ PLAN = "plan"  # a plan_order decision, ok or refused, with its violations and n
 PLACE_REFUSED = "place.refused"  # place_order refused before sending (lifecycle, re-evaluation, confirmation)
 ORDER_SENT = "order.sent"  # written before the create request leaves; dailyOrderCap counts these
 ORDER_OUTCOME = "order.outcome"  # what the exchange answered, or what reconnaissance found
+ORDER_RESOLVED = "order.resolved"  # a send whose outcome was unknown, found on the exchange later
 ACTION = "action"  # cancel_order / set_leverage: attempt and outcome
 KILL_SWITCH = "killswitch"  # on or off, and who
 CONFIRMATION = "confirmation"  # asked, approved, declined, parked, decided in the CLI

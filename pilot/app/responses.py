@@ -92,6 +92,7 @@ class OrderAnswer(_Answer):
         "filled",
         "partially_filled",
         "open",
+        "accepted",  # the exchange took it (retCode 0) but reading it back failed: fill not known yet
         "cancelled",
         "rejected",
         "outcome_unknown",

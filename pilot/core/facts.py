@@ -104,6 +104,23 @@ class OrderIntent:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingOrders:
+    """Quantity that may still fill on this symbol (resting orders, and sends whose outcome is unknown).
+
+    Caps assume the worst: every pending order on the new order's side fills too.
+    """
+
+    buy_qty: Decimal = Decimal(0)
+    sell_qty: Decimal = Decimal(0)
+
+    def on_side(self, side: Side) -> Decimal:
+        return self.buy_qty if side is Side.BUY else self.sell_qty
+
+
+NO_PENDING = PendingOrders()
+
+
+@dataclass(frozen=True, slots=True)
 class Facts:
     """Everything evaluate() may look at. A None fact is missing: risk-increasing orders then fail closed.
 
@@ -119,3 +136,4 @@ class Facts:
     orders_today: int | None
     trading_state: TradingState
     now: datetime
+    pending: PendingOrders | None = NO_PENDING

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from pilot.core.facts import Facts, OrderIntent, OrderType, Side, TradingState
 from pilot.core.policy import EffectiveLimits, Policy
-from pilot.core.risk import is_risk_reducing, resulting_size
+from pilot.core.risk import is_risk_reducing, worst_case_size
 from pilot.core.valuation import liquidation_distance_pct, send_price
 from pilot.core.violations import NextAction, ToolCall, Violation, pct, plain, usd
 
@@ -53,7 +53,8 @@ class Situation(NamedTuple):
     position_size: Decimal
     price: Decimal  # worst-fill valuation price
     sent_price: Decimal  # the limit price that will be sent (a market order's IOC price)
-    after: Decimal  # signed position left if the order fills completely
+    after: Decimal  # signed position left if the order and every pending order on its side fill
+    pending: Decimal  # quantity already pending on the order's side (resting, or sent with unknown outcome)
     order_notional: Decimal
     after_notional: Decimal
 
@@ -72,13 +73,15 @@ def situate(policy: Policy, facts: Facts) -> Situation | None:
     position_size = facts.position.size if facts.position is not None else ZERO
     sent = send_price(order, facts.touch, facts.rules, limits.max_slippage_pct)
     price = sent if order.side is Side.BUY else max(sent, facts.touch.bid)  # see worst_fill_price
-    after = resulting_size(position_size, order)
+    pending = facts.pending.on_side(order.side) if facts.pending is not None else ZERO
+    after = worst_case_size(position_size, order, pending)
     return Situation(
         policy=policy,
         facts=facts,
         order=order,
         limits=limits,
-        reducing=is_risk_reducing(facts.position.size if facts.position else None, order),
+        reducing=_reducing(facts, pending),
+        pending=pending,
         position_size=position_size,
         price=price,
         sent_price=sent,
@@ -92,18 +95,12 @@ def situate(policy: Policy, facts: Facts) -> Situation | None:
 
 
 def check_facts(facts: Facts, reducing: bool) -> Violation | None:
-    if (
-        facts.rules is not None
-        and facts.touch is not None
-        and (
-            reducing
-            or (facts.position is not None and facts.equity is not None and facts.orders_today is not None)
-        )
-    ):
+    if facts.rules is not None and facts.touch is not None and (reducing or _has_growing_needs(facts)):
+        return None  # the common case, kept cheap: evaluate runs on every plan and every send
+    needed = ("rules", "touch") if reducing else ("rules", "touch", *GROWING_NEEDS)
+    missing = [name for name in needed if getattr(facts, name) is None]
+    if not missing:
         return None
-    missing = [name for name in ("rules", "touch") if getattr(facts, name) is None]
-    if not reducing:
-        missing += [name for name in ("position", "equity", "orders_today") if getattr(facts, name) is None]
     names = ", ".join(_FACT_NAMES[name] for name in missing)
     return Violation(
         rule="facts",
@@ -117,12 +114,22 @@ def check_facts(facts: Facts, reducing: bool) -> Violation | None:
     )
 
 
+def _has_growing_needs(facts: Facts) -> bool:
+    return not (
+        facts.position is None or facts.equity is None or facts.orders_today is None or facts.pending is None
+    )
+
+
+# What an order that can grow a position also needs (a reducing one needs only the rules and the touch).
+GROWING_NEEDS = ("position", "equity", "orders_today", "pending")
+
 _FACT_NAMES = {
     "rules": "the instrument rules",
     "touch": "the order book top and mark price",
     "position": "the current position",
     "equity": "the account equity",
     "orders_today": "the count of orders sent today",
+    "pending": "the open orders",
 }
 
 
@@ -307,7 +314,8 @@ def check_position_notional(s: Situation) -> Violation | None:
         "maxNotionalUsd",
         plain(cap),
         plain(s.after_notional),
-        f"the position this order leaves would be {usd(s.after_notional)} notional, above the {usd(cap)} cap per market",
+        f"the position this order leaves would be {usd(s.after_notional)} notional{_counting(s)}, "
+        f"above the {usd(cap)} cap per market",
     )
 
 
@@ -364,11 +372,7 @@ CHECKS: tuple[Callable[[Situation], Violation | None], ...] = (
 def judge(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Violation]]:
     """Run every check in order, without next-size suggestions: the raw verdict sizing searches with."""
     situation = situate(policy, facts)
-    reducing = (
-        situation.reducing
-        if situation
-        else is_risk_reducing(facts.position.size if facts.position else None, facts.order)
-    )
+    reducing = situation.reducing if situation else _reducing(facts, ZERO)
     missing = check_facts(facts, reducing)
     if situation is None:
         return None, [missing] if missing else []
@@ -388,6 +392,19 @@ _SIZE_PENDING = NextAction.stop("resize")
 
 def _size_violation(rule: str, limit: str, attempted: str, detail: str) -> Violation:
     return Violation(rule=rule, limit=limit, attempted=attempted, detail=detail, next=_SIZE_PENDING)
+
+
+def _reducing(facts: Facts, pending: Decimal) -> bool:
+    """Whether the order only shrinks the position; unknown open orders leave only reduce-only orders so."""
+    if facts.pending is None and not facts.order.reduce_only:
+        return False
+    return is_risk_reducing(facts.position.size if facts.position else None, facts.order, pending)
+
+
+def _counting(s: Situation) -> str:
+    if s.pending == 0:
+        return ""
+    return f" (counting {plain(s.pending)} {s.base} of open orders on the same side as filled)"
 
 
 def _is_spot(s: Situation) -> bool:

@@ -81,4 +81,7 @@ async def test_the_daily_order_cap_counts_sends_that_failed_too(server, paper, r
             "status"
         ] == "outcome_unknown"
         capped = await call(client, "plan_order", BTC_SHORT)
-    assert [v["rule"] for v in capped["violations"]] == ["dailyOrderCap"]
+    # The unknown send also counts as pending exposure, so the position cap is reached as well; the day's
+    # cap is the blocker no size can fix, so it decides the next action (wait for 00:00 UTC).
+    assert [v["rule"] for v in capped["violations"]] == ["dailyOrderCap", "maxNotionalUsd"]
+    assert capped["next_safe_action"]["retry_after"] is not None

@@ -74,11 +74,13 @@ def passing_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:
 def test_a_passing_order_never_breaks_a_cap_at_worst_fill(policy, f):
     policy, f = passing_case(policy, f)
     assume(not evaluate(policy, f))
-    if is_risk_reducing(f.position.size, f.order):
+    pending = f.pending.on_side(f.order.side)
+    if is_risk_reducing(f.position.size, f.order, pending):
         return
     limits = policy.limits_for(f.order.symbol)
     price = worst_price(policy, f)
-    after = f.position.size + f.order.signed_qty
+    after = f.position.size + f.order.signed_qty  # and, in the worst case, every open order on its side:
+    after += 0 if f.order.reduce_only else pending * f.order.side.sign
     assert f.order.symbol in policy.allowed_markets
     assert f.order.qty * price <= limits.max_order_notional_usd
     assert abs(after) * price <= limits.max_notional_usd
@@ -148,7 +150,8 @@ def test_halted_refuses_every_new_order(policy, f):
 @given(policies(), facts(state=TradingState.REDUCING))
 def test_reducing_refuses_whatever_can_grow_a_position(policy, f):
     rules = {v.rule for v in evaluate(policy, f)}
-    assert ("tradingState" in rules) == (not is_risk_reducing(f.position.size, f.order))
+    pending = f.pending.on_side(f.order.side)
+    assert ("tradingState" in rules) == (not is_risk_reducing(f.position.size, f.order, pending))
 
 
 @given(policies(), facts(reduce_only=False))

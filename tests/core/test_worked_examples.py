@@ -91,3 +91,27 @@ def test_sol_add_with_room_below_the_minimum_says_nothing_fits_and_close_frees_r
 def test_sol_add_on_a_flat_account_has_no_close_option():
     [violation] = evaluate(POLICY.model_copy(update={"max_notional_usd": D(5)}), sol_add("0.1", held="0"))
     assert violation.next.tool is None and violation.next.options == ()
+
+
+def test_resting_orders_on_the_same_side_count_towards_the_position_cap():
+    from dataclasses import replace
+
+    from pilot.core.facts import PendingOrders
+
+    resting = PendingOrders(buy_qty=D("0.2"))  # two $10 limit buys resting below the market
+    facts = replace(sol_add("0.1", held="0"), pending=resting)
+    [violation] = evaluate(POLICY, facts)
+    assert violation.rule == "maxNotionalUsd" and violation.attempted == "30.801"
+    assert "open orders" in violation.detail
+    assert evaluate(POLICY, replace(facts, pending=PendingOrders(sell_qty=D("0.2")))) == []
+
+
+def test_unknown_open_orders_refuse_a_growing_order_but_not_a_reduce_only_one():
+    from dataclasses import replace
+
+    facts = replace(sol_add("0.1"), pending=None)
+    violations = evaluate(POLICY, facts)
+    assert violations[0].rule == "facts" and "pending" in violations[0].attempted
+    assert next_safe_action(violations).retry_after is not None  # wait and plan again, not a resize
+    reducing = replace(facts, order=replace(facts.order, side=Side.SELL, reduce_only=True))
+    assert evaluate(POLICY, reducing) == []
