@@ -58,6 +58,8 @@ async def send_order(runtime: Runtime, request: OrderRequest, *, plan_id: str, o
     else:
         answer = await _read_back(runtime, request, sent, ack.order_id)
     answer = answer.model_copy(update={"plan_id": plan_id, "order_link_id": request.order_link_id})
+    if answer.status == "outcome_unknown":  # counted as pending exposure until a lookup finds it
+        await journal.append(kinds.ORDER_UNRESOLVED, sent, now=runtime.now(), plan_id=plan_id, actor="pilot")
     outcome = await journal.append(
         kinds.ORDER_OUTCOME,
         answer.model_dump(mode="json", exclude_none=True),
