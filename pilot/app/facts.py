@@ -68,6 +68,9 @@ def snapshot(view: PolicyView, facts: Facts) -> dict[str, Any]:
         "position_size": plain(facts.position.size) if facts.position else None,
         "equity_usd": plain(facts.equity) if facts.equity is not None else None,
         "orders_today": facts.orders_today,
+        "pending_qty": {"buy": plain(facts.pending.buy_qty), "sell": plain(facts.pending.sell_qty)}
+        if facts.pending is not None
+        else None,
         "instrument": _rules_dict(rules) if rules else None,
     }
 

@@ -40,6 +40,9 @@ class Snapshot(_Answer):
     position_size: str | None
     equity_usd: str | None
     orders_today: int | None
+    pending_qty: dict[str, str] | None = Field(
+        default=None, description="Open orders and unresolved sends per side, counted as filled for the caps"
+    )
     instrument: dict[str, str] | None
 
 
