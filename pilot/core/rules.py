@@ -13,12 +13,14 @@ The checks run in this fixed order; each is a small function returning a Violati
  9. check_min_notional        instrument minimum order value (reduce-only orders are exempt, as on Bybit)
 10. check_daily_order_cap     orders sent today (UTC) below dailyOrderCap
 11. check_order_notional      maxOrderNotionalUsd, at the worst fill
-12. check_position_notional   maxNotionalUsd on the position the order leaves, at the worst fill
+12. check_position_notional   maxNotionalUsd on the position the order leaves, at the worst fill, with every
+                              order pending on its side (resting, or sent with an unknown outcome) filled too
 13. check_leverage            maxLeverage: the position it leaves over account equity
 14. check_liquidation         minLiquidationDistancePct: estimated liquidation distance from mark
 
 Checks 10 to 14 apply only to orders that can grow a position: shrinking risk is never refused by a cap.
-Violations of size rules (5, 7, 8, 9, 11 to 14) all carry the same next action: one size that satisfies
+Violations of rules 5 to 9 and 11 to 14 all carry the same next action: one size (at the price rounded
+to the tick) that satisfies
 every one of them at once (see pilot.core.sizing).
 """
 
@@ -387,11 +389,11 @@ def judge(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Violatio
 # --- helpers -------------------------------------------------------------------------------------
 
 # A placeholder next action for size rules; pilot.core.sizing replaces it with one shared suggestion.
-_SIZE_PENDING = NextAction.stop("resize")
+_RESIZE_LATER = NextAction.stop("resize")
 
 
 def _size_violation(rule: str, limit: str, attempted: str, detail: str) -> Violation:
-    return Violation(rule=rule, limit=limit, attempted=attempted, detail=detail, next=_SIZE_PENDING)
+    return Violation(rule=rule, limit=limit, attempted=attempted, detail=detail, next=_RESIZE_LATER)
 
 
 def _reducing(facts: Facts, pending: Decimal) -> bool:
