@@ -20,8 +20,7 @@ The checks run in this fixed order; each is a small function returning a Violati
 
 Checks 10 to 14 apply only to orders that can grow a position: shrinking risk is never refused by a cap.
 Violations of rules 5 to 9 and 11 to 14 all carry the same next action: one size (at the price rounded
-to the tick) that satisfies
-every one of them at once (see pilot.core.sizing).
+to the tick) that satisfies every one of them at once (see pilot.core.sizing).
 """
 
 from __future__ import annotations
