@@ -15,7 +15,7 @@ from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, Elicitati
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, ToolAnnotations
-from pydantic import BaseModel, BeforeValidator, Field, ValidationError, model_validator
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
 
 from pilot.app import actions, reads
 from pilot.app.confirm import ConfirmationGate, ConfirmForm, plan_confirmation_prompt
@@ -101,6 +101,17 @@ def build_server(
     async def ask_for_plan(plan_id: str, ctx: Context) -> Any:
         prompt = await plan_confirmation_prompt(runtime, plan_id, "place_order")
         return _form_or_verdict(prompt, ctx)
+
+    async def ask_for_cancel(
+        symbol: str, order_id: str | None, order_link_id: str | None, ctx: Context
+    ) -> Any:
+        _checked_order_ids(order_id, order_link_id)
+        prompt = gate.action_prompt("cancel_order", actions.cancel_summary(symbol, order_id, order_link_id))
+        return _form_or_verdict(prompt, ctx)
+
+    async def ask_for_leverage(symbol: str, leverage: str, ctx: Context) -> Any:
+        summary = actions.leverage_summary(symbol, _parsed(lambda: decimal_arg("leverage", leverage)))
+        return _form_or_verdict(gate.action_prompt("set_leverage", summary), ctx)
 
     async def ask_for_close(symbol: str, qty: str | None, category: str, ctx: Context) -> Any:
         prompt = await gate.close_prompt(symbol, qty, category)
@@ -203,20 +214,14 @@ def build_server(
     @mcp.tool(annotations=TRADE)
     async def cancel_order(
         symbol: Symbol,
+        confirmation: Annotated[ElicitationResult[ConfirmForm], Resolve(ask_for_cancel)],
         order_id: Annotated[str | None, Field(description="The exchange's order id")] = None,
         order_link_id: Annotated[str | None, Field(description="Or the client order id")] = None,
         category: Category = "linear",
         idempotency_key: IdempotencyKey = None,
     ) -> ActionAnswer:
         """Cancel one open order. Works in every trading state."""
-        if not order_id and not order_link_id:
-            raise MCPError(code=INVALID_PARAMS, message="order_id: give order_id or order_link_id")
-        ids = [
-            _parsed(lambda n=n, v=v: text_arg(n, v))
-            for n, v in (("order_id", order_id), ("order_link_id", order_link_id))
-            if v
-        ]
-        del ids
+        _checked_order_ids(order_id, order_link_id)
         args = {"symbol": symbol, "order_id": order_id, "order_link_id": order_link_id, "category": category}
         answer = await actions.idempotent(
             runtime,
@@ -224,7 +229,12 @@ def build_server(
             "cancel_order",
             args,
             lambda: actions.cancel_order(
-                runtime, _checked(symbol), order_id, order_link_id, category, gate.for_tool("cancel_order")
+                runtime,
+                _checked(symbol),
+                order_id,
+                order_link_id,
+                category,
+                gate.answered(_verdict(confirmation)),
             ),
         )
         return ActionAnswer.model_validate(answer)
@@ -233,6 +243,7 @@ def build_server(
     async def set_leverage(
         symbol: Symbol,
         leverage: Leverage,
+        confirmation: Annotated[ElicitationResult[ConfirmForm], Resolve(ask_for_leverage)],
         category: Category = "linear",
         idempotency_key: IdempotencyKey = None,
     ) -> ActionAnswer:
@@ -245,7 +256,7 @@ def build_server(
             "set_leverage",
             args,
             lambda: actions.set_leverage(
-                runtime, _checked(symbol), value, category, gate.for_tool("set_leverage")
+                runtime, _checked(symbol), value, category, gate.answered(_verdict(confirmation))
             ),
         )
         return ActionAnswer.model_validate(answer)
@@ -351,6 +362,14 @@ def _checked(symbol: str) -> str:
     return _parsed(lambda: symbol_arg(symbol))
 
 
+def _checked_order_ids(order_id: str | None, order_link_id: str | None) -> None:
+    if not order_id and not order_link_id:
+        raise MCPError(code=INVALID_PARAMS, message="order_id: give order_id or order_link_id")
+    for field, value in (("order_id", order_id), ("order_link_id", order_link_id)):
+        if value is not None:
+            _parsed(lambda field=field, value=value: text_arg(field, value))
+
+
 def _checked_plan_id(plan_id: str) -> str:
     return _parsed(lambda: text_arg("plan_id", plan_id, longest=80, extra=""))
 
@@ -414,4 +433,4 @@ def _is_resolved(tool: Any, name: str) -> bool:
     return name in getattr(tool, "resolved_params", {}) or name == getattr(tool, "context_kwarg", None)
 
 
-__all__ = ["BaseModel", "build_server"]
+__all__ = ["build_server", "http_app", "serve_http"]

@@ -100,7 +100,7 @@ async def set_leverage(
                 next_safe_action=ViolationOut(**violations[0].to_dict()).next,
             ),
         )
-    text = f"Set {symbol} leverage to {plain(leverage)}x (from {plain(current) if current else 'unknown'}x)"
+    text = f"{leverage_summary(symbol, leverage)} (from {plain(current) if current else 'unknown'}x)"
     refusal = await _confirm(runtime, confirmer, "set_leverage", text, data)
     if refusal is not None:
         return refusal
@@ -135,6 +135,20 @@ async def cancel_order(
             category, symbol, order_id=order_id, order_link_id=order_link_id
         ),
     )
+
+
+def leverage_summary(symbol: str, leverage: Decimal) -> str:
+    """What a human approves for set_leverage (the form and the journal say the same)."""
+    return f"Set {symbol} leverage to {plain(leverage)}x"
+
+
+def cancel_summary(symbol: str, order_id: str | None, order_link_id: str | None) -> str:
+    """What a human approves for cancel_order. The ids are the agent's (possibly copied from exchange text),
+    so they are shown as quoted data."""
+    which = (
+        f"exchange order id «{order_id}»" if order_id else f"client order id «{order_link_id}» (untrusted)"
+    )
+    return f"Cancel the open {symbol} order with {which}"
 
 
 async def activate_kill_switch(runtime: Runtime, reason: str) -> ActionAnswer:
@@ -203,7 +217,23 @@ async def _confirm(
     if verdict == "approved":
         return None
     if verdict == "declined":
-        return ActionAnswer(status="declined", detail="the human did not approve; nothing was sent")
+        return ActionAnswer(
+            status="declined",
+            detail="the human did not approve; nothing was sent",
+            next_safe_action=NextActionOut(
+                tool=None, args=None, text="declined by the human; do not retry it"
+            ),
+        )
+    parked_id = getattr(confirmer, "parked_id", None)
+    if verdict == "parked" and parked_id is not None:
+        from pilot.app.confirm import pending_next  # confirm imports this module's use cases
+
+        return ActionAnswer(
+            status="pending_confirmation",
+            detail="waiting for a human to approve in the CLI; nothing was sent yet",
+            confirmation_id=parked_id,
+            next_safe_action=pending_next(parked_id),
+        )
     return ActionAnswer(
         status="refused",
         detail="this action needs a human's approval and no confirmation channel is available; nothing was sent",

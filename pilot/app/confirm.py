@@ -19,7 +19,6 @@ from pilot.app import kinds
 from pilot.app.place import ConfirmationRequest, Verdict, execute_plan
 from pilot.app.responses import ActionAnswer, NextActionOut
 from pilot.app.runtime import Runtime
-from pilot.core.violations import usd
 from pilot.store import ConfirmationRecord, new_confirmation_id
 
 
@@ -92,9 +91,15 @@ class ConfirmationGate:
     def answered(self, verdict: str) -> AnsweredConfirmer:
         return AnsweredConfirmer(self, verdict)
 
-    def for_tool(self, tool: str) -> AnsweredConfirmer:
-        """Tools with no form resolver (cancel_order, set_leverage) use the CLI queue if enabled."""
+    def without_form(self) -> AnsweredConfirmer:
+        """For callers that cannot show a form: the CLI queue if the human enabled it, else a refusal."""
         return AnsweredConfirmer(self, "no_form")
+
+    def action_prompt(self, tool: str, summary: str) -> str | None:
+        """The form text for cancel_order or set_leverage when confirm.actions names the tool, else None."""
+        if not needs_confirmation(self.runtime, tool, None):
+            return None
+        return form_text(summary, self.runtime.policy().version)
 
     async def close_prompt(self, symbol: str, qty: str | None, category: str) -> str | None:
         if not needs_confirmation(self.runtime, "close_position", None):
@@ -222,11 +227,4 @@ def pending_next(confirmation_id: str) -> NextActionOut:
     )
 
 
-__all__ = [
-    "AnsweredConfirmer",
-    "ConfirmForm",
-    "ConfirmationGate",
-    "pending_next",
-    "plan_confirmation_prompt",
-    "usd",
-]
+__all__ = ["AnsweredConfirmer", "ConfirmForm", "ConfirmationGate", "pending_next", "plan_confirmation_prompt"]

@@ -148,3 +148,46 @@ async def test_set_leverage_named_in_confirm_actions_needs_a_human(runtime, pape
         answer = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "1"})
     assert answer["status"] == "refused"
     assert paper.request_count("/v5/position/set-leverage") == 0
+
+
+@MODES
+@pytest.mark.parametrize(
+    ("action", "content", "status", "sent"),
+    [("accept", {"approve": True}, "done", 1), ("decline", None, "declined", 0)],
+)
+async def test_set_leverage_named_in_confirm_actions_asks_with_a_form(
+    runtime, paper, mode, action, content, status, sent
+):
+    write_policy(runtime.home.path, confirm={"actions": ["set_leverage"]})
+    human = answering(action, content)
+    async with Client(build_server(runtime), mode=mode, elicitation_callback=human) as client:
+        answer = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "1"})
+    assert answer["status"] == status
+    assert len(human.seen) == 1 and "BTCUSDT leverage to 1x" in human.seen[0]
+    assert paper.request_count("/v5/position/set-leverage") == sent
+
+
+async def test_a_cancel_from_a_client_without_forms_is_parked_and_run_once_after_approval(runtime, paper):
+    write_policy(runtime.home.path, confirm={"actions": ["cancel_order"], "cliChannel": True})
+    gate = ConfirmationGate(runtime)
+    async with Client(build_server(runtime, gate)) as client:
+        resting = {
+            "symbol": "BTCUSDT",
+            "side": "buy",
+            "qty": "0.0001",
+            "order_type": "limit",
+            "price": "70000",
+        }
+        placed = await call(
+            client, "place_order", {"plan_id": (await call(client, "plan_order", resting))["plan_id"]}
+        )
+        parked = await call(client, "cancel_order", {"symbol": "BTCUSDT", "order_id": placed["order_id"]})
+        assert parked["status"] == "pending_confirmation"
+        assert parked["next_safe_action"]["tool"] == "get_confirmation_status"
+        assert paper.request_count("/v5/order/cancel") == 0
+        await runtime.store.confirmations.decide(
+            parked["confirmation_id"], approve=True, actor="human:cli", now=runtime.now()
+        )
+        [answer] = await gate.run_approved()
+    assert answer["status"] == "done"
+    assert paper.request_count("/v5/order/cancel") == 1 and paper.open_orders() == []

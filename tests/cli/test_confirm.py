@@ -27,7 +27,7 @@ async def _parked(runtime: Runtime) -> tuple[str, str]:
     """Plan an order the policy wants confirmed, place it from a client with no form: it is parked."""
     plan_id = await planned_ok(runtime)
     gate = ConfirmationGate(runtime)
-    answer = await place_order(runtime, plan_id, confirmer=gate.for_tool("place_order"))
+    answer = await place_order(runtime, plan_id, confirmer=gate.without_form())
     assert answer.status == "pending_confirmation" and answer.confirmation_id, answer
     return plan_id, answer.confirmation_id
 
