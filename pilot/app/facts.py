@@ -7,13 +7,12 @@ from datetime import datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
+from pilot.app import kinds
 from pilot.app.pending import pending_orders
 from pilot.app.runtime import PolicyView, Runtime
-from pilot.core.facts import Facts, InstrumentRules, OrderIntent, Position, TradingState
+from pilot.core.facts import Facts, InstrumentRules, OrderIntent, Position
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError
-
-ORDER_SENT = "order.sent"
 
 
 def utc_day(now: datetime) -> tuple[datetime, datetime]:
@@ -24,7 +23,7 @@ def utc_day(now: datetime) -> tuple[datetime, datetime]:
 async def orders_sent_today(runtime: Runtime, now: datetime) -> int:
     """Orders sent since 00:00 UTC, counted from the journal (an entry is written before each send)."""
     since, until = utc_day(now)
-    return await runtime.store.journal.count(ORDER_SENT, since=since, until=until)
+    return await runtime.store.journal.count(kinds.ORDER_SENT, since=since, until=until)
 
 
 async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Facts:
@@ -104,6 +103,3 @@ async def _maybe(call: Any) -> Any:
 
 async def _none() -> None:
     return None
-
-
-__all__ = ["ORDER_SENT", "TradingState", "gather_facts", "orders_sent_today", "snapshot", "utc_day"]

@@ -26,6 +26,11 @@ def order_link_id(plan_id: str) -> str:
     return ORDER_LINK_PREFIX + hashlib.sha256(plan_id.encode()).hexdigest()[:30]
 
 
+def look_up(symbol: str, category: str, text: str) -> NextActionOut:
+    """The next action after a send whose result is not fully known: read open orders, never resend."""
+    return NextActionOut(tool="get_open_orders", args={"symbol": symbol, "category": category}, text=text)
+
+
 def request_dict(request: OrderRequest) -> dict[str, Any]:
     return {
         "category": request.category,
@@ -109,13 +114,11 @@ async def _reconnoitre(
         found_by_reconnaissance=False,
         exchange=ExchangeText(untrusted_text=error.untrusted_text) if error.untrusted_text else None,
         reason=f"{error.message} {checked}.",
-        next_safe_action=NextActionOut(
-            tool="get_open_orders",
-            args={"symbol": request.symbol, "category": request.category},
-            text=(
-                f"do not resend: look for client order id {request.order_link_id} with get_open_orders and "
-                "get_positions; the order may still appear"
-            ),
+        next_safe_action=look_up(
+            request.symbol,
+            request.category,
+            f"do not resend: look for client order id {request.order_link_id} with get_open_orders and "
+            "get_positions; the order may still appear",
         ),
     )
 
@@ -133,10 +136,10 @@ async def _read_back(
             order_id=order_id,
             sent=sent,
             reason="accepted by the exchange; reading it back failed, so its fill is not known yet",
-            next_safe_action=NextActionOut(
-                tool="get_open_orders",
-                args={"symbol": request.symbol, "category": request.category},
-                text="check the order's state with get_open_orders; do not resend",
+            next_safe_action=look_up(
+                request.symbol,
+                request.category,
+                "check the order's state with get_open_orders; do not resend",
             ),
         )
     return _from_order(found, sent)

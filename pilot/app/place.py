@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol
 
 from pilot.app import kinds
 from pilot.app.facts import gather_facts
-from pilot.app.gate import order_link_id, send_order
+from pilot.app.gate import look_up, order_link_id, send_order
 from pilot.app.plan import confirmation_text, intent_from_dict, with_policy_issues
 from pilot.app.responses import NextActionOut, OrderAnswer, ViolationOut, next_out, violations_out
 from pilot.app.runtime import Runtime
@@ -238,10 +238,11 @@ async def _lifecycle_refusal(runtime: Runtime, plan_id: str, claim: ClaimResult)
             tool=None, args=None, text="the human declined this order; do not retry it"
         )
     else:
-        next_action = NextActionOut(
-            tool="get_open_orders",
-            args={"symbol": plan.payload["intent"]["symbol"], "category": plan.payload["intent"]["category"]},
-            text=f"do not resend: {became}; check get_open_orders and get_positions",
+        intent = plan.payload["intent"]
+        next_action = look_up(
+            intent["symbol"],
+            intent["category"],
+            f"do not resend: {became}; check get_open_orders and get_positions",
         )
     detail = f"plan {plan_id} was already used: {became}"
     return await _lifecycle(runtime, plan_id, "planAlreadyUsed", detail, next_action, "a plan works once")

@@ -147,14 +147,17 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
     view = runtime.policy()
     policy, now = view.policy, runtime.now()
     state, sent = await asyncio.gather(runtime.trading_state(policy), orders_sent_today(runtime, now))
-    positions: dict[str, Decimal] = {}
-    try:
-        for row in await runtime.exchange.get_positions("linear"):
-            positions[row.symbol] = row.size
-        balance = await runtime.exchange.get_balance()
-        marks = {s: (await runtime.exchange.get_touch("linear", s)).mark for s in policy.allowed_markets}
+    exchange, markets_allowed = runtime.exchange, policy.allowed_markets
+    try:  # every read at once: one round trip
+        rows, balance, *touches = await asyncio.gather(
+            exchange.get_positions("linear"),
+            exchange.get_balance(),
+            *(exchange.get_touch("linear", symbol) for symbol in markets_allowed),
+        )
     except ExchangeError:
-        marks, balance = {}, None
+        rows, balance, touches = [], None, []
+    positions = {row.symbol: row.size for row in rows}
+    marks = {symbol: touch.mark for symbol, touch in zip(markets_allowed, touches, strict=False)}
     markets = {}
     for symbol in policy.allowed_markets:
         limits, size, mark = policy.limits_for(symbol), positions.get(symbol, Decimal(0)), marks.get(symbol)
