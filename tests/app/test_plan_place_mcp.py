@@ -184,3 +184,14 @@ async def test_an_unknown_plan_id_is_refused_and_nothing_is_sent(server, paper):
         first = await plan_and_place(client)
     assert [v["rule"] for v in answer["violations"]] == ["planNotFound"]
     assert first["status"] == "filled" and paper.request_count(CREATE) == 1
+
+
+async def test_get_policy_reports_the_version_orders_left_and_room_under_each_cap(server, paper):
+    async with Client(server, raise_exceptions=True) as client:
+        await plan_and_place(client)  # 0.00031 BTC short, $24.87 at mark
+        policy = (await call(client, "get_policy"))["data"]
+    assert policy["policy_version"].startswith("sha256:") and policy["valid"] is True
+    assert (policy["orders_sent_today"], policy["orders_left_today"]) == (1, 19)
+    btc = policy["markets"]["BTCUSDT"]
+    assert (btc["position_size"], btc["room_usd_at_mark"]) == ("-0.00031", "0.13")
+    assert policy["markets"]["ETHUSDT"]["room_usd_at_mark"] == "25"
