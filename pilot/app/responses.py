@@ -18,6 +18,10 @@ class NextActionOut(_Answer):
     human: str | None = Field(default=None, description="What only a human can change")
     retry_after: str | None = Field(default=None, description="ISO-8601 UTC time after which waiting helps")
     options: list[dict[str, Any]] | None = Field(default=None, description="Calls that free room, if wanted")
+    nothing_fits: dict[str, str] | None = Field(
+        default=None,
+        description="When no size fits: the rule, the room it leaves and the minimum (base units)",
+    )
 
 
 class ViolationOut(_Answer):

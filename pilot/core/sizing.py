@@ -10,7 +10,7 @@ from pilot.core.facts import Facts, OrderType
 from pilot.core.policy import Policy
 from pilot.core.rules import Situation, close_option, judge, plan_args
 from pilot.core.valuation import round_price_safe
-from pilot.core.violations import SIZE_RULES, NextAction, Violation, plain
+from pilot.core.violations import SIZE_RULES, NextAction, NothingFits, Violation, plain
 
 # Rules a different size can fix, beyond the caps: lot step, tick, instrument minimums.
 RESIZE_RULES = SIZE_RULES | {
@@ -118,11 +118,17 @@ def _nothing_fits(s: Situation, blocking: Violation, room: Decimal, minimum: Dec
         f"below the {base} minimum {plain(minimum)}; "
     )
     human = _HUMAN_FIX.get(blocking.rule, "").format(symbol=symbol) or None
+    numbers = NothingFits(rule=blocking.rule, room=max(room, Decimal(0)), minimum=minimum)
     if leaning:
         return NextAction.stop(
-            text + "close_position or a reducing order frees room", human=human, options=close_option(s)
+            text + "close_position or a reducing order frees room",
+            human=human,
+            options=close_option(s),
+            nothing_fits=numbers,
         )
-    return NextAction.stop(text + "pick another market, or ask a human to change policy.json", human=human)
+    return NextAction.stop(
+        text + "pick another market, or ask a human to change policy.json", human=human, nothing_fits=numbers
+    )
 
 
 def _floor(value: Decimal, step: Decimal) -> Decimal:

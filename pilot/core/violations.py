@@ -50,6 +50,18 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class NothingFits:
+    """Why no size fits, in numbers: the room a rule leaves, and the instrument's minimum (base units)."""
+
+    rule: str
+    room: Decimal
+    minimum: Decimal
+
+    def to_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "room": plain(self.room), "minimum": plain(self.minimum)}
+
+
+@dataclass(frozen=True, slots=True)
 class NextAction:
     """What to do after a refusal.
 
@@ -65,14 +77,23 @@ class NextAction:
     human: str | None = None
     retry_after: datetime | None = None
     options: tuple[ToolCall, ...] = field(default=())
+    nothing_fits: NothingFits | None = None
 
     @staticmethod
     def call(tool: str, args: dict[str, Any], text: str) -> NextAction:
         return NextAction(tool=tool, args=args, text=text)
 
     @staticmethod
-    def stop(text: str, *, human: str | None = None, options: tuple[ToolCall, ...] = ()) -> NextAction:
-        return NextAction(tool=None, args=None, text=text, human=human, options=options)
+    def stop(
+        text: str,
+        *,
+        human: str | None = None,
+        options: tuple[ToolCall, ...] = (),
+        nothing_fits: NothingFits | None = None,
+    ) -> NextAction:
+        return NextAction(
+            tool=None, args=None, text=text, human=human, options=options, nothing_fits=nothing_fits
+        )
 
     @staticmethod
     def wait(text: str, retry_after: datetime, *, human: str | None = None) -> NextAction:
@@ -90,6 +111,8 @@ class NextAction:
             data["retry_after"] = self.retry_after.isoformat()
         if self.options:
             data["options"] = [option.to_dict() for option in self.options]
+        if self.nothing_fits is not None:
+            data["nothing_fits"] = self.nothing_fits.to_dict()
         return data
 
 

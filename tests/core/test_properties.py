@@ -13,8 +13,8 @@ from pilot.core.facts import Facts, OrderIntent, OrderType, Side, TradingState
 from pilot.core.policy import Policy
 from pilot.core.risk import is_risk_reducing
 from pilot.core.sizing import RESIZE_RULES
-from pilot.core.valuation import liquidation_distance_pct, send_price
-from pilot.core.violations import SIZE_RULES
+from pilot.core.valuation import liquidation_distance_pct, round_price_safe, send_price
+from pilot.core.violations import RULES, SIZE_RULES
 from tests.strategies import facts, policies
 
 CAP_RULES = SIZE_RULES
@@ -48,9 +48,35 @@ def replay(f: Facts, args: dict) -> Facts:
 
 
 @given(policies(), facts())
-def test_evaluate_never_raises_on_valid_facts(policy, f):
+def test_evaluate_never_raises_on_valid_facts_and_uses_only_the_documented_rule_codes(policy, f):
     violations = evaluate(policy, f)
-    assert all(v.rule and v.detail and v.next.text for v in violations)
+    assert all(v.rule in RULES and v.detail and v.next.text for v in violations)
+
+
+@given(policies(), facts(reduce_only=False))
+def test_nothing_fits_only_when_the_smallest_valid_order_breaks_a_size_rule(policy, f):
+    policy, f = open_case(policy, f)
+    action = next_safe_action(evaluate(policy, f))
+    assume(action is not None and action.nothing_fits is not None)
+    numbers = action.nothing_fits
+    assert numbers.room < numbers.minimum
+    smallest = replay(f, {**_args(f), "qty": str(numbers.minimum)})
+    assert numbers.rule in {v.rule for v in evaluate(policy, smallest)}  # the named rule really blocks it
+
+
+def _args(f: Facts) -> dict:
+    args = {
+        "symbol": f.order.symbol,
+        "side": f.order.side.value,
+        "order_type": f.order.order_type.value,
+        "reduce_only": f.order.reduce_only,
+        "category": f.order.category,
+    }
+    if f.order.limit_price is not None:  # on the tick, as the sizing rounds it
+        args["price"] = str(
+            max(round_price_safe(f.order.limit_price, f.rules.tick_size, f.order.side), f.rules.tick_size)
+        )
+    return args
 
 
 def open_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:

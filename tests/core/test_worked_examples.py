@@ -82,7 +82,8 @@ def test_sol_add_with_room_below_the_minimum_says_nothing_fits_and_close_frees_r
     assert violation.attempted == "30.801"
     action = next_safe_action([violation])
     assert action.tool is None
-    assert "room left is 0.04 SOL" in action.text and "minimum 0.1" in action.text
+    assert action.to_dict()["nothing_fits"] == {"rule": "maxNotionalUsd", "room": "0.04", "minimum": "0.1"}
+    assert "room left is 0.04 SOL" in action.text  # the article's sentence, for the human reading along
     assert action.human and "maxNotionalUsd" in action.human
     assert [option.tool for option in action.options] == ["close_position"]
     assert action.options[0].args == {"symbol": "SOLUSDT", "category": "linear"}
