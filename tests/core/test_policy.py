@@ -81,3 +81,10 @@ def test_the_policy_is_frozen():
     policy = parse_policy("{}").policy
     with pytest.raises(Exception):  # noqa: B017 - pydantic's frozen error type is an implementation detail
         policy.max_leverage = Decimal(50)  # type: ignore[misc]
+
+
+def test_pilot_init_writes_the_same_policy_as_the_repository_example():
+    from pilot.app.human import DEFAULT_POLICY
+
+    with open("policy.json") as handle:
+        assert parse_policy(DEFAULT_POLICY).version == parse_policy(handle.read()).version
