@@ -1,46 +1,22 @@
-"""The public face of the core: evaluate(), the next safe action, and the full assessment of an order."""
+"""The public face of the core: evaluate(), the one judgement of an order, and what it reports."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from decimal import Decimal
 
+from pilot.core.codes import RESIZE_CODES
 from pilot.core.facts import Facts
 from pilot.core.policy import Policy
-from pilot.core.rules import Situation, judge
-from pilot.core.sizing import RESIZE_RULES, suggest
+from pilot.core.rules import Situation, run_checks
+from pilot.core.sizing import suggest
 from pilot.core.valuation import liquidation_distance_pct
 from pilot.core.violations import NextAction, Violation
 
 
-def evaluate(policy: Policy, facts: Facts) -> list[Violation]:
-    """Judge one order against the policy. Pure, total and deterministic; an empty list means it passes.
-
-    Every violation names its rule, the limit and the attempted value, one sentence with the numbers, and a
-    next action. All size-related violations share one suggestion that satisfies them all at once.
-    """
-    return _judged(policy, facts)[1]
-
-
-def _judged(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Violation]]:
-    situation, violations = judge(policy, facts)
-    if situation is None or not any(v.rule in RESIZE_RULES for v in violations):
-        return situation, violations
-    suggestion = suggest(policy, facts, situation)
-    return situation, [replace(v, next=suggestion) if v.rule in RESIZE_RULES else v for v in violations]
-
-
-def next_safe_action(violations: list[Violation]) -> NextAction | None:
-    """The one action to offer: a blocker that no size can fix comes first, else the shared size fix."""
-    if not violations:
-        return None
-    blockers = [v for v in violations if v.rule not in RESIZE_RULES]
-    return (blockers or violations)[0].next
-
-
 @dataclass(frozen=True, slots=True)
-class Assessment:
-    """evaluate()'s verdict with the figures a plan reports."""
+class Evaluation:
+    """The verdict on one order: its violations, the one next action to offer, and the derived figures."""
 
     violations: list[Violation]
     next_safe_action: NextAction | None
@@ -52,19 +28,38 @@ class Assessment:
 
     @property
     def liquidation_distance_pct(self) -> Decimal | None:
+        """Distance from mark to the estimated liquidation of the position left (None: none, or spot)."""
         s = self.situation
-        if s is None or s.facts.equity is None or s.facts.rules is None or s.facts.touch is None:
-            return None
-        if s.facts.rules.category == "spot":
+        if s is None or s.facts.equity is None or s.rules.category == "spot":
             return None
         return liquidation_distance_pct(
-            s.after, s.price, s.facts.equity, s.facts.rules.maintenance_margin_rate, s.facts.touch.mark
+            s.after, s.price, s.facts.equity, s.rules.maintenance_margin_rate, s.touch.mark
         )
 
 
-def assess(policy: Policy, facts: Facts) -> Assessment:
-    """evaluate() plus the derived figures (worst-fill notional, send price, liquidation distance)."""
-    situation, violations = _judged(policy, facts)
-    return Assessment(
-        violations=violations, next_safe_action=next_safe_action(violations), situation=situation
-    )
+def evaluate(policy: Policy, facts: Facts) -> Evaluation:
+    """Judge one order against the policy. Pure, total and deterministic; no violations means it passes.
+
+    Every violation names its rule, the limit and the attempted value, one sentence with the numbers, and a
+    next action. All size violations share one suggestion that satisfies them all at once; a blocker that no
+    size can fix comes first as the next safe action.
+    """
+    situation, breaches = run_checks(policy, facts)
+    resize = None
+    if situation is not None and any(b.rule in RESIZE_CODES for b in breaches):
+        resize = suggest(policy, facts, situation)
+    violations = [b.with_next(b.next if b.next is not None else _must(resize)) for b in breaches]
+    return Evaluation(violations, _next_safe_action(violations), situation)
+
+
+def _next_safe_action(violations: list[Violation]) -> NextAction | None:
+    if not violations:
+        return None
+    blockers = [v for v in violations if v.rule not in RESIZE_CODES]
+    return (blockers or violations)[0].next
+
+
+def _must(action: NextAction | None) -> NextAction:
+    # A breach without its own next action is a size breach, and those come with a situation to size.
+    assert action is not None, "a size breach without a size suggestion"
+    return action

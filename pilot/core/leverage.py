@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from pilot.core.codes import Code
 from pilot.core.facts import TradingState
 from pilot.core.policy import Policy
+from pilot.core.rules import RESUME_TRADING
 from pilot.core.violations import NextAction, Violation, plain
 
 
@@ -19,13 +21,11 @@ def check_set_leverage(
 ) -> list[Violation]:
     """Judge a leverage change. A missing current leverage counts as raising (fail closed)."""
     lowering = current is not None and requested <= current
-    human = (
-        "set tradingState to active in policy.json, and turn the kill switch off with `pilot kill-switch off`"
-    )
+    human = RESUME_TRADING
     if state is TradingState.HALTED:
         return [
             _violation(
-                "tradingState", "halted", plain(requested), "trading is halted: only cancels work", human
+                Code.TRADING_STATE, "halted", plain(requested), "trading is halted: only cancels work", human
             )
         ]
     if lowering:
@@ -33,7 +33,7 @@ def check_set_leverage(
     if state is TradingState.REDUCING:
         return [
             _violation(
-                "tradingState",
+                Code.TRADING_STATE,
                 "reducing",
                 plain(requested),
                 f"trading is reducing: leverage may only go down (now {plain(current) if current else 'unknown'})",
@@ -44,7 +44,7 @@ def check_set_leverage(
     if symbol not in policy.allowed_markets:
         violations.append(
             _violation(
-                "allowedMarkets",
+                Code.ALLOWED_MARKETS,
                 ", ".join(policy.allowed_markets) or "none",
                 symbol,
                 f"{symbol} is not on the allowed list, so its leverage may only go down",
@@ -57,7 +57,7 @@ def check_set_leverage(
     if requested > ceiling:
         violations.append(
             Violation(
-                rule="maxLeverage",
+                rule=Code.MAX_LEVERAGE,
                 limit=plain(ceiling),
                 attempted=plain(requested),
                 detail=f"leverage {plain(requested)}x is above the {plain(ceiling)}x limit for {symbol}",
@@ -71,7 +71,7 @@ def check_set_leverage(
     return violations
 
 
-def _violation(rule: str, limit: str, attempted: str, detail: str, human: str) -> Violation:
+def _violation(rule: Code, limit: str, attempted: str, detail: str, human: str) -> Violation:
     return Violation(
         rule=rule,
         limit=limit,

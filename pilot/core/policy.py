@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -27,7 +27,8 @@ SYMBOL_PATTERN = re.compile(r"^[A-Z0-9]{2,30}$")
 MAX_SLIPPAGE_CEILING = Decimal(3)
 
 # Tools a human may require confirmation for (policy.json "confirm.actions").
-CONFIRMABLE_TOOLS = ("place_order", "close_position", "cancel_order", "set_leverage")
+ApprovalTool = Literal["place_order", "close_position", "cancel_order", "set_leverage"]
+CONFIRMABLE_TOOLS: tuple[ApprovalTool, ...] = get_args(ApprovalTool)
 
 # A valid example for every field, shown next to any error about it.
 EXAMPLES: dict[str, str] = {

@@ -1,6 +1,6 @@
-"""evaluate(policy, facts): the one pure judgement, made at plan time and again right before sending.
+"""The checks evaluate(policy, facts) runs, at plan time and again right before sending.
 
-The checks run in this fixed order; each is a small function returning a Violation or None:
+They run in this fixed order; each is a small function returning a Breach (a broken rule) or None:
 
  1. check_facts               every fact the decision needs is present (missing: risk-increasing refused)
  2. check_trading_state       halted refuses every new order; reducing refuses anything that grows a position
@@ -19,8 +19,9 @@ The checks run in this fixed order; each is a small function returning a Violati
 14. check_liquidation         minLiquidationDistancePct: estimated liquidation distance from mark
 
 Checks 10 to 14 apply only to orders that can grow a position: shrinking risk is never refused by a cap.
-Violations of rules 5 to 9 and 11 to 14 all carry the same next action: one size (at the price rounded
-to the tick) that satisfies every one of them at once (see pilot.core.sizing).
+Breaches of rules 5 to 9 and 11 to 14 (the size codes of pilot.core.codes) carry no next action of their
+own: evaluate() gives them all one size (at the price rounded to the tick) that satisfies every one of them
+at once (see pilot.core.sizing).
 """
 
 from __future__ import annotations
@@ -30,13 +31,18 @@ from datetime import datetime, time, timedelta
 from decimal import Decimal
 from typing import NamedTuple
 
-from pilot.core.facts import Facts, OrderIntent, OrderType, Side, TradingState
+from pilot.core.codes import Code
+from pilot.core.facts import Facts, InstrumentRules, OrderIntent, OrderType, Side, Touch, TradingState
 from pilot.core.policy import EffectiveLimits, Policy
 from pilot.core.risk import is_risk_reducing, worst_case_size
-from pilot.core.valuation import liquidation_distance_pct, send_price
-from pilot.core.violations import NextAction, ToolCall, Violation, pct, plain, usd
+from pilot.core.valuation import liquidation_distance_pct, send_price, worst_fill_for
+from pilot.core.violations import Breach, NextAction, ToolCall, pct, plain, usd
 
 ZERO = Decimal(0)
+# What only a human can do about a halted or reducing trading state.
+RESUME_TRADING = (
+    "set tradingState to active in policy.json, and turn the kill switch off with `pilot kill-switch off`"
+)
 RETRY_MISSING_FACTS = timedelta(seconds=5)
 
 
@@ -49,6 +55,8 @@ class Situation(NamedTuple):
     policy: Policy
     facts: Facts
     order: OrderIntent
+    rules: InstrumentRules
+    touch: Touch
     limits: EffectiveLimits
     reducing: bool
     position_size: Decimal
@@ -61,25 +69,27 @@ class Situation(NamedTuple):
 
     @property
     def base(self) -> str:
-        assert self.facts.rules is not None
-        return self.facts.rules.base
+        return self.rules.base
 
 
 def situate(policy: Policy, facts: Facts) -> Situation | None:
     """Derive the situation, or None when the rules or the touch are missing (nothing can be priced)."""
-    if facts.rules is None or facts.touch is None:
+    rules, touch = facts.rules, facts.touch
+    if rules is None or touch is None:
         return None
     order = facts.order
     limits = policy.limits_for(order.symbol)
     position_size = facts.position.size if facts.position is not None else ZERO
-    sent = send_price(order, facts.touch, facts.rules, limits.max_slippage_pct)
-    price = sent if order.side is Side.BUY else max(sent, facts.touch.bid)  # see worst_fill_price
+    sent = send_price(order, touch, rules, limits.max_slippage_pct)
+    price = worst_fill_for(order.side, sent, touch.bid)
     pending = facts.pending.on_side(order.side) if facts.pending is not None else ZERO
     after = worst_case_size(position_size, order, pending)
     return Situation(
         policy=policy,
         facts=facts,
         order=order,
+        rules=rules,
+        touch=touch,
         limits=limits,
         reducing=_reducing(facts, pending),
         pending=pending,
@@ -95,7 +105,7 @@ def situate(policy: Policy, facts: Facts) -> Situation | None:
 # --- 1 to 4: who may trade what -------------------------------------------------------------------
 
 
-def check_facts(facts: Facts, reducing: bool) -> Violation | None:
+def check_facts(facts: Facts, reducing: bool) -> Breach | None:
     if facts.rules is not None and facts.touch is not None and (reducing or _has_growing_needs(facts)):
         return None  # the common case, kept cheap: evaluate runs on every plan and every send
     needed = ("rules", "touch") if reducing else ("rules", "touch", *GROWING_NEEDS)
@@ -103,8 +113,8 @@ def check_facts(facts: Facts, reducing: bool) -> Violation | None:
     if not missing:
         return None
     names = ", ".join(_FACT_NAMES[name] for name in missing)
-    return Violation(
-        rule="facts",
+    return Breach(
+        rule=Code.FACTS,
         limit="all facts present",
         attempted="missing: " + ", ".join(missing),
         detail=f"could not read {names} for {facts.order.symbol}, so the order cannot be judged",
@@ -134,24 +144,22 @@ _FACT_NAMES = {
 }
 
 
-def check_trading_state(s: Situation) -> Violation | None:
+def check_trading_state(s: Situation) -> Breach | None:
     state = s.facts.trading_state
     if state is TradingState.ACTIVE or (state is TradingState.REDUCING and s.reducing):
         return None
-    human = (
-        "set tradingState to active in policy.json, and turn the kill switch off with `pilot kill-switch off`"
-    )
+    human = RESUME_TRADING
     if state is TradingState.HALTED:
-        return Violation(
-            rule="tradingState",
+        return Breach(
+            rule=Code.TRADING_STATE,
             limit="halted",
             attempted="new order",
             detail="trading is halted: no new orders, only cancels",
             next=NextAction.stop("stop trading; only cancel_order works while halted", human=human),
         )
     options = close_option(s)
-    return Violation(
-        rule="tradingState",
+    return Breach(
+        rule=Code.TRADING_STATE,
         limit="reducing",
         attempted="an order that grows the position",
         detail="trading is reducing: only orders that shrink a position are allowed",
@@ -163,13 +171,13 @@ def check_trading_state(s: Situation) -> Violation | None:
     )
 
 
-def check_allowed_market(s: Situation) -> Violation | None:
+def check_allowed_market(s: Situation) -> Breach | None:
     allowed = s.policy.allowed_markets
     if s.reducing or s.order.symbol in allowed:
         return None
     listed = ", ".join(allowed) if allowed else "none"
-    return Violation(
-        rule="allowedMarkets",
+    return Breach(
+        rule=Code.ALLOWED_MARKETS,
         limit=listed,
         attempted=s.order.symbol,
         detail=f"{s.order.symbol} is not on the allowed list ({listed})",
@@ -180,7 +188,7 @@ def check_allowed_market(s: Situation) -> Violation | None:
     )
 
 
-def check_reduce_only(s: Situation) -> Violation | None:
+def check_reduce_only(s: Situation) -> Breach | None:
     order = s.order
     if not order.reduce_only:
         return None
@@ -190,15 +198,15 @@ def check_reduce_only(s: Situation) -> Violation | None:
         return None
     held = _describe_position(size, s.base)
     if not side_ok:
-        return Violation(
-            rule="reduceOnly",
+        return Breach(
+            rule=Code.REDUCE_ONLY,
             limit=plain(abs(size)),
             attempted=plain(order.qty),
             detail=f"a reduce-only {order.side} cannot shrink the position ({held})",
             next=NextAction.stop("there is nothing on that side to reduce; check get_positions"),
         )
-    return Violation(
-        rule="reduceOnly",
+    return Breach(
+        rule=Code.REDUCE_ONLY,
         limit=plain(abs(size)),
         attempted=plain(order.qty),
         detail=f"a reduce-only {order.side} of {plain(order.qty)} {s.base} is larger than the position ({held})",
@@ -211,63 +219,63 @@ def check_reduce_only(s: Situation) -> Violation | None:
 # --- 5 to 9: the instrument's rules ---------------------------------------------------------------
 
 
-def check_qty_step(s: Situation) -> Violation | None:
-    step = s.facts.rules.qty_step  # type: ignore[union-attr]
+def check_qty_step(s: Situation) -> Breach | None:
+    step = s.rules.qty_step
     if step <= 0 or s.order.qty % step == 0:
         return None
-    return _size_violation(
-        "instrument.qtyStep",
+    return _size_breach(
+        Code.QTY_STEP,
         plain(step),
         plain(s.order.qty),
         f"{plain(s.order.qty)} {s.base} is not a whole number of lot steps ({plain(step)})",
     )
 
 
-def check_price_tick(s: Situation) -> Violation | None:
-    order, tick = s.order, s.facts.rules.tick_size  # type: ignore[union-attr]
+def check_price_tick(s: Situation) -> Breach | None:
+    order, tick = s.order, s.rules.tick_size
     if order.order_type is not OrderType.LIMIT or order.limit_price is None:
         return None
     if order.limit_price > 0 and (tick <= 0 or order.limit_price % tick == 0):
         return None
-    return _size_violation(
-        "instrument.tickSize",
+    return _size_breach(
+        Code.TICK_SIZE,
         plain(tick),
         plain(order.limit_price),
         f"the limit price {plain(order.limit_price)} is not a positive multiple of the tick {plain(tick)}",
     )
 
 
-def check_min_qty(s: Situation) -> Violation | None:
-    minimum = s.facts.rules.min_qty  # type: ignore[union-attr]
+def check_min_qty(s: Situation) -> Breach | None:
+    minimum = s.rules.min_qty
     if s.order.qty >= minimum and s.order.qty > 0:
         return None
-    return _size_violation(
-        "instrument.minOrderQty",
+    return _size_breach(
+        Code.MIN_ORDER_QTY,
         plain(minimum),
         plain(s.order.qty),
         f"{plain(s.order.qty)} {s.base} is below the {s.base} minimum {plain(minimum)}",
     )
 
 
-def check_max_qty(s: Situation) -> Violation | None:
-    maximum = s.facts.rules.max_qty  # type: ignore[union-attr]
+def check_max_qty(s: Situation) -> Breach | None:
+    maximum = s.rules.max_qty
     if s.order.qty <= maximum:
         return None
-    return _size_violation(
-        "instrument.maxOrderQty",
+    return _size_breach(
+        Code.MAX_ORDER_QTY,
         plain(maximum),
         plain(s.order.qty),
         f"{plain(s.order.qty)} {s.base} is above the {s.base} maximum {plain(maximum)} per order",
     )
 
 
-def check_min_notional(s: Situation) -> Violation | None:
-    minimum = s.facts.rules.min_notional  # type: ignore[union-attr]
+def check_min_notional(s: Situation) -> Breach | None:
+    minimum = s.rules.min_notional
     notional = s.order.qty * s.sent_price
     if s.order.reduce_only or notional >= minimum:
         return None
-    return _size_violation(
-        "instrument.minNotionalValue",
+    return _size_breach(
+        Code.MIN_NOTIONAL,
         plain(minimum),
         plain(notional),
         f"this order would be {usd(notional)} notional, below the {s.order.symbol} minimum {usd(minimum)}",
@@ -277,13 +285,13 @@ def check_min_notional(s: Situation) -> Violation | None:
 # --- 10 to 14: the policy's caps (risk-increasing orders only) -----------------------------------
 
 
-def check_daily_order_cap(s: Situation) -> Violation | None:
+def check_daily_order_cap(s: Situation) -> Breach | None:
     cap, sent = s.policy.daily_order_cap, s.facts.orders_today or 0
     if s.reducing or sent < cap:
         return None
     midnight = datetime.combine(s.facts.now.date() + timedelta(days=1), time(0), tzinfo=s.facts.now.tzinfo)
-    return Violation(
-        rule="dailyOrderCap",
+    return Breach(
+        rule=Code.DAILY_ORDER_CAP,
         limit=str(cap),
         attempted=str(sent + 1),
         detail=f"{sent} orders already sent today (UTC), the cap is {cap}",
@@ -295,24 +303,24 @@ def check_daily_order_cap(s: Situation) -> Violation | None:
     )
 
 
-def check_order_notional(s: Situation) -> Violation | None:
+def check_order_notional(s: Situation) -> Breach | None:
     cap = s.limits.max_order_notional_usd
     if s.reducing or s.order_notional <= cap:
         return None
-    return _size_violation(
-        "maxOrderNotionalUsd",
+    return _size_breach(
+        Code.MAX_ORDER_NOTIONAL,
         plain(cap),
         plain(s.order_notional),
         f"this order would be {usd(s.order_notional)} notional at its worst fill, above the {usd(cap)} cap per order",
     )
 
 
-def check_position_notional(s: Situation) -> Violation | None:
+def check_position_notional(s: Situation) -> Breach | None:
     cap = s.limits.max_notional_usd
     if s.reducing or s.after_notional <= cap:
         return None
-    return _size_violation(
-        "maxNotionalUsd",
+    return _size_breach(
+        Code.MAX_NOTIONAL,
         plain(cap),
         plain(s.after_notional),
         f"the position this order leaves would be {usd(s.after_notional)} notional{_counting(s)}, "
@@ -320,7 +328,7 @@ def check_position_notional(s: Situation) -> Violation | None:
     )
 
 
-def check_leverage(s: Situation) -> Violation | None:
+def check_leverage(s: Situation) -> Breach | None:
     equity, limit = s.facts.equity, s.limits.max_leverage
     if s.reducing or _is_spot(s) or equity is None:
         return None
@@ -328,8 +336,8 @@ def check_leverage(s: Situation) -> Violation | None:
         return None
     leverage = s.after_notional / equity if equity > 0 else None
     shown = f"{leverage.quantize(Decimal('0.01'))}x" if leverage is not None else "unbounded"
-    return _size_violation(
-        "maxLeverage",
+    return _size_breach(
+        Code.MAX_LEVERAGE,
         plain(limit),
         plain(leverage.quantize(Decimal("0.0001"))) if leverage is not None else "infinite",
         f"the position this order leaves would be {shown} the account equity of {usd(equity)}, "
@@ -337,23 +345,24 @@ def check_leverage(s: Situation) -> Violation | None:
     )
 
 
-def check_liquidation(s: Situation) -> Violation | None:
+def check_liquidation(s: Situation) -> Breach | None:
     equity, minimum = s.facts.equity, s.limits.min_liquidation_distance_pct
     if s.reducing or _is_spot(s) or equity is None or minimum == 0:
         return None
-    rules, touch = s.facts.rules, s.facts.touch
-    distance = liquidation_distance_pct(s.after, s.price, equity, rules.maintenance_margin_rate, touch.mark)  # type: ignore[union-attr]
+    distance = liquidation_distance_pct(
+        s.after, s.price, equity, s.rules.maintenance_margin_rate, s.touch.mark
+    )
     if distance is None or distance >= minimum:
         return None
-    return _size_violation(
-        "minLiquidationDistancePct",
+    return _size_breach(
+        Code.MIN_LIQUIDATION_DISTANCE,
         plain(minimum),
         plain(distance.quantize(Decimal("0.0001"))),
         f"liquidation would sit {pct(distance)} from mark, closer than the {plain(minimum)}% minimum",
     )
 
 
-CHECKS: tuple[Callable[[Situation], Violation | None], ...] = (
+CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
     check_trading_state,
     check_allowed_market,
     check_reduce_only,
@@ -370,29 +379,27 @@ CHECKS: tuple[Callable[[Situation], Violation | None], ...] = (
 )
 
 
-def judge(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Violation]]:
-    """Run every check in order, without next-size suggestions: the raw verdict sizing searches with."""
+def run_checks(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Breach]]:
+    """Run every check in order. Size breaches carry no next action yet: sizing searches with these."""
     situation = situate(policy, facts)
     reducing = situation.reducing if situation else _reducing(facts, ZERO)
     missing = check_facts(facts, reducing)
+    breaches = [missing] if missing else []
     if situation is None:
-        return None, [missing] if missing else []
-    violations = [missing] if missing else []
+        return None, breaches
     for check in CHECKS:
-        violation = check(situation)
-        if violation is not None:
-            violations.append(violation)
-    return situation, violations
+        breach = check(situation)
+        if breach is not None:
+            breaches.append(breach)
+    return situation, breaches
 
 
 # --- helpers -------------------------------------------------------------------------------------
 
-# A placeholder next action for size rules; pilot.core.sizing replaces it with one shared suggestion.
-_RESIZE_LATER = NextAction.stop("resize")
 
-
-def _size_violation(rule: str, limit: str, attempted: str, detail: str) -> Violation:
-    return Violation(rule=rule, limit=limit, attempted=attempted, detail=detail, next=_RESIZE_LATER)
+def _size_breach(rule: Code, limit: str, attempted: str, detail: str) -> Breach:
+    """A breach that one suggested size fixes; evaluate() gives it that size as its next action."""
+    return Breach(rule=rule, limit=limit, attempted=attempted, detail=detail)
 
 
 def _reducing(facts: Facts, pending: Decimal) -> bool:
@@ -409,7 +416,7 @@ def _counting(s: Situation) -> str:
 
 
 def _is_spot(s: Situation) -> bool:
-    return s.facts.rules is not None and s.facts.rules.category == "spot"
+    return s.rules.category == "spot"
 
 
 def _describe_position(size: Decimal, base: str) -> str:

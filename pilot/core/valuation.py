@@ -29,6 +29,13 @@ def round_price_safe(price: Decimal, tick: Decimal, side: Side) -> Decimal:
     return floor_to_step(price, tick) if side is Side.BUY else ceil_to_step(price, tick)
 
 
+def price_on_tick(price: Decimal, tick: Decimal, side: Side) -> Decimal:
+    """A limit price the exchange accepts: rounded on the safe side, and at least one tick."""
+    if tick <= 0:
+        return price
+    return max(round_price_safe(price, tick, side), tick)
+
+
 def send_price(
     order: OrderIntent, touch: Touch, rules: InstrumentRules, max_slippage_pct: Decimal
 ) -> Decimal:
@@ -54,10 +61,12 @@ def worst_fill_price(
     A buy pays at most its (IOC) limit. A sell fills from the top bid down to its limit, so it is valued at
     the higher of its limit and the best bid; a market sell at the best bid.
     """
-    price = send_price(order, touch, rules, max_slippage_pct)
-    if order.side is Side.BUY:
-        return price
-    return max(price, touch.bid)
+    return worst_fill_for(order.side, send_price(order, touch, rules, max_slippage_pct), touch.bid)
+
+
+def worst_fill_for(side: Side, sent_price: Decimal, bid: Decimal) -> Decimal:
+    """worst_fill_price() from the price already worked out for sending (the hot path computes it once)."""
+    return sent_price if side is Side.BUY else max(sent_price, bid)
 
 
 def liquidation_price(size: Decimal, price: Decimal, equity: Decimal, mmr: Decimal) -> Decimal | None:

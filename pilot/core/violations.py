@@ -7,34 +7,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-# The closed set of rule codes evaluate() can return. Agents and tests branch on these, never on wording.
-RULES = (
-    "facts",
-    "tradingState",
-    "allowedMarkets",
-    "reduceOnly",
-    "instrument.qtyStep",
-    "instrument.tickSize",
-    "instrument.minOrderQty",
-    "instrument.maxOrderQty",
-    "instrument.minNotionalValue",
-    "dailyOrderCap",
-    "maxOrderNotionalUsd",
-    "maxNotionalUsd",
-    "maxLeverage",
-    "minLiquidationDistancePct",
-)
-
-# Rules a smaller order can satisfy: one suggested size must satisfy all of them at once.
-SIZE_RULES = frozenset(
-    {
-        "instrument.maxOrderQty",
-        "maxOrderNotionalUsd",
-        "maxNotionalUsd",
-        "maxLeverage",
-        "minLiquidationDistancePct",
-    }
-)
+from pilot.core.codes import Code
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +26,12 @@ class ToolCall:
 class NothingFits:
     """Why no size fits, in numbers: the room a rule leaves, and the instrument's minimum (base units)."""
 
-    rule: str
+    rule: Code
     room: Decimal
     minimum: Decimal
 
     def to_dict(self) -> dict[str, str]:
-        return {"rule": self.rule, "room": plain(self.room), "minimum": plain(self.minimum)}
+        return {"rule": self.rule.value, "room": plain(self.room), "minimum": plain(self.minimum)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,10 +90,28 @@ class NextAction:
 
 
 @dataclass(frozen=True, slots=True)
+class Breach:
+    """A broken rule as a check finds it: the code, the numbers and one sentence.
+
+    `next` is the check's own next action; None for the size codes, whose next action is the one size
+    that fixes them all at once, known only after every check has run (see pilot.core.evaluate).
+    """
+
+    rule: Code
+    limit: str
+    attempted: str
+    detail: str
+    next: NextAction | None = None
+
+    def with_next(self, action: NextAction) -> Violation:
+        return Violation(self.rule, self.limit, self.attempted, self.detail, action)
+
+
+@dataclass(frozen=True, slots=True)
 class Violation:
     """One broken rule: code, limit and attempted value as decimal strings, one sentence, the next action."""
 
-    rule: str
+    rule: Code
     limit: str
     attempted: str
     detail: str
@@ -128,7 +119,7 @@ class Violation:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "rule": self.rule,
+            "rule": self.rule.value,
             "limit": self.limit,
             "attempted": self.attempted,
             "detail": self.detail,

@@ -8,16 +8,13 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pilot.core.evaluate import evaluate, next_safe_action
+from pilot.core.codes import RESIZE_CODES, SIZE_CAP_CODES, Code
+from pilot.core.evaluate import evaluate
 from pilot.core.facts import Facts, OrderIntent, OrderType, Side, TradingState
 from pilot.core.policy import Policy
 from pilot.core.risk import is_risk_reducing
-from pilot.core.sizing import RESIZE_RULES
 from pilot.core.valuation import liquidation_distance_pct, round_price_safe, send_price
-from pilot.core.violations import RULES, SIZE_RULES
 from tests.strategies import facts, policies
-
-CAP_RULES = SIZE_RULES
 
 
 def worst_price(policy: Policy, f: Facts) -> Decimal:
@@ -49,19 +46,21 @@ def replay(f: Facts, args: dict) -> Facts:
 
 @given(policies(), facts())
 def test_evaluate_never_raises_on_valid_facts_and_uses_only_the_documented_rule_codes(policy, f):
-    violations = evaluate(policy, f)
-    assert all(v.rule in RULES and v.detail and v.next.text for v in violations)
+    violations = evaluate(policy, f).violations
+    assert all(isinstance(v.rule, Code) and v.detail and v.next.text for v in violations)
 
 
 @given(policies(), facts(reduce_only=False))
 def test_nothing_fits_only_when_the_smallest_valid_order_breaks_a_size_rule(policy, f):
     policy, f = open_case(policy, f)
-    action = next_safe_action(evaluate(policy, f))
+    action = evaluate(policy, f).next_safe_action
     assume(action is not None and action.nothing_fits is not None)
     numbers = action.nothing_fits
     assert numbers.room < numbers.minimum
     smallest = replay(f, {**_args(f), "qty": str(numbers.minimum)})
-    assert numbers.rule in {v.rule for v in evaluate(policy, smallest)}  # the named rule really blocks it
+    assert numbers.rule in {
+        v.rule for v in evaluate(policy, smallest).violations
+    }  # the named rule really blocks it
 
 
 def _args(f: Facts) -> dict:
@@ -90,7 +89,7 @@ def open_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:
 def passing_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:
     """An open case with the suggested size taken, when there is one."""
     policy, f = open_case(policy, f)
-    action = next_safe_action(evaluate(policy, f))
+    action = evaluate(policy, f).next_safe_action
     if action is not None and action.tool == "plan_order":
         f = replay(f, action.args)
     return policy, f
@@ -99,7 +98,7 @@ def passing_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:
 @given(policies(), facts(state=TradingState.ACTIVE))
 def test_a_passing_order_never_breaks_a_cap_at_worst_fill(policy, f):
     policy, f = passing_case(policy, f)
-    assume(not evaluate(policy, f))
+    assume(evaluate(policy, f).passed)
     pending = f.pending.on_side(f.order.side)
     if is_risk_reducing(f.position.size, f.order, pending):
         return
@@ -119,18 +118,18 @@ def test_a_passing_order_never_breaks_a_cap_at_worst_fill(policy, f):
 @given(policies(), facts(reduce_only=False))
 def test_a_suggested_plan_passes_when_replayed_on_the_same_facts(policy, f):
     policy, f = open_case(policy, f)
-    action = next_safe_action(evaluate(policy, f))
+    action = evaluate(policy, f).next_safe_action
     assume(action is not None and action.tool == "plan_order")
-    assert evaluate(policy, replay(f, action.args)) == []
+    assert evaluate(policy, replay(f, action.args)).passed
 
 
 @given(policies(), facts(reduce_only=False))
 def test_the_suggested_size_is_maximal_one_more_lot_step_fails(policy, f):
     policy, f = open_case(policy, f)
-    action = next_safe_action(evaluate(policy, f))
+    action = evaluate(policy, f).next_safe_action
     assume(action is not None and action.tool == "plan_order" and Decimal(action.args["qty"]) < f.order.qty)
     bigger = replay(f, {**action.args, "qty": str(Decimal(action.args["qty"]) + f.rules.qty_step)})
-    assert any(v.rule in RESIZE_RULES for v in evaluate(policy, bigger))
+    assert any(v.rule in RESIZE_CODES for v in evaluate(policy, bigger).violations)
 
 
 @given(
@@ -140,7 +139,7 @@ def test_the_suggested_size_is_maximal_one_more_lot_step_fails(policy, f):
     st.sampled_from([Decimal("0.5"), Decimal("0.9"), Decimal("0.99")]),
 )
 def test_tightening_any_limit_never_turns_a_refusal_into_a_pass(policy, f, which, factor):
-    assume(evaluate(policy, f))
+    assume(not evaluate(policy, f).passed)
     if which == "min":
         tighter = policy.model_copy(
             update={
@@ -154,7 +153,7 @@ def test_tightening_any_limit_never_turns_a_refusal_into_a_pass(policy, f, which
     else:
         field = {"maxNotionalUsd": "max_notional_usd", "maxOrderNotionalUsd": "max_order_notional_usd"}[which]
         tighter = policy.model_copy(update={field: getattr(policy, field) * factor})
-    assert evaluate(tighter, f)
+    assert not evaluate(tighter, f).passed
 
 
 @given(policies(), facts(reduce_only=True), st.sampled_from([TradingState.ACTIVE, TradingState.REDUCING]))
@@ -164,18 +163,18 @@ def test_a_shrinking_reduce_only_order_is_never_refused_by_a_size_cap(policy, f,
     qty = min(f.order.qty, abs(size))
     side = Side.SELL if size > 0 else Side.BUY
     f = replace(f, order=replace(f.order, side=side, qty=qty), trading_state=state)
-    rules = {v.rule for v in evaluate(policy, f)}
-    assert not rules & (CAP_RULES | {"tradingState", "allowedMarkets", "dailyOrderCap"})
+    rules = {v.rule for v in evaluate(policy, f).violations}
+    assert not rules & (SIZE_CAP_CODES | {Code.TRADING_STATE, Code.ALLOWED_MARKETS, Code.DAILY_ORDER_CAP})
 
 
 @given(policies(), facts(state=TradingState.HALTED))
 def test_halted_refuses_every_new_order(policy, f):
-    assert "tradingState" in {v.rule for v in evaluate(policy, f)}
+    assert Code.TRADING_STATE in {v.rule for v in evaluate(policy, f).violations}
 
 
 @given(policies(), facts(state=TradingState.REDUCING))
 def test_reducing_refuses_whatever_can_grow_a_position(policy, f):
-    rules = {v.rule for v in evaluate(policy, f)}
+    rules = {v.rule for v in evaluate(policy, f).violations}
     pending = f.pending.on_side(f.order.side)
     assert ("tradingState" in rules) == (not is_risk_reducing(f.position.size, f.order, pending))
 
@@ -183,7 +182,7 @@ def test_reducing_refuses_whatever_can_grow_a_position(policy, f):
 @given(policies(), facts(reduce_only=False))
 def test_suggested_sizes_are_whole_lots_never_above_the_ask_unless_it_was_below_the_minimum(policy, f):
     policy, f = open_case(policy, f)
-    action = next_safe_action(evaluate(policy, f))
+    action = evaluate(policy, f).next_safe_action
     assume(action is not None and action.tool == "plan_order")
     qty, step = Decimal(action.args["qty"]), f.rules.qty_step
     assert qty % step == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from decimal import Decimal as D
 
-from pilot.core.evaluate import assess, evaluate, next_safe_action
+from pilot.core.evaluate import evaluate
 from pilot.core.facts import (
     Facts,
     InstrumentRules,
@@ -55,7 +55,7 @@ def sol_add(qty: str, held: str = "0.2") -> Facts:
 
 
 def test_btc_short_over_the_cap_names_40_11_and_suggests_at_most_0_00031():
-    [violation] = evaluate(POLICY, btc_short("0.0005"))
+    [violation] = evaluate(POLICY, btc_short("0.0005")).violations
     assert violation.rule == "maxNotionalUsd"
     assert (violation.limit, violation.attempted) == ("25", "40.11")
     assert "$40.11" in violation.detail and "$25" in violation.detail
@@ -71,16 +71,16 @@ def test_btc_short_over_the_cap_names_40_11_and_suggests_at_most_0_00031():
 
 
 def test_btc_short_replanned_at_the_suggested_size_passes_under_the_cap():
-    result = assess(POLICY, btc_short("0.00031"))
+    result = evaluate(POLICY, btc_short("0.00031"))
     assert result.passed
     assert result.situation.after_notional == D("24.8682")
 
 
 def test_sol_add_with_room_below_the_minimum_says_nothing_fits_and_close_frees_room():
-    [violation] = evaluate(POLICY, sol_add("0.1"))
+    [violation] = evaluate(POLICY, sol_add("0.1")).violations
     assert violation.rule == "maxNotionalUsd"
     assert violation.attempted == "30.801"
-    action = next_safe_action([violation])
+    action = violation.next
     assert action.tool is None
     assert action.to_dict()["nothing_fits"] == {"rule": "maxNotionalUsd", "room": "0.04", "minimum": "0.1"}
     assert "room left is 0.04 SOL" in action.text  # the article's sentence, for the human reading along
@@ -90,7 +90,9 @@ def test_sol_add_with_room_below_the_minimum_says_nothing_fits_and_close_frees_r
 
 
 def test_sol_add_on_a_flat_account_has_no_close_option():
-    [violation] = evaluate(POLICY.model_copy(update={"max_notional_usd": D(5)}), sol_add("0.1", held="0"))
+    [violation] = evaluate(
+        POLICY.model_copy(update={"max_notional_usd": D(5)}), sol_add("0.1", held="0")
+    ).violations
     assert violation.next.tool is None and violation.next.options == ()
 
 
@@ -101,18 +103,18 @@ def test_resting_orders_on_the_same_side_count_towards_the_position_cap():
 
     resting = PendingOrders(buy_qty=D("0.2"))  # two $10 limit buys resting below the market
     facts = replace(sol_add("0.1", held="0"), pending=resting)
-    [violation] = evaluate(POLICY, facts)
+    [violation] = evaluate(POLICY, facts).violations
     assert violation.rule == "maxNotionalUsd" and violation.attempted == "30.801"
     assert "open orders" in violation.detail
-    assert evaluate(POLICY, replace(facts, pending=PendingOrders(sell_qty=D("0.2")))) == []
+    assert evaluate(POLICY, replace(facts, pending=PendingOrders(sell_qty=D("0.2")))).passed
 
 
 def test_unknown_open_orders_refuse_a_growing_order_but_not_a_reduce_only_one():
     from dataclasses import replace
 
     facts = replace(sol_add("0.1"), pending=None)
-    violations = evaluate(POLICY, facts)
-    assert violations[0].rule == "facts" and "pending" in violations[0].attempted
-    assert next_safe_action(violations).retry_after is not None  # wait and plan again, not a resize
+    result = evaluate(POLICY, facts)
+    assert result.violations[0].rule == "facts" and "pending" in result.violations[0].attempted
+    assert result.next_safe_action.retry_after is not None  # wait and plan again, not a resize
     reducing = replace(facts, order=replace(facts.order, side=Side.SELL, reduce_only=True))
-    assert evaluate(POLICY, reducing) == []
+    assert evaluate(POLICY, reducing).passed

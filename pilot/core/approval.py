@@ -1,0 +1,19 @@
+"""Whether an action needs a human's approval: one pure rule, read from policy.json's `confirm`."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from pilot.core.policy import ApprovalTool, ConfirmRule
+
+
+def needs_human(confirm: ConfirmRule, tool: ApprovalTool, notional_usd: Decimal | None = None) -> bool:
+    """True when `confirm` wants a human for `tool`, given the order's worst-fill notional if it has one.
+
+    `confirm.actions` names tools that always ask. `confirm.aboveNotionalUsd` guards placing orders only:
+    a close reduces risk and never waits on a threshold meant for growing it.
+    """
+    if tool in confirm.actions:
+        return True
+    above = confirm.above_notional_usd
+    return tool == "place_order" and above is not None and notional_usd is not None and notional_usd > above
