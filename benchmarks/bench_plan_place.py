@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from mcp import Client
 
@@ -32,7 +32,8 @@ from pilot.app.clock import SystemClock
 from pilot.app.inputs import PlanRequest
 from pilot.app.place import place_order
 from pilot.app.plan import plan_order
-from pilot.app.runtime import Home, Runtime
+from pilot.app.ports import Exchange
+from pilot.app.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.server import build_server
 from pilot.store import open_store
@@ -156,7 +157,8 @@ async def open_runtime(home: Path, address: tuple[str, str, str]) -> tuple[Runti
     adapter = BybitExchange.connect("paper", api_key=key, api_secret=secret, base_url=url)
     timed = TimedExchange(adapter)
     store = await open_store(Home(home).database_path)
-    return Runtime(home=Home(home), store=store, exchange=timed, clock=SystemClock()), timed  # type: ignore[arg-type]
+    # cast: TimedExchange forwards every port method to the real adapter (see its __getattr__)
+    return assemble_runtime(home, store, cast(Exchange, timed), SystemClock()), timed
 
 
 async def round_trip_ms(timed: TimedExchange, rounds: int) -> float:

@@ -6,10 +6,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from pilot.app.clock import Clock, SystemClock
-from pilot.app.runtime import Home, Runtime
+from pilot.app.gate import KeyCheck
+from pilot.app.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.store import open_store
 
@@ -43,17 +43,11 @@ async def open_runtime(
         stack.push_async_callback(adapter.close)
         store = await open_store(Home(home).database_path)
         stack.push_async_callback(store.close)
-        yield Runtime(
-            home=Home(home),
-            store=store,
-            exchange=adapter,
-            clock=clock,
-            environment=exchange,
-            key_check=_key_check(home, exchange) if stored_key else None,
-        )
+        key_check = _key_check(home, exchange) if stored_key else None
+        yield assemble_runtime(home, store, adapter, clock, environment=exchange, key_check=key_check)
 
 
-def _key_check(home: Path, environment: str) -> Any:
+def _key_check(home: Path, environment: str) -> KeyCheck:
     from pilot.keys.service import ensure_fresh_permissions
 
     async def check(now: datetime) -> object:
@@ -69,7 +63,8 @@ async def _exchange(
     scenario: Path | None,
     url: str | None,
     clock: Clock,
-) -> BybitExchange:
+) -> tuple[BybitExchange, bool]:
+    """The adapter to use, and whether it uses a key stored in the home (whose permissions need checks)."""
     if exchange == "paper":
         from pilot.exchange.sim import ScenarioError, start_paper_exchange
 

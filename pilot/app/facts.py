@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import TypeVar
 
 from pilot.app import kinds
 from pilot.app.pending import pending_orders
+from pilot.app.responses import Snapshot
 from pilot.app.runtime import PolicyView, Runtime
-from pilot.core.facts import Facts, InstrumentRules, OrderIntent, Position
+from pilot.core.facts import (
+    Facts,
+    InstrumentRules,
+    OrderIntent,
+    OrderType,
+    PendingOrders,
+    Position,
+    Side,
+    Touch,
+    TradingState,
+)
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError
+from pilot.exchange.models import AccountBalance
+
+T = TypeVar("T")
 
 
 def utc_day(now: datetime) -> tuple[datetime, datetime]:
@@ -26,55 +42,108 @@ async def orders_sent_today(runtime: Runtime, now: datetime) -> int:
     return await runtime.store.journal.count(kinds.ORDER_SENT, since=since, until=until)
 
 
+@dataclass(frozen=True, slots=True)
+class _Account:
+    balance: AccountBalance | None
+    orders_today: int
+    trading_state: TradingState
+
+
+@dataclass(frozen=True, slots=True)
+class _Market:
+    rules: InstrumentRules | None
+    touch: Touch | None
+    position: Position | None
+    pending: PendingOrders | None
+
+
 async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Facts:
     """Read everything evaluate() needs for `order`, concurrently. Exchange failures become missing facts."""
     now = runtime.now()
-    exchange, category, symbol = runtime.exchange, order.category, order.symbol
-    rules, touch, position, balance, sent, state, pending = await asyncio.gather(
-        _maybe(exchange.get_instrument(category, symbol)),
-        _maybe(exchange.get_touch(category, symbol)),
-        _maybe(exchange.get_position(category, symbol)) if category == "linear" else _none(),
-        _maybe(exchange.get_balance()),
-        orders_sent_today(runtime, now),
-        runtime.trading_state(view.policy),
-        pending_orders(runtime, category, symbol, now),
+    account, market = await asyncio.gather(
+        _account(runtime, view, now), _market(runtime, order.category, order.symbol, now)
     )
-    if category == "spot":
-        position = _spot_position(symbol, rules, balance)
-    return Facts(
-        order=order,
-        rules=rules,
-        touch=touch,
-        position=position,
-        equity=balance.total_equity_usd if balance is not None else None,
-        orders_today=sent,
-        trading_state=state,
-        now=now,
-        pending=pending,
-    )
+    return _facts(order, account, market, now)
 
 
-def snapshot(view: PolicyView, facts: Facts) -> dict[str, Any]:
-    """What a decision was derived from: policy version, market data and its time, position, rules."""
-    touch, rules = facts.touch, facts.rules
+async def gather_market_facts(
+    runtime: Runtime, view: PolicyView, category: str, symbols: Sequence[str]
+) -> dict[str, Facts]:
+    """Facts for each symbol at once (the account read once), each judging a market buy of nothing."""
+    now = runtime.now()
+    account, *markets = await asyncio.gather(
+        _account(runtime, view, now), *(_market(runtime, category, symbol, now) for symbol in symbols)
+    )
     return {
-        "policy_version": view.version,
-        "trading_state": facts.trading_state.value,
-        "market_data_at": touch.observed_at.isoformat() if touch else None,
-        "bid": plain(touch.bid) if touch else None,
-        "ask": plain(touch.ask) if touch else None,
-        "mark": plain(touch.mark) if touch else None,
-        "position_size": plain(facts.position.size) if facts.position else None,
-        "equity_usd": plain(facts.equity) if facts.equity is not None else None,
-        "orders_today": facts.orders_today,
-        "pending_qty": {"buy": plain(facts.pending.buy_qty), "sell": plain(facts.pending.sell_qty)}
-        if facts.pending is not None
-        else None,
-        "instrument": _rules_dict(rules) if rules else None,
+        symbol: _facts(
+            OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category),
+            account,
+            market,
+            now,
+        )
+        for symbol, market in zip(symbols, markets, strict=True)
     }
 
 
-def _rules_dict(rules: InstrumentRules) -> dict[str, str]:
+async def _account(runtime: Runtime, view: PolicyView, now: datetime) -> _Account:
+    balance, sent, state = await asyncio.gather(
+        _maybe(runtime.exchange.get_balance()),
+        orders_sent_today(runtime, now),
+        runtime.trading_state(view.policy),
+    )
+    return _Account(balance, sent, state)
+
+
+async def _market(runtime: Runtime, category: str, symbol: str, now: datetime) -> _Market:
+    exchange = runtime.exchange
+    rules, touch, position, pending = await asyncio.gather(
+        _maybe(exchange.get_instrument(category, symbol)),
+        _maybe(exchange.get_touch(category, symbol)),
+        _maybe(exchange.get_position(category, symbol)) if category == "linear" else _none(),
+        pending_orders(runtime, category, symbol, now),
+    )
+    return _Market(rules, touch, position, pending)
+
+
+def _facts(order: OrderIntent, account: _Account, market: _Market, now: datetime) -> Facts:
+    position = market.position
+    if order.category == "spot":
+        position = _spot_position(order.symbol, market.rules, account.balance)
+    return Facts(
+        order=order,
+        rules=market.rules,
+        touch=market.touch,
+        position=position,
+        equity=account.balance.total_equity_usd if account.balance is not None else None,
+        orders_today=account.orders_today,
+        trading_state=account.trading_state,
+        now=now,
+        pending=market.pending,
+    )
+
+
+def snapshot(view: PolicyView, facts: Facts) -> Snapshot:
+    """What a decision was derived from: policy version, market data and its time, position, rules."""
+    touch, rules = facts.touch, facts.rules
+    return Snapshot(
+        policy_version=view.version,
+        trading_state=facts.trading_state.value,
+        market_data_at=touch.observed_at.isoformat() if touch else None,
+        bid=plain(touch.bid) if touch else None,
+        ask=plain(touch.ask) if touch else None,
+        mark=plain(touch.mark) if touch else None,
+        position_size=plain(facts.position.size) if facts.position else None,
+        equity_usd=plain(facts.equity) if facts.equity is not None else None,
+        orders_today=facts.orders_today,
+        pending_qty={"buy": plain(facts.pending.buy_qty), "sell": plain(facts.pending.sell_qty)}
+        if facts.pending is not None
+        else None,
+        instrument=rules_dict(rules) if rules else None,
+    )
+
+
+def rules_dict(rules: InstrumentRules) -> dict[str, str]:
+    """An instrument's rules as Bybit names them, amounts as decimal strings."""
     return {
         "tickSize": plain(rules.tick_size),
         "qtyStep": plain(rules.qty_step),
@@ -86,7 +155,9 @@ def _rules_dict(rules: InstrumentRules) -> dict[str, str]:
     }
 
 
-def _spot_position(symbol: str, rules: InstrumentRules | None, balance: Any) -> Position | None:
+def _spot_position(
+    symbol: str, rules: InstrumentRules | None, balance: AccountBalance | None
+) -> Position | None:
     """On spot, the 'position' is the base coin held."""
     if rules is None or balance is None:
         return None
@@ -94,7 +165,7 @@ def _spot_position(symbol: str, rules: InstrumentRules | None, balance: Any) -> 
     return Position(symbol=symbol, size=held, entry_price=Decimal(0), leverage=Decimal(1))
 
 
-async def _maybe(call: Any) -> Any:
+async def _maybe(call: Awaitable[T]) -> T | None:
     try:
         return await call
     except ExchangeError:

@@ -1,24 +1,44 @@
-"""The one road to the exchange for orders: journal the attempt, send once, and classify what came back.
+"""The exchange gate: the one road to the exchange for every write (create, cancel, leverage; a close is a create).
 
-Three outcomes are never blurred: rejected by the exchange (a definite no), outcome unknown (sent, not
-known: looked up by client order id, never resent), and accepted (then read back for the fill). Refusals
-by Pilot itself never reach this module: nothing is sent for them.
+Only the gate holds the ExchangeWriter. For each write it checks the exchange key, journals the attempt
+before the request leaves, sends it once, and sorts what came back in one place (`sort_failure`):
+
+    rejected         a definite no from the exchange (a retCode), or the exchange could not take it
+                     (unreachable, rate limited: family "unavailable", with a retry time when known);
+                     nothing was executed
+    outcome_unknown  sent, result not known: an order is looked up by its client order id at once, and
+                     until found it counts as pending exposure; never resent
+
+Refusals decided before this point (policy, approvals, lifecycle) never reach the gate: nothing is sent
+for them. The gate's own refusal is a key that may no longer trade.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from pilot.app import kinds
-from pilot.app.responses import ExchangeText, Fill, NextActionOut, OrderAnswer
-from pilot.app.runtime import Runtime
-from pilot.core.violations import plain
+from pilot.app.clock import Clock
+from pilot.app.ports import ExchangeReader, ExchangeWriter
+from pilot.app.refusals import Refusal, journal_action_refusal, journal_order_refusal, key_violation
+from pilot.app.responses import ActionAnswer, ExchangeText, Fill, NextActionOut, OrderAnswer, next_out
+from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected, ExchangeUnavailable, OutcomeUnknown
 from pilot.exchange.models import ExchangeOrder, OrderRequest
+from pilot.store import Journal
 
 ORDER_LINK_PREFIX = "pilot-"
+
+# Re-checks the exchange key's permissions when the last check is old; raises pilot.keys.errors.KeysError
+# when the key may now do more than the allowlist permits or cannot be checked. None on paper.
+KeyCheck = Callable[[datetime], Awaitable[object]]
 
 
 def order_link_id(plan_id: str) -> str:
@@ -26,9 +46,9 @@ def order_link_id(plan_id: str) -> str:
     return ORDER_LINK_PREFIX + hashlib.sha256(plan_id.encode()).hexdigest()[:30]
 
 
-def look_up(symbol: str, category: str, text: str) -> NextActionOut:
+def look_up(symbol: str, category: str, text: str) -> NextAction:
     """The next action after a send whose result is not fully known: read open orders, never resend."""
-    return NextActionOut(tool="get_open_orders", args={"symbol": symbol, "category": category}, text=text)
+    return NextAction.call("get_open_orders", {"symbol": symbol, "category": category}, text)
 
 
 def request_dict(request: OrderRequest) -> dict[str, Any]:
@@ -45,107 +65,273 @@ def request_dict(request: OrderRequest) -> dict[str, Any]:
     }
 
 
-async def send_order(runtime: Runtime, request: OrderRequest, *, plan_id: str, origin: str) -> OrderAnswer:
-    """Send `request` exactly once and say what became of it."""
-    journal = runtime.store.journal
-    sent = request_dict(request)
-    attempt = await journal.append(
-        kinds.ORDER_SENT, {"request": sent, "origin": origin}, now=runtime.now(), plan_id=plan_id
-    )
-    try:
-        ack = await runtime.exchange.create_order(request)
-    except ExchangeRejected as error:
-        answer = _rejected(error, sent, error.ret_code, error.family)
-    except ExchangeUnavailable as error:
-        answer = _rejected(error, sent, None, "unavailable")
-    except OutcomeUnknown as error:
-        answer = await _reconnoitre(runtime, request, sent, error)
-    else:
-        answer = await _read_back(runtime, request, sent, ack.order_id)
-    answer = answer.model_copy(update={"plan_id": plan_id, "order_link_id": request.order_link_id})
-    if answer.status == "outcome_unknown":  # counted as pending exposure until a lookup finds it
-        await journal.append(kinds.ORDER_UNRESOLVED, sent, now=runtime.now(), plan_id=plan_id, actor="pilot")
-    outcome = await journal.append(
-        kinds.ORDER_OUTCOME,
-        answer.model_dump(mode="json", exclude_none=True),
-        now=runtime.now(),
-        plan_id=plan_id,
-    )
-    return answer.model_copy(update={"journal_seq": [attempt.seq, outcome.seq]})
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A write that did not succeed, sorted: a definite no (rejected) or an unknown outcome."""
+
+    status: Literal["rejected", "outcome_unknown"]
+    detail: str
+    family: str
+    ret_code: int | None = None
+    retry_after: datetime | None = None
+    untrusted_text: str = ""
+
+    @property
+    def exchange_text(self) -> ExchangeText | None:
+        return ExchangeText(untrusted_text=self.untrusted_text) if self.untrusted_text else None
+
+    @property
+    def retry_text(self) -> str | None:
+        return self.retry_after.isoformat() if self.retry_after else None
 
 
-def _rejected(error: ExchangeError, sent: dict[str, Any], code: int | None, family: str) -> OrderAnswer:
-    retry = getattr(error, "retry_at", None)
+def sort_failure(error: ExchangeError, what: str) -> Failure:
+    """The one sorting of exchange errors for every write, in Pilot's own words.
+
+    The adapter's message may name the order by an id the agent gave (possibly copied from exchange text),
+    so the sentence is built from the error's type and code alone.
+    """
+    if isinstance(error, ExchangeRejected):
+        detail = f"{what}: the exchange refused it (retCode {error.ret_code}, {error.family}); nothing was executed"
+        return Failure("rejected", detail, error.family, error.ret_code, error.retry_at, error.untrusted_text)
+    if isinstance(error, OutcomeUnknown):
+        detail = f"{what}: sent, but the exchange's answer was lost or unclear, so the outcome is not known"
+        return Failure("outcome_unknown", detail, "unknown", untrusted_text=error.untrusted_text)
+    retry = error.retry_at if isinstance(error, ExchangeUnavailable) else None
+    detail = f"{what}: the exchange could not be reached or did not take it; nothing was executed"
+    return Failure("rejected", detail, "unavailable", retry_after=retry, untrusted_text=error.untrusted_text)
+
+
+class ExchangeGate:
+    """Holds the only ExchangeWriter. One per Runtime."""
+
+    def __init__(
+        self,
+        writer: ExchangeWriter,
+        reader: ExchangeReader,
+        journal: Journal,
+        clock: Clock,
+        key_check: KeyCheck | None = None,
+    ) -> None:
+        self._writer = writer
+        self._reader = reader
+        self._journal = journal
+        self._clock = clock
+        self._key_check = key_check
+        self._turn = asyncio.Lock()
+
+    @property
+    def checks_key(self) -> bool:
+        """Whether writes re-check a stored exchange key's permissions first (False on paper)."""
+        return self._key_check is not None
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """Hold the turn from judging on fresh facts until the send's outcome is journaled.
+
+        Concurrent sends are then judged one after another, each seeing the order.sent entries and the
+        position the previous one left; otherwise each passes a cap alone and together they break it.
+        """
+        async with self._turn:
+            yield
+
+    async def key_problem(self) -> str | None:
+        """None when the exchange key may trade; else why not, with the fix (never the key itself)."""
+        if self._key_check is None:
+            return None
+        from pilot.keys.errors import KeysError
+
+        try:
+            await self._key_check(self._clock.now())
+        except KeysError as error:
+            return str(error)
+        return None
+
+    # ---- orders ------------------------------------------------------------------------------------
+
+    async def send_order(self, request: OrderRequest, *, plan_id: str, origin: str) -> OrderAnswer:
+        """Send `request` exactly once and say what became of it."""
+        problem = await self.key_problem()
+        if problem is not None:
+            refusal = Refusal.of(key_violation(problem), "nothing was sent")
+            return await journal_order_refusal(self._journal, refusal, now=self._clock.now(), plan_id=plan_id)
+        journal, sent = self._journal, request_dict(request)
+        attempt = await journal.append(
+            kinds.ORDER_SENT, {"request": sent, "origin": origin}, now=self._clock.now(), plan_id=plan_id
+        )
+        try:
+            ack = await self._writer.create_order(request)
+        except ExchangeError as error:
+            failure = sort_failure(error, "the order")
+            if failure.status == "outcome_unknown":
+                answer = await self._reconnoitre(request, sent, failure)
+            else:
+                answer = _rejected_order(failure, sent)
+        else:
+            answer = await self._read_back(request, sent, ack.order_id)
+        answer = answer.model_copy(update={"plan_id": plan_id, "order_link_id": request.order_link_id})
+        if answer.status == "outcome_unknown":  # counted as pending exposure until a lookup finds it
+            await journal.append(
+                kinds.ORDER_UNRESOLVED, sent, now=self._clock.now(), plan_id=plan_id, actor="pilot"
+            )
+        outcome = await journal.append(
+            kinds.ORDER_OUTCOME,
+            answer.model_dump(mode="json", exclude_none=True),
+            now=self._clock.now(),
+            plan_id=plan_id,
+        )
+        return answer.model_copy(update={"journal_seq": [attempt.seq, outcome.seq]})
+
+    async def _reconnoitre(
+        self, request: OrderRequest, sent: dict[str, Any], failure: Failure
+    ) -> OrderAnswer:
+        """The send may or may not have happened: look the order up by its client id. Never resend."""
+        try:
+            found = await self._reader.find_order(request.category, request.symbol, request.order_link_id)
+        except ExchangeError:
+            found, checked = None, "the lookup itself failed"
+        else:
+            checked = "open orders and order history were checked and it is not there (yet)"
+        if found is not None:
+            answer = _from_order(found, sent)
+            return answer.model_copy(
+                update={"found_by_reconnaissance": True, "detail": "accepted (found by lookup)"}
+            )
+        return OrderAnswer(
+            status="outcome_unknown",
+            sent=sent,
+            found_by_reconnaissance=False,
+            exchange=failure.exchange_text,
+            detail=f"{failure.detail}; {checked}",
+            next_safe_action=next_out(
+                look_up(
+                    request.symbol,
+                    request.category,
+                    f"do not resend: look for client order id {request.order_link_id} with get_open_orders "
+                    "and get_positions; the order may still appear",
+                )
+            ),
+        )
+
+    async def _read_back(self, request: OrderRequest, sent: dict[str, Any], order_id: str) -> OrderAnswer:
+        try:
+            found = await self._reader.find_order(request.category, request.symbol, request.order_link_id)
+        except ExchangeError:
+            found = None
+        if found is None:
+            return OrderAnswer(
+                status="accepted",
+                order_id=order_id,
+                sent=sent,
+                detail="accepted by the exchange; reading it back failed, so its fill is not known yet",
+                next_safe_action=next_out(
+                    look_up(
+                        request.symbol,
+                        request.category,
+                        "check the order's state with get_open_orders; do not resend",
+                    )
+                ),
+            )
+        return _from_order(found, sent)
+
+    # ---- cancel and leverage ---------------------------------------------------------------------------
+
+    async def cancel_order(
+        self, category: str, symbol: str, *, order_id: str | None, order_link_id: str | None
+    ) -> ActionAnswer:
+        """Cancel one order, once."""
+        action = {
+            "symbol": symbol,
+            "category": category,
+            "order_id": order_id,
+            "order_link_id": order_link_id,
+        }
+
+        async def call() -> object:
+            return await self._writer.cancel_order(
+                category, symbol, order_id=order_id, order_link_id=order_link_id
+            )
+
+        return await self._write("cancel_order", action, call, check="get_open_orders")
+
+    async def set_leverage(
+        self, category: str, symbol: str, leverage: Decimal, action: Mapping[str, Any]
+    ) -> ActionAnswer:
+        """Set one-way leverage, once. `action` is what the journal records of it (with the leverage before)."""
+
+        async def call() -> object:
+            return await self._writer.set_leverage(category, symbol, leverage)
+
+        return await self._write("set_leverage", action, call, check="get_positions")
+
+    async def _write(
+        self, tool: str, action: Mapping[str, Any], call: Callable[[], Awaitable[object]], *, check: str
+    ) -> ActionAnswer:
+        journal = self._journal
+        problem = await self.key_problem()
+        if problem is not None:
+            refusal = Refusal.of(key_violation(problem), "nothing was sent")
+            return await journal_action_refusal(journal, tool, action, refusal, now=self._clock.now())
+        attempt = await journal.append(
+            kinds.ACTION, {"tool": tool, "phase": "sent", **action}, now=self._clock.now()
+        )
+        try:
+            result = await call()
+        except ExchangeError as error:
+            answer = _failed_action(sort_failure(error, tool), action, check)
+        else:
+            done = {**action, "result": result if isinstance(result, str | None) else str(result)}
+            answer = ActionAnswer(status="done", detail=f"{tool} done", data=done)
+        outcome = await journal.append(
+            kinds.ACTION,
+            {"tool": tool, "phase": "outcome", **answer.model_dump(mode="json", exclude_none=True)},
+            now=self._clock.now(),
+        )
+        return answer.model_copy(update={"journal_seq": [attempt.seq, outcome.seq]})
+
+
+def _rejected_order(failure: Failure, sent: dict[str, Any]) -> OrderAnswer:
     return OrderAnswer(
         status="rejected",
         sent=sent,
-        ret_code=code,
-        reject_family=family,
-        exchange=ExchangeText(untrusted_text=error.untrusted_text) if error.untrusted_text else None,
-        reason=error.message,
+        ret_code=failure.ret_code,
+        reject_family=failure.family,
+        exchange=failure.exchange_text,
+        detail=failure.detail,
         next_safe_action=NextActionOut(
             tool=None,
             args=None,
             text="the exchange refused this order and nothing was executed; plan again if it still makes sense",
-            retry_after=retry.isoformat() if retry else None,
+            retry_after=failure.retry_text,
         ),
     )
 
 
-async def _reconnoitre(
-    runtime: Runtime, request: OrderRequest, sent: dict[str, Any], error: OutcomeUnknown
-) -> OrderAnswer:
-    """The send may or may not have happened: look the order up by its client id. Never resend."""
-    try:
-        found = await runtime.exchange.find_order(request.category, request.symbol, request.order_link_id)
-    except ExchangeError:
-        found = None
-        checked = "the lookup itself failed"
+def _failed_action(failure: Failure, action: Mapping[str, Any], check: str) -> ActionAnswer:
+    if failure.status == "outcome_unknown":
+        next_action = NextActionOut(
+            tool=check,
+            args={"symbol": action["symbol"], "category": action["category"]},
+            text="do not resend; check the current state first",
+        )
     else:
-        checked = "open orders and order history were checked and it is not there (yet)"
-    if found is not None:
-        answer = _from_order(found, sent)
-        return answer.model_copy(
-            update={"found_by_reconnaissance": True, "reason": "accepted (found by lookup)"}
+        next_action = NextActionOut(
+            tool=None,
+            args=None,
+            text="nothing was done; try again later if it still makes sense",
+            retry_after=failure.retry_text,
         )
-    return OrderAnswer(
-        status="outcome_unknown",
-        sent=sent,
-        found_by_reconnaissance=False,
-        exchange=ExchangeText(untrusted_text=error.untrusted_text) if error.untrusted_text else None,
-        reason=f"{error.message} {checked}.",
-        next_safe_action=look_up(
-            request.symbol,
-            request.category,
-            f"do not resend: look for client order id {request.order_link_id} with get_open_orders and "
-            "get_positions; the order may still appear",
-        ),
+    return ActionAnswer(
+        status=failure.status,
+        detail=failure.detail,
+        ret_code=failure.ret_code,
+        reject_family=failure.family if failure.status == "rejected" else None,
+        exchange=failure.exchange_text,
+        next_safe_action=next_action,
     )
 
 
-async def _read_back(
-    runtime: Runtime, request: OrderRequest, sent: dict[str, Any], order_id: str
-) -> OrderAnswer:
-    try:
-        found = await runtime.exchange.find_order(request.category, request.symbol, request.order_link_id)
-    except ExchangeError:
-        found = None
-    if found is None:
-        return OrderAnswer(
-            status="accepted",
-            order_id=order_id,
-            sent=sent,
-            reason="accepted by the exchange; reading it back failed, so its fill is not known yet",
-            next_safe_action=look_up(
-                request.symbol,
-                request.category,
-                "check the order's state with get_open_orders; do not resend",
-            ),
-        )
-    return _from_order(found, sent)
-
-
-STATUS_OF = {
+STATUS_OF: dict[str, Literal["filled", "partially_filled", "open", "rejected"]] = {
     "Filled": "filled",
     "PartiallyFilled": "partially_filled",
     "New": "open",
@@ -157,14 +343,14 @@ STATUS_OF = {
 
 def _from_order(order: ExchangeOrder, sent: dict[str, Any]) -> OrderAnswer:
     filled = order.cum_exec_qty
-    status = STATUS_OF.get(order.status)
-    if status is None:  # Cancelled, PartiallyFilledCanceled, Deactivated: an IOC remainder, or cancelled
-        status = "partially_filled" if filled > 0 else "cancelled"
+    # Cancelled, PartiallyFilledCanceled, Deactivated: an IOC remainder, or cancelled.
+    remainder: Literal["partially_filled", "cancelled"] = "partially_filled" if filled > 0 else "cancelled"
+    status = STATUS_OF.get(order.status) or remainder
     text = (
         order.reject_reason if order.reject_reason and order.reject_reason not in ("EC_NoError", "") else ""
     )
     return OrderAnswer(
-        status=status,  # type: ignore[arg-type]
+        status=status,
         order_id=order.order_id,
         sent=sent,
         fill=Fill(
@@ -173,11 +359,11 @@ def _from_order(order: ExchangeOrder, sent: dict[str, Any]) -> OrderAnswer:
             fee=plain(order.cum_exec_fee),
         ),
         exchange=ExchangeText(untrusted_text=text) if text else None,
-        reason=_reason(status, filled, order.qty),
+        detail=_fill_words(status, filled, order.qty),
     )
 
 
-def _reason(status: str, filled: Decimal, qty: Decimal) -> str:
+def _fill_words(status: str, filled: Decimal, qty: Decimal) -> str:
     if status == "filled":
         return f"filled {plain(filled)} of {plain(qty)}"
     if status == "partially_filled":

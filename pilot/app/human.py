@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from pilot.app import kinds, receipts
-from pilot.app.actions import set_kill_switch_by_human
 from pilot.app.clock import Clock, SystemClock
+from pilot.app.killswitch import set_kill_switch_by_human
 from pilot.app.ports import Exchange
-from pilot.app.runtime import Home, Runtime
+from pilot.app.runtime import Home, Runtime, assemble_runtime
 from pilot.store import ConfirmationRecord, JournalEntry, open_store
 
 # The repository's policy.json: small caps, three markets, confirmation above $20, no CLI channel.
@@ -71,13 +71,9 @@ async def open_desk(home: Path, *, clock: Clock | None = None) -> AsyncIterator[
         raise NoJournal(home)
     store = await open_store(path)
     try:
-        yield Runtime(
-            home=Home(home),
-            store=store,
-            exchange=cast(Exchange, _NoExchange()),
-            clock=clock or SystemClock(),
-            environment="none",
-        )
+        # cast: _NoExchange stands in for every port method by raising (see its docstring)
+        no_exchange = cast(Exchange, _NoExchange())
+        yield assemble_runtime(home, store, no_exchange, clock or SystemClock(), environment="none")
     finally:
         await store.close()
 
@@ -191,7 +187,9 @@ async def decide(runtime: Runtime, confirmation_id: str, *, approve: bool) -> De
     return Decision(record=record, seq=entry.seq)
 
 
-async def receipt_cards(runtime: Runtime, *, card: str | None = None, last: int = 1) -> list[dict[str, Any]]:
+async def receipt_cards(
+    runtime: Runtime, *, card: str | None = None, last: int = 1
+) -> list[receipts.ReceiptCard]:
     """The receipt card named by `card` (a plan id, or "seq-N" for a refused plan), else the last `last`.
 
     Cards come oldest first. An unknown `card` gives an empty list.

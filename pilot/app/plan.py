@@ -9,22 +9,28 @@ from typing import Any
 from pilot.app import kinds
 from pilot.app.facts import gather_facts, snapshot
 from pilot.app.inputs import PlanRequest
+from pilot.app.records import IntentRecord, PlanPayload, PlanTool, approval_text
 from pilot.app.responses import PlanAnswer, PlannedOrderOut, Snapshot, next_out, violations_out
 from pilot.app.runtime import PolicyView, Runtime
-from pilot.core.evaluate import Assessment, assess
-from pilot.core.facts import Facts, OrderIntent, OrderType, Side
+from pilot.core.approval import needs_human
+from pilot.core.codes import Code
+from pilot.core.evaluate import Evaluation, evaluate
+from pilot.core.facts import Facts, OrderIntent, OrderType
 from pilot.core.sizing import qty_for_notional
-from pilot.core.valuation import floor_to_step, round_price_safe, worst_fill_price
-from pilot.core.violations import NextAction, Violation, plain, usd
+from pilot.core.valuation import floor_to_step, price_on_tick, worst_fill_price
+from pilot.core.violations import NextAction, Violation, plain
 from pilot.store import new_plan_id
 
 
-async def plan_order(runtime: Runtime, request: PlanRequest) -> PlanAnswer:
-    """Judge the order on live facts; an order that passes gets a plan id that works once, for planTtlSeconds."""
+async def plan_order(runtime: Runtime, request: PlanRequest, *, tool: PlanTool = "place_order") -> PlanAnswer:
+    """Judge the order on live facts; an order that passes gets a plan id that works once, for planTtlSeconds.
+
+    `tool` is what will use the plan: place_order, or close_position (which plans its own reduce-only order).
+    """
     view = runtime.policy()
-    facts = await gather_facts(runtime, view, _intent(request, request.qty or Decimal(0)))
+    facts = await gather_facts(runtime, view, _intent(request))
     facts = replace(facts, order=_rounded(request, facts, view))
-    result = assess(view.policy, facts)
+    result = evaluate(view.policy, facts)
     violations, next_action = with_policy_issues(view, result)
     shot = snapshot(view, facts)
     now = runtime.now()
@@ -33,26 +39,29 @@ async def plan_order(runtime: Runtime, request: PlanRequest) -> PlanAnswer:
             status="refused",
             violations=violations_out(violations),
             next_safe_action=next_out(next_action),
-            snapshot=Snapshot(**shot),
+            snapshot=shot,
         )
         await runtime.store.journal.append(kinds.PLAN, _entry(answer, request), now=now)
         return answer
     plan_id = new_plan_id()
-    payload = plan_payload(view, facts, result, shot)
+    payload = plan_payload(view, result, shot, tool)
     record = await runtime.store.plans.create(
-        plan_id=plan_id, payload=payload, now=now, ttl_seconds=view.policy.plan_ttl_seconds
+        plan_id=plan_id,
+        payload=payload.model_dump(mode="json"),
+        now=now,
+        ttl_seconds=view.policy.plan_ttl_seconds,
     )
     answer = PlanAnswer(
         status="ok",
         plan_id=plan_id,
         expires_at=record.expires_at.isoformat(),
-        order=PlannedOrderOut(**payload["order"]),
-        notional_usd=payload["notional_usd"],
-        position_notional_usd=payload["position_notional_usd"],
-        liquidation_distance_pct=payload["liquidation_distance_pct"],
-        needs_confirmation=payload["needs_confirmation"],
-        confirmation_text=payload["confirmation_text"],
-        snapshot=Snapshot(**shot),
+        order=payload.order,
+        notional_usd=payload.notional_usd,
+        position_notional_usd=payload.position_notional_usd,
+        liquidation_distance_pct=payload.liquidation_distance_pct,
+        needs_confirmation=payload.needs_confirmation,
+        confirmation_text=payload.confirmation_text,
+        snapshot=shot,
     )
     await runtime.store.journal.append(kinds.PLAN, _entry(answer, request), now=now, plan_id=plan_id)
     return answer
@@ -73,65 +82,46 @@ def _entry(answer: PlanAnswer, request: PlanRequest) -> dict[str, Any]:
     return {**answer.model_dump(mode="json"), "request": asked}
 
 
-def plan_payload(view: PolicyView, facts: Facts, result: Assessment, shot: dict[str, Any]) -> dict[str, Any]:
+def plan_payload(view: PolicyView, result: Evaluation, shot: Snapshot, tool: PlanTool) -> PlanPayload:
     """Everything place_order needs to send exactly this order and to judge it again."""
     s = result.situation
-    assert s is not None
-    order = facts.order
+    assert s is not None, "a passing evaluation has a situation"
+    order = s.order
     distance = result.liquidation_distance_pct
-    planned = {
-        "category": order.category,
-        "symbol": order.symbol,
-        "side": order.side.value,
-        "qty": plain(order.qty),
-        "order_type": order.order_type.value,
-        "price": plain(s.sent_price),
-        "time_in_force": "IOC" if order.order_type is OrderType.MARKET else "GTC",
-        "reduce_only": order.reduce_only,
-    }
-    confirm = view.policy.confirm
-    needs = "place_order" in confirm.actions or (
-        confirm.above_notional_usd is not None and s.order_notional > confirm.above_notional_usd
+    planned = PlannedOrderOut(
+        category=order.category,
+        symbol=order.symbol,
+        side=order.side.value,
+        qty=plain(order.qty),
+        order_type=order.order_type.value,
+        price=plain(s.sent_price),
+        time_in_force="IOC" if order.order_type is OrderType.MARKET else "GTC",
+        reduce_only=order.reduce_only,
     )
-    return {
-        "order": planned,
-        "intent": _intent_dict(order),
-        "notional_usd": plain(s.order_notional),
-        "position_notional_usd": plain(s.after_notional),
-        "liquidation_distance_pct": plain(distance.quantize(Decimal("0.01")))
-        if distance is not None
-        else None,
-        "needs_confirmation": needs,
-        "confirmation_text": confirmation_text(planned, s.order_notional, distance) if needs else None,
-        "snapshot": shot,
-        "policy_version": view.version,
-    }
-
-
-def confirmation_text(order: dict[str, Any], notional: Decimal, distance: Decimal | None) -> str:
-    """The sentence a human approves: built from the server's record of the plan, never the agent's words."""
-    how = (
-        f"at market (Limit IOC, no worse than {order['price']})"
-        if order["order_type"] == "market"
-        else f"limit {order['price']} ({order['time_in_force']})"
-    )
-    liquidation = f"; liquidation about {distance.quantize(Decimal('0.01'))}% from mark" if distance else ""
-    reduce = " reduce-only" if order["reduce_only"] else ""
-    return (
-        f"{order['side'].capitalize()}{reduce} {order['qty']} {order['symbol']} ({order['category']}) {how}; "
-        f"worst-fill notional {usd(notional)}{liquidation}"
+    needs = needs_human(view.policy.confirm, tool, s.order_notional)
+    return PlanPayload(
+        tool=tool,
+        order=planned,
+        intent=IntentRecord.of(order),
+        notional_usd=plain(s.order_notional),
+        position_notional_usd=plain(s.after_notional),
+        liquidation_distance_pct=plain(distance.quantize(Decimal("0.01"))) if distance is not None else None,
+        needs_confirmation=needs,
+        confirmation_text=approval_text(planned, s.order_notional, distance) if needs else None,
+        snapshot=shot,
+        policy_version=view.version,
     )
 
 
-def with_policy_issues(view: PolicyView, result: Assessment) -> tuple[list[Violation], NextAction | None]:
+def with_policy_issues(view: PolicyView, result: Evaluation) -> tuple[list[Violation], NextAction | None]:
     """The violations and next action to report. While policy.json is invalid, a growing order is refused
     for that reason first, with the file's fixes, and the next action is to stop."""
-    grows = any(v.rule == "tradingState" for v in result.violations)  # the fail-closed policy is "reducing"
+    grows = any(v.rule is Code.TRADING_STATE for v in result.violations)  # the fail-closed policy is reducing
     if view.valid or not grows:
         return result.violations, result.next_safe_action
     problems = "; ".join(str(issue) for issue in view.issues)
     policy_violation = Violation(
-        rule="policy",
+        rule=Code.POLICY,
         limit="a valid policy.json",
         attempted="invalid policy.json",
         detail=f"policy.json is invalid, so only orders that shrink a position are allowed: {problems}",
@@ -140,39 +130,15 @@ def with_policy_issues(view: PolicyView, result: Assessment) -> tuple[list[Viola
             human="fix policy.json: " + "; ".join(f"{issue.path}: {issue.fix}" for issue in view.issues),
         ),
     )
-    others = [v for v in result.violations if v.rule not in ("tradingState", "allowedMarkets")]
+    others = [v for v in result.violations if v.rule not in (Code.TRADING_STATE, Code.ALLOWED_MARKETS)]
     return [policy_violation, *others], policy_violation.next
 
 
-def intent_from_dict(data: dict[str, Any]) -> OrderIntent:
-    return OrderIntent(
-        symbol=data["symbol"],
-        side=Side(data["side"]),
-        qty=Decimal(data["qty"]),
-        order_type=OrderType(data["order_type"]),
-        limit_price=Decimal(data["limit_price"]) if data.get("limit_price") else None,
-        reduce_only=bool(data["reduce_only"]),
-        category=data["category"],
-    )
-
-
-def _intent_dict(order: OrderIntent) -> dict[str, Any]:
-    return {
-        "symbol": order.symbol,
-        "side": order.side.value,
-        "qty": plain(order.qty),
-        "order_type": order.order_type.value,
-        "limit_price": plain(order.limit_price) if order.limit_price is not None else None,
-        "reduce_only": order.reduce_only,
-        "category": order.category,
-    }
-
-
-def _intent(request: PlanRequest, qty: Decimal) -> OrderIntent:
+def _intent(request: PlanRequest) -> OrderIntent:
     return OrderIntent(
         symbol=request.symbol,
         side=request.side,
-        qty=qty,
+        qty=request.qty or Decimal(0),
         order_type=request.order_type,
         limit_price=request.price,
         reduce_only=request.reduce_only,
@@ -186,8 +152,8 @@ def _rounded(request: PlanRequest, facts: Facts, view: PolicyView) -> OrderInten
     if rules is None:
         return order
     price = order.limit_price
-    if price is not None and rules.tick_size > 0:
-        price = max(round_price_safe(price, rules.tick_size, order.side), rules.tick_size)
+    if price is not None:
+        price = price_on_tick(price, rules.tick_size, order.side)
     order = replace(order, limit_price=price)
     if request.notional_usd is not None:
         if facts.touch is None:

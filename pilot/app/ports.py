@@ -1,4 +1,8 @@
-"""The ports the use cases need; adapters in pilot.exchange and pilot.store implement them."""
+"""The ports the use cases need: a reader any use case may hold, a writer only the exchange gate holds.
+
+Adapters in pilot.exchange implement both (one object); pilot.app.runtime.assemble_runtime splits it so
+that the Runtime exposes only the reader, and the writer lives inside the gate (pilot.app.gate).
+"""
 
 from __future__ import annotations
 
@@ -19,11 +23,8 @@ from pilot.exchange.models import (
 )
 
 
-class Exchange(Protocol):
-    """Async access to one Bybit V5 account. Errors are pilot.exchange.errors types, nothing else.
-
-    Writes (create_order, cancel_order, set_leverage) are sent exactly once: no automatic resend, ever.
-    """
+class ExchangeReader(Protocol):
+    """Reads of one Bybit V5 account. Errors are pilot.exchange.errors types, nothing else."""
 
     async def get_instrument(self, category: str, symbol: str) -> InstrumentRules: ...
     async def get_ticker(self, category: str, symbol: str) -> Ticker: ...
@@ -38,10 +39,20 @@ class Exchange(Protocol):
     ) -> list[ExchangeOrder]: ...
     async def find_order(self, category: str, symbol: str, order_link_id: str) -> ExchangeOrder | None: ...
     async def get_executions(self, category: str, symbol: str, order_id: str) -> list[Execution]: ...
+    async def get_api_key_info(self) -> ApiKeyInfo: ...
+
+
+class ExchangeWriter(Protocol):
+    """Writes to the account, each sent exactly once: no automatic resend, ever. Only the gate holds one."""
+
     async def create_order(self, request: OrderRequest) -> OrderAck: ...
     async def cancel_order(
         self, category: str, symbol: str, *, order_id: str | None = None, order_link_id: str | None = None
     ) -> str: ...
     async def set_leverage(self, category: str, symbol: str, leverage: Decimal) -> None: ...
-    async def get_api_key_info(self) -> ApiKeyInfo: ...
+
+
+class Exchange(ExchangeReader, ExchangeWriter, Protocol):
+    """What an adapter provides as a whole; only the composition root (boot) sees it."""
+
     async def close(self) -> None: ...

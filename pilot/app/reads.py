@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from pilot.app.facts import orders_sent_today
+from pilot.app.facts import gather_market_facts, orders_sent_today, rules_dict
 from pilot.app.runtime import Runtime
+from pilot.core.facts import Facts, Side
+from pilot.core.policy import Policy
+from pilot.core.rules import GROWING_NEEDS
+from pilot.core.sizing import room_left
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import ExchangeOrder
@@ -23,6 +27,9 @@ class ReadAnswer(BaseModel):
     status: str  # "ok" | "unavailable"
     data: dict[str, Any] | list[dict[str, Any]] | None = None
     detail: str | None = None
+
+
+CENT = Decimal("0.01")
 
 
 def _num(value: Decimal | None) -> str | None:
@@ -67,17 +74,7 @@ async def get_orderbook(runtime: Runtime, symbol: str, category: str, depth: int
 async def get_instrument_rules(runtime: Runtime, symbol: str, category: str) -> ReadAnswer:
     return await _read(
         runtime.exchange.get_instrument(category, symbol),
-        lambda r: {
-            "symbol": r.symbol,
-            "category": r.category,
-            "tickSize": _num(r.tick_size),
-            "qtyStep": _num(r.qty_step),
-            "minOrderQty": _num(r.min_qty),
-            "maxOrderQty": _num(r.max_qty),
-            "minNotionalValue": _num(r.min_notional),
-            "maxLeverage": _num(r.max_leverage),
-            "maintenanceMarginRate": _num(r.maintenance_margin_rate),
-        },
+        lambda r: {"symbol": r.symbol, "category": r.category, **rules_dict(r)},
     )
 
 
@@ -143,41 +140,18 @@ async def get_open_orders(runtime: Runtime, category: str, symbol: str | None) -
 
 
 async def get_policy(runtime: Runtime) -> ReadAnswer:
-    """The limits in force, the policy version, trading state, orders left today, and room under each cap."""
+    """The limits in force, the policy version, trading state, orders left today, and room under each cap.
+
+    The room comes from the core's own valuation (pilot.core.sizing.room_left): worst fill, open orders and
+    unresolved sends counted as filled. A fact that could not be read is null, listed under `missing`.
+    """
     view = runtime.policy()
-    policy, now = view.policy, runtime.now()
-    state, sent = await asyncio.gather(runtime.trading_state(policy), orders_sent_today(runtime, now))
-    exchange, markets_allowed = runtime.exchange, policy.allowed_markets
-    try:  # every read at once: one round trip
-        rows, balance, *touches = await asyncio.gather(
-            exchange.get_positions("linear"),
-            exchange.get_balance(),
-            *(exchange.get_touch("linear", symbol) for symbol in markets_allowed),
-        )
-    except ExchangeError:
-        rows, balance, touches = [], None, []
-    positions = {row.symbol: row.size for row in rows}
-    marks = {symbol: touch.mark for symbol, touch in zip(markets_allowed, touches, strict=False)}
-    markets = {}
-    for symbol in policy.allowed_markets:
-        limits, size, mark = policy.limits_for(symbol), positions.get(symbol, Decimal(0)), marks.get(symbol)
-        used = abs(size) * mark if mark is not None else None
-        markets[symbol] = {
-            "maxNotionalUsd": plain(limits.max_notional_usd),
-            "maxOrderNotionalUsd": plain(limits.max_order_notional_usd),
-            "maxLeverage": plain(limits.max_leverage),
-            "minLiquidationDistancePct": plain(limits.min_liquidation_distance_pct),
-            "maxSlippagePct": plain(limits.max_slippage_pct),
-            "position_size": plain(size),
-            "position_notional_usd_at_mark": plain(used.quantize(Decimal("0.01")))
-            if used is not None
-            else None,
-            "room_usd_at_mark": plain(
-                max(limits.max_notional_usd - used, Decimal(0)).quantize(Decimal("0.01"))
-            )
-            if used is not None
-            else None,
-        }
+    policy = view.policy
+    facts = await gather_market_facts(runtime, view, "linear", policy.allowed_markets)
+    any_facts = next(iter(facts.values()), None)
+    state = any_facts.trading_state if any_facts else await runtime.trading_state(policy)
+    sent = any_facts.orders_today if any_facts else await orders_sent_today(runtime, runtime.now())
+    equity = any_facts.equity if any_facts else None
     data = {
         "policy_version": view.version,
         "valid": view.valid,
@@ -191,13 +165,44 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
         "orders_left_today": max(policy.daily_order_cap - sent, 0),
         "plan_ttl_seconds": policy.plan_ttl_seconds,
         "confirm": {
-            "above_notional_usd": plain(policy.confirm.above_notional_usd)
-            if policy.confirm.above_notional_usd
-            else None,
+            "above_notional_usd": _num(policy.confirm.above_notional_usd),
             "actions": list(policy.confirm.actions),
             "cli_channel": policy.confirm.cli_channel,
         },
-        "equity_usd": plain(balance.total_equity_usd) if balance is not None else None,
-        "markets": markets,
+        "equity_usd": _num(equity),
+        "markets": {symbol: _market_view(policy, one) for symbol, one in facts.items()},
     }
     return ReadAnswer(status="ok", data=data)
+
+
+def _market_view(policy: Policy, facts: Facts) -> dict[str, Any]:
+    limits = policy.limits_for(facts.order.symbol)
+    missing = [name for name in ("rules", "touch", *GROWING_NEEDS) if getattr(facts, name) is None]
+    size = facts.position.size if facts.position is not None else None
+    mark = facts.touch.mark if facts.touch is not None else None
+    at_mark = abs(size) * mark if size is not None and mark is not None else None
+    return {
+        "maxNotionalUsd": plain(limits.max_notional_usd),
+        "maxOrderNotionalUsd": plain(limits.max_order_notional_usd),
+        "maxLeverage": plain(limits.max_leverage),
+        "minLiquidationDistancePct": plain(limits.min_liquidation_distance_pct),
+        "maxSlippagePct": plain(limits.max_slippage_pct),
+        "position_size": _num(size),
+        "position_notional_usd_at_mark": _num(at_mark.quantize(CENT) if at_mark is not None else None),
+        "pending_qty": {"buy": plain(facts.pending.buy_qty), "sell": plain(facts.pending.sell_qty)}
+        if facts.pending is not None
+        else None,
+        "room": {side.value: _room_view(policy, facts, side) for side in Side} if not missing else None,
+        "missing": missing,
+    }
+
+
+def _room_view(policy: Policy, facts: Facts, side: Side) -> dict[str, Any] | None:
+    room = room_left(policy, replace(facts, order=replace(facts.order, side=side)))
+    if room is None:
+        return None
+    return {
+        "qty": plain(room.qty),
+        "notional_usd_at_worst_fill": plain(room.notional_usd.quantize(CENT)),
+        "limited_by": [code.value for code in room.limited_by],
+    }

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from pilot.core.violations import NextAction, Violation
+
+if TYPE_CHECKING:
+    from pilot.app.refusals import Refusal
 
 
 class _Answer(BaseModel):
@@ -80,6 +86,14 @@ class PlanAnswer(_Answer):
     snapshot: Snapshot | None = None
 
 
+class ToolAnswer(_Answer):
+    """The answer of a state-changing tool; a refusal of Pilot's own becomes one in one way."""
+
+    @classmethod
+    def from_refusal(cls, refusal: Refusal) -> Self:
+        raise NotImplementedError
+
+
 class Fill(_Answer):
     filled_qty: str
     avg_price: str | None
@@ -92,7 +106,7 @@ class ExchangeText(_Answer):
     untrusted_text: str
 
 
-class OrderAnswer(_Answer):
+class OrderAnswer(ToolAnswer):
     """The answer of every tool that may send an order (place_order, close_position)."""
 
     status: Literal[
@@ -117,13 +131,24 @@ class OrderAnswer(_Answer):
     reject_family: str | None = None
     exchange: ExchangeText | None = None
     violations: list[ViolationOut] | None = None
-    reason: str | None = Field(default=None, description="Why, in one sentence (Pilot's own words)")
+    detail: str | None = Field(default=None, description="Why, in one sentence (Pilot's own words)")
     next_safe_action: NextActionOut | None = None
     confirmation_id: str | None = None
     journal_seq: list[int] = Field(default_factory=list, description="Journal entries written for this call")
 
+    @classmethod
+    def from_refusal(cls, refusal: Refusal, *, plan_id: str | None = None) -> Self:
+        return cls(
+            status=refusal.status,
+            plan_id=plan_id,
+            violations=violations_out(refusal.violations) or None,
+            detail=refusal.detail,
+            next_safe_action=next_out(refusal.next_safe_action),
+            confirmation_id=refusal.confirmation_id,
+        )
 
-class ActionAnswer(_Answer):
+
+class ActionAnswer(ToolAnswer):
     """cancel_order, set_leverage, activate_kill_switch and the confirmation tools."""
 
     status: Literal[
@@ -132,17 +157,28 @@ class ActionAnswer(_Answer):
     detail: str
     data: dict[str, Any] | None = None
     ret_code: int | None = None
+    reject_family: str | None = None
     exchange: ExchangeText | None = None
     violations: list[ViolationOut] | None = None
     next_safe_action: NextActionOut | None = None
     confirmation_id: str | None = None
     journal_seq: list[int] = Field(default_factory=list)
 
+    @classmethod
+    def from_refusal(cls, refusal: Refusal) -> Self:
+        return cls(
+            status=refusal.status,
+            detail=refusal.detail,
+            violations=violations_out(refusal.violations) or None,
+            next_safe_action=next_out(refusal.next_safe_action),
+            confirmation_id=refusal.confirmation_id,
+        )
 
-def next_out(action: Any) -> NextActionOut | None:
+
+def next_out(action: NextAction | None) -> NextActionOut | None:
     """A core NextAction as the tool answer shows it."""
     return None if action is None else NextActionOut(**action.to_dict())
 
 
-def violations_out(violations: list[Any]) -> list[ViolationOut]:
+def violations_out(violations: Iterable[Violation]) -> list[ViolationOut]:
     return [ViolationOut(**violation.to_dict()) for violation in violations]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from pilot.app.clock import Clock
-from pilot.app.ports import Exchange
+from pilot.app.gate import ExchangeGate, KeyCheck
+from pilot.app.ports import Exchange, ExchangeReader
 from pilot.core.facts import TradingState
 from pilot.core.policy import LoadedPolicy, Policy, PolicyInvalid, PolicyIssue, parse_policy
 from pilot.store import Store
@@ -47,19 +46,18 @@ class PolicyView:
 
 @dataclass
 class Runtime:
-    """What every use case needs. One per server process."""
+    """What every use case needs. One per server process.
+
+    `exchange` only reads; every write goes through `gate`, which holds the only writer. Build one with
+    `assemble_runtime`.
+    """
 
     home: Home
     store: Store
-    exchange: Exchange
+    exchange: ExchangeReader
+    gate: ExchangeGate
     clock: Clock
     environment: str = "paper"
-    # Held from the re-check on fresh facts until the send's outcome is known, so concurrent sends are judged
-    # one after another: each sees the order.sent entries and the position the previous send left.
-    send_lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False, compare=False)
-    # For a stored exchange key: re-checks its permissions when the last check is over an hour old, raising
-    # when it may now do more than the allowlist permits or cannot be checked (pilot.keys). None on paper.
-    key_check: Callable[[datetime], Awaitable[object]] | None = field(default=None, repr=False)
     _policy_cache: tuple[int, int, PolicyView] | None = field(default=None, repr=False)
 
     def now(self) -> datetime:
@@ -80,18 +78,6 @@ class Runtime:
         self._policy_cache = (stat.st_mtime_ns, stat.st_size, view)
         return view
 
-    async def key_problem(self) -> str | None:
-        """None when the exchange key may trade; else why not, with the fix (never the key itself)."""
-        if self.key_check is None:
-            return None
-        from pilot.keys.errors import KeysError
-
-        try:
-            await self.key_check(self.now())
-        except KeysError as error:
-            return str(error)
-        return None
-
     async def kill_switch_on(self) -> bool:
         latest = await self.store.journal.latest(KILL_SWITCH)
         return bool(latest and latest.data.get("on"))
@@ -101,6 +87,20 @@ class Runtime:
         if await self.kill_switch_on():
             return TradingState.strictest(policy.trading_state, TradingState.REDUCING)
         return policy.trading_state
+
+
+def assemble_runtime(
+    home: Path,
+    store: Store,
+    exchange: Exchange,
+    clock: Clock,
+    *,
+    environment: str = "paper",
+    key_check: KeyCheck | None = None,
+) -> Runtime:
+    """A Runtime over one adapter: the use cases get its reads, the gate alone gets its writes."""
+    gate = ExchangeGate(exchange, exchange, store.journal, clock, key_check)
+    return Runtime(Home(home), store, exchange, gate, clock, environment)
 
 
 def _read_policy(path: Path) -> PolicyView:

@@ -92,7 +92,7 @@ def _print_cards(home: Path, card: str | None, last: int, output: str) -> None:
         click.echo(f"pilot: no plan {card} in the journal", err=True)
         raise SystemExit(1)
     if output == "json":
-        click.echo(render.format_json(cards))
+        click.echo(render.format_json([one.model_dump(mode="json") for one in cards]))
     elif output == "markdown":
         click.echo("\n".join(render.format_card_markdown(one) for one in cards) or "no plans in the journal")
     else:

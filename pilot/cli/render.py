@@ -18,6 +18,18 @@ from rich.text import Text
 
 from pilot.app.doctor import Check
 from pilot.app.human import InitReport, KillSwitchState
+from pilot.app.receipts import (
+    CardAnswer,
+    CardChecks,
+    CardConfirmation,
+    CardFacts,
+    CardNext,
+    CardOrder,
+    CardRefusal,
+    CardSent,
+    CardViolation,
+    ReceiptCard,
+)
 from pilot.store import ChainReport, ConfirmationRecord, JournalEntry, iso_utc
 
 Section = tuple[str, list[str]]
@@ -52,7 +64,7 @@ def entry_summary(entry: JournalEntry) -> str:
         return f"{what} {data.get('tool') or data.get('confirmation_id') or ''}".strip()
     if kind == "action":
         return f"{data.get('tool')} {data.get('phase')} {data.get('symbol', '')} {data.get('status', '')}".strip()
-    return str(data.get("reason") or data.get("status") or data.get("tool") or "")
+    return str(data.get("detail") or data.get("reason") or data.get("status") or data.get("tool") or "")
 
 
 def entry_record(entry: JournalEntry) -> dict[str, Any]:
@@ -110,31 +122,31 @@ def format_json(value: Any) -> str:
 # --- receipt cards -----------------------------------------------------------------------------------
 
 
-def card_sections(card: dict[str, Any]) -> list[Section]:
+def card_sections(card: ReceiptCard) -> list[Section]:
     """The card as titled sections of plain lines; the rich and markdown forms both print these."""
     sections: list[Section] = [
-        ("asked", _asked_lines(card)),
-        ("facts", _facts_lines(card.get("facts"))),
-        ("checks", _check_lines(card["checks"])),
+        ("asked", _asked_lines(card.asked)),
+        ("facts", _facts_lines(card.facts)),
+        ("checks", _check_lines(card.checks)),
     ]
-    if card["refusals"]:
-        sections.append(("refused", [line for r in card["refusals"] for line in _refusal_lines(r)]))
-    if card["confirmations"]:
-        sections.append(("confirmation", [_confirmation_line(c) for c in card["confirmations"]]))
-    sections.append(("sent", _sent_lines(card.get("sent"))))
-    sections.append(("exchange", _exchange_lines(card.get("exchange"))))
-    seal = card["seal"]
+    if card.refusals:
+        sections.append(("refused", [line for r in card.refusals for line in _refusal_lines(r)]))
+    if card.confirmations:
+        sections.append(("confirmation", [_confirmation_line(c) for c in card.confirmations]))
+    sections.append(("sent", _sent_lines(card.sent)))
+    sections.append(("exchange", _exchange_lines(card.exchange)))
+    seal = card.seal
     sections.append(
-        ("sealed", [f"journal seq {seal['seq']}, hash {seal['hash']}", f"entries {_seqs(seal['entries'])}"])
+        ("sealed", [f"journal seq {seal.seq}, hash {seal.hash}", f"entries {_seqs(seal.entries)}"])
     )
     return sections
 
 
-def card_title(card: dict[str, Any]) -> str:
-    return f"receipt {card['card']} · {card['status']} · planned {card['planned_at']}"
+def card_title(card: ReceiptCard) -> str:
+    return f"receipt {card.card} · {card.status} · planned {card.planned_at}"
 
 
-def format_card(card: dict[str, Any]) -> Panel:
+def format_card(card: ReceiptCard) -> Panel:
     body = Text()
     for index, (title, lines) in enumerate(card_sections(card)):
         if index:
@@ -142,18 +154,16 @@ def format_card(card: dict[str, Any]) -> Panel:
         body.append(f"{title}\n", style="bold")
         for line in lines:
             body.append(f"  {line}\n", style="yellow" if line.startswith("UNTRUSTED") else "")
-    border = (
-        "green" if card["status"] in ("filled", "partially_filled") else "red" if _is_no(card) else "blue"
-    )
+    border = "green" if card.status in ("filled", "partially_filled") else "red" if _is_no(card) else "blue"
     body.rstrip()
     return Panel(body, title=Text(card_title(card)), border_style=border, expand=False)
 
 
-def format_cards(cards: Iterable[dict[str, Any]]) -> Group:
+def format_cards(cards: Iterable[ReceiptCard]) -> Group:
     return Group(*(format_card(card) for card in cards))
 
 
-def format_card_markdown(card: dict[str, Any]) -> str:
+def format_card_markdown(card: ReceiptCard) -> str:
     lines = [f"### {_md_text(card_title(card))}", ""]
     for title, body in card_sections(card):
         lines.append(f"**{title}**")
@@ -162,89 +172,82 @@ def format_card_markdown(card: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _asked_lines(card: dict[str, Any]) -> list[str]:
-    asked = card.get("asked")
-    if not asked:
+def _asked_lines(asked: CardOrder | None) -> list[str]:
+    if asked is None:
         return ["not recorded: the journal keeps no request for a plan refused before it was sized"]
-    return [_order_words(asked)]
+    return [_order_words(asked.model_dump())]
 
 
-def _facts_lines(facts: dict[str, Any] | None) -> list[str]:
-    if not facts:
+def _facts_lines(facts: CardFacts | None) -> list[str]:
+    if facts is None:
         return ["no snapshot recorded"]
     return [
-        f"policy {facts.get('policy_version')} · trading state {facts.get('trading_state')}",
-        f"market data at {facts.get('market_data_at')}: bid {facts.get('bid')} / ask {facts.get('ask')} / "
-        f"mark {facts.get('mark')}",
-        f"position {facts.get('position_size')} · equity ${facts.get('equity_usd')} · "
-        f"orders today {facts.get('orders_today')}",
+        f"policy {facts.policy_version} · trading state {facts.trading_state}",
+        f"market data at {facts.market_data_at}: bid {facts.bid} / ask {facts.ask} / mark {facts.mark}",
+        f"position {facts.position_size} · equity ${facts.equity_usd} · orders today {facts.orders_today}",
     ]
 
 
-def _check_lines(checks: dict[str, Any]) -> list[str]:
-    if checks["passed"]:
-        distance = checks.get("liquidation_distance_pct")
+def _check_lines(checks: CardChecks) -> list[str]:
+    if checks.passed:
+        distance = checks.liquidation_distance_pct
         liquidation = f"{distance}% from mark" if distance is not None else "none (no leverage risk)"
         lines = [
             "all checks passed",
-            f"order notional ${checks.get('notional_usd')} · position notional ${checks.get('position_notional_usd')}"
+            f"order notional ${checks.notional_usd} · position notional ${checks.position_notional_usd}"
             f" · liquidation {liquidation}",
         ]
-        if checks.get("needs_confirmation"):
+        if checks.needs_confirmation:
             lines.append("policy asks a human to confirm this order")
         return lines
-    return [_violation_line(v) for v in checks["violations"]] or ["refused"]
+    return [_violation_line(v) for v in checks.violations] or ["refused"]
 
 
-def _violation_line(violation: dict[str, Any]) -> str:
-    return (
-        f"✗ {violation.get('rule')}: limit {violation.get('limit')}, attempted {violation.get('attempted')}: "
-        f"{violation.get('detail')}"
-    )
+def _violation_line(violation: CardViolation) -> str:
+    return f"✗ {violation.rule}: limit {violation.limit}, attempted {violation.attempted}: {violation.detail}"
 
 
-def _refusal_lines(refusal: dict[str, Any]) -> list[str]:
-    head = f"{refusal['status']} at {refusal['stage']} ({refusal['at']})"
-    lines = [f"{head}: {refusal['reason']}" if refusal.get("reason") else head]
-    if refusal["stage"] == "place":
-        lines.extend(_violation_line(v) for v in refusal["violations"])
-    if refusal.get("next_safe_action"):
-        lines.append("next safe action: " + _next_words(refusal["next_safe_action"]))
+def _refusal_lines(refusal: CardRefusal) -> list[str]:
+    head = f"{refusal.status} at {refusal.stage} ({refusal.at})"
+    lines = [f"{head}: {refusal.detail}" if refusal.detail else head]
+    if refusal.stage == "place":
+        lines.extend(_violation_line(v) for v in refusal.violations)
+    if refusal.next_safe_action is not None:
+        lines.append("next safe action: " + _next_words(refusal.next_safe_action))
     return lines
 
 
-def _confirmation_line(confirmation: dict[str, Any]) -> str:
-    line = f"{confirmation['channel']}: {confirmation['verdict']} by {confirmation['actor']} at {confirmation['at']}"
-    if confirmation.get("changes"):
-        line += f" (changed since planning: {'; '.join(confirmation['changes'])})"
+def _confirmation_line(confirmation: CardConfirmation) -> str:
+    c = confirmation
+    line = f"{c.channel}: {c.verdict} by {c.actor} at {c.at}"
+    if c.changes:
+        line += f" (changed since planning: {'; '.join(c.changes)})"
     return line
 
 
-def _sent_lines(sent: dict[str, Any] | None) -> list[str]:
-    if not sent:
+def _sent_lines(sent: CardSent | None) -> list[str]:
+    if sent is None:
         return ["nothing was sent"]
-    reduce = " reduce-only" if sent.get("reduce_only") else ""
+    reduce = " reduce-only" if sent.reduce_only else ""
     return [
-        f"{sent.get('side')}{reduce} {sent.get('qty')} {sent.get('symbol')} {sent.get('order_type')} "
-        f"{sent.get('time_in_force')}, worst price {sent.get('worst_price')}",
-        f"client order id {sent.get('client_order_id')} · by {sent.get('origin')} at {sent.get('at')}",
+        f"{sent.side}{reduce} {sent.qty} {sent.symbol} {sent.order_type} "
+        f"{sent.time_in_force}, worst price {sent.worst_price}",
+        f"client order id {sent.client_order_id} · by {sent.origin} at {sent.at}",
     ]
 
 
-def _exchange_lines(answer: dict[str, Any] | None) -> list[str]:
-    if not answer:
+def _exchange_lines(answer: CardAnswer | None) -> list[str]:
+    if answer is None:
         return ["no answer recorded"]
-    lines = [_outcome_words(answer)]
-    if answer.get("order_id"):
-        lines.append(f"exchange order id {answer['order_id']} at {answer['at']}")
-    if answer.get("reason"):
-        lines.append(f"Pilot says: {answer['reason']}")
-    if answer.get("untrusted_exchange_text"):
-        lines.append(
-            f"UNTRUSTED exchange text (shown, never followed): {answer['untrusted_exchange_text']!r}"
-        )
-    if answer.get("next_safe_action"):
-        lines.append("next safe action: " + _next_words(answer["next_safe_action"]))
+    lines = [_outcome_words(answer.model_dump())]
+    if answer.order_id:
+        lines.append(f"exchange order id {answer.order_id} at {answer.at}")
+    if answer.detail:
+        lines.append(f"Pilot says: {answer.detail}")
+    if answer.untrusted_exchange_text:
+        lines.append(f"UNTRUSTED exchange text (shown, never followed): {answer.untrusted_exchange_text!r}")
+    if answer.next_safe_action is not None:
+        lines.append("next safe action: " + _next_words(answer.next_safe_action))
     return lines
 
 
@@ -270,18 +273,14 @@ def _order_words(order: dict[str, Any]) -> str:
     return f"{order.get('side')}{reduce} {amount} {order.get('symbol')}{category} {order.get('order_type')}{price}"
 
 
-def _next_words(action: dict[str, Any]) -> str:
-    call = (
-        f"{action['tool']} {json.dumps(action.get('args') or {}, sort_keys=True)}: "
-        if action.get("tool")
-        else ""
-    )
-    human = f" (a human: {action['human']})" if action.get("human") else ""
-    return f"{call}{action.get('text')}{human}"
+def _next_words(action: CardNext) -> str:
+    call = f"{action.tool} {json.dumps(action.args or {}, sort_keys=True)}: " if action.tool else ""
+    human = f" (a human: {action.human})" if action.human else ""
+    return f"{call}{action.text}{human}"
 
 
-def _is_no(card: dict[str, Any]) -> bool:
-    return card["status"] in ("refused", "rejected", "declined", "cancelled", "outcome_unknown")
+def _is_no(card: ReceiptCard) -> bool:
+    return card.status in ("refused", "rejected", "declined", "cancelled", "outcome_unknown")
 
 
 def _seqs(seqs: list[int]) -> str:

@@ -9,6 +9,8 @@ import anyio
 import click
 
 from pilot.app.boot import EXCHANGES, StartupError, open_runtime
+from pilot.app.parked import run_approved
+from pilot.app.runtime import Runtime
 
 
 @click.command("serve")
@@ -41,22 +43,22 @@ def command(home: Path, exchange: str, scenario: Path | None, transport: str, ho
 async def _serve(
     home: Path, exchange: str, scenario: Path | None, transport: str, host: str, port: int
 ) -> None:
-    from pilot.app.confirm import ConfirmationGate
     from pilot.server import build_server, serve_http
 
-    async with open_runtime(home, exchange=exchange, scenario=scenario) as runtime:
-        gate = ConfirmationGate(runtime)
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_execute_approvals, gate)
-            if transport == "stdio":
-                await build_server(runtime, gate).run_stdio_async()
-            else:
-                await serve_http(runtime, gate, host, port)
-            tasks.cancel_scope.cancel()
+    async with (
+        open_runtime(home, exchange=exchange, scenario=scenario) as runtime,
+        anyio.create_task_group() as tasks,
+    ):
+        tasks.start_soon(_execute_approvals, runtime)
+        if transport == "stdio":
+            await build_server(runtime).run_stdio_async()
+        else:
+            await serve_http(runtime, host, port)
+        tasks.cancel_scope.cancel()
 
 
-async def _execute_approvals(gate: object) -> None:
+async def _execute_approvals(runtime: Runtime) -> None:
     """Carry out actions a human approved with `pilot confirm approve`, re-checked when they run."""
     while True:
-        await gate.run_approved()  # type: ignore[attr-defined]
+        await run_approved(runtime)
         await anyio.sleep(1)

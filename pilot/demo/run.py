@@ -19,6 +19,7 @@ from mcp import Client, MCPError, StdioServerParameters
 
 from pilot.app import kinds
 from pilot.app.human import init_home, open_desk, receipt_cards
+from pilot.app.receipts import ReceiptCard
 from pilot.demo.agent import Agent, Call, Human, StepFailed
 from pilot.demo.story import EXPECTED_CARDS, RECEIPTS, STORY, Story, demo_policy
 from pilot.store import ChainReport
@@ -34,7 +35,7 @@ class Step:
     title: str
     proves: str
     entries: tuple[Call | str, ...] = ()
-    cards: tuple[dict[str, Any], ...] = ()
+    cards: tuple[ReceiptCard, ...] = ()
     chain: ChainReport | None = None
     failure: str | None = None
 
@@ -126,11 +127,11 @@ async def _receipts(home: Path) -> Step:
         plans = await runtime.store.journal.entries(kind=kinds.PLAN)
         cards = await receipt_cards(runtime, last=max(len(plans), 1))
         chain = await runtime.store.journal.verify()
-    statuses = tuple(card["status"] for card in cards)
+    statuses = tuple(card.status for card in cards)
     failure = None
     if statuses != EXPECTED_CARDS:
         failure = f"expected receipt cards {', '.join(EXPECTED_CARDS)}, got {', '.join(statuses)}"
-    elif any(card["sent"] is not None for card in cards if card["status"] == "refused"):
+    elif any(card.sent is not None for card in cards if card.status == "refused"):
         failure = "a refused plan's receipt shows an order sent"
     elif not chain.ok:
         failure = f"the journal does not verify: {chain.reason} at seq {chain.first_broken_seq}"

@@ -186,6 +186,6 @@ def _only_violation(answer: dict[str, Any], rule: str) -> dict[str, Any]:
 def _filled(answer: dict[str, Any], qty: str) -> None:
     status = answer.get("status")
     if status != "filled":
-        raise StepFailed(f"expected filled, got {status}: {answer.get('reason')}")
+        raise StepFailed(f"expected filled, got {status}: {answer.get('detail')}")
     filled = (answer.get("fill") or {}).get("filled_qty")
     _expect(filled == qty, f"expected {qty} filled, got {filled}")

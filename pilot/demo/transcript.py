@@ -76,7 +76,7 @@ def answer_summary(tool: str, answer: dict[str, Any]) -> str:
         return f"open positions: {held}"
     if answer.get("detail"):
         return f"{status}: {answer['detail']}"
-    return f"{status}" + (f": {answer['reason']}" if answer.get("reason") else "")
+    return f"{status}" + (f": {answer['detail']}" if answer.get("detail") else "")
 
 
 def next_lines(action: dict[str, Any] | None) -> list[Line]:

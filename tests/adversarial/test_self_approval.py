@@ -7,7 +7,7 @@ from mcp import Client
 from mcp.types import ElicitResult
 
 from pilot.app import kinds
-from pilot.app.confirm import ConfirmationGate
+from pilot.app.parked import run_approved
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CONFIRM_EVERY_ORDER, CREATE, MODES, write_policy
@@ -19,8 +19,7 @@ pytestmark = pytest.mark.anyio
 @MODES
 async def test_no_tool_approves_rejects_or_writes_policy_and_guessed_names_fail(runtime, paper, mode):
     write_policy(runtime.home.path, confirm={"aboveNotionalUsd": 1, "cliChannel": True})
-    gate = ConfirmationGate(runtime)
-    async with Client(build_server(runtime, gate), mode=mode) as client:
+    async with Client(build_server(runtime), mode=mode) as client:
         agent = HostileAgent(client)
         names = await agent.tool_names()
         parked = await agent.place((await agent.plan(BTC_SHORT))["plan_id"])
@@ -36,7 +35,7 @@ async def test_no_tool_approves_rejects_or_writes_policy_and_guessed_names_fail(
     assert {name for name in names if "kill" in name} == {"activate_kill_switch"}
     assert all(guess.unknown_tool for guess in guesses), guesses
     assert status.answer["data"]["status"] == "pending"  # type: ignore[index]
-    assert await gate.run_approved() == []  # still nothing for the server to carry out
+    assert await run_approved(runtime) == []  # still nothing for the server to carry out
     assert paper.request_count(CREATE) == 0
 
 

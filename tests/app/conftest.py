@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pilot.app.runtime import Home, Runtime
+from pilot.app.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.exchange.sim.handlers import ROUTES
@@ -78,7 +78,7 @@ async def open_test_runtime(
     )
     store = await open_store(Home(home).database_path)
     try:
-        yield Runtime(home=Home(home), store=store, exchange=adapter, clock=clock)
+        yield assemble_runtime(home, store, adapter, clock)
     finally:
         await store.close()
         await adapter.close()

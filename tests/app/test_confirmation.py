@@ -9,7 +9,8 @@ from mcp import Client
 from mcp.types import ElicitResult
 
 from pilot.app import kinds
-from pilot.app.confirm import ConfirmationGate
+from pilot.app.human import receipt_cards
+from pilot.app.parked import run_approved
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CREATE, call, write_policy
@@ -78,23 +79,22 @@ async def test_a_client_without_forms_is_refused_when_the_cli_channel_is_off(run
 
 async def test_the_cli_channel_parks_the_order_and_the_server_sends_it_once_after_approval(runtime, paper):
     write_policy(runtime.home.path, confirm={"aboveNotionalUsd": 1, "cliChannel": True})
-    gate = ConfirmationGate(runtime)
-    async with Client(build_server(runtime, gate)) as client:
+    async with Client(build_server(runtime)) as client:
         plan = await call(client, "plan_order", BTC_SHORT)
         parked = await call(client, "place_order", {"plan_id": plan["plan_id"]})
         assert parked["status"] == "pending_confirmation"
         confirmation_id = parked["confirmation_id"]
         status = await call(client, "get_confirmation_status", {"confirmation_id": confirmation_id})
         assert status["data"]["status"] == "pending"
-        assert await gate.run_approved() == []  # nothing runs before a human decides
+        assert await run_approved(runtime) == []  # nothing runs before a human decides
         assert paper.request_count(CREATE) == 0
 
         decided = await runtime.store.confirmations.decide(
             confirmation_id, approve=True, actor="human:cli", now=runtime.now()
         )
         assert decided is not None
-        [answer] = await gate.run_approved()
-        assert await gate.run_approved() == []  # an approval runs once
+        [answer] = await run_approved(runtime)
+        assert await run_approved(runtime) == []  # an approval runs once
         status = await call(client, "get_confirmation_status", {"confirmation_id": confirmation_id})
     assert answer["status"] == "filled"
     assert status["data"]["status"] == "executed"
@@ -103,8 +103,7 @@ async def test_the_cli_channel_parks_the_order_and_the_server_sends_it_once_afte
 
 async def test_a_rejected_or_withdrawn_confirmation_never_sends(runtime, paper):
     write_policy(runtime.home.path, confirm={"aboveNotionalUsd": 1, "cliChannel": True})
-    gate = ConfirmationGate(runtime)
-    async with Client(build_server(runtime, gate)) as client:
+    async with Client(build_server(runtime)) as client:
         first = await call(
             client, "place_order", {"plan_id": (await call(client, "plan_order", BTC_SHORT))["plan_id"]}
         )
@@ -122,21 +121,20 @@ async def test_a_rejected_or_withdrawn_confirmation_never_sends(runtime, paper):
             )
             is None
         )
-    assert await gate.run_approved() == []
+    assert await run_approved(runtime) == []
     assert paper.request_count(CREATE) == 0
 
 
 async def test_an_approval_is_judged_against_the_policy_at_that_moment(runtime, paper):
     write_policy(runtime.home.path, confirm={"aboveNotionalUsd": 1, "cliChannel": True})
-    gate = ConfirmationGate(runtime)
-    async with Client(build_server(runtime, gate)) as client:
+    async with Client(build_server(runtime)) as client:
         plan = await call(client, "plan_order", BTC_SHORT)
         parked = await call(client, "place_order", {"plan_id": plan["plan_id"]})
     write_policy(runtime.home.path, maxNotionalUsd=10, confirm={"aboveNotionalUsd": 1, "cliChannel": True})
     await runtime.store.confirmations.decide(
         parked["confirmation_id"], approve=True, actor="human:cli", now=runtime.now()
     )
-    [answer] = await gate.run_approved()
+    [answer] = await run_approved(runtime)
     assert answer["status"] == "refused"
     assert {v["rule"] for v in answer["violations"]} >= {"maxNotionalUsd"}
     assert paper.request_count(CREATE) == 0
@@ -169,8 +167,7 @@ async def test_set_leverage_named_in_confirm_actions_asks_with_a_form(
 
 async def test_a_cancel_from_a_client_without_forms_is_parked_and_run_once_after_approval(runtime, paper):
     write_policy(runtime.home.path, confirm={"actions": ["cancel_order"], "cliChannel": True})
-    gate = ConfirmationGate(runtime)
-    async with Client(build_server(runtime, gate)) as client:
+    async with Client(build_server(runtime)) as client:
         resting = {
             "symbol": "BTCUSDT",
             "side": "buy",
@@ -188,6 +185,48 @@ async def test_a_cancel_from_a_client_without_forms_is_parked_and_run_once_after
         await runtime.store.confirmations.decide(
             parked["confirmation_id"], approve=True, actor="human:cli", now=runtime.now()
         )
-        [answer] = await gate.run_approved()
+        [answer] = await run_approved(runtime)
     assert answer["status"] == "done"
     assert paper.request_count("/v5/order/cancel") == 1 and paper.open_orders() == []
+
+
+async def test_a_close_under_a_place_order_rule_asks_no_one_and_its_receipt_says_so(runtime, paper):
+    """confirm.actions names place_order only: a close needs no human, and nothing claims one was asked."""
+    write_policy(runtime.home.path, confirm={"actions": ["place_order"], "cliChannel": False})
+    human = answering("accept", {"approve": True})
+    async with Client(build_server(runtime), elicitation_callback=human) as client:
+        opened = await call(client, "plan_order", BTC_SHORT)
+        assert (await call(client, "place_order", {"plan_id": opened["plan_id"]}))["status"] == "filled"
+        closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
+    assert closed["status"] == "filled"
+    assert len(human.seen) == 1  # the place, not the close
+    plans = await runtime.store.journal.entries(kind=kinds.PLAN)
+    close_plan = plans[-1]
+    assert close_plan.data["needs_confirmation"] is False
+    asked = await runtime.store.journal.entries(kind=kinds.CONFIRMATION, plan_id=close_plan.plan_id)
+    assert asked == []
+    [card] = await receipt_cards(runtime, card=close_plan.plan_id)
+    assert card.checks.needs_confirmation is False and card.confirmations == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("cancel_order", {"symbol": "BTCUSDT", "order_id": "no-such-order"}),
+        ("set_leverage", {"symbol": "BTCUSDT", "leverage": "2"}),
+        ("close_position", {"symbol": "BTCUSDT"}),
+    ],
+)
+async def test_every_tool_without_a_way_to_ask_refuses_with_the_channel_code(runtime, paper, tool, args):
+    write_policy(runtime.home.path, confirm={"actions": ["cancel_order", "set_leverage", "close_position"]})
+    async with Client(build_server(runtime)) as client:  # no form capability, CLI channel off
+        if tool == "close_position":
+            plan = await call(client, "plan_order", BTC_SHORT)
+            assert (await call(client, "place_order", {"plan_id": plan["plan_id"]}))["status"] == "filled"
+        answer = await call(client, tool, args)
+    assert answer["status"] == "refused"
+    assert [v["rule"] for v in answer["violations"]] == ["confirmationChannelUnavailable"]
+    assert answer["next_safe_action"]["tool"] is None and answer["next_safe_action"]["human"]
+    assert paper.request_count("/v5/order/cancel") == paper.request_count("/v5/position/set-leverage") == 0
+    verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=kinds.CONFIRMATION)]
+    assert verdicts == ["unavailable"]

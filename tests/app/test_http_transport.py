@@ -10,7 +10,6 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from pilot.app.confirm import ConfirmationGate
 from pilot.server import serve_http
 
 from .conftest import BTC_SHORT, call
@@ -37,7 +36,7 @@ async def test_http_needs_a_valid_token_and_a_loopback_host(runtime):
     url = f"http://127.0.0.1:{port}/mcp"
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(serve_http, runtime, ConfirmationGate(runtime), "127.0.0.1", port, listener)
+        tasks.start_soon(serve_http, runtime, "127.0.0.1", port, listener)
         async with httpx2.AsyncClient(timeout=10) as http:
             no_token = await http.post(url, json=INITIALIZE, headers=headers)
             wrong = await http.post(

@@ -4,13 +4,13 @@ in one verifiable chain that never holds the api key or secret."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
 
 import pytest
 from mcp import Client
 
 from pilot.app import kinds
+from pilot.app.runtime import assemble_runtime
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CREATE, call
@@ -36,7 +36,7 @@ class JournalAtSend:
 
 async def test_every_plan_attempt_and_outcome_is_journalled_in_order_without_secrets(runtime, paper):
     spy = JournalAtSend(runtime.exchange, runtime.store.journal)
-    observed = replace(runtime, exchange=spy)
+    observed = assemble_runtime(runtime.home.path, runtime.store, spy, runtime.clock)
     async with Client(build_server(observed), raise_exceptions=True) as client:
         refused = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0005"})
         planned = await call(client, "plan_order", BTC_SHORT)

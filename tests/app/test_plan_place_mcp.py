@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import anyio
@@ -193,5 +194,39 @@ async def test_get_policy_reports_the_version_orders_left_and_room_under_each_ca
     assert policy["policy_version"].startswith("sha256:") and policy["valid"] is True
     assert (policy["orders_sent_today"], policy["orders_left_today"]) == (1, 19)
     btc = policy["markets"]["BTCUSDT"]
-    assert (btc["position_size"], btc["room_usd_at_mark"]) == ("-0.00031", "0.13")
-    assert policy["markets"]["ETHUSDT"]["room_usd_at_mark"] == "25"
+    assert btc["position_size"] == "-0.00031" and btc["missing"] == []
+    assert btc["room"]["sell"]["qty"] == "0" and btc["room"]["sell"]["limited_by"] == ["maxNotionalUsd"]
+    assert btc["room"]["buy"]["qty"] == "0.00031"  # buying back is never capped; one step more opens a long
+
+
+async def test_the_room_get_policy_reports_is_what_plan_order_accepts_and_one_lot_more_is_refused(
+    server, paper
+):
+    resting = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.003", "order_type": "limit", "price": "3000"}
+    async with Client(server, raise_exceptions=True) as client:
+        assert (await plan_and_place(client, resting))["status"] == "open"  # pending exposure counts too
+        markets = (await call(client, "get_policy"))["data"]["markets"]
+        for symbol, market in markets.items():
+            rules = (await call(client, "get_instrument_rules", {"symbol": symbol}))["data"]
+            for side, room in market["room"].items():
+                qty, step = Decimal(room["qty"]), Decimal(rules["qtyStep"])
+                order = {"symbol": symbol, "side": side}
+                if qty >= Decimal(rules["minOrderQty"]):
+                    fits = await call(client, "plan_order", {**order, "qty": str(qty)})
+                    assert fits["status"] == "ok", (symbol, side, fits)
+                over = await call(client, "plan_order", {**order, "qty": str(qty + step)})
+                assert over["status"] == "refused", (symbol, side)
+                assert {v["rule"] for v in over["violations"]} >= set(room["limited_by"]), (
+                    symbol,
+                    side,
+                    over,
+                )
+
+
+async def test_get_policy_reports_an_unreadable_position_as_null_and_names_it_missing(server, paper):
+    async with Client(server, raise_exceptions=True) as client:
+        await plan_and_place(client)
+        paper.add_fault("/v5/position/list", "http_5xx", every=True)
+        btc = (await call(client, "get_policy"))["data"]["markets"]["BTCUSDT"]
+    assert btc["position_size"] is None and btc["position_notional_usd_at_mark"] is None
+    assert btc["missing"] == ["position"] and btc["room"] is None

@@ -70,3 +70,31 @@ async def test_a_rate_limited_create_says_when_to_retry(tmp_path, paper, clock):
     assert answer["status"] == "rejected" and answer["reject_family"] == "rate_limit"
     assert answer["ret_code"] == 10006 and answer["next_safe_action"]["retry_after"] is not None
     assert paper.request_count(CREATE) == 1 and paper.orders() == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "family"), [("rate_limit", "rate_limit"), ("http_4xx", "unavailable"), ("http_5xx", None)]
+)
+@pytest.mark.parametrize(
+    ("tool", "path", "args"),
+    [
+        ("cancel_order", "/v5/order/cancel", {"symbol": "BTCUSDT", "order_id": "x"}),
+        ("set_leverage", "/v5/position/set-leverage", {"symbol": "BTCUSDT", "leverage": "2"}),
+    ],
+)
+async def test_cancel_and_leverage_faults_are_sorted_like_orders_by_the_one_gate(
+    runtime, paper, kind, family, tool, path, args
+):
+    paper.add_fault(path, kind)
+    async with Client(build_server(runtime)) as client:
+        answer = await call(client, tool, args)
+    assert paper.request_count(path) == 1  # sent once, never resent
+    if family is None:  # a 5xx on a write: it may have happened
+        assert answer["status"] == "outcome_unknown" and answer["next_safe_action"]["tool"]
+    else:
+        assert answer["status"] == "rejected" and answer["reject_family"] == family
+        assert answer["next_safe_action"]["tool"] is None
+    if kind == "rate_limit":
+        assert answer["next_safe_action"]["retry_after"]
+    outcomes = await runtime.store.journal.entries(kind=kinds.ACTION)
+    assert [e.data["phase"] for e in outcomes] == ["sent", "outcome"]

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from pilot.app import kinds
-from pilot.app.confirm import ConfirmationGate
+from pilot.app.approvals import ClientChannel, NoFormPossible
+from pilot.app.parked import run_approved
 from pilot.app.place import place_order
 from pilot.app.runtime import Runtime
 
@@ -26,8 +27,7 @@ CLI_CHANNEL = {
 async def _parked(runtime: Runtime) -> tuple[str, str]:
     """Plan an order the policy wants confirmed, place it from a client with no form: it is parked."""
     plan_id = await planned_ok(runtime)
-    gate = ConfirmationGate(runtime)
-    answer = await place_order(runtime, plan_id, confirmer=gate.without_form())
+    answer = await place_order(runtime, plan_id, ClientChannel(NoFormPossible()))
     assert answer.status == "pending_confirmation" and answer.confirmation_id, answer
     return plan_id, answer.confirmation_id
 
@@ -60,7 +60,7 @@ async def test_an_approved_order_runs_in_the_server_and_its_card_shows_the_cli_c
     plan_id, confirmation_id = await _parked(runtime)
     await pilot("confirm", "approve", confirmation_id, "--home", str(home), input="y\n")
 
-    [result] = await ConfirmationGate(runtime).run_approved()
+    [result] = await run_approved(runtime)
     [card] = await pilot_json("journal", "--home", str(home), "--card", plan_id)
 
     assert result["status"] == "filled"

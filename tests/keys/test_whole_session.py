@@ -65,7 +65,7 @@ async def test_a_whole_session_never_reveals_the_key_and_a_stale_check_runs_befo
     outputs = list(keys.outputs)
     clock = SteppedClock()
     async with open_runtime(home, exchange="paper", paper_url=paper.url, clock=clock) as runtime:
-        assert runtime.key_check is not None
+        assert runtime.gate.checks_key
         async with Client(build_server(runtime)) as client:
             assert (await plan_and_place(client, outputs, SHORT))["status"] == "filled"
             paper.add_fault(CREATE, "rate_limit")

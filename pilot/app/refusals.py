@@ -1,0 +1,80 @@
+"""Pilot's own no (or not yet): a Refusal value, the violations only the app can find, and their journal rows.
+
+Nothing is sent for a Refusal. Whatever tool it ends, it becomes that tool's answer in one place
+(`OrderAnswer.from_refusal`, `ActionAnswer.from_refusal`) and one journal row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from pilot.app import kinds
+from pilot.app.responses import ActionAnswer, OrderAnswer
+from pilot.core.codes import Code
+from pilot.core.violations import NextAction, Violation
+from pilot.store import Journal
+
+RefusalStatus = Literal["refused", "declined", "pending_confirmation"]
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why nothing was sent: the status, one sentence, the broken rules and the next safe action."""
+
+    status: RefusalStatus
+    detail: str
+    violations: tuple[Violation, ...] = ()
+    next_safe_action: NextAction | None = None
+    confirmation_id: str | None = None
+
+    @staticmethod
+    def of(violation: Violation, detail: str) -> Refusal:
+        """Refused for one violation, whose next action is the one to take."""
+        return Refusal("refused", detail, (violation,), violation.next)
+
+
+def violation(code: Code, limit: str, attempted: str, detail: str, next_action: NextAction) -> Violation:
+    """A violation the app finds (lifecycle, confirmation, keys, idempotency, facts it could not read)."""
+    return Violation(rule=code, limit=limit, attempted=attempted, detail=detail, next=next_action)
+
+
+def key_violation(problem: str) -> Violation:
+    """The stored exchange key may do more than Pilot allows, or could not be checked."""
+    return violation(
+        Code.API_KEY_PERMISSIONS,
+        "a key with trade-only permissions, checked within the hour",
+        "send",
+        problem,
+        NextAction.stop(
+            "stop: the exchange key must be fixed by a human",
+            human="run `pilot keys show`, then `pilot keys replace` with a narrow key",
+        ),
+    )
+
+
+async def journal_order_refusal(
+    journal: Journal,
+    refusal: Refusal,
+    *,
+    now: datetime,
+    plan_id: str | None = None,
+    context: Mapping[str, Any] | None = None,
+) -> OrderAnswer:
+    """Journal a refusal of an order tool (place_order, close_position) and return its answer."""
+    answer = OrderAnswer.from_refusal(refusal, plan_id=plan_id)
+    data = {**(context or {}), **answer.model_dump(mode="json", exclude_none=True)}
+    entry = await journal.append(kinds.PLACE_REFUSED, data, now=now, plan_id=plan_id)
+    return answer.model_copy(update={"journal_seq": [entry.seq]})
+
+
+async def journal_action_refusal(
+    journal: Journal, tool: str, action: Mapping[str, Any], refusal: Refusal, *, now: datetime
+) -> ActionAnswer:
+    """Journal a refusal of cancel_order or set_leverage and return its answer."""
+    answer = ActionAnswer.from_refusal(refusal)
+    data = {"tool": tool, "phase": "refused", **action, **answer.model_dump(mode="json", exclude_none=True)}
+    entry = await journal.append(kinds.ACTION, data, now=now)
+    return answer.model_copy(update={"journal_seq": [entry.seq]})

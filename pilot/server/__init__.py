@@ -1,0 +1,21 @@
+"""Pilot's MCP server: thin tools that parse, call one use case, and return its answer.
+
+This package is the only importer of the MCP server SDK. Its modules, by concern:
+
+    build.py           build_server(): the server, its instructions and bearer-token auth
+    market_tools.py    read-only tools: market data, account state, the policy in force
+    trading_tools.py   plan_order, place_order, close_position, cancel_order, set_leverage, kill switch
+    approval_tools.py  reading or withdrawing a parked confirmation (never approving)
+    forms.py           asking a human through the client's form, and the typed answer the use cases get
+    arguments.py       argument types and their checks: each problem is invalid_params naming the field
+    strict.py          the shim that makes the SDK refuse unknown arguments instead of ignoring them
+    http.py            Streamable HTTP on loopback: bearer tokens, Host and Origin checks
+
+Refusals are answers, not errors. No tool can approve a confirmation, change policy.json, or turn the kill
+switch off.
+"""
+
+from pilot.server.build import build_server
+from pilot.server.http import http_app, serve_http
+
+__all__ = ["build_server", "http_app", "serve_http"]

@@ -1,0 +1,85 @@
+"""Asking a human through the client's form, before the tool body runs, and the typed answer a use case gets.
+
+A tool that may need a human declares a parameter resolved by one of the resolvers built here. The
+resolver returns `Elicit(...)` when the policy wants a human and the client can show a form; otherwise a
+typed result saying why no form was shown (NoFormNeeded, NoFormPossible). The SDK hands the tool an
+ElicitationResult whose accepted data is either the form or that typed result; `channel()` turns it into
+the approval channel the use case asks.
+"""
+
+# No `from __future__ import annotations`: the SDK evaluates resolver signatures at runtime.
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, Resolve
+from pydantic import BaseModel, Field
+
+from pilot.app import actions, approvals
+from pilot.app.approvals import ClientAnswer, ClientChannel, FormAnswer, NoFormNeeded, NoFormPossible
+from pilot.app.runtime import Runtime
+from pilot.server import arguments
+
+
+class ConfirmForm(BaseModel):
+    """The form a human sees. Leaving the box unticked is a decline; only the boolean true approves."""
+
+    approve: bool = Field(
+        default=False, strict=True, description="Tick to approve exactly the action described above"
+    )
+
+
+FormOrReason = Elicit[ConfirmForm] | NoFormNeeded | NoFormPossible
+Confirmation = ElicitationResult[ConfirmForm]
+
+
+def ask(prompt: str | None, ctx: Context) -> FormOrReason:
+    """A form when the action needs a human and the client can show one; else why no form is shown."""
+    if prompt is None:
+        return NoFormNeeded()
+    capabilities = ctx.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+        return NoFormPossible()
+    return Elicit(prompt, ConfirmForm)
+
+
+def channel(result: Any) -> ClientChannel:
+    """The approval channel for what the client answered. Only an accept with the box ticked approves."""
+    answer: ClientAnswer = FormAnswer(approved=False)
+    if isinstance(result, AcceptedElicitation):
+        data = result.data
+        if isinstance(data, ConfirmForm):
+            answer = FormAnswer(approved=data.approve is True)
+        elif isinstance(data, NoFormNeeded | NoFormPossible):
+            answer = data
+    return ClientChannel(answer)
+
+
+class Resolvers:
+    """The resolvers of one server: each reads the policy and the server's own record at call time."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    async def for_plan(self, plan_id: str, ctx: Context) -> FormOrReason:
+        return ask(await approvals.plan_form_prompt(self.runtime, plan_id), ctx)
+
+    async def for_close(self, symbol: str, qty: str | None, category: str, ctx: Context) -> FormOrReason:
+        summary = approvals.close_summary(symbol, qty, category)
+        return ask(approvals.action_form_prompt(self.runtime, "close_position", summary), ctx)
+
+    async def for_cancel(
+        self, symbol: str, order_id: str | None, order_link_id: str | None, ctx: Context
+    ) -> FormOrReason:
+        arguments.order_ids(order_id, order_link_id)
+        summary = actions.cancel_summary(symbol, order_id, order_link_id)
+        return ask(approvals.action_form_prompt(self.runtime, "cancel_order", summary), ctx)
+
+    async def for_leverage(self, symbol: str, leverage: str, ctx: Context) -> FormOrReason:
+        summary = actions.leverage_summary(symbol, arguments.amount("leverage", leverage))
+        return ask(approvals.action_form_prompt(self.runtime, "set_leverage", summary), ctx)
+
+
+def confirmation(resolver: Any) -> Any:
+    """The annotation of a tool parameter filled by `resolver` before the tool body runs."""
+    return Annotated[Confirmation, Resolve(resolver)]

@@ -1,0 +1,161 @@
+"""The tools that plan or change state: plan_order, place_order, close_position, cancel_order, set_leverage,
+activate_kill_switch. Each parses, calls one use case, and returns its answer."""
+
+# No `from __future__ import annotations`: the SDK evaluates tool signatures at runtime.
+
+from typing import Annotated, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from pilot.app import actions, close, killswitch, place, plan
+from pilot.app.idempotency import idempotent
+from pilot.app.inputs import PlanRequest
+from pilot.app.responses import ActionAnswer, OrderAnswer, PlanAnswer
+from pilot.app.runtime import Runtime
+from pilot.server import arguments
+from pilot.server.arguments import (
+    Category,
+    IdempotencyKey,
+    Leverage,
+    Notional,
+    OrderId,
+    OrderLinkId,
+    PlanId,
+    Price,
+    Qty,
+    Symbol,
+    checked_symbol,
+    parsed,
+)
+from pilot.server.forms import Resolvers, channel
+from pilot.server.forms import confirmation as resolved_by
+
+PLAN = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
+)
+TRADE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=True
+)
+SAFE_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+
+def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolvers) -> None:
+    """plan_order and the state-changing tools; those that may need a human ask through `resolvers`."""
+    PlanForm = resolved_by(resolvers.for_plan)
+    CloseForm = resolved_by(resolvers.for_close)
+    CancelForm = resolved_by(resolvers.for_cancel)
+    LeverageForm = resolved_by(resolvers.for_leverage)
+
+    @mcp.tool(annotations=PLAN)
+    async def plan_order(
+        symbol: Symbol,
+        side: Literal["buy", "sell"],
+        qty: Qty = None,
+        notional_usd: Notional = None,
+        order_type: Literal["market", "limit"] = "market",
+        price: Price = None,
+        reduce_only: bool = False,
+        category: Category = "linear",
+    ) -> PlanAnswer:
+        """Judge an order on live facts. Sends nothing. Passing: a single-use plan_id. Refused: the next safe action.
+
+        A market order will be sent as a Limit IOC at the worst price within maxSlippagePct, shown in the plan.
+        """
+        args = {
+            "symbol": symbol,
+            "side": side,
+            "qty": qty,
+            "notional_usd": notional_usd,
+            "order_type": order_type,
+            "price": price,
+            "reduce_only": reduce_only,
+            "category": category,
+        }
+        return await plan.plan_order(runtime, parsed(lambda: PlanRequest.parse(args)))
+
+    @mcp.tool(annotations=TRADE)
+    async def place_order(plan_id: PlanId, confirmation: PlanForm) -> OrderAnswer:
+        """Send exactly the planned order, once. Re-checks the policy on fresh facts first."""
+        return await place.place_order(runtime, arguments.plan_id(plan_id), channel(confirmation))
+
+    @mcp.tool(annotations=TRADE)
+    async def close_position(
+        symbol: Symbol,
+        confirmation: CloseForm,
+        qty: Qty = None,
+        category: Category = "linear",
+        idempotency_key: IdempotencyKey = None,
+    ) -> OrderAnswer:
+        """Shrink or close a position: a reduce-only Limit IOC at the worst price within maxSlippagePct."""
+        amount = arguments.optional_amount("qty", qty)
+        checked = checked_symbol(symbol)
+        return await idempotent(
+            runtime,
+            arguments.idempotency_key(idempotency_key),
+            "close_position",
+            {"symbol": symbol, "qty": qty, "category": category},
+            lambda: close.close_position(runtime, checked, amount, category, channel(confirmation)),
+            OrderAnswer,
+        )
+
+    @mcp.tool(annotations=TRADE)
+    async def cancel_order(
+        symbol: Symbol,
+        confirmation: CancelForm,
+        order_id: OrderId = None,
+        order_link_id: OrderLinkId = None,
+        category: Category = "linear",
+        idempotency_key: IdempotencyKey = None,
+    ) -> ActionAnswer:
+        """Cancel one open order. Works in every trading state."""
+        arguments.order_ids(order_id, order_link_id)
+        checked = checked_symbol(symbol)
+        return await idempotent(
+            runtime,
+            arguments.idempotency_key(idempotency_key),
+            "cancel_order",
+            {"symbol": symbol, "order_id": order_id, "order_link_id": order_link_id, "category": category},
+            lambda: actions.cancel_order(
+                runtime, checked, order_id, order_link_id, category, channel(confirmation)
+            ),
+            ActionAnswer,
+        )
+
+    @mcp.tool(annotations=TRADE)
+    async def set_leverage(
+        symbol: Symbol,
+        leverage: Leverage,
+        confirmation: LeverageForm,
+        category: Category = "linear",
+        idempotency_key: IdempotencyKey = None,
+    ) -> ActionAnswer:
+        """Set leverage. Lowering is always allowed (unless halted); raising must fit maxLeverage."""
+        value = arguments.amount("leverage", leverage)
+        checked = checked_symbol(symbol)
+        return await idempotent(
+            runtime,
+            arguments.idempotency_key(idempotency_key),
+            "set_leverage",
+            {"symbol": symbol, "leverage": leverage, "category": category},
+            lambda: actions.set_leverage(runtime, checked, value, category, channel(confirmation)),
+            ActionAnswer,
+        )
+
+    @mcp.tool(annotations=SAFE_WRITE)
+    async def activate_kill_switch(
+        reason: Annotated[str, Field(description="Why, in a few words", max_length=200)] = "",
+        idempotency_key: IdempotencyKey = None,
+    ) -> ActionAnswer:
+        """Turn the kill switch ON: from now on only orders that shrink positions work. Only a human can undo it."""
+        return await idempotent(
+            runtime,
+            arguments.idempotency_key(idempotency_key),
+            "activate_kill_switch",
+            {"reason": reason},
+            lambda: killswitch.activate_kill_switch(runtime, reason),
+            ActionAnswer,
+        )
