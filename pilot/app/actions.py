@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from decimal import Decimal
 
 from pilot.app.approvals import ApprovalChannel, ApprovalRequest, refusal_of, seek_approval
@@ -86,7 +87,7 @@ async def _approval(
     channel: ApprovalChannel | None,
     tool: ApprovalTool,
     text: str,
-    action: dict[str, str | None],
+    action: Mapping[str, str | None],
     again: NextAction,
 ) -> ActionAnswer | None:
     """None when no human is needed or one approved; else the journaled answer saying why nothing was sent."""

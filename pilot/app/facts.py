@@ -71,8 +71,9 @@ async def gather_market_facts(
 ) -> dict[str, Facts]:
     """Facts for each symbol at once (the account read once), each judging a market buy of nothing."""
     now = runtime.now()
-    account, *markets = await asyncio.gather(
-        _account(runtime, view, now), *(_market(runtime, category, symbol, now) for symbol in symbols)
+    account, markets = await asyncio.gather(
+        _account(runtime, view, now),
+        asyncio.gather(*(_market(runtime, category, symbol, now) for symbol in symbols)),
     )
     return {
         symbol: _facts(

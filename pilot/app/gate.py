@@ -260,7 +260,8 @@ class ExchangeGate:
         """Set one-way leverage, once. `action` is what the journal records of it (with the leverage before)."""
 
         async def call() -> object:
-            return await self._writer.set_leverage(category, symbol, leverage)
+            await self._writer.set_leverage(category, symbol, leverage)
+            return None
 
         return await self._write("set_leverage", action, call, check="get_positions")
 

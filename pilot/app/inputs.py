@@ -48,15 +48,15 @@ def decimal_arg(field: str, value: Any, *, required: bool = True, positive: bool
 
 
 def symbol_arg(value: Any) -> str:
-    if not isinstance(value, str) or not SYMBOL_TEXT.fullmatch(value):
-        raise InvalidInput("symbol", 'must be a Bybit symbol in capitals, such as "BTCUSDT"')
-    return value
+    if isinstance(value, str) and SYMBOL_TEXT.fullmatch(value):
+        return value
+    raise InvalidInput("symbol", 'must be a Bybit symbol in capitals, such as "BTCUSDT"')
 
 
 def category_arg(value: Any) -> str:
-    if value not in CATEGORIES:
-        raise InvalidInput("category", f"must be one of {', '.join(CATEGORIES)} (default linear)")
-    return value
+    if isinstance(value, str) and value in CATEGORIES:
+        return value
+    raise InvalidInput("category", f"must be one of {', '.join(CATEGORIES)} (default linear)")
 
 
 def side_arg(value: Any) -> Side:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from pilot.app import kinds
 from pilot.app.runtime import Runtime
@@ -41,7 +42,7 @@ async def pending_orders(runtime: Runtime, category: str, symbol: str, now: date
     return PendingOrders(buy_qty=pending["Buy"], sell_qty=pending["Sell"])
 
 
-async def _unresolved_sends(runtime: Runtime, symbol: str, now: datetime) -> list[dict]:
+async def _unresolved_sends(runtime: Runtime, symbol: str, now: datetime) -> list[dict[str, Any]]:
     journal, since = runtime.store.journal, now - UNRESOLVED_WINDOW
     outcomes, resolved = await asyncio.gather(
         journal.entries(kind=kinds.ORDER_OUTCOME, since=since),
@@ -57,7 +58,9 @@ async def _unresolved_sends(runtime: Runtime, symbol: str, now: datetime) -> lis
     ]
 
 
-async def _look_up(runtime: Runtime, category: str, symbol: str, sends: list[dict]) -> list[dict]:
+async def _look_up(
+    runtime: Runtime, category: str, symbol: str, sends: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Look each unknown send up once more; journal the ones found; return those still unknown."""
     if not sends:
         return []

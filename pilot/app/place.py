@@ -77,7 +77,7 @@ async def _evaluate_and_send(
     notional = intent.qty * worst_fill_for(intent.side, price, s.touch.bid)
     if needs_human(view.policy.confirm, payload.tool, notional):
         order = payload.order.model_copy(update={"price": plain(price)})
-        request = ApprovalRequest(
+        approval = ApprovalRequest(
             tool=payload.tool,
             text=approval_text(order, notional, result.liquidation_distance_pct),
             action=order.model_dump(mode="json"),
@@ -85,7 +85,7 @@ async def _evaluate_and_send(
             notional_usd=plain(notional),
             changes=_changes(payload, facts, price),
         )
-        refusal = refusal_of(await seek_approval(runtime, channel, request), again=_replan(payload))
+        refusal = refusal_of(await seek_approval(runtime, channel, approval), again=_replan(payload))
         if refusal is not None:
             return refusal
     request = OrderRequest(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any
@@ -147,18 +148,20 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
     """
     view = runtime.policy()
     policy = view.policy
-    facts = await gather_market_facts(runtime, view, "linear", policy.allowed_markets)
-    any_facts = next(iter(facts.values()), None)
-    state = any_facts.trading_state if any_facts else await runtime.trading_state(policy)
-    sent = any_facts.orders_today if any_facts else await orders_sent_today(runtime, runtime.now())
-    equity = any_facts.equity if any_facts else None
+    facts, state, sent, kill_switch = await asyncio.gather(
+        gather_market_facts(runtime, view, "linear", policy.allowed_markets),
+        runtime.trading_state(policy),
+        orders_sent_today(runtime, runtime.now()),
+        runtime.kill_switch_on(),
+    )
+    equity = next(iter(facts.values())).equity if facts else None
     data = {
         "policy_version": view.version,
         "valid": view.valid,
         "issues": [str(issue) for issue in view.issues],
         "trading_state": state.value,
         "policy_trading_state": policy.trading_state.value,
-        "kill_switch": await runtime.kill_switch_on(),
+        "kill_switch": kill_switch,
         "allowed_markets": list(policy.allowed_markets),
         "daily_order_cap": policy.daily_order_cap,
         "orders_sent_today": sent,

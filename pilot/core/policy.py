@@ -150,15 +150,17 @@ class Policy(_Frozen):
 
     def limits_for(self, symbol: str) -> EffectiveLimits:
         """The effective numeric limits for one market: the top-level values with its overrides applied."""
-        cache = self.__pydantic_private__["_limits_cache"]  # direct: pydantic's __getattr__ is slow here
+        private = self.__pydantic_private__ or {}  # direct: pydantic's __getattr__ is slow here
+        cache: dict[str, EffectiveLimits] = private["_limits_cache"]
         cached = cache.get(symbol)
         if cached is not None:
             return cached
         override = self.markets.get(symbol)
 
         def pick(name: str) -> Decimal:
-            value = getattr(override, name) if override is not None else None
-            return value if value is not None else getattr(self, name)
+            value: Decimal | None = getattr(override, name) if override is not None else None
+            fallback: Decimal = getattr(self, name)
+            return value if value is not None else fallback
 
         limits = EffectiveLimits(
             max_notional_usd=pick("max_notional_usd"),
@@ -178,7 +180,8 @@ class Policy(_Frozen):
 
     def to_canonical(self) -> dict[str, Any]:
         """The policy with every default filled in, JSON-ready (decimals as strings), keys as in the file."""
-        return json.loads(self.model_dump_json(by_alias=True))
+        canonical: dict[str, Any] = json.loads(self.model_dump_json(by_alias=True))
+        return canonical
 
     @staticmethod
     def fail_closed() -> Policy:

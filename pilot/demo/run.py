@@ -77,7 +77,7 @@ async def run_demo(home: Path, policy: dict[str, Any] | None = None) -> DemoRun:
 
 async def _play_story(home: Path) -> list[Step]:
     """Start `pilot serve` as an MCP host would and play each step until one differs from the story."""
-    human, steps = Human(), []
+    human, steps = Human(), list[Step]()
     server = StdioServerParameters(
         command=sys.executable, args=["-m", "pilot", "serve", "--home", str(home)], cwd=str(home)
     )

@@ -82,7 +82,11 @@ def order_ids(order_id: str | None, order_link_id: str | None) -> None:
         raise MCPError(code=INVALID_PARAMS, message="order_id: give order_id or order_link_id")
     for field, value in (("order_id", order_id), ("order_link_id", order_link_id)):
         if value is not None:
-            parsed(lambda field=field, value=value: text_arg(field, value))
+            _identifier(field, value)
+
+
+def _identifier(field: str, value: str) -> str:
+    return parsed(lambda: text_arg(field, value))
 
 
 def plan_id(value: str) -> str:

@@ -9,9 +9,9 @@ the approval channel the use case asks.
 
 # No `from __future__ import annotations`: the SDK evaluates resolver signatures at runtime.
 
-from typing import Annotated, Any
+from typing import Any
 
-from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult, Resolve
+from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult
 from pydantic import BaseModel, Field
 
 from pilot.app import actions, approvals
@@ -78,8 +78,3 @@ class Resolvers:
     async def for_leverage(self, symbol: str, leverage: str, ctx: Context) -> FormOrReason:
         summary = actions.leverage_summary(symbol, arguments.amount("leverage", leverage))
         return ask(approvals.action_form_prompt(self.runtime, "set_leverage", summary), ctx)
-
-
-def confirmation(resolver: Any) -> Any:
-    """The annotation of a tool parameter filled by `resolver` before the tool body runs."""
-    return Annotated[Confirmation, Resolve(resolver)]

@@ -17,22 +17,23 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
-from pydantic import BaseModel, ValidationError, model_validator
+from pydantic import ValidationError, model_validator
 
 
 def forbid_unknown_arguments(mcp: MCPServer) -> None:
     """Swap every registered tool's argument model for a strict one (see the module docstring)."""
     for tool in mcp._tool_manager.list_tools():
-        base: type[BaseModel] = tool.fn_metadata.arg_model
+        base = tool.fn_metadata.arg_model
         allowed = sorted(name for name in base.model_fields if not _is_resolved(tool, name))
         strict = _strict_model(base, tool.name, allowed)
         tool.fn_metadata.arg_model = strict
         tool.parameters["additionalProperties"] = False
 
 
-def _strict_model(base: type[BaseModel], tool: str, allowed: list[str]) -> type[BaseModel]:
+def _strict_model(base: type[ArgModelBase], tool: str, allowed: list[str]) -> type[ArgModelBase]:
     # mypy cannot check a base class known only at runtime: the SDK builds `base` per tool.
     class Strict(base):  # type: ignore[valid-type,misc]
         @model_validator(mode="wrap")

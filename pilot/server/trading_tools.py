@@ -5,7 +5,7 @@ activate_kill_switch. Each parses, calls one use case, and returns its answer.""
 
 from typing import Annotated, Literal
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import MCPServer, Resolve
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -29,8 +29,7 @@ from pilot.server.arguments import (
     checked_symbol,
     parsed,
 )
-from pilot.server.forms import Resolvers, channel
-from pilot.server.forms import confirmation as resolved_by
+from pilot.server.forms import Confirmation, Resolvers, channel
 
 PLAN = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
@@ -45,10 +44,6 @@ SAFE_WRITE = ToolAnnotations(
 
 def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolvers) -> None:
     """plan_order and the state-changing tools; those that may need a human ask through `resolvers`."""
-    PlanForm = resolved_by(resolvers.for_plan)
-    CloseForm = resolved_by(resolvers.for_close)
-    CancelForm = resolved_by(resolvers.for_cancel)
-    LeverageForm = resolved_by(resolvers.for_leverage)
 
     @mcp.tool(annotations=PLAN)
     async def plan_order(
@@ -78,14 +73,16 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
         return await plan.plan_order(runtime, parsed(lambda: PlanRequest.parse(args)))
 
     @mcp.tool(annotations=TRADE)
-    async def place_order(plan_id: PlanId, confirmation: PlanForm) -> OrderAnswer:
+    async def place_order(
+        plan_id: PlanId, confirmation: Annotated[Confirmation, Resolve(resolvers.for_plan)]
+    ) -> OrderAnswer:
         """Send exactly the planned order, once. Re-checks the policy on fresh facts first."""
         return await place.place_order(runtime, arguments.plan_id(plan_id), channel(confirmation))
 
     @mcp.tool(annotations=TRADE)
     async def close_position(
         symbol: Symbol,
-        confirmation: CloseForm,
+        confirmation: Annotated[Confirmation, Resolve(resolvers.for_close)],
         qty: Qty = None,
         category: Category = "linear",
         idempotency_key: IdempotencyKey = None,
@@ -105,7 +102,7 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
     @mcp.tool(annotations=TRADE)
     async def cancel_order(
         symbol: Symbol,
-        confirmation: CancelForm,
+        confirmation: Annotated[Confirmation, Resolve(resolvers.for_cancel)],
         order_id: OrderId = None,
         order_link_id: OrderLinkId = None,
         category: Category = "linear",
@@ -129,7 +126,7 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
     async def set_leverage(
         symbol: Symbol,
         leverage: Leverage,
-        confirmation: LeverageForm,
+        confirmation: Annotated[Confirmation, Resolve(resolvers.for_leverage)],
         category: Category = "linear",
         idempotency_key: IdempotencyKey = None,
     ) -> ActionAnswer:
