@@ -9,9 +9,10 @@ from datetime import datetime
 from pathlib import Path
 
 from pilot.app.clock import Clock
+from pilot.app.policy_file import read_policy_file
 from pilot.app.ports import Exchange
 from pilot.core.facts import TradingState
-from pilot.core.policy import LoadedPolicy, Policy, PolicyInvalid, PolicyIssue, parse_policy
+from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
 from pilot.store import Store
 
 KILL_SWITCH = "killswitch"
@@ -60,25 +61,13 @@ class Runtime:
     # For a stored exchange key: re-checks its permissions when the last check is over an hour old, raising
     # when it may now do more than the allowlist permits or cannot be checked (pilot.keys). None on paper.
     key_check: Callable[[datetime], Awaitable[object]] | None = field(default=None, repr=False)
-    _policy_cache: tuple[int, int, PolicyView] | None = field(default=None, repr=False)
 
     def now(self) -> datetime:
         return self.clock.now()
 
     def policy(self) -> PolicyView:
-        """Read policy.json now (cached only while its mtime and size are unchanged). Never raises."""
-        path = self.home.policy_path
-        try:
-            stat = path.stat()
-        except OSError:
-            issue = PolicyIssue("policy.json", f"not found at {path}", "create it with `pilot init`")
-            return PolicyView(Policy.fail_closed(), "invalid", (issue,))
-        cached = self._policy_cache
-        if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
-            return cached[2]
-        view = _read_policy(path)
-        self._policy_cache = (stat.st_mtime_ns, stat.st_size, view)
-        return view
+        """Read policy.json now; any change to it is seen on the next call. Never raises, never blocks."""
+        return _read_policy(self.home.policy_path)
 
     async def key_problem(self) -> str | None:
         """None when the exchange key may trade; else why not, with the fix (never the key itself)."""
@@ -104,11 +93,7 @@ class Runtime:
 
 
 def _read_policy(path: Path) -> PolicyView:
-    try:
-        loaded: LoadedPolicy = parse_policy(path.read_text(encoding="utf-8"))
-    except PolicyInvalid as invalid:
-        return PolicyView(Policy.fail_closed(), "invalid", tuple(invalid.issues))
-    except (OSError, UnicodeDecodeError) as error:
-        issue = PolicyIssue("policy.json", f"cannot be read ({type(error).__name__})", "check the file")
-        return PolicyView(Policy.fail_closed(), "invalid", (issue,))
-    return PolicyView(loaded.policy, loaded.version)
+    outcome = read_policy_file(path)
+    if isinstance(outcome, LoadedPolicy):
+        return PolicyView(outcome.policy, outcome.version)
+    return PolicyView(Policy.fail_closed(), "invalid", outcome)
