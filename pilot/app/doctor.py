@@ -12,8 +12,9 @@ from datetime import datetime
 from pathlib import Path
 
 from pilot.app.boot import EXCHANGES
+from pilot.app.policy_file import read_policy_file
 from pilot.app.runtime import Home
-from pilot.core.policy import PolicyInvalid, parse_policy
+from pilot.core.policy import LoadedPolicy
 from pilot.core.violations import plain
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.errors import ExchangeError
@@ -51,13 +52,8 @@ async def examine(home: Path, exchange: str, *, now: datetime, symbol: str | Non
 
 def check_policy(path: Path) -> list[Check]:
     """policy.json is there and valid; otherwise one failed check per issue, each with its fix."""
-    try:
-        loaded = parse_policy(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return [Check("policy", False, f"no policy file at {path}", "create one with `pilot init`")]
-    except (OSError, UnicodeDecodeError) as error:
-        return [Check("policy", False, f"{path} cannot be read ({type(error).__name__})", "check the file")]
-    except PolicyInvalid as invalid:
+    outcome = read_policy_file(path)
+    if not isinstance(outcome, LoadedPolicy):
         return [
             Check(
                 "policy",
@@ -65,10 +61,10 @@ def check_policy(path: Path) -> list[Check]:
                 f"{issue.path}: {issue.problem}",
                 f"{issue.fix} (growing orders are refused until then)",
             )
-            for issue in invalid.issues
+            for issue in outcome
         ]
-    markets = ", ".join(loaded.policy.allowed_markets) or "none"
-    return [Check("policy", True, f"policy.json valid, version {loaded.version[:19]}…, markets {markets}")]
+    markets = ", ".join(outcome.policy.allowed_markets) or "none"
+    return [Check("policy", True, f"policy.json valid, version {outcome.version[:19]}…, markets {markets}")]
 
 
 async def check_journal(path: Path) -> Check:
@@ -162,8 +158,6 @@ async def _connected(home: Path, exchange: str, now: datetime) -> AsyncIterator[
 
 
 def _first_market(home: Path) -> str:
-    try:
-        markets = parse_policy(Home(home).policy_path.read_text(encoding="utf-8")).policy.allowed_markets
-    except (OSError, UnicodeDecodeError, PolicyInvalid):
-        markets = ()
+    outcome = read_policy_file(Home(home).policy_path)
+    markets = outcome.policy.allowed_markets if isinstance(outcome, LoadedPolicy) else ()
     return markets[0] if markets else "BTCUSDT"

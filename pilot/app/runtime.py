@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from pilot.app.clock import Clock
 from pilot.app.gate import ExchangeGate, KeyCheck
+from pilot.app.policy_file import read_policy_file
 from pilot.app.ports import Exchange, ExchangeReader
 from pilot.core.facts import TradingState
-from pilot.core.policy import LoadedPolicy, Policy, PolicyInvalid, PolicyIssue, parse_policy
+from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
 from pilot.store import Store
 
 KILL_SWITCH = "killswitch"
@@ -58,25 +59,13 @@ class Runtime:
     gate: ExchangeGate
     clock: Clock
     environment: str = "paper"
-    _policy_cache: tuple[int, int, PolicyView] | None = field(default=None, repr=False)
 
     def now(self) -> datetime:
         return self.clock.now()
 
     def policy(self) -> PolicyView:
-        """Read policy.json now (cached only while its mtime and size are unchanged). Never raises."""
-        path = self.home.policy_path
-        try:
-            stat = path.stat()
-        except OSError:
-            issue = PolicyIssue("policy.json", f"not found at {path}", "create it with `pilot init`")
-            return PolicyView(Policy.fail_closed(), "invalid", (issue,))
-        cached = self._policy_cache
-        if cached is not None and cached[:2] == (stat.st_mtime_ns, stat.st_size):
-            return cached[2]
-        view = _read_policy(path)
-        self._policy_cache = (stat.st_mtime_ns, stat.st_size, view)
-        return view
+        """Read policy.json now; any change to it is seen on the next call. Never raises, never blocks."""
+        return _read_policy(self.home.policy_path)
 
     async def kill_switch_on(self) -> bool:
         latest = await self.store.journal.latest(KILL_SWITCH)
@@ -104,11 +93,7 @@ def assemble_runtime(
 
 
 def _read_policy(path: Path) -> PolicyView:
-    try:
-        loaded: LoadedPolicy = parse_policy(path.read_text(encoding="utf-8"))
-    except PolicyInvalid as invalid:
-        return PolicyView(Policy.fail_closed(), "invalid", tuple(invalid.issues))
-    except (OSError, UnicodeDecodeError) as error:
-        issue = PolicyIssue("policy.json", f"cannot be read ({type(error).__name__})", "check the file")
-        return PolicyView(Policy.fail_closed(), "invalid", (issue,))
-    return PolicyView(loaded.policy, loaded.version)
+    outcome = read_policy_file(path)
+    if isinstance(outcome, LoadedPolicy):
+        return PolicyView(outcome.policy, outcome.version)
+    return PolicyView(Policy.fail_closed(), "invalid", outcome)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from pilot.core.policy import LoadedPolicy, PolicyInvalid, parse_policy
+from pilot.app.policy_file import read_policy_file
+from pilot.core.policy import LoadedPolicy, PolicyIssue
 from pilot.core.violations import plain
 
 
@@ -21,20 +24,26 @@ def command() -> None:
 @command.command("check")
 @click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
 def check(file: Path | None) -> None:
-    """Validate FILE (default: policy.json in PILOT_HOME or the current directory)."""
+    """Validate FILE (default: policy.json in PILOT_HOME or the current directory); exit 1 on any problem."""
     path = file or Path(os.environ.get("PILOT_HOME", ".")) / "policy.json"
     console = Console()
-    try:
-        loaded = parse_policy(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        console.print(f"[red]no policy file at {path}[/red]; create one with `pilot init` or pass its path")
-        raise SystemExit(2) from None
-    except PolicyInvalid as invalid:
-        console.print(f"[red]{path} is invalid[/red]: risk-increasing orders are refused until it is fixed")
-        for issue in invalid.issues:
-            console.print(f"  [bold]{issue.path}[/bold]: {issue.problem}\n    fix: {issue.fix}")
-        raise SystemExit(1) from None
-    console.print(format_limits(loaded, path))
+    outcome = read_policy_file(path)
+    if not isinstance(outcome, LoadedPolicy):
+        console.print(format_problems(outcome, path))
+        raise SystemExit(1)
+    console.print(format_limits(outcome, path))
+
+
+def format_problems(issues: Sequence[PolicyIssue], path: Path) -> Text:
+    """Each problem with its fix, under a line saying what an invalid file means."""
+    text = Text()
+    text.append(f"{path} is invalid", style="red")
+    text.append(": risk-increasing orders are refused until it is fixed")
+    for issue in issues:
+        text.append("\n  ")
+        text.append(issue.path, style="bold")
+        text.append(f": {issue.problem}\n    fix: {issue.fix}")
+    return text
 
 
 def format_limits(loaded: LoadedPolicy, path: Path) -> Table:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal, get_args
@@ -25,6 +26,16 @@ from pilot.core.facts import TradingState
 
 SYMBOL_PATTERN = re.compile(r"^[A-Z0-9]{2,30}$")
 MAX_SLIPPAGE_CEILING = Decimal(3)
+
+# policy.json is read as hostile input; what a policy never needs is refused before it can cost anything.
+MAX_POLICY_BYTES = 64 * 1024
+MAX_NESTING = 10  # the deepest real path is 3: markets.SYMBOL.field
+MAX_NUMBER_DIGITS = 30  # and a magnitude between 1e-30 and 1e30
+MAX_ISSUES = 20  # reported; a file of a thousand typos gets the first twenty and a count
+# A JSON string (possessive, so an unterminated one runs to the end in one pass) or a bracket.
+_BRACKETS_AND_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
+_NUMBER_FIX = "write a plain number such as 25 (at most 30 digits, magnitude 1e-30 to 1e30)"
+_SHIPPED = "start again from the example that `pilot init` writes"
 
 # Tools a human may require confirmation for (policy.json "confirm.actions").
 ApprovalTool = Literal["place_order", "close_position", "cancel_order", "set_leverage"]
@@ -103,7 +114,9 @@ class ConfirmRule(_Frozen):
     def _known_tools(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         unknown = [name for name in value if name not in CONFIRMABLE_TOOLS]
         if unknown:
-            raise ValueError(f"unknown tool {unknown[0]!r}; choose from {', '.join(CONFIRMABLE_TOOLS)}")
+            raise ValueError(
+                f"unknown tool {_quoted(unknown[0])}; choose from {', '.join(CONFIRMABLE_TOOLS)}"
+            )
         return value
 
 
@@ -134,7 +147,7 @@ class Policy(_Frozen):
     def _symbols(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for symbol in value:
             if not SYMBOL_PATTERN.match(symbol):
-                raise ValueError(f"{symbol!r} is not a Bybit symbol (upper-case letters and digits)")
+                raise ValueError(f"{_quoted(symbol)} is not a Bybit symbol (upper-case letters and digits)")
         if len(set(value)) != len(value):
             raise ValueError("a market is listed twice")
         return value
@@ -144,7 +157,7 @@ class Policy(_Frozen):
         for symbol in self.markets:
             if not SYMBOL_PATTERN.match(symbol):
                 raise ValueError(
-                    f"markets key {symbol!r} is not a Bybit symbol (upper-case letters and digits)"
+                    f"markets key {_quoted(symbol)} is not a Bybit symbol (upper-case letters and digits)"
                 )
         return self
 
@@ -216,19 +229,12 @@ class LoadedPolicy:
 
 
 def parse_policy(text: str) -> LoadedPolicy:
-    """Parse policy.json text. Raises PolicyInvalid naming each JSON path, the problem and an example."""
-    try:
-        raw = json.loads(text, parse_float=Decimal)
-    except json.JSONDecodeError as error:
-        raise PolicyInvalid(
-            [
-                PolicyIssue(
-                    f"line {error.lineno} column {error.colno}",
-                    f"not valid JSON: {error.msg}",
-                    "fix the JSON syntax (a missing comma or quote?)",
-                )
-            ]
-        ) from None
+    """Parse policy.json text. Raises PolicyInvalid naming each JSON path, the problem and an example.
+
+    The text is treated as hostile: its length, nesting, numbers and repeated keys are checked before anything
+    recursive or costly touches them, so no input makes this raise anything else or run for long.
+    """
+    raw = _decoded(text)
     if not isinstance(raw, dict):
         raise PolicyInvalid(
             [
@@ -240,8 +246,150 @@ def parse_policy(text: str) -> LoadedPolicy:
     try:
         policy = Policy.model_validate(raw)
     except ValidationError as error:
-        raise PolicyInvalid([_issue(detail) for detail in error.errors()]) from None
+        raise PolicyInvalid(_at_most([_issue(detail) for detail in error.errors()])) from None
     return LoadedPolicy(policy=policy, version=policy_version(policy))
+
+
+def _decoded(text: str) -> Any:
+    """The JSON value of `text`, or PolicyInvalid for what no policy needs: size, depth, odd numbers, repeats."""
+    if len(text) > MAX_POLICY_BYTES:
+        raise PolicyInvalid([policy_too_large(f"{len(text)} characters")])
+    if _deeper_than(text, MAX_NESTING):
+        raise PolicyInvalid(
+            [
+                PolicyIssue(
+                    "$",
+                    f"nested deeper than {MAX_NESTING} levels",
+                    "a policy needs 3 (markets, symbol, field): " + _SHIPPED,
+                )
+            ]
+        )
+    try:
+        raw = json.loads(
+            text,
+            parse_int=_integer,
+            parse_float=_decimal,
+            parse_constant=_not_a_number,
+            object_pairs_hook=_object,
+        )
+    except json.JSONDecodeError as error:
+        raise PolicyInvalid(
+            [
+                PolicyIssue(
+                    f"line {error.lineno} column {error.colno}",
+                    f"not valid JSON: {error.msg}",
+                    "fix the JSON syntax (a missing comma or quote?)",
+                )
+            ]
+        ) from None
+    marked = list(_marked(raw, []))
+    if marked:
+        raise PolicyInvalid(_at_most(marked))
+    return raw
+
+
+def policy_too_large(size: str) -> PolicyIssue:
+    """The issue for a policy file or text over MAX_POLICY_BYTES; `size` says how big it is, with its unit."""
+    return PolicyIssue(
+        "policy.json",
+        f"is {size}, above the limit of {MAX_POLICY_BYTES // 1024} KiB",
+        "a policy needs about 1 KiB: " + _SHIPPED,
+    )
+
+
+def _deeper_than(text: str, limit: int) -> bool:
+    """Whether brackets outside strings nest deeper than `limit`: json and pydantic recurse per level."""
+    depth = 0
+    for token in _BRACKETS_AND_STRINGS.finditer(text):
+        opener = token.group()[0]
+        if opener in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif opener in "]}":
+            depth -= 1
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Refused:
+    """Stands in for a JSON value the decoder would not turn into a number; reported with its path."""
+
+    problem: str
+    fix: str
+
+
+class _Repeated(dict[str, Any]):
+    """A JSON object that gave some keys more than once (json would silently keep the last)."""
+
+    def __init__(self, pairs: list[tuple[str, Any]], repeated: list[str]) -> None:
+        super().__init__(pairs)
+        self.repeated = repeated
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    counts = Counter(key for key, _ in pairs)
+    repeated = [key for key, count in counts.items() if count > 1]
+    return _Repeated(pairs, repeated) if repeated else dict(pairs)
+
+
+def _integer(text: str) -> int | _Refused:
+    # Checked before int(): Python refuses over 4300 digits with ValueError, and no limit needs more than 10.
+    if len(text.lstrip("-")) > MAX_NUMBER_DIGITS:
+        return _Refused(f"a number {len(text)} characters long", _NUMBER_FIX)
+    return int(text)
+
+
+def _decimal(text: str) -> Decimal | _Refused:
+    if len(text) > MAX_NUMBER_DIGITS + 8:  # digits, then room for a sign, a point and an exponent
+        return _Refused(f"a number {len(text)} characters long", _NUMBER_FIX)
+    value = Decimal(text)
+    # 1e999999999 is cheap to hold but a billion digits to print: bound the magnitude, not only the text.
+    if not -MAX_NUMBER_DIGITS <= value.adjusted() <= MAX_NUMBER_DIGITS:
+        return _Refused(f"the number {_shown(text)} is out of range", _NUMBER_FIX)
+    return value
+
+
+def _not_a_number(text: str) -> _Refused:
+    return _Refused(f"{text} is not a JSON number", "write a plain number such as 25")
+
+
+def _marked(value: Any, path: list[str]) -> Iterator[PolicyIssue]:
+    """The problems the decoder left in place, each with its JSON path (depth is bounded, so recursion is)."""
+    if isinstance(value, _Refused):
+        yield PolicyIssue(_path(path), value.problem, value.fix)
+    elif isinstance(value, dict):
+        for key in getattr(value, "repeated", ()):
+            yield PolicyIssue(
+                _path([*path, key]),
+                "is given more than once (JSON would silently keep the last)",
+                "keep exactly one of them",
+            )
+        for key, item in value.items():
+            yield from _marked(item, [*path, key])
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _marked(item, [*path, str(index)])
+
+
+def _at_most(issues: list[PolicyIssue]) -> list[PolicyIssue]:
+    if len(issues) <= MAX_ISSUES:
+        return issues
+    more = PolicyIssue(
+        "$", f"{len(issues) - MAX_ISSUES} more problems", "fix the ones above, then run `pilot policy check`"
+    )
+    return [*issues[:MAX_ISSUES], more]
+
+
+def _path(parts: list[str]) -> str:
+    return ".".join(_shown(part) for part in parts) or "$"
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """`text` as it may appear in a message: printable, escaped where not, and short."""
+    if not text.isprintable():
+        text = json.dumps(text)[1:-1]  # escapes control characters and lone surrogates as \uXXXX
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def policy_version(policy: Policy) -> str:
@@ -264,14 +412,14 @@ def _normalised(value: Any) -> Any:
 
 def _issue(detail: Any) -> PolicyIssue:
     location = [str(part) for part in detail["loc"]]
-    path = ".".join(location) or "$"
+    path = _path(location)
     field = next((part for part in reversed(location) if part in EXAMPLES), None)
     fix = (
         f"example of a valid value: {EXAMPLES[field]}" if field else "see the README's policy.json reference"
     )
     kind = detail["type"]
     if kind == "extra_forbidden":
-        problem = f"unknown key {location[-1]!r}"
+        problem = f"unknown key {_quoted(location[-1])}"
         close = [name for name in EXAMPLES if name.lower() == location[-1].lower()]
         fix = f"did you mean {close[0]!r}?" if close else f"remove it; known keys: {', '.join(EXAMPLES)}"
     elif kind == "missing":
@@ -280,5 +428,9 @@ def _issue(detail: Any) -> PolicyIssue:
         problem = detail["msg"].removeprefix("Value error, ")
         found = detail.get("input")
         if found is not None and not isinstance(found, dict | list | tuple):
-            problem += f" (found {json.dumps(found, default=str)})"
+            problem += f" (found {_shown(json.dumps(found, default=str), 60)})"
     return PolicyIssue(path=path, problem=problem, fix=fix)
+
+
+def _quoted(text: str) -> str:
+    return f"'{_shown(text)}'"

@@ -6,8 +6,10 @@ import json
 from decimal import Decimal
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from pilot.core.policy import Policy, PolicyInvalid, parse_policy
+from pilot.core.policy import EXAMPLES, MAX_POLICY_BYTES, Policy, PolicyInvalid, parse_policy
 
 
 def issues_of(text: str) -> dict[str, str]:
@@ -88,3 +90,120 @@ def test_pilot_init_writes_the_same_policy_as_the_repository_example():
 
     with open("policy.json") as handle:
         assert parse_policy(DEFAULT_POLICY).version == parse_policy(handle.read()).version
+
+
+# Hostile text: nothing in it may raise anything but PolicyInvalid, recurse without bound or take long.
+
+
+def test_a_repeated_key_is_an_error_naming_its_path_not_the_last_value_wins():
+    found = issues_of('{"maxNotionalUsd": 25, "maxNotionalUsd": 100000, "confirm": {"cliChannel": false}}')
+    assert set(found) == {"maxNotionalUsd"}
+    nested = issues_of('{"markets": {"BTCUSDT": {"maxLeverage": 2, "maxLeverage": 50}}}')
+    assert set(nested) == {"markets.BTCUSDT.maxLeverage"}
+
+
+def test_the_same_market_under_two_spellings_is_not_a_repeat():
+    policy = parse_policy(
+        '{"markets": {"BTCUSDT": {"maxLeverage": 2}, "ETHUSDT": {"maxLeverage": 2}}}'
+    ).policy
+    assert set(policy.markets) == {"BTCUSDT", "ETHUSDT"}
+
+
+@pytest.mark.parametrize(
+    "number",
+    ["9" * 5000, "-" + "9" * 5000, "0." + "1" * 5000, "1e999999999", "1e-999999999", "0e999999999", "1e31"],
+)
+def test_a_number_no_limit_needs_is_refused_at_its_path(number: str):
+    found = issues_of('{"confirm": {"aboveNotionalUsd": ' + number + "}}")
+    assert set(found) == {"confirm.aboveNotionalUsd"}
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_are_not_json_numbers(constant: str):
+    assert set(issues_of('{"maxNotionalUsd": ' + constant + "}")) == {"maxNotionalUsd"}
+
+
+def test_thirty_digits_and_plain_exponents_still_parse():
+    policy = parse_policy('{"confirm": {"aboveNotionalUsd": 1e30}, "maxNotionalUsd": 2.5e1}').policy
+    assert policy.confirm.above_notional_usd == Decimal("1e30") and policy.max_notional_usd == 25
+
+
+@pytest.mark.parametrize("depth", [11, 30_000, 100_000])
+def test_nesting_deeper_than_ten_levels_is_refused_without_recursing(depth: int):
+    # 100,000 levels are also over the size limit; either way it is one issue, never a RecursionError.
+    found = issues_of('{"markets": ' + "[" * depth + "]" * depth + "}")
+    assert len(found) == 1
+
+
+def test_brackets_inside_strings_are_not_nesting():
+    found = issues_of('{"tradingState": "' + "[{" * 100 + '\\"' + "]" * 100 + '"}')
+    assert set(found) == {"tradingState"}
+
+
+def test_text_over_64_kib_is_refused_before_it_is_parsed():
+    found = issues_of('{"allowedMarkets": ["BTCUSDT"]}' + " " * MAX_POLICY_BYTES)
+    assert set(found) == {"policy.json"}
+
+
+def test_a_file_of_many_problems_reports_twenty_and_counts_the_rest():
+    with pytest.raises(PolicyInvalid) as caught:
+        parse_policy(json.dumps({f"typo{index}": 1 for index in range(500)}))
+    assert len(caught.value.issues) == 21 and caught.value.issues[-1].path == "$"
+
+
+def test_what_the_file_says_is_echoed_short_and_printable():
+    found = issues_of(json.dumps({"allowedMarkets": ["\ud800\n" + "X" * 5000], "\x00" * 100: 1}))
+    assert all(path.isprintable() and len(path) <= 40 for path in found)
+    assert all(len(text) < 400 for text in found.values())
+
+
+NUMBERS = st.integers(-(10**40), 10**40) | st.builds(
+    lambda digits, exponent: Decimal(f"{digits}e{exponent}"),
+    st.integers(-(10**40), 10**40),
+    st.integers(-(10**10), 10**10),
+)
+JSON = st.recursive(
+    st.none() | st.booleans() | NUMBERS | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+POLICY_SHAPED = st.dictionaries(
+    st.sampled_from([*EXAMPLES, "markets", "confirm"]) | st.text(max_size=12), JSON, max_size=8
+)
+
+
+def dumps(value: object) -> str:
+    """JSON text with decimals written as JSON numbers in exponent form (json.dumps cannot)."""
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(key)}:{dumps(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(dumps(item) for item in value) + "]"
+    return json.dumps(value)
+
+
+def parses_or_says_why(text: str) -> None:
+    try:
+        loaded = parse_policy(text)
+    except PolicyInvalid as invalid:
+        assert invalid.issues and all(issue.path.isprintable() and issue.fix for issue in invalid.issues)
+    else:
+        assert loaded.version.startswith("sha256:")
+
+
+@given(st.text(max_size=300))
+def test_any_text_parses_or_says_why(text: str):
+    parses_or_says_why(text)
+
+
+@given(JSON | POLICY_SHAPED)
+def test_any_json_value_parses_or_says_why(value: object):
+    parses_or_says_why(dumps(value))
+
+
+@given(st.lists(st.sampled_from(['{"a":', "[", "]", "}", '"', "\\", "1e9999", ",", "9" * 50]), max_size=60))
+def test_any_jumble_of_brackets_quotes_and_numbers_parses_or_says_why(parts: list[str]):
+    parses_or_says_why("".join(parts))
