@@ -1,4 +1,4 @@
-"""cancel_order and set_leverage: judged by the policy (leverage), approved if the policy asks, sent by the gate."""
+"""cancel_order and set_leverage: checked against the policy (leverage), approved if the policy asks, sent by the gate."""
 
 from __future__ import annotations
 

@@ -69,7 +69,7 @@ async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -
 async def gather_market_facts(
     runtime: Runtime, view: PolicyView, category: str, symbols: Sequence[str]
 ) -> dict[str, Facts]:
-    """Facts for each symbol at once (the account read once), each judging a market buy of nothing."""
+    """Facts for each symbol at once (the account read once), each for a market buy of nothing."""
     now = runtime.now()
     account, markets = await asyncio.gather(
         _account(runtime, view, now),

@@ -127,9 +127,9 @@ class ExchangeGate:
 
     @asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
-        """Hold the turn from judging on fresh facts until the send's outcome is journaled.
+        """Hold the turn from evaluating on fresh facts until the send's outcome is journaled.
 
-        Concurrent sends are then judged one after another, each seeing the order.sent entries and the
+        Concurrent sends are then evaluated one after another, each seeing the order.sent entries and the
         position the previous one left; otherwise each passes a cap alone and together they break it.
         """
         async with self._turn:

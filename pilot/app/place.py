@@ -125,7 +125,7 @@ def _lifecycle_refusal(claim: ClaimResult, plan_id: str) -> Refusal:
         return _lifecycle(Code.PLAN_EXPIRED, detail, replan, "the plan expired")
     outcome = PlanOutcome.read(plan.outcome)
     became = _first_use(outcome)
-    if outcome is not None and outcome.status == "refused":  # nothing was sent: judging again is safe
+    if outcome is not None and outcome.status == "refused":  # nothing was sent: evaluating again is safe
         next_action = replan
     elif outcome is not None and outcome.status == "declined":
         next_action = NextAction.stop("the human declined this order; do not retry it")

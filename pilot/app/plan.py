@@ -83,7 +83,7 @@ def _entry(answer: PlanAnswer, request: PlanRequest) -> dict[str, Any]:
 
 
 def plan_payload(view: PolicyView, result: Evaluation, shot: Snapshot, tool: PlanTool) -> PlanPayload:
-    """Everything place_order needs to send exactly this order and to judge it again."""
+    """Everything place_order needs to send exactly this order and to evaluate it again."""
     s = result.situation
     assert s is not None, "a passing evaluation has a situation"
     order = s.order

@@ -22,7 +22,7 @@ class _Record(BaseModel):
 
 
 class IntentRecord(_Record):
-    """The order as evaluate() judged it (quantity floored, price on the tick), to judge it again."""
+    """The order as evaluate() saw it (quantity floored, price on the tick), to evaluate it again."""
 
     symbol: str
     side: Side
@@ -71,7 +71,7 @@ class IntentRecord(_Record):
 
 
 class PlanPayload(_Record):
-    """Everything place_order needs to send exactly this order and to judge it again."""
+    """Everything place_order needs to send exactly this order and to evaluate it again."""
 
     tool: PlanTool = "place_order"
     order: PlannedOrderOut

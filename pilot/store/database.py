@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ class Tx:
         async with self._conn.execute(sql, params) as cursor:
             return cursor.rowcount
 
-    async def stream(self, sql: str, params: Params = ()) -> AsyncIterator[sqlite3.Row]:
+    async def stream(self, sql: str, params: Params = ()) -> AsyncGenerator[sqlite3.Row, None]:
         async with self._conn.execute(sql, params) as cursor:
             async for row in cursor:
                 yield row

@@ -32,7 +32,7 @@ class Market:
 
     def __init__(self, scenario: Scenario) -> None:
         self._specs = dict(scenario.prices)
-        self._tick = {}
+        self._tick: dict[str, Decimal] = {}
         for instrument in scenario.instruments:
             current = self._tick.get(instrument.symbol)
             self._tick[instrument.symbol] = (

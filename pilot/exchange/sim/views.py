@@ -22,8 +22,15 @@ def num(value: Decimal) -> str:
 
 def step(value: Decimal, size: Decimal) -> str:
     """A Decimal with the decimals of a tick or lot step ("80220.10" for tick 0.10)."""
-    exponent = min(size.as_tuple().exponent, 0)
-    return format(value.quantize(Decimal(1).scaleb(exponent)), "f")
+    exponent = size.as_tuple().exponent
+    places = min(exponent, 0) if isinstance(exponent, int) else 0  # "n", "N", "F": not a finite step
+    return format(value.quantize(Decimal(1).scaleb(places)), "f")
+
+
+def _decimals(step: Decimal) -> int:
+    """How many decimals a tick or lot step has (0.01 -> 2, 5 -> 0)."""
+    exponent = step.normalize().as_tuple().exponent
+    return max(-exponent, 0) if isinstance(exponent, int) else 0
 
 
 def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
@@ -209,7 +216,7 @@ def instrument_view(instrument: InstrumentSpec, symbol_id: int) -> dict[str, Any
         "launchTime": "1585526400000",
         "deliveryTime": "0",
         "deliveryFeeRate": "",
-        "priceScale": str(max(-instrument.tick_size.normalize().as_tuple().exponent, 0)),
+        "priceScale": str(_decimals(instrument.tick_size)),
         "leverageFilter": {
             "minLeverage": "1",
             "maxLeverage": step(instrument.max_leverage, Decimal("0.01")),
@@ -300,7 +307,7 @@ def price_limit_view(instrument: InstrumentSpec, quote: Quote, now_ms: int) -> d
 
 
 def api_key_view(spec: ApiKeySpec, index: int) -> dict[str, Any]:
-    permissions = {
+    permissions: dict[str, list[str]] = {
         group: []
         for group in (
             "ContractTrade",
