@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from decimal import Decimal
 
 from pilot.app.approvals import ApprovalChannel, ApprovalRequest, refusal_of, seek_approval
-from pilot.app.refusals import Refusal, journal_action_refusal
-from pilot.app.responses import ActionAnswer
+from pilot.app.refusals import journal_action_refusal
+from pilot.app.responses import ActionAnswer, Refusal
 from pilot.app.runtime import Runtime
 from pilot.core.approval import needs_human
 from pilot.core.leverage import check_set_leverage

@@ -20,8 +20,8 @@ from typing import Any, Literal, Protocol
 
 from pilot.app import kinds
 from pilot.app.records import PlanPayload, approval_text
-from pilot.app.refusals import Refusal, violation
-from pilot.app.responses import ActionAnswer
+from pilot.app.refusals import violation
+from pilot.app.responses import ActionAnswer, Refusal
 from pilot.app.runtime import Runtime
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code

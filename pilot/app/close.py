@@ -8,8 +8,8 @@ from pilot.app.approvals import ApprovalChannel
 from pilot.app.inputs import PlanRequest
 from pilot.app.place import execute_plan
 from pilot.app.plan import plan_order
-from pilot.app.refusals import Refusal, journal_order_refusal, violation
-from pilot.app.responses import OrderAnswer
+from pilot.app.refusals import journal_order_refusal, violation
+from pilot.app.responses import OrderAnswer, Refusal
 from pilot.app.runtime import Runtime
 from pilot.core.codes import Code
 from pilot.core.facts import OrderType, Side

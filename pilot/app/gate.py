@@ -27,8 +27,16 @@ from typing import Any, Literal
 from pilot.app import kinds
 from pilot.app.clock import Clock
 from pilot.app.ports import ExchangeReader, ExchangeWriter
-from pilot.app.refusals import Refusal, journal_action_refusal, journal_order_refusal, key_violation
-from pilot.app.responses import ActionAnswer, ExchangeText, Fill, NextActionOut, OrderAnswer, next_out
+from pilot.app.refusals import journal_action_refusal, journal_order_refusal, key_violation
+from pilot.app.responses import (
+    ActionAnswer,
+    ExchangeText,
+    Fill,
+    NextActionOut,
+    OrderAnswer,
+    Refusal,
+    next_out,
+)
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected, ExchangeUnavailable, OutcomeUnknown
 from pilot.exchange.models import ExchangeOrder, OrderRequest

@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from pilot.app import kinds
-from pilot.app.refusals import Refusal, violation
-from pilot.app.responses import ToolAnswer
+from pilot.app.refusals import violation
+from pilot.app.responses import Refusal, ToolAnswer
 from pilot.app.runtime import Runtime
 from pilot.core.codes import Code
 from pilot.core.violations import NextAction

@@ -9,8 +9,8 @@ from pilot.app.facts import gather_facts
 from pilot.app.gate import look_up, order_link_id
 from pilot.app.plan import with_policy_issues
 from pilot.app.records import PlanOutcome, PlanPayload, approval_text
-from pilot.app.refusals import Refusal, journal_order_refusal, violation
-from pilot.app.responses import OrderAnswer
+from pilot.app.refusals import journal_order_refusal, violation
+from pilot.app.responses import OrderAnswer, Refusal
 from pilot.app.runtime import Runtime
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code

@@ -1,39 +1,20 @@
-"""Pilot's own no (or not yet): a Refusal value, the violations only the app can find, and their journal rows.
+"""The violations only the app can find, and the journal rows of a Refusal (pilot.app.responses).
 
 Nothing is sent for a Refusal. Whatever tool it ends, it becomes that tool's answer in one place
-(`OrderAnswer.from_refusal`, `ActionAnswer.from_refusal`) and one journal row.
+(`OrderAnswer.from_refusal`, `ActionAnswer.from_refusal`) and one journal row, written here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pilot.app import kinds
-from pilot.app.responses import ActionAnswer, OrderAnswer
+from pilot.app.responses import ActionAnswer, OrderAnswer, Refusal
 from pilot.core.codes import Code
 from pilot.core.violations import NextAction, Violation
 from pilot.store import Journal
-
-RefusalStatus = Literal["refused", "declined", "pending_confirmation"]
-
-
-@dataclass(frozen=True, slots=True)
-class Refusal:
-    """Why nothing was sent: the status, one sentence, the broken rules and the next safe action."""
-
-    status: RefusalStatus
-    detail: str
-    violations: tuple[Violation, ...] = ()
-    next_safe_action: NextAction | None = None
-    confirmation_id: str | None = None
-
-    @staticmethod
-    def of(violation: Violation, detail: str) -> Refusal:
-        """Refused for one violation, whose next action is the one to take."""
-        return Refusal("refused", detail, (violation,), violation.next)
 
 
 def violation(code: Code, limit: str, attempted: str, detail: str, next_action: NextAction) -> Violation:

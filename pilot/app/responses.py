@@ -3,14 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal, Self
+from dataclasses import dataclass
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot.core.violations import NextAction, Violation
 
-if TYPE_CHECKING:
-    from pilot.app.refusals import Refusal
+RefusalStatus = Literal["refused", "declined", "pending_confirmation"]
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why nothing was sent: the status, one sentence, the broken rules and the next safe action."""
+
+    status: RefusalStatus
+    detail: str
+    violations: tuple[Violation, ...] = ()
+    next_safe_action: NextAction | None = None
+    confirmation_id: str | None = None
+
+    @staticmethod
+    def of(violation: Violation, detail: str) -> Refusal:
+        """Refused for one violation, whose next action is the one to take."""
+        return Refusal("refused", detail, (violation,), violation.next)
 
 
 class _Answer(BaseModel):
