@@ -11,7 +11,7 @@ from typing import Any
 from pilot.app.clock import Clock, SystemClock
 from pilot.app.runtime import Home, Runtime
 from pilot.exchange.bybit import BybitExchange
-from pilot.store import open_store
+from pilot.store import StoreError, open_store
 
 EXCHANGES = ("paper", "bybit-demo", "bybit-testnet")
 
@@ -41,7 +41,10 @@ async def open_runtime(
     async with contextlib.AsyncExitStack() as stack:
         adapter, stored_key = await _exchange(stack, home, exchange, scenario, paper_url, clock)
         stack.push_async_callback(adapter.close)
-        store = await open_store(Home(home).database_path)
+        try:
+            store = await open_store(Home(home).database_path)
+        except StoreError as error:  # damaged file, unusable journal key: one line with its fix
+            raise StartupError(str(error)) from None
         stack.push_async_callback(store.close)
         yield Runtime(
             home=Home(home),
