@@ -111,6 +111,24 @@ async def test_a_used_plan_set_back_to_open_by_raw_sql_is_refused(store: Store, 
     assert (await store.plans.claim(plan_id, now=T0)).status == "already_used"
 
 
+@pytest.mark.parametrize("before", ["open", "claimed", "done"])
+@pytest.mark.parametrize("after", ["open", "claimed", "done"])
+async def test_a_plan_status_only_moves_forward(store: Store, db_path: Path, before: str, after: str) -> None:
+    plan_id = await create_plan(store)
+    if before != "open":
+        await store.plans.claim(plan_id, now=T0)
+    if before == "done":
+        await store.plans.record_outcome(plan_id, {"status": "filled"}, now=T0)
+    allowed = (before, after) in {("open", "claimed"), ("claimed", "done"), ("done", "done")}
+    with raw(db_path) as conn:
+        try:
+            conn.execute("UPDATE plans SET status = ? WHERE plan_id = ?", (after, plan_id))
+            moved = True
+        except sqlite3.IntegrityError:
+            moved = False
+    assert moved == allowed
+
+
 async def test_a_claimed_plan_cannot_reopen_and_an_open_plan_cannot_be_edited(
     store: Store, db_path: Path
 ) -> None:

@@ -10,7 +10,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pilot.store import Anchor, Store, open_store
@@ -218,7 +218,6 @@ async def _journal_to_tamper(db_path: Path) -> Store:
 
 
 def _tamper_and_verify(runner: asyncio.Runner, store: Store, db_path: Path) -> None:
-    @settings(max_examples=300, deadline=None)
     @given(
         seq=st.integers(1, ENTRIES),
         field=st.sampled_from(FIELDS),
@@ -245,3 +244,47 @@ def _tamper_and_verify(runner: asyncio.Runner, store: Store, db_path: Path) -> N
         assert runner.run(store.journal.verify()).ok
 
     tamper_once()
+
+
+def test_a_cut_tail_is_caught_by_an_anchor_exactly_when_it_reaches_the_anchored_entry(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    db_path = tmp_path_factory.mktemp("tail") / "journal" / "pilot.db"
+    with asyncio.Runner() as runner:
+        store = runner.run(_journal_to_tamper(db_path))
+        try:
+            anchors = [runner.run(_anchor_at(store, seq)) for seq in range(1, ENTRIES + 1)]
+            _cut_and_verify(runner, store, db_path, anchors)
+        finally:
+            runner.run(store.close())
+
+
+async def _anchor_at(store: Store, seq: int) -> Anchor:
+    entry = await store.journal.get(seq)
+    return Anchor(entry.seq, entry.seal)
+
+
+def _cut_and_verify(runner: asyncio.Runner, store: Store, db_path: Path, anchors: list[Anchor]) -> None:
+    @given(anchored=st.integers(1, ENTRIES), first_cut=st.integers(1, ENTRIES))
+    def cut_once(anchored: int, first_cut: int) -> None:
+        with raw(db_path) as conn:
+            drop_triggers(conn, "journal_no_delete", "journal_next_seq_only")
+            kept = conn.execute("SELECT * FROM journal WHERE seq >= ?", (first_cut,)).fetchall()
+            conn.execute("DELETE FROM journal WHERE seq >= ?", (first_cut,))
+        try:
+            alone = runner.run(store.journal.verify())
+            with_anchor = runner.run(store.journal.verify(anchors[anchored - 1]))
+        finally:
+            with raw(db_path) as conn:
+                conn.executemany(f"INSERT INTO journal VALUES ({', '.join('?' * 9)})", kept)
+        assert alone.ok and alone.count == first_cut - 1
+        if first_cut <= anchored:
+            assert (with_anchor.ok, with_anchor.reason, with_anchor.first_broken_seq) == (
+                False,
+                "tail_missing",
+                first_cut,
+            )
+        else:
+            assert with_anchor.ok and with_anchor.anchored
+
+    cut_once()
