@@ -1,9 +1,11 @@
-"""Shared test setup: hypothesis profiles (CI runs at least 500 examples per property)."""
+"""Shared test setup: hypothesis profiles (CI runs at least 500 examples per property), a private user home."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -20,3 +22,18 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def user_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test runs as a user whose home directory is a fresh temp folder, never the real one.
+
+    The journal key (and the vault's master key, unless a test names one) defaults to ~/.config/pilot/, so
+    it lands here. HOME is one of the few variables an MCP host passes to `pilot serve`, so a server the test
+    starts as a subprocess finds the same key as the test itself.
+    """
+    home = tmp_path_factory.mktemp("user-home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("PILOT_JOURNAL_KEY_FILE", raising=False)
+    monkeypatch.delenv("PILOT_MASTER_KEY_FILE", raising=False)
+    return home

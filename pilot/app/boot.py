@@ -11,7 +11,7 @@ from pilot.app.clock import Clock, SystemClock
 from pilot.app.gate import KeyCheck
 from pilot.app.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
-from pilot.store import open_store
+from pilot.store import StoreError, open_store
 
 EXCHANGES = ("paper", "bybit-demo", "bybit-testnet")
 
@@ -41,14 +41,17 @@ async def open_runtime(
     async with contextlib.AsyncExitStack() as stack:
         adapter, stored_key = await _exchange(stack, home, exchange, scenario, paper_url, clock)
         stack.push_async_callback(adapter.close)
-        store = await open_store(Home(home).database_path)
+        try:
+            store = await open_store(Home(home).database_path)
+        except StoreError as error:  # damaged file, unusable journal key: one line with its fix
+            raise StartupError(str(error)) from None
         stack.push_async_callback(store.close)
         key_check = _key_check(home, exchange) if stored_key else None
         yield assemble_runtime(home, store, adapter, clock, environment=exchange, key_check=key_check)
 
 
 def _key_check(home: Path, environment: str) -> KeyCheck:
-    from pilot.keys.service import ensure_fresh_permissions
+    from pilot.app.keys import ensure_fresh_permissions
 
     async def check(now: datetime) -> object:
         return await ensure_fresh_permissions(home, environment, now=now)
@@ -78,8 +81,8 @@ async def _exchange(
                 "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
             )
             return adapter, False
+    from pilot.app.keys import load_exchange_credentials
     from pilot.keys.errors import KeysError
-    from pilot.keys.service import load_exchange_credentials
 
     try:
         credentials = await load_exchange_credentials(home, exchange, now=clock.now())

@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pilot.app.boot import EXCHANGES
+from pilot.app.keys import load_exchange_credentials, show_keys
 from pilot.app.policy_file import read_policy_file
 from pilot.app.runtime import Home
 from pilot.core.policy import LoadedPolicy
@@ -19,8 +20,16 @@ from pilot.core.violations import plain
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.errors import ExchangeError
 from pilot.keys.errors import KeysError
-from pilot.keys.service import load_exchange_credentials, show_keys
-from pilot.store import open_store
+from pilot.store import (
+    STORE_REPAIRED,
+    ChainReport,
+    JournalEntry,
+    JournalKeyUnusable,
+    OpenReport,
+    StoreCorrupt,
+    StoreError,
+    open_store,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,21 +77,61 @@ def check_policy(path: Path) -> list[Check]:
 
 
 async def check_journal(path: Path) -> Check:
-    """The journal exists and every entry's hash and link recompute."""
+    """The journal opens with its key, every entry's hash, seal and link recompute, and no guard was ever restored.
+
+    Opening restores missing guards and journals it (pilot.store.guards); a journal that holds such a
+    repair fails this check from then on, since the record of it is evidence a human should look at.
+    """
     if not path.exists():
         return Check("journal", False, f"no journal at {path}", "create the home with `pilot init`")
-    store = await open_store(path)
+    try:
+        store = await open_store(path)
+    except JournalKeyUnusable as error:
+        return Check("journal", False, error.problem, error.fix)
+    except StoreCorrupt as error:
+        return Check("journal", False, str(error), _CORRUPT_FIX)
+    except StoreError as error:
+        return Check("journal", False, f"{path} cannot be opened: {error}", "check the file and its folder")
     try:
         report = await store.journal.verify()
+        repairs = await store.journal.entries(kind=STORE_REPAIRED)
+    except StoreError as error:
+        return Check("journal", False, f"{path} cannot be read: {error}", _CORRUPT_FIX)
     finally:
         await store.close()
-    if report.ok:
-        return Check("journal", True, f"chain intact, {report.count} entries")
+    return _journal_verdict(report, repairs, store.opened)
+
+
+_CORRUPT_FIX = (
+    "move the file aside (keep it for inspection) and restore journal/pilot.db from a backup, "
+    "or start a new home with `pilot init --home NEW`"
+)
+
+
+def _journal_verdict(report: ChainReport, repairs: list[JournalEntry], opened: OpenReport) -> Check:
+    if not report.ok:
+        return Check(
+            "journal",
+            False,
+            f"chain broken at seq {report.first_broken_seq} ({report.reason}); {report.count} entries before it are intact",
+            "an entry was changed outside Pilot: keep this file for inspection and move it aside before trading again",
+        )
+    if repairs:
+        last = repairs[-1]
+        restored = ", ".join(sorted(last.data.get("restored") or {}))
+        return Check(
+            "journal",
+            False,
+            f"guards were removed outside Pilot and restored {len(repairs)} time(s), last at seq {last.seq} "
+            f"({last.at:%Y-%m-%d %H:%M} UTC): {restored}; chain and seals intact, {report.count} entries",
+            "someone wrote journal/pilot.db outside Pilot: keep a copy and run `pilot journal verify --anchor "
+            "SEQ:SEAL` with an anchor you kept; if it does not match, trade from a new home (`pilot init`)",
+        )
+    older = f", {report.unsealed} of them from before sealing" if report.unsealed else ""
     return Check(
         "journal",
-        False,
-        f"chain broken at seq {report.first_broken_seq} ({report.reason}); {report.count} entries before it are intact",
-        "an entry was changed outside Pilot: keep this file for inspection and move it aside before trading again",
+        True,
+        f"chain and seals intact, {report.count} entries{older}; journal key {opened.key_id} at {opened.key_path}",
     )
 
 

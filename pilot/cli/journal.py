@@ -1,4 +1,4 @@
-"""`pilot journal`: list entries, print receipt cards, and verify the hash chain."""
+"""`pilot journal`: list entries, print receipt cards, verify the sealed chain, and print an anchor to keep."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pilot.app.human import receipt_cards
 from pilot.app.runtime import Runtime
 from pilot.cli import render
 from pilot.cli.home import home_option, on_desk
-from pilot.store import ChainReport, JournalEntry
+from pilot.store import Anchor, ChainReport, JournalEntry
 
 _FORMATS = click.Choice(["rich", "json", "markdown"])
 
@@ -99,20 +99,38 @@ def _print_cards(home: Path, card: str | None, last: int, output: str) -> None:
         Console().print(render.format_cards(cards) if cards else "no plans in the journal")
 
 
-@command.command("verify")
-@click.option("--format", "output", type=click.Choice(["rich", "json"]), default="rich", show_default=True)
-@click.option(
+def _anchor(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Anchor | None:
+    if value is None:
+        return None
+    try:
+        return Anchor.parse(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+_sub_home = click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Overrides journal's --home.",
 )
+
+
+@command.command("verify")
+@click.option(
+    "--anchor",
+    callback=_anchor,
+    metavar="SEQ:SEAL",
+    help="An anchor printed earlier by `pilot journal anchor`: also prove that entry is still there.",
+)
+@click.option("--format", "output", type=click.Choice(["rich", "json"]), default="rich", show_default=True)
+@_sub_home
 @click.pass_context
-def verify(ctx: click.Context, output: str, home: Path | None) -> None:
-    """Recompute every hash and link; exit 1 at the first broken entry."""
+def verify(ctx: click.Context, anchor: Anchor | None, output: str, home: Path | None) -> None:
+    """Recompute every hash, seal and link; exit 1 at the first broken entry or a missing anchored one."""
 
     async def check(runtime: Runtime) -> ChainReport:
-        return await runtime.store.journal.verify()
+        return await runtime.store.journal.verify(anchor)
 
     report = on_desk(home or ctx.obj, check)
     click.echo(
@@ -120,3 +138,22 @@ def verify(ctx: click.Context, output: str, home: Path | None) -> None:
     )
     if not report.ok:
         raise SystemExit(1)
+
+
+@command.command("anchor")
+@click.option("--format", "output", type=click.Choice(["rich", "json"]), default="rich", show_default=True)
+@_sub_home
+@click.pass_context
+def anchor(ctx: click.Context, output: str, home: Path | None) -> None:
+    """Print the newest entry's SEQ:SEAL to keep elsewhere; `verify --anchor` then catches a deleted tail."""
+
+    async def head(runtime: Runtime) -> Anchor | None:
+        return await runtime.store.journal.anchor()
+
+    found = on_desk(home or ctx.obj, head)
+    if found is None:
+        click.echo("pilot: nothing to anchor: the journal is empty or its newest entry has no seal", err=True)
+        raise SystemExit(1)
+    click.echo(
+        render.format_json(render.anchor_record(found)) if output == "json" else render.format_anchor(found)
+    )

@@ -11,9 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from pilot.keys.environments import Environment
-from pilot.keys.errors import KeysError
-from pilot.keys.service import (
+from pilot.app.keys import (
     KeySummary,
     add_key,
     check_ready_to_store,
@@ -21,6 +19,8 @@ from pilot.keys.service import (
     replace_key,
     show_keys,
 )
+from pilot.keys.environments import Environment
+from pilot.keys.errors import KeysError
 
 T = TypeVar("T")
 

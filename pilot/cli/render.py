@@ -30,7 +30,7 @@ from pilot.app.receipts import (
     CardViolation,
     ReceiptCard,
 )
-from pilot.store import ChainReport, ConfirmationRecord, JournalEntry, iso_utc
+from pilot.store import Anchor, ChainReport, ConfirmationRecord, JournalEntry, iso_utc
 
 Section = tuple[str, list[str]]
 
@@ -303,12 +303,22 @@ def _md_text(text: str) -> str:
 
 
 def format_chain(report: ChainReport) -> str:
-    if report.ok:
-        return f"journal intact: {report.count} entries, every hash and link recomputed"
-    return (
-        f"journal BROKEN at seq {report.first_broken_seq}: {report.reason} "
-        f"({report.count} entries before it are intact)"
+    if not report.ok:
+        return (
+            f"journal BROKEN at seq {report.first_broken_seq}: {report.reason} "
+            f"({report.count} entries before it are intact)"
+        )
+    lines = [f"journal intact: {report.count} entries, every hash, seal and link recomputed"]
+    if report.unsealed:
+        lines.append(
+            f"{report.unsealed} entries predate sealing: the first sealed entry covers them as they stood"
+        )
+    lines.append(
+        "the anchored entry is present and matches"
+        if report.anchored
+        else "a deleted tail cannot be seen without an anchor: keep `pilot journal anchor` elsewhere"
     )
+    return "\n".join(lines)
 
 
 def chain_record(report: ChainReport) -> dict[str, Any]:
@@ -317,7 +327,22 @@ def chain_record(report: ChainReport) -> dict[str, Any]:
         "count": report.count,
         "first_broken_seq": report.first_broken_seq,
         "reason": report.reason,
+        "unsealed": report.unsealed,
+        "anchored": report.anchored,
     }
+
+
+def format_anchor(anchor: Anchor) -> str:
+    return (
+        f"{anchor}\n"
+        "Keep this line outside this machine (a note, a message to yourself). Later, "
+        f"`pilot journal verify --anchor {anchor}` proves entry {anchor.seq} and everything before it are "
+        "still there, unchanged."
+    )
+
+
+def anchor_record(anchor: Anchor) -> dict[str, Any]:
+    return {"anchor": str(anchor), "seq": anchor.seq, "seal": anchor.seal}
 
 
 def format_kill_switch(state: KillSwitchState) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pilot.keys.errors import MasterKeyError
-from pilot.keys.vault import MASTER_KEY_ENV, Vault, create_master_key, master_key_path, read_master_key
+from pilot.keys.key_file import refuse_inside_home
+from pilot.keys.vault import MASTER_KEY_FILE, Vault, create_master_key, master_key_path, read_master_key
 
 
 def vault_for_reading(home: Path) -> Vault:
@@ -31,10 +31,5 @@ def check_master_key(home: Path, *, has_stored_keys: bool) -> None:
 
 def _checked_path(home: Path) -> Path:
     path = master_key_path()
-    if path.parent.resolve().is_relative_to(home.resolve()):
-        raise MasterKeyError(
-            path,
-            f"is inside the Pilot home {home}, so a copy of the home would carry its own key",
-            f"move the file out of the home and set {MASTER_KEY_ENV} to its new path.",
-        )
+    refuse_inside_home(MASTER_KEY_FILE, path, home)
     return path

@@ -1,21 +1,42 @@
 """Persistence: the only package that imports aiosqlite. One SQLite file per Pilot home."""
 
 from pilot.store.canonical import canonical_hash, canonical_json, iso_utc, parse_iso
+from pilot.store.chain import (
+    GENESIS_HASH,
+    STORE_PLAN_REJECTED,
+    STORE_REPAIRED,
+    STORE_SEALED,
+    Anchor,
+    ChainReport,
+)
 from pilot.store.confirmations import (
     ConfirmationRecord,
     Confirmations,
     ConfirmationStatus,
     new_confirmation_id,
 )
-from pilot.store.errors import DuplicateRecord, InvalidTransition, SchemaTooNew, StoreBusy, StoreError
+from pilot.store.errors import (
+    DuplicateRecord,
+    InvalidTransition,
+    JournalKeyUnusable,
+    SchemaTooNew,
+    StoreBusy,
+    StoreCorrupt,
+    StoreError,
+)
+from pilot.store.guards import OpenReport
 from pilot.store.idempotency import Idempotency, IdempotencyBegin
-from pilot.store.journal import GENESIS_HASH, ChainReport, Journal, JournalEntry
+from pilot.store.journal import Journal, JournalEntry
 from pilot.store.plans import ClaimResult, PlanRecord, Plans, new_plan_id
 from pilot.store.store import Store, open_store
 from pilot.store.tokens import Tokens
 
 __all__ = [
     "GENESIS_HASH",
+    "STORE_PLAN_REJECTED",
+    "STORE_REPAIRED",
+    "STORE_SEALED",
+    "Anchor",
     "ChainReport",
     "ClaimResult",
     "ConfirmationRecord",
@@ -27,11 +48,14 @@ __all__ = [
     "InvalidTransition",
     "Journal",
     "JournalEntry",
+    "JournalKeyUnusable",
+    "OpenReport",
     "PlanRecord",
     "Plans",
     "SchemaTooNew",
     "Store",
     "StoreBusy",
+    "StoreCorrupt",
     "StoreError",
     "Tokens",
     "canonical_hash",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -17,6 +17,7 @@ from pilot.store.schema import MIGRATIONS, SCHEMA_VERSION
 BUSY_TIMEOUT_SECONDS = 5.0
 
 Params = Sequence[Any]
+T = TypeVar("T")
 
 
 class Tx:
@@ -80,8 +81,12 @@ class Database:
             await self._conn.close()
 
 
-async def connect(path: Path) -> Database:
-    """Open (creating if needed) the database at `path`, set pragmas and bring the schema up to date."""
+async def connect(path: Path, prepare: Callable[[Tx, int], Awaitable[T]]) -> tuple[Database, T]:
+    """Open (creating if needed) the database at `path`, set pragmas and bring the schema up to date.
+
+    `prepare(tx, from_version)` runs in the same transaction as the migrations, so no other connection
+    ever sees a schema change without what `prepare` records with it; its result is returned.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     with translated_errors():
         conn = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
@@ -90,11 +95,11 @@ async def connect(path: Path) -> Database:
         with translated_errors():
             await _configure(conn)
         async with database.write() as tx:
-            await _migrate(tx)
+            prepared = await prepare(tx, await _migrate(tx))
     except BaseException:
         await database.close()
         raise
-    return database
+    return database, prepared
 
 
 async def _configure(conn: aiosqlite.Connection) -> None:
@@ -106,7 +111,8 @@ async def _configure(conn: aiosqlite.Connection) -> None:
     await conn.execute("PRAGMA foreign_keys = ON")
 
 
-async def _migrate(tx: Tx) -> None:
+async def _migrate(tx: Tx) -> int:
+    """Apply the missing migrations and return the version the database had before (0 when new)."""
     await tx.run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
     row = await tx.one("SELECT COALESCE(MAX(version), 0) AS version FROM schema_version")
     current = row["version"] if row else 0
@@ -116,6 +122,7 @@ async def _migrate(tx: Tx) -> None:
         for statement in _statements(MIGRATIONS[version - 1]):
             await tx.run(statement)
         await tx.run("INSERT INTO schema_version (version) VALUES (?)", (version,))
+    return current
 
 
 def _statements(script: str) -> list[str]:

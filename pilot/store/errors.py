@@ -4,7 +4,9 @@ StoreError
  ├── StoreBusy          another process held the database longer than the busy timeout
  ├── DuplicateRecord    an id, key or name that must be unique is already taken
  ├── InvalidTransition  a record is not in the state the operation needs (a bug in the caller)
- └── SchemaTooNew       the database was written by a newer Pilot
+ ├── SchemaTooNew       the database was written by a newer Pilot
+ ├── StoreCorrupt       the file is not an SQLite database, or its pages are damaged
+ └── JournalKeyUnusable the journal key file is missing, unsafe, or not the one the journal was sealed with
 """
 
 from __future__ import annotations
@@ -34,6 +36,22 @@ class SchemaTooNew(StoreError):
     """The database schema is newer than this version of Pilot understands."""
 
 
+class StoreCorrupt(StoreError):
+    """The database file is not an SQLite database or is damaged; nothing in it can be trusted or used."""
+
+
+class JournalKeyUnusable(StoreError):
+    """The journal key cannot be used; `problem` and `fix` are the key module's own words (no secret)."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(f"{problem} Fix: {fix}")
+        self.problem = problem
+        self.fix = fix
+
+
+_CORRUPT = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+
+
 @contextmanager
 def translated_errors() -> Iterator[None]:
     """Turn sqlite3 errors raised inside the block into StoreError types."""
@@ -47,5 +65,9 @@ def translated_errors() -> Iterator[None]:
         if "locked" in str(error) or "busy" in str(error):
             raise StoreBusy("the database is locked by another process") from error
         raise StoreError(f"database operation failed: {error}") from error
+    except sqlite3.DatabaseError as error:
+        if (getattr(error, "sqlite_errorname", "") or "").startswith(_CORRUPT):
+            raise StoreCorrupt(f"the database is damaged or not a Pilot database ({error})") from error
+        raise StoreError(f"database error: {error}") from error
     except sqlite3.Error as error:
         raise StoreError(f"database error: {error}") from error

@@ -1,4 +1,7 @@
-"""The append-only, hash-chained journal: what happened, in order, and proof it was not edited."""
+"""The append-only, hash-chained, sealed journal: what happened, in order, and proof it was not edited.
+
+What the hash and seal of an entry cover, and how the chain is checked, is in pilot.store.chain.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pilot.store.canonical import canonical_hash, canonical_json, iso_utc, parse_iso
-from pilot.store.database import Database
-
-GENESIS_HASH = "0" * 64
+from pilot.store.canonical import canonical_json, iso_utc, parse_iso, sha256_hex
+from pilot.store.chain import GENESIS_HASH, Anchor, ChainReport, ChainWalk, entry_text, is_seal, row_text
+from pilot.store.database import Database, Tx
+from pilot.store.sealing import Sealer
 
 
 @dataclass(frozen=True)
@@ -28,39 +31,20 @@ class JournalEntry:
     data: dict[str, Any]
     prev_hash: str
     hash: str
+    seal: str | None = None  # None only on entries written before sealing
 
 
-@dataclass(frozen=True)
-class ChainReport:
-    """The result of `Journal.verify`.
-
-    `reason` is a stable code: "seq_gap", "prev_hash_mismatch", "hash_mismatch" or "unreadable_data".
-    """
-
-    count: int
-    ok: bool
-    first_broken_seq: int | None = None
-    reason: str | None = None
-
-
-def entry_hash(
-    seq: int, at: str, kind: str, actor: str, plan_id: str | None, data: Any, prev_hash: str
-) -> str:
-    """Hash the fields of an entry; `at` is the stored ISO text and `data` the parsed JSON."""
-    fields = {"seq": seq, "at": at, "kind": kind, "actor": actor, "plan_id": plan_id}
-    return canonical_hash({**fields, "data": data, "prev_hash": prev_hash})
-
-
-def _entry(row: sqlite3.Row) -> JournalEntry:
+def _entry(row: sqlite3.Row, data: Any) -> JournalEntry:
     return JournalEntry(
         seq=row["seq"],
         at=parse_iso(row["at"]),
         kind=row["kind"],
         actor=row["actor"],
         plan_id=row["plan_id"],
-        data=json.loads(row["data"]),
+        data=data,
         prev_hash=row["prev_hash"],
         hash=row["hash"],
+        seal=row["seal"],
     )
 
 
@@ -82,11 +66,64 @@ def _filters(
     return clauses, params
 
 
-class Journal:
-    """Insert-only log. Appends from every task and process form one unbroken chain."""
+async def append_entry(
+    tx: Tx,
+    sealer: Sealer,
+    kind: str,
+    data: Mapping[str, Any],
+    *,
+    now: datetime,
+    actor: str,
+    plan_id: str | None = None,
+) -> JournalEntry:
+    """Append one sealed entry inside an open write transaction: one read of the head, one insert."""
+    at, data_json = iso_utc(now), canonical_json(data)
+    parsed = json.loads(data_json)
+    last = await tx.one("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
+    seq, prev_hash = (last["seq"] + 1, last["hash"]) if last else (1, GENESIS_HASH)
+    text = entry_text(seq, at, kind, actor, plan_id, parsed, prev_hash)
+    digest, seal = sha256_hex(text), sealer.entry(text)
+    await tx.run(
+        "INSERT INTO journal (seq, at, kind, actor, plan_id, data, prev_hash, hash, seal)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (seq, at, kind, actor, plan_id, data_json, prev_hash, digest, seal),
+    )
+    return JournalEntry(seq, parse_iso(at), kind, actor, plan_id, parsed, prev_hash, digest, seal)
 
-    def __init__(self, db: Database) -> None:
+
+class Journal:
+    """Insert-only log. Appends from every task and process form one unbroken, sealed chain.
+
+    Reads return only what Pilot wrote: a row whose seal does not verify (forged or edited behind the
+    triggers) is skipped by `entries`, `latest` and `get`, so a forged "kill switch off" is never obeyed;
+    `verify` names it. `count` counts rows as they are: a forged row can only add to a count.
+    """
+
+    def __init__(self, db: Database, sealer: Sealer, legacy_entries: int = 0) -> None:
         self._db = db
+        self._sealer = sealer
+        self._legacy_entries = legacy_entries  # seqs 1..n predate sealing and carry no seal
+
+    def _genuine(self, row: sqlite3.Row) -> JournalEntry | None:
+        """The row as an entry if Pilot wrote it: its hash and seal verify, or it predates sealing."""
+        read = row_text(row)
+        if read is None:
+            return None
+        text, data = read
+        if sha256_hex(text) != row["hash"]:
+            return None
+        genuine = (
+            row["seq"] <= self._legacy_entries
+            if row["seal"] is None
+            else self._sealer.entry_matches(text, row["seal"])
+        )
+        try:
+            return _entry(row, data) if genuine else None
+        except (TypeError, ValueError):  # an `at` that is not a time: not something Pilot wrote
+            return None
+
+    def _all_genuine(self, rows: list[sqlite3.Row]) -> list[JournalEntry]:
+        return [entry for entry in map(self._genuine, rows) if entry is not None]
 
     async def append(
         self,
@@ -97,19 +134,9 @@ class Journal:
         actor: str = "agent",
         plan_id: str | None = None,
     ) -> JournalEntry:
-        """Append one entry linked to the current last one and return it as stored."""
-        at, data_json = iso_utc(now), canonical_json(data)
-        parsed = json.loads(data_json)
+        """Append one entry linked to the current last one, sealed, and return it as stored."""
         async with self._db.write() as tx:
-            last = await tx.one("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
-            seq, prev_hash = (last["seq"] + 1, last["hash"]) if last else (1, GENESIS_HASH)
-            digest = entry_hash(seq, at, kind, actor, plan_id, parsed, prev_hash)
-            await tx.run(
-                "INSERT INTO journal (seq, at, kind, actor, plan_id, data, prev_hash, hash)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (seq, at, kind, actor, plan_id, data_json, prev_hash, digest),
-            )
-        return JournalEntry(seq, parse_iso(at), kind, actor, plan_id, parsed, prev_hash, digest)
+            return await append_entry(tx, self._sealer, kind, data, now=now, actor=actor, plan_id=plan_id)
 
     async def entries(
         self,
@@ -127,20 +154,23 @@ class Journal:
         clauses, params = _add_time_bounds(clauses, params, since, until)
         sql = "SELECT * FROM journal" + (" WHERE " + " AND ".join(clauses) if clauses else "")
         sql += " ORDER BY seq " + ("DESC" if newest_first else "ASC")
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
         async with self._db.read() as tx:
-            return [_entry(row) for row in await tx.all(sql, params)]
+            if limit is None:
+                return self._all_genuine(await tx.all(sql, params))
+            rows = await tx.all(sql + " LIMIT ?", [*params, limit])
+            found = self._all_genuine(rows)
+            if len(found) < len(rows):  # forged rows took places in the limit: read on past them
+                found = self._all_genuine(await tx.all(sql, params))[:limit]
+        return found
 
     async def get(self, seq: int) -> JournalEntry | None:
-        """Return the entry with this seq, if there is one."""
+        """Return the entry with this seq, if there is one and Pilot wrote it."""
         async with self._db.read() as tx:
             row = await tx.one("SELECT * FROM journal WHERE seq = ?", (seq,))
-        return _entry(row) if row else None
+        return self._genuine(row) if row else None
 
     async def latest(self, kind: str | tuple[str, ...]) -> JournalEntry | None:
-        """Return the newest entry of the given kind (or kinds)."""
+        """Return the newest entry of the given kind (or kinds) that Pilot wrote."""
         found = await self.entries(kind=kind, limit=1, newest_first=True)
         return found[0] if found else None
 
@@ -151,34 +181,29 @@ class Journal:
             row = await tx.one(f"SELECT COUNT(*) AS n FROM journal WHERE {' AND '.join(clauses)}", params)
         return row["n"] if row else 0
 
-    async def verify(self) -> ChainReport:
-        """Recompute every hash and link from the first entry to the last.
+    async def anchor(self) -> Anchor | None:
+        """The newest entry's seq and seal, to keep outside Pilot; None if the journal is empty or unsealed."""
+        async with self._db.read() as tx:
+            row = await tx.one("SELECT seq, seal FROM journal ORDER BY seq DESC LIMIT 1")
+        if row is None or not (isinstance(row["seal"], str) and is_seal(row["seal"])):
+            return None
+        return Anchor(row["seq"], row["seal"])
 
-        Finds rows edited or removed behind the triggers' back (e.g. by raw SQL with the triggers
-        dropped) and gaps in seq. It cannot detect a deleted tail: a chain cut short after its last
-        surviving entry is still a valid chain. Anchor the latest hash elsewhere to catch that.
+    async def verify(self, anchor: Anchor | None = None) -> ChainReport:
+        """Recompute every hash, seal and link from the first entry to the last; check `anchor` if given.
+
+        Finds rows edited, inserted, rehashed or removed behind the triggers' back (raw SQL with the
+        triggers dropped) and gaps in seq. Without an anchor it cannot see a deleted tail: a chain cut
+        short after its last surviving entry is still a valid chain. With one, a journal that ends before
+        the anchored seq, or holds another entry there, is broken.
         """
-        count, expected_seq, prev_hash = 0, 1, GENESIS_HASH
+        walk = ChainWalk(self._sealer, anchor)
         async with self._db.read() as tx, aclosing(tx.stream("SELECT * FROM journal ORDER BY seq")) as rows:
             async for row in rows:
-                problem = _check_row(row, expected_seq, prev_hash)
-                if problem:
-                    return ChainReport(count=count, ok=False, first_broken_seq=row["seq"], reason=problem)
-                count, expected_seq, prev_hash = count + 1, row["seq"] + 1, row["hash"]
-        return ChainReport(count=count, ok=True)
-
-
-def _check_row(row: sqlite3.Row, expected_seq: int, prev_hash: str) -> str | None:
-    if row["seq"] != expected_seq:
-        return "seq_gap"
-    if row["prev_hash"] != prev_hash:
-        return "prev_hash_mismatch"
-    try:
-        data = json.loads(row["data"])
-    except (TypeError, ValueError):
-        return "unreadable_data"
-    recomputed = entry_hash(row["seq"], row["at"], row["kind"], row["actor"], row["plan_id"], data, prev_hash)
-    return None if recomputed == row["hash"] else "hash_mismatch"
+                broken = walk.step(row)
+                if broken:
+                    return broken
+        return walk.finish()
 
 
 def _add_time_bounds(

@@ -1,7 +1,14 @@
-"""Plans: single-use tickets that survive restarts; one claim wins, across tasks and processes."""
+"""Plans: single-use tickets that survive restarts; one claim wins, across tasks and processes.
+
+A plan's id, times and payload are sealed with the journal key when it is created (pilot.store.sealing).
+Triggers keep them fixed and let the status only move forward (open, claimed, done); the seal covers the
+case where the triggers were dropped: a plan whose seal does not verify (forged, edited, or written before
+sealing) is not found by `claim` or `get`, and a claim of one is journaled as `store.plan_rejected`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import secrets
 import sqlite3
@@ -11,8 +18,11 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pilot.store.canonical import canonical_json, iso_utc, parse_iso
+from pilot.store.chain import STORE_ACTOR, STORE_PLAN_REJECTED
 from pilot.store.database import Database, Tx
 from pilot.store.errors import InvalidTransition
+from pilot.store.journal import append_entry
+from pilot.store.sealing import Sealer
 
 PlanStatus = Literal["open", "claimed", "done"]
 ClaimStatus = Literal["claimed", "not_found", "expired", "already_used"]
@@ -66,11 +76,22 @@ def _json_or_none(value: Any) -> str | None:
     return None if value is None else canonical_json(value)
 
 
+def _plan_text(plan_id: Any, created_at: Any, expires_at: Any, payload_json: Any) -> str:
+    """What a plan's seal covers: everything about it that must never change."""
+    fields = {"plan_id": plan_id, "created_at": created_at, "expires_at": expires_at}
+    return canonical_json({**fields, "payload_json": payload_json})
+
+
 class Plans:
     """The plans table: open -> claimed -> done, never back."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, sealer: Sealer) -> None:
         self._db = db
+        self._sealer = sealer
+
+    def _sealed(self, row: sqlite3.Row) -> bool:
+        text = _plan_text(row["plan_id"], row["created_at"], row["expires_at"], row["payload_json"])
+        return self._sealer.plan_matches(text, row["seal"])
 
     async def create(
         self, *, plan_id: str, payload: Mapping[str, Any], now: datetime, ttl_seconds: int
@@ -85,18 +106,21 @@ class Plans:
         """
         if ttl_seconds <= 0:
             raise ValueError("ttl_seconds must be positive")
-        expires_at = now + timedelta(seconds=ttl_seconds)
+        created_at, expires_at = iso_utc(now), iso_utc(now + timedelta(seconds=ttl_seconds))
+        payload_json = canonical_json(payload)
+        seal = self._sealer.plan(_plan_text(plan_id, created_at, expires_at, payload_json))
         async with self._db.write() as tx:
             await tx.run(
                 "INSERT INTO plans (plan_id, created_at, expires_at, status, order_json, snapshot_json,"
-                " payload_json) VALUES (?, ?, ?, 'open', ?, ?, ?)",
+                " payload_json, seal) VALUES (?, ?, ?, 'open', ?, ?, ?, ?)",
                 (
                     plan_id,
-                    iso_utc(now),
-                    iso_utc(expires_at),
+                    created_at,
+                    expires_at,
                     _json_or_none(payload.get("order")),
                     _json_or_none(payload.get("snapshot")),
-                    canonical_json(payload),
+                    payload_json,
+                    seal,
                 ),
             )
             return await _load(tx, plan_id)
@@ -104,20 +128,25 @@ class Plans:
     async def claim(self, plan_id: str, *, now: datetime) -> ClaimResult:
         """Claim an open, unexpired plan. Exactly one of any number of concurrent claimers wins.
 
-        The single conditional UPDATE decides; the read that follows only explains a loss.
+        The single conditional UPDATE decides; the read before it finds the plan, checks its seal and
+        explains a loss. A plan whose seal does not verify is "not_found" and the attempt is journaled.
         """
         async with self._db.write() as tx:
+            row = await tx.one("SELECT * FROM plans WHERE plan_id = ?", (plan_id,))
+            if row is None:
+                return ClaimResult("not_found")
+            if not self._sealed(row):
+                await _journal_rejected(tx, self._sealer, row, now)
+                return ClaimResult("not_found")
             changed = await tx.run(
                 "UPDATE plans SET status = 'claimed', claimed_at = ?"
                 " WHERE plan_id = ? AND status = 'open' AND expires_at > ?",
                 (iso_utc(now), plan_id, iso_utc(now)),
             )
-            row = await tx.one("SELECT * FROM plans WHERE plan_id = ?", (plan_id,))
-        if row is None:
-            return ClaimResult("not_found")
+        record = _record(row)
         if changed == 1:
-            return ClaimResult("claimed", _record(row))
-        return ClaimResult("expired" if row["status"] == "open" else "already_used", _record(row))
+            return ClaimResult("claimed", dataclasses.replace(record, status="claimed", claimed_at=_at(now)))
+        return ClaimResult("expired" if row["status"] == "open" else "already_used", record)
 
     async def record_outcome(self, plan_id: str, outcome: Mapping[str, Any], *, now: datetime) -> None:
         """Record what happened to a claimed plan and mark it done; a later call replaces the outcome.
@@ -135,10 +164,23 @@ class Plans:
             raise InvalidTransition(f"plan {plan_id} is not claimed; its outcome cannot be recorded")
 
     async def get(self, plan_id: str) -> PlanRecord | None:
-        """Return the plan, if it exists."""
+        """Return the plan, if it exists and its seal verifies."""
         async with self._db.read() as tx:
             row = await tx.one("SELECT * FROM plans WHERE plan_id = ?", (plan_id,))
-        return _record(row) if row else None
+        return _record(row) if row and self._sealed(row) else None
+
+
+def _at(now: datetime) -> datetime:
+    return parse_iso(iso_utc(now))  # as it reads back from the database
+
+
+async def _journal_rejected(tx: Tx, sealer: Sealer, row: sqlite3.Row, now: datetime) -> None:
+    problem = "unsealed" if row["seal"] is None else "seal_mismatch"
+    reason = f"a plan whose seal does not verify ({problem}) was presented; it was refused as unknown"
+    data = {"problem": problem, "reason": reason}
+    await append_entry(
+        tx, sealer, STORE_PLAN_REJECTED, data, now=now, actor=STORE_ACTOR, plan_id=row["plan_id"]
+    )
 
 
 async def _load(tx: Tx, plan_id: str) -> PlanRecord:

@@ -1,4 +1,8 @@
-"""The database schema as numbered migrations; `MIGRATIONS[n - 1]` brings version n - 1 to n."""
+"""The database schema as numbered migrations; `MIGRATIONS[n - 1]` brings version n - 1 to n.
+
+`TRIGGERS` is the one list of the guards every open checks (pilot.store.guards): a trigger added to the
+schema belongs there, or the check would not restore it.
+"""
 
 from __future__ import annotations
 
@@ -70,5 +74,59 @@ CREATE TABLE IF NOT EXISTS tokens (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+_V1_TRIGGERS = ("journal_no_update", "journal_no_delete", "journal_next_seq_only")
+
+# The append-only guards, as SQLite keeps them in `sqlite_master.sql` (v1 created the first three).
+TRIGGERS: dict[str, str] = {
+    "journal_no_update": """CREATE TRIGGER journal_no_update BEFORE UPDATE ON journal
+BEGIN SELECT RAISE(ABORT, 'journal is append-only'); END""",
+    "journal_no_delete": """CREATE TRIGGER journal_no_delete BEFORE DELETE ON journal
+BEGIN SELECT RAISE(ABORT, 'journal is append-only'); END""",
+    "journal_next_seq_only": """CREATE TRIGGER journal_next_seq_only BEFORE INSERT ON journal
+WHEN NEW.seq IS NOT (SELECT COALESCE(MAX(seq), 0) + 1 FROM journal)
+BEGIN SELECT RAISE(ABORT, 'journal entries must take the next seq'); END""",
+    "journal_sealed_only": """CREATE TRIGGER journal_sealed_only BEFORE INSERT ON journal
+WHEN NEW.seal IS NULL
+BEGIN SELECT RAISE(ABORT, 'journal entries must carry a seal'); END""",
+    # open -> claimed -> done, and done may only take a newer outcome: a used plan never reopens.
+    "plans_forward_only": """CREATE TRIGGER plans_forward_only BEFORE UPDATE ON plans
+WHEN NOT ((OLD.status = 'open' AND NEW.status = 'claimed')
+    OR (OLD.status IN ('claimed', 'done') AND NEW.status = 'done'))
+BEGIN SELECT RAISE(ABORT, 'a plan only moves forward: open, claimed, done'); END""",
+    "plans_fixed_at_creation": """CREATE TRIGGER plans_fixed_at_creation BEFORE UPDATE ON plans
+WHEN NEW.plan_id IS NOT OLD.plan_id OR NEW.created_at IS NOT OLD.created_at
+    OR NEW.expires_at IS NOT OLD.expires_at OR NEW.payload_json IS NOT OLD.payload_json
+    OR NEW.order_json IS NOT OLD.order_json OR NEW.snapshot_json IS NOT OLD.snapshot_json
+    OR NEW.seal IS NOT OLD.seal
+    OR (OLD.claimed_at IS NOT NULL AND NEW.claimed_at IS NOT OLD.claimed_at)
+BEGIN SELECT RAISE(ABORT, 'a plan is fixed when it is created'); END""",
+    "plans_no_delete": """CREATE TRIGGER plans_no_delete BEFORE DELETE ON plans
+BEGIN SELECT RAISE(ABORT, 'plans are kept: a plan is never deleted'); END""",
+    # INSERT OR REPLACE deletes without firing delete triggers; refusing the insert closes that door.
+    # The message says UNIQUE so a plain duplicate still reads as one (pilot.store.errors).
+    "plans_never_replaced": """CREATE TRIGGER plans_never_replaced BEFORE INSERT ON plans
+WHEN EXISTS (SELECT 1 FROM plans WHERE plan_id = NEW.plan_id)
+BEGIN SELECT RAISE(ABORT, 'UNIQUE plan ids: a plan is never replaced'); END""",
+    "journal_key_no_update": """CREATE TRIGGER journal_key_no_update BEFORE UPDATE ON journal_key
+BEGIN SELECT RAISE(ABORT, 'the journal key record is fixed'); END""",
+    "journal_key_no_delete": """CREATE TRIGGER journal_key_no_delete BEFORE DELETE ON journal_key
+BEGIN SELECT RAISE(ABORT, 'the journal key record is fixed'); END""",
+    "journal_key_once": """CREATE TRIGGER journal_key_once BEFORE INSERT ON journal_key
+WHEN EXISTS (SELECT 1 FROM journal_key)
+BEGIN SELECT RAISE(ABORT, 'the journal key record is fixed'); END""",
+}
+
+# v2: seals. Entries and plans written before it keep a NULL seal (see pilot.store.guards for how the
+# journal's are adopted); journal_key records which key seals this database.
+_V2 = "\n".join(
+    [
+        "ALTER TABLE journal ADD COLUMN seal TEXT NULL;",
+        "ALTER TABLE plans ADD COLUMN seal TEXT NULL;",
+        "CREATE TABLE journal_key (id INTEGER PRIMARY KEY CHECK (id = 1), key_id TEXT NOT NULL,"
+        " recorded_at TEXT NOT NULL);",
+        *(sql + ";" for name, sql in TRIGGERS.items() if name not in _V1_TRIGGERS),
+    ]
+)
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)

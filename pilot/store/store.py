@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
 from pilot.store.confirmations import Confirmations
-from pilot.store.database import Database, connect
+from pilot.store.database import Database, Tx, connect
+from pilot.store.errors import StoreCorrupt
+from pilot.store.guards import OpenReport, prepare
 from pilot.store.idempotency import Idempotency
 from pilot.store.journal import Journal
 from pilot.store.plans import Plans
+from pilot.store.sealing import Sealer
 from pilot.store.tokens import Tokens
 
 
 class Store:
-    """Access to the journal, plans, idempotency keys, confirmations and tokens of one database."""
+    """Access to the journal, plans, idempotency keys, confirmations and tokens of one database.
 
-    def __init__(self, db: Database) -> None:
+    `opened` says what opening found and did: the journal key in use, guards restored, entries adopted.
+    """
+
+    def __init__(self, db: Database, sealer: Sealer, opened: OpenReport) -> None:
         self._db = db
-        self.journal = Journal(db)
-        self.plans = Plans(db)
+        self.opened = opened
+        self.journal = Journal(db, sealer, opened.legacy_entries)
+        self.plans = Plans(db, sealer)
         self.idempotency = Idempotency(db)
         self.confirmations = Confirmations(db)
         self.tokens = Tokens(db)
@@ -37,9 +45,32 @@ class Store:
         await self.close()
 
 
-async def open_store(path: Path) -> Store:
+def home_of(path: Path) -> Path:
+    """The Pilot home a database belongs to: the folder holding `journal/`, else the database's own folder."""
+    return path.parent.parent if path.parent.name == "journal" else path.parent
+
+
+async def open_store(path: Path, *, now: datetime | None = None) -> Store:
     """Open the database at `path` (normally HOME/journal/pilot.db), creating it and its folder if needed.
 
-    Several processes may open the same file at once; every guarantee of the Store holds across them.
+    Opening also loads the journal key (pilot.keys.seal; created only for a database no entry of which
+    depends on a key yet), restores any append-only guard found missing or altered, and adopts entries
+    written before sealing; what it restores or adopts is journaled at `now` (default: the system clock).
+    Several processes may open the same file at once; every guard of the Store holds across them.
+
+    Raises:
+        StoreCorrupt: the file is not a database or is damaged.
+        JournalKeyUnusable: the journal key file cannot be used (its message says the fix).
+        SchemaTooNew: a newer Pilot wrote the database.
+        StoreError: any other database failure.
     """
-    return Store(await connect(path))
+    at = now or datetime.now(UTC)
+
+    async def prepared(tx: Tx, from_version: int) -> tuple[Sealer, OpenReport]:
+        return await prepare(tx, from_version, home=home_of(path), now=at)
+
+    try:
+        db, (sealer, opened) = await connect(path, prepared)
+    except StoreCorrupt as error:
+        raise StoreCorrupt(f"{path}: {error}") from error
+    return Store(db, sealer, opened)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
@@ -77,3 +79,62 @@ async def test_doctor_flags_a_missing_home_and_a_missing_key(tmp_path: Path) -> 
     assert not checks["journal"]["ok"] and not Home(tmp_path).database_path.exists()
     assert not checks["key"]["ok"] and "pilot keys add --exchange bybit-demo" in checks["key"]["fix"]
     assert not checks["exchange"]["ok"]
+
+
+async def test_init_creates_the_journal_key_privately_outside_the_home(
+    tmp_path: Path, user_home: Path
+) -> None:
+    home = tmp_path / "fresh"
+
+    await pilot("init", "--home", str(home))
+
+    key = user_home / ".config" / "pilot" / "journal.key"
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert not key.is_relative_to(home)
+
+
+async def test_doctor_reports_a_damaged_database_as_a_failed_check_with_its_fix(home: Path) -> None:
+    database = Home(home).database_path
+    for leftover in (database.with_name("pilot.db-wal"), database.with_name("pilot.db-shm")):
+        leftover.unlink(missing_ok=True)
+    database.write_bytes(b"\x00garbage" * 1000)
+
+    result = await pilot("doctor", "--home", str(home), "--format", "json")
+
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    checks = {check["name"]: check for check in json.loads(result.output)}
+    assert not checks["journal"]["ok"] and checks["journal"]["fix"]
+    assert checks["policy"]["ok"]
+
+
+async def test_doctor_reports_a_missing_journal_key_with_its_fix_and_creates_none(
+    home: Path, user_home: Path
+) -> None:
+    await pilot("kill-switch", "on", "--home", str(home))
+    key = user_home / ".config" / "pilot" / "journal.key"
+    key.unlink()
+
+    result = await pilot("doctor", "--home", str(home), "--format", "json")
+
+    journal = {check["name"]: check for check in json.loads(result.output)}["journal"]
+    assert result.exit_code == 1
+    assert not journal["ok"] and "PILOT_JOURNAL_KEY_FILE" in journal["fix"]
+    assert not key.exists()
+
+
+async def test_doctor_reports_restored_guards_now_and_on_every_later_run(home: Path) -> None:
+    await pilot("kill-switch", "on", "--home", str(home))
+    with sqlite3.connect(Home(home).database_path) as raw:
+        raw.execute("DROP TRIGGER journal_no_delete")
+        raw.execute("DROP TRIGGER plans_forward_only")
+    raw.close()
+
+    first = await pilot("doctor", "--home", str(home), "--format", "json")
+    second = await pilot("doctor", "--home", str(home), "--format", "json")
+    verify = await pilot_json("journal", "--home", str(home), "verify")
+
+    for result in (first, second):
+        journal = {check["name"]: check for check in json.loads(result.output)}["journal"]
+        assert result.exit_code == 1 and not journal["ok"] and journal["fix"]
+        assert "journal_no_delete" in journal["detail"] and "plans_forward_only" in journal["detail"]
+    assert verify["ok"] and verify["count"] == 2  # the repair itself is a sealed entry

@@ -1,7 +1,8 @@
-"""`pilot journal`: listing, receipt cards for filled and refused orders, and the chain check."""
+"""`pilot journal`: listing, receipt cards for filled and refused orders, the chain check and anchors."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 from pilot.app.place import place_order
 from pilot.app.plan import plan_order
 from pilot.app.runtime import Home, Runtime
+from pilot.store import canonical_json
+from pilot.store.chain import entry_hash
 
 from .conftest import btc, pilot, pilot_json, planned_ok
 
@@ -108,7 +111,14 @@ async def test_verify_counts_an_intact_chain(home: Path, runtime: Runtime) -> No
 
     report = await pilot_json("journal", "--home", str(home), "verify")
 
-    assert report == {"ok": True, "count": 4, "first_broken_seq": None, "reason": None}
+    assert report == {
+        "ok": True,
+        "count": 4,
+        "first_broken_seq": None,
+        "reason": None,
+        "unsealed": 0,
+        "anchored": False,
+    }
 
 
 async def test_an_edited_row_breaks_verify_naming_its_seq(home: Path, runtime: Runtime) -> None:
@@ -130,3 +140,101 @@ async def test_a_home_without_a_journal_exits_2_and_creates_nothing(tmp_path: Pa
 
     assert result.exit_code == 2
     assert not Home(tmp_path).database_path.exists()
+
+
+async def test_an_anchor_kept_elsewhere_catches_a_deleted_tail_that_verify_alone_cannot(
+    home: Path, runtime: Runtime
+) -> None:
+    await _refused_then_filled(runtime)
+    anchor = (await pilot_json("journal", "--home", str(home), "anchor"))["anchor"]
+    with sqlite3.connect(Home(home).database_path) as raw:
+        raw.execute("DROP TRIGGER journal_no_delete")
+        raw.execute("DELETE FROM journal WHERE seq >= 3")  # the send and its fill are gone
+    raw.close()
+
+    alone = await pilot("journal", "--home", str(home), "verify", "--format", "json")
+    anchored = await pilot("journal", "--home", str(home), "verify", "--anchor", anchor, "--format", "json")
+    kinds = [entry["kind"] for entry in await pilot_json("journal", "--home", str(home))]
+
+    # Opening restored the dropped trigger and journaled it (seq 3); the chain alone looks whole.
+    assert kinds == ["plan", "plan", "store.repaired"]
+    assert alone.exit_code == 0 and json.loads(alone.output)["ok"] is True
+    assert anchored.exit_code == 1
+    assert json.loads(anchored.output) == {
+        "ok": False,
+        "count": 3,
+        "first_broken_seq": 4,
+        "reason": "tail_missing",
+        "unsealed": 0,
+        "anchored": False,
+    }
+
+
+async def test_an_anchor_matches_while_the_journal_only_grows(home: Path, runtime: Runtime) -> None:
+    await _refused_then_filled(runtime)
+    anchor = await pilot("journal", "--home", str(home), "anchor")
+    for state in ("on", "off"):
+        await pilot("kill-switch", state, "--home", str(home))
+
+    printed = anchor.output.splitlines()[0]
+    result = await pilot_json("journal", "--home", str(home), "verify", "--anchor", printed)
+
+    assert anchor.exit_code == 0 and printed.startswith("4:")
+    assert (result["ok"], result["anchored"], result["count"]) == (True, True, 6)
+
+
+async def test_a_malformed_anchor_is_a_usage_error(home: Path) -> None:
+    result = await pilot("journal", "--home", str(home), "verify", "--anchor", "4:nothex")
+    assert result.exit_code == 2
+
+
+async def test_an_empty_journal_has_nothing_to_anchor(home: Path) -> None:
+    assert (await pilot("journal", "--home", str(home), "anchor")).exit_code == 1
+
+
+async def test_a_forged_kill_switch_off_fails_verify_and_is_not_obeyed(home: Path, runtime: Runtime) -> None:
+    await pilot("kill-switch", "on", "--home", str(home))
+    with sqlite3.connect(Home(home).database_path) as raw:
+        seq, prev_hash = raw.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
+        data = {"on": False, "by": "human", "reason": "forged"}
+        at = "2026-01-01T00:00:00.000000+00:00"
+        digest = entry_hash(seq + 1, at, "killswitch", "human", None, data, prev_hash)
+        raw.execute(
+            "INSERT INTO journal VALUES (?, ?, 'killswitch', 'human', NULL, ?, ?, ?, ?)",
+            (seq + 1, at, canonical_json(data), prev_hash, digest, digest),
+        )
+    raw.close()
+
+    result = await pilot("journal", "--home", str(home), "verify", "--format", "json")
+    status = await pilot("kill-switch", "status", "--home", str(home))
+
+    assert result.exit_code == 1 and json.loads(result.output)["reason"] == "seal_mismatch"
+    assert await runtime.kill_switch_on()
+    assert status.exit_code == 0
+
+
+@pytest.mark.parametrize("command", [("journal",), ("journal", "verify"), ("journal", "anchor")])
+async def test_a_damaged_database_exits_2_with_one_line(home: Path, command: tuple[str, ...]) -> None:
+    database = Home(home).database_path
+    for leftover in (database.with_name("pilot.db-wal"), database.with_name("pilot.db-shm")):
+        leftover.unlink(missing_ok=True)
+    database.write_bytes(b"not a database at all\n" * 200)
+
+    result = await pilot(*command, "--home", str(home))
+
+    assert result.exit_code == 2
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+async def test_a_missing_journal_key_exits_2_with_one_line_and_creates_no_key(
+    home: Path, user_home: Path
+) -> None:
+    await pilot("kill-switch", "on", "--home", str(home))
+    key = user_home / ".config" / "pilot" / "journal.key"
+    key.unlink()
+
+    result = await pilot("journal", "verify", "--home", str(home))
+
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert "PILOT_JOURNAL_KEY_FILE" in result.output
+    assert not key.exists()

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from pilot.app.keys import add_key, load_exchange_credentials
 from pilot.cli.keys import command
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
-from pilot.keys.service import add_key, load_exchange_credentials
 
 NARROW_KEY, NARROW_SECRET = "paperNarrowKey0001", "paperNarrowSecret000000000000000001"
 WIDE_KEY, WIDE_SECRET = "paperWideKey000002", "paperWideSecret00000000000000000002"

@@ -8,6 +8,15 @@ from pathlib import Path
 
 import pytest
 
+from pilot.app.keys import (
+    add_key,
+    check_ready_to_store,
+    delete_key,
+    ensure_fresh_permissions,
+    load_exchange_credentials,
+    replace_key,
+    show_keys,
+)
 from pilot.exchange.errors import ExchangeRejected, ExchangeUnavailable
 from pilot.exchange.models import ApiKeyInfo
 from pilot.keys.errors import (
@@ -18,15 +27,6 @@ from pilot.keys.errors import (
     MasterKeyError,
     NoKeyStored,
     PermissionCheckFailed,
-)
-from pilot.keys.service import (
-    add_key,
-    check_ready_to_store,
-    delete_key,
-    ensure_fresh_permissions,
-    load_exchange_credentials,
-    replace_key,
-    show_keys,
 )
 
 from .fakes import FakeKeyInfo

@@ -1,18 +1,23 @@
-"""The fixed clock of the store tests, and workers that run in spawned OS processes."""
+"""The fixed clock of the store tests, workers that run in spawned OS processes, and raw-SQL tampering."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import queue
+import sqlite3
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pilot.store import open_store, parse_iso
+from pilot.store import GENESIS_HASH, canonical_json, iso_utc, open_store, parse_iso
+from pilot.store.chain import entry_hash
+from pilot.store.schema import MIGRATIONS
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 TIMEOUT_SECONDS = 60
@@ -73,3 +78,80 @@ def append_entries(barrier: Any, results: Any, db_path: str, writer: str, count:
         return count
 
     results.put(asyncio.run(append()))
+
+
+# --- an attacker with the database file but not the journal key -------------------------------------
+
+
+@contextmanager
+def raw(db_path: Path) -> Iterator[sqlite3.Connection]:
+    """The database as anyone who can write the file sees it: plain sqlite3, committed and closed on exit."""
+    conn = sqlite3.connect(db_path)
+    try:
+        with conn:
+            yield conn
+    finally:
+        conn.close()
+
+
+def drop_triggers(conn: sqlite3.Connection, *names: str) -> None:
+    for name in names:
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+
+
+def rows(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    """Every journal row as (seq, at, kind, actor, plan_id, data, prev_hash, hash, seal)."""
+    return conn.execute(
+        "SELECT seq, at, kind, actor, plan_id, data, prev_hash, hash, seal FROM journal ORDER BY seq"
+    ).fetchall()
+
+
+def forge_entry(
+    conn: sqlite3.Connection, kind: str, data: dict[str, Any], *, actor: str, seal: str | None
+) -> int:
+    """Append a row whose seq, link and SHA-256 hash are exactly what Pilot would write; `seal` as given."""
+    last = conn.execute("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1").fetchone()
+    seq, prev_hash = (last[0] + 1, last[1]) if last else (1, GENESIS_HASH)
+    at = iso_utc(T0)
+    digest = entry_hash(seq, at, kind, actor, None, json.loads(canonical_json(data)), prev_hash)
+    conn.execute(
+        "INSERT INTO journal (seq, at, kind, actor, plan_id, data, prev_hash, hash, seal)"
+        " VALUES (?, ?, ?, ?, NULL, ?, ?, ?, ?)",
+        (seq, at, kind, actor, canonical_json(data), prev_hash, digest, seal),
+    )
+    return seq
+
+
+def rehash_from(conn: sqlite3.Connection, first_seq: int) -> None:
+    """Recompute every SHA-256 hash and link from `first_seq` on, as someone without the key can."""
+    prev_hash = GENESIS_HASH
+    for seq, at, kind, actor, plan_id, data, _prev, stored_hash, _seal in rows(conn):
+        if seq < first_seq:
+            prev_hash = stored_hash
+            continue
+        digest = entry_hash(seq, at, kind, actor, plan_id, json.loads(data), prev_hash)
+        conn.execute("UPDATE journal SET prev_hash = ?, hash = ? WHERE seq = ?", (prev_hash, digest, seq))
+        prev_hash = digest
+
+
+def make_v1_database(db_path: Path, entries: list[tuple[str, dict[str, Any]]], open_plan_id: str) -> None:
+    """A database as Pilot wrote it before sealing: schema v1, unsealed entries, one open plan."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with raw(db_path) as conn:
+        conn.executescript(MIGRATIONS[0])
+        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        conn.execute("INSERT INTO schema_version (version) VALUES (1)")
+        prev_hash = GENESIS_HASH
+        for seq, (kind, data) in enumerate(entries, start=1):
+            at, text = iso_utc(T0), canonical_json(data)
+            digest = entry_hash(seq, at, kind, "agent", None, json.loads(text), prev_hash)
+            conn.execute(
+                "INSERT INTO journal VALUES (?, ?, ?, 'agent', NULL, ?, ?, ?)",
+                (seq, at, kind, text, prev_hash, digest),
+            )
+            prev_hash = digest
+        conn.execute(
+            "INSERT INTO plans (plan_id, created_at, expires_at, status, payload_json)"
+            " VALUES (?, ?, ?, 'open', '{}')",
+            (open_plan_id, iso_utc(T0), iso_utc(T0.replace(year=2100))),
+        )

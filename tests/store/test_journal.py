@@ -86,11 +86,11 @@ async def test_update_and_delete_are_refused(store: Store, db_path: Path) -> Non
 
 async def test_insert_or_replace_cannot_overwrite_an_entry(store: Store, db_path: Path) -> None:
     await append_many(store, 3)
-    row = ("2025-01-01T00:00:00.000000+00:00", "forged", "agent", None, "{}", "0" * 64, "0" * 64)
+    row = ("2025-01-01T00:00:00.000000+00:00", "forged", "agent", None, "{}", "0" * 64, "0" * 64, "0" * 64)
     with sqlite3.connect(db_path) as conn:
         for verb in ("INSERT OR REPLACE", "REPLACE", "INSERT OR IGNORE"):
             with pytest.raises(sqlite3.IntegrityError, match="next seq"):
-                conn.execute(f"{verb} INTO journal VALUES (2, ?, ?, ?, ?, ?, ?, ?)", row)
+                conn.execute(f"{verb} INTO journal VALUES (2, ?, ?, ?, ?, ?, ?, ?, ?)", row)
     conn.close()
     assert (await store.journal.get(2)).kind == "test.append"
 
