@@ -11,6 +11,7 @@ so the real Bybit adapter runs against it unchanged. Start it in-process::
         paper.request_count("/v5/order/create")      # every request received, faulted ones included
         paper.set_prices("BTCUSDT", bid=80000, ask=80000.1)  # resting orders the new quote crosses fill
         paper.tick()                                 # one deterministic step of every random-walk price
+        paper.set_ack_lag(2)                         # new orders show only after two list reads
         paper.orders(), paper.position("BTCUSDT"), paper.balance("USDT")
 
 `start_paper_exchange(scenario=None, port=0, state_path=None)` takes a scenario path, a dict or None (the
