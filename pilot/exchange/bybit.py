@@ -467,8 +467,12 @@ class BybitExchange:
             answer, mmr = await info, Decimal(0)
         else:  # both reads at once: one round trip on a cold cache
             answer, mmr = await asyncio.gather(info, self._maintenance_margin_rate(category, symbol))
-        rows = self._parse(answer, lambda a: a["result"]["list"], action, operation="read")
-        rows = [row for row in rows if isinstance(row, dict) and row.get("symbol") == symbol]
+        rows = self._parse(
+            answer,
+            lambda a: [row for row in a["result"]["list"] if row["symbol"] == symbol],
+            action,
+            operation="read",
+        )
         if not rows:
             raise ExchangeRejected(
                 f"{action}: the exchange lists no such instrument.", ret_code=10001, family="not_found"
