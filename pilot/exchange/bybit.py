@@ -50,7 +50,6 @@ from decimal import Decimal, InvalidOperation
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import requests
 from pybit.exceptions import FailedRequestError, InvalidRequestError
@@ -61,6 +60,7 @@ from pilot.core.facts import InstrumentRules, Position, Touch
 from pilot.exchange import bybit_codes as codes
 from pilot.exchange import bybit_wire as wire_
 from pilot.exchange.bybit_codes import Verdict
+from pilot.exchange.bybit_urls import ENVIRONMENTS, LOOPBACK_HOSTS, check_base_url
 from pilot.exchange.bybit_wire import ms_to_datetime
 from pilot.exchange.errors import (
     DuplicateOrderLinkId,
@@ -84,8 +84,6 @@ from pilot.exchange.models import (
 )
 from pilot.exchange.recording import Recorder
 
-ENVIRONMENTS = {"bybit-demo": "https://api-demo.bybit.com", "bybit-testnet": "https://api-testnet.bybit.com"}
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 DEFAULT_MAINTENANCE_MARGIN_RATE = Decimal("0.01")
 INSTRUMENT_TTL_SECONDS = 300.0
 MAX_PAGES = 20
@@ -109,41 +107,6 @@ def family_of(ret_code: int) -> str:
 
 def system_clock() -> datetime:
     return datetime.now(UTC)
-
-
-def check_base_url(environment: str, base_url: str | None) -> str:
-    """Return the base URL to use, or raise ValueError: only demo, testnet and loopback paper are allowed."""
-    if environment not in (*ENVIRONMENTS, "paper"):
-        raise ValueError(f"Unknown environment {environment!r}: use bybit-demo, bybit-testnet or paper.")
-    if environment == "paper":
-        if not base_url:
-            raise ValueError(
-                "The paper environment needs the paper exchange's base URL (http://127.0.0.1:PORT)."
-            )
-        parts = urlsplit(base_url)
-        if (
-            parts.scheme != "http"
-            or parts.hostname not in LOOPBACK_HOSTS
-            or parts.port is None
-            or parts.path not in ("", "/")
-            or parts.query
-            or parts.username
-            or parts.password
-        ):
-            raise ValueError(_refusal(base_url))
-        return base_url.rstrip("/")
-    allowed = ENVIRONMENTS[environment]
-    if base_url is not None and base_url.rstrip("/") != allowed:
-        raise ValueError(_refusal(base_url))
-    return allowed
-
-
-def _refusal(base_url: str) -> str:
-    return (
-        f"Refusing base URL {base_url!r}: mainnet is not supported in this version. Allowed: "
-        "https://api-demo.bybit.com (bybit-demo), https://api-testnet.bybit.com (bybit-testnet), "
-        "or http://127.0.0.1:PORT / localhost / [::1] for the paper exchange (paper)."
-    )
 
 
 def _silence_pybit_logging() -> None:
@@ -274,22 +237,6 @@ def _from_ret_code(
         untrusted_text=untrusted,
         retry_at=_retry_at(headers) if rule.family in ("rate_limit", "busy") else None,
     )
-
-
-def order_key(row: dict[str, Any]) -> Hashable:
-    return row.get("orderId")
-
-
-def position_key(row: dict[str, Any]) -> Hashable:
-    return (row.get("symbol"), wire_.position_idx(row))
-
-
-def execution_key(row: dict[str, Any]) -> Hashable:
-    return row.get("execId")
-
-
-def tier_key(row: dict[str, Any]) -> Hashable:
-    return (row.get("symbol"), row.get("id"), row.get("riskLimitValue"))
 
 
 class BybitExchange:
@@ -436,18 +383,12 @@ class BybitExchange:
         cursor: str | None = None
         for _ in range(MAX_PAGES):
             answer = await self._call(method, action, **params, cursor=cursor)
-            result = self._parse(answer, lambda a: a["result"], action, operation="read")
-            page = result.get("list") or []
-            for row in page:
-                if not isinstance(row, dict):
-                    raise translate(ValueError(), action, operation="read")
-                identity = key(row)
-                if identity in seen_rows:
-                    continue
-                seen_rows.add(identity)
-                rows.append(row)
-            cursor = result.get("nextPageCursor") or None
-            found = until is not None and any(until(row) for row in page)
+            page, cursor = self._parse(answer, partial(wire_.page_of, key), action, operation="read")
+            for identity, row in page:
+                if identity not in seen_rows:
+                    seen_rows.add(identity)
+                    rows.append(row)
+            found = until is not None and any(until(row) for _, row in page)
             if not page or not cursor or cursor in seen_cursors or found:
                 return rows
             seen_cursors.add(cursor)
@@ -485,7 +426,7 @@ class BybitExchange:
 
     async def _maintenance_margin_rate(self, category: str, symbol: str) -> Decimal:
         action = f"read the risk limit of {symbol}"
-        tiers = await self._pages(action, "get_risk_limit", tier_key, category=category, symbol=symbol)
+        tiers = await self._pages(action, "get_risk_limit", wire_.tier_key, category=category, symbol=symbol)
         try:
             tier = wire_.lowest_risk_tier(symbol, tiers)
             return wire_.dec(tier.get("maintenanceMargin")) if tier else DEFAULT_MAINTENANCE_MARGIN_RATE
@@ -569,7 +510,7 @@ class BybitExchange:
     async def _position_rows(self, action: str, category: str, **where: Any) -> list[dict[str, Any]]:
         limit = PAGE_LIMITS["get_positions"]
         rows = await self._pages(
-            action, "get_positions", position_key, category=category, limit=limit, **where
+            action, "get_positions", wire_.position_key, category=category, limit=limit, **where
         )
         for row in rows:
             if self._parse(row, wire_.position_idx, action, operation="read") != 0:
@@ -624,7 +565,7 @@ class BybitExchange:
         rows = await self._pages(
             action,
             method,
-            order_key,
+            wire_.order_key,
             until=until,
             category=category,
             limit=PAGE_LIMITS[method],
@@ -676,7 +617,7 @@ class BybitExchange:
         rows = await self._pages(
             action,
             "get_executions",
-            execution_key,
+            wire_.execution_key,
             category=category,
             symbol=symbol,
             orderId=order_id,
@@ -743,3 +684,6 @@ class BybitExchange:
         except ExchangeRejected as refusal:
             if codes.verdict(refusal.ret_code, "leverage") is not Verdict.UNCHANGED:
                 raise
+
+
+__all__ = ["ENVIRONMENTS", "LOOPBACK_HOSTS", "BybitExchange", "check_base_url", "translate"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -292,3 +293,35 @@ def api_key_info(result: Row) -> ApiKeyInfo:
         ips=tuple(result.get("ips") or ()),
         expires_at=expires_at,
     )
+
+
+def page_of(key: Callable[[Row], Hashable], answer: Row) -> tuple[list[tuple[Hashable, Row]], str | None]:
+    """The rows of one page of a list answer, each with its identity (`key`), and the next cursor (None
+    when there is none). Raises on an answer that is not a page of objects."""
+    result = answer["result"]
+    rows = result.get("list") or []
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise TypeError("the list is not a list of objects")
+    keyed = [(key(row), row) for row in rows]
+    for identity, _ in keyed:
+        hash(identity)
+    return keyed, str(result.get("nextPageCursor") or "") or None
+
+
+# ---- row identities: what makes two list rows the same row (duplicates across pages are dropped) --
+
+
+def order_key(row: Row) -> Hashable:
+    return row.get("orderId")
+
+
+def position_key(row: Row) -> Hashable:
+    return (row.get("symbol"), position_idx(row))
+
+
+def execution_key(row: Row) -> Hashable:
+    return row.get("execId")
+
+
+def tier_key(row: Row) -> Hashable:
+    return (row.get("symbol"), row.get("id"), row.get("riskLimitValue"))
