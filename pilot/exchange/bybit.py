@@ -12,15 +12,30 @@ Safety, in order of importance:
   Messages are built from our own words; the exchange's retMsg travels only in `untrusted_text`.
   pybit's logger is silenced.
 
-Errors are the three outcomes of pilot.exchange.errors: ExchangeRejected (a retCode: a definite no),
-ExchangeUnavailable (not processed: connection refused, HTTP 4xx, a rate-limited read, any failed read) and
-OutcomeUnknown (a write that may have happened: timeout, 5xx, 110079/170035 "processing", a dropped
-connection, an unreadable answer).
+Errors are the outcomes of pilot.exchange.errors, decided in one place: every retCode through the table
+of pilot.exchange.bybit_codes (per operation: create, cancel, amend, leverage, read), every HTTP status
+through `bybit_codes.http_verdict`. HTTP 403 is Bybit's IP ban: ExchangeUnavailable with `retry_at` ten
+minutes ahead, on reads and writes (the gateway refused the request; nothing was executed).
 
-Maintenance margin: instruments-info has no maintenance margin rate; get_instrument reads the first tier of
-/v5/market/risk-limit and falls back to DEFAULT_MAINTENANCE_MARGIN_RATE (0.01, above Bybit's first tier for
-the majors, so liquidation estimates err on the early side) only when that answer carries none. Spot
-instruments have no liquidation and get 0.
+Acknowledged is not visible. Bybit's create answer is an acknowledgement of an asynchronous request
+(create-order.mdx: "This request is asynchronous"), and order history "may delay" (order-list.mdx). So
+`find_order` returning None right after a successful `create_order` does not mean the order failed: the
+read worked and has not seen it yet. A caller holding an acknowledgement (or an OutcomeUnknown) must treat
+an order that is not found as pending, and count it as exposure, until a read finds it. A read that
+failed raises instead: None and an exception are never the same answer.
+
+Lists are read page by page (`nextPageCursor`). Real Bybit returns a non-empty cursor even on the last or
+only page (see tests/fixtures/bybit/), so paging stops on an empty page, on a cursor already seen, or
+after MAX_PAGES (then the read fails as ExchangeUnavailable rather than return a silently truncated list),
+and rows seen twice are dropped (orders by orderId, positions by symbol and positionIdx, fills by execId).
+
+Hedge mode is refused: a symbol with positionIdx 1/2 rows raises UnsupportedPositionMode from
+get_position/get_positions, naming the symbol and the human's fix (switch it to one-way mode).
+
+Maintenance margin: instruments-info has no maintenance margin rate; get_instrument reads the lowest-risk
+tier of /v5/market/risk-limit (`isLowestRisk`, else the smallest `riskLimitValue`) and falls back to
+DEFAULT_MAINTENANCE_MARGIN_RATE (0.01, above Bybit's first tier for the majors, so liquidation estimates err
+on the early side) only when that answer carries none. Spot instruments have no liquidation and get 0.
 """
 
 from __future__ import annotations
@@ -28,13 +43,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import requests
 from pybit.exceptions import FailedRequestError, InvalidRequestError
@@ -42,9 +57,19 @@ from pybit.unified_trading import HTTP
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
 from pilot.core.facts import InstrumentRules, Position, Touch
+from pilot.exchange import bybit_codes as codes
 from pilot.exchange import bybit_wire as wire_
+from pilot.exchange.bybit_codes import Verdict
+from pilot.exchange.bybit_urls import ENVIRONMENTS, LOOPBACK_HOSTS, check_base_url
 from pilot.exchange.bybit_wire import ms_to_datetime
-from pilot.exchange.errors import ExchangeError, ExchangeRejected, ExchangeUnavailable, OutcomeUnknown
+from pilot.exchange.errors import (
+    DuplicateOrderLinkId,
+    ExchangeError,
+    ExchangeRejected,
+    ExchangeUnavailable,
+    OutcomeUnknown,
+    UnsupportedPositionMode,
+)
 from pilot.exchange.models import (
     AccountBalance,
     ApiKeyInfo,
@@ -54,99 +79,34 @@ from pilot.exchange.models import (
     OrderAck,
     OrderBook,
     OrderRequest,
+    PriceBand,
     Ticker,
 )
+from pilot.exchange.recording import Recorder
 
-ENVIRONMENTS = {"bybit-demo": "https://api-demo.bybit.com", "bybit-testnet": "https://api-testnet.bybit.com"}
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 DEFAULT_MAINTENANCE_MARGIN_RATE = Decimal("0.01")
 INSTRUMENT_TTL_SECONDS = 300.0
 MAX_PAGES = 20
 UNTRUSTED_LIMIT = 500
-PROCESSING_CODES = frozenset({110079, 170035})
-SERVER_TROUBLE_CODES = frozenset({10000, 10016})  # server timeout / server error: the write may have happened
 SETTLE_COIN = "USDT"
-
-FAMILIES: dict[str, frozenset[int]] = {
-    "auth": frozenset({10002, 10003, 10004, 10007, 10010}),
-    "rate_limit": frozenset({10006, 10018}),
-    "permission": frozenset({10005, 10027}),
-    "duplicate": frozenset({10014, 110072, 170141}),
-    "balance": frozenset({110004, 110006, 110007, 110012, 110044, 110045, 170131}),
-    "position": frozenset({110013, 110017, 110021, 110036, 110058, 110090}),
-    "not_found": frozenset({110001, 110008, 110010, 170139, 170142, 170190, 170213}),
-    "params": frozenset(
-        {
-            10001,
-            10029,
-            110003,
-            110064,
-            110094,
-            110120,
-            110121,
-            170121,
-            170124,
-            170130,
-            170132,
-            170133,
-            170134,
-            170136,
-            170137,
-            170140,
-            170193,
-            170194,
-            170313,
-            170371,
-            170372,
-        }
-    ),
+PAGE_LIMITS = {  # the largest page each list endpoint serves (its docs page)
+    "get_open_orders": 50,
+    "get_order_history": 50,
+    "get_executions": 100,
+    "get_positions": 200,
 }
-LEVERAGE_NOT_MODIFIED = 110043
 
 T = TypeVar("T")
+Clock = Callable[[], datetime]
 
 
 def family_of(ret_code: int) -> str:
-    """The family a Bybit retCode belongs to (see FAMILIES), "other" when unknown."""
-    for family, codes in FAMILIES.items():
-        if ret_code in codes:
-            return family
-    return "other"
+    """The family a Bybit retCode belongs to (pilot.exchange.bybit_codes), "other" when unlisted."""
+    return codes.rule_for(ret_code).family
 
 
-def check_base_url(environment: str, base_url: str | None) -> str:
-    """Return the base URL to use, or raise ValueError: only demo, testnet and loopback paper are allowed."""
-    if environment not in (*ENVIRONMENTS, "paper"):
-        raise ValueError(f"Unknown environment {environment!r}: use bybit-demo, bybit-testnet or paper.")
-    if environment == "paper":
-        if not base_url:
-            raise ValueError(
-                "The paper environment needs the paper exchange's base URL (http://127.0.0.1:PORT)."
-            )
-        parts = urlsplit(base_url)
-        if (
-            parts.scheme != "http"
-            or parts.hostname not in LOOPBACK_HOSTS
-            or parts.port is None
-            or parts.path not in ("", "/")
-            or parts.query
-            or parts.username
-            or parts.password
-        ):
-            raise ValueError(_refusal(base_url))
-        return base_url.rstrip("/")
-    allowed = ENVIRONMENTS[environment]
-    if base_url is not None and base_url.rstrip("/") != allowed:
-        raise ValueError(_refusal(base_url))
-    return allowed
-
-
-def _refusal(base_url: str) -> str:
-    return (
-        f"Refusing base URL {base_url!r}: mainnet is not supported in this version. Allowed: "
-        "https://api-demo.bybit.com (bybit-demo), https://api-testnet.bybit.com (bybit-testnet), "
-        "or http://127.0.0.1:PORT / localhost / [::1] for the paper exchange (paper)."
-    )
+def system_clock() -> datetime:
+    return datetime.now(UTC)
 
 
 def _silence_pybit_logging() -> None:
@@ -177,24 +137,24 @@ def _connect_failed(error: requests.exceptions.RequestException) -> bool:
     return isinstance(reason, NewConnectionError)
 
 
-def translate(error: Exception, action: str, *, write: bool) -> ExchangeError:
-    """Map a pybit/requests exception to one of the three outcomes, in our own words (no request text)."""
+def translate(
+    error: Exception,
+    action: str,
+    *,
+    operation: str,
+    now: datetime | None = None,
+    order_link_id: str = "",
+) -> ExchangeError:
+    """Map a pybit/requests exception to an outcome, in our own words (no request text).
+
+    `operation` is "create", "cancel", "amend", "leverage" or "read" (see pilot.exchange.bybit_codes).
+    """
+    write = operation != "read"
     if isinstance(error, InvalidRequestError):
-        return _from_ret_code(int(error.status_code), str(error.message), error.resp_headers, action, write)
+        code = int(error.status_code)
+        return _from_ret_code(code, str(error.message), error.resp_headers, action, operation, order_link_id)
     if isinstance(error, FailedRequestError):
-        status = int(error.status_code)
-        unreadable = error.message.startswith("Conflict")  # pybit's synthetic 409 for a body that is not JSON
-        if write and (status >= 500 or unreadable or error.message.startswith("Bad Request. Retries")):
-            what = "a body that is not JSON" if unreadable else f"HTTP {status}"
-            return OutcomeUnknown(
-                f"{action}: the exchange answered {what}; the request may have been executed. "
-                "Look it up; do not resend."
-            )
-        what = "a body that is not JSON" if unreadable else f"HTTP {status}"
-        return ExchangeUnavailable(
-            f"{action}: the exchange answered {what}; nothing usable came back.",
-            retry_at=_retry_at(error.resp_headers),
-        )
+        return _from_http(error, action, operation, now or system_clock())
     if isinstance(error, requests.exceptions.RequestException):
         if _connect_failed(error):
             return ExchangeUnavailable(f"{action}: could not connect to the exchange; nothing was sent.")
@@ -212,31 +172,70 @@ def translate(error: Exception, action: str, *, write: bool) -> ExchangeError:
     return ExchangeUnavailable(f"{action}: the answer could not be read.")
 
 
-def _from_ret_code(code: int, text: str, headers: Any, action: str, write: bool) -> ExchangeError:
-    untrusted = text[:UNTRUSTED_LIMIT]
-    if code in PROCESSING_CODES or code in SERVER_TROUBLE_CODES:
-        if write:
-            return OutcomeUnknown(
-                f"{action}: the exchange answered retCode {code} (still processing or server "
-                "trouble); the outcome is not known. Look it up; do not resend.",
-                untrusted_text=untrusted,
-            )
-        return ExchangeUnavailable(
-            f"{action}: the exchange is busy (retCode {code}).", untrusted_text=untrusted
+def _from_http(error: FailedRequestError, action: str, operation: str, now: datetime) -> ExchangeError:
+    status = int(error.status_code)
+    unreadable = error.message.startswith("Conflict")  # pybit's synthetic 409 for a body that is not JSON
+    retries = error.message.startswith("Bad Request. Retries")  # pybit's synthetic 400 after a retry code
+    what = "a body that is not JSON" if unreadable else f"HTTP {status}"
+    if operation != "read" and (unreadable or retries):
+        return OutcomeUnknown(
+            f"{action}: the exchange answered {what}; the request may have been executed. "
+            "Look it up; do not resend."
         )
-    family = family_of(code)
-    if family == "rate_limit" and not write:
+    verdict = Verdict.UNAVAILABLE if unreadable else codes.http_verdict(status, operation)
+    if verdict is Verdict.UNKNOWN:
+        return OutcomeUnknown(
+            f"{action}: the exchange answered {what}; the request may have been executed. "
+            "Look it up; do not resend."
+        )
+    if status == 403:  # rate-limit.mdx: the IP is banned for at least ten minutes; nothing was executed
         return ExchangeUnavailable(
-            f"{action}: rate limited by the exchange (retCode {code}).",
+            f"{action}: the exchange refused this IP (HTTP 403: IP rate limit breached or region "
+            "refused); nothing was executed. Bybit lifts the ban after ten minutes.",
+            retry_at=now + timedelta(seconds=codes.IP_BAN_SECONDS),
+            http_status=status,
+        )
+    return ExchangeUnavailable(
+        f"{action}: the exchange answered {what}; nothing usable came back.",
+        retry_at=_retry_at(error.resp_headers),
+        http_status=status,
+    )
+
+
+def _from_ret_code(
+    code: int, text: str, headers: Any, action: str, operation: str, order_link_id: str = ""
+) -> ExchangeError:
+    untrusted = text[:UNTRUSTED_LIMIT]
+    rule = codes.rule_for(code)
+    verdict = rule.verdict(operation)
+    if verdict is Verdict.DUPLICATE:
+        return DuplicateOrderLinkId(
+            f"{action}: the exchange says an order with client order id {order_link_id} already exists "
+            f"(retCode {code}): an earlier send got through. Look it up; do not resend.",
+            order_link_id=order_link_id,
+            ret_code=code,
+            untrusted_text=untrusted,
+        )
+    if verdict is Verdict.UNKNOWN:
+        return OutcomeUnknown(
+            f"{action}: the exchange answered retCode {code} ({rule.family}: still processing or timed "
+            "out inside the exchange); the outcome is not known. Look it up; do not resend.",
+            untrusted_text=untrusted,
+            ret_code=code,
+        )
+    if verdict is Verdict.UNAVAILABLE:
+        return ExchangeUnavailable(
+            f"{action}: the exchange did not process it (retCode {code}, {rule.family}); try again later.",
             untrusted_text=untrusted,
             retry_at=_retry_at(headers),
+            ret_code=code,
         )
     return ExchangeRejected(
-        f"{action}: the exchange refused it (retCode {code}, {family}).",
+        f"{action}: the exchange refused it (retCode {code}, {rule.family}).",
         ret_code=code,
-        family=family,
+        family=rule.family,
         untrusted_text=untrusted,
-        retry_at=_retry_at(headers) if family == "rate_limit" else None,
+        retry_at=_retry_at(headers) if rule.family in ("rate_limit", "busy") else None,
     )
 
 
@@ -247,10 +246,20 @@ class BybitExchange:
     in a worker thread and the event loop never blocks.
     """
 
-    def __init__(self, session: HTTP, environment: str, base_url: str) -> None:
+    def __init__(
+        self,
+        session: HTTP,
+        environment: str,
+        base_url: str,
+        *,
+        clock: Clock = system_clock,
+        recorder: Recorder | None = None,
+    ) -> None:
         self._session = session
         self.environment = environment
         self.base_url = base_url
+        self._clock = clock
+        self._recorder = recorder
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bybit")
         self._instruments: dict[tuple[str, str], tuple[float, InstrumentRules]] = {}
 
@@ -264,8 +273,15 @@ class BybitExchange:
         base_url: str | None = None,
         timeout_seconds: float = 10,
         recv_window_ms: int = 5000,
+        record_dir: Path | None = None,
+        clock: Clock | None = None,
     ) -> BybitExchange:
         """Build an adapter for bybit-demo, bybit-testnet or paper (no request is sent yet).
+
+        Args:
+            record_dir: when given, every request and its answer are written there, redacted (no key,
+                signature or secret), one JSON file each, in the format pilot.exchange.replay serves.
+            clock: the time used for retry times (an IP ban's end); the system clock by default.
 
         Raises:
             ValueError: an unknown environment, a base URL off the allowlist (mainnet included), or no key.
@@ -292,7 +308,11 @@ class BybitExchange:
         session.force_retry = False
         if environment == "paper":
             session.client.trust_env = False  # loopback must not go through an HTTP(S)_PROXY
-        return cls(session, environment, url)
+        recorder = None
+        if record_dir is not None:
+            recorder = Recorder(Path(record_dir), secrets=(api_key, api_secret), environment=environment)
+            recorder.attach(session.client)
+        return cls(session, environment, url, clock=clock or system_clock, recorder=recorder)
 
     def __repr__(self) -> str:
         return f"BybitExchange(environment={self.environment!r}, base_url={self.base_url!r})"
@@ -303,13 +323,17 @@ class BybitExchange:
 
     # ---- the one road to pybit --------------------------------------------------------------------
 
-    async def _call(self, method: str, action: str, *, write: bool = False, **params: Any) -> dict[str, Any]:
+    async def _call(
+        self, method: str, action: str, *, operation: str = "read", link_id: str = "", **params: Any
+    ) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._executor, partial(self._call_sync, method, action, write, params)
+            self._executor, partial(self._call_sync, method, action, operation, link_id, params)
         )
 
-    def _call_sync(self, method: str, action: str, write: bool, params: dict[str, Any]) -> dict[str, Any]:
+    def _call_sync(
+        self, method: str, action: str, operation: str, link_id: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
         failure: ExchangeError | None = None
         try:
             answer = getattr(self._session, method)(**params)
@@ -319,37 +343,58 @@ class BybitExchange:
             requests.exceptions.RequestException,
             ValueError,
         ) as error:
-            failure = translate(error, action, write=write)
+            failure = translate(error, action, operation=operation, now=self._clock(), order_link_id=link_id)
         if failure is not None:
             raise failure  # raised outside the except block: pybit's exception (with the request) is not chained
         return answer
 
     async def _read(self, action: str, parse: Callable[[dict[str, Any]], T], method: str, **params: Any) -> T:
         answer = await self._call(method, action, **params)
-        return self._parse(answer, parse, action, write=False)
+        return self._parse(answer, parse, action, operation="read")
 
-    @staticmethod
     def _parse(
-        answer: dict[str, Any], parse: Callable[[dict[str, Any]], T], action: str, *, write: bool
+        self, answer: dict[str, Any], parse: Callable[[dict[str, Any]], T], action: str, *, operation: str
     ) -> T:
         failure: ExchangeError | None = None
         try:
             return parse(answer)
-        except (KeyError, TypeError, ValueError, IndexError, InvalidOperation):
-            failure = translate(ValueError(), action, write=write)
+        except (KeyError, TypeError, ValueError, IndexError, InvalidOperation, AttributeError):
+            failure = translate(ValueError(), action, operation=operation)
         raise failure
 
-    async def _pages(self, action: str, method: str, **params: Any) -> list[dict[str, Any]]:
+    async def _pages(
+        self,
+        action: str,
+        method: str,
+        key: Callable[[dict[str, Any]], Hashable],
+        *,
+        until: Callable[[dict[str, Any]], bool] | None = None,
+        **params: Any,
+    ) -> list[dict[str, Any]]:
+        """Every row of a paged list, each once.
+
+        Stops on an empty page, on a cursor already followed (real Bybit answers a non-empty cursor even on
+        the last page, and has been seen pointing back at its own page), or when `until` matches a row.
+        More than MAX_PAGES pages is a failed read, never a silently short list.
+        """
         rows: list[dict[str, Any]] = []
-        cursor = None
+        seen_rows: set[Hashable] = set()
+        seen_cursors: set[str] = set()
+        cursor: str | None = None
         for _ in range(MAX_PAGES):
             answer = await self._call(method, action, **params, cursor=cursor)
-            result = self._parse(answer, lambda a: a["result"], action, write=False)
-            rows.extend(result.get("list") or [])
-            cursor = result.get("nextPageCursor") or None
-            if not cursor:
-                break
-        return rows
+            page, cursor = self._parse(answer, partial(wire_.page_of, key), action, operation="read")
+            for identity, row in page:
+                if identity not in seen_rows:
+                    seen_rows.add(identity)
+                    rows.append(row)
+            found = until is not None and any(until(row) for _, row in page)
+            if not page or not cursor or cursor in seen_cursors or found:
+                return rows
+            seen_cursors.add(cursor)
+        raise ExchangeUnavailable(
+            f"{action}: the exchange kept paging past {MAX_PAGES} pages; the list is incomplete."
+        )
 
     # ---- market data -------------------------------------------------------------------------------
 
@@ -363,24 +408,29 @@ class BybitExchange:
             answer, mmr = await info, Decimal(0)
         else:  # both reads at once: one round trip on a cold cache
             answer, mmr = await asyncio.gather(info, self._maintenance_margin_rate(category, symbol))
-        rows = self._parse(answer, lambda a: a["result"]["list"], action, write=False)
+        rows = self._parse(
+            answer,
+            lambda a: [row for row in a["result"]["list"] if row["symbol"] == symbol],
+            action,
+            operation="read",
+        )
         if not rows:
             raise ExchangeRejected(
                 f"{action}: the exchange lists no such instrument.", ret_code=10001, family="not_found"
             )
         rules = self._parse(
-            rows[0], lambda row: wire_.instrument_rules(category, row, mmr), action, write=False
+            rows[0], lambda row: wire_.instrument_rules(category, row, mmr), action, operation="read"
         )
         self._instruments[(category, symbol)] = (time.monotonic(), rules)
         return rules
 
     async def _maintenance_margin_rate(self, category: str, symbol: str) -> Decimal:
         action = f"read the risk limit of {symbol}"
-        answer = await self._call("get_risk_limit", action, category=category, symbol=symbol)
-        tiers = (answer.get("result") or {}).get("list") or []
+        tiers = await self._pages(action, "get_risk_limit", wire_.tier_key, category=category, symbol=symbol)
         try:
-            return wire_.dec(tiers[0].get("maintenanceMargin"))
-        except (IndexError, AttributeError, ValueError, InvalidOperation):
+            tier = wire_.lowest_risk_tier(symbol, tiers)
+            return wire_.dec(tier.get("maintenanceMargin")) if tier else DEFAULT_MAINTENANCE_MARGIN_RATE
+        except (AttributeError, ValueError, InvalidOperation):
             return DEFAULT_MAINTENANCE_MARGIN_RATE
 
     async def get_ticker(self, category: str, symbol: str) -> Ticker:
@@ -410,26 +460,69 @@ class BybitExchange:
             limit=depth,
         )
 
+    async def get_price_band(self, category: str, symbol: str) -> PriceBand:
+        """The order price band right now (/v5/market/price-limit): the highest buy and the lowest sell.
+
+        Per category (account/set-price-limit.mdx, default settings): spot rejects an order priced outside
+        the band; linear and inverse move its price to the band's edge ("clamp"). Option has no band
+        endpoint and is refused with ValueError.
+        """
+        if category not in ("spot", "linear", "inverse"):
+            raise ValueError(f"Bybit publishes no price band for category {category!r}")
+
+        def parse(answer: dict[str, Any]) -> PriceBand:
+            return wire_.price_band(category, answer["result"], wire_.ms_to_datetime(answer["time"]))
+
+        return await self._read(
+            f"read the {symbol} price band", parse, "get_price_limit", category=category, symbol=symbol
+        )
+
     # ---- account -----------------------------------------------------------------------------------
 
     async def get_position(self, category: str, symbol: str) -> Position:
-        """The signed one-way position (flat when there is none; spot never has one)."""
+        """The signed one-way position (flat when there is none; spot never has one).
+
+        Raises:
+            UnsupportedPositionMode: the symbol is held in hedge mode (rows with positionIdx 1 or 2).
+        """
         if category == "spot":
             return Position.flat(symbol)
-
-        def parse(answer: dict[str, Any]) -> Position:
-            rows = [r for r in answer["result"]["list"] if r.get("symbol") == symbol]
-            return wire_.position(symbol, rows[0] if rows else None)
-
-        return await self._read(
-            f"read the {symbol} position", parse, "get_positions", category=category, symbol=symbol
+        action = f"read the {symbol} position"
+        rows = await self._position_rows(action, category, symbol=symbol)
+        mine = [row for row in rows if row.get("symbol") == symbol]
+        return self._parse(
+            {}, lambda _: wire_.position(symbol, mine[0] if mine else None), action, operation="read"
         )
 
     async def get_positions(self, category: str, symbol: str | None = None) -> list[ExchangePosition]:
+        """Every open position (or the one of `symbol`), one-way only.
+
+        Raises:
+            UnsupportedPositionMode: a symbol is held in hedge mode.
+        """
         action = "read positions"
         where = {"symbol": symbol} if symbol else {"settleCoin": SETTLE_COIN}
-        rows = await self._pages(action, "get_positions", category=category, **where)
-        return [self._parse(r, partial(wire_.exchange_position, category), action, write=False) for r in rows]
+        rows = await self._position_rows(action, category, **where)
+        return [
+            self._parse(r, partial(wire_.exchange_position, category), action, operation="read") for r in rows
+        ]
+
+    async def _position_rows(self, action: str, category: str, **where: Any) -> list[dict[str, Any]]:
+        limit = PAGE_LIMITS["get_positions"]
+        rows = await self._pages(
+            action, "get_positions", wire_.position_key, category=category, limit=limit, **where
+        )
+        for row in rows:
+            if self._parse(row, wire_.position_idx, action, operation="read") != 0:
+                symbol = str(row.get("symbol", ""))
+                raise UnsupportedPositionMode(
+                    f"{action}: {symbol} is held in hedge mode (two position legs); Pilot reads one-way "
+                    f"positions only and will not guess the net. A human must switch the account to "
+                    f"one-way mode for {symbol}.",
+                    symbol=symbol,
+                    category=category,
+                )
+        return rows
 
     async def get_balance(self) -> AccountBalance:
         return await self._read(
@@ -459,17 +552,39 @@ class BybitExchange:
         )
 
     async def _orders(
-        self, action: str, method: str, category: str, symbol: str | None, **extra: Any
+        self,
+        action: str,
+        method: str,
+        category: str,
+        symbol: str | None,
+        *,
+        until: Callable[[dict[str, Any]], bool] | None = None,
+        **extra: Any,
     ) -> list[ExchangeOrder]:
         where = {"symbol": symbol} if symbol else ({"settleCoin": SETTLE_COIN} if category != "spot" else {})
-        rows = await self._pages(action, method, category=category, limit=50, **where, **extra)
-        return [self._parse(r, partial(wire_.exchange_order, category), action, write=False) for r in rows]
+        rows = await self._pages(
+            action,
+            method,
+            wire_.order_key,
+            until=until,
+            category=category,
+            limit=PAGE_LIMITS[method],
+            **where,
+            **extra,
+        )
+        return [
+            self._parse(r, partial(wire_.exchange_order, category), action, operation="read") for r in rows
+        ]
 
     async def find_order(self, category: str, symbol: str, order_link_id: str) -> ExchangeOrder | None:
         """Look an order up by its client id in open orders and history.
 
-        Both are read at once (one round trip). An order that closes between the two reads can be missed by
-        both, so a miss is confirmed by reading them again in order: open orders first, then history.
+        None means both reads worked and neither holds the order yet. Right after an acknowledged create
+        that is expected (Bybit processes creates asynchronously): the caller must treat such an order as
+        pending, counted as exposure, until a read finds it. A failed read raises instead.
+
+        Both lists are read at once (one round trip). An order that closes between the two reads can be
+        missed by both, so a miss is confirmed by reading them again in order: open orders, then history.
         """
         methods = ("get_open_orders", "get_order_history")
         found = await asyncio.gather(
@@ -488,24 +603,52 @@ class BybitExchange:
         self, method: str, category: str, symbol: str, order_link_id: str
     ) -> ExchangeOrder | None:
         found = await self._orders(
-            f"look up order {order_link_id}", method, category, symbol, orderLinkId=order_link_id
+            f"look up order {order_link_id}",
+            method,
+            category,
+            symbol,
+            until=lambda row: row.get("orderLinkId") == order_link_id,
+            orderLinkId=order_link_id,
         )
         return next((o for o in found if o.order_link_id == order_link_id), None)
 
     async def get_executions(self, category: str, symbol: str, order_id: str) -> list[Execution]:
         action = f"read the fills of order {order_id}"
-        rows = await self._pages(action, "get_executions", category=category, symbol=symbol, orderId=order_id)
-        return [self._parse(r, wire_.execution, action, write=False) for r in rows]
+        rows = await self._pages(
+            action,
+            "get_executions",
+            wire_.execution_key,
+            category=category,
+            symbol=symbol,
+            orderId=order_id,
+            limit=PAGE_LIMITS["get_executions"],
+        )
+        return [self._parse(r, wire_.execution, action, operation="read") for r in rows]
 
     async def create_order(self, request: OrderRequest) -> OrderAck:
-        """Send one create request, exactly once. Unknown outcomes raise OutcomeUnknown: look the order up."""
+        """Send one create request, exactly once.
+
+        An acknowledgement (OrderAck) means accepted, not yet visible: see find_order.
+
+        Raises:
+            ExchangeRejected: a definite no (nothing executed).
+            OutcomeUnknown: it may have been executed (look it up by client order id; never resend);
+                DuplicateOrderLinkId when the exchange says the client order id is already taken.
+            ExchangeUnavailable: not processed (connection refused, HTTP 4xx such as the 403 IP ban).
+        """
         action = f"create order {request.order_link_id}"
-        answer = await self._call("place_order", action, write=True, **wire_.order_params(request))
+        answer = await self._call(
+            "place_order",
+            action,
+            operation="create",
+            link_id=request.order_link_id,
+            **wire_.order_params(request),
+        )
 
         def parse(a: dict[str, Any]) -> OrderAck:
             return OrderAck(order_id=a["result"]["orderId"], order_link_id=a["result"]["orderLinkId"])
 
-        return self._parse(answer, parse, action, write=True)
+        return self._parse(answer, parse, action, operation="create")
 
     async def cancel_order(
         self, category: str, symbol: str, *, order_id: str | None = None, order_link_id: str | None = None
@@ -517,13 +660,13 @@ class BybitExchange:
         answer = await self._call(
             "cancel_order",
             action,
-            write=True,
+            operation="cancel",
             category=category,
             symbol=symbol,
             orderId=order_id,
             orderLinkId=order_link_id,
         )
-        return self._parse(answer, lambda a: str(a["result"]["orderId"]), action, write=True)
+        return self._parse(answer, lambda a: str(a["result"]["orderId"]), action, operation="cancel")
 
     async def set_leverage(self, category: str, symbol: str, leverage: Decimal) -> None:
         """Set one-way leverage; an unchanged leverage (retCode 110043) is success."""
@@ -532,12 +675,15 @@ class BybitExchange:
             await self._call(
                 "set_leverage",
                 f"set {symbol} leverage to {value}",
-                write=True,
+                operation="leverage",
                 category=category,
                 symbol=symbol,
                 buyLeverage=value,
                 sellLeverage=value,
             )
         except ExchangeRejected as refusal:
-            if refusal.ret_code != LEVERAGE_NOT_MODIFIED:
+            if codes.verdict(refusal.ret_code, "leverage") is not Verdict.UNCHANGED:
                 raise
+
+
+__all__ = ["ENVIRONMENTS", "LOOPBACK_HOSTS", "BybitExchange", "check_base_url", "translate"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -17,6 +18,7 @@ from pilot.exchange.models import (
     Execution,
     OrderBook,
     OrderRequest,
+    PriceBand,
     Ticker,
 )
 
@@ -50,7 +52,13 @@ def wire(value: Decimal) -> str:
 
 
 def order_params(request: OrderRequest) -> dict[str, Any]:
-    """The /v5/order/create body for an OrderRequest (positionIdx 0: one-way mode)."""
+    """The /v5/order/create body for an OrderRequest (positionIdx 0: one-way mode; hedge mode is refused
+    when positions are read, see UnsupportedPositionMode).
+
+    Pilot sends Limit orders (a market intent is a Limit IOC at the worst acceptable price), so `qty` is
+    always in the base coin. That matters on spot: a spot *Market* Buy takes `qty` in the quote coin by
+    default (create-order.mdx, `marketUnit`); a Limit order never does.
+    """
     params: dict[str, Any] = {
         "category": request.category,
         "symbol": request.symbol,
@@ -70,8 +78,14 @@ def order_params(request: OrderRequest) -> dict[str, Any]:
 
 
 def instrument_rules(category: str, row: Row, maintenance_margin_rate: Decimal) -> InstrumentRules:
-    """InstrumentRules from an instruments-info row. Spot: basePrecision is the lot step, minOrderAmt the
-    minimum notional, and there is no leverage."""
+    """InstrumentRules from an instruments-info row.
+
+    Spot is checked by Bybit as market/instrument.mdx says today: `basePrecision` is the quantity step (and
+    so the smallest quantity), `minOrderAmt` the minimum order value in the quote coin; `minOrderQty` is
+    deprecated ("no longer check minOrderQty, check minOrderAmt instead") and ignored. The largest limit
+    order is `maxLimitOrderQty` (`maxOrderQty` is deprecated; read only when the new field is missing).
+    Spot has no leverage and no liquidation.
+    """
     lot = row.get("lotSizeFilter") or {}
     tick = dec((row.get("priceFilter") or {}).get("tickSize"))
     if category == "spot":
@@ -81,9 +95,9 @@ def instrument_rules(category: str, row: Row, maintenance_margin_rate: Decimal) 
             category=category,
             tick_size=tick,
             qty_step=step,
-            min_qty=dec(lot.get("minOrderQty"), step),
+            min_qty=step,
             max_qty=dec(lot.get("maxLimitOrderQty") or lot.get("maxOrderQty")),
-            min_notional=dec(lot.get("minOrderAmt"), Decimal(0)),
+            min_notional=dec(lot.get("minOrderAmt") or lot.get("minNotionalValue"), Decimal(0)),
             max_leverage=Decimal(1),
             maintenance_margin_rate=Decimal(0),
             base_coin=row.get("baseCoin", ""),
@@ -101,6 +115,30 @@ def instrument_rules(category: str, row: Row, maintenance_margin_rate: Decimal) 
         maintenance_margin_rate=maintenance_margin_rate,
         base_coin=row.get("baseCoin", ""),
         quote_coin=row.get("quoteCoin", "USDT"),
+    )
+
+
+def lowest_risk_tier(symbol: str, tiers: list[Row]) -> Row | None:
+    """The first risk-limit tier of `symbol`: the one Bybit marks `isLowestRisk`, else the smallest
+    `riskLimitValue` (market/risk-limit.mdx). Never "the first row": the list's order is not documented."""
+    mine = [tier for tier in tiers if tier.get("symbol", symbol) == symbol]
+    marked = [tier for tier in mine if str(tier.get("isLowestRisk", "0")) == "1"]
+    if marked:
+        return marked[0]
+    if not mine:
+        return None
+    return min(mine, key=lambda tier: dec(tier.get("riskLimitValue"), Decimal("Infinity")))
+
+
+def price_band(category: str, result: Row, observed_at: datetime) -> PriceBand:
+    """A /v5/market/price-limit result as a PriceBand: spot rejects outside it, derivatives clamp."""
+    return PriceBand(
+        symbol=result["symbol"],
+        category=category,
+        buy_limit=dec(result.get("buyLmt")),
+        sell_limit=dec(result.get("sellLmt")),
+        outside="reject" if category == "spot" else "clamp",
+        observed_at=observed_at,
     )
 
 
@@ -127,6 +165,11 @@ def orderbook(category: str, result: Row, observed_at: datetime) -> OrderBook:
         asks=levels(result.get("a") or []),
         observed_at=observed_at,
     )
+
+
+def position_idx(row: Row) -> int:
+    """0 one-way, 1 hedge Buy leg, 2 hedge Sell leg (Bybit sends an integer; some recorders a string)."""
+    return int(row.get("positionIdx") or 0)
 
 
 def signed_size(row: Row) -> Decimal:
@@ -175,7 +218,26 @@ def account_balance(result: Row) -> AccountBalance:
     return AccountBalance(total_equity_usd=dec(account.get("totalEquity"), Decimal(0)), coins=coins)
 
 
+def order_fees(row: Row) -> tuple[str, Decimal, tuple[tuple[str, Decimal], ...]]:
+    """(fee coin, fee, every coin's fee) of an order.
+
+    `cumFeeDetail` ({coin: amount}) replaces `cumExecFee` on linear and spot (order-list.mdx: cumExecFee
+    "Deprecated. Use cumFeeDetail instead"); inverse and option still report `cumExecFee` only, and an
+    order without fills has `{}`. With several coins the fee reported is the one in the symbol's quote
+    coin when present, else the first coin; all of them stay in the third element.
+    """
+    detail = row.get("cumFeeDetail")
+    fees = tuple(sorted((str(coin), dec(amount, Decimal(0))) for coin, amount in (detail or {}).items()))
+    if not fees:
+        return "", dec(row.get("cumExecFee"), Decimal(0)), ()
+    symbol = str(row.get("symbol", ""))
+    quote = [(coin, amount) for coin, amount in fees if symbol.endswith(coin)]
+    coin, amount = (quote or list(fees))[0]
+    return coin, amount, fees
+
+
 def exchange_order(category: str, row: Row) -> ExchangeOrder:
+    fee_coin, fee, fees = order_fees(row)
     return ExchangeOrder(
         order_id=row["orderId"],
         order_link_id=row.get("orderLinkId", ""),
@@ -187,13 +249,16 @@ def exchange_order(category: str, row: Row) -> ExchangeOrder:
         qty=dec(row.get("qty"), Decimal(0)),
         cum_exec_qty=dec(row.get("cumExecQty"), Decimal(0)),
         avg_price=maybe_dec(row.get("avgPrice")),
-        cum_exec_fee=dec(row.get("cumExecFee"), Decimal(0)),
+        cum_exec_fee=fee,
         status=row.get("orderStatus", ""),
         time_in_force=row.get("timeInForce", ""),
         reduce_only=bool(row.get("reduceOnly", False)),
         reject_reason=row.get("rejectReason", ""),
         created_at=ms_to_datetime(row.get("createdTime")),
         updated_at=ms_to_datetime(row.get("updatedTime")),
+        fee_coin=fee_coin,
+        fees=fees,
+        position_idx=position_idx(row),
     )
 
 
@@ -208,6 +273,7 @@ def execution(row: Row) -> Execution:
         exec_qty=dec(row.get("execQty")),
         exec_fee=dec(row.get("execFee"), Decimal(0)),
         exec_time=ms_to_datetime(row.get("execTime")),
+        fee_coin=str(row.get("feeCurrency") or ""),
     )
 
 
@@ -227,3 +293,35 @@ def api_key_info(result: Row) -> ApiKeyInfo:
         ips=tuple(result.get("ips") or ()),
         expires_at=expires_at,
     )
+
+
+def page_of(key: Callable[[Row], Hashable], answer: Row) -> tuple[list[tuple[Hashable, Row]], str | None]:
+    """The rows of one page of a list answer, each with its identity (`key`), and the next cursor (None
+    when there is none). Raises on an answer that is not a page of objects."""
+    result = answer["result"]
+    rows = result.get("list") or []
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        raise TypeError("the list is not a list of objects")
+    keyed = [(key(row), row) for row in rows]
+    for identity, _ in keyed:
+        hash(identity)
+    return keyed, str(result.get("nextPageCursor") or "") or None
+
+
+# ---- row identities: what makes two list rows the same row (duplicates across pages are dropped) --
+
+
+def order_key(row: Row) -> Hashable:
+    return row.get("orderId")
+
+
+def position_key(row: Row) -> Hashable:
+    return (row.get("symbol"), position_idx(row))
+
+
+def execution_key(row: Row) -> Hashable:
+    return row.get("execId")
+
+
+def tier_key(row: Row) -> Hashable:
+    return (row.get("symbol"), row.get("id"), row.get("riskLimitValue"))

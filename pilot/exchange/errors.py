@@ -1,11 +1,16 @@
-"""The three ways an exchange call can end badly, kept apart on purpose.
+"""The three ways an exchange call can end badly, kept apart on purpose, and two refinements of them.
 
     ExchangeError
-     ├── ExchangeRejected     the exchange answered with a definite no (a retCode); nothing was executed
-     ├── ExchangeUnavailable  the request was not processed (connection refused before sending, HTTP 4xx
-     │                        before acceptance, rate limited); safe to try again later
-     └── OutcomeUnknown       a write may or may not have been executed (timeout after sending, 5xx,
-                              a "processing" retCode, a broken connection): look it up, never resend
+     ├── ExchangeRejected         the exchange answered with a definite no (a retCode); nothing was executed
+     ├── ExchangeUnavailable      the request was not processed (connection refused before sending, HTTP 4xx
+     │                            before acceptance, an IP ban, rate limited); safe to try again later
+     ├── OutcomeUnknown           a write may or may not have been executed (timeout after sending, 5xx,
+     │    │                       a "processing" or "timeout" retCode, a broken connection): look it up,
+     │    │                       never resend
+     │    └── DuplicateOrderLinkId  the exchange says an order with this client order id already exists
+     │                              (110072 / 170141 / 10014): an earlier send got through; look it up
+     └── UnsupportedPositionMode  the account holds the symbol in hedge mode (positionIdx 1/2); Pilot
+                                  reads and sizes one-way positions only, so it refuses instead of guessing
 
 Messages here are Pilot's own words. Whatever the exchange said travels only in `untrusted_text`.
 """
@@ -38,17 +43,57 @@ class ExchangeRejected(ExchangeError):
     ) -> None:
         super().__init__(message, untrusted_text=untrusted_text)
         self.ret_code = ret_code
-        self.family = family  # e.g. "auth", "rate_limit", "balance", "order_params", "duplicate", "position"
+        self.family = family  # e.g. "auth", "rate_limit", "balance", "params", "not_found", "position"
         self.retry_at = retry_at
 
 
 class ExchangeUnavailable(ExchangeError):
     """The exchange could not be reached or did not process the request."""
 
-    def __init__(self, message: str, *, untrusted_text: str = "", retry_at: datetime | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        untrusted_text: str = "",
+        retry_at: datetime | None = None,
+        http_status: int | None = None,
+        ret_code: int | None = None,
+    ) -> None:
         super().__init__(message, untrusted_text=untrusted_text)
         self.retry_at = retry_at
+        self.http_status = http_status  # e.g. 403: Bybit's IP ban (ten minutes)
+        self.ret_code = ret_code
 
 
 class OutcomeUnknown(ExchangeError):
     """A write was sent and its result is not known. Never resend: look the order up."""
+
+    def __init__(self, message: str, *, untrusted_text: str = "", ret_code: int | None = None) -> None:
+        super().__init__(message, untrusted_text=untrusted_text)
+        self.ret_code = ret_code  # the retCode that said so (170007, 170146, 110079, ...), None for transport
+
+
+class DuplicateOrderLinkId(OutcomeUnknown):
+    """The exchange refused a create because an order with the same client order id exists.
+
+    Pilot sends each client order id once, so this means an earlier attempt reached the exchange: the order
+    is there (or was, and has closed). It is never "nothing executed": look it up by `order_link_id`.
+    """
+
+    def __init__(self, message: str, *, order_link_id: str, ret_code: int, untrusted_text: str = "") -> None:
+        super().__init__(message, untrusted_text=untrusted_text, ret_code=ret_code)
+        self.order_link_id = order_link_id
+
+
+class UnsupportedPositionMode(ExchangeError):
+    """A symbol is held in hedge mode (two legs, positionIdx 1 and 2); Pilot supports one-way mode only.
+
+    Reading the first leg as "the position" would be wrong (Buy 0.01 + Sell 0.03 is net -0.02), so no
+    position is returned. The fix is the human's: switch the account to one-way mode for `symbol`.
+    """
+
+    def __init__(self, message: str, *, symbol: str, category: str) -> None:
+        super().__init__(message)
+        self.symbol = symbol
+        self.category = category
+        self.human_fix = f"switch the Bybit account to one-way mode for {symbol} ({category})"

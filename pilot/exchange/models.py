@@ -91,6 +91,9 @@ class ExchangeOrder:
     reject_reason: str  # untrusted text
     created_at: datetime
     updated_at: datetime
+    fee_coin: str = ""  # the coin of cum_exec_fee ("" when Bybit did not say: cumExecFee fallback)
+    fees: tuple[tuple[str, Decimal], ...] = ()  # every coin of cumFeeDetail, sorted by coin
+    position_idx: int = 0  # 0 one-way; 1/2 the Buy/Sell leg of a hedge-mode account
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +107,7 @@ class Execution:
     exec_qty: Decimal
     exec_fee: Decimal
     exec_time: datetime
+    fee_coin: str = ""  # Bybit's feeCurrency ("" on derivatives: the settle coin)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,3 +133,20 @@ class ApiKeyInfo:
     permissions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     ips: tuple[str, ...] = ()
     expires_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PriceBand:
+    """The prices the exchange accepts for a limit order right now (/v5/market/price-limit).
+
+    A buy above `buy_limit` or a sell below `sell_limit` is outside the band. What Bybit then does depends
+    on the category (account/set-price-limit.mdx, default settings): spot rejects the order
+    (170193/170194), derivatives move its price to the limit ("clamp"); `outside` says which.
+    """
+
+    symbol: str
+    category: str
+    buy_limit: Decimal  # the highest price a buy may carry (Bybit's buyLmt)
+    sell_limit: Decimal  # the lowest price a sell may carry (Bybit's sellLmt)
+    outside: str  # "reject" (spot) | "clamp" (linear, inverse): Bybit's default behaviour
+    observed_at: datetime

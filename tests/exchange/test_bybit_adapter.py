@@ -7,7 +7,13 @@ from decimal import Decimal
 import pytest
 
 from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.errors import ExchangeError, ExchangeRejected, ExchangeUnavailable, OutcomeUnknown
+from pilot.exchange.errors import (
+    DuplicateOrderLinkId,
+    ExchangeError,
+    ExchangeRejected,
+    ExchangeUnavailable,
+    OutcomeUnknown,
+)
 from pilot.exchange.models import OrderRequest
 from pilot.exchange.sim import start_paper_exchange
 
@@ -99,11 +105,13 @@ async def test_exchange_refusals_carry_code_and_family(exchange, request_, ret_c
     assert caught.value.untrusted_text
 
 
-async def test_duplicate_client_id_is_a_duplicate_refusal(exchange):
+async def test_a_duplicate_client_id_means_the_order_exists_and_is_looked_up(exchange):
     await exchange.create_order(btc_buy("dup"))
-    with pytest.raises(ExchangeRejected) as caught:
+    with pytest.raises(DuplicateOrderLinkId) as caught:
         await exchange.create_order(btc_buy("dup"))
-    assert (caught.value.ret_code, caught.value.family) == (110072, "duplicate")
+    assert isinstance(caught.value, OutcomeUnknown)  # never "nothing executed"
+    assert (caught.value.ret_code, caught.value.order_link_id) == (110072, "dup")
+    assert (await exchange.find_order("linear", "BTCUSDT", "dup")) is not None
 
 
 @pytest.mark.parametrize(

@@ -171,12 +171,12 @@ def test_spot_buy_spends_usdt_and_credits_the_base_coin(paper, session):
         ("linear", "101", "80300", 10001),  # above maxOrderQty
         ("linear", "0.00031", "80300.05", 10001),  # price off the tick
         ("linear", "0.00001", "80300", 110094),  # notional below minNotionalValue
-        ("linear", "0.1", "90000", 110121),  # buy above the price limit
         ("linear", "1", "80300", 110007),  # margin: 80,000 USDT at 10x from 1,000
         ("spot", "0.0000001", "80300", 170137),
         ("spot", "0.00031", "80300.05", 170134),
         ("spot", "0.00001", "80300", 170140),
         ("spot", "0.1", "80300", 170131),
+        ("spot", "0.0001", "90000", 170193),  # spot buy above the price band: rejected
     ],
 )
 def test_order_rules_are_refused_with_bybits_codes(session, category, qty, price, expected):

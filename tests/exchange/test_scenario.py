@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import copy
 from decimal import Decimal
+from importlib import resources
+from pathlib import Path
 
 import pytest
 import requests
 
+from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.sim import ScenarioError, load_scenario, start_paper_exchange
 from tests.exchange.test_paper_matching import default_scenario
 
@@ -47,6 +50,17 @@ def test_default_scenario_has_the_worked_example_instruments():
         (lambda s: s.update(faults=[{"path": "/v5/order/create", "kind": "explode"}]), "faults[0].kind"),
         (lambda s: s["apiKeys"][0].pop("secret"), "apiKeys[0].secret"),
         (lambda s: s.update(surprise=1), "$.surprise"),
+        (
+            lambda s: s["instruments"][0].update(priceLimitRatioX="0.03", priceLimitRatioY="0.02"),
+            "instruments[0].priceLimitRatioY",
+        ),
+        (
+            lambda s: s.update(
+                positions=[{"symbol": "BTCUSDT", "side": "Sell", "size": 1, "avgPrice": 1, "positionIdx": 1}]
+            ),
+            "positions[0].side",
+        ),
+        (lambda s: s.update(ackLagReads=-1), "ackLagReads"),
     ],
 )
 def test_bad_scenarios_are_refused_naming_the_json_path(edit, path):
@@ -68,3 +82,27 @@ def test_scenario_faults_fire_on_the_nth_call():
 def test_unknown_runtime_fault_kind_is_refused(paper):
     with pytest.raises(ValueError, match="unknown fault kind"):
         paper.add_fault("/v5/order/create", "explode")
+
+
+@pytest.mark.anyio
+async def test_the_bybit_filters_scenario_serves_bybits_real_minimums_to_the_adapter():
+    path = resources.files("pilot.exchange.sim").joinpath("scenarios/bybit-filters.json")
+    with start_paper_exchange(Path(str(path))) as paper:
+        adapter = BybitExchange.connect(
+            "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
+        )
+        linear = await adapter.get_instrument("linear", "BTCUSDT")
+        spot = await adapter.get_instrument("spot", "BTCUSDT")
+        band = await adapter.get_price_band("spot", "BTCUSDT")
+        await adapter.close()
+    assert (linear.qty_step, linear.min_qty, linear.min_notional, linear.tick_size) == (
+        Decimal("0.001"),
+        Decimal("0.001"),
+        Decimal(5),
+        Decimal("0.1"),
+    )
+    assert (spot.qty_step, spot.min_qty, spot.min_notional) == (Decimal("0.000001"), Decimal("0.000001"), 5)
+    assert band.buy_limit == Decimal(
+        "80621.1"
+    )  # the symbol's mark (standing for the index) x (1 + X 0.005), floored
+    assert band.outside == "reject"

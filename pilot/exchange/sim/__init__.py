@@ -11,10 +11,13 @@ so the real Bybit adapter runs against it unchanged. Start it in-process::
         paper.request_count("/v5/order/create")      # every request received, faulted ones included
         paper.set_prices("BTCUSDT", bid=80000, ask=80000.1)  # resting orders the new quote crosses fill
         paper.tick()                                 # one deterministic step of every random-walk price
+        paper.set_ack_lag(2)                         # new orders show only after two list reads
         paper.orders(), paper.position("BTCUSDT"), paper.balance("USDT")
 
-`start_paper_exchange(scenario=None, port=0)` takes a scenario path, a dict or None (the default scenario,
-see SCENARIOS.md). The server runs on its own thread and event loop, so it serves sync callers (pybit in
+`start_paper_exchange(scenario=None, port=0, state_path=None)` takes a scenario path, a dict or None (the
+default scenario, see SCENARIOS.md). With `state_path`, the account (balances, positions, orders, fills,
+prices) is loaded from that file when it exists and saved to it after every change, so a restarted paper
+exchange continues where the last one stopped (pilot.exchange.sim.state; delete the file to reset). The server runs on its own thread and event loop, so it serves sync callers (pybit in
 worker threads) and async tests alike; `with` and `async with` both stop it on exit.
 
 Fault kinds (`add_fault(path, kind, nth=None, every=False, delay_ms=0, status=None, interval_ms=1000)`):
@@ -34,19 +37,23 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from pilot.exchange.sim import state as state_file
 from pilot.exchange.sim.accounts import SimPosition
 from pilot.exchange.sim.dispatch import Dispatcher
 from pilot.exchange.sim.engine import Engine, SimExecution, SimOrder
 from pilot.exchange.sim.faults import FaultBook
 from pilot.exchange.sim.scenario import FAULT_KINDS, FaultSpec, Scenario, ScenarioError, load_scenario
 from pilot.exchange.sim.server import HttpServer
+from pilot.exchange.sim.state import StateError
 
 __all__ = [
     "FAULT_KINDS",
     "PaperExchange",
     "Scenario",
     "ScenarioError",
+    "StateError",
     "load_scenario",
+    "reset_state",
     "start_paper_exchange",
 ]
 
@@ -58,14 +65,25 @@ def wall_clock_ms() -> int:
 class PaperExchange:
     """A running paper exchange. Create it with start_paper_exchange()."""
 
-    def __init__(self, scenario: Scenario, port: int = 0) -> None:
+    def __init__(self, scenario: Scenario, port: int = 0, state_path: Path | None = None) -> None:
         self.scenario = scenario
+        self.state_path = Path(state_path) if state_path is not None else None
         self._lock = threading.Lock()
         self._clock_offset_ms = 0
         self._engine = Engine(scenario, self.now_ms)
+        if self.state_path is not None:
+            if self.state_path.exists():
+                state_file.load(self._engine, self.state_path)
+            else:
+                self._save()
         self._faults = FaultBook(scenario.faults)
-        dispatcher = Dispatcher(self._engine, scenario, self._lock, self.now_ms)
+        dispatcher = Dispatcher(self._engine, scenario, self._lock, self.now_ms, on_change=self._save)
         self._server = HttpServer(dispatcher, self._faults, self._latency_for, self.now_ms, port)
+
+    def _save(self) -> None:
+        """Write the state file (callers hold the lock, or run before the server starts)."""
+        if self.state_path is not None:
+            state_file.save(self._engine, self.state_path)
 
     def now_ms(self) -> int:
         """The exchange's clock: wall time plus the offset set with set_clock_offset()."""
@@ -127,6 +145,12 @@ class PaperExchange:
     def clear_faults(self) -> None:
         self._faults.clear()
 
+    def set_ack_lag(self, reads: int) -> None:
+        """Orders created from now on stay out of realtime, history and executions for `reads` list reads
+        (realtime or history requests, counted together): Bybit acknowledges a create before it shows."""
+        with self._lock:
+            self._engine.ack_lag_reads = max(int(reads), 0)
+
     # ---- prices -------------------------------------------------------------------------------
 
     def set_prices(self, symbol: str, *, bid: Any = None, ask: Any = None, mark: Any = None) -> None:
@@ -134,11 +158,13 @@ class PaperExchange:
         with self._lock:
             self._engine.market.set_prices(symbol, _dec(bid), _dec(ask), _dec(mark))
             self._engine.rematch([symbol])
+            self._save()
 
     def tick(self) -> None:
         """Advance every random-walk price one seeded step and fill what the move crosses."""
         with self._lock:
             self._engine.step()
+            self._save()
 
     # ---- read access for assertions ---------------------------------------------------------------
 
@@ -183,10 +209,26 @@ class PaperExchange:
         self.stop()
 
 
-def start_paper_exchange(scenario: Path | str | dict[str, Any] | None = None, port: int = 0) -> PaperExchange:
-    """Start a paper exchange on 127.0.0.1 (`port` 0: an ephemeral one) and return it, already listening."""
+def start_paper_exchange(
+    scenario: Path | str | dict[str, Any] | None = None, port: int = 0, state_path: Path | None = None
+) -> PaperExchange:
+    """Start a paper exchange on 127.0.0.1 (`port` 0: an ephemeral one) and return it, already listening.
+
+    Raises:
+        ScenarioError: the scenario cannot be used.
+        StateError: `state_path` holds a state this scenario cannot continue (reset it: delete the file).
+    """
     loaded = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-    return PaperExchange(loaded, port).start()
+    return PaperExchange(loaded, port, state_path).start()
+
+
+def reset_state(state_path: Path) -> bool:
+    """Forget the paper account saved at `state_path`; True if there was one."""
+    path = Path(state_path)
+    if not path.exists():
+        return False
+    path.unlink()
+    return True
 
 
 def _dec(value: Any) -> Decimal | None:

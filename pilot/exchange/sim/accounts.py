@@ -39,15 +39,25 @@ class Accounts:
         self.wallet.setdefault(SETTLE_COIN, ZERO)
         self.linear = {i.symbol: i for i in scenario.instruments if i.category == "linear"}
         self.positions: dict[str, SimPosition] = {}
+        self.hedge_legs: dict[str, dict[int, SimPosition]] = {}  # symbol -> {1: Buy leg, 2: Sell leg}
         for symbol, instrument in self.linear.items():
             self.positions[symbol] = SimPosition(
                 symbol, ZERO, ZERO, min(Decimal(10), instrument.max_leverage), now_ms, now_ms
             )
         for spec in scenario.positions:
             sign = 1 if spec.side == "Buy" else -1
-            self.positions[spec.symbol] = SimPosition(
+            position = SimPosition(
                 spec.symbol, spec.size * sign, spec.avg_price, spec.leverage, now_ms, now_ms
             )
+            if spec.position_idx:
+                self.hedge_legs.setdefault(spec.symbol, {})[spec.position_idx] = position
+            else:
+                self.positions[spec.symbol] = position
+        for symbol, legs in self.hedge_legs.items():  # a hedge symbol shows both legs, the empty one too
+            for index in (1, 2):
+                legs.setdefault(
+                    index, SimPosition(symbol, ZERO, ZERO, self.positions[symbol].leverage, now_ms, now_ms)
+                )
 
     def apply_linear_fill(
         self, symbol: str, signed_qty: Decimal, price: Decimal, fee: Decimal, now_ms: int

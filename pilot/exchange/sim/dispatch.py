@@ -40,9 +40,15 @@ class Dispatcher:
     """Turns one parsed HTTP request into a Reply. The engine runs under `lock` (shared with the Python API)."""
 
     def __init__(
-        self, engine: Engine, scenario: Scenario, lock: threading.Lock, clock_ms: Callable[[], int]
+        self,
+        engine: Engine,
+        scenario: Scenario,
+        lock: threading.Lock,
+        clock_ms: Callable[[], int],
+        on_change: Callable[[], None] | None = None,
     ) -> None:
         self.engine = engine
+        self.on_change = on_change  # called under the lock after every write that was carried out
         self.keys = {spec.key: spec for spec in scenario.api_keys}
         self.key_list = scenario.api_keys
         self.limiter = RateLimiter(scenario.rate_limits)
@@ -79,6 +85,7 @@ class Dispatcher:
                 return self._processing(route, key, params, now, status)
             with self.lock:
                 result = route.handler(Context(self.engine, key, self.key_list, now), params)
+                self._changed(route)
         except MissingAuthHeaders:
             return Reply(401, b"")
         except SimReject as reject:
@@ -120,7 +127,12 @@ class Dispatcher:
             return self._reply(*PROCESSING_LINEAR, {}, now, status)
         with self.lock:
             route.handler(Context(self.engine, key, self.key_list, now), params)
+            self._changed(route)
         return self._reply(*PROCESSING_SPOT, {}, now, status)
+
+    def _changed(self, route: Route) -> None:
+        if route.write and self.on_change is not None:
+            self.on_change()
 
     @staticmethod
     def _reply(code: int, message: str, result: Any, now: int, status: LimitStatus) -> Reply:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import uuid
 from collections.abc import Callable
@@ -15,9 +16,9 @@ from pilot.exchange.sim.scenario import InstrumentSpec, Scenario
 from pilot.exchange.sim.validation import (
     NewOrder,
     SimReject,
+    apply_price_limit,
     check_notional,
     check_price,
-    check_price_limit,
     check_qty,
     parse_new_order,
     pick,
@@ -25,6 +26,13 @@ from pilot.exchange.sim.validation import (
 )
 
 OPEN = ("New", "PartiallyFilled")
+SHORT_LIVED = ("Cancelled", "Rejected", "Deactivated")  # order-list.mdx: queryable for 24 hours only
+DAY_MS = 86_400_000
+SHORT_RETENTION_MS = DAY_MS
+RETENTION_MS = 7 * DAY_MS  # order-list.mdx: other closed orders 7 days; beyond, only orders with fills
+MAX_CLOSED_ORDERS = 5_000  # the paper exchange's own bound on what it keeps
+MAX_EXECUTIONS = 20_000
+MODE_MISMATCH = "position idx not match position mode"
 
 
 @dataclass(slots=True)
@@ -47,6 +55,10 @@ class SimOrder:
     cum_exec_fee: Decimal = ZERO
     reject_reason: str = "EC_NoError"
     cancel_type: str = "UNKNOWN"
+    fee_coin: str = ""
+    last_price_on_created: Decimal = ZERO
+    position_idx: int = 0
+    hidden_reads: int = 0  # list reads left before the order shows (the acknowledgement lag)
 
     @property
     def leaves_qty(self) -> Decimal:
@@ -89,7 +101,13 @@ class Engine:
         self.open_orders: dict[str, SimOrder] = {}
         self.links: dict[tuple[str, str], str] = {}
         self.executions: list[SimExecution] = []
-        self._seq = itertools.count(1)
+        self.hedge_symbols = scenario.hedge_symbols
+        self.ack_lag_reads = scenario.ack_lag_reads
+        self.seq = itertools.count(1)
+
+    def restart_seq(self, first: int) -> None:
+        """Number fills from `first` on (after a restored state)."""
+        self.seq = itertools.count(first)
 
     def instrument(self, category: str, symbol: str) -> InstrumentSpec:
         spec = self.instruments.get((category, symbol))
@@ -106,12 +124,13 @@ class Engine:
         """Validate like Bybit, then match: IOC/FOK take what they can, GTC rests, PostOnly never takes."""
         new = parse_new_order(category, params)
         instrument = self.instrument(category, new.symbol)
+        position_idx = self._position_idx(instrument, params)
         quote = self.market.quote(new.symbol)
         new = self._market_units(instrument, new, quote.ask)
         check_qty(instrument, new.qty)
         if new.price is not None:
             check_price(instrument, new.price)
-            check_price_limit(instrument, quote, new.side, new.price)
+            new = _with_price(new, apply_price_limit(instrument, quote, new.side, new.price))
         buy_limit, sell_limit = price_limits(instrument, quote)
         limit = new.price if new.price is not None else (buy_limit if new.side == "Buy" else sell_limit)
         check_notional(instrument, new.qty, new.price or (quote.ask if new.side == "Buy" else quote.bid))
@@ -136,12 +155,67 @@ class Engine:
             new.reduce_only,
             now,
             now,
+            last_price_on_created=floor_to(quote.mid, instrument.tick_size),
+            position_idx=position_idx,
+            hidden_reads=self.ack_lag_reads,
         )
+        self.prune(now)
         self.orders[order.order_id] = order
         if order.order_link_id:
             self.links[(category, order.order_link_id)] = order.order_id
         self._match_new(instrument, order, limit)
         return order
+
+    def _position_idx(self, instrument: InstrumentSpec, params: dict[str, Any]) -> int:
+        """positionIdx as Bybit checks it: 0 in one-way mode, 1/2 (the legs) in hedge mode (10001 otherwise).
+
+        The paper exchange shows hedge-mode positions from a scenario but does not trade their legs.
+        """
+        if instrument.category == "spot":
+            return 0
+        try:
+            index = int(params.get("positionIdx") or 0)
+        except (TypeError, ValueError):
+            raise SimReject(10001, "params error: positionIdx invalid") from None
+        if instrument.symbol in self.hedge_symbols:
+            raise SimReject(
+                10001,
+                MODE_MISMATCH if index == 0 else "paper exchange: hedge-mode legs are shown, not traded",
+            )
+        if index != 0:
+            raise SimReject(10001, MODE_MISMATCH)
+        return index
+
+    def visible(self, order: SimOrder) -> bool:
+        """False while the order is still inside its acknowledgement lag."""
+        return order.hidden_reads <= 0
+
+    def count_list_read(self) -> None:
+        """One realtime/history read happened: every lagging order is one read closer to showing."""
+        for order in self.orders.values():
+            if order.hidden_reads > 0:
+                order.hidden_reads -= 1
+
+    def retained(self, order: SimOrder, now_ms: int) -> bool:
+        """Whether order history still lists a closed order (order-list.mdx retention rules)."""
+        age = now_ms - order.updated_ms
+        if order.status in SHORT_LIVED and order.cum_exec_qty == 0:
+            return age <= SHORT_RETENTION_MS
+        return age <= RETENTION_MS or order.cum_exec_qty > 0
+
+    def prune(self, now_ms: int) -> None:
+        """Forget closed orders history no longer shows, and keep at most MAX_CLOSED_ORDERS closed ones."""
+        closed = [o for o in self.orders.values() if o.status not in OPEN]
+        drop = {o.order_id for o in closed if not self.retained(o, now_ms)}
+        kept = [o for o in closed if o.order_id not in drop]
+        drop |= {o.order_id for o in kept[: max(len(kept) - MAX_CLOSED_ORDERS, 0)]}
+        for order_id in drop:
+            order = self.orders.pop(order_id)
+            if order.order_link_id:
+                self.links.pop((order.category, order.order_link_id), None)
+        if drop:
+            self.executions = [e for e in self.executions if e.order.order_id in self.orders]
+        del self.executions[: max(len(self.executions) - MAX_EXECUTIONS, 0)]
 
     def _market_units(self, instrument: InstrumentSpec, new: NewOrder, ask: Decimal) -> NewOrder:
         if new.category != "spot" or new.order_type != "Market" or new.market_unit != "quoteCoin":
@@ -280,6 +354,7 @@ class Engine:
         order.cum_exec_qty += qty
         order.cum_exec_value += qty * price
         order.cum_exec_fee += fee
+        order.fee_coin = fee_coin
         order.updated_ms = now
         order.status = "Filled" if order.cum_exec_qty >= order.qty else "PartiallyFilled"
         self.executions.append(
@@ -295,7 +370,7 @@ class Engine:
                 self.market.quote(order.symbol).mark,
                 closed,
                 now,
-                next(self._seq),
+                next(self.seq),
                 order.qty,
                 order.leaves_qty,
             )
@@ -396,6 +471,7 @@ class Engine:
         if category != "linear":
             raise SimReject(10001, "params error: category only support linear")
         instrument = self.instrument(category, str(params.get("symbol") or ""))
+        self._position_idx(instrument, params)
         position = self.accounts.positions[instrument.symbol]
         if position.size == 0:
             raise SimReject(10001, "can not set tp/sl/ts for zero position")
@@ -411,3 +487,7 @@ class Engine:
     def step(self) -> None:
         """Advance the random walks one step and fill what the new prices cross."""
         self.rematch(self.market.step_walks())
+
+
+def _with_price(new: NewOrder, price: Decimal) -> NewOrder:
+    return new if price == new.price else dataclasses.replace(new, price=price)

@@ -39,17 +39,31 @@ class Context:
     now_ms: int
 
 
-def category_of(
-    params: Params, allowed: tuple[str, ...] = ("linear", "spot"), default: str | None = None
-) -> str:
+CATEGORIES = ("linear", "inverse", "spot", "option")  # every category Bybit V5 accepts (enum.mdx)
+DERIVATIVES = ("linear", "inverse", "option")
+
+
+def category_of(params: Params, allowed: tuple[str, ...] = CATEGORIES, default: str | None = None) -> str:
+    """The request's category; anything else is Bybit's 10001 "Illegal category".
+
+    Every category Bybit accepts is accepted; the paper exchange lists instruments for linear and spot only,
+    so inverse and option lists are empty and their symbols unknown, as on an account that holds none.
+    """
     category = params.get("category") or default
-    if category not in allowed:
-        raise SimReject(10001, f"params error: category must be one of {', '.join(allowed)}")
+    if category not in CATEGORIES or category not in allowed:
+        raise SimReject(10001, "Illegal category")
     return str(category)
 
 
-def paginate(items: list, params: Params, default: int, maximum: int) -> tuple[list, str]:
-    """Offset pages with Bybit-style opaque, already URL-encoded cursors ("offset%3D20")."""
+def paginate(
+    items: list, params: Params, default: int, maximum: int, *, cursor_on_last_page: bool = True
+) -> tuple[list, str]:
+    """Offset pages with Bybit-style opaque, already URL-encoded cursors ("offset%3D20").
+
+    As real Bybit does on order, execution and position lists, a page with rows always carries a
+    cursor, the last page included; following it gives an empty page with cursor "". Instrument lists
+    (`cursor_on_last_page=False`) end with "" on their last page, as Bybit's documented examples show.
+    """
     try:
         limit = min(max(int(params.get("limit") or default), 1), maximum)
         cursor = str(params.get("cursor") or "")
@@ -58,7 +72,9 @@ def paginate(items: list, params: Params, default: int, maximum: int) -> tuple[l
         raise SimReject(10001, "params error: limit or cursor invalid") from None
     page = items[offset : offset + limit]
     more = offset + limit < len(items)
-    return page, f"offset%3D{offset + limit}" if more else ""
+    if not page or not (more or cursor_on_last_page):
+        return page, ""
+    return page, f"offset%3D{offset + len(page)}"
 
 
 def _symbol_rows(ctx: Context, params: Params, category: str) -> list:
@@ -79,6 +95,8 @@ def server_time(ctx: Context, params: Params) -> dict:
 
 def tickers(ctx: Context, params: Params) -> dict:
     category = category_of(params)
+    if category == "option" and not (params.get("symbol") or params.get("baseCoin")):
+        raise SimReject(10001, "params error: symbol or baseCoin is required for option")
     rows = []
     for spec in _symbol_rows(ctx, params, category):
         bids, _ = ctx.engine.market.book(spec, 1)
@@ -110,7 +128,7 @@ def orderbook(ctx: Context, params: Params) -> dict:
 
 
 def kline(ctx: Context, params: Params) -> dict:
-    category = category_of(params, default="linear")
+    category = category_of(params, allowed=("linear", "inverse", "spot"), default="linear")
     spec = ctx.engine.instrument(category, str(params.get("symbol") or ""))
     width = KLINE_MS.get(str(params.get("interval")))
     if width is None:
@@ -126,32 +144,38 @@ def kline(ctx: Context, params: Params) -> dict:
 def instruments_info(ctx: Context, params: Params) -> dict:
     category = category_of(params)
     specs = _symbol_rows(ctx, params, category)
-    page, cursor = paginate(specs, params, 500, 1000)
+    page, cursor = paginate(specs, params, 500, 1000, cursor_on_last_page=False)
     rows = [views.instrument_view(spec, i + 1) for i, spec in enumerate(page)]
     return {"category": category, "list": rows, "nextPageCursor": cursor}
 
 
 def price_limit(ctx: Context, params: Params) -> dict:
-    category = category_of(params, default="linear")
+    category = category_of(params, allowed=("linear", "inverse", "spot"), default="linear")
     spec = ctx.engine.instrument(category, str(params.get("symbol") or ""))
     return views.price_limit_view(spec, ctx.engine.market.quote(spec.symbol), ctx.now_ms)
 
 
 def risk_limit(ctx: Context, params: Params) -> dict:
-    category = category_of(params, allowed=("linear",))
-    rows = [
-        {
-            "id": 1,
-            "symbol": spec.symbol,
-            "riskLimitValue": "2000000",
-            "maintenanceMargin": views.num(spec.maintenance_margin_rate),
-            "initialMargin": views.num(1 / spec.max_leverage),
-            "isLowestRisk": 1,
-            "maxLeverage": views.step(spec.max_leverage, Decimal("0.01")),
-            "mmDeduction": "",
-        }
-        for spec in _symbol_rows(ctx, params, category)
-    ]
+    """Risk tiers: a scenario's `riskTiers`, or one tier from `maintenanceMarginRate`; the smallest
+    riskLimitValue is marked isLowestRisk (market/risk-limit.mdx)."""
+    category = category_of(params, allowed=("linear", "inverse"))
+    rows = []
+    for spec in _symbol_rows(ctx, params, category):
+        tiers = spec.risk_tiers or ((Decimal(2_000_000), spec.maintenance_margin_rate, spec.max_leverage),)
+        lowest = min(value for value, _, _ in tiers)
+        rows += [
+            {
+                "id": index,
+                "symbol": spec.symbol,
+                "riskLimitValue": views.num(value),
+                "maintenanceMargin": views.num(mmr),
+                "initialMargin": views.num(1 / leverage),
+                "isLowestRisk": 1 if value == lowest else 0,
+                "maxLeverage": views.step(leverage, Decimal("0.01")),
+                "mmDeduction": "",
+            }
+            for index, (value, mmr, leverage) in enumerate(tiers, start=1)
+        ]
     return {"category": category, "list": rows, "nextPageCursor": ""}
 
 
@@ -195,6 +219,8 @@ def _order_rows(ctx: Context, params: Params, category: str, open_orders: bool) 
     for order in reversed(engine.orders.values()):
         if order.category != category or (order.status in OPEN) != open_orders:
             continue
+        if not engine.visible(order):  # still inside its acknowledgement lag
+            continue
         if params.get("symbol") and order.symbol != params["symbol"]:
             continue
         if params.get("orderId") and order.order_id != params["orderId"]:
@@ -210,6 +236,7 @@ def _order_rows(ctx: Context, params: Params, category: str, open_orders: bool) 
 def _orders_result(ctx: Context, params: Params, category: str, orders: list) -> dict:
     page, cursor = paginate(orders, params, 20, 50)
     rows = [views.order_view(o, ctx.engine.instruments[(category, o.symbol)]) for o in page]
+    ctx.engine.count_list_read()
     return {"category": category, "list": rows, "nextPageCursor": cursor}
 
 
@@ -221,11 +248,39 @@ def open_orders(ctx: Context, params: Params) -> dict:
 
 
 def order_history(ctx: Context, params: Params) -> dict:
+    """Closed orders as order-list.mdx retains them: cancelled, rejected and deactivated orders without
+    fills for 24 hours, other closed orders for 7 days, orders with fills beyond; at most a 7-day window
+    (`startTime`/`endTime`, by creation time; the last 7 days by default)."""
     category = category_of(params)
     params = dict(params)
     if category == "linear" and not params.get("symbol"):
         params["settleCoin"] = params.get("settleCoin") or SETTLE_COIN  # history needs no symbol
-    return _orders_result(ctx, params, category, _order_rows(ctx, params, category, open_orders=False))
+    start, end = _window(params, ctx.now_ms)
+    engine = ctx.engine
+    rows = [
+        order
+        for order in _order_rows(ctx, params, category, open_orders=False)
+        if engine.retained(order, ctx.now_ms) and start <= order.created_ms <= end
+    ]
+    return _orders_result(ctx, params, category, rows)
+
+
+def _window(params: Params, now_ms: int) -> tuple[int, int]:
+    week = 7 * 86_400_000
+    try:
+        start = int(params["startTime"]) if params.get("startTime") else None
+        end = int(params["endTime"]) if params.get("endTime") else None
+    except ValueError:
+        raise SimReject(10001, "params error: startTime or endTime invalid") from None
+    if start is None and end is None:
+        end = now_ms
+    if start is None:
+        start = end - week  # type: ignore[operator]
+    if end is None:
+        end = start + week
+    if end - start > week:
+        raise SimReject(10001, "params error: the time range must be 7 days or less")
+    return start, end
 
 
 def executions(ctx: Context, params: Params) -> dict:
@@ -234,6 +289,7 @@ def executions(ctx: Context, params: Params) -> dict:
         e
         for e in reversed(ctx.engine.executions)
         if e.order.category == category
+        and ctx.engine.visible(e.order)
         and (not params.get("symbol") or e.order.symbol == params["symbol"])
         and (not params.get("orderId") or e.order.order_id == params["orderId"])
         and (not params.get("orderLinkId") or e.order.order_link_id == params["orderLinkId"])
@@ -247,22 +303,33 @@ def executions(ctx: Context, params: Params) -> dict:
 
 
 def positions(ctx: Context, params: Params) -> dict:
-    category = category_of(params, allowed=("linear",))
+    """Positions: one row per one-way symbol (positionIdx 0); a hedge-mode symbol from the scenario shows
+    its two legs (positionIdx 1 and 2). With a symbol, its rows even when empty; with settleCoin only,
+    the rows with a size (position.mdx)."""
+    category = category_of(params, allowed=DERIVATIVES)
     symbol = params.get("symbol")
-    if not symbol and not params.get("settleCoin"):
+    if category == "linear" and not symbol and not params.get("settleCoin"):
         raise SimReject(10001, "params error: symbol or settleCoin is required")
     engine = ctx.engine
+    if category != "linear":
+        if symbol:
+            engine.instrument(category, str(symbol))
+        return {"category": category, "list": [], "nextPageCursor": ""}
     if symbol:
         engine.instrument(category, str(symbol))
-    chosen = [p for s, p in engine.accounts.positions.items() if (s == symbol if symbol else p.size != 0)]
+    chosen = []
+    for name, position in engine.accounts.positions.items():
+        legs = engine.accounts.hedge_legs.get(name)
+        rows = sorted(legs.items()) if legs else [(0, position)]
+        chosen += [(index, row) for index, row in rows if (name == symbol if symbol else row.size != 0)]
     page, cursor = paginate(chosen, params, 20, 200)
-    rows = [
+    shown = [
         views.position_view(
-            p, engine.instruments[("linear", p.symbol)], engine.accounts, engine.market.quote(p.symbol)
+            p, engine.instruments[("linear", p.symbol)], engine.accounts, engine.market.quote(p.symbol), index
         )
-        for p in page
+        for index, p in page
     ]
-    return {"category": category, "list": rows, "nextPageCursor": cursor}
+    return {"category": category, "list": shown, "nextPageCursor": cursor}
 
 
 def set_leverage(ctx: Context, params: Params) -> dict:
@@ -364,6 +431,20 @@ def _coin_row(
     }
 
 
+def account_info(ctx: Context, params: Params) -> dict:
+    """/v5/account/info: a unified trading account (UTA 2.0 Pro, unifiedMarginStatus 6), regular margin."""
+    return {
+        "marginMode": "REGULAR_MARGIN",
+        "updatedTime": str(ctx.now_ms),
+        "unifiedMarginStatus": 6,
+        "dcpStatus": "OFF",
+        "timeWindow": 10,
+        "smpGroup": 0,
+        "isMasterTrader": False,
+        "spotHedgingStatus": "OFF",
+    }
+
+
 def query_api(ctx: Context, params: Params) -> dict:
     assert ctx.key is not None
     return views.api_key_view(ctx.key, list(ctx.keys).index(ctx.key))
@@ -399,5 +480,6 @@ ROUTES: dict[str, Route] = {
     "/v5/position/set-leverage": Route("POST", set_leverage, True, ("ContractTrade", "Position"), True),
     "/v5/position/trading-stop": Route("POST", trading_stop, True, ("ContractTrade", "Position"), True),
     "/v5/account/wallet-balance": Route("GET", wallet_balance, True),
+    "/v5/account/info": Route("GET", account_info, True),
     "/v5/user/query-api": Route("GET", query_api, True),
 }

@@ -51,6 +51,17 @@ class Market:
     def quote(self, symbol: str) -> Quote:
         return self._quotes[symbol]
 
+    def quotes(self) -> dict[str, Quote]:
+        return dict(self._quotes)
+
+    def walks(self) -> dict[str, tuple[random.Random, Decimal]]:
+        return dict(self._walks)
+
+    def restore(self, quotes: dict[str, Quote], walks: dict[str, tuple[random.Random, Decimal]]) -> None:
+        """Take saved quotes and walk positions for the symbols this scenario prices; ignore the others."""
+        self._quotes.update({s: q for s, q in quotes.items() if s in self._quotes})
+        self._walks.update({s: w for s, w in walks.items() if s in self._walks})
+
     def set_prices(self, symbol: str, bid: Decimal | None, ask: Decimal | None, mark: Decimal | None) -> None:
         """Replace the quote of a symbol; a missing value keeps the old one (mark follows the mid if unset)."""
         old = self._quotes[symbol]

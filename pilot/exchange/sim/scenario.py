@@ -30,7 +30,9 @@ class InstrumentSpec:
     maintenance_margin_rate: Decimal
     base_coin: str
     quote_coin: str
-    price_limit_ratio: Decimal
+    price_limit_ratio_x: Decimal  # riskParameters.priceLimitRatioX
+    price_limit_ratio_y: Decimal  # riskParameters.priceLimitRatioY (>= X)
+    risk_tiers: tuple[tuple[Decimal, Decimal, Decimal], ...] = ()  # (riskLimitValue, mmr, max leverage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,7 @@ class PositionSpec:
     size: Decimal
     avg_price: Decimal
     leverage: Decimal
+    position_idx: int = 0  # 1/2: a leg of a hedge-mode symbol (shown, not traded, by the paper exchange)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,11 @@ class Scenario:
     taker_fee: Decimal = Decimal("0.00055")
     maker_fee: Decimal = Decimal("0.0002")
     rate_limits: bool | dict[str, int] = True
+    ack_lag_reads: int = 0  # an order stays out of realtime/history/executions for this many list reads
+
+    @property
+    def hedge_symbols(self) -> frozenset[str]:
+        return frozenset(p.symbol for p in self.positions if p.position_idx)
 
 
 def load_scenario(source: Path | str | dict[str, Any] | None = None) -> Scenario:
@@ -127,7 +135,9 @@ def parse_scenario(data: Any) -> Scenario:
             "latencyMs",
             "fees",
             "rateLimits",
+            "ackLagReads",
             "description",
+            "sources",
         },
     )
     instruments = tuple(
@@ -153,6 +163,7 @@ def parse_scenario(data: Any) -> Scenario:
     positions = tuple(
         _position(item, f"positions[{i}]", linear) for i, item in enumerate(root.get("positions", []))
     )
+    _check_position_modes(positions)
     balances = {
         coin: _decimal(value, f"balances.{coin}", minimum=Decimal(0))
         for coin, value in _obj(root.get("balances", {}), "balances").items()
@@ -173,6 +184,7 @@ def parse_scenario(data: Any) -> Scenario:
         taker_fee=_decimal(fees.get("taker", "0.00055"), "fees.taker", minimum=Decimal(0)),
         maker_fee=_decimal(fees.get("maker", "0.0002"), "fees.maker", minimum=Decimal(0)),
         rate_limits=_rate_limits(root.get("rateLimits", True), "rateLimits"),
+        ack_lag_reads=_int(root.get("ackLagReads", 0), "ackLagReads", minimum=0),
     )
 
 
@@ -184,26 +196,63 @@ def _instrument(data: Any, path: str) -> InstrumentSpec:
     symbol = _str(item, "symbol", path)
     quote = str(item.get("quoteCoin", "USDT"))
     positive = Decimal("1e-18")
+    step = _decimal(_need(item, "qtyStep", path), f"{path}.qtyStep", minimum=positive)
+    spot = category == "spot"  # spot minOrderQty is deprecated on Bybit: optional, served, never checked
+    minimum = item.get("minOrderQty", str(step)) if spot else _need(item, "minOrderQty", path)
+    ratio = item.get("priceLimitRatio", "0.05")
+    ratio_x = _decimal(item.get("priceLimitRatioX", ratio), f"{path}.priceLimitRatioX", minimum=Decimal(0))
+    ratio_y = _decimal(item.get("priceLimitRatioY", ratio), f"{path}.priceLimitRatioY", minimum=Decimal(0))
+    if ratio_y < ratio_x:
+        raise ScenarioError(
+            f"{path}.priceLimitRatioY: must be at least priceLimitRatioX ({ratio_y} < {ratio_x})"
+        )
+    max_leverage = _decimal(item.get("maxLeverage", 1), f"{path}.maxLeverage", minimum=Decimal(1))
     return InstrumentSpec(
         symbol=symbol,
         category=category,
         tick_size=_decimal(_need(item, "tickSize", path), f"{path}.tickSize", minimum=positive),
-        qty_step=_decimal(_need(item, "qtyStep", path), f"{path}.qtyStep", minimum=positive),
-        min_order_qty=_decimal(_need(item, "minOrderQty", path), f"{path}.minOrderQty", minimum=positive),
+        qty_step=step,
+        min_order_qty=_decimal(minimum, f"{path}.minOrderQty", minimum=positive),
         max_order_qty=_decimal(_need(item, "maxOrderQty", path), f"{path}.maxOrderQty", minimum=positive),
         min_notional=_decimal(
             item.get("minNotionalValue", 0), f"{path}.minNotionalValue", minimum=Decimal(0)
         ),
-        max_leverage=_decimal(item.get("maxLeverage", 1), f"{path}.maxLeverage", minimum=Decimal(1)),
+        max_leverage=max_leverage,
         maintenance_margin_rate=_decimal(
             item.get("maintenanceMarginRate", "0.005"), f"{path}.maintenanceMarginRate", minimum=Decimal(0)
         ),
         base_coin=str(item.get("baseCoin") or symbol.removesuffix(quote)),
         quote_coin=quote,
-        price_limit_ratio=_decimal(
-            item.get("priceLimitRatio", "0.05"), f"{path}.priceLimitRatio", minimum=Decimal(0)
-        ),
+        price_limit_ratio_x=ratio_x,
+        price_limit_ratio_y=ratio_y,
+        risk_tiers=_risk_tiers(item.get("riskTiers", []), f"{path}.riskTiers"),
     )
+
+
+def _risk_tiers(value: Any, path: str) -> tuple[tuple[Decimal, Decimal, Decimal], ...]:
+    if not isinstance(value, list):
+        raise ScenarioError(f"{path}: must be a list")
+    tiers = []
+    for i, tier in enumerate(value):
+        item = _obj(tier, f"{path}[{i}]")
+        tiers.append(
+            (
+                _decimal(
+                    _need(item, "riskLimitValue", f"{path}[{i}]"),
+                    f"{path}[{i}].riskLimitValue",
+                    minimum=Decimal(0),
+                ),
+                _decimal(
+                    _need(item, "maintenanceMargin", f"{path}[{i}]"),
+                    f"{path}[{i}].maintenanceMargin",
+                    minimum=Decimal(0),
+                ),
+                _decimal(
+                    _need(item, "maxLeverage", f"{path}[{i}]"), f"{path}[{i}].maxLeverage", minimum=Decimal(1)
+                ),
+            )
+        )
+    return tuple(tiers)
 
 
 def _price(data: Any, path: str) -> PriceSpec:
@@ -256,7 +305,33 @@ def _position(data: Any, path: str, linear: set[str]) -> PositionSpec:
         size=_decimal(_need(item, "size", path), f"{path}.size", minimum=Decimal(0)),
         avg_price=_decimal(_need(item, "avgPrice", path), f"{path}.avgPrice", minimum=Decimal("1e-18")),
         leverage=_decimal(item.get("leverage", 10), f"{path}.leverage", minimum=Decimal(1)),
+        position_idx=_position_idx(item.get("positionIdx", 0), f"{path}.positionIdx"),
     )
+
+
+def _check_position_modes(positions: tuple[PositionSpec, ...]) -> None:
+    """One-way symbols have one position (positionIdx 0); hedge symbols a Buy leg (1) and a Sell leg (2)."""
+    seen: dict[str, set[int]] = {}
+    for i, spec in enumerate(positions):
+        path = f"positions[{i}]"
+        if spec.position_idx and spec.side != ("Buy" if spec.position_idx == 1 else "Sell"):
+            raise ScenarioError(
+                f"{path}.side: positionIdx {spec.position_idx} is the {'Buy' if spec.position_idx == 1 else 'Sell'} leg"
+            )
+        indexes = seen.setdefault(spec.symbol, set())
+        if spec.position_idx in indexes or (indexes and (0 in indexes or spec.position_idx == 0)):
+            raise ScenarioError(
+                f"{path}.positionIdx: {spec.symbol} already has a position in another mode or leg"
+            )
+        indexes.add(spec.position_idx)
+
+
+def _position_idx(value: Any, path: str) -> int:
+    if value not in (0, 1, 2) or isinstance(value, bool):
+        raise ScenarioError(
+            f"{path}: must be 0 (one-way), 1 (hedge Buy leg) or 2 (hedge Sell leg), got {value!r}"
+        )
+    return int(value)
 
 
 def _api_key(data: Any, path: str) -> ApiKeySpec:

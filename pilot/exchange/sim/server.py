@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import decimal
 import threading
 from collections.abc import Callable
 
@@ -82,6 +83,9 @@ class HttpServer:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        # Tasks inherit the decimal context of whoever started the server (contextvars); the exchange's
+        # numbers must not depend on a caller's rounding, so each connection gets Python's default one.
+        decimal.setcontext(decimal.Context())
         self._connections.add(task)
         try:
             while await self._one_request(reader, writer):

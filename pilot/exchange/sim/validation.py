@@ -94,12 +94,9 @@ def check_qty(instrument: InstrumentSpec, qty: Decimal) -> None:
             if spot
             else f"Qty invalid: qty {qty} is not a multiple of qtyStep {instrument.qty_step}",
         )
-    if qty < instrument.min_order_qty:
+    if not spot and qty < instrument.min_order_qty:  # spot: minOrderQty is deprecated and no longer checked
         raise SimReject(
-            170136 if spot else 10001,
-            "Order quantity is lower than the minimum."
-            if spot
-            else f"The number of contracts is below the minimum: min_qty:{instrument.min_order_qty}",
+            10001, f"The number of contracts is below the minimum: min_qty:{instrument.min_order_qty}"
         )
     if qty > instrument.max_order_qty:
         raise SimReject(
@@ -122,21 +119,39 @@ def check_price(instrument: InstrumentSpec, price: Decimal) -> None:
 
 
 def price_limits(instrument: InstrumentSpec, quote: Quote) -> tuple[Decimal, Decimal]:
-    """(buyLmt, sellLmt): the highest bid and the lowest ask the exchange accepts right now."""
-    ratio = instrument.price_limit_ratio
+    """(buyLmt, sellLmt): the highest buy and the lowest sell price accepted right now.
+
+    Bybit's formulas (account/set-price-limit.mdx) with the paper exchange's one reference price, the
+    mark, standing for both mark and index (and no premium):
+    buy = min(mark x (1 + Y), max(index, mark x (1 + X))), sell = max(mark x (1 - Y), min(index, mark x (1 - X))).
+    """
+    x, y = instrument.price_limit_ratio_x, instrument.price_limit_ratio_y
     tick = instrument.tick_size
-    buy = (quote.ask * (1 + ratio) / tick).to_integral_value(rounding="ROUND_FLOOR") * tick
-    sell = (quote.bid * (1 - ratio) / tick).to_integral_value(rounding="ROUND_CEILING") * tick
+    mark = quote.mark
+    buy = min(mark * (1 + y), max(mark, mark * (1 + x)))
+    sell = max(mark * (1 - y), min(mark, mark * (1 - x)))
+    buy = (buy / tick).to_integral_value(rounding="ROUND_FLOOR") * tick
+    sell = (sell / tick).to_integral_value(rounding="ROUND_CEILING") * tick
     return buy, max(sell, tick)
 
 
-def check_price_limit(instrument: InstrumentSpec, quote: Quote, side: str, price: Decimal) -> None:
+def apply_price_limit(instrument: InstrumentSpec, quote: Quote, side: str, price: Decimal) -> Decimal:
+    """The price an order outside the band gets, per category as Bybit does by default.
+
+    Spot rejects it (170193 buy above, 170194 sell below); derivatives move it to the band's edge
+    (set-price-limit.mdx: futures modifyEnable = true by default).
+    """
     buy_limit, sell_limit = price_limits(instrument, quote)
     spot = instrument.category == "spot"
     if side == "Buy" and price > buy_limit:
-        raise SimReject(170193 if spot else 110121, f"Buy order price cannot be higher than {buy_limit}.")
+        if spot:
+            raise SimReject(170193, f"Buy order price cannot be higher than {buy_limit}.")
+        return buy_limit
     if side == "Sell" and price < sell_limit:
-        raise SimReject(170194 if spot else 110120, f"Sell order price cannot be lower than {sell_limit}.")
+        if spot:
+            raise SimReject(170194, f"Sell order price cannot be lower than {sell_limit}.")
+        return sell_limit
+    return price
 
 
 def check_notional(instrument: InstrumentSpec, qty: Decimal, price: Decimal) -> None:

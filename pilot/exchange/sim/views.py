@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from pilot.exchange.sim.accounts import ZERO, Accounts, SimPosition
@@ -24,7 +24,7 @@ def step(value: Decimal, size: Decimal) -> str:
     """A Decimal with the decimals of a tick or lot step ("80220.10" for tick 0.10)."""
     exponent = size.as_tuple().exponent
     places = min(exponent, 0) if isinstance(exponent, int) else 0  # "n", "N", "F": not a finite step
-    return format(value.quantize(Decimal(1).scaleb(places)), "f")
+    return format(value.quantize(Decimal(1).scaleb(places), rounding=ROUND_HALF_EVEN), "f")
 
 
 def _decimals(step: Decimal) -> int:
@@ -34,6 +34,8 @@ def _decimals(step: Decimal) -> int:
 
 
 def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
+    """An order as /v5/order/realtime and /v5/order/history write it (fields as in Bybit's 2025 answers:
+    "" for unset prices and for the average price of an order without fills, cumFeeDetail per coin)."""
     tick, lot = instrument.tick_size, instrument.qty_step
     avg = order.cum_exec_value / order.cum_exec_qty if order.cum_exec_qty else ZERO
     return {
@@ -46,12 +48,12 @@ def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
         "qty": step(order.qty, lot),
         "side": order.side,
         "isLeverage": "0" if order.category == "spot" else "",
-        "positionIdx": 0,
+        "positionIdx": order.position_idx,
         "orderStatus": order.status,
         "createType": "CreateByUser",
         "cancelType": order.cancel_type,
         "rejectReason": order.reject_reason,
-        "avgPrice": num(avg) if avg else ("" if order.category == "spot" else "0"),
+        "avgPrice": num(avg) if avg else "",
         "leavesQty": step(order.leaves_qty, lot),
         "leavesValue": num(order.leaves_qty * order.price),
         "cumExecQty": step(order.cum_exec_qty, lot),
@@ -64,9 +66,9 @@ def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
         "marketUnit": "",
         "slippageToleranceType": "UNKNOWN",
         "slippageTolerance": "0",
-        "triggerPrice": "0",
-        "takeProfit": "0",
-        "stopLoss": "0",
+        "triggerPrice": "",
+        "takeProfit": "",
+        "stopLoss": "",
         "tpslMode": "",
         "ocoTriggerBy": "",
         "tpLimitPrice": "0",
@@ -75,7 +77,7 @@ def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
         "slTriggerBy": "",
         "triggerDirection": 0,
         "triggerBy": "",
-        "lastPriceOnCreated": "",
+        "lastPriceOnCreated": step(order.last_price_on_created, tick) if order.last_price_on_created else "",
         "basePrice": "",
         "reduceOnly": order.reduce_only,
         "closeOnTrigger": False,
@@ -86,7 +88,7 @@ def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
         "createdTime": str(order.created_ms),
         "updatedTime": str(order.updated_ms),
         "extraFees": "",
-        "cumFeeDetail": {},
+        "cumFeeDetail": {order.fee_coin: num(order.cum_exec_fee)} if order.cum_exec_fee else {},
         "rpiTakerAccess": False,
         "rpiMatchedQty": "0",
     }
@@ -129,21 +131,24 @@ def execution_view(execution: SimExecution, instrument: InstrumentSpec) -> dict[
 
 
 def position_view(
-    position: SimPosition, instrument: InstrumentSpec, accounts: Accounts, quote: Quote
+    position: SimPosition, instrument: InstrumentSpec, accounts: Accounts, quote: Quote, position_idx: int = 0
 ) -> dict:
+    """A position as /v5/position/list writes it; an empty one has "" where Bybit has no value
+    (positionValue, unrealisedPnl, liqPrice, takeProfit, stopLoss), as in Bybit's recorded answers."""
     size = abs(position.size)
-    liq = accounts.liq_price(position) if position.size else None
-    side = "" if position.size == 0 else ("Buy" if position.size > 0 else "Sell")
+    open_ = position.size != 0
+    liq = accounts.liq_price(position) if open_ and not position_idx else None
+    side = "" if not open_ else ("Buy" if position.size > 0 else "Sell")
     im, mm = accounts.position_im(position), accounts.position_mm(position)
     return {
-        "positionIdx": 0,
+        "positionIdx": position_idx,
         "riskId": 1,
         "riskLimitValue": "2000000",
         "symbol": position.symbol,
         "side": side,
         "size": step(size, instrument.qty_step),
         "avgPrice": num(position.avg_price),
-        "positionValue": num(size * position.avg_price),
+        "positionValue": num(size * position.avg_price) if open_ else "",
         "autoAddMargin": 0,
         "positionStatus": "Normal",
         "leverage": num(position.leverage),
@@ -154,18 +159,18 @@ def position_view(
         "positionIMByMp": num(im),
         "positionMM": num(mm),
         "positionMMByMp": num(mm),
-        "takeProfit": num(position.take_profit),
-        "stopLoss": num(position.stop_loss),
+        "takeProfit": num(position.take_profit) if position.take_profit else "",
+        "stopLoss": num(position.stop_loss) if position.stop_loss else "",
         "trailingStop": num(position.trailing_stop),
         "sessionAvgPrice": "",
         "delta": "",
         "gamma": "",
         "vega": "",
         "theta": "",
-        "unrealisedPnl": num(accounts.unrealised_pnl(position)),
+        "unrealisedPnl": num(accounts.unrealised_pnl(position)) if open_ else "",
         "curRealisedPnl": num(position.cur_realised_pnl),
         "cumRealisedPnl": num(position.cum_realised_pnl),
-        "adlRankIndicator": 2 if position.size else 0,
+        "adlRankIndicator": 2 if open_ else 0,
         "createdTime": str(position.created_ms),
         "updatedTime": str(position.updated_ms),
         "openTime": 0,
@@ -189,8 +194,8 @@ def instrument_view(instrument: InstrumentSpec, symbol_id: int) -> dict[str, Any
         "quoteCoin": instrument.quote_coin,
         "symbolType": "",
         "riskParameters": {
-            "priceLimitRatioX": num(instrument.price_limit_ratio),
-            "priceLimitRatioY": num(instrument.price_limit_ratio),
+            "priceLimitRatioX": num(instrument.price_limit_ratio_x),
+            "priceLimitRatioY": num(instrument.price_limit_ratio_y),
         },
     }
     if instrument.category == "spot":
