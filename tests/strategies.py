@@ -116,6 +116,7 @@ def facts(draw: st.DrawFn, *, state: TradingState | None = None, reduce_only: bo
         trading_state=state or draw(st.sampled_from(list(TradingState))),
         now=NOW + timedelta(seconds=draw(st.integers(0, 86_000))),
         pending=draw(pendings(rules)),
+        elsewhere=draw(st.just(Decimal(0)) | st.builds(lambda k: rules.qty_step * k, st.integers(0, 500))),
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from pilot.app.clock import Clock, SystemClock
 from pilot.app.gate import KeyCheck
 from pilot.app.runtime import Home, Runtime, assemble_runtime
+from pilot.app.upkeep import upkeep
 from pilot.exchange.bybit import BybitExchange
 from pilot.store import StoreError, open_store
 
@@ -34,6 +35,9 @@ async def open_runtime(
     With exchange "paper" and no paper_url, an embedded paper exchange is started on 127.0.0.1 for the
     runtime's lifetime (its scenario's key needs no setup). bybit-demo and bybit-testnet use the key stored
     with `pilot keys add`, whose permissions are re-checked when the last check is over an hour old.
+
+    Before the runtime is handed out, sends left unsettled by a server that stopped are looked up; at exit,
+    work whose client went away is given time to finish before the store closes.
     """
     if exchange not in EXCHANGES:
         raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
@@ -47,7 +51,10 @@ async def open_runtime(
             raise StartupError(str(error)) from None
         stack.push_async_callback(store.close)
         key_check = _key_check(home, exchange) if stored_key else None
-        yield assemble_runtime(home, store, adapter, clock, environment=exchange, key_check=key_check)
+        runtime = assemble_runtime(home, store, adapter, clock, environment=exchange, key_check=key_check)
+        stack.push_async_callback(runtime.gate.drain)  # runs first: sends whose client left finish
+        await upkeep(runtime)  # sends a stopped server left unsettled are looked up before any judgement
+        yield runtime
 
 
 def _key_check(home: Path, environment: str) -> KeyCheck:

@@ -10,10 +10,11 @@ from decimal import Decimal
 from typing import TypeVar
 
 from pilot.app import kinds
-from pilot.app.pending import pending_orders
+from pilot.app.pending import Send, pending_orders, unsettled_sends
 from pilot.app.responses import Snapshot
 from pilot.app.runtime import PolicyView, Runtime
 from pilot.core.facts import (
+    NO_PENDING,
     Facts,
     InstrumentRules,
     OrderIntent,
@@ -24,8 +25,9 @@ from pilot.core.facts import (
     Touch,
     TradingState,
 )
+from pilot.core.risk import worst_case
 from pilot.core.violations import plain
-from pilot.exchange.errors import ExchangeError
+from pilot.exchange.errors import ExchangeError, ExchangeRejected
 from pilot.exchange.models import AccountBalance
 
 T = TypeVar("T")
@@ -55,13 +57,21 @@ class _Market:
     touch: Touch | None
     position: Position | None
     pending: PendingOrders | None
+    # The same coin in the other category: the perpetual's position for a spot order (a linear order's
+    # counterpart, the spot holding, comes with the balance), and that market's pending orders.
+    other_position: Position | None
+    other_pending: PendingOrders | None
+
+
+OTHER_CATEGORY = {"linear": "spot", "spot": "linear"}
 
 
 async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Facts:
     """Read everything evaluate() needs for `order`, concurrently. Exchange failures become missing facts."""
     now = runtime.now()
+    unsettled = await unsettled_sends(runtime, now)
     account, market = await asyncio.gather(
-        _account(runtime, view, now), _market(runtime, order.category, order.symbol, now)
+        _account(runtime, view, now), _market(runtime, order.category, order.symbol, now, unsettled)
     )
     return _facts(order, account, market, now)
 
@@ -71,9 +81,10 @@ async def gather_market_facts(
 ) -> dict[str, Facts]:
     """Facts for each symbol at once (the account read once), each for a market buy of nothing."""
     now = runtime.now()
+    unsettled = await unsettled_sends(runtime, now)
     account, markets = await asyncio.gather(
         _account(runtime, view, now),
-        asyncio.gather(*(_market(runtime, category, symbol, now) for symbol in symbols)),
+        asyncio.gather(*(_market(runtime, category, symbol, now, unsettled) for symbol in symbols)),
     )
     return {
         symbol: _facts(
@@ -95,21 +106,45 @@ async def _account(runtime: Runtime, view: PolicyView, now: datetime) -> _Accoun
     return _Account(balance, sent, state)
 
 
-async def _market(runtime: Runtime, category: str, symbol: str, now: datetime) -> _Market:
+async def _market(
+    runtime: Runtime, category: str, symbol: str, now: datetime, unsettled: list[Send]
+) -> _Market:
     exchange = runtime.exchange
-    rules, touch, position, pending = await asyncio.gather(
+    rules, touch, position, pending, other_position, other_pending = await asyncio.gather(
         _maybe(exchange.get_instrument(category, symbol)),
         _maybe(exchange.get_touch(category, symbol)),
         _maybe(exchange.get_position(category, symbol)) if category == "linear" else _none(),
-        pending_orders(runtime, category, symbol, now),
+        pending_orders(runtime, category, symbol, now, unsettled),
+        _maybe(exchange.get_position("linear", symbol)) if category == "spot" else _none(),
+        _other_pending(runtime, OTHER_CATEGORY[category], symbol, now, unsettled),
     )
-    return _Market(rules, touch, position, pending)
+    return _Market(rules, touch, position, pending, other_position, other_pending)
+
+
+async def _other_pending(
+    runtime: Runtime, category: str, symbol: str, now: datetime, unsettled: list[Send]
+) -> PendingOrders | None:
+    """Pending orders of the same symbol in the other category; none where that market does not exist."""
+    try:
+        await runtime.exchange.get_instrument(category, symbol)
+    except ExchangeRejected:  # a definite no: there is no such market, so nothing can be pending there
+        return NO_PENDING
+    except ExchangeError:
+        return None
+    return await pending_orders(runtime, category, symbol, now, unsettled)
 
 
 def _facts(order: OrderIntent, account: _Account, market: _Market, now: datetime) -> Facts:
     position = market.position
     if order.category == "spot":
         position = _spot_position(order.symbol, market.rules, account.balance)
+        held = market.other_position.size if market.other_position is not None else None
+    else:
+        spot = _spot_position(order.symbol, market.rules, account.balance)
+        held = spot.size if spot is not None else None
+    elsewhere = None
+    if held is not None and market.other_pending is not None:
+        elsewhere = worst_case(held, market.other_pending)
     return Facts(
         order=order,
         rules=market.rules,
@@ -120,6 +155,7 @@ def _facts(order: OrderIntent, account: _Account, market: _Market, now: datetime
         trading_state=account.trading_state,
         now=now,
         pending=market.pending,
+        elsewhere=elsewhere,
     )
 
 
@@ -139,6 +175,7 @@ def snapshot(view: PolicyView, facts: Facts) -> Snapshot:
         pending_qty={"buy": plain(facts.pending.buy_qty), "sell": plain(facts.pending.sell_qty)}
         if facts.pending is not None
         else None,
+        elsewhere_qty=plain(facts.elsewhere) if facts.elsewhere is not None else None,
         instrument=rules_dict(rules) if rules else None,
     )
 

@@ -17,12 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
+import secrets
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pilot.app import kinds
 from pilot.app.clock import Clock
@@ -40,9 +43,17 @@ from pilot.app.responses import (
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected, ExchangeUnavailable, OutcomeUnknown
 from pilot.exchange.models import ExchangeOrder, OrderRequest
-from pilot.store import Journal
+from pilot.store import Journal, Leases
 
 ORDER_LINK_PREFIX = "pilot-"
+TURN_LEASE = "send-turn"
+# Longer than any one turn can take (evaluation, a create with its 10 s timeout, the lookups after it), so
+# a live holder never loses the lease; a crashed one loses it after this long.
+TURN_TTL = timedelta(minutes=2)
+TURN_WAIT = timedelta(seconds=60)
+TURN_POLL_SECONDS = 0.02
+DRAIN_TIMEOUT = timedelta(seconds=30)
+T = TypeVar("T")
 
 # Re-checks the exchange key's permissions when the last check is old; raises pilot.keys.errors.KeysError
 # when the key may now do more than the allowlist permits or cannot be checked. None on paper.
@@ -110,6 +121,10 @@ def sort_failure(error: ExchangeError, what: str) -> Failure:
     return Failure("rejected", detail, "unavailable", retry_after=retry, untrusted_text=error.untrusted_text)
 
 
+class TurnBusy(Exception):
+    """Another process held the send turn for longer than a caller may wait; nothing was sent."""
+
+
 class ExchangeGate:
     """Holds the only ExchangeWriter. One per Runtime."""
 
@@ -118,15 +133,19 @@ class ExchangeGate:
         writer: ExchangeWriter,
         reader: ExchangeReader,
         journal: Journal,
+        leases: Leases,
         clock: Clock,
         key_check: KeyCheck | None = None,
     ) -> None:
         self._writer = writer
         self._reader = reader
         self._journal = journal
+        self._leases = leases
         self._clock = clock
         self._key_check = key_check
         self._turn = asyncio.Lock()
+        self._holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
+        self._in_flight: set[asyncio.Task[Any]] = set()
 
     @property
     def checks_key(self) -> bool:
@@ -135,13 +154,48 @@ class ExchangeGate:
 
     @asynccontextmanager
     async def turn(self) -> AsyncIterator[None]:
-        """Hold the turn from evaluating on fresh facts until the send's outcome is journaled.
+        """Hold the send turn of this home from evaluating on fresh facts until the send's outcome is journaled.
 
         Concurrent sends are then evaluated one after another, each seeing the order.sent entries and the
-        position the previous one left; otherwise each passes a cap alone and together they break it.
+        position the previous one left; otherwise each passes a cap alone and together they break it. The
+        turn is a lease in the store, so it holds across processes serving one home; within this process an
+        asyncio lock queues the tasks first.
+
+        Raises:
+            TurnBusy: another process kept the turn for longer than TURN_WAIT.
         """
         async with self._turn:
-            yield
+            await self._take_lease()
+            try:
+                yield
+            finally:
+                await self._leases.release(TURN_LEASE, self._holder)
+
+    async def _take_lease(self) -> None:
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + TURN_WAIT.total_seconds()
+        while not await self._leases.try_acquire(
+            TURN_LEASE, self._holder, now=self._clock.now(), ttl=TURN_TTL
+        ):
+            if loop.time() >= give_up:
+                raise TurnBusy
+            await asyncio.sleep(TURN_POLL_SECONDS)  # another process holds it: a real wait, not a test's
+
+    async def complete(self, work: Awaitable[T]) -> T:
+        """Run `work` to its end even if the caller goes away (a client that quits mid-order).
+
+        The caller still gets the answer when it waits; when it is cancelled, the work goes on, so a send
+        is journaled with its outcome and its plan's status follows. `drain` waits for such work at exit.
+        """
+        task = asyncio.ensure_future(work)
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
+        return await asyncio.shield(task)
+
+    async def drain(self, timeout: timedelta = DRAIN_TIMEOUT) -> None:
+        """Wait, up to `timeout`, for work whose caller went away; call before closing the store."""
+        if self._in_flight:
+            await asyncio.wait(set(self._in_flight), timeout=timeout.total_seconds())
 
     async def key_problem(self) -> str | None:
         """None when the exchange key may trade; else why not, with the fix (never the key itself)."""
@@ -177,11 +231,9 @@ class ExchangeGate:
                 answer = _rejected_order(failure, sent)
         else:
             answer = await self._read_back(request, sent, ack.order_id)
+        # An outcome_unknown or accepted answer leaves the send unsettled: pending exposure until a lookup
+        # finds it (pilot.app.pending).
         answer = answer.model_copy(update={"plan_id": plan_id, "order_link_id": request.order_link_id})
-        if answer.status == "outcome_unknown":  # counted as pending exposure until a lookup finds it
-            await journal.append(
-                kinds.ORDER_UNRESOLVED, sent, now=self._clock.now(), plan_id=plan_id, actor="pilot"
-            )
         outcome = await journal.append(
             kinds.ORDER_OUTCOME,
             answer.model_dump(mode="json", exclude_none=True),
@@ -260,7 +312,7 @@ class ExchangeGate:
                 category, symbol, order_id=order_id, order_link_id=order_link_id
             )
 
-        return await self._write("cancel_order", action, call, check="get_open_orders")
+        return await self.complete(self._write("cancel_order", action, call, check="get_open_orders"))
 
     async def set_leverage(
         self, category: str, symbol: str, leverage: Decimal, action: Mapping[str, Any]
@@ -271,7 +323,7 @@ class ExchangeGate:
             await self._writer.set_leverage(category, symbol, leverage)
             return None
 
-        return await self._write("set_leverage", action, call, check="get_positions")
+        return await self.complete(self._write("set_leverage", action, call, check="get_positions"))
 
     async def _write(
         self, tool: str, action: Mapping[str, Any], call: Callable[[], Awaitable[object]], *, check: str
@@ -350,11 +402,20 @@ STATUS_OF: dict[str, Literal["filled", "partially_filled", "open", "rejected"]] 
 }
 
 
+def answer_status(
+    order: ExchangeOrder,
+) -> Literal["filled", "partially_filled", "open", "rejected", "cancelled"]:
+    """What an order the exchange reports means for the agent (Bybit's orderStatus, in Pilot's words)."""
+    # Cancelled, PartiallyFilledCanceled, Deactivated: an IOC remainder, or cancelled.
+    remainder: Literal["partially_filled", "cancelled"] = (
+        "partially_filled" if order.cum_exec_qty > 0 else "cancelled"
+    )
+    return STATUS_OF.get(order.status) or remainder
+
+
 def _from_order(order: ExchangeOrder, sent: dict[str, Any]) -> OrderAnswer:
     filled = order.cum_exec_qty
-    # Cancelled, PartiallyFilledCanceled, Deactivated: an IOC remainder, or cancelled.
-    remainder: Literal["partially_filled", "cancelled"] = "partially_filled" if filled > 0 else "cancelled"
-    status = STATUS_OF.get(order.status) or remainder
+    status = answer_status(order)
     text = (
         order.reject_reason if order.reject_reason and order.reject_reason not in ("EC_NoError", "") else ""
     )

@@ -4,8 +4,10 @@ PLAN = "plan"  # a plan_order decision, ok or refused, with its violations and n
 PLACE_REFUSED = "place.refused"  # place_order refused before sending (lifecycle, re-evaluation, confirmation)
 ORDER_SENT = "order.sent"  # written before the create request leaves; dailyOrderCap counts these
 ORDER_OUTCOME = "order.outcome"  # what the exchange answered, or what reconnaissance found
-ORDER_UNRESOLVED = "order.unresolved"  # a send whose outcome is unknown: pending exposure until found
-ORDER_RESOLVED = "order.resolved"  # that send, found on the exchange later
+ORDER_UNRESOLVED = "order.unresolved"  # written by earlier versions beside an unknown outcome; no longer read
+ORDER_RESOLVED = (
+    "order.resolved"  # an unsettled send, later found on the exchange (or given up as never executed)
+)
 ACTION = "action"  # cancel_order / set_leverage: attempt and outcome
 KILL_SWITCH = "killswitch"  # on or off, and who
 CONFIRMATION = "confirmation"  # asked, approved, declined, parked, decided in the CLI

@@ -1,87 +1,159 @@
-"""Pending exposure: open orders, and sends whose outcome is still unknown, may fill at any moment.
+"""Pending exposure: open orders, and sends not yet settled, may fill at any moment.
 
-Caps count them as filled (on the new order's side), so an agent cannot walk past a cap with resting
-orders, or by sending again while an earlier send is unresolved. An unknown send stays pending until a
-lookup by its client order id finds it on the exchange; then it is journaled as resolved.
+A send is settled when Pilot knows what became of it: its outcome was journaled as filled, partially
+filled, cancelled, rejected or open (an open order is then counted from the exchange's own list), or a
+later lookup by its client order id found it (order.resolved). Until then it is pending, and caps count it
+as filled: an answer of outcome_unknown, an order the exchange acknowledged but does not show yet, and an
+order.sent with no outcome at all because the server stopped (or was killed) in the middle of the send.
+Every read of pending exposure looks unsettled sends up again; so does `settle_sends`, run at start-up and
+periodically by `pilot serve`, so a send never stays orphaned.
+
+A send that no lookup finds GIVE_UP_AFTER it was sent is settled as never executed: Bybit refuses a request
+that reaches it more than its recv_window (5 s) after it was signed, so minutes later an order that neither
+open orders nor order history show was never accepted.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
 
 from pilot.app import kinds
+from pilot.app.gate import answer_status
+from pilot.app.records import PlanOutcome
 from pilot.app.runtime import Runtime
 from pilot.core.facts import PendingOrders
 from pilot.exchange.errors import ExchangeError
+from pilot.exchange.models import ExchangeOrder
+from pilot.store import JournalEntry
 
-UNRESOLVED_WINDOW = timedelta(days=1)
+WINDOW = timedelta(days=1)
+GIVE_UP_AFTER = timedelta(minutes=5)
+NEVER_EXECUTED = "never_executed"
+# Outcomes after which the journal knows what became of a send (outcome_unknown and accepted are not).
+SETTLING = frozenset({"filled", "partially_filled", "cancelled", "rejected", "open"})
 
 
-async def pending_orders(runtime: Runtime, category: str, symbol: str, now: datetime) -> PendingOrders | None:
-    """Quantity that may still fill on `symbol`, per side; None when the open orders cannot be read."""
-    try:
-        open_orders, unknown = await asyncio.gather(
-            runtime.exchange.get_open_orders(category, symbol), _unresolved_sends(runtime, symbol, now)
+@dataclass(frozen=True, slots=True)
+class Send:
+    """An order.sent entry: what was sent, when, and for which plan."""
+
+    order_link_id: str
+    plan_id: str | None
+    category: str
+    symbol: str
+    side: str  # "Buy" | "Sell"
+    qty: Decimal
+    reduce_only: bool
+    sent_at: datetime
+
+    @staticmethod
+    def of(entry: JournalEntry) -> Send:
+        request = entry.data["request"]
+        return Send(
+            order_link_id=request["orderLinkId"],
+            plan_id=entry.plan_id,
+            category=request["category"],
+            symbol=request["symbol"],
+            side=request["side"],
+            qty=Decimal(request["qty"]),
+            reduce_only=bool(request.get("reduceOnly")),
+            sent_at=entry.at,
         )
+
+
+async def pending_orders(
+    runtime: Runtime, category: str, symbol: str, now: datetime, unsettled: list[Send]
+) -> PendingOrders | None:
+    """Quantity that may still fill on `symbol`, per side; None when the open orders cannot be read.
+
+    `unsettled` is `unsettled_sends(runtime, now)`, read once by the caller for every market it looks at.
+    """
+    try:
+        open_orders = await runtime.exchange.get_open_orders(category, symbol)
     except ExchangeError:
         return None
     pending = {"Buy": Decimal(0), "Sell": Decimal(0)}
     for order in open_orders:
         if not order.reduce_only:
             pending[order.side] = pending.get(order.side, Decimal(0)) + (order.qty - order.cum_exec_qty)
-    listed = {order.order_link_id for order in open_orders}
-    still_unknown = await _look_up(
-        runtime, category, symbol, [s for s in unknown if s["orderLinkId"] not in listed]
-    )
-    for sent in still_unknown:
-        if not sent.get("reduceOnly"):
-            pending[sent["side"]] = pending.get(sent["side"], Decimal(0)) + Decimal(sent["qty"])
+    mine = [send for send in unsettled if (send.category, send.symbol) == (category, symbol)]
+    listed = {order.order_link_id: order for order in open_orders}
+    for send in mine:
+        if send.order_link_id in listed:
+            await _settle(runtime, send, listed[send.order_link_id])
+    for send in await _look_up(runtime, [s for s in mine if s.order_link_id not in listed], now):
+        if not send.reduce_only:
+            pending[send.side] = pending.get(send.side, Decimal(0)) + send.qty
     return PendingOrders(buy_qty=pending["Buy"], sell_qty=pending["Sell"])
 
 
-async def _unresolved_sends(runtime: Runtime, symbol: str, now: datetime) -> list[dict[str, Any]]:
-    journal, since = runtime.store.journal, now - UNRESOLVED_WINDOW
-    outcomes, resolved = await asyncio.gather(
+async def unsettled_sends(runtime: Runtime, now: datetime) -> list[Send]:
+    """Every send of the last WINDOW whose fate the journal does not know yet, oldest first."""
+    journal, since = runtime.store.journal, now - WINDOW
+    sent, outcomes, resolved = await asyncio.gather(
+        journal.entries(kind=kinds.ORDER_SENT, since=since),
         journal.entries(kind=kinds.ORDER_OUTCOME, since=since),
         journal.entries(kind=kinds.ORDER_RESOLVED, since=since),
     )
-    done = {entry.data.get("order_link_id") for entry in resolved}
-    return [
-        entry.data["sent"]
-        for entry in outcomes
-        if entry.data.get("status") == "outcome_unknown"
-        and entry.data.get("sent", {}).get("symbol") == symbol
-        and entry.data["sent"]["orderLinkId"] not in done
-    ]
+    settled = {e.data.get("order_link_id") for e in outcomes if e.data.get("status") in SETTLING}
+    settled |= {e.data.get("order_link_id") for e in resolved}
+    return [send for send in map(Send.of, sent) if send.order_link_id not in settled]
 
 
-async def _look_up(
-    runtime: Runtime, category: str, symbol: str, sends: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """Look each unknown send up once more; journal the ones found; return those still unknown."""
+async def settle_sends(runtime: Runtime) -> int:
+    """Look every unsettled send up and journal what is found (start-up and upkeep); return how many remain."""
+    now = runtime.now()
+    by_market: dict[tuple[str, str], list[Send]] = defaultdict(list)
+    for send in await unsettled_sends(runtime, now):
+        by_market[(send.category, send.symbol)].append(send)
+    remaining = await asyncio.gather(*(_look_up(runtime, sends, now) for sends in by_market.values()))
+    return sum(len(sends) for sends in remaining)
+
+
+async def _look_up(runtime: Runtime, sends: list[Send], now: datetime) -> list[Send]:
+    """Look each send up by its client order id; settle the ones found (or given up); return the rest."""
     if not sends:
         return []
+    exchange = runtime.exchange
     found = await asyncio.gather(
-        *(runtime.exchange.find_order(category, symbol, sent["orderLinkId"]) for sent in sends),
-        return_exceptions=True,
+        *(exchange.find_order(s.category, s.symbol, s.order_link_id) for s in sends), return_exceptions=True
     )
     unknown = []
-    for sent, order in zip(sends, found, strict=True):
-        if order is None or isinstance(order, BaseException):
-            unknown.append(sent)
-            continue
-        await runtime.store.journal.append(
-            kinds.ORDER_RESOLVED,
-            {
-                "order_link_id": sent["orderLinkId"],
-                "order_id": order.order_id,
-                "status": order.status,
-                "filled_qty": str(order.cum_exec_qty),
-            },
-            now=runtime.now(),
-            actor="pilot",
-        )
+    for send, order in zip(sends, found, strict=True):
+        if isinstance(order, ExchangeOrder):
+            await _settle(runtime, send, order)
+        elif order is None and now - send.sent_at >= GIVE_UP_AFTER:
+            await _settle(runtime, send, None)
+        elif isinstance(order, BaseException) and not isinstance(order, ExchangeError):
+            raise order
+        else:
+            unknown.append(send)
     return unknown
+
+
+async def _settle(runtime: Runtime, send: Send, order: ExchangeOrder | None) -> None:
+    """Journal what became of `send`, and let its plan's status follow."""
+    status = answer_status(order) if order is not None else NEVER_EXECUTED
+    outcome = PlanOutcome(
+        status=status,
+        order_id=order.order_id if order is not None else None,
+        order_link_id=send.order_link_id,
+        filled_qty=str(order.cum_exec_qty) if order is not None else "0",
+    )
+    data = {
+        **outcome.model_dump(mode="json", exclude_none=True),
+        "exchange_status": order.status if order else None,
+    }
+    await runtime.store.journal.append(
+        kinds.ORDER_RESOLVED, data, now=runtime.now(), plan_id=send.plan_id, actor="pilot"
+    )
+    if send.plan_id is not None:
+        plan = await runtime.store.plans.get(send.plan_id)
+        if plan is not None and plan.status in ("claimed", "done"):
+            await runtime.store.plans.record_outcome(
+                send.plan_id, outcome.model_dump(mode="json", exclude_none=True), now=runtime.now()
+            )

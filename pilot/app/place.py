@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 
 from pilot.app.approvals import ApprovalChannel, ApprovalRequest, refusal_of, seek_approval
 from pilot.app.facts import gather_facts
-from pilot.app.gate import look_up, order_link_id
+from pilot.app.gate import TURN_WAIT, TurnBusy, look_up, order_link_id
 from pilot.app.plan import with_policy_issues
 from pilot.app.records import PlanOutcome, PlanPayload, approval_text
 from pilot.app.refusals import journal_order_refusal, violation
@@ -23,7 +24,14 @@ from pilot.store import ClaimResult, PlanRecord
 
 
 async def place_order(runtime: Runtime, plan_id: str, channel: ApprovalChannel | None = None) -> OrderAnswer:
-    """Claim the plan atomically (only one caller ever can), then execute it."""
+    """Claim the plan atomically (only one caller ever can), then execute it.
+
+    Once claimed, the plan's use runs to its end even if the client goes away (see ExchangeGate.complete).
+    """
+    return await runtime.gate.complete(_claim_and_execute(runtime, plan_id, channel))
+
+
+async def _claim_and_execute(runtime: Runtime, plan_id: str, channel: ApprovalChannel | None) -> OrderAnswer:
     claim = await runtime.store.plans.claim(plan_id, now=runtime.now())
     if claim.status != "claimed" or claim.plan is None:
         known = plan_id if claim.plan is not None else None
@@ -47,8 +55,11 @@ async def execute_plan(
             runtime.store.journal, refusal, now=runtime.now(), plan_id=plan.plan_id
         )
     else:
-        async with runtime.gate.turn():
-            sent = await _evaluate_and_send(runtime, plan.plan_id, payload, origin, channel)
+        try:
+            async with runtime.gate.turn():
+                sent = await _evaluate_and_send(runtime, plan.plan_id, payload, origin, channel)
+        except TurnBusy:
+            sent = _busy(payload, runtime.now())
         if isinstance(sent, Refusal):
             answer = await journal_order_refusal(
                 runtime.store.journal, sent, now=runtime.now(), plan_id=plan.plan_id
@@ -106,6 +117,17 @@ def tightened(side: Side, planned: Decimal, fresh: Decimal) -> Decimal:
     return min(planned, fresh) if side is Side.BUY else max(planned, fresh)
 
 
+def _busy(payload: PlanPayload, now: datetime) -> Refusal:
+    again = NextAction(
+        tool="plan_order",
+        args=payload.intent.plan_args(),
+        text="another Pilot process on this home was sending for too long; plan the order again shortly",
+        retry_after=now + TURN_WAIT,
+    )
+    busy = violation(Code.SEND_TURN_BUSY, "one send at a time per home", "a send", again.text, again)
+    return Refusal.of(busy, "another process held the send turn; nothing was sent")
+
+
 def _replan(payload: PlanPayload) -> NextAction:
     return NextAction.call("plan_order", payload.intent.plan_args(), "plan the same order again")
 
@@ -125,10 +147,10 @@ def _lifecycle_refusal(claim: ClaimResult, plan_id: str) -> Refusal:
         return _lifecycle(Code.PLAN_EXPIRED, detail, replan, "the plan expired")
     outcome = PlanOutcome.read(plan.outcome)
     became = _first_use(outcome)
-    if outcome is not None and outcome.status == "refused":  # nothing was sent: evaluating again is safe
-        next_action = replan
-    elif outcome is not None and outcome.status == "declined":
+    if outcome is not None and outcome.status == "declined":
         next_action = NextAction.stop("the human declined this order; do not retry it")
+    elif outcome is not None and outcome.executed_nothing:  # evaluating it again is safe
+        next_action = replan
     else:
         next_action = look_up(
             payload.intent.symbol,

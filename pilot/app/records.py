@@ -138,3 +138,8 @@ class PlanOutcome(_Record):
     @property
     def sent_nothing(self) -> bool:
         return self.status in ("refused", "declined")
+
+    @property
+    def executed_nothing(self) -> bool:
+        """Nothing reached the book: refused by Pilot, declined, rejected, or never executed after a send."""
+        return self.sent_nothing or self.status in ("rejected", "never_executed")

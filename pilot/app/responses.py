@@ -67,7 +67,12 @@ class Snapshot(_Answer):
     equity_usd: str | None
     orders_today: int | None
     pending_qty: dict[str, str] | None = Field(
-        default=None, description="Open orders and unresolved sends per side, counted as filled for the caps"
+        default=None, description="Open orders and unsettled sends per side, counted as filled for the caps"
+    )
+    elsewhere_qty: str | None = Field(
+        default=None,
+        description="The same coin held or positioned in the other category (spot or linear), counted in "
+        "maxNotionalUsd, which caps each coin's gross exposure",
     )
     instrument: dict[str, str] | None
 
@@ -122,6 +127,15 @@ class ExchangeText(_Answer):
     untrusted_text: str
 
 
+class CancelledOrder(_Answer):
+    """A resting order close_position cancelled so that it could not reopen the position past a cap."""
+
+    order_id: str
+    side: Literal["buy", "sell"]
+    qty: str = Field(description="The quantity it still had open")
+    price: str
+
+
 class OrderAnswer(ToolAnswer):
     """The answer of every tool that may send an order (place_order, close_position)."""
 
@@ -150,6 +164,11 @@ class OrderAnswer(ToolAnswer):
     detail: str | None = Field(default=None, description="Why, in one sentence (Pilot's own words)")
     next_safe_action: NextActionOut | None = None
     confirmation_id: str | None = None
+    cancelled_first: list[CancelledOrder] | None = Field(
+        default=None,
+        description="close_position only: resting orders cancelled before closing, which would otherwise "
+        "have reopened the position past a cap",
+    )
     journal_seq: list[int] = Field(default_factory=list, description="Journal entries written for this call")
 
     @classmethod

@@ -88,7 +88,7 @@ def assemble_runtime(
     key_check: KeyCheck | None = None,
 ) -> Runtime:
     """A Runtime over one adapter: the use cases get its reads, the gate alone gets its writes."""
-    gate = ExchangeGate(exchange, exchange, store.journal, clock, key_check)
+    gate = ExchangeGate(exchange, exchange, store.journal, store.leases, clock, key_check)
     return Runtime(Home(home), store, exchange, gate, clock, environment)
 
 

@@ -9,8 +9,8 @@ import anyio
 import click
 
 from pilot.app.boot import EXCHANGES, StartupError, open_runtime
-from pilot.app.parked import run_approved
 from pilot.app.runtime import Runtime
+from pilot.app.upkeep import UPKEEP_SECONDS, upkeep
 
 
 @click.command("serve")
@@ -49,7 +49,7 @@ async def _serve(
         open_runtime(home, exchange=exchange, scenario=scenario) as runtime,
         anyio.create_task_group() as tasks,
     ):
-        tasks.start_soon(_execute_approvals, runtime)
+        tasks.start_soon(_upkeep, runtime)
         if transport == "stdio":
             await build_server(runtime).run_stdio_async()
         else:
@@ -57,8 +57,8 @@ async def _serve(
         tasks.cancel_scope.cancel()
 
 
-async def _execute_approvals(runtime: Runtime) -> None:
-    """Carry out actions a human approved with `pilot confirm approve`, re-checked when they run."""
+async def _upkeep(runtime: Runtime) -> None:
+    """Carry out actions a human approved (re-checked when they run) and settle unknown sends, every second."""
     while True:
-        await run_approved(runtime)
-        await anyio.sleep(1)
+        await anyio.sleep(UPKEEP_SECONDS)
+        await upkeep(runtime)

@@ -17,6 +17,7 @@
                                                                    confirmationChannelUnavailable
     idempotency    another idempotency key, or waiting             idempotencyConflict, idempotencyInProgress
     keys           a human fixing the exchange key                 apiKeyPermissions
+    wait           waiting for another process on this home        sendTurnBusy
 
 Sizing searches over the two size groups; "nothing fits" names a size_cap code.
 """
@@ -36,6 +37,7 @@ class Group(StrEnum):
     CONFIRMATION = "confirmation"
     IDEMPOTENCY = "idempotency"
     KEYS = "keys"
+    WAIT = "wait"
 
 
 class Code(StrEnum):
@@ -64,6 +66,7 @@ class Code(StrEnum):
     IDEMPOTENCY_CONFLICT = "idempotencyConflict"
     IDEMPOTENCY_IN_PROGRESS = "idempotencyInProgress"
     API_KEY_PERMISSIONS = "apiKeyPermissions"
+    SEND_TURN_BUSY = "sendTurnBusy"
 
     @property
     def group(self) -> Group:
@@ -94,6 +97,7 @@ GROUP_OF: dict[Code, Group] = {
     Code.IDEMPOTENCY_CONFLICT: Group.IDEMPOTENCY,
     Code.IDEMPOTENCY_IN_PROGRESS: Group.IDEMPOTENCY,
     Code.API_KEY_PERMISSIONS: Group.KEYS,
+    Code.SEND_TURN_BUSY: Group.WAIT,
 }
 
 

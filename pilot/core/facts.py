@@ -126,6 +126,10 @@ class Facts:
 
     `now` is the decision time supplied by the caller (the core never reads a clock); it is used only to
     say when a daily cap resets.
+
+    `elsewhere` is the same coin's worst-case quantity in the other category (a spot holding for a linear
+    order, the perpetual's position for a spot one, each with its pending orders), in absolute base units:
+    maxNotionalUsd caps a coin's gross exposure across linear and spot, so a hedge does not offset.
     """
 
     order: OrderIntent
@@ -137,3 +141,4 @@ class Facts:
     trading_state: TradingState
     now: datetime
     pending: PendingOrders | None = NO_PENDING
+    elsewhere: Decimal | None = Decimal(0)

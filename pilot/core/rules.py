@@ -13,12 +13,15 @@ They run in this fixed order; each is a small function returning a Breach (a bro
  9. check_min_notional        instrument minimum order value (reduce-only orders are exempt, as on Bybit)
 10. check_daily_order_cap     orders sent today (UTC) below dailyOrderCap
 11. check_order_notional      maxOrderNotionalUsd, at the worst fill
-12. check_position_notional   maxNotionalUsd on the position the order leaves, at the worst fill, with every
-                              order pending on its side (resting, or sent with an unknown outcome) filled too
+12. check_position_notional   maxNotionalUsd on the coin's exposure the order leaves, at the worst fill: the
+                              position with every order pending on its side (resting, or sent with an unknown
+                              outcome) filled too, plus the same coin in the other category (gross)
 13. check_leverage            maxLeverage: the position it leaves over account equity
 14. check_liquidation         minLiquidationDistancePct: estimated liquidation distance from mark
 
-Checks 10 to 14 apply only to orders that can grow a position: shrinking risk is never refused by a cap.
+Checks 10 to 14 apply only to orders that can grow the worst-case exposure (pilot.core.risk): shrinking risk
+is never refused by a cap. A reduce-only order grows it when it would leave orders pending on its side free
+to open a larger position the other way (closing a long under resting sells).
 Breaches of rules 5 to 9 and 11 to 14 (the size codes of pilot.core.codes) carry no next action of their
 own: evaluate() gives them all one size (at the price rounded to the tick) that satisfies every one of them
 at once (see pilot.core.sizing).
@@ -65,7 +68,8 @@ class Situation(NamedTuple):
     after: Decimal  # signed position left if the order and every pending order on its side fill
     pending: Decimal  # quantity already pending on the order's side (resting, or sent with unknown outcome)
     order_notional: Decimal
-    after_notional: Decimal
+    after_notional: Decimal  # the position this order leaves, at the worst fill
+    coin_notional: Decimal  # that, plus the same coin in the other category (maxNotionalUsd is per coin)
 
     @property
     def base(self) -> str:
@@ -91,7 +95,7 @@ def situate(policy: Policy, facts: Facts) -> Situation | None:
         rules=rules,
         touch=touch,
         limits=limits,
-        reducing=_reducing(facts, pending),
+        reducing=_reducing(facts),
         pending=pending,
         position_size=position_size,
         price=price,
@@ -99,6 +103,7 @@ def situate(policy: Policy, facts: Facts) -> Situation | None:
         after=after,
         order_notional=order.qty * price,
         after_notional=abs(after) * price,
+        coin_notional=(abs(after) + (facts.elsewhere or ZERO)) * price,
     )
 
 
@@ -127,12 +132,16 @@ def check_facts(facts: Facts, reducing: bool) -> Breach | None:
 
 def _has_growing_needs(facts: Facts) -> bool:
     return not (
-        facts.position is None or facts.equity is None or facts.orders_today is None or facts.pending is None
+        facts.position is None
+        or facts.equity is None
+        or facts.orders_today is None
+        or facts.pending is None
+        or facts.elsewhere is None
     )
 
 
 # What an order that can grow a position also needs (a reducing one needs only the rules and the touch).
-GROWING_NEEDS = ("position", "equity", "orders_today", "pending")
+GROWING_NEEDS = ("position", "equity", "orders_today", "pending", "elsewhere")
 
 _FACT_NAMES = {
     "rules": "the instrument rules",
@@ -141,6 +150,7 @@ _FACT_NAMES = {
     "equity": "the account equity",
     "orders_today": "the count of orders sent today",
     "pending": "the open orders",
+    "elsewhere": "the same coin's holding or position in the other category",
 }
 
 
@@ -317,13 +327,13 @@ def check_order_notional(s: Situation) -> Breach | None:
 
 def check_position_notional(s: Situation) -> Breach | None:
     cap = s.limits.max_notional_usd
-    if s.reducing or s.after_notional <= cap:
+    if s.reducing or s.coin_notional <= cap:
         return None
     return _size_breach(
         Code.MAX_NOTIONAL,
         plain(cap),
-        plain(s.after_notional),
-        f"the position this order leaves would be {usd(s.after_notional)} notional{_counting(s)}, "
+        plain(s.coin_notional),
+        f"the position this order leaves would be {usd(s.coin_notional)} notional{_counting(s)}, "
         f"above the {usd(cap)} cap per market",
     )
 
@@ -382,7 +392,7 @@ CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
 def run_checks(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Breach]]:
     """Run every check in order. Size breaches carry no next action yet: sizing searches with these."""
     situation = situate(policy, facts)
-    reducing = situation.reducing if situation else _reducing(facts, ZERO)
+    reducing = situation.reducing if situation else _reducing(facts)
     missing = check_facts(facts, reducing)
     breaches = [missing] if missing else []
     if situation is None:
@@ -402,17 +412,19 @@ def _size_breach(rule: Code, limit: str, attempted: str, detail: str) -> Breach:
     return Breach(rule=rule, limit=limit, attempted=attempted, detail=detail)
 
 
-def _reducing(facts: Facts, pending: Decimal) -> bool:
-    """Whether the order only shrinks the position; unknown open orders leave only reduce-only orders so."""
-    if facts.pending is None and not facts.order.reduce_only:
-        return False
-    return is_risk_reducing(facts.position.size if facts.position else None, facts.order, pending)
+def _reducing(facts: Facts) -> bool:
+    """Whether the order only shrinks the worst-case exposure (pilot.core.risk.is_risk_reducing)."""
+    return is_risk_reducing(facts.position.size if facts.position else None, facts.order, facts.pending)
 
 
 def _counting(s: Situation) -> str:
-    if s.pending == 0:
-        return ""
-    return f" (counting {plain(s.pending)} {s.base} of open orders on the same side as filled)"
+    counted = []
+    if s.pending != 0:
+        counted.append(f"{plain(s.pending)} {s.base} of open orders on the same side as filled")
+    if s.facts.elsewhere:
+        other = "spot holding" if s.rules.category == "linear" else "perpetual position"
+        counted.append(f"{plain(s.facts.elsewhere)} {s.base} of {other}")
+    return f" (counting {' and '.join(counted)})" if counted else ""
 
 
 def _is_spot(s: Situation) -> bool:

@@ -128,5 +128,16 @@ _V2 = "\n".join(
     ]
 )
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+# v3: leases. A lease is a lock every process that opens the database respects, with an expiry so that a
+# holder that crashed cannot block the others for ever (pilot.store.leases).
+_V3 = """
+CREATE TABLE leases (
+    name TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    acquired_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)

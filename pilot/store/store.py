@@ -12,13 +12,14 @@ from pilot.store.errors import StoreCorrupt
 from pilot.store.guards import OpenReport, prepare
 from pilot.store.idempotency import Idempotency
 from pilot.store.journal import Journal
+from pilot.store.leases import Leases
 from pilot.store.plans import Plans
 from pilot.store.sealing import Sealer
 from pilot.store.tokens import Tokens
 
 
 class Store:
-    """Access to the journal, plans, idempotency keys, confirmations and tokens of one database.
+    """Access to the journal, plans, idempotency keys, confirmations, tokens and leases of one database.
 
     `opened` says what opening found and did: the journal key in use, guards restored, entries adopted.
     """
@@ -31,6 +32,7 @@ class Store:
         self.idempotency = Idempotency(db)
         self.confirmations = Confirmations(db)
         self.tokens = Tokens(db)
+        self.leases = Leases(db)
 
     async def close(self) -> None:
         """Close the connection; the Store is unusable afterwards."""

@@ -82,7 +82,6 @@ async def test_a_send_whose_outcome_is_unknown_is_journalled_as_sent_before_and_
     assert [(e.kind, e.data.get("status")) for e in trail] == [
         (kinds.PLAN, "ok"),
         (kinds.ORDER_SENT, None),
-        (kinds.ORDER_UNRESOLVED, None),  # pending exposure until a lookup finds it
         (kinds.ORDER_OUTCOME, "outcome_unknown"),
     ]
     assert answer["status"] == "outcome_unknown" and (await runtime.store.journal.verify()).ok

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
+from decimal import Decimal
+from pathlib import Path
+
 import pytest
 from mcp import Client
 
 from pilot.app import kinds
 from pilot.server import build_server
 
-from .conftest import CREATE, call, open_test_runtime, write_policy
+from .conftest import CREATE, call, open_test_runtime, plan_and_place, write_policy
 
 pytestmark = pytest.mark.anyio
 # About $10 each at 70,000, far below the 80,220 market: they rest on the book (GTC) instead of filling.
@@ -48,3 +52,55 @@ async def test_a_send_with_an_unknown_outcome_counts_until_a_lookup_finds_it(tmp
     assert [v["rule"] for v in after["violations"]] == ["maxNotionalUsd"]  # now it is a real position
     assert [entry.data["order_link_id"] for entry in resolved] == [unknown["order_link_id"]]
     assert paper.request_count(CREATE) == 1
+
+
+LONG = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0003"}  # about $24 at 80,220
+# Sells far above the market rest on the book (GTC); 0.0003 at 81,000 is $24.30.
+RESTING_SELL = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0003", "order_type": "limit", "price": "81000"}
+
+
+async def test_closing_under_resting_sells_cancels_the_ones_that_would_reopen_past_the_cap(server, paper):
+    """Issue 11: long 0.0003, two resting sells of 0.0003, close_position: 0.0006 of sells were left behind,
+    a $48.60 short once the price reached them."""
+    async with Client(server, raise_exceptions=True) as client:
+        assert (await plan_and_place(client, LONG))["status"] == "filled"
+        for _ in range(2):
+            assert (await plan_and_place(client, RESTING_SELL))["status"] == "open"
+        own_close = await call(
+            client, "plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0003", "reduce_only": True}
+        )
+        closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
+        paper.set_prices("BTCUSDT", bid="81000", ask="81000.1", mark="81000")  # the rest of the sells fill
+    assert [v["rule"] for v in own_close["violations"]] == ["maxNotionalUsd"]  # a bare reduce-only is refused
+    assert closed["status"] == "filled"
+    assert [(c["side"], c["qty"], c["price"]) for c in closed["cancelled_first"]] == [
+        ("sell", "0.0003", "81000")
+    ]
+    assert len(paper.open_orders("BTCUSDT")) == 0
+    assert abs(paper.position("BTCUSDT").size) * Decimal(81000) <= 25  # the one sell left filled: $24.30
+
+
+async def test_the_same_coin_held_on_spot_counts_towards_the_linear_cap(tmp_path, clock):
+    """Issue 11: linear and spot of one coin were capped separately, about twice the per-market exposure."""
+    from pilot.exchange.sim import start_paper_exchange
+
+    scenario = json.loads(
+        (Path(__file__).resolve().parents[2] / "pilot/exchange/sim/scenarios/default.json").read_text()
+    )
+    for instrument in scenario["instruments"]:
+        if instrument["symbol"] == "BTCUSDT":
+            instrument.update(tickSize="0.1", qtyStep="0.00001", minOrderQty="0.00001", minNotionalValue="1")
+    scenario["prices"]["BTCUSDT"] = {"bid": "80220", "ask": "80220.1", "mark": "80220"}
+    scenario["balances"] = {"USDT": "1000", "BTC": "0.0002"}  # $16 of BTC held on spot
+    write_policy(tmp_path)
+    with start_paper_exchange(scenario) as paper:
+        async with (
+            open_test_runtime(tmp_path, paper, clock) as runtime,
+            Client(build_server(runtime), raise_exceptions=True) as client,
+        ):
+            short = await call(client, "plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0002"})
+            policy = (await call(client, "get_policy"))["data"]["markets"]["BTCUSDT"]
+    assert [v["rule"] for v in short["violations"]] == ["maxNotionalUsd"]
+    assert short["snapshot"]["elsewhere_qty"] == "0.0002"
+    assert short["next_safe_action"]["args"]["qty"] == "0.00011"  # 0.00031 in all, $24.87
+    assert policy["room"]["sell"]["qty"] == "0.00011"

@@ -30,6 +30,18 @@ def worst_price(policy: Policy, f: Facts) -> Decimal:
     return f.touch.bid
 
 
+def leaves(position: Decimal, order: OrderIntent) -> Decimal:
+    """The position an order leaves when it fills: a reduce-only order stops at zero."""
+    after = position + (order.qty if order.side is Side.BUY else -order.qty)
+    if order.reduce_only and (after == 0 or (after > 0) != (position > 0)):
+        return Decimal(0)
+    return after
+
+
+def worst(position: Decimal, buys: Decimal, sells: Decimal) -> Decimal:
+    return max(abs(position + buys), abs(position - sells))
+
+
 def replay(f: Facts, args: dict) -> Facts:
     """Turn a suggested plan_order call back into an order on the same facts."""
     order = OrderIntent(
@@ -99,16 +111,15 @@ def passing_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:
 def test_a_passing_order_never_breaks_a_cap_at_worst_fill(policy, f):
     policy, f = passing_case(policy, f)
     assume(evaluate(policy, f).passed)
-    pending = f.pending.on_side(f.order.side)
-    if is_risk_reducing(f.position.size, f.order, pending):
+    if is_risk_reducing(f.position.size, f.order, f.pending):
         return
     limits = policy.limits_for(f.order.symbol)
     price = worst_price(policy, f)
-    after = f.position.size + f.order.signed_qty  # and, in the worst case, every open order on its side:
-    after += 0 if f.order.reduce_only else pending * f.order.side.sign
+    after = leaves(f.position.size, f.order)  # and, in the worst case, every open order on its side:
+    after += f.pending.on_side(f.order.side) * f.order.side.sign
     assert f.order.symbol in policy.allowed_markets
     assert f.order.qty * price <= limits.max_order_notional_usd
-    assert abs(after) * price <= limits.max_notional_usd
+    assert (abs(after) + f.elsewhere) * price <= limits.max_notional_usd
     assert abs(after) * price <= limits.max_leverage * f.equity
     distance = liquidation_distance_pct(after, price, f.equity, f.rules.maintenance_margin_rate, f.touch.mark)
     assert distance is None or distance >= limits.min_liquidation_distance_pct
@@ -157,14 +168,32 @@ def test_tightening_any_limit_never_turns_a_refusal_into_a_pass(policy, f, which
 
 
 @given(policies(), facts(reduce_only=True), st.sampled_from([TradingState.ACTIVE, TradingState.REDUCING]))
-def test_a_shrinking_reduce_only_order_is_never_refused_by_a_size_cap(policy, f, state):
+def test_a_reduce_only_order_that_does_not_raise_the_worst_case_is_never_refused_by_a_cap(policy, f, state):
     size = f.position.size
     assume(size != 0)
     qty = min(f.order.qty, abs(size))
     side = Side.SELL if size > 0 else Side.BUY
     f = replace(f, order=replace(f.order, side=side, qty=qty), trading_state=state)
+    pending = f.pending
+    after = leaves(size, f.order) + pending.on_side(side) * side.sign
+    assume(abs(after) <= worst(size, pending.buy_qty, pending.sell_qty))
     rules = {v.rule for v in evaluate(policy, f).violations}
     assert not rules & (SIZE_CAP_CODES | {Code.TRADING_STATE, Code.ALLOWED_MARKETS, Code.DAILY_ORDER_CAP})
+
+
+@given(policies(), facts(reduce_only=True))
+def test_a_close_that_frees_resting_orders_to_reopen_past_the_cap_is_refused(policy, f):
+    """Closing a long under resting sells leaves them free to open a short: the worst case counts them."""
+    size = f.position.size
+    assume(size != 0)
+    side = Side.SELL if size > 0 else Side.BUY
+    f = replace(f, order=replace(f.order, side=side, qty=abs(size)), trading_state=TradingState.ACTIVE)
+    after = f.pending.on_side(side) * side.sign  # the position is closed; the resting orders remain
+    price = worst_price(policy, f)
+    assume(abs(after) > worst(size, f.pending.buy_qty, f.pending.sell_qty))
+    assume((abs(after) + f.elsewhere) * price > policy.limits_for(f.order.symbol).max_notional_usd)
+    rules = {v.rule for v in evaluate(policy, f).violations}
+    assert Code.MAX_NOTIONAL in rules
 
 
 @given(policies(), facts(state=TradingState.HALTED))
@@ -175,8 +204,7 @@ def test_halted_refuses_every_new_order(policy, f):
 @given(policies(), facts(state=TradingState.REDUCING))
 def test_reducing_refuses_whatever_can_grow_a_position(policy, f):
     rules = {v.rule for v in evaluate(policy, f).violations}
-    pending = f.pending.on_side(f.order.side)
-    assert ("tradingState" in rules) == (not is_risk_reducing(f.position.size, f.order, pending))
+    assert ("tradingState" in rules) == (not is_risk_reducing(f.position.size, f.order, f.pending))
 
 
 @given(policies(), facts(reduce_only=False))

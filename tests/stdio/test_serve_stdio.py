@@ -67,3 +67,42 @@ async def test_the_refused_to_filled_flow_works_over_stdio(tmp_path):
         sent = await store.journal.entries(kind=kinds.ORDER_SENT)
         assert [e.plan_id for e in sent] == [planned["plan_id"]]
         assert (await store.journal.verify()).ok
+
+
+def _scenario_holding_creates(tmp_path: Path, held_ms: int) -> Path:
+    """The packaged world, with BTCUSDT at the article's filters, and every create held `held_ms` first."""
+    from importlib import resources
+
+    scenario = json.loads(
+        resources.files("pilot.exchange.sim").joinpath("scenarios/default.json").read_text()
+    )
+    for instrument in scenario["instruments"]:
+        if instrument["symbol"] == "BTCUSDT" and instrument["category"] == "linear":
+            instrument.update(tickSize="0.1", qtyStep="0.00001", minOrderQty="0.00001", minNotionalValue="1")
+    scenario["prices"]["BTCUSDT"] = {"bid": "80220", "ask": "80220.1", "mark": "80220"}
+    scenario["latencyMs"] = {"/v5/order/create": held_ms}
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(scenario))
+    return path
+
+
+async def test_a_client_that_quits_while_place_order_waits_leaves_the_send_journaled(tmp_path):
+    """Issue 11: serve exited cleanly with order.sent and no outcome; now it finishes the send first."""
+    import anyio
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "policy.json").write_text(json.dumps(POLICY))
+    params = serve(home)
+    params.args += ["--scenario", str(_scenario_holding_creates(tmp_path, 1500))]
+    async with Client(params) as client:
+        planned = await call(client, "plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.00031"})
+        with anyio.move_on_after(0.5):  # the client stops waiting and quits while the create is held
+            await client.call_tool("place_order", {"plan_id": planned["plan_id"]})
+    async with await open_store(home / "journal" / "pilot.db") as store:
+        sent = await store.journal.entries(kind=kinds.ORDER_SENT)
+        outcomes = await store.journal.entries(kind=kinds.ORDER_OUTCOME)
+        plan = await store.plans.get(planned["plan_id"])
+    assert [e.plan_id for e in sent] == [planned["plan_id"]]
+    assert [(e.plan_id, e.data["status"]) for e in outcomes] == [(planned["plan_id"], "filled")]
+    assert plan is not None and plan.outcome is not None and plan.outcome["status"] == "filled"
