@@ -17,6 +17,8 @@
                                                                    confirmationChannelUnavailable
     idempotency    another idempotency key, or waiting             idempotencyConflict, idempotencyInProgress
     keys           a human fixing the exchange key                 apiKeyPermissions
+    store          a human freeing disk space or repairing         storeUnavailable
+                   Pilot's database
 
 Sizing searches over the two size groups; "nothing fits" names a size_cap code.
 """
@@ -36,6 +38,7 @@ class Group(StrEnum):
     CONFIRMATION = "confirmation"
     IDEMPOTENCY = "idempotency"
     KEYS = "keys"
+    STORE = "store"
 
 
 class Code(StrEnum):
@@ -64,6 +67,7 @@ class Code(StrEnum):
     IDEMPOTENCY_CONFLICT = "idempotencyConflict"
     IDEMPOTENCY_IN_PROGRESS = "idempotencyInProgress"
     API_KEY_PERMISSIONS = "apiKeyPermissions"
+    STORE_UNAVAILABLE = "storeUnavailable"
 
     @property
     def group(self) -> Group:
@@ -94,6 +98,7 @@ GROUP_OF: dict[Code, Group] = {
     Code.IDEMPOTENCY_CONFLICT: Group.IDEMPOTENCY,
     Code.IDEMPOTENCY_IN_PROGRESS: Group.IDEMPOTENCY,
     Code.API_KEY_PERMISSIONS: Group.KEYS,
+    Code.STORE_UNAVAILABLE: Group.STORE,
 }
 
 

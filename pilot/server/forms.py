@@ -16,6 +16,7 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from pilot.app import actions, approvals
 from pilot.app.approvals import ClientAnswer, ClientChannel, FormAnswer, NoFormNeeded, NoFormPossible
+from pilot.app.faults import StoreError
 from pilot.app.runtime import Runtime
 from pilot.server import arguments
 
@@ -68,7 +69,14 @@ class Resolvers:
         self.runtime = runtime
 
     async def for_plan(self, plan_id: str, ctx: Context) -> FormOrReason:
-        return ask(await approvals.plan_form_prompt(self.runtime, plan_id), ctx)
+        try:
+            prompt = await approvals.plan_form_prompt(self.runtime, plan_id)
+        except StoreError:
+            # The plan cannot be read, so no form can describe it. Fail closed: a use case told no form was
+            # needed never assumes approval (it refuses with confirmationRequired); the tool body most likely
+            # meets the same store failure first and answers storeUnavailable.
+            return NoFormNeeded()
+        return ask(prompt, ctx)
 
     async def for_close(self, symbol: str, qty: str | None, category: str, ctx: Context) -> FormOrReason:
         summary = approvals.close_summary(symbol, qty, category)
