@@ -21,11 +21,14 @@ import pytest
 from mcp import Client
 
 from pilot.app import kinds
+from pilot.app.reads import ReadAnswer
+from pilot.app.responses import ActionAnswer, OrderAnswer, PlanAnswer
 from pilot.app.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.sim import PaperExchange
 from pilot.server import build_server
-from pilot.store import open_store
+from pilot.server.faults import answer_for
+from pilot.store import StoreBusy, StoreCorrupt, StoreError, StoreFull, open_store
 
 from .conftest import BTC_SHORT, CREATE, FakeClock, call, write_policy
 
@@ -222,3 +225,29 @@ async def test_a_disk_that_fills_while_a_request_is_at_the_exchange_still_says_w
     assert problem["rule"] == "storeUnavailable" and problem["next"]["human"]
     assert answer["next_safe_action"]["tool"] is None and len(answer["journal_seq"]) == 1
     assert afterwards["status"] in ("ok", "refused") and not afterwards.get("journal_problem")
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        StoreFull("the disk holding the database is full"),
+        StoreBusy("the database is locked by another process"),
+        StoreCorrupt("the database is damaged"),
+        StoreError("database operation failed: disk I/O error"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("answer_type", "status"),
+    [
+        (PlanAnswer, "refused"),
+        (OrderAnswer, "refused"),
+        (ActionAnswer, "refused"),
+        (ReadAnswer, "unavailable"),
+    ],
+)
+def test_every_kind_of_store_failure_is_each_tools_own_answer_with_nothing_sent(error, answer_type, status):
+    answer = answer_for(answer_type, error).model_dump(mode="json")
+    assert answer["status"] == status
+    if status == "refused":
+        store_stop(answer)
+        assert answer.get("sent") is None
