@@ -11,6 +11,10 @@ before the request leaves, sends it once, and sorts what came back in one place 
 
 Refusals decided before this point (policy, approvals, lifecycle) never reach the gate: nothing is sent
 for them. The gate's own refusal is a key that may no longer trade.
+
+Once a request has left, no StoreError escapes the gate: if the journal cannot record the outcome (disk
+full, I/O error), the answer still says what was sent and carries `journal_problem` (pilot.app.faults).
+So a StoreError that reaches a tool always means nothing was sent.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal, TypeVar
 
-from pilot.app import kinds
+from pilot.app import faults, kinds
 from pilot.app.clock import Clock
 from pilot.app.ports import ExchangeReader, ExchangeWriter
 from pilot.app.refusals import journal_action_refusal, journal_order_refusal, key_violation
@@ -43,7 +47,7 @@ from pilot.app.responses import (
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected, ExchangeUnavailable, OutcomeUnknown
 from pilot.exchange.models import ExchangeOrder, OrderRequest
-from pilot.store import Journal, Leases
+from pilot.store import Journal, Leases, StoreError
 
 ORDER_LINK_PREFIX = "pilot-"
 TURN_LEASE = "send-turn"
@@ -234,12 +238,16 @@ class ExchangeGate:
         # An outcome_unknown or accepted answer leaves the send unsettled: pending exposure until a lookup
         # finds it (pilot.app.pending).
         answer = answer.model_copy(update={"plan_id": plan_id, "order_link_id": request.order_link_id})
-        outcome = await journal.append(
-            kinds.ORDER_OUTCOME,
-            answer.model_dump(mode="json", exclude_none=True),
-            now=self._clock.now(),
-            plan_id=plan_id,
-        )
+        try:
+            outcome = await journal.append(
+                kinds.ORDER_OUTCOME,
+                answer.model_dump(mode="json", exclude_none=True),
+                now=self._clock.now(),
+                plan_id=plan_id,
+            )
+        except StoreError as error:  # sent all the same: say what was sent, never lose it in an exception
+            answer = answer.model_copy(update={"journal_seq": [attempt.seq]})
+            return faults.unrecorded(answer, error, "the outcome of this order", sent=True)
         return answer.model_copy(update={"journal_seq": [attempt.seq, outcome.seq]})
 
     async def _reconnoitre(
@@ -343,11 +351,15 @@ class ExchangeGate:
         else:
             done = {**action, "result": result if isinstance(result, str | None) else str(result)}
             answer = ActionAnswer(status="done", detail=f"{tool} done", data=done)
-        outcome = await journal.append(
-            kinds.ACTION,
-            {"tool": tool, "phase": "outcome", **answer.model_dump(mode="json", exclude_none=True)},
-            now=self._clock.now(),
-        )
+        try:
+            outcome = await journal.append(
+                kinds.ACTION,
+                {"tool": tool, "phase": "outcome", **answer.model_dump(mode="json", exclude_none=True)},
+                now=self._clock.now(),
+            )
+        except StoreError as error:  # sent all the same: say what became of it
+            answer = answer.model_copy(update={"journal_seq": [attempt.seq]})
+            return faults.unrecorded(answer, error, f"the outcome of this {tool}", sent=True)
         return answer.model_copy(update={"journal_seq": [attempt.seq, outcome.seq]})
 
 

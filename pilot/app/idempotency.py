@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from pilot.app import kinds
+from pilot.app import faults, kinds
 from pilot.app.refusals import violation
 from pilot.app.responses import Refusal, ToolAnswer
 from pilot.app.runtime import Runtime
 from pilot.core.codes import Code
 from pilot.core.violations import NextAction
+from pilot.store import StoreError
 
 A = TypeVar("A", bound=ToolAnswer)
 
@@ -39,7 +40,10 @@ async def idempotent(
         refusal = _refusal(key, begun.status == "conflict", begun.first_tool or tool)
         return answer_type.from_refusal(refusal)
     answer = await run()
-    await store.idempotency.complete(key, answer.model_dump(mode="json"), now=runtime.now())
+    try:
+        await store.idempotency.complete(key, answer.model_dump(mode="json"), now=runtime.now())
+    except StoreError as error:  # what `run` did stands; only the replay of it is lost
+        return faults.unrecorded(answer, error, f"this answer under idempotency key {key!r}", sent=False)
     return answer
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from pilot.core.facts import OrderType, Side
 
-DECIMAL_TEXT = re.compile(r"^\d{1,18}(\.\d{1,18})?$")
+# ASCII digits only: in Python `\d` also matches other scripts' digits ("١٢"), which Decimal would accept.
+DECIMAL_TEXT = re.compile(r"[0-9]{1,18}(\.[0-9]{1,18})?")
 SYMBOL_TEXT = re.compile(r"^[A-Z0-9]{2,30}$")
 CATEGORIES = ("linear", "spot")
 
@@ -36,10 +37,18 @@ def decimal_arg(field: str, value: Any, *, required: bool = True, positive: bool
         raise InvalidInput(
             field, f'amounts are decimal strings: send "{shown}" (a string), not the number {value}'
         )
-    if not isinstance(value, str) or not DECIMAL_TEXT.match(value.strip()):
-        raise InvalidInput(field, 'must be a plain decimal string such as "0.001" (digits and one dot)')
+    if not isinstance(value, str):
+        raise InvalidInput(field, 'must be a decimal string such as "0.001"')
+    if value != value.strip():
+        raise InvalidInput(
+            field, 'must be the digits alone, without spaces or line breaks around them, e.g. "0.001"'
+        )
+    if not DECIMAL_TEXT.fullmatch(value):
+        raise InvalidInput(
+            field, 'must be a plain decimal string such as "0.001": ASCII digits 0-9 and at most one dot'
+        )
     try:
-        amount = Decimal(value.strip())
+        amount = Decimal(value)
     except InvalidOperation:  # pragma: no cover - the pattern already excludes this
         raise InvalidInput(field, 'must be a decimal string such as "0.001"') from None
     if positive and amount <= 0:

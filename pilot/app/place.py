@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from decimal import Decimal
 
+from pilot.app import faults, kinds
 from pilot.app.approvals import ApprovalChannel, ApprovalRequest, refusal_of, seek_approval
 from pilot.app.facts import gather_facts
 from pilot.app.gate import TURN_WAIT, TurnBusy, look_up, order_link_id
@@ -20,7 +22,11 @@ from pilot.core.facts import Facts, Side
 from pilot.core.valuation import worst_fill_for
 from pilot.core.violations import NextAction, Violation, plain
 from pilot.exchange.models import OrderRequest
-from pilot.store import ClaimResult, PlanRecord
+from pilot.store import ClaimResult, PlanRecord, StoreError
+
+# Plans whose one use stopped on a store failure with nothing sent, while the store could not record that
+# either: the next place_order of one records it ("refused"), so the agent is told to plan again.
+UNRECORDED_REFUSALS: set[str] = set()
 
 
 async def place_order(runtime: Runtime, plan_id: str, channel: ApprovalChannel | None = None) -> OrderAnswer:
@@ -33,6 +39,9 @@ async def place_order(runtime: Runtime, plan_id: str, channel: ApprovalChannel |
 
 async def _claim_and_execute(runtime: Runtime, plan_id: str, channel: ApprovalChannel | None) -> OrderAnswer:
     claim = await runtime.store.plans.claim(plan_id, now=runtime.now())
+    if claim.status == "already_used" and claim.plan is not None and plan_id in UNRECORDED_REFUSALS:
+        claim = ClaimResult("already_used", await release_unsent(runtime, claim.plan))
+        UNRECORDED_REFUSALS.discard(plan_id)
     if claim.status != "claimed" or claim.plan is None:
         known = plan_id if claim.plan is not None else None
         return await journal_order_refusal(
@@ -46,30 +55,77 @@ async def execute_plan(
 ) -> OrderAnswer:
     """Re-read the policy and fresh facts, run the same evaluate, ask a human if the policy says so, send.
 
-    The gate's turn is held throughout, so concurrent sends are evaluated one after another.
+    The gate's turn is held throughout, so concurrent sends are evaluated one after another. A store failure
+    (disk full, I/O error) that stops it is "refused, nothing sent": once the gate has sent, it answers
+    whatever the journal does (pilot.app.gate).
     """
+    try:
+        answer = await _execute(runtime, plan, origin, channel)
+    except StoreError as error:
+        answer = OrderAnswer.from_refusal(faults.refusal(error), plan_id=plan.plan_id)
+    if answer.status != "pending_confirmation":  # a parked plan stays claimed until the human decides
+        answer = await _record_outcome(runtime, plan.plan_id, answer)
+    return answer
+
+
+async def _execute(
+    runtime: Runtime, plan: PlanRecord, origin: str, channel: ApprovalChannel | None
+) -> OrderAnswer:
     payload = PlanPayload.read(plan.payload)
     if payload is None:
         refusal = Refusal.of(_unreadable_plan(), "the plan cannot be read; nothing was sent")
-        answer = await journal_order_refusal(
+        return await journal_order_refusal(
             runtime.store.journal, refusal, now=runtime.now(), plan_id=plan.plan_id
         )
-    else:
-        try:
-            async with runtime.gate.turn():
-                sent = await _evaluate_and_send(runtime, plan.plan_id, payload, origin, channel)
-        except TurnBusy:
-            sent = _busy(payload, runtime.now())
-        if isinstance(sent, Refusal):
-            answer = await journal_order_refusal(
-                runtime.store.journal, sent, now=runtime.now(), plan_id=plan.plan_id
-            )
-        else:
-            answer = sent
-    if answer.status != "pending_confirmation":  # a parked plan stays claimed until the human decides
-        outcome = PlanOutcome.of(answer).model_dump(mode="json", exclude_none=True)
-        await runtime.store.plans.record_outcome(plan.plan_id, outcome, now=runtime.now())
+    sent: OrderAnswer | Refusal | None = None
+    try:
+        async with runtime.gate.turn():
+            sent = await _evaluate_and_send(runtime, plan.plan_id, payload, origin, channel)
+    except TurnBusy:
+        sent = _busy(payload, runtime.now())
+    except StoreError:
+        if not isinstance(sent, OrderAnswer):  # nothing was sent
+            raise
+        # the send is done and journaled by the gate; only leaving the turn failed: the answer stands
+    assert sent is not None, "the turn either raised or produced an answer"
+    if isinstance(sent, Refusal):
+        return await journal_order_refusal(
+            runtime.store.journal, sent, now=runtime.now(), plan_id=plan.plan_id
+        )
+    return sent
+
+
+async def _record_outcome(runtime: Runtime, plan_id: str, answer: OrderAnswer) -> OrderAnswer:
+    """Record what the plan's one use came to; a store that cannot must not lose the answer."""
+    outcome = PlanOutcome.of(answer)
+    try:
+        await runtime.store.plans.record_outcome(
+            plan_id, outcome.model_dump(mode="json", exclude_none=True), now=runtime.now()
+        )
+    except StoreError as error:
+        if outcome.sent_nothing:
+            UNRECORDED_REFUSALS.add(plan_id)
+            return answer
+        return faults.unrecorded(answer, error, "the outcome of this order on its plan", sent=True)
     return answer
+
+
+async def release_unsent(runtime: Runtime, plan: PlanRecord) -> PlanRecord:
+    """Record "refused" for a claimed plan that has no outcome and no order.sent entry: nothing was sent.
+
+    Only for a plan no running use still holds (its use ended on a store failure, or before a restart):
+    a use in progress has no order.sent entry yet either. Returns the plan as it now stands.
+
+    Raises:
+        StoreError: the store still cannot record it.
+    """
+    if plan.outcome is not None or await runtime.store.journal.entries(
+        plan_id=plan.plan_id, kind=kinds.ORDER_SENT
+    ):
+        return plan
+    outcome = PlanOutcome(status="refused").model_dump(mode="json", exclude_none=True)
+    await runtime.store.plans.record_outcome(plan.plan_id, outcome, now=runtime.now())
+    return dataclasses.replace(plan, status="done", outcome=outcome)
 
 
 async def _evaluate_and_send(

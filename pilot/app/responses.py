@@ -110,6 +110,12 @@ class PlanAnswer(_Answer):
 class ToolAnswer(_Answer):
     """The answer of a state-changing tool; a refusal of Pilot's own becomes one in one way."""
 
+    journal_problem: ViolationOut | None = Field(
+        default=None,
+        description="Set when Pilot could not record part of this call (disk full, I/O error): rule "
+        "storeUnavailable, what is missing and what a human must do. The rest of the answer still holds",
+    )
+
     @classmethod
     def from_refusal(cls, refusal: Refusal) -> Self:
         raise NotImplementedError

@@ -18,6 +18,8 @@
     idempotency    another idempotency key, or waiting             idempotencyConflict, idempotencyInProgress
     keys           a human fixing the exchange key                 apiKeyPermissions
     wait           waiting for another process on this home        sendTurnBusy
+    store          a human freeing disk space or repairing         storeUnavailable
+                   Pilot's database
 
 Sizing searches over the two size groups; "nothing fits" names a size_cap code.
 """
@@ -38,6 +40,7 @@ class Group(StrEnum):
     IDEMPOTENCY = "idempotency"
     KEYS = "keys"
     WAIT = "wait"
+    STORE = "store"
 
 
 class Code(StrEnum):
@@ -67,6 +70,7 @@ class Code(StrEnum):
     IDEMPOTENCY_IN_PROGRESS = "idempotencyInProgress"
     API_KEY_PERMISSIONS = "apiKeyPermissions"
     SEND_TURN_BUSY = "sendTurnBusy"
+    STORE_UNAVAILABLE = "storeUnavailable"
 
     @property
     def group(self) -> Group:
@@ -98,6 +102,7 @@ GROUP_OF: dict[Code, Group] = {
     Code.IDEMPOTENCY_IN_PROGRESS: Group.IDEMPOTENCY,
     Code.API_KEY_PERMISSIONS: Group.KEYS,
     Code.SEND_TURN_BUSY: Group.WAIT,
+    Code.STORE_UNAVAILABLE: Group.STORE,
 }
 
 

@@ -9,7 +9,9 @@ This package is the only importer of the MCP server SDK. Its modules, by concern
     forms.py           asking a human through the client's form, and the typed answer the use cases get
     arguments.py       argument types and their checks: each problem is invalid_params naming the field
     strict.py          the shim that makes the SDK refuse unknown arguments instead of ignoring them
-    http.py            Streamable HTTP on loopback: bearer tokens, Host and Origin checks
+    faults.py          the one edge where a failing store (disk full, I/O error) becomes the tool's answer
+    http.py            Streamable HTTP on loopback (another host only if allowed): bearer tokens, Host and
+                       Origin checks, idle sessions forgotten, a client that leaves mid-request one log line
 
 Refusals are answers, not errors. No tool can approve a confirmation, change policy.json, or turn the kill
 switch off.

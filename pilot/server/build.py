@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from mcp.server.auth.provider import AccessToken, TokenVerifier
@@ -9,12 +10,16 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from pydantic import AnyHttpUrl
 
+from pilot.app.faults import StoreError
 from pilot.app.runtime import Runtime
 from pilot.server.approval_tools import register_approval_tools
+from pilot.server.faults import answer_store_faults
 from pilot.server.forms import Resolvers
 from pilot.server.market_tools import register_market_tools
 from pilot.server.strict import forbid_unknown_arguments
 from pilot.server.trading_tools import register_trading_tools
+
+log = logging.getLogger("pilot.server")
 
 INSTRUCTIONS = """\
 Pilot guards trading on a Bybit V5 account. Plan first, then send:
@@ -48,6 +53,7 @@ def build_server(runtime: Runtime, *, http_base_url: str | None = None) -> MCPSe
     register_trading_tools(mcp, runtime, Resolvers(runtime))
     register_approval_tools(mcp, runtime)
     forbid_unknown_arguments(mcp)
+    answer_store_faults(mcp)
     return mcp
 
 
@@ -58,7 +64,11 @@ class StoreTokenVerifier(TokenVerifier):
         self._runtime = runtime
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        name = await self._runtime.store.tokens.verify(token)
+        try:
+            name = await self._runtime.store.tokens.verify(token)
+        except StoreError as error:  # cannot check the token: refuse it (401), one log line, no traceback
+            log.warning("a bearer token could not be checked, so it was refused: %s", error)
+            return None
         if name is None:
             return None
         return AccessToken(token=token, client_id=name, scopes=["pilot"], subject=name)

@@ -9,21 +9,28 @@ the approval channel the use case asks.
 
 # No `from __future__ import annotations`: the SDK evaluates resolver signatures at runtime.
 
-from typing import Any
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from pilot.app import actions, approvals
 from pilot.app.approvals import ClientAnswer, ClientChannel, FormAnswer, NoFormNeeded, NoFormPossible
+from pilot.app.faults import StoreError
 from pilot.app.runtime import Runtime
 from pilot.server import arguments
+
+
+def _only_true(value: Any) -> bool:
+    """The JSON boolean true approves; anything else a client sends ("true", 1, "yes", null) is a decline."""
+    return value is True
 
 
 class ConfirmForm(BaseModel):
     """The form a human sees. Leaving the box unticked is a decline; only the boolean true approves."""
 
-    approve: bool = Field(
+    # Not a schema error for another type: the tool then answers "declined" (nothing sent) instead of failing.
+    approve: Annotated[bool, BeforeValidator(_only_true)] = Field(
         default=False, strict=True, description="Tick to approve exactly the action described above"
     )
 
@@ -62,7 +69,14 @@ class Resolvers:
         self.runtime = runtime
 
     async def for_plan(self, plan_id: str, ctx: Context) -> FormOrReason:
-        return ask(await approvals.plan_form_prompt(self.runtime, plan_id), ctx)
+        try:
+            prompt = await approvals.plan_form_prompt(self.runtime, plan_id)
+        except StoreError:
+            # The plan cannot be read, so no form can describe it. Fail closed: a use case told no form was
+            # needed never assumes approval (it refuses with confirmationRequired); the tool body most likely
+            # meets the same store failure first and answers storeUnavailable.
+            return NoFormNeeded()
+        return ask(prompt, ctx)
 
     async def for_close(self, symbol: str, qty: str | None, category: str, ctx: Context) -> FormOrReason:
         summary = approvals.close_summary(symbol, qty, category)

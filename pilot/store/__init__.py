@@ -23,6 +23,7 @@ from pilot.store.errors import (
     StoreBusy,
     StoreCorrupt,
     StoreError,
+    StoreFull,
 )
 from pilot.store.guards import OpenReport
 from pilot.store.idempotency import Idempotency, IdempotencyBegin
@@ -59,6 +60,7 @@ __all__ = [
     "StoreBusy",
     "StoreCorrupt",
     "StoreError",
+    "StoreFull",
     "Tokens",
     "canonical_hash",
     "canonical_json",

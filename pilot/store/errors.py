@@ -2,6 +2,7 @@
 
 StoreError
  ├── StoreBusy          another process held the database longer than the busy timeout
+ ├── StoreFull          the disk holding the database is full: nothing was written
  ├── DuplicateRecord    an id, key or name that must be unique is already taken
  ├── InvalidTransition  a record is not in the state the operation needs (a bug in the caller)
  ├── SchemaTooNew       the database was written by a newer Pilot
@@ -22,6 +23,10 @@ class StoreError(Exception):
 
 class StoreBusy(StoreError):
     """The database stayed locked by another connection for longer than the busy timeout."""
+
+
+class StoreFull(StoreError):
+    """The disk (or quota) holding the database is full; the write did not happen. Freeing space fixes it."""
 
 
 class DuplicateRecord(StoreError):
@@ -64,6 +69,8 @@ def translated_errors() -> Iterator[None]:
     except sqlite3.OperationalError as error:
         if "locked" in str(error) or "busy" in str(error):
             raise StoreBusy("the database is locked by another process") from error
+        if getattr(error, "sqlite_errorname", "") == "SQLITE_FULL":
+            raise StoreFull(f"the disk holding the database is full ({error})") from error
         raise StoreError(f"database operation failed: {error}") from error
     except sqlite3.DatabaseError as error:
         if (getattr(error, "sqlite_errorname", "") or "").startswith(_CORRUPT):

@@ -1,8 +1,12 @@
-"""pilot serve --transport http: bearer tokens issued by the CLI (stored hashed), Host and Origin checks."""
+"""pilot serve --transport http: bearer tokens issued by the CLI (stored hashed), Host and Origin checks,
+loopback unless allowed, idle sessions forgotten, and a client that leaves is one log line."""
 
 from __future__ import annotations
 
+import json
+import logging
 import socket
+from typing import Any
 
 import anyio
 import httpx2
@@ -11,6 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from pilot.server import serve_http
+from pilot.server.http import RemoteHostRefused, check_host, http_app, is_loopback
 
 from .conftest import BTC_SHORT, call
 
@@ -59,3 +64,87 @@ async def test_http_needs_a_valid_token_and_a_loopback_host(runtime):
     assert (no_token.status_code, wrong.status_code) == (401, 401)
     assert rebinding.status_code == 421 and foreign.status_code == 403
     assert planned["status"] == "ok"
+
+
+def _listener() -> socket.socket:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    return listener
+
+
+class _Records(logging.Handler):
+    """Every log record while serving; `gone` is set once Pilot's one line about a disconnect arrives."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self.gone = anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+        if record.name == "pilot.server.http":
+            self.gone.set()
+
+
+@pytest.mark.parametrize("protocol", [None, "2025-11-25", "2026-07-28"])
+async def test_a_client_that_leaves_halfway_through_its_request_is_one_log_line_without_a_traceback(
+    runtime, protocol, caplog
+):
+    caplog.set_level(logging.INFO)
+    token = await runtime.store.tokens.issue("tester", now=runtime.now())
+    listener = _listener()
+    port = listener.getsockname()[1]
+    body = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode()
+    head = (
+        f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\n"
+        "Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body) + 100}\r\n"
+        + (f"MCP-Protocol-Version: {protocol}\r\n" if protocol else "")
+        + "\r\n"
+    )
+    records = _Records()
+    root = logging.getLogger()
+    root.addHandler(records)
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(serve_http, runtime, "127.0.0.1", port, listener)
+            stream = await anyio.connect_tcp("127.0.0.1", port)
+            await stream.send(head.encode() + body)  # 100 bytes short of what it announced
+            await stream.aclose()
+            with anyio.fail_after(10):
+                await records.gone.wait()
+            served = list(records.records)  # before stopping the server, which logs its own way
+            tasks.cancel_scope.cancel()
+    finally:
+        root.removeHandler(records)
+    ours = [r for r in served if r.name == "pilot.server.http"]
+    assert len(ours) == 1 and ours[0].exc_info is None
+    assert [r for r in served if r.exc_info or r.levelno >= logging.ERROR] == []
+
+
+def _session_manager(app: Any) -> Any:
+    """The SDK's session manager behind the app: WholeRequests -> Starlette -> /mcp route -> auth -> manager."""
+    [route] = [r for r in app.app.routes if getattr(r, "path", None) == "/mcp"]
+    return route.endpoint.app.session_manager
+
+
+async def test_idle_sessions_are_forgotten_after_five_minutes_or_the_configured_time(runtime):
+    assert _session_manager(http_app(runtime, "127.0.0.1", 8765)).session_idle_timeout == 300
+    assert (
+        _session_manager(http_app(runtime, "127.0.0.1", 8765, session_idle_seconds=42)).session_idle_timeout
+        == 42
+    )
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.20", "10.0.0.1", "pilot.example", "[::]"])
+async def test_serving_beyond_loopback_is_refused_unless_allowed(runtime, host):
+    with pytest.raises(RemoteHostRefused):
+        await serve_http(runtime, host, 8765)
+    check_host(host, allow_remote=True)  # allowed explicitly: `pilot serve --allow-remote`
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost", "LocalHost"])
+def test_loopback_hosts_need_no_allowance(host):
+    assert is_loopback(host)
+    check_host(host, allow_remote=False)

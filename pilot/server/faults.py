@@ -1,0 +1,63 @@
+"""The one edge where a failing store becomes an answer: a StoreError that reaches a tool is that tool's answer.
+
+Why here: every tool's use case may touch the store, and on a full disk or an I/O error the SDK would turn
+the exception into a bare "Error executing tool". Below this edge a StoreError can only mean nothing was
+sent (pilot.app.gate answers for itself once a request has left), so the answer is "refused" with rule
+storeUnavailable and a next action to stop until a human fixes the disk: a retry would fail the same way.
+The database's own words go to the server's log, one line, never to the agent.
+
+Like strict.py, it reaches into the SDK's tool manager (`tool.fn`, `tool.fn_metadata.output_model`), which
+the tests in tests/app/test_store_faults.py hold to the SDK version pinned in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+from pilot.app import faults
+from pilot.app.faults import StoreError
+from pilot.app.reads import ReadAnswer
+from pilot.app.responses import PlanAnswer, ToolAnswer, next_out, violations_out
+
+log = logging.getLogger("pilot.server")
+
+
+def answer_store_faults(mcp: MCPServer) -> None:
+    """Wrap every registered tool so a StoreError becomes its answer (see the module docstring)."""
+    for tool in mcp._tool_manager.list_tools():
+        tool.fn = _answering(tool.name, tool.fn, tool.fn_metadata.output_model)
+
+
+def _answering(
+    name: str, fn: Callable[..., Awaitable[Any]], answer_type: Any
+) -> Callable[..., Awaitable[Any]]:
+    @functools.wraps(fn)
+    async def tool(**arguments: Any) -> Any:
+        try:
+            return await fn(**arguments)
+        except StoreError as error:
+            log.warning("%s: Pilot's database failed, nothing was sent: %s", name, error)
+            return answer_for(answer_type, error)
+
+    return tool
+
+
+def answer_for(answer_type: Any, error: StoreError) -> Any:
+    """The answer of a tool of `answer_type` that stopped on a store failure before sending anything."""
+    refused = faults.refusal(error)
+    if isinstance(answer_type, type) and issubclass(answer_type, ToolAnswer):
+        return answer_type.from_refusal(refused)
+    if answer_type is PlanAnswer:
+        return PlanAnswer(
+            status="refused",
+            violations=violations_out(refused.violations),
+            next_safe_action=next_out(refused.next_safe_action),
+        )
+    if answer_type is ReadAnswer:
+        return ReadAnswer(status="unavailable", detail=refused.detail)
+    raise error

@@ -1,0 +1,69 @@
+"""Amounts are ASCII decimal strings and nothing else; the approval box approves only as the JSON boolean true."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client, MCPError
+from mcp.types import INVALID_PARAMS, ElicitResult
+
+from pilot.app import kinds
+from pilot.server import build_server
+
+from .conftest import BTC_SHORT, CONFIRM_EVERY_ORDER, CREATE, MODES, write_policy
+
+pytestmark = pytest.mark.anyio
+
+# Each is a digit in Python's eyes (`str.isdigit`, regex `\d`) and Decimal() reads it as 0.001 or 0.00031.
+NOT_ASCII = [
+    "٠.٠٠١",  # Arabic-Indic
+    "０.００１",  # fullwidth
+    "𝟎.𝟎𝟎𝟎𝟑𝟏",  # mathematical bold
+    "०.००१",  # Devanagari
+]
+PADDED = [" 0.00031", "0.00031 ", "0.00031\n", "\t0.00031", "0.00031\u00a0", "\u20030.00031"]
+
+
+@pytest.mark.parametrize(
+    ("tool", "field", "args"),
+    [
+        ("plan_order", "qty", {"symbol": "BTCUSDT", "side": "sell"}),
+        ("plan_order", "notional_usd", {"symbol": "BTCUSDT", "side": "buy"}),
+        ("plan_order", "price", {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0001", "order_type": "limit"}),
+        ("set_leverage", "leverage", {"symbol": "BTCUSDT"}),
+        ("close_position", "qty", {"symbol": "BTCUSDT"}),
+    ],
+)
+async def test_an_amount_in_other_digits_or_with_spaces_around_it_is_invalid_params_naming_the_field(
+    runtime, paper, tool, field, args
+):
+    refusals = {}
+    async with Client(build_server(runtime)) as client:
+        for text in NOT_ASCII + PADDED:
+            with pytest.raises(MCPError) as caught:
+                await client.call_tool(tool, {**args, field: text})
+            refusals[text] = (caught.value.error.code, caught.value.error.message.split(":")[0])
+    assert refusals == dict.fromkeys(NOT_ASCII + PADDED, (INVALID_PARAMS, field))
+    assert paper.request_count(CREATE) == 0
+    assert await runtime.store.journal.entries(kind=(kinds.PLAN, kinds.ACTION, kinds.PLACE_REFUSED)) == []
+
+
+@MODES
+@pytest.mark.parametrize("approve", ["true", "True", 1, "yes", "on", None])
+async def test_an_approval_box_that_is_not_the_boolean_true_declines_and_nothing_is_sent(
+    runtime, paper, mode, approve
+):
+    write_policy(runtime.home.path, **CONFIRM_EVERY_ORDER)
+
+    async def human(context: Any, params: Any) -> ElicitResult:
+        return ElicitResult(action="accept", content={"approve": approve})
+
+    async with Client(build_server(runtime), mode=mode, elicitation_callback=human) as client:
+        plan = await client.call_tool("plan_order", BTC_SHORT)
+        placed = await client.call_tool("place_order", {"plan_id": plan.structured_content["plan_id"]})
+    assert not placed.is_error
+    assert placed.structured_content["status"] == "declined" and placed.structured_content["sent"] is None
+    assert paper.request_count(CREATE) == 0
+    verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=kinds.CONFIRMATION)]
+    assert verdicts == ["declined"]
