@@ -15,6 +15,7 @@ from pilot.exchange.errors import DuplicateOrderLinkId
 from pilot.exchange.models import OrderRequest
 from pilot.exchange.sim import StateError, reset_state, start_paper_exchange
 from tests.exchange.conftest import TIMEOUT_SECONDS
+from tests.scenarios import ARTICLE
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +36,7 @@ def buy(link: str, qty: str = "0.00031", price: str = "80300", tif: str = "IOC")
 
 async def test_a_restarted_paper_exchange_continues_the_account(tmp_path):
     state = tmp_path / "paper.json"
-    with start_paper_exchange(state_path=state) as paper:
+    with start_paper_exchange(ARTICLE, state_path=state) as paper:
         adapter = adapter_for(paper)
         await adapter.create_order(buy("filled"))
         resting = await adapter.create_order(buy("resting", qty="0.0002", price="79000.0", tif="GTC"))
@@ -45,7 +46,7 @@ async def test_a_restarted_paper_exchange_continues_the_account(tmp_path):
         await adapter.close()
     assert not list(tmp_path.glob("*.tmp"))  # written atomically: no temporary file left behind
 
-    with start_paper_exchange(state_path=state) as paper:
+    with start_paper_exchange(ARTICLE, state_path=state) as paper:
         adapter = adapter_for(paper)
         assert (await adapter.get_balance(), await adapter.get_positions("linear")) == before
         assert (await adapter.get_position("linear", "BTCUSDT")).leverage == 5
@@ -61,14 +62,14 @@ async def test_a_restarted_paper_exchange_continues_the_account(tmp_path):
 
 async def test_reset_starts_the_next_run_from_the_scenario(tmp_path):
     state = tmp_path / "paper.json"
-    with start_paper_exchange(state_path=state) as paper:
+    with start_paper_exchange(ARTICLE, state_path=state) as paper:
         adapter = adapter_for(paper)
         await adapter.create_order(buy("before-reset"))
         await adapter.close()
     result = CliRunner().invoke(main, ["sim", "reset", "--state", str(state)])
     assert result.exit_code == 0 and not state.exists()
     assert reset_state(state) is False
-    with start_paper_exchange(state_path=state) as paper:
+    with start_paper_exchange(ARTICLE, state_path=state) as paper:
         assert paper.position("BTCUSDT").size == 0 and paper.balance("USDT") == 1000
         assert json.loads(state.read_text())["orders"] == []  # the fresh state is saved at once
         assert "state:" in format_banner(paper)
