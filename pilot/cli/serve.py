@@ -28,25 +28,58 @@ from pilot.app.runtime import Runtime
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="Paper exchange world (JSON); default: the packaged scenario.",
 )
+@click.option(
+    "--paper-url",
+    metavar="URL",
+    help="Attach to a running `pilot sim` (http://127.0.0.1:PORT) instead of embedding a paper exchange.",
+)
+@click.option(
+    "--record",
+    "record_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write every exchange request and answer here, redacted (no key, signature or secret).",
+)
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP only; loopback by default.")
 @click.option("--port", default=8765, show_default=True, type=int, help="HTTP only.")
-def command(home: Path, exchange: str, scenario: Path | None, transport: str, host: str, port: int) -> None:
-    """Run Pilot's MCP server. An invalid policy.json does not stop it: growing orders are refused until fixed."""
+def command(
+    home: Path,
+    exchange: str,
+    scenario: Path | None,
+    paper_url: str | None,
+    record_dir: Path | None,
+    transport: str,
+    host: str,
+    port: int,
+) -> None:
+    """Run Pilot's MCP server. An invalid policy.json does not stop it: growing orders are refused until fixed.
+
+    The embedded paper exchange keeps its account in HOME/paper/ across restarts (`pilot sim reset --home`
+    clears it); to share it between servers, run `pilot sim --home HOME` and give each `--paper-url`.
+    """
     try:
-        anyio.run(_serve, home, exchange, scenario, transport, host, port)
+        anyio.run(_serve, home, exchange, scenario, paper_url, record_dir, transport, host, port)
     except StartupError as error:
         click.echo(f"pilot serve: cannot start: {error}", err=True)
         sys.exit(2)
 
 
 async def _serve(
-    home: Path, exchange: str, scenario: Path | None, transport: str, host: str, port: int
+    home: Path,
+    exchange: str,
+    scenario: Path | None,
+    paper_url: str | None,
+    record_dir: Path | None,
+    transport: str,
+    host: str,
+    port: int,
 ) -> None:
     from pilot.server import build_server, serve_http
 
     async with (
-        open_runtime(home, exchange=exchange, scenario=scenario) as runtime,
+        open_runtime(
+            home, exchange=exchange, scenario=scenario, paper_url=paper_url, record_dir=record_dir
+        ) as runtime,
         anyio.create_task_group() as tasks,
     ):
         tasks.start_soon(_execute_approvals, runtime)
