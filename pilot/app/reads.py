@@ -7,9 +7,8 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from pilot.app.facts import gather_market_facts, orders_sent_today, rules_dict
+from pilot.app.responses import Answer
 from pilot.app.runtime import Runtime
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy
@@ -20,10 +19,8 @@ from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import ExchangeOrder
 
 
-class ReadAnswer(BaseModel):
+class ReadAnswer(Answer):
     """A read tool's answer. Text the exchange controls (client order ids, reasons) is marked untrusted."""
-
-    model_config = ConfigDict(frozen=True)
 
     status: str  # "ok" | "unavailable"
     data: dict[str, Any] | list[dict[str, Any]] | None = None

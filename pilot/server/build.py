@@ -11,6 +11,7 @@ from pydantic import AnyHttpUrl
 
 from pilot.app.runtime import Runtime
 from pilot.server.approval_tools import register_approval_tools
+from pilot.server.environment import name_the_environment
 from pilot.server.forms import Resolvers
 from pilot.server.market_tools import register_market_tools
 from pilot.server.strict import forbid_unknown_arguments
@@ -48,6 +49,7 @@ def build_server(runtime: Runtime, *, http_base_url: str | None = None) -> MCPSe
     register_trading_tools(mcp, runtime, Resolvers(runtime))
     register_approval_tools(mcp, runtime)
     forbid_unknown_arguments(mcp)
+    name_the_environment(mcp, runtime.environment)
     return mcp
 
 
