@@ -8,14 +8,14 @@ from pilot.app.approvals import ApprovalChannel
 from pilot.app.inputs import PlanRequest
 from pilot.app.place import execute_plan
 from pilot.app.plan import plan_order
-from pilot.app.refusals import journal_order_refusal, violation
+from pilot.app.refusals import journal_order_refusal, position_mode_violation, violation
 from pilot.app.responses import OrderAnswer, Refusal
 from pilot.app.runtime import Runtime
 from pilot.core.codes import Code
 from pilot.core.facts import OrderType, Side
 from pilot.core.rules import RETRY_MISSING_FACTS
 from pilot.core.violations import NextAction
-from pilot.exchange.errors import ExchangeError
+from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 
 
 async def close_position(
@@ -33,6 +33,11 @@ async def close_position(
     context = {"tool": "close_position", "symbol": symbol}
     try:
         position = await runtime.exchange.get_position(category, symbol)
+    except UnsupportedPositionMode as hedged:  # two legs: no one-way close can be judged or sent
+        refusal = Refusal.of(
+            position_mode_violation(hedged), "the symbol is held in hedge mode; nothing was sent"
+        )
+        return await journal_order_refusal(runtime.store.journal, refusal, now=runtime.now(), context=context)
     except ExchangeError:
         unread = violation(
             Code.FACTS,

@@ -25,7 +25,7 @@ from pilot.core.facts import (
     TradingState,
 )
 from pilot.core.violations import plain
-from pilot.exchange.errors import ExchangeError
+from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.exchange.models import AccountBalance
 
 T = TypeVar("T")
@@ -55,20 +55,38 @@ class _Market:
     touch: Touch | None
     position: Position | None
     pending: PendingOrders | None
+    hedged: UnsupportedPositionMode | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Gathered:
+    """The facts for one order, and why its symbol cannot be traded at all when it is held in hedge mode.
+
+    In hedge mode the position is missing from `facts` (as for a failed read), but reading again will not
+    help: `hedged` says so, and the caller answers with the position-mode refusal instead of a retry.
+    """
+
+    facts: Facts
+    hedged: UnsupportedPositionMode | None = None
 
 
 async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Facts:
     """Read everything evaluate() needs for `order`, concurrently. Exchange failures become missing facts."""
+    return (await gather(runtime, view, order)).facts
+
+
+async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gathered:
+    """gather_facts, saying also whether the symbol is held in hedge mode."""
     now = runtime.now()
     account, market = await asyncio.gather(
         _account(runtime, view, now), _market(runtime, order.category, order.symbol, now)
     )
-    return _facts(order, account, market, now)
+    return Gathered(_facts(order, account, market, now), market.hedged)
 
 
 async def gather_market_facts(
     runtime: Runtime, view: PolicyView, category: str, symbols: Sequence[str]
-) -> dict[str, Facts]:
+) -> dict[str, Gathered]:
     """Facts for each symbol at once (the account read once), each for a market buy of nothing."""
     now = runtime.now()
     account, markets = await asyncio.gather(
@@ -76,11 +94,14 @@ async def gather_market_facts(
         asyncio.gather(*(_market(runtime, category, symbol, now) for symbol in symbols)),
     )
     return {
-        symbol: _facts(
-            OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category),
-            account,
-            market,
-            now,
+        symbol: Gathered(
+            _facts(
+                OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category),
+                account,
+                market,
+                now,
+            ),
+            market.hedged,
         )
         for symbol, market in zip(symbols, markets, strict=True)
     }
@@ -100,10 +121,22 @@ async def _market(runtime: Runtime, category: str, symbol: str, now: datetime) -
     rules, touch, position, pending = await asyncio.gather(
         _maybe(exchange.get_instrument(category, symbol)),
         _maybe(exchange.get_touch(category, symbol)),
-        _maybe(exchange.get_position(category, symbol)) if category == "linear" else _none(),
+        _position(runtime, symbol) if category == "linear" else _none(),
         pending_orders(runtime, category, symbol, now),
     )
+    if isinstance(position, UnsupportedPositionMode):
+        return _Market(rules, touch, None, pending, position)
     return _Market(rules, touch, position, pending)
+
+
+async def _position(runtime: Runtime, symbol: str) -> Position | UnsupportedPositionMode | None:
+    """The linear position; the hedge-mode refusal as a value (it is no failed read); None if unread."""
+    try:
+        return await runtime.exchange.get_position("linear", symbol)
+    except UnsupportedPositionMode as hedged:
+        return hedged
+    except ExchangeError:
+        return None
 
 
 def _facts(order: OrderIntent, account: _Account, market: _Market, now: datetime) -> Facts:

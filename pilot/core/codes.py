@@ -17,6 +17,8 @@
                                                                    confirmationChannelUnavailable
     idempotency    another idempotency key, or waiting             idempotencyConflict, idempotencyInProgress
     keys           a human fixing the exchange key                 apiKeyPermissions
+    account        a human changing the exchange account's         positionMode
+                   settings (Pilot reads one-way positions only)
 
 Sizing searches over the two size groups; "nothing fits" names a size_cap code.
 """
@@ -36,6 +38,7 @@ class Group(StrEnum):
     CONFIRMATION = "confirmation"
     IDEMPOTENCY = "idempotency"
     KEYS = "keys"
+    ACCOUNT = "account"
 
 
 class Code(StrEnum):
@@ -64,6 +67,7 @@ class Code(StrEnum):
     IDEMPOTENCY_CONFLICT = "idempotencyConflict"
     IDEMPOTENCY_IN_PROGRESS = "idempotencyInProgress"
     API_KEY_PERMISSIONS = "apiKeyPermissions"
+    POSITION_MODE = "positionMode"
 
     @property
     def group(self) -> Group:
@@ -94,6 +98,7 @@ GROUP_OF: dict[Code, Group] = {
     Code.IDEMPOTENCY_CONFLICT: Group.IDEMPOTENCY,
     Code.IDEMPOTENCY_IN_PROGRESS: Group.IDEMPOTENCY,
     Code.API_KEY_PERMISSIONS: Group.KEYS,
+    Code.POSITION_MODE: Group.ACCOUNT,
 }
 
 
