@@ -40,18 +40,18 @@ from pilot.store import open_store
 
 POLICY = {
     "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
-    "maxNotionalUsd": 25,
-    "maxOrderNotionalUsd": 25,
+    "maxNotionalUsd": 150,
+    "maxOrderNotionalUsd": 150,
     "maxLeverage": 3,
     "minLiquidationDistancePct": 20,
     "dailyOrderCap": 100_000,
     "maxSlippagePct": 0.5,
     "planTtlSeconds": 60,
 }
-# Sell then buy back: the position stays under its cap however many rounds run.
+# Sell then buy back Bybit's smallest BTCUSDT lot: the position stays under its cap however many rounds run.
 ORDERS = (
-    {"symbol": "BTCUSDT", "side": "sell", "qty": "0.00031"},
-    {"symbol": "BTCUSDT", "side": "buy", "qty": "0.00031"},
+    {"symbol": "BTCUSDT", "side": "sell", "qty": "0.001"},
+    {"symbol": "BTCUSDT", "side": "buy", "qty": "0.001"},
 )
 
 

@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from decimal import Decimal
 
 from pilot.app.approvals import ApprovalChannel, ApprovalRequest, refusal_of, seek_approval
-from pilot.app.refusals import journal_action_refusal
+from pilot.app.refusals import journal_action_refusal, position_mode_violation
 from pilot.app.responses import ActionAnswer, Refusal
 from pilot.app.runtime import Runtime
 from pilot.core.approval import needs_human
 from pilot.core.leverage import check_set_leverage
 from pilot.core.policy import ApprovalTool
 from pilot.core.violations import NextAction, plain
-from pilot.exchange.errors import ExchangeError
+from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 
 
 async def set_leverage(
@@ -27,17 +27,19 @@ async def set_leverage(
     """Lowering is always allowed (unless halted); raising must fit maxLeverage and the instrument."""
     view = runtime.policy()
     state = await runtime.trading_state(view.policy)
-    current, instrument_max = await _leverage_facts(runtime, category, symbol)
+    action = {"symbol": symbol, "category": category, "leverage": plain(leverage)}
+    try:
+        current, instrument_max = await _leverage_facts(runtime, category, symbol)
+    except UnsupportedPositionMode as hedged:  # two legs, two leverages: a human must switch the mode
+        blocked = position_mode_violation(hedged)
+        return await _refuse_leverage(runtime, action, Refusal.of(blocked, blocked.detail))
     # An invalid policy.json reads as the fail-closed policy, whose "reducing" state refuses any raise.
     violations = check_set_leverage(view.policy, state, symbol, current, leverage, instrument_max)
-    action = {"symbol": symbol, "category": category, "leverage": plain(leverage)}
     if current is not None:
         action["from"] = plain(current)
     if violations:
         refusal = Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
-        return await journal_action_refusal(
-            runtime.store.journal, "set_leverage", action, refusal, now=runtime.now()
-        )
+        return await _refuse_leverage(runtime, action, refusal)
     text = f"{leverage_summary(symbol, leverage)} (from {plain(current) if current else 'unknown'}x)"
     again = NextAction.call(
         "set_leverage", {"symbol": symbol, "leverage": plain(leverage), "category": category}, "ask again"
@@ -46,6 +48,12 @@ async def set_leverage(
     if refused is not None:
         return refused
     return await runtime.gate.set_leverage(category, symbol, leverage, action)
+
+
+async def _refuse_leverage(runtime: Runtime, action: dict[str, str], refusal: Refusal) -> ActionAnswer:
+    return await journal_action_refusal(
+        runtime.store.journal, "set_leverage", action, refusal, now=runtime.now()
+    )
 
 
 async def cancel_order(
@@ -103,7 +111,11 @@ async def _approval(
 async def _leverage_facts(
     runtime: Runtime, category: str, symbol: str
 ) -> tuple[Decimal | None, Decimal | None]:
-    """The position's leverage now and the instrument's maximum, read at once; None where a read failed."""
+    """The position's leverage now and the instrument's maximum, read at once; None where a read failed.
+
+    Raises:
+        UnsupportedPositionMode: the symbol is held in hedge mode (two legs, two leverages).
+    """
     position, rules = await asyncio.gather(
         runtime.exchange.get_position(category, symbol),
         runtime.exchange.get_instrument(category, symbol),
@@ -112,6 +124,7 @@ async def _leverage_facts(
     current = None if isinstance(position, BaseException) else position.leverage
     instrument_max = None if isinstance(rules, BaseException) else rules.max_leverage
     for result in (position, rules):
-        if isinstance(result, BaseException) and not isinstance(result, ExchangeError):
+        hedged = isinstance(result, UnsupportedPositionMode)
+        if isinstance(result, BaseException) and (hedged or not isinstance(result, ExchangeError)):
             raise result
     return current, instrument_max

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pilot.app.clock import Clock, SystemClock
 from pilot.app.gate import KeyCheck
@@ -13,6 +14,9 @@ from pilot.app.runtime import Home, Runtime, assemble_runtime
 from pilot.app.upkeep import upkeep
 from pilot.exchange.bybit import BybitExchange
 from pilot.store import StoreError, open_store
+
+if TYPE_CHECKING:
+    from pilot.exchange.sim import StateInUse
 
 EXCHANGES = ("paper", "bybit-demo", "bybit-testnet")
 
@@ -28,22 +32,31 @@ async def open_runtime(
     exchange: str = "paper",
     scenario: Path | None = None,
     paper_url: str | None = None,
+    record_dir: Path | None = None,
     clock: Clock | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open everything a server needs and close it all on exit.
 
     With exchange "paper" and no paper_url, an embedded paper exchange is started on 127.0.0.1 for the
-    runtime's lifetime (its scenario's key needs no setup). bybit-demo and bybit-testnet use the key stored
-    with `pilot keys add`, whose permissions are re-checked when the last check is over an hour old.
+    runtime's lifetime, keeping its account in the home (HOME/paper/state.json), so positions, balances and
+    orders carry over to the next start; only one process at a time may embed it (StartupError otherwise,
+    naming `pilot sim` and `--paper-url`). With paper_url, Pilot attaches to that paper exchange (a running
+    `pilot sim`) with the paper key stored in the home, or else the scenario's key. bybit-demo and
+    bybit-testnet use the key stored with `pilot keys add`, whose permissions are re-checked when the last
+    check is over an hour old. With record_dir, every exchange request and answer is written there,
+    redacted (pilot.exchange.recording).
 
     Before the runtime is handed out, sends left unsettled by a server that stopped are looked up; at exit,
     work whose client went away is given time to finish before the store closes.
     """
     if exchange not in EXCHANGES:
         raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
+    if paper_url is not None and exchange != "paper":
+        raise StartupError(f"--paper-url attaches to a paper exchange; it cannot be used with {exchange}")
     clock = clock or SystemClock()
+    venue = _Venue(home, exchange, scenario, paper_url, record_dir, clock)
     async with contextlib.AsyncExitStack() as stack:
-        adapter, stored_key = await _exchange(stack, home, exchange, scenario, paper_url, clock)
+        adapter, stored_key = await venue.connect(stack)
         stack.push_async_callback(adapter.close)
         try:
             store = await open_store(Home(home).database_path)
@@ -66,39 +79,87 @@ def _key_check(home: Path, environment: str) -> KeyCheck:
     return check
 
 
-async def _exchange(
-    stack: contextlib.AsyncExitStack,
-    home: Path,
-    exchange: str,
-    scenario: Path | None,
-    url: str | None,
-    clock: Clock,
-) -> tuple[BybitExchange, bool]:
-    """The adapter to use, and whether it uses a key stored in the home (whose permissions need checks)."""
-    if exchange == "paper":
-        from pilot.exchange.sim import ScenarioError, start_paper_exchange
+class _Venue:
+    """Where the Runtime's exchange comes from: the embedded paper exchange, a running one, or Bybit."""
 
-        if url is None:
-            try:
-                paper = start_paper_exchange(scenario)
-            except (ScenarioError, OSError) as error:
-                raise StartupError(f"cannot start the paper exchange: {error}") from None
-            stack.callback(paper.stop)
-            adapter = BybitExchange.connect(
-                "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
+    def __init__(
+        self,
+        home: Path,
+        exchange: str,
+        scenario: Path | None,
+        url: str | None,
+        record_dir: Path | None,
+        clock: Clock,
+    ) -> None:
+        self.home, self.exchange, self.scenario, self.url = home, exchange, scenario, url
+        self.record_dir, self.clock = record_dir, clock
+
+    async def connect(self, stack: contextlib.AsyncExitStack) -> tuple[BybitExchange, bool]:
+        """The adapter to use, and whether it uses a key stored in the home (whose permissions need checks)."""
+        if self.exchange == "paper" and self.url is None:
+            return self._embedded(stack), False
+        from pilot.keys.errors import KeysError, NoKeyStored
+
+        try:
+            return await self._stored_key(), True
+        except NoKeyStored as error:
+            if self.exchange != "paper":
+                raise StartupError(str(error)) from None
+            return self._scenario_key(), False
+        except KeysError as error:
+            raise StartupError(str(error)) from None
+
+    def _embedded(self, stack: contextlib.AsyncExitStack) -> BybitExchange:
+        from pilot.exchange.sim import ScenarioError, StateError, StateInUse, start_paper_exchange
+
+        state = Home(self.home).paper_state_path
+        try:
+            paper = start_paper_exchange(self.scenario, state_path=state)
+        except StateInUse as error:
+            raise StartupError(_in_use(self.home, error)) from None
+        except StateError as error:
+            raise StartupError(
+                f"cannot continue the paper account: {error}; start it afresh with "
+                f"`pilot sim reset --home {self.home}`"
+            ) from None
+        except (ScenarioError, OSError) as error:
+            raise StartupError(f"cannot start the paper exchange: {error}") from None
+        stack.callback(paper.stop)
+        return self._adapter(paper.api_key, paper.api_secret, paper.url)
+
+    async def _stored_key(self) -> BybitExchange:
+        from pilot.app.keys import load_exchange_credentials
+
+        credentials = await load_exchange_credentials(self.home, self.exchange, now=self.clock.now())
+        return self._adapter(credentials.api_key, credentials.api_secret, self.url or credentials.base_url)
+
+    def _scenario_key(self) -> BybitExchange:
+        """No paper key stored: a `pilot sim` on the same scenario serves its first key, so use that."""
+        from pilot.exchange.sim import ScenarioError, load_scenario
+
+        try:
+            key = load_scenario(self.scenario).api_keys[0]
+        except ScenarioError as error:
+            raise StartupError(f"cannot read the scenario for the paper key: {error}") from None
+        return self._adapter(key.key, key.secret, self.url)
+
+    def _adapter(self, api_key: str, api_secret: str, base_url: str | None) -> BybitExchange:
+        try:
+            return BybitExchange.connect(
+                self.exchange,
+                api_key=api_key,
+                api_secret=api_secret,
+                base_url=base_url,
+                record_dir=self.record_dir,
             )
-            return adapter, False
-    from pilot.app.keys import load_exchange_credentials
-    from pilot.keys.errors import KeysError
+        except ValueError as error:  # a base URL off the allowlist: mainnet, or not loopback for paper
+            raise StartupError(str(error)) from None
 
-    try:
-        credentials = await load_exchange_credentials(home, exchange, now=clock.now())
-    except KeysError as error:
-        raise StartupError(str(error)) from None
-    adapter = BybitExchange.connect(
-        exchange,
-        api_key=credentials.api_key,
-        api_secret=credentials.api_secret,
-        base_url=url or credentials.base_url,
+
+def _in_use(home: Path, error: StateInUse) -> str:
+    attach = f"--paper-url {error.url}" if error.url else "--paper-url URL"
+    return (
+        f"{error}. Two paper exchanges on one account would fork it, so this one does not start. To share "
+        f"the paper account between processes, run `pilot sim --home {home}` once and start each server "
+        f"with `pilot serve --home {home} {attach}` (or stop the other process first)"
     )
-    return adapter, True

@@ -9,7 +9,7 @@ from pilot.app.facts import gather_facts
 from pilot.app.inputs import PlanRequest
 from pilot.app.place import execute_plan
 from pilot.app.plan import plan_order
-from pilot.app.refusals import journal_order_refusal, violation
+from pilot.app.refusals import journal_order_refusal, position_mode_violation, violation
 from pilot.app.responses import CancelledOrder, OrderAnswer, Refusal
 from pilot.app.runtime import Runtime
 from pilot.core.codes import SIZE_CAP_CODES, Code
@@ -17,7 +17,7 @@ from pilot.core.evaluate import Evaluation, evaluate
 from pilot.core.facts import Facts, OrderIntent, OrderType, Side, TradingState
 from pilot.core.rules import RETRY_MISSING_FACTS
 from pilot.core.violations import NextAction, plain
-from pilot.exchange.errors import ExchangeError
+from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.exchange.models import ExchangeOrder
 
 
@@ -42,6 +42,11 @@ async def _close(
     context = {"tool": "close_position", "symbol": symbol}
     try:
         position = await runtime.exchange.get_position(category, symbol)
+    except UnsupportedPositionMode as hedged:  # two legs: no one-way close can be judged or sent
+        refusal = Refusal.of(
+            position_mode_violation(hedged), "the symbol is held in hedge mode; nothing was sent"
+        )
+        return await journal_order_refusal(runtime.store.journal, refusal, now=runtime.now(), context=context)
     except ExchangeError:
         unread = violation(
             Code.FACTS,

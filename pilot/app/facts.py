@@ -27,7 +27,7 @@ from pilot.core.facts import (
 )
 from pilot.core.risk import worst_case
 from pilot.core.violations import plain
-from pilot.exchange.errors import ExchangeError, ExchangeRejected
+from pilot.exchange.errors import ExchangeError, ExchangeRejected, UnsupportedPositionMode
 from pilot.exchange.models import AccountBalance
 
 T = TypeVar("T")
@@ -61,24 +61,42 @@ class _Market:
     # counterpart, the spot holding, comes with the balance), and that market's pending orders.
     other_position: Position | None
     other_pending: PendingOrders | None
+    hedged: UnsupportedPositionMode | None = None
 
 
 OTHER_CATEGORY = {"linear": "spot", "spot": "linear"}
 
 
+@dataclass(frozen=True, slots=True)
+class Gathered:
+    """The facts for one order, and why its symbol cannot be traded at all when it is held in hedge mode.
+
+    In hedge mode the position is missing from `facts` (as for a failed read), but reading again will not
+    help: `hedged` says so, and the caller answers with the position-mode refusal instead of a retry.
+    """
+
+    facts: Facts
+    hedged: UnsupportedPositionMode | None = None
+
+
 async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Facts:
     """Read everything evaluate() needs for `order`, concurrently. Exchange failures become missing facts."""
+    return (await gather(runtime, view, order)).facts
+
+
+async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gathered:
+    """gather_facts, saying also whether the symbol is held in hedge mode."""
     now = runtime.now()
     unsettled = await unsettled_sends(runtime, now)
     account, market = await asyncio.gather(
         _account(runtime, view, now), _market(runtime, order.category, order.symbol, now, unsettled)
     )
-    return _facts(order, account, market, now)
+    return Gathered(_facts(order, account, market, now), market.hedged)
 
 
 async def gather_market_facts(
     runtime: Runtime, view: PolicyView, category: str, symbols: Sequence[str]
-) -> dict[str, Facts]:
+) -> dict[str, Gathered]:
     """Facts for each symbol at once (the account read once), each for a market buy of nothing."""
     now = runtime.now()
     unsettled = await unsettled_sends(runtime, now)
@@ -87,11 +105,14 @@ async def gather_market_facts(
         asyncio.gather(*(_market(runtime, category, symbol, now, unsettled) for symbol in symbols)),
     )
     return {
-        symbol: _facts(
-            OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category),
-            account,
-            market,
-            now,
+        symbol: Gathered(
+            _facts(
+                OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category),
+                account,
+                market,
+                now,
+            ),
+            market.hedged,
         )
         for symbol, market in zip(symbols, markets, strict=True)
     }
@@ -110,15 +131,18 @@ async def _market(
     runtime: Runtime, category: str, symbol: str, now: datetime, unsettled: list[Send]
 ) -> _Market:
     exchange = runtime.exchange
-    rules, touch, position, pending, other_position, other_pending = await asyncio.gather(
+    rules, touch, position, pending, other_pending = await asyncio.gather(
         _maybe(exchange.get_instrument(category, symbol)),
         _maybe(exchange.get_touch(category, symbol)),
-        _maybe(exchange.get_position(category, symbol)) if category == "linear" else _none(),
+        _position(runtime, symbol),
         pending_orders(runtime, category, symbol, now, unsettled),
-        _maybe(exchange.get_position("linear", symbol)) if category == "spot" else _none(),
         _other_pending(runtime, OTHER_CATEGORY[category], symbol, now, unsettled),
     )
-    return _Market(rules, touch, position, pending, other_position, other_pending)
+    if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
+        return _Market(rules, touch, None, pending, None, other_pending, position)
+    if category == "spot":  # the perpetual of the same coin is the spot order's other category
+        return _Market(rules, touch, None, pending, position, other_pending)
+    return _Market(rules, touch, position, pending, None, other_pending)
 
 
 async def _other_pending(
@@ -132,6 +156,16 @@ async def _other_pending(
     except ExchangeError:
         return None
     return await pending_orders(runtime, category, symbol, now, unsettled)
+
+
+async def _position(runtime: Runtime, symbol: str) -> Position | UnsupportedPositionMode | None:
+    """The linear position; the hedge-mode refusal as a value (it is no failed read); None if unread."""
+    try:
+        return await runtime.exchange.get_position("linear", symbol)
+    except UnsupportedPositionMode as hedged:
+        return hedged
+    except ExchangeError:
+        return None
 
 
 def _facts(order: OrderIntent, account: _Account, market: _Market, now: datetime) -> Facts:

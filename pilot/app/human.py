@@ -20,26 +20,29 @@ from pilot.app.ports import Exchange
 from pilot.app.runtime import Home, Runtime, assemble_runtime
 from pilot.store import ConfirmationRecord, JournalEntry, open_store
 
-# The repository's policy.json: small caps, three markets, confirmation above $20, no CLI channel.
+# The repository's policy.json, sized for Bybit's real minimum orders (0.001 BTC is about $80, 0.01 ETH $31,
+# 0.1 SOL $10): $100 per market and per order, so each market's smallest order fits; BTCUSDT alone gets $150,
+# room for one 0.001 BTC lot with headroom for the price to rise, never two; a human confirms any order above
+# $50 (so every BTC order); no CLI channel. README.md, "The default policy", says why.
 DEFAULT_POLICY = """\
 {
   "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
-  "maxNotionalUsd": 25,
-  "maxOrderNotionalUsd": 25,
+  "maxNotionalUsd": 100,
+  "maxOrderNotionalUsd": 100,
   "maxLeverage": 3,
   "minLiquidationDistancePct": 20,
   "dailyOrderCap": 20,
   "maxSlippagePct": 0.5,
   "planTtlSeconds": 60,
   "confirm": {
-    "aboveNotionalUsd": 20,
+    "aboveNotionalUsd": 50,
     "actions": [],
     "cliChannel": false,
     "pendingTtlSeconds": 300
   },
   "tradingState": "active",
   "markets": {
-    "BTCUSDT": {"maxNotionalUsd": 25}
+    "BTCUSDT": {"maxNotionalUsd": 150, "maxOrderNotionalUsd": 150}
   }
 }
 """

@@ -7,9 +7,10 @@ from decimal import Decimal
 from typing import Any
 
 from pilot.app import kinds
-from pilot.app.facts import gather_facts, snapshot
+from pilot.app.facts import gather, snapshot
 from pilot.app.inputs import PlanRequest
 from pilot.app.records import IntentRecord, PlanPayload, PlanTool, approval_text
+from pilot.app.refusals import position_mode_violation
 from pilot.app.responses import PlanAnswer, PlannedOrderOut, Snapshot, next_out, violations_out
 from pilot.app.runtime import PolicyView, Runtime
 from pilot.core.approval import needs_human
@@ -28,10 +29,13 @@ async def plan_order(runtime: Runtime, request: PlanRequest, *, tool: PlanTool =
     `tool` is what will use the plan: place_order, or close_position (which plans its own reduce-only order).
     """
     view = runtime.policy()
-    facts = await gather_facts(runtime, view, _intent(request))
-    facts = replace(facts, order=_rounded(request, facts, view))
+    gathered = await gather(runtime, view, _intent(request))
+    facts = replace(gathered.facts, order=_rounded(request, gathered.facts, view))
     result = evaluate(view.policy, facts)
     violations, next_action = with_policy_issues(view, result)
+    if gathered.hedged is not None:  # no position to judge against, nothing sendable: only a human helps
+        hedged = position_mode_violation(gathered.hedged)
+        violations, next_action = [hedged], hedged.next
     shot = snapshot(view, facts)
     now = runtime.now()
     if violations:

@@ -7,27 +7,27 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from pilot.app.facts import gather_market_facts, orders_sent_today, rules_dict
+from pilot.app.facts import Gathered, gather_market_facts, orders_sent_today, rules_dict
+from pilot.app.refusals import position_mode_violation
+from pilot.app.responses import Answer, NextActionOut, ViolationOut, next_out, violations_out
 from pilot.app.runtime import Runtime
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy
 from pilot.core.rules import GROWING_NEEDS
 from pilot.core.sizing import room_left
 from pilot.core.violations import plain
-from pilot.exchange.errors import ExchangeError
+from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.exchange.models import ExchangeOrder
 
 
-class ReadAnswer(BaseModel):
+class ReadAnswer(Answer):
     """A read tool's answer. Text the exchange controls (client order ids, reasons) is marked untrusted."""
 
-    model_config = ConfigDict(frozen=True)
-
-    status: str  # "ok" | "unavailable"
+    status: str  # "ok" | "unavailable" (read again later) | "refused" (reading again will not help)
     data: dict[str, Any] | list[dict[str, Any]] | None = None
     detail: str | None = None
+    violations: list[ViolationOut] | None = None
+    next_safe_action: NextActionOut | None = None
 
 
 CENT = Decimal("0.01")
@@ -40,6 +40,14 @@ def _num(value: Decimal | None) -> str | None:
 async def _read(call: Any, shape: Any) -> ReadAnswer:
     try:
         value = await call
+    except UnsupportedPositionMode as hedged:  # a symbol in hedge mode: a human must switch it
+        refused = position_mode_violation(hedged)
+        return ReadAnswer(
+            status="refused",
+            detail=refused.detail,
+            violations=violations_out([refused]),
+            next_safe_action=next_out(refused.next),
+        )
     except ExchangeError as error:
         return ReadAnswer(status="unavailable", detail=error.message)
     return ReadAnswer(status="ok", data=shape(value))
@@ -154,7 +162,7 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
         orders_sent_today(runtime, runtime.now()),
         runtime.kill_switch_on(),
     )
-    equity = next(iter(facts.values())).equity if facts else None
+    equity = next(iter(facts.values())).facts.equity if facts else None
     data = {
         "policy_version": view.version,
         "valid": view.valid,
@@ -178,7 +186,8 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
     return ReadAnswer(status="ok", data=data)
 
 
-def _market_view(policy: Policy, facts: Facts) -> dict[str, Any]:
+def _market_view(policy: Policy, gathered: Gathered) -> dict[str, Any]:
+    facts = gathered.facts
     limits = policy.limits_for(facts.order.symbol)
     missing = [name for name in ("rules", "touch", *GROWING_NEEDS) if getattr(facts, name) is None]
     size = facts.position.size if facts.position is not None else None
@@ -197,7 +206,15 @@ def _market_view(policy: Policy, facts: Facts) -> dict[str, Any]:
         else None,
         "room": {side.value: _room_view(policy, facts, side) for side in Side} if not missing else None,
         "missing": missing,
+        "blocked_by": _blocked_by(gathered),
     }
+
+
+def _blocked_by(gathered: Gathered) -> dict[str, Any] | None:
+    """What stops every order on this market whatever its size (hedge mode), as plan_order would refuse it."""
+    if gathered.hedged is None:
+        return None
+    return violations_out([position_mode_violation(gathered.hedged)])[0].model_dump(mode="json")
 
 
 def _room_view(policy: Policy, facts: Facts, side: Side) -> dict[str, Any] | None:

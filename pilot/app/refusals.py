@@ -14,6 +14,7 @@ from pilot.app import kinds
 from pilot.app.responses import ActionAnswer, OrderAnswer, Refusal
 from pilot.core.codes import Code
 from pilot.core.violations import NextAction, Violation
+from pilot.exchange.errors import UnsupportedPositionMode
 from pilot.store import Journal
 
 
@@ -32,6 +33,28 @@ def key_violation(problem: str) -> Violation:
         NextAction.stop(
             "stop: the exchange key must be fixed by a human",
             human="run `pilot keys show`, then `pilot keys replace` with a narrow key",
+        ),
+    )
+
+
+def position_mode_violation(error: UnsupportedPositionMode) -> Violation:
+    """The symbol is held in hedge mode: nothing on it can be judged or sent until a human switches it.
+
+    Terminal, never a retry: reading again finds the same two legs. Every use case that reads the position
+    (plan_order, close_position, set_leverage, get_policy) answers with this one violation.
+    """
+    symbol = error.symbol
+    return violation(
+        Code.POSITION_MODE,
+        "one-way position mode",
+        "hedge mode",
+        f"{symbol} is held in hedge mode (a Buy and a Sell leg); Pilot judges one-way positions only and will "
+        f"not guess the net, so nothing on {symbol} can be planned, closed or re-levered",
+        NextAction.stop(
+            f"stop trading {symbol}: only a human can change the account's position mode "
+            "(cancel_order still works, and other symbols are not affected)",
+            human=f"close both {symbol} legs and cancel its open orders on Bybit, then {error.human_fix}; "
+            "Bybit switches only a symbol with no position and no open order",
         ),
     )
 

@@ -33,6 +33,19 @@ class _Answer(BaseModel):
     model_config = ConfigDict(frozen=True)
 
 
+class Answer(_Answer):
+    """What a tool returns. Every answer names the account it is about, so no one mistakes paper for real."""
+
+    environment: str | None = Field(
+        default=None,
+        description="The account this answer is about: paper, bybit-demo or bybit-testnet",
+    )
+
+    def naming(self, environment: str) -> Self:
+        """This answer, saying which environment it came from (set once for every tool, by the server)."""
+        return self.model_copy(update={"environment": environment})
+
+
 class NextActionOut(_Answer):
     tool: str | None = Field(description="A tool to call exactly as given, or null when no call fits")
     args: dict[str, Any] | None = Field(description="Complete arguments for that tool")
@@ -90,7 +103,7 @@ class PlannedOrderOut(_Answer):
     reduce_only: bool
 
 
-class PlanAnswer(_Answer):
+class PlanAnswer(Answer):
     status: Literal["ok", "refused"]
     plan_id: str | None = None
     expires_at: str | None = None
@@ -107,7 +120,7 @@ class PlanAnswer(_Answer):
     snapshot: Snapshot | None = None
 
 
-class ToolAnswer(_Answer):
+class ToolAnswer(Answer):
     """The answer of a state-changing tool; a refusal of Pilot's own becomes one in one way."""
 
     journal_problem: ViolationOut | None = Field(

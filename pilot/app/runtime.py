@@ -19,7 +19,7 @@ KILL_SWITCH = "killswitch"
 
 @dataclass(frozen=True, slots=True)
 class Home:
-    """A Pilot home: policy.json (edited by a human) and journal/ (the database)."""
+    """A Pilot home: policy.json (edited by a human), journal/ (the database) and paper/ (the paper account)."""
 
     path: Path
 
@@ -30,6 +30,11 @@ class Home:
     @property
     def database_path(self) -> Path:
         return self.path / "journal" / "pilot.db"
+
+    @property
+    def paper_state_path(self) -> Path:
+        """The embedded paper exchange's account (balances, positions, orders), kept across restarts."""
+        return self.path / "paper" / "state.json"
 
 
 @dataclass(frozen=True, slots=True)

@@ -390,7 +390,8 @@ def format_confirmation(record: ConfirmationRecord, now: datetime) -> str:
 
 def format_init(report: InitReport) -> str:
     policy = (
-        "created policy.json with safe defaults ($25 caps; BTCUSDT, ETHUSDT, SOLUSDT)"
+        "created policy.json with the default policy (BTCUSDT, ETHUSDT, SOLUSDT; $100 caps, BTCUSDT $150; "
+        "a human above $50)"
         if report.policy_created
         else "kept the existing policy.json (init never overwrites it)"
     )

@@ -34,6 +34,17 @@ log = logging.getLogger("pilot.serve")
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
     help="Paper exchange world (JSON); default: the packaged scenario.",
 )
+@click.option(
+    "--paper-url",
+    metavar="URL",
+    help="Attach to a running `pilot sim` (http://127.0.0.1:PORT) instead of embedding a paper exchange.",
+)
+@click.option(
+    "--record",
+    "record_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write every exchange request and answer here, redacted (no key, signature or secret).",
+)
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP only; loopback by default.")
 @click.option("--port", default=8765, show_default=True, type=int, help="HTTP only.")
@@ -53,18 +64,24 @@ def command(
     home: Path,
     exchange: str,
     scenario: Path | None,
+    paper_url: str | None,
+    record_dir: Path | None,
     transport: str,
     host: str,
     port: int,
     allow_remote: bool,
     session_idle_seconds: int,
 ) -> None:
-    """Run Pilot's MCP server. An invalid policy.json does not stop it: growing orders are refused until fixed."""
+    """Run Pilot's MCP server. An invalid policy.json does not stop it: growing orders are refused until fixed.
+
+    The embedded paper exchange keeps its account in HOME/paper/ across restarts (`pilot sim reset --home`
+    clears it); to share it between servers, run `pilot sim --home HOME` and give each `--paper-url`.
+    """
     http = HttpOptions(host, port, allow_remote, session_idle_seconds) if transport == "http" else None
     try:
         if http is not None:
             check_host(host, allow_remote=allow_remote)
-        anyio.run(_serve, home, exchange, scenario, http)
+        anyio.run(_serve, home, exchange, scenario, paper_url, record_dir, http)
     except (StartupError, RemoteHostRefused) as error:
         click.echo(f"pilot serve: cannot start: {error}", err=True)
         sys.exit(2)
@@ -80,11 +97,20 @@ class HttpOptions:
     session_idle_seconds: int
 
 
-async def _serve(home: Path, exchange: str, scenario: Path | None, http: HttpOptions | None) -> None:
+async def _serve(
+    home: Path,
+    exchange: str,
+    scenario: Path | None,
+    paper_url: str | None,
+    record_dir: Path | None,
+    http: HttpOptions | None,
+) -> None:
     from pilot.server import build_server, serve_http
 
     async with (
-        open_runtime(home, exchange=exchange, scenario=scenario) as runtime,
+        open_runtime(
+            home, exchange=exchange, scenario=scenario, paper_url=paper_url, record_dir=record_dir
+        ) as runtime,
         anyio.create_task_group() as tasks,
     ):
         tasks.start_soon(_upkeep, runtime)

@@ -7,10 +7,18 @@ from pathlib import Path
 
 import click
 
-from pilot.exchange.sim import PaperExchange, ScenarioError, StateError, reset_state, start_paper_exchange
+from pilot.app.runtime import Home
+from pilot.exchange.sim import (
+    PaperExchange,
+    ScenarioError,
+    StateError,
+    StateInUse,
+    reset_state,
+    start_paper_exchange,
+)
 
 
-def format_banner(paper: PaperExchange) -> str:
+def format_banner(paper: PaperExchange, home: Path | None = None) -> str:
     """What to print at start: the URL and the paper key (a paper key, harmless to show)."""
     lines = [
         f"Paper exchange (Bybit V5 REST) listening on {paper.url}",
@@ -19,9 +27,15 @@ def format_banner(paper: PaperExchange) -> str:
     ]
     if paper.state_path is not None:
         lines.append(
-            f"  state:      {paper.state_path} (kept across restarts; `pilot sim reset --state` clears it)"
+            f"  state:      {paper.state_path} (kept across restarts; `{_reset_command(home)}` clears it)"
         )
+    if home is not None:
+        lines.append(f"  attach:     pilot serve --home {home} --paper-url {paper.url}")
     return "\n".join([*lines, "Press Ctrl+C to stop."])
+
+
+def _reset_command(home: Path | None) -> str:
+    return f"pilot sim reset --home {home}" if home is not None else "pilot sim reset --state"
 
 
 STATE_OPTION = click.option(
@@ -31,6 +45,23 @@ STATE_OPTION = click.option(
     default=None,
     help="Keep the paper account (balances, positions, orders, prices) in this file across restarts.",
 )
+HOME_OPTION = click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Use this Pilot home's paper account (HOME/paper/state.json), the one `pilot serve --home` embeds.",
+)
+
+
+def _state_path(home: Path | None, state: Path | None, *, required: bool) -> Path | None:
+    """The state file named by --home or --state (not both)."""
+    if home is not None and state is not None:
+        raise click.UsageError("give --home or --state, not both")
+    if home is not None:
+        return Home(home).paper_state_path
+    if state is None and required:
+        raise click.UsageError("say which paper account: --home DIR (a Pilot home) or --state FILE")
+    return state
 
 
 @click.group("sim", invoke_without_command=True)
@@ -44,18 +75,31 @@ STATE_OPTION = click.option(
     "--port", type=int, default=0, show_default=True, help="TCP port on 127.0.0.1 (0: any free port)."
 )
 @STATE_OPTION
+@HOME_OPTION
 @click.pass_context
-def command(context: click.Context, scenario: Path | None, port: int, state: Path | None) -> None:
-    """Run the paper exchange on 127.0.0.1 until interrupted."""
+def command(
+    context: click.Context, scenario: Path | None, port: int, state: Path | None, home: Path | None
+) -> None:
+    """Run the paper exchange on 127.0.0.1 until interrupted.
+
+    With --home, it serves that home's paper account, so several `pilot serve --home HOME --paper-url URL`
+    processes can share one account (one embedded exchange per home runs at a time).
+    """
     if context.invoked_subcommand is not None:
         return
+    path = _state_path(home, state, required=False)
     try:
-        paper = start_paper_exchange(scenario, port=port, state_path=state)
+        paper = start_paper_exchange(scenario, port=port, state_path=path)
     except ScenarioError as error:
         raise click.ClickException(f"scenario {scenario}: {error}") from None
+    except StateInUse as error:
+        raise click.ClickException(
+            f"{error}: attach to it instead, or stop it before starting another"
+        ) from None
     except StateError as error:
-        raise click.ClickException(f"{error}. Start afresh with: pilot sim reset --state {state}") from None
-    click.echo(format_banner(paper))
+        reset = f"pilot sim reset --home {home}" if home is not None else f"pilot sim reset --state {path}"
+        raise click.ClickException(f"{error}. Start afresh with: {reset}") from None
+    click.echo(format_banner(paper, home))
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
@@ -69,12 +113,20 @@ def command(context: click.Context, scenario: Path | None, port: int, state: Pat
     "--state",
     "state",
     type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
+    default=None,
     help="The state file to clear; the next start begins from the scenario.",
 )
-def reset(state: Path) -> None:
-    """Forget the paper account kept in a state file."""
-    if reset_state(state):
-        click.echo(f"Cleared {state}: the next `pilot sim --state {state}` starts from the scenario.")
+@HOME_OPTION
+def reset(state: Path | None, home: Path | None) -> None:
+    """Forget a paper account: a home's (--home) or a state file's (--state). Refused while one serves it."""
+    path = _state_path(home, state, required=True)
+    assert path is not None
+    again = f"pilot serve --home {home}" if home is not None else f"pilot sim --state {path}"
+    try:
+        cleared = reset_state(path)
+    except StateInUse as error:
+        raise click.ClickException(f"{error}: stop it first, or it would write the account back") from None
+    if cleared:
+        click.echo(f"Cleared {path}: the next `{again}` starts from the scenario.")
     else:
-        click.echo(f"Nothing to clear: {state} does not exist.")
+        click.echo(f"Nothing to clear: {path} does not exist.")

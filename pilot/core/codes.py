@@ -20,6 +20,8 @@
     wait           waiting for another process on this home        sendTurnBusy
     store          a human freeing disk space or repairing         storeUnavailable
                    Pilot's database
+    account        a human changing the exchange account's         positionMode
+                   settings (Pilot reads one-way positions only)
 
 Sizing searches over the two size groups; "nothing fits" names a size_cap code.
 """
@@ -41,6 +43,7 @@ class Group(StrEnum):
     KEYS = "keys"
     WAIT = "wait"
     STORE = "store"
+    ACCOUNT = "account"
 
 
 class Code(StrEnum):
@@ -71,6 +74,7 @@ class Code(StrEnum):
     API_KEY_PERMISSIONS = "apiKeyPermissions"
     SEND_TURN_BUSY = "sendTurnBusy"
     STORE_UNAVAILABLE = "storeUnavailable"
+    POSITION_MODE = "positionMode"
 
     @property
     def group(self) -> Group:
@@ -103,6 +107,7 @@ GROUP_OF: dict[Code, Group] = {
     Code.API_KEY_PERMISSIONS: Group.KEYS,
     Code.SEND_TURN_BUSY: Group.WAIT,
     Code.STORE_UNAVAILABLE: Group.STORE,
+    Code.POSITION_MODE: Group.ACCOUNT,
 }
 
 

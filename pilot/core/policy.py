@@ -124,9 +124,11 @@ class Policy(_Frozen):
     """The whole policy.json. Defaults are the safe example values."""
 
     allowed_markets: tuple[str, ...] = Field(default=(), alias="allowedMarkets")
-    max_notional_usd: Decimal = Field(default=Decimal(25), alias="maxNotionalUsd", gt=0, le=Decimal(10) ** 9)
+    # $100: one minimum lot of Bybit's ETH and SOL perpetuals fits several times, and one of BTC's ($80 at
+    # 0.001 BTC) once; a smaller cap would refuse every BTCUSDT order on the real venue.
+    max_notional_usd: Decimal = Field(default=Decimal(100), alias="maxNotionalUsd", gt=0, le=Decimal(10) ** 9)
     max_order_notional_usd: Decimal = Field(
-        default=Decimal(25), alias="maxOrderNotionalUsd", gt=0, le=Decimal(10) ** 9
+        default=Decimal(100), alias="maxOrderNotionalUsd", gt=0, le=Decimal(10) ** 9
     )
     max_leverage: Decimal = Field(default=Decimal(3), alias="maxLeverage", ge=1, le=100)
     min_liquidation_distance_pct: Decimal = Field(

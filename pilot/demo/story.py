@@ -3,7 +3,8 @@
 An oversized short is refused with the size that fits; the agent re-plans with exactly that call; a human
 approves it in a form and it fills; an add where nothing fits stops the agent; the kill switch lets only a
 close through. Statuses, rule codes and quantities are checked exactly: these numbers come from the paper
-exchange's default scenario (BTC bid 80220, SOL ask 102.67).
+exchange's default scenario, which has Bybit's real BTCUSDT filters (bid 80220, step and minimum 0.001), and
+from `pilot init`'s policy, unchanged (BTCUSDT capped at $150 a position and an order, a human above $50).
 """
 
 from __future__ import annotations
@@ -16,24 +17,22 @@ from typing import Any
 from pilot.app.human import DEFAULT_POLICY
 from pilot.demo.agent import Agent, StepFailed, next_call
 
-BTC_SHORT = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0005"}
-SOL_LONG = {"symbol": "SOLUSDT", "side": "buy", "qty": "0.2"}
-SOL_ADD = {"symbol": "SOLUSDT", "side": "buy", "qty": "0.1"}
-ETH_BUY = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.005"}
+BTC_SHORT = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.002"}
+BTC_ADD = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.001"}
+ETH_BUY = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.01"}
+BTC_CAPS = ("maxOrderNotionalUsd", "maxNotionalUsd")  # BTCUSDT's $150 caps, per order and per position
 # The receipt cards the run must leave, oldest first: one per plan_order (close_position plans too).
-EXPECTED_CARDS = ("refused", "filled", "filled", "refused", "refused", "filled")
+EXPECTED_CARDS = ("refused", "filled", "refused", "refused", "filled")
 
 
 def demo_policy() -> dict[str, Any]:
-    """`pilot init`'s policy with two changes, so that each step shows one rule at work.
+    """`pilot init`'s policy as it is: what the demo shows is what a new home does on Bybit's real filters.
 
-    The per-order cap goes up to $100, so the refusal is the $25 cap on the position the order leaves (the
-    story's rule; at init's $25 both caps fire with the same numbers). A human confirms orders above $22:
-    the $24.87 short asks, while the $20.64 SOL position that sets up "nothing fits" does not.
+    0.002 BTC ($160.44 at the bid) breaks BTCUSDT's $150 caps, per order and per position, and one size fixes
+    both: 0.001 BTC ($80.22), the venue's minimum, which asks a human because it is above $50. A second
+    0.001 would leave $160.44, so with one lot held nothing fits.
     """
-    policy = json.loads(DEFAULT_POLICY)
-    policy["maxOrderNotionalUsd"] = 100
-    policy["confirm"]["aboveNotionalUsd"] = 22
+    policy: dict[str, Any] = json.loads(DEFAULT_POLICY)
     return policy
 
 
@@ -48,18 +47,16 @@ class Story:
     async def oversized_short(self) -> None:
         answer = await self.agent.call("plan_order", BTC_SHORT)
         _status(answer, "refused")
-        violation = _only_violation(answer, "maxNotionalUsd")
-        _expect(
-            (violation["limit"], violation["attempted"]) == ("25", "40.11"),
-            f"expected limit 25 and attempted 40.11, got {violation['limit']} and {violation['attempted']}",
-        )
+        for violation in _only_violations(answer, BTC_CAPS):
+            _expect(
+                (violation["limit"], violation["attempted"]) == ("150", "160.44"),
+                f"expected limit 150 and attempted 160.44, got {violation['limit']} and {violation['attempted']}",
+            )
         follow = next_call(answer)
         if follow is None or follow[0] != "plan_order":
             raise StepFailed(f"expected plan_order as the next safe action, got {follow}")
         args = follow[1]
-        _expect(
-            args.get("qty") == "0.00031", f"expected the next action's qty 0.00031, got {args.get('qty')}"
-        )
+        _expect(args.get("qty") == "0.001", f"expected the next action's qty 0.001, got {args.get('qty')}")
         _expect(
             (args.get("symbol"), args.get("side")) == ("BTCUSDT", "sell"),
             f"expected the same BTCUSDT sell, got {args.get('symbol')} {args.get('side')}",
@@ -76,37 +73,35 @@ class Story:
         answer = await self.agent.call(tool, args)
         _status(answer, "ok")
         order = answer.get("order") or {}
-        _expect(order.get("qty") == "0.00031", f"expected a planned qty of 0.00031, got {order.get('qty')}")
+        _expect(order.get("qty") == "0.001", f"expected a planned qty of 0.001, got {order.get('qty')}")
         _expect(answer.get("needs_confirmation") is True, "expected the plan to need a human's confirmation")
         notional = Decimal(answer.get("position_notional_usd") or "Infinity")
-        _expect(notional <= 25, f"expected a position under the $25 cap, got ${notional}")
+        _expect(notional <= 150, f"expected a position under the $150 cap, got ${notional}")
         self.plan_id = answer["plan_id"]
 
     async def human_confirms(self) -> None:
         answer = await self.agent.call("place_order", {"plan_id": self.plan_id})
         forms = self.agent.last_forms
         _expect(
-            len(forms) == 1 and "Sell 0.00031 BTCUSDT" in forms[0],
-            f"expected the human to be shown one form naming Sell 0.00031 BTCUSDT, got {len(forms)} form(s)",
+            len(forms) == 1 and "Sell 0.001 BTCUSDT" in forms[0],
+            f"expected the human to be shown one form naming Sell 0.001 BTCUSDT, got {len(forms)} form(s)",
         )
-        _filled(answer, "0.00031")
+        _filled(answer, "0.001")
 
     async def nothing_fits(self) -> None:
         agent = self.agent
-        agent.say("first the agent opens a 0.2 SOL long through Pilot (about $20.6, under every cap)")
-        plan = await agent.call("plan_order", SOL_LONG)
-        _status(plan, "ok")
-        _filled(await agent.call("place_order", {"plan_id": plan["plan_id"]}), "0.2")
-        agent.say("then it plans a 0.1 SOL add: about $10, under $25 on its own")
-        answer = await agent.call("plan_order", SOL_ADD)
+        agent.say(
+            "holding the 0.001 BTC short, the agent plans another 0.001: about $80, under $150 on its own"
+        )
+        answer = await agent.call("plan_order", BTC_ADD)
         _status(answer, "refused")
-        _only_violation(answer, "maxNotionalUsd")
+        _only_violations(answer, ("maxNotionalUsd",))
         action = answer.get("next_safe_action") or {}
         text = action.get("text") or ""
         _expect(next_call(answer) is None, f"expected no tool to call, got {action.get('tool')}")
         _expect(
-            "room left is 0.04 SOL" in text and "minimum 0.1" in text,
-            f"expected room 0.04 SOL below the minimum 0.1, got {text!r}",
+            "room left is 0 BTC" in text and "minimum 0.001" in text,
+            f"expected room 0 BTC below the minimum 0.001, got {text!r}",
         )
         _expect(bool(action.get("human")), "expected the refusal to say what a human must change")
         agent.say(f"no tool is named, so the agent stops and tells the user: {action['human']}")
@@ -119,20 +114,20 @@ class Story:
         _expect(state == "reducing", f"expected trading state reducing, got {state}")
         refused = await agent.call("plan_order", ETH_BUY)
         _status(refused, "refused")
-        _only_violation(refused, "tradingState")
-        closed = await agent.call("close_position", {"symbol": "SOLUSDT"})
-        _filled(closed, "0.2")
+        _only_violations(refused, ("tradingState",))
+        closed = await agent.call("close_position", {"symbol": "BTCUSDT"})
+        _filled(closed, "0.001")
         _expect((closed.get("sent") or {}).get("reduceOnly") is True, "expected the close to be reduce-only")
         positions = await agent.call("get_positions", {})
         held = {row["symbol"]: row["size"] for row in positions.get("data") or []}
-        _expect(held == {"BTCUSDT": "-0.00031"}, f"expected only the BTCUSDT -0.00031 short left, got {held}")
+        _expect(held == {}, f"expected no position left after the close, got {held}")
 
 
 Play = Callable[[Story], Awaitable[None]]
 STORY: tuple[tuple[str, str, Play], ...] = (
     (
         "An oversized BTC short is refused",
-        "the refusal names the rule, the numbers and a call that fits; nothing was sent",
+        "the refusal names each broken rule with its numbers and one call that fits them all; nothing was sent",
         Story.oversized_short,
     ),
     (
@@ -176,11 +171,14 @@ def _status(answer: dict[str, Any], expected: str) -> None:
         )
 
 
-def _only_violation(answer: dict[str, Any], rule: str) -> dict[str, Any]:
+def _only_violations(answer: dict[str, Any], expected: tuple[str, ...]) -> list[dict[str, Any]]:
     violations = answer.get("violations") or []
-    rules = [violation.get("rule") for violation in violations]
-    _expect(rules == [rule], f"expected exactly the rule {rule}, got {', '.join(map(str, rules)) or 'none'}")
-    return violations[0]
+    rules = tuple(violation.get("rule") for violation in violations)
+    _expect(
+        sorted(rules) == sorted(expected),
+        f"expected exactly the rules {', '.join(expected)}, got {', '.join(map(str, rules)) or 'none'}",
+    )
+    return list(violations)
 
 
 def _filled(answer: dict[str, Any], qty: str) -> None:

@@ -107,7 +107,7 @@ def format_run(run: DemoRun) -> Group:
     parts: list[RenderableType] = [
         Text(
             "Pilot demo: a scripted agent, a real MCP client over stdio, `pilot serve` on the paper exchange "
-            f"(offline), policy.json with $25 caps in {run.home}",
+            f"(offline, Bybit's real instrument filters), `pilot init`'s policy.json in {run.home}",
             style="dim",
         )
     ]
@@ -143,9 +143,10 @@ def format_markdown(run: DemoRun) -> str:
         "hashes differ on every run; statuses, rule codes and quantities are checked and do not.",
         "",
         "A scripted agent drives a real MCP client over stdio against `pilot serve` on the built-in paper "
-        "exchange (default scenario, loopback only), in a temporary home with this policy.json "
-        "(`pilot init`'s, with the per-order cap at $100 so the $25 position cap is the rule at work, "
-        "and a human confirming orders above $22):",
+        "exchange (default scenario: Bybit's real instrument filters, so BTCUSDT trades in steps of 0.001 "
+        "BTC, about $80; loopback only), in a temporary home with `pilot init`'s policy.json, unchanged "
+        "(BTCUSDT capped at $150 per position and per order, other markets at $100, a human confirming "
+        "orders above $50):",
         "",
         "```json",
         json.dumps(run.policy, indent=2),

@@ -13,6 +13,7 @@ from pydantic import AnyHttpUrl
 from pilot.app.faults import StoreError
 from pilot.app.runtime import Runtime
 from pilot.server.approval_tools import register_approval_tools
+from pilot.server.environment import name_the_environment
 from pilot.server.faults import answer_store_faults
 from pilot.server.forms import Resolvers
 from pilot.server.market_tools import register_market_tools
@@ -54,6 +55,7 @@ def build_server(runtime: Runtime, *, http_base_url: str | None = None) -> MCPSe
     register_approval_tools(mcp, runtime)
     forbid_unknown_arguments(mcp)
     answer_store_faults(mcp)
+    name_the_environment(mcp, runtime.environment)  # outermost: a store fault's answer names it too
     return mcp
 
 

@@ -12,6 +12,7 @@ from mcp import Client, StdioServerParameters
 from pilot.app import kinds
 from pilot.store import open_store
 from tests.app.conftest import POLICY
+from tests.scenarios import ARTICLE
 
 from .conftest import BTC_SHORT, CONFIRM_EVERY_ORDER
 from .hostile_agent import APPROVING_TOOLS, HostileAgent
@@ -23,7 +24,9 @@ REPO = Path(__file__).resolve().parents[2]
 async def test_over_stdio_the_agent_can_neither_approve_nor_forge_nor_lift_the_kill_switch(tmp_path):
     (tmp_path / "policy.json").write_text(json.dumps({**POLICY, **CONFIRM_EVERY_ORDER}))
     serve = StdioServerParameters(
-        command=sys.executable, args=["-m", "pilot", "serve", "--home", str(tmp_path)], cwd=str(REPO)
+        command=sys.executable,
+        args=["-m", "pilot", "serve", "--home", str(tmp_path), "--scenario", str(ARTICLE)],
+        cwd=str(REPO),
     )
     async with Client(serve) as client:  # declares no elicitation: no human can be asked
         agent = HostileAgent(client)

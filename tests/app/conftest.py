@@ -18,6 +18,7 @@ from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.exchange.sim.handlers import ROUTES
 from pilot.server import build_server
 from pilot.store import open_store
+from tests.scenarios import ARTICLE
 
 POLICY: dict[str, Any] = {
     "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
@@ -51,7 +52,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def paper() -> Any:
-    with start_paper_exchange() as exchange:
+    """The paper exchange on the article's scenario (BTCUSDT step 0.00001), which the figures here assume."""
+    with start_paper_exchange(ARTICLE) as exchange:
         yield exchange
 
 

@@ -35,6 +35,7 @@ from pilot.app.pending import settle_sends
 from pilot.app.runtime import Runtime
 from pilot.core.facts import OrderType, Side
 from pilot.exchange.sim import start_paper_exchange
+from tests.scenarios import article_scenario
 
 from .conftest import POLICY, FakeClock, open_test_runtime
 
@@ -56,11 +57,7 @@ ORDER = {
 
 
 def scenario() -> dict[str, Any]:
-    root = Path(__file__).resolve().parents[2]
-    world = json.loads((root / "pilot/exchange/sim/scenarios/default.json").read_text())
-    for instrument in world["instruments"]:
-        if instrument["symbol"] == "BTCUSDT" and instrument["category"] == "linear":
-            instrument.update(tickSize="0.1", qtyStep="0.00001", minOrderQty="0.00001", minNotionalValue="1")
+    world = article_scenario()
     world["prices"]["BTCUSDT"] = {"bid": str(START), "ask": str(START + Decimal("0.1")), "mark": str(START)}
     world["rateLimits"] = False
     return world

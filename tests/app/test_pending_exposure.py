@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 from mcp import Client
 
 from pilot.app import kinds
 from pilot.server import build_server
+from tests.scenarios import article_scenario
 
 from .conftest import CREATE, call, open_test_runtime, plan_and_place, write_policy
 
@@ -84,13 +83,7 @@ async def test_the_same_coin_held_on_spot_counts_towards_the_linear_cap(tmp_path
     """Issue 11: linear and spot of one coin were capped separately, about twice the per-market exposure."""
     from pilot.exchange.sim import start_paper_exchange
 
-    scenario = json.loads(
-        (Path(__file__).resolve().parents[2] / "pilot/exchange/sim/scenarios/default.json").read_text()
-    )
-    for instrument in scenario["instruments"]:
-        if instrument["symbol"] == "BTCUSDT":
-            instrument.update(tickSize="0.1", qtyStep="0.00001", minOrderQty="0.00001", minNotionalValue="1")
-    scenario["prices"]["BTCUSDT"] = {"bid": "80220", "ask": "80220.1", "mark": "80220"}
+    scenario = article_scenario()
     scenario["balances"] = {"USDT": "1000", "BTC": "0.0002"}  # $16 of BTC held on spot
     write_policy(tmp_path)
     with start_paper_exchange(scenario) as paper:

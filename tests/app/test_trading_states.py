@@ -7,7 +7,6 @@ with a 0.0003 BTC short at leverage 2 and an ETH buy resting on the book.
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,10 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-import pilot.exchange.sim
 from pilot.app import kinds
 from pilot.cli import main
 from pilot.exchange.sim import start_paper_exchange
+from tests.scenarios import article_scenario
 
 from .conftest import CREATE, call, write_policy
 
@@ -48,9 +47,7 @@ RESTING_ETH = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.005", "order_type":
 
 @pytest.fixture
 def paper() -> Any:
-    scenario = json.loads(
-        (Path(pilot.exchange.sim.__file__).parent / "scenarios" / "default.json").read_text()
-    )
+    scenario = article_scenario()
     scenario["positions"] = [
         {"symbol": "BTCUSDT", "side": "Sell", "size": "0.0003", "avgPrice": "80220", "leverage": "2"}
     ]

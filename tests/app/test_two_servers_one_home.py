@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pilot.exchange.sim import start_paper_exchange
+from tests.scenarios import article_scenario
 
 from .conftest import write_policy
 
@@ -108,12 +109,7 @@ def workers() -> Any:
 
 def race(workers: tuple[Worker, Worker], home: Path, qty: str, latency_ms: float) -> tuple[Any, list[str]]:
     """One round: both plan, then both place at once. Returns the exchange's position and the answers."""
-    scenario = json.loads(
-        (Path(__file__).resolve().parents[2] / "pilot/exchange/sim/scenarios/default.json").read_text()
-    )
-    for instrument in scenario["instruments"]:
-        if instrument["symbol"] == "BTCUSDT" and instrument["category"] == "linear":
-            instrument.update(tickSize="0.1", qtyStep="0.00001", minOrderQty="0.00001", minNotionalValue="1")
+    scenario = article_scenario()
     scenario["prices"]["BTCUSDT"] = {"bid": "80220", "ask": "80220.1", "mark": "80220"}
     scenario["latencyMs"] = {"*": latency_ms}
     scenario["rateLimits"] = False

@@ -19,6 +19,7 @@ from pilot.app.plan import plan_order
 from pilot.app.runtime import Runtime
 from pilot.cli import main
 from pilot.core.facts import OrderType, Side
+from tests.scenarios import ARTICLE, ARTICLE_POLICY
 
 
 @pytest.fixture
@@ -28,7 +29,9 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 async def home(tmp_path: Path) -> Path:
+    """A home made by `pilot init`, with the article's policy ($25 caps) that these tests' figures assume."""
     await init_home(tmp_path)
+    (tmp_path / "policy.json").write_text(json.dumps(ARTICLE_POLICY, indent=2))
     return tmp_path
 
 
@@ -52,7 +55,7 @@ def edit_policy(home: Path, **changes: Any) -> None:
 
 @pytest.fixture
 async def runtime(home: Path) -> AsyncIterator[Runtime]:
-    async with open_runtime(home) as opened:
+    async with open_runtime(home, scenario=ARTICLE) as opened:
         yield opened
 
 

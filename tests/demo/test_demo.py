@@ -29,10 +29,11 @@ def test_the_demo_plays_every_step_as_shown_and_writes_its_transcript(tmp_path: 
     for number in range(1, 7):
         assert f"## Step {number} · " in markdown
     for shown in (
-        "✗ maxNotionalUsd: limit 25, attempted 40.11",
-        '"qty": "0.00031"',
+        "✗ maxOrderNotionalUsd: limit 150, attempted 160.44",
+        "✗ maxNotionalUsd: limit 150, attempted 160.44",
+        '"qty": "0.001"',
         "human → ticks approve",
-        "the room left is 0.04 SOL, below the SOL minimum 0.1",
+        "the room left is 0 BTC, below the BTC minimum 0.001",
         "✗ tradingState",
         "agent → close_position",
         "journal intact",

@@ -9,6 +9,7 @@ from pybit.unified_trading import HTTP
 
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from tests.scenarios import ARTICLE
 
 TIMEOUT_SECONDS = 0.3
 
@@ -20,7 +21,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def paper() -> Iterator[PaperExchange]:
-    with start_paper_exchange() as exchange:
+    with start_paper_exchange(ARTICLE) as exchange:  # the figures here assume the article's BTCUSDT step
         yield exchange
 
 

@@ -16,6 +16,7 @@ from pilot.exchange.errors import (
 )
 from pilot.exchange.models import OrderRequest
 from pilot.exchange.sim import start_paper_exchange
+from tests.scenarios import ARTICLE
 
 pytestmark = pytest.mark.anyio
 CREATE = "/v5/order/create"
@@ -173,7 +174,7 @@ async def test_read_timeouts_and_dropped_reads_are_unavailable(paper, exchange):
 
 
 async def test_connection_refused_is_unavailable():
-    with start_paper_exchange() as paper:
+    with start_paper_exchange(ARTICLE) as paper:
         url, key, secret = paper.url, paper.api_key, paper.api_secret
     closed = BybitExchange.connect("paper", api_key=key, api_secret=secret, base_url=url, timeout_seconds=0.3)
     with pytest.raises(ExchangeUnavailable):

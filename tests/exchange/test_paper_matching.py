@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import copy
-import json
 from decimal import Decimal
-from importlib import resources
 
 import pytest
 from pybit.exceptions import InvalidRequestError
@@ -13,11 +11,12 @@ from pybit.exceptions import InvalidRequestError
 from pilot.core.valuation import liquidation_price
 from pilot.exchange.sim import start_paper_exchange
 from tests.exchange.conftest import raw_session
+from tests.scenarios import article_scenario
 
 
 def default_scenario() -> dict:
-    text = resources.files("pilot.exchange.sim").joinpath("scenarios/default.json").read_text()
-    return json.loads(text)
+    """The scenario these tests' figures assume: the article's (BTCUSDT step 0.00001), not the packaged one."""
+    return article_scenario()
 
 
 def code_of(call, **params) -> int:

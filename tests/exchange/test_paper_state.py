@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from decimal import Decimal
 
 import pytest
@@ -13,8 +14,9 @@ from pilot.cli.sim import format_banner
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.errors import DuplicateOrderLinkId
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.sim import StateError, reset_state, start_paper_exchange
+from pilot.exchange.sim import StateError, StateInUse, reset_state, start_paper_exchange
 from tests.exchange.conftest import TIMEOUT_SECONDS
+from tests.scenarios import ARTICLE
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +37,7 @@ def buy(link: str, qty: str = "0.00031", price: str = "80300", tif: str = "IOC")
 
 async def test_a_restarted_paper_exchange_continues_the_account(tmp_path):
     state = tmp_path / "paper.json"
-    with start_paper_exchange(state_path=state) as paper:
+    with start_paper_exchange(ARTICLE, state_path=state) as paper:
         adapter = adapter_for(paper)
         await adapter.create_order(buy("filled"))
         resting = await adapter.create_order(buy("resting", qty="0.0002", price="79000.0", tif="GTC"))
@@ -45,7 +47,7 @@ async def test_a_restarted_paper_exchange_continues_the_account(tmp_path):
         await adapter.close()
     assert not list(tmp_path.glob("*.tmp"))  # written atomically: no temporary file left behind
 
-    with start_paper_exchange(state_path=state) as paper:
+    with start_paper_exchange(ARTICLE, state_path=state) as paper:
         adapter = adapter_for(paper)
         assert (await adapter.get_balance(), await adapter.get_positions("linear")) == before
         assert (await adapter.get_position("linear", "BTCUSDT")).leverage == 5
@@ -61,14 +63,14 @@ async def test_a_restarted_paper_exchange_continues_the_account(tmp_path):
 
 async def test_reset_starts_the_next_run_from_the_scenario(tmp_path):
     state = tmp_path / "paper.json"
-    with start_paper_exchange(state_path=state) as paper:
+    with start_paper_exchange(ARTICLE, state_path=state) as paper:
         adapter = adapter_for(paper)
         await adapter.create_order(buy("before-reset"))
         await adapter.close()
     result = CliRunner().invoke(main, ["sim", "reset", "--state", str(state)])
     assert result.exit_code == 0 and not state.exists()
     assert reset_state(state) is False
-    with start_paper_exchange(state_path=state) as paper:
+    with start_paper_exchange(ARTICLE, state_path=state) as paper:
         assert paper.position("BTCUSDT").size == 0 and paper.balance("USDT") == 1000
         assert json.loads(state.read_text())["orders"] == []  # the fresh state is saved at once
         assert "state:" in format_banner(paper)
@@ -89,3 +91,27 @@ def test_a_state_this_scenario_cannot_continue_is_refused(tmp_path):
         start_paper_exchange(state_path=foreign)
     result = CliRunner().invoke(main, ["sim", "--state", str(foreign)])
     assert result.exit_code == 1 and "pilot sim reset --state" in result.output
+
+
+def test_a_second_paper_exchange_on_a_state_file_in_use_is_refused_naming_the_first(tmp_path):
+    state = tmp_path / "paper.json"
+    with start_paper_exchange(ARTICLE, state_path=state) as first:
+        saved = state.read_bytes()
+        with pytest.raises(StateInUse) as refused:
+            start_paper_exchange(ARTICLE, state_path=state)
+        with pytest.raises(StateInUse):
+            reset_state(state)  # the running one would write the account back
+        assert (refused.value.url, refused.value.pid) == (first.url, os.getpid())
+        assert state.read_bytes() == saved
+    with start_paper_exchange(ARTICLE, state_path=state):  # free once the first stopped
+        pass
+
+
+def test_a_start_refused_for_a_damaged_state_leaves_the_file_free(tmp_path):
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text("{not json")
+    with pytest.raises(StateError):
+        start_paper_exchange(ARTICLE, state_path=damaged)
+    assert reset_state(damaged) is True
+    with start_paper_exchange(ARTICLE, state_path=damaged) as paper:
+        assert paper.balance("USDT") == 1000

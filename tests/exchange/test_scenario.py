@@ -1,11 +1,9 @@
-"""Scenario files: the default loads with the worked-example rules; bad ones are refused naming the JSON path."""
+"""Scenario files: the default has Bybit's real filters, the article's has its own; bad ones name the JSON path."""
 
 from __future__ import annotations
 
 import copy
 from decimal import Decimal
-from importlib import resources
-from pathlib import Path
 
 import pytest
 import requests
@@ -13,10 +11,11 @@ import requests
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.sim import ScenarioError, load_scenario, start_paper_exchange
 from tests.exchange.test_paper_matching import default_scenario
+from tests.scenarios import ARTICLE
 
 
-def test_default_scenario_has_the_worked_example_instruments():
-    scenario = load_scenario()
+def test_the_article_scenario_has_the_worked_example_instruments():
+    scenario = load_scenario(ARTICLE)
     rules = {(i.category, i.symbol): i for i in scenario.instruments}
     btc = rules[("linear", "BTCUSDT")]
     assert (btc.tick_size, btc.qty_step, btc.min_order_qty) == (
@@ -85,9 +84,8 @@ def test_unknown_runtime_fault_kind_is_refused(paper):
 
 
 @pytest.mark.anyio
-async def test_the_bybit_filters_scenario_serves_bybits_real_minimums_to_the_adapter():
-    path = resources.files("pilot.exchange.sim").joinpath("scenarios/bybit-filters.json")
-    with start_paper_exchange(Path(str(path))) as paper:
+async def test_the_default_scenario_serves_bybits_real_minimums_to_the_adapter():
+    with start_paper_exchange() as paper:
         adapter = BybitExchange.connect(
             "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
         )

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from click.testing import CliRunner, Result
 from pilot.app.keys import add_key, load_exchange_credentials
 from pilot.cli.keys import command
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from tests.scenarios import article_scenario
 
 NARROW_KEY, NARROW_SECRET = "paperNarrowKey0001", "paperNarrowSecret000000000000000001"
 WIDE_KEY, WIDE_SECRET = "paperWideKey000002", "paperWideSecret00000000000000000002"
@@ -25,9 +24,7 @@ ALL_PLAINTEXT = (NARROW_KEY, NARROW_SECRET, WIDE_KEY, WIDE_SECRET, NEXT_KEY, NEX
 
 
 def scenario() -> dict[str, Any]:
-    document = json.loads(
-        resources.files("pilot.exchange.sim").joinpath("scenarios/default.json").read_text()
-    )
+    document = article_scenario()
     trade = {"ContractTrade": ["Order", "Position"], "Spot": ["SpotTrade"]}
     document["apiKeys"] = [
         {"key": NARROW_KEY, "secret": NARROW_SECRET, "readOnly": False, "permissions": trade},

@@ -20,6 +20,7 @@ from pilot.app import kinds
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.app.conftest import FakeClock, open_test_runtime, write_policy
+from tests.scenarios import ARTICLE
 
 pytestmark = [pytest.mark.anyio, pytest.mark.soak]
 CREATE = "/v5/order/create"
@@ -55,7 +56,7 @@ async def test_random_faults_never_cause_a_resend_a_cap_breach_or_a_broken_journ
     outcomes: Counter[str] = Counter()
     write_policy(tmp_path, dailyOrderCap=100_000, maxOrderNotionalUsd=25)
     clock = FakeClock(datetime.now(UTC))
-    with start_paper_exchange() as paper:
+    with start_paper_exchange(ARTICLE) as paper:
         async with (
             open_test_runtime(tmp_path, paper, clock, timeout_seconds=0.25) as runtime,
             Client(build_server(runtime)) as client,

@@ -13,6 +13,7 @@ from mcp.types import INVALID_PARAMS
 
 from pilot.app import kinds
 from pilot.store import open_store
+from tests.scenarios import ARTICLE
 
 pytestmark = pytest.mark.anyio
 REPO = Path(__file__).resolve().parents[2]
@@ -35,7 +36,9 @@ def anyio_backend() -> str:
 
 def serve(home: Path) -> StdioServerParameters:
     return StdioServerParameters(
-        command=sys.executable, args=["-m", "pilot", "serve", "--home", str(home)], cwd=str(REPO)
+        command=sys.executable,
+        args=["-m", "pilot", "serve", "--home", str(home), "--scenario", str(ARTICLE)],
+        cwd=str(REPO),
     )
 
 

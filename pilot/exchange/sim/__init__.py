@@ -17,8 +17,10 @@ so the real Bybit adapter runs against it unchanged. Start it in-process::
 `start_paper_exchange(scenario=None, port=0, state_path=None)` takes a scenario path, a dict or None (the
 default scenario, see SCENARIOS.md). With `state_path`, the account (balances, positions, orders, fills,
 prices) is loaded from that file when it exists and saved to it after every change, so a restarted paper
-exchange continues where the last one stopped (pilot.exchange.sim.state; delete the file to reset). The server runs on its own thread and event loop, so it serves sync callers (pybit in
-worker threads) and async tests alike; `with` and `async with` both stop it on exit.
+exchange continues where the last one stopped (pilot.exchange.sim.state; `reset_state` forgets it). Only
+one running exchange serves a state file: a second is refused with StateInUse, naming the first's URL. The
+server runs on its own thread and event loop, so it serves sync callers (pybit in worker threads) and async
+tests alike; `with` and `async with` both stop it on exit.
 
 Fault kinds (`add_fault(path, kind, nth=None, every=False, delay_ms=0, status=None, interval_ms=1000)`):
 ``latency`` (wait delay_ms, then process and answer), ``drop`` (process, close without answering),
@@ -44,7 +46,7 @@ from pilot.exchange.sim.engine import Engine, SimExecution, SimOrder
 from pilot.exchange.sim.faults import FaultBook
 from pilot.exchange.sim.scenario import FAULT_KINDS, FaultSpec, Scenario, ScenarioError, load_scenario
 from pilot.exchange.sim.server import HttpServer
-from pilot.exchange.sim.state import StateError
+from pilot.exchange.sim.state import StateError, StateInUse, StateLock
 
 __all__ = [
     "FAULT_KINDS",
@@ -52,6 +54,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "StateError",
+    "StateInUse",
     "load_scenario",
     "reset_state",
     "start_paper_exchange",
@@ -71,14 +74,24 @@ class PaperExchange:
         self._lock = threading.Lock()
         self._clock_offset_ms = 0
         self._engine = Engine(scenario, self.now_ms)
-        if self.state_path is not None:
-            if self.state_path.exists():
-                state_file.load(self._engine, self.state_path)
-            else:
-                self._save()
+        self._state_lock = StateLock(self.state_path) if self.state_path is not None else None
+        if self._state_lock is not None:
+            self._state_lock.acquire()
+            try:
+                self._load_or_save()
+            except BaseException:
+                self._state_lock.release()
+                raise
         self._faults = FaultBook(scenario.faults)
         dispatcher = Dispatcher(self._engine, scenario, self._lock, self.now_ms, on_change=self._save)
         self._server = HttpServer(dispatcher, self._faults, self._latency_for, self.now_ms, port)
+
+    def _load_or_save(self) -> None:
+        assert self.state_path is not None
+        if self.state_path.exists():
+            state_file.load(self._engine, self.state_path)
+        else:
+            self._save()
 
     def _save(self) -> None:
         """Write the state file (callers hold the lock, or run before the server starts)."""
@@ -99,12 +112,23 @@ class PaperExchange:
         return latency.get(path, latency.get("*", 0.0))
 
     def start(self) -> PaperExchange:
-        self._server.start()
+        try:
+            self._server.start()
+        except BaseException:
+            self._release_state()
+            raise
+        if self._state_lock is not None:
+            self._state_lock.note(self.url)
         return self
 
     def stop(self) -> None:
-        """Stop serving and join the server thread (idempotent)."""
+        """Stop serving, join the server thread and let another exchange serve the state file (idempotent)."""
         self._server.stop()
+        self._release_state()
+
+    def _release_state(self) -> None:
+        if self._state_lock is not None:
+            self._state_lock.release()
 
     @property
     def url(self) -> str:
@@ -216,18 +240,28 @@ def start_paper_exchange(
 
     Raises:
         ScenarioError: the scenario cannot be used.
-        StateError: `state_path` holds a state this scenario cannot continue (reset it: delete the file).
+        StateInUse: another running paper exchange serves `state_path` (attach to it at its URL instead).
+        StateError: `state_path` holds a state this scenario cannot continue (reset it with reset_state).
     """
     loaded = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
     return PaperExchange(loaded, port, state_path).start()
 
 
 def reset_state(state_path: Path) -> bool:
-    """Forget the paper account saved at `state_path`; True if there was one."""
+    """Forget the paper account saved at `state_path`; True if there was one.
+
+    Raises:
+        StateInUse: a running paper exchange serves it (stop it first: it would write the account back).
+    """
     path = Path(state_path)
     if not path.exists():
         return False
-    path.unlink()
+    lock = StateLock(path)
+    lock.acquire()
+    try:
+        path.unlink()
+    finally:
+        lock.release()
     return True
 
 

@@ -4,10 +4,18 @@ The file is one JSON document (decimals as strings), rewritten atomically (a tem
 rename) after every request that changes state and after every price move made through the Python API.
 Instruments, keys, fees and faults are not in it: they come from the scenario, which must still list
 every symbol the state mentions (StateError otherwise; `pilot sim reset --state FILE` starts afresh).
+
+One paper exchange at a time serves a state file. Two would each load it, trade apart and overwrite each
+other's saves: the account would fork without a word. So a running exchange holds an exclusive lock on
+FILE.lock (flock: the system releases it when the process ends, however it ends) and writes its process
+id and URL there; a second one on the same file is refused with StateInUse, which names them so the
+caller can attach to the first instead. Resetting a state file in use is refused the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import random
@@ -25,6 +33,72 @@ VERSION = 1
 
 class StateError(ValueError):
     """A state file that cannot be used with this scenario (unreadable, another version, unknown symbols)."""
+
+
+class StateInUse(StateError):
+    """Another running paper exchange serves this state file (its process id and URL, when it wrote them)."""
+
+    def __init__(self, path: Path, *, pid: int | None, url: str | None) -> None:
+        holder = f"process {pid}" if pid else "another process"
+        where = f", serving {url}" if url else ""
+        super().__init__(f"{path} is in use by a running paper exchange ({holder}{where})")
+        self.path = path
+        self.pid = pid
+        self.url = url
+
+
+class StateLock:
+    """The exclusive right to serve one state file, held from acquire() to release() (or the process's end)."""
+
+    def __init__(self, state_path: Path) -> None:
+        self.state_path = Path(state_path)
+        self.path = self.state_path.with_name(self.state_path.name + ".lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock without waiting.
+
+        Raises:
+            StateInUse: another paper exchange holds it.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise StateInUse(self.state_path, pid=holder.get("pid"), url=holder.get("url")) from None
+        self._fd = fd
+        self.note(None)
+
+    def note(self, url: str | None) -> None:
+        """Say who holds the lock (this process, and the URL it serves) for whoever is refused next."""
+        if self._fd is None:
+            return
+        text = json.dumps({"pid": os.getpid(), "url": url}).encode()
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, text, 0)
+
+    def release(self) -> None:
+        """Let another paper exchange serve the file (idempotent)."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+        os.close(fd)  # closing the descriptor releases the flock
+
+
+def _holder(fd: int) -> dict[str, Any]:
+    try:
+        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    pid, url = data.get("pid"), data.get("url")
+    return {"pid": pid if isinstance(pid, int) else None, "url": url if isinstance(url, str) else None}
 
 
 def save(engine: Engine, path: Path) -> None:
