@@ -102,6 +102,11 @@ class PaperExchange:
         """The exchange's clock: wall time plus the offset set with set_clock_offset()."""
         return wall_clock_ms() + self._clock_offset_ms
 
+    @property
+    def working(self) -> int:
+        """Requests received and not yet answered: held by a latency fault, or being processed now."""
+        return self._server.working
+
     def set_clock_offset(self, offset_ms: int) -> None:
         """Run the exchange's clock ahead (or behind) of the callers': signed requests then fall outside the
         recv window and are refused with retCode 10002, as Bybit does for a drifting client clock."""

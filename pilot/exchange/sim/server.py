@@ -55,6 +55,7 @@ class HttpServer:
         self._thread = threading.Thread(target=self.loop.run_forever, name="paper-exchange", daemon=True)
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task] = set()
+        self.working = 0  # requests read and not yet answered (held by a latency fault, say)
 
     def start(self) -> None:
         self._thread.start()
@@ -103,6 +104,13 @@ class HttpServer:
     async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         """Read, answer (or misbehave), and say whether the connection stays open."""
         head = await reader.readuntil(b"\r\n\r\n")
+        self.working += 1
+        try:
+            return await self._handle(head, reader, writer)
+        finally:
+            self.working -= 1
+
+    async def _handle(self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
         request_line, *header_lines = head.decode("latin-1").split("\r\n")
         method, target, version = request_line.split(" ", 2)
         headers = {}
