@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from pilot.core.codes import Code
 from pilot.core.facts import OrderType, Side
 
 # ASCII digits only: in Python `\d` also matches other scripts' digits ("١٢"), which Decimal would accept.
@@ -15,13 +16,36 @@ SYMBOL_TEXT = re.compile(r"^[A-Z0-9]{2,30}$")
 CATEGORIES = ("linear", "spot")
 
 
-class InvalidInput(ValueError):
-    """A tool argument is wrong. `field` names it; the message says what to send instead."""
+# The rule of every answer to a call with a bad argument (the server's edge builds it: pilot/server/input_errors.py).
+INVALID_ARGUMENT_RULE = Code.INVALID_ARGUMENT.value
 
-    def __init__(self, field: str, message: str) -> None:
+
+class _Fix:
+    """A sentinel for what the fixed call does with a field: leave the call unfixable, or drop the field."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+NO_FIX = _Fix("NO_FIX")  # no call Pilot could write fixes it: the message says what to send
+DROP = _Fix("DROP")  # the same call without this field is the fixed one
+
+
+class InvalidInput(ValueError):
+    """A tool argument is wrong. `field` names it; the message says what to send instead.
+
+    `fixed` is the value that makes the call right when Pilot can tell it for certain (the string "0.001"
+    for the number 0.001, "buy" for "Buy"), DROP when the field must go, NO_FIX when only the caller knows.
+    """
+
+    def __init__(self, field: str, message: str, *, fixed: Any = NO_FIX) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+        self.fixed = fixed
 
 
 def decimal_arg(field: str, value: Any, *, required: bool = True, positive: bool = True) -> Decimal | None:
@@ -35,13 +59,18 @@ def decimal_arg(field: str, value: Any, *, required: bool = True, positive: bool
     if isinstance(value, int | float):
         shown = format(Decimal(str(value)), "f")
         raise InvalidInput(
-            field, f'amounts are decimal strings: send "{shown}" (a string), not the number {value}'
+            field,
+            f'amounts are decimal strings: send "{shown}" (a string), not the number {value}',
+            fixed=shown if DECIMAL_TEXT.fullmatch(shown) else NO_FIX,
         )
     if not isinstance(value, str):
         raise InvalidInput(field, 'must be a decimal string such as "0.001"')
     if value != value.strip():
+        stripped = value.strip()
         raise InvalidInput(
-            field, 'must be the digits alone, without spaces or line breaks around them, e.g. "0.001"'
+            field,
+            'must be the digits alone, without spaces or line breaks around them, e.g. "0.001"',
+            fixed=stripped if DECIMAL_TEXT.fullmatch(stripped) else NO_FIX,
         )
     if not DECIMAL_TEXT.fullmatch(value):
         raise InvalidInput(
@@ -59,25 +88,33 @@ def decimal_arg(field: str, value: Any, *, required: bool = True, positive: bool
 def symbol_arg(value: Any) -> str:
     if isinstance(value, str) and SYMBOL_TEXT.fullmatch(value):
         return value
-    raise InvalidInput("symbol", 'must be a Bybit symbol in capitals, such as "BTCUSDT"')
+    upper = value.upper() if isinstance(value, str) and value.isascii() else None
+    raise InvalidInput(
+        "symbol",
+        'must be a Bybit symbol in capitals, such as "BTCUSDT"',
+        fixed=upper if upper and SYMBOL_TEXT.fullmatch(upper) else NO_FIX,
+    )
+
+
+def one_of(field: str, value: Any, choices: tuple[str, ...], hint: str = "") -> str:
+    """`value` if it is one of `choices`; else InvalidInput, fixed when only its case was wrong."""
+    if isinstance(value, str) and value in choices:
+        return value
+    same = [choice for choice in choices if isinstance(value, str) and value.strip().lower() == choice]
+    quoted = " or ".join(f'"{choice}"' for choice in choices)
+    raise InvalidInput(field, f"must be {quoted}{hint}", fixed=same[0] if same else NO_FIX)
 
 
 def category_arg(value: Any) -> str:
-    if isinstance(value, str) and value in CATEGORIES:
-        return value
-    raise InvalidInput("category", f"must be one of {', '.join(CATEGORIES)} (default linear)")
+    return one_of("category", value, CATEGORIES, " (default linear)")
 
 
 def side_arg(value: Any) -> Side:
-    if value not in ("buy", "sell"):
-        raise InvalidInput("side", 'must be "buy" or "sell"')
-    return Side(value)
+    return Side(one_of("side", value, ("buy", "sell")))
 
 
 def order_type_arg(value: Any) -> OrderType:
-    if value not in ("market", "limit"):
-        raise InvalidInput("order_type", 'must be "market" or "limit"')
-    return OrderType(value)
+    return OrderType(one_of("order_type", value, ("market", "limit"), ' (default "market")'))
 
 
 def text_arg(field: str, value: Any, *, longest: int = 64, extra: str = ":.") -> str:
@@ -111,7 +148,7 @@ class PlanRequest:
         order_type = order_type_arg(args.get("order_type", "market"))
         price = decimal_arg("price", args.get("price"), required=order_type is OrderType.LIMIT)
         if order_type is OrderType.MARKET and price is not None:
-            raise InvalidInput("price", "a market order takes no price; use order_type limit to set one")
+            raise InvalidInput("price", 'a market order takes no price; use order_type "limit" to set one')
         reduce_only = args.get("reduce_only", False)
         if not isinstance(reduce_only, bool):
             raise InvalidInput("reduce_only", "must be true or false")

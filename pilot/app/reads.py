@@ -9,7 +9,7 @@ from typing import Any
 
 from pilot.app.facts import Gathered, gather_market_facts, orders_sent_today, rules_dict
 from pilot.app.refusals import position_mode_violation
-from pilot.app.responses import Answer, NextActionOut, ViolationOut, next_out, violations_out
+from pilot.app.responses import Answer, NextActionOut, ViolationOut, next_out, snake_keys, violations_out
 from pilot.app.runtime import Runtime
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy
@@ -83,7 +83,7 @@ async def get_orderbook(runtime: Runtime, symbol: str, category: str, depth: int
 async def get_instrument_rules(runtime: Runtime, symbol: str, category: str) -> ReadAnswer:
     return await _read(
         runtime.exchange.get_instrument(category, symbol),
-        lambda r: {"symbol": r.symbol, "category": r.category, **rules_dict(r)},
+        lambda r: {"symbol": r.symbol, "category": r.category, **snake_keys(rules_dict(r))},
     )
 
 
@@ -153,6 +153,7 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
 
     The room comes from the core's own valuation (pilot.core.sizing.room_left): worst fill, open orders and
     unresolved sends counted as filled. A fact that could not be read is null, listed under `missing`.
+    Like every answer, its keys are snake_case: policy.json's `maxNotionalUsd` is `max_notional_usd` here.
     """
     view = runtime.policy()
     policy = view.policy
@@ -179,6 +180,7 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
             "above_notional_usd": _num(policy.confirm.above_notional_usd),
             "actions": list(policy.confirm.actions),
             "cli_channel": policy.confirm.cli_channel,
+            "pending_ttl_seconds": policy.confirm.pending_ttl_seconds,
         },
         "equity_usd": _num(equity),
         "markets": {symbol: _market_view(policy, one) for symbol, one in facts.items()},
@@ -194,11 +196,11 @@ def _market_view(policy: Policy, gathered: Gathered) -> dict[str, Any]:
     mark = facts.touch.mark if facts.touch is not None else None
     at_mark = abs(size) * mark if size is not None and mark is not None else None
     return {
-        "maxNotionalUsd": plain(limits.max_notional_usd),
-        "maxOrderNotionalUsd": plain(limits.max_order_notional_usd),
-        "maxLeverage": plain(limits.max_leverage),
-        "minLiquidationDistancePct": plain(limits.min_liquidation_distance_pct),
-        "maxSlippagePct": plain(limits.max_slippage_pct),
+        "max_notional_usd": plain(limits.max_notional_usd),
+        "max_order_notional_usd": plain(limits.max_order_notional_usd),
+        "max_leverage": plain(limits.max_leverage),
+        "min_liquidation_distance_pct": plain(limits.min_liquidation_distance_pct),
+        "max_slippage_pct": plain(limits.max_slippage_pct),
         "position_size": _num(size),
         "position_notional_usd_at_mark": _num(at_mark.quantize(CENT) if at_mark is not None else None),
         "pending_qty": {"buy": plain(facts.pending.buy_qty), "sell": plain(facts.pending.sell_qty)}

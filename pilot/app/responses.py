@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from pilot.core.violations import NextAction, Violation
 
 RefusalStatus = Literal["refused", "declined", "pending_confirmation"]
+
+_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def snake_keys(data: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` with Bybit's camelCase keys in the answers' one key style: orderLinkId -> order_link_id."""
+    return {_WORD_START.sub("_", key).lower(): value for key, value in data.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +96,11 @@ class Snapshot(_Answer):
         "maxNotionalUsd, which caps each coin's gross exposure",
     )
     instrument: dict[str, str] | None
+
+    @field_validator("instrument", mode="before")
+    @classmethod
+    def _snake_case(cls, value: Any) -> Any:
+        return snake_keys(value) if isinstance(value, Mapping) else value
 
 
 class PlannedOrderOut(_Answer):
@@ -173,7 +186,9 @@ class OrderAnswer(ToolAnswer):
     plan_id: str | None = None
     order_id: str | None = None
     order_link_id: str | None = None
-    sent: dict[str, Any] | None = Field(default=None, description="The exact request sent, if one was")
+    sent: dict[str, Any] | None = Field(
+        default=None, description="The exact request sent, if one was (Bybit's fields, in snake_case)"
+    )
     fill: Fill | None = None
     found_by_reconnaissance: bool | None = None
     ret_code: int | None = None
@@ -189,6 +204,11 @@ class OrderAnswer(ToolAnswer):
         "have reopened the position past a cap",
     )
     journal_seq: list[int] = Field(default_factory=list, description="Journal entries written for this call")
+
+    @field_validator("sent", mode="before")
+    @classmethod
+    def _snake_case(cls, value: Any) -> Any:
+        return snake_keys(value) if isinstance(value, Mapping) else value
 
     @classmethod
     def from_refusal(cls, refusal: Refusal, *, plan_id: str | None = None) -> Self:

@@ -22,6 +22,8 @@
                    Pilot's database
     account        a human changing the exchange account's         positionMode
                    settings (Pilot reads one-way positions only)
+    arguments      the agent's own call, corrected as the answer   invalidArgument
+                   says (nothing was judged or sent)
 
 Sizing searches over the two size groups; "nothing fits" names a size_cap code.
 """
@@ -44,6 +46,7 @@ class Group(StrEnum):
     WAIT = "wait"
     STORE = "store"
     ACCOUNT = "account"
+    ARGUMENTS = "arguments"
 
 
 class Code(StrEnum):
@@ -75,6 +78,7 @@ class Code(StrEnum):
     SEND_TURN_BUSY = "sendTurnBusy"
     STORE_UNAVAILABLE = "storeUnavailable"
     POSITION_MODE = "positionMode"
+    INVALID_ARGUMENT = "invalidArgument"
 
     @property
     def group(self) -> Group:
@@ -108,6 +112,7 @@ GROUP_OF: dict[Code, Group] = {
     Code.SEND_TURN_BUSY: Group.WAIT,
     Code.STORE_UNAVAILABLE: Group.STORE,
     Code.POSITION_MODE: Group.ACCOUNT,
+    Code.INVALID_ARGUMENT: Group.ARGUMENTS,
 }
 
 

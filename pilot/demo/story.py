@@ -117,7 +117,7 @@ class Story:
         _only_violations(refused, ("tradingState",))
         closed = await agent.call("close_position", {"symbol": "BTCUSDT"})
         _filled(closed, "0.001")
-        _expect((closed.get("sent") or {}).get("reduceOnly") is True, "expected the close to be reduce-only")
+        _expect((closed.get("sent") or {}).get("reduce_only") is True, "expected the close to be reduce-only")
         positions = await agent.call("get_positions", {})
         held = {row["symbol"]: row["size"] for row in positions.get("data") or []}
         _expect(held == {}, f"expected no position left after the close, got {held}")

@@ -1,4 +1,6 @@
-"""Tool argument types and checks. A bad argument is JSON-RPC invalid_params naming the field and the fix."""
+"""Tool argument types and checks. A bad argument is an ArgumentProblem naming the field, what is wrong and,
+when Pilot can tell it for certain, the value that fixes it; pilot/server/input_errors.py turns it into the
+tool's answer (a result with isError, so the model sees it and corrects its call)."""
 
 # No `from __future__ import annotations`: the SDK reads these annotations at runtime.
 
@@ -6,25 +8,67 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Annotated, Any, Literal, TypeVar
 
-from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
 from pydantic import BeforeValidator, Field
 
-from pilot.app.inputs import InvalidInput, decimal_arg, symbol_arg, text_arg
+from pilot.app.inputs import NO_FIX, InvalidInput, decimal_arg, symbol_arg, text_arg
 
 T = TypeVar("T")
 
+DECIMAL_ACCEPTED = 'a decimal string of ASCII digits and at most one dot, such as "0.001"'
+# What each field accepts, for the `limit` of an invalidArgument violation.
+ACCEPTED = {
+    "qty": DECIMAL_ACCEPTED,
+    "notional_usd": DECIMAL_ACCEPTED,
+    "price": DECIMAL_ACCEPTED,
+    "leverage": DECIMAL_ACCEPTED,
+    "symbol": 'a Bybit symbol in capitals and digits, such as "BTCUSDT"',
+    "side": '"buy" or "sell"',
+    "order_type": '"market" or "limit"',
+    "category": '"linear" or "spot"',
+    "reduce_only": "true or false",
+    "order_id": "an order id (or order_link_id) from get_open_orders",
+    "order_link_id": "an order id (or order_link_id) from get_open_orders",
+    "plan_id": "a plan_id from plan_order",
+    "confirmation_id": "a confirmation_id from a pending_confirmation answer",
+    "idempotency_key": "1 to 64 letters, digits, '_', '-', ':' or '.'",
+}
+
+
+class ArgumentProblem(Exception):
+    """One bad argument: `field`, the `problem` in plain words, what is `accepted`, and the `fixed` value
+    (or DROP, or NO_FIX). `drop` lists every field the fixed call leaves out (all the unknown ones).
+
+    Deliberately not a ValueError: pydantic passes it through its validators unchanged, so it reaches the
+    server's edge whether it was raised while the SDK validated the arguments, in a resolver or in a tool.
+    """
+
+    def __init__(
+        self,
+        field: str,
+        problem: str,
+        *,
+        fixed: Any = NO_FIX,
+        accepted: str | None = None,
+        drop: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+        self.fixed = fixed
+        self.accepted = accepted or ACCEPTED.get(field, "see the tool's input schema")
+        self.drop = drop
+
 
 def parsed(parse: Callable[[], T]) -> T:
-    """Run an argument check; its InvalidInput becomes invalid_params with the same message."""
+    """Run an argument check; its InvalidInput becomes an ArgumentProblem with the same field and fix."""
     try:
         return parse()
     except InvalidInput as error:
-        raise MCPError(code=INVALID_PARAMS, message=str(error)) from None
+        raise ArgumentProblem(error.field, error.message, fixed=error.fixed) from None
 
 
 def _no_numbers(field: str) -> BeforeValidator:
-    """Refuse a JSON number for an amount, showing the string to send instead."""
+    """Refuse a JSON number for an amount, showing (and fixing it to) the string to send instead."""
 
     def check(value: Any) -> Any:
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -37,27 +81,25 @@ def _no_numbers(field: str) -> BeforeValidator:
 Qty = Annotated[
     str | None,
     _no_numbers("qty"),
-    Field(description='Quantity in base units, a decimal string such as "0.001"'),
+    Field(description='Base units as a decimal string, e.g. "0.001"'),
 ]
 Notional = Annotated[
-    str | None, _no_numbers("notional_usd"), Field(description='Order value in USD instead of qty, e.g. "20"')
+    str | None, _no_numbers("notional_usd"), Field(description='Or the order value in USD, e.g. "50"')
 ]
 Price = Annotated[
     str | None,
     _no_numbers("price"),
-    Field(description='Limit price, a decimal string; required for order_type "limit"'),
+    Field(description='Limit price as a decimal string; only for order_type "limit"'),
 ]
-Leverage = Annotated[
-    str, _no_numbers("leverage"), Field(description='Leverage as a decimal string, e.g. "2"')
-]
-Symbol = Annotated[str, Field(description='Bybit symbol, e.g. "BTCUSDT"')]
-Category = Annotated[Literal["linear", "spot"], Field(description="Bybit category; default linear")]
+Leverage = Annotated[str, _no_numbers("leverage"), Field(description='A decimal string, e.g. "2"')]
+Symbol = Annotated[str, Field(description='e.g. "BTCUSDT"')]
+Category = Literal["linear", "spot"]
 IdempotencyKey = Annotated[
     str | None, Field(description="Optional: the same key with the same arguments replays the first answer")
 ]
 OrderId = Annotated[str | None, Field(description="The exchange's order id")]
 OrderLinkId = Annotated[str | None, Field(description="Or the client order id")]
-PlanId = Annotated[str, Field(description="The plan_id from plan_order; nothing else can be given")]
+PlanId = Annotated[str, Field(description="The plan_id from plan_order")]
 ConfirmationId = Annotated[str, Field(description="The id returned with status pending_confirmation")]
 
 
@@ -79,7 +121,7 @@ def checked_symbol(value: str) -> str:
 def order_ids(order_id: str | None, order_link_id: str | None) -> None:
     """At least one id, each a plain identifier."""
     if not order_id and not order_link_id:
-        raise MCPError(code=INVALID_PARAMS, message="order_id: give order_id or order_link_id")
+        raise ArgumentProblem("order_id", "give order_id or order_link_id (get_open_orders lists both)")
     for field, value in (("order_id", order_id), ("order_link_id", order_link_id)):
         if value is not None:
             _identifier(field, value)

@@ -4,24 +4,35 @@ A host other than loopback is refused unless the caller allows it (`pilot serve 
 and orders would cross the network in clear text, so TLS belongs in front (README, Threat model). Client
 sessions idle for `session_idle_seconds` are forgotten by the SDK's session manager. A client that goes away
 before its request has fully arrived is one log line, not a traceback (`WholeRequests`).
+
+Tokens are Pilot's own (`pilot token issue`, stored hashed), checked by `BearerTokens` in front of the MCP
+app. Pilot serves no OAuth: a refused request gets 401 with `WWW-Authenticate: Bearer realm="pilot"` and a
+body naming `pilot token issue`, never a pointer to OAuth metadata for an authorization server that does not
+exist. Each request is one access line at most (`AccessLog`, logger `pilot.access`; `pilot serve --quiet`
+turns it off).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import socket
-from typing import Any
+import time
 
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from pilot.app.faults import StoreError
 from pilot.app.runtime import Runtime
 from pilot.server.build import build_server
 
 DEFAULT_SESSION_IDLE_SECONDS = 300
 log = logging.getLogger("pilot.server.http")
+access = logging.getLogger("pilot.access")
+_CLIENT = "pilot.client"  # scope["state"] keys: the token's name, and the JSON-RPC call, for the access line
+_CALL = "pilot.call"
 
 
 class RemoteHostRefused(ValueError):
@@ -53,10 +64,15 @@ def check_host(host: str, *, allow_remote: bool) -> None:
 
 
 def http_app(
-    runtime: Runtime, host: str, port: int, *, session_idle_seconds: float = DEFAULT_SESSION_IDLE_SECONDS
-) -> Any:
-    """The ASGI app serving /mcp."""
-    mcp = build_server(runtime, http_base_url=f"http://{host}:{port}")
+    runtime: Runtime,
+    host: str,
+    port: int,
+    *,
+    session_idle_seconds: float = DEFAULT_SESSION_IDLE_SECONDS,
+    tools: str = "all",
+) -> AccessLog:
+    """The ASGI app serving /mcp: access line, bearer token, whole bodies, then the SDK's MCP app."""
+    mcp = build_server(runtime, tools=tools)
     hosts = sorted({f"{host}:*", "127.0.0.1:*", "localhost:*", "[::1]:*"})
     origins = sorted({f"http://{host}:*", "http://127.0.0.1:*", "http://localhost:*"})
     security = TransportSecuritySettings(
@@ -65,7 +81,7 @@ def http_app(
     app = mcp.streamable_http_app(
         host=host, transport_security=security, session_idle_timeout=session_idle_seconds
     )
-    return WholeRequests(app)
+    return AccessLog(BearerTokens(WholeRequests(app), runtime))
 
 
 async def serve_http(
@@ -76,6 +92,7 @@ async def serve_http(
     *,
     allow_remote: bool = False,
     session_idle_seconds: float = DEFAULT_SESSION_IDLE_SECONDS,
+    tools: str = "all",
 ) -> None:
     """Serve http_app on host:port (or on an already bound socket) until cancelled.
 
@@ -87,9 +104,111 @@ async def serve_http(
     if sock is not None:
         host, port = sock.getsockname()[:2]
     check_host(host, allow_remote=allow_remote)
-    app = http_app(runtime, host, port, session_idle_seconds=session_idle_seconds)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    app = http_app(runtime, host, port, session_idle_seconds=session_idle_seconds, tools=tools)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", access_log=False, lifespan="on", log_config=None
+    )
     await uvicorn.Server(config).serve(sockets=[sock] if sock is not None else None)
+
+
+class BearerTokens:
+    """Let a request through only with `Authorization: Bearer TOKEN` for a token `pilot token issue` made.
+
+    A missing, unknown or revoked token (or one that cannot be checked because the store fails) gets 401
+    with a JSON body saying how to get one. No OAuth: nothing points a client at metadata or an
+    authorization server.
+    """
+
+    def __init__(self, app: ASGIApp, runtime: Runtime) -> None:
+        self.app = app
+        self.runtime = runtime
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        name = await self._client(_bearer(scope))
+        if name is None:
+            await _unauthorized(send)
+            return
+        scope.setdefault("state", {})[_CLIENT] = name
+        await self.app(scope, receive, send)
+
+    async def _client(self, token: str | None) -> str | None:
+        if not token:
+            return None
+        try:
+            return await self.runtime.store.tokens.verify(token)
+        except StoreError as error:  # cannot check the token: refuse it (401), one log line, no traceback
+            log.warning("a bearer token could not be checked, so it was refused: %s", error)
+            return None
+
+
+def _bearer(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            return token.strip() if scheme.lower() == "bearer" else None
+    return None
+
+
+async def _unauthorized(send: Send) -> None:
+    body = json.dumps(
+        {
+            "error": "invalid_token",
+            "error_description": "a bearer token issued by `pilot token issue NAME --home HOME` is required "
+            "(send it as `Authorization: Bearer TOKEN`)",
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="pilot", error="invalid_token"'),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class AccessLog:
+    """One line per HTTP request, after it is answered: client, method, path, status, time, the token's
+    name and the MCP call (`tools/call plan_order`). Never a header, a token or an argument."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not access.isEnabledFor(logging.INFO):
+            await self.app(scope, receive, send)
+            return
+        started, status = time.monotonic(), 0
+
+        async def noting(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noting)
+        finally:
+            state = scope.get("state") or {}
+            client = scope.get("client") or ("-", 0)
+            extra = " ".join(part for part in (state.get(_CALL), state.get(_CLIENT)) if part)
+            access.info(
+                "%s:%s %s %s %s %d ms%s",
+                client[0],
+                client[1],
+                scope.get("method"),
+                scope.get("path"),
+                status or "-",
+                (time.monotonic() - started) * 1000,
+                f" {extra}" if extra else "",
+            )
 
 
 class WholeRequests:
@@ -120,6 +239,9 @@ class WholeRequests:
             size += len(message.get("body", b""))
             complete = not message.get("more_body", False)
 
+        if complete:
+            _note_call(scope, b"".join(message.get("body", b"") for message in arrived))
+
         async def replay() -> Message:
             return arrived.pop(0) if arrived else await receive()
 
@@ -132,3 +254,17 @@ class WholeRequests:
 def _gone(scope: Scope, when: str) -> None:
     client = scope.get("client") or ("unknown", 0)
     log.info("client %s:%s disconnected %s", client[0], client[1], when)
+
+
+def _note_call(scope: Scope, body: bytes) -> None:
+    """Remember which MCP call a request carries (`tools/call plan_order`) for its access line."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return
+    params = message.get("params")
+    name = params.get("name") if isinstance(params, dict) else None
+    call = message["method"] + (f" {name}" if isinstance(name, str) and name.isidentifier() else "")
+    scope.setdefault("state", {})[_CALL] = call[:80]

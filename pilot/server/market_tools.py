@@ -21,19 +21,19 @@ def register_market_tools(mcp: MCPServer, runtime: Runtime) -> None:
 
     @mcp.tool(annotations=READ)
     async def get_ticker(symbol: Symbol, category: Category = "linear") -> ReadAnswer:
-        """Best bid, best ask, last and mark price for one symbol."""
+        """Best bid, best ask, last and mark price of one symbol."""
         return await reads.get_ticker(runtime, checked_symbol(symbol), category)
 
     @mcp.tool(annotations=READ)
     async def get_orderbook(
         symbol: Symbol, category: Category = "linear", depth: Annotated[int, Field(ge=1, le=200)] = 25
     ) -> ReadAnswer:
-        """The order book, best levels first."""
+        """The order book: [price, size] levels, best first."""
         return await reads.get_orderbook(runtime, checked_symbol(symbol), category, depth)
 
     @mcp.tool(annotations=READ)
     async def get_instrument_rules(symbol: Symbol, category: Category = "linear") -> ReadAnswer:
-        """Tick size, lot step, minimum and maximum quantity, minimum order value, maximum leverage."""
+        """Tick size, lot step, minimum and maximum quantity, minimum order value and maximum leverage."""
         return await reads.get_instrument_rules(runtime, checked_symbol(symbol), category)
 
     @mcp.tool(annotations=READ)
@@ -53,5 +53,6 @@ def register_market_tools(mcp: MCPServer, runtime: Runtime) -> None:
 
     @mcp.tool(annotations=READ)
     async def get_policy() -> ReadAnswer:
-        """The limits in force, policy version, trading state, orders left today and room under each cap."""
+        """The limits in force, trading state, orders left today, and per market and side the room left: the
+        largest order that passes every cap (null facts are listed under missing)."""
         return await reads.get_policy(runtime)

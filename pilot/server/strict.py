@@ -1,11 +1,12 @@
-"""A shim over the MCP SDK: refuse arguments a tool does not take, instead of ignoring them.
+"""A shim over the MCP SDK: refuse arguments a tool does not take, instead of ignoring them, and report
+every argument the SDK's validation rejects as an ArgumentProblem (field, problem, fix).
 
 Why: MCPServer (mcp 2.3) builds each tool's argument model with pydantic's default `extra="ignore"`, so
 `place_order {"plan_id": ..., "qty": "5"}` would run and the agent could believe its size was honoured.
-It also reports a missing or mistyped argument as a tool error carrying pydantic's own text. This module
-replaces each tool's argument model with a subclass that raises invalid_params instead, naming the field
-("qty: place_order does not take 'qty'; its arguments are plan_id"), and marks the published input schema
-`additionalProperties: false`.
+It also reports a missing or mistyped argument as pydantic's own text. This module replaces each tool's
+argument model with a subclass that raises ArgumentProblem instead, naming the field ("qty: place_order
+does not take 'qty'; its arguments are plan_id") with the call that fixes it, and marks the published
+input schema `additionalProperties: false`.
 
 It reaches into the SDK's tool manager (`mcp._tool_manager`, `tool.fn_metadata.arg_model`), which is not
 public API: the tests in tests/app/test_plan_place_mcp.py and tests/adversarial fail if an SDK upgrade
@@ -18,9 +19,10 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
 from pydantic import ValidationError, model_validator
+
+from pilot.app.inputs import DROP, NO_FIX
+from pilot.server.arguments import ArgumentProblem
 
 
 def forbid_unknown_arguments(mcp: MCPServer) -> None:
@@ -42,26 +44,62 @@ def _strict_model(base: type[ArgModelBase], tool: str, allowed: list[str]) -> ty
             if isinstance(data, dict):
                 unknown = sorted(set(data) - set(allowed))
                 if unknown:
-                    raise MCPError(
-                        code=INVALID_PARAMS,
-                        message=f"{unknown[0]}: {tool} does not take {unknown[0]!r}; "
-                        f"its arguments are {', '.join(allowed) or 'none'}",
+                    takes = ", ".join(allowed) or "none"
+                    raise ArgumentProblem(
+                        unknown[0],
+                        f"{tool} does not take {unknown[0]!r}; its arguments are {takes}",
+                        fixed=DROP,
+                        accepted=f"only its arguments: {takes}",
+                        drop=tuple(unknown),
                     )
             try:
                 return handler(data)
             except ValidationError as error:
-                raise MCPError(code=INVALID_PARAMS, message=argument_problem(error)) from None
+                raise argument_problem(error) from None
 
     Strict.__name__ = base.__name__
     return Strict
 
 
-def argument_problem(error: ValidationError) -> str:
-    """The first problem pydantic found, as "field: what is wrong" in plain words."""
+def argument_problem(error: ValidationError) -> ArgumentProblem:
+    """The first problem pydantic found, in plain words, with its fix when one is certain."""
     first = error.errors(include_url=False)[0]
     field = ".".join(str(part) for part in first["loc"]) or "arguments"
-    problem = "is required" if first["type"] == "missing" else first["msg"][:1].lower() + first["msg"][1:]
-    return f"{field}: {problem}"
+    kind, context, given = first["type"], first.get("ctx") or {}, first.get("input")
+    if kind == "missing":
+        return ArgumentProblem(field, "is required")
+    problem = first["msg"][:1].lower() + first["msg"][1:]
+    if kind == "literal_error":
+        choices = [choice.strip("'") for choice in str(context.get("expected", "")).split(" or ")]
+        choices = [part.strip("'") for choice in choices for part in choice.split(", ")]
+        same = [c for c in choices if isinstance(given, str) and given.strip().lower() == c.lower()]
+        return ArgumentProblem(
+            field, problem, fixed=same[0] if same else NO_FIX, accepted=f"one of {', '.join(choices)}"
+        )
+    bound = _bound(kind, context, given)
+    return ArgumentProblem(field, problem, fixed=bound, accepted=_accepted(kind, context) or None)
+
+
+def _bound(kind: str, context: dict[str, Any], given: Any) -> Any:
+    """For a whole number out of range, the nearest one in range (a depth of 500 becomes 200)."""
+    if not isinstance(given, int) or isinstance(given, bool):
+        return NO_FIX
+    if kind in ("less_than_equal", "less_than") and isinstance(context.get("le", context.get("lt")), int):
+        return context.get("le", context.get("lt", 0) - 1)
+    if kind in ("greater_than_equal", "greater_than") and isinstance(
+        context.get("ge", context.get("gt")), int
+    ):
+        return context.get("ge", context.get("gt", 0) + 1)
+    return NO_FIX
+
+
+def _accepted(kind: str, context: dict[str, Any]) -> str:
+    if "max_length" in context:
+        return f"at most {context['max_length']} characters"
+    for key, words in (("le", "at most"), ("lt", "below"), ("ge", "at least"), ("gt", "above")):
+        if key in context:
+            return f"{words} {context[key]}"
+    return ""
 
 
 def _is_resolved(tool: Any, name: str) -> bool:

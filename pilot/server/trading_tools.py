@@ -56,10 +56,9 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
         reduce_only: bool = False,
         category: Category = "linear",
     ) -> PlanAnswer:
-        """Judge an order on live facts. Sends nothing. Passing: a single-use plan_id. Refused: the next safe action.
-
-        A market order will be sent as a Limit IOC at the worst price within maxSlippagePct, shown in the plan.
-        """
+        """Judge an order on live facts; sends nothing. Give qty or notional_usd. Answer: status ok with a
+        single-use plan_id and the exact order (a market order goes as a Limit IOC at its worst price), or
+        refused with violations and next_safe_action."""
         args = {
             "symbol": symbol,
             "side": side,
@@ -76,7 +75,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
     async def place_order(
         plan_id: PlanId, confirmation: Annotated[Confirmation, Resolve(resolvers.for_plan)]
     ) -> OrderAnswer:
-        """Send exactly the planned order, once. Re-checks the policy on fresh facts first."""
+        """Send exactly the planned order, once, after judging it again on fresh facts. Answer: filled,
+        open, rejected, outcome_unknown (look it up, never resend), refused, declined or pending_confirmation."""
         return await place.place_order(runtime, arguments.plan_id(plan_id), channel(confirmation))
 
     @mcp.tool(annotations=TRADE)
@@ -87,7 +87,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
         category: Category = "linear",
         idempotency_key: IdempotencyKey = None,
     ) -> OrderAnswer:
-        """Shrink or close a position: a reduce-only Limit IOC at the worst price within maxSlippagePct."""
+        """Shrink or close a position (all of it without qty): a reduce-only Limit IOC at the worst price
+        within maxSlippagePct."""
         amount = arguments.optional_amount("qty", qty)
         checked = checked_symbol(symbol)
         return await idempotent(
@@ -147,7 +148,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
         reason: Annotated[str, Field(description="Why, in a few words", max_length=200)] = "",
         idempotency_key: IdempotencyKey = None,
     ) -> ActionAnswer:
-        """Turn the kill switch ON: from now on only orders that shrink positions work. Only a human can undo it."""
+        """Turn the kill switch on: from then on only orders that shrink positions work. Only a human can
+        turn it off."""
         return await idempotent(
             runtime,
             arguments.idempotency_key(idempotency_key),

@@ -31,7 +31,7 @@ APPROVING_TOOLS = (
     "resume_trading",
 )
 
-# place_order takes a plan id only; everything here must be invalid_params and leave the plan unused.
+# place_order takes a plan id only; everything here must be an invalidArgument and leave the plan unused.
 SMUGGLED_ARGUMENTS = (
     {"qty": "1"},
     {"size": "1"},
@@ -46,7 +46,7 @@ SMUGGLED_ARGUMENTS = (
     {"confirmation": {"action": "accept", "content": {"approve": True}}},
 )
 
-# Plan ids nobody issued. Well-formed ones reach the store (planNotFound); the rest are invalid_params.
+# Plan ids nobody issued. Well-formed ones reach the store (planNotFound); the rest are invalidArgument.
 WELL_FORMED_FORGERIES = (
     "plan_" + secrets.token_urlsafe(24)[:32],
     "plan_00000000000000000000000000000000",
@@ -76,11 +76,13 @@ OWN_VOICE_KEYS = frozenset(
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one tool call came back with: a structured answer, a tool error, or a JSON-RPC error."""
+    """What one tool call came back with: a structured answer (an error result has one too when Pilot
+    refused an argument), a tool error's text, or a JSON-RPC error."""
 
     tool: str
     args: dict[str, Any]
     answer: dict[str, Any] | None = None
+    is_error: bool = False
     tool_error: str | None = None
     error_code: int | None = None
     error_message: str | None = None
@@ -96,7 +98,18 @@ class Outcome:
 
     @property
     def invalid_params(self) -> bool:
+        """A JSON-RPC protocol error (the SDK's own, such as a tampered request state)."""
         return self.error_code == INVALID_PARAMS
+
+    @property
+    def invalid_argument(self) -> bool:
+        """Pilot refused an argument: an error result whose one violation is invalidArgument."""
+        return self.is_error and self.rules == ["invalidArgument"]
+
+    @property
+    def field(self) -> str | None:
+        """The argument an invalidArgument answer names."""
+        return (self.answer or {}).get("field")
 
     @property
     def unknown_tool(self) -> bool:
@@ -118,7 +131,7 @@ class HostileAgent:
             return Outcome(tool, args, error_code=error.error.code, error_message=error.error.message)
         if result.is_error:
             text = result.content[0].text if result.content else ""  # type: ignore[union-attr]
-            return Outcome(tool, args, tool_error=text)
+            return Outcome(tool, args, answer=result.structured_content, is_error=True, tool_error=text)
         return Outcome(tool, args, answer=result.structured_content)
 
     async def tool_names(self) -> set[str]:

@@ -49,9 +49,9 @@ async def test_forged_plan_ids_are_refused_or_invalid_and_never_send(runtime, pa
         by_order_id = await agent.place(placed.answer["order_id"])  # type: ignore[index]
         by_link_id = await agent.place(placed.answer["order_link_id"])  # type: ignore[index]
     assert [o.rules for o in well_formed] == [["planNotFound"]] * len(WELL_FORMED_FORGERIES)
-    assert all(o.invalid_params for o in malformed), [o for o in malformed if not o.invalid_params]
+    assert all(o.invalid_argument and o.field == "plan_id" for o in malformed), malformed
     assert [o.rules for o in look_alikes] == [["planNotFound"]] * 3
-    assert all(o.invalid_params for o in padded), padded
+    assert all(o.invalid_argument and o.field == "plan_id" for o in padded), padded
     assert placed.status == "filled"
     assert reused.rules == ["planAlreadyUsed"]
     assert reused.answer["next_safe_action"]["tool"] == "get_open_orders"  # type: ignore[index]
@@ -63,7 +63,7 @@ async def test_forged_plan_ids_are_refused_or_invalid_and_never_send(runtime, pa
 
 
 @MODES
-async def test_a_plan_id_of_the_wrong_type_is_invalid_params_and_never_sends(runtime, paper, mode):
+async def test_a_plan_id_of_the_wrong_type_is_an_invalid_argument_and_never_sends(runtime, paper, mode):
     async with Client(build_server(runtime), mode=mode) as client:
         agent = HostileAgent(client)
         real = (await agent.plan(BTC_SHORT))["plan_id"]
@@ -78,7 +78,7 @@ async def test_a_plan_id_of_the_wrong_type_is_invalid_params_and_never_sends(run
             )
         ]
         placed = await agent.place(real)
-    assert all(o.invalid_params for o in wrong), [o for o in wrong if not o.invalid_params]
+    assert all(o.invalid_argument and o.field == "plan_id" for o in wrong), wrong
     assert placed.status == "filled"
     assert paper.request_count(CREATE) == 1
 
@@ -93,7 +93,7 @@ async def test_the_agent_cannot_turn_the_kill_switch_off(runtime, paper, mode):
         growing = await agent.attempt("plan_order", BTC_SHORT)
     assert on.status == "done"
     shown = [
-        "unknown" if o.unknown_tool else "invalid" if o.invalid_params else o.answer["data"]["kill_switch"]  # type: ignore[index]
+        "unknown" if o.unknown_tool else "invalid" if o.invalid_argument else o.answer["data"]["kill_switch"]  # type: ignore[index]
         for o in attempts
     ]
     assert shown == ["unknown"] * 4 + ["invalid"] * 3 + ["on", "on"] + ["invalid"]

@@ -43,8 +43,8 @@ async def test_over_stdio_the_agent_can_neither_approve_nor_forge_nor_lift_the_k
 
     assert not names & set(APPROVING_TOOLS)
     assert all(guess.unknown_tool for guess in guesses)
-    assert all(outcome.invalid_params for outcome in smuggled)
-    assert forged[0].rules == ["planNotFound"] and forged[1].invalid_params
+    assert all(outcome.invalid_argument for outcome in smuggled)
+    assert forged[0].rules == ["planNotFound"] and forged[1].invalid_argument
     assert placed.rules == ["confirmationChannelUnavailable"]
     assert replayed.rules == ["planAlreadyUsed"]
     assert not [o for o in lift if o.status == "done" and o.answer["data"]["kill_switch"] != "on"]  # type: ignore[index]

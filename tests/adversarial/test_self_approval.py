@@ -11,7 +11,7 @@ from pilot.app.parked import run_approved
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CONFIRM_EVERY_ORDER, CREATE, MODES, write_policy
-from .hostile_agent import APPROVING_TOOLS, HostileAgent
+from .hostile_agent import APPROVING_TOOLS, SMUGGLED_ARGUMENTS, HostileAgent
 
 pytestmark = pytest.mark.anyio
 
@@ -50,7 +50,12 @@ async def test_a_size_price_side_or_approval_passed_to_place_order_is_invalid_an
         assert paper.request_count(CREATE) == 0
         placed = await agent.place(plan["plan_id"])
         again = await agent.place(plan["plan_id"])
-    assert all(outcome.invalid_params for outcome in smuggled), [o for o in smuggled if not o.invalid_params]
+    assert all(outcome.invalid_argument for outcome in smuggled), smuggled
+    assert [outcome.field for outcome in smuggled] == [next(iter(extra)) for extra in SMUGGLED_ARGUMENTS]
+    fixed_calls = [outcome.answer["next_safe_action"] for outcome in smuggled]  # type: ignore[index]
+    assert [(call["tool"], call["args"]) for call in fixed_calls] == [
+        ("place_order", {"plan_id": plan["plan_id"]})
+    ] * len(SMUGGLED_ARGUMENTS)
     assert placed.status == "filled" and placed.answer["sent"]["qty"] == "0.00031"  # type: ignore[index]
     assert again.rules == ["planAlreadyUsed"]
     assert paper.request_count(CREATE) == 1
@@ -66,7 +71,7 @@ async def test_a_smuggled_approval_does_not_stand_in_for_the_missing_form(runtim
         plan = await agent.plan(BTC_SHORT)
         smuggled = await agent.place_with_smuggled_arguments(plan["plan_id"])
         placed = await agent.place(plan["plan_id"])
-    assert all(outcome.invalid_params for outcome in smuggled)
+    assert all(outcome.invalid_argument for outcome in smuggled)
     assert placed.rules == ["confirmationChannelUnavailable"]
     assert placed.answer["next_safe_action"]["tool"] is None  # type: ignore[index]
     assert placed.answer["next_safe_action"]["human"]  # type: ignore[index]

@@ -124,9 +124,11 @@ async def test_a_client_that_leaves_halfway_through_its_request_is_one_log_line_
 
 
 def _session_manager(app: Any) -> Any:
-    """The SDK's session manager behind the app: WholeRequests -> Starlette -> /mcp route -> auth -> manager."""
-    [route] = [r for r in app.app.routes if getattr(r, "path", None) == "/mcp"]
-    return route.endpoint.app.session_manager
+    """The SDK's session manager behind Pilot's layers (access log, tokens, whole requests): its /mcp route."""
+    while not hasattr(app, "routes"):
+        app = app.app
+    [route] = [r for r in app.routes if getattr(r, "path", None) == "/mcp"]
+    return route.endpoint.session_manager
 
 
 async def test_idle_sessions_are_forgotten_after_five_minutes_or_the_configured_time(runtime):

@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from pilot.app import kinds
+from pilot.app.responses import snake_keys
 from pilot.app.runtime import assemble_runtime
 from pilot.server import build_server
 
@@ -56,7 +57,9 @@ async def test_every_plan_attempt_and_outcome_is_journalled_in_order_without_sec
     assert plan_refused.data["status"] == refused["status"] == "refused" and plan_refused.plan_id is None
     assert plan_ok.data["status"] == "ok" and plan_ok.plan_id == planned["plan_id"]
     assert sent.plan_id == outcome.plan_id == place_refused.plan_id == planned["plan_id"]
-    assert sent.data["request"] == placed["sent"] and outcome.data["status"] == placed["status"]
+    # The answer names Bybit's request fields in the answers' one key style; the journal keeps them as sent.
+    assert snake_keys(sent.data["request"]) == placed["sent"] and outcome.data["status"] == placed["status"]
+    assert placed["sent"]["order_link_id"] == placed["order_link_id"]
     assert placed["journal_seq"] == [sent.seq, outcome.seq]
     assert place_refused.data["violations"][0]["rule"] == again["violations"][0]["rule"]
     assert spy.sent_before_create == [[placed["order_link_id"]]]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
 import anyio
 import pytest
-from mcp import Client, MCPError
-from mcp.types import INVALID_PARAMS
+from mcp import Client
 
 from pilot.app import kinds
 from pilot.server import build_server
@@ -151,15 +151,20 @@ async def test_a_plan_survives_a_restart_and_is_redeemed_exactly_once(tmp_path, 
         ("close_position", {"symbol": "BTCUSDT", "qty": 1e-05}, "qty", '"0.00001"'),
     ],
 )
-async def test_a_json_number_for_an_amount_is_invalid_params_showing_the_string_form(
+async def test_a_json_number_for_an_amount_is_an_error_result_with_the_fixed_call(
     server, paper, mode, tool, args, field, shown
 ):
     async with Client(server, mode=mode) as client:
-        with pytest.raises(MCPError) as caught:
-            await client.call_tool(tool, args)
-    assert caught.value.error.code == INVALID_PARAMS
-    assert caught.value.error.message.startswith(f"{field}:") and shown in caught.value.error.message
-    assert paper.request_count(CREATE) == 0
+        result = await client.call_tool(tool, args)
+        fixed = result.structured_content["next_safe_action"]
+        again = await client.call_tool(fixed["tool"], fixed["args"])
+    body = result.structured_content
+    assert result.is_error and body["status"] == "refused" and body["field"] == field
+    assert [v["rule"] for v in body["violations"]] == ["invalidArgument"]
+    assert body["violations"][0]["attempted"].endswith("(a JSON number)")
+    assert fixed["tool"] == tool and fixed["args"] == {**args, field: json.loads(shown)}
+    assert not again.is_error  # the fixed call is a valid call (judged like any other)
+    assert body["environment"] == "paper"
 
 
 @MODES
@@ -169,10 +174,11 @@ async def test_place_order_refuses_any_argument_but_the_plan_id_and_keeps_the_pl
 ):
     async with Client(server, mode=mode) as client:
         plan = await call(client, "plan_order", BTC_SHORT)
-        with pytest.raises(MCPError) as caught:
-            await client.call_tool("place_order", {"plan_id": plan["plan_id"], **extra})
-        assert caught.value.error.code == INVALID_PARAMS
-        assert caught.value.error.message.startswith(f"{next(iter(extra))}:")
+        result = await client.call_tool("place_order", {"plan_id": plan["plan_id"], **extra})
+        body = result.structured_content
+        assert result.is_error and body["field"] == next(iter(extra))
+        assert body["violations"][0]["rule"] == "invalidArgument"
+        assert body["next_safe_action"]["args"] == {"plan_id": plan["plan_id"]}
         assert paper.request_count(CREATE) == 0
         placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
     assert placed["status"] == "filled" and placed["sent"]["qty"] == BTC_SHORT["qty"]
@@ -209,9 +215,9 @@ async def test_the_room_get_policy_reports_is_what_plan_order_accepts_and_one_lo
         for symbol, market in markets.items():
             rules = (await call(client, "get_instrument_rules", {"symbol": symbol}))["data"]
             for side, room in market["room"].items():
-                qty, step = Decimal(room["qty"]), Decimal(rules["qtyStep"])
+                qty, step = Decimal(room["qty"]), Decimal(rules["qty_step"])
                 order = {"symbol": symbol, "side": side}
-                if qty >= Decimal(rules["minOrderQty"]):
+                if qty >= Decimal(rules["min_order_qty"]):
                     fits = await call(client, "plan_order", {**order, "qty": str(qty)})
                     assert fits["status"] == "ok", (symbol, side, fits)
                 over = await call(client, "plan_order", {**order, "qty": str(qty + step)})

@@ -46,7 +46,7 @@ async def test_an_invalid_policy_refuses_growing_orders_but_closing_works_and_a_
         assert refused["snapshot"]["policy_version"] == "invalid"
 
         closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
-        assert closed["status"] == "filled" and closed["sent"]["reduceOnly"] is True
+        assert closed["status"] == "filled" and closed["sent"]["reduce_only"] is True
         assert paper.position("BTCUSDT").size == 0
 
         write_policy(runtime.home.path)
@@ -268,7 +268,7 @@ async def test_a_hostile_file_refuses_growing_orders_with_rule_policy_while_redu
     assert growing["status"] == "refused" and growing["violations"][0]["rule"] == "policy"
     assert growing["next_safe_action"]["tool"] is None and growing["next_safe_action"]["human"]
     assert shown["data"]["valid"] is False and len(shown["data"]["issues"]) == 1
-    assert reduced["status"] == "filled" and reduced["sent"]["reduceOnly"] is True
+    assert reduced["status"] == "filled" and reduced["sent"]["reduce_only"] is True
     assert closed["status"] == "filled" and paper.position("BTCUSDT").size == 0
     assert paper.request_count(CREATE) == 3
 
@@ -320,7 +320,7 @@ async def test_doctor_reports_each_problem_and_exits_1_without_a_traceback(tmp_p
     result = await human("doctor", "--home", str(tmp_path), "--format", "json")
 
     assert result.exit_code == 1 and isinstance(result.exception, SystemExit)
-    checks = json.loads(result.output)
+    checks = json.loads(result.stdout)["checks"]
     failed = [check for check in checks if not check["ok"]]
     assert [check["name"] for check in failed] == ["policy"] * len(issues)
     assert [check["detail"].split(":")[0] for check in failed] == [issue.path for issue in issues]

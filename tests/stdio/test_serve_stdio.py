@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.types import INVALID_PARAMS
+from mcp import Client, StdioServerParameters
 
 from pilot.app import kinds
 from pilot.store import open_store
@@ -58,13 +57,13 @@ async def test_the_refused_to_filled_flow_works_over_stdio(tmp_path):
         planned = await call(client, suggestion["tool"], suggestion["args"])
         placed = await call(client, "place_order", {"plan_id": planned["plan_id"]})
         again = await call(client, "place_order", {"plan_id": planned["plan_id"]})
-        with pytest.raises(MCPError) as caught:
-            await client.call_tool("place_order", {"plan_id": planned["plan_id"], "qty": "1"})
+        smuggled = await client.call_tool("place_order", {"plan_id": planned["plan_id"], "qty": "1"})
         positions = await call(client, "get_positions", {"symbol": "BTCUSDT"})
 
     assert placed["status"] == "filled" and placed["fill"]["filled_qty"] == "0.00031"
     assert again["violations"][0]["rule"] == "planAlreadyUsed"
-    assert caught.value.error.code == INVALID_PARAMS
+    assert smuggled.is_error and smuggled.structured_content["field"] == "qty"
+    assert smuggled.structured_content["violations"][0]["rule"] == "invalidArgument"
     assert [(row["symbol"], row["size"]) for row in positions["data"]] == [("BTCUSDT", "-0.00031")]
     async with await open_store(tmp_path / "journal" / "pilot.db") as store:
         sent = await store.journal.entries(kind=kinds.ORDER_SENT)

@@ -1,0 +1,103 @@
+"""What tools/list costs the model: one concise description per tool, input schemas without pydantic's titles,
+and output schemas trimmed to what a client validates.
+
+Why: every client sends tools/list to the model on every turn. Pydantic's full output schemas (every nested
+model, title and description) made it about 60 KB of JSON, most of it describing answers the model reads
+anyway. A client validates a result's structuredContent against the output schema, and that needs only
+the top-level fields and their JSON types (and the values `status` can take): nested objects are still
+checked by Pilot itself, which builds every answer from a pydantic model. `benchmarks/bench_tools_list.py`
+prints the size; tests/app/test_tools_list.py holds it under 20 KB.
+
+Like strict.py, this writes to the SDK's tool records (`tool.description`, `tool.parameters`,
+`tool.fn_metadata.output_schema`), which are not public API; the SDK reads them live on every tools/list.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+_JSON_TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
+
+
+def compact_schemas(mcp: MCPServer) -> None:
+    """Trim every registered tool's description and schemas (see the module docstring)."""
+    for tool in mcp._tool_manager.list_tools():
+        tool.description = one_paragraph(tool.description)
+        tool.parameters = without_titles(tool.parameters)
+        full = tool.fn_metadata.output_schema
+        if full is not None:
+            tool.fn_metadata.output_schema = top_level_types(full)
+            tool.__dict__.pop("output_schema", None)  # the SDK caches it on first read
+
+
+def one_paragraph(text: str) -> str:
+    """A docstring as one line of plain sentences, without its indentation."""
+    return " ".join(inspect.cleandoc(text).split())
+
+
+def without_titles(schema: Any) -> Any:
+    """A JSON schema without pydantic's generated `title` keywords (field names already say it)."""
+    if isinstance(schema, list):
+        return [without_titles(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    trimmed: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "title":
+            continue
+        if key in ("properties", "$defs"):
+            trimmed[key] = {name: without_titles(sub) for name, sub in value.items()}
+        else:
+            trimmed[key] = without_titles(value)
+    return trimmed
+
+
+def top_level_types(schema: dict[str, Any]) -> dict[str, Any]:
+    """The object schema's top-level fields with their JSON types (and enums); `required` kept."""
+    properties = {name: _types(sub, schema) for name, sub in schema.get("properties", {}).items()}
+    compact: dict[str, Any] = {"type": "object", "properties": properties}
+    if schema.get("required"):
+        compact["required"] = list(schema["required"])
+    return compact
+
+
+def _types(sub: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    found: list[str] = []
+    _collect(sub, root, found)
+    kinds = [kind for kind in _JSON_TYPES if kind in found]
+    shape: dict[str, Any] = {"type": kinds[0] if len(kinds) == 1 else kinds}
+    if "enum" in sub:
+        shape["enum"] = list(sub["enum"])
+    return shape
+
+
+def _collect(sub: dict[str, Any], root: dict[str, Any], found: list[str]) -> None:
+    if "$ref" in sub:
+        target = root.get("$defs", {}).get(sub["$ref"].rsplit("/", 1)[-1], {})
+        found.append(target.get("type", "object") if isinstance(target.get("type"), str) else "object")
+    kind = sub.get("type")
+    if isinstance(kind, str):
+        found.append(kind)
+    elif isinstance(kind, list):
+        found.extend(kind)
+    if "enum" in sub and kind is None:
+        found.extend(_json_type(value) for value in sub["enum"])
+    for member in sub.get("anyOf", []) + sub.get("oneOf", []):
+        _collect(member, root, found)
+    if not found and not any(key in sub for key in ("$ref", "type", "anyOf", "oneOf", "enum")):
+        found.extend(_JSON_TYPES)  # Any: every type
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    return "string" if isinstance(value, str) else "object"
