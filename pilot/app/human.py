@@ -1,12 +1,14 @@
-"""The human's desk: what `pilot init`, `journal`, `kill-switch` and `confirm` do, with the store open and no exchange.
+"""The human's desk: what `pilot init`, `journal`, `kill-switch`, `confirm` and `token` do, with no exchange.
 
 These use cases never reach an exchange. They run on a Runtime whose exchange refuses every use, so the
 same rules as the server's (the kill switch entry, the policy read fresh) apply without starting one.
+Each problem a human can cause is a `HumanError` with a stable code, the problem and its fix.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,10 +17,12 @@ from typing import Any, cast
 
 from pilot.app import kinds, receipts
 from pilot.app.clock import Clock, SystemClock
-from pilot.app.killswitch import set_kill_switch_by_human
+from pilot.app.killswitch import REASON_LIMIT, set_kill_switch_by_human
+from pilot.app.policy_file import read_policy_file
 from pilot.app.ports import Exchange
 from pilot.app.runtime import Home, Runtime, assemble_runtime
-from pilot.store import ConfirmationRecord, JournalEntry, open_store
+from pilot.core.policy import LoadedPolicy, PolicyIssue
+from pilot.store import ConfirmationRecord, DuplicateRecord, JournalEntry, open_store
 
 # The repository's policy.json, sized for Bybit's real minimum orders (0.001 BTC is about $80, 0.01 ETH $31,
 # 0.1 SOL $10): $100 per market and per order, so each market's smallest order fits; BTCUSDT alone gets $150,
@@ -48,11 +52,27 @@ DEFAULT_POLICY = """\
 """
 
 
-class NoJournal(Exception):
+class HumanError(Exception):
+    """Something a human asked for cannot be done: a stable `code`, the `problem` and its `fix`."""
+
+    code = "human_error"
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(f"{problem}; {fix}")
+        self.problem = problem
+        self.fix = fix
+
+
+class NoJournal(HumanError):
     """The home has no journal database yet; `pilot init` creates one."""
 
+    code = "no_journal"
+
     def __init__(self, home: Path) -> None:
-        super().__init__(f"no journal at {Home(home).database_path}; create the home with `pilot init`")
+        super().__init__(
+            f"no journal at {Home(home).database_path}",
+            f"create it with `pilot init --home {home}` (it keeps an existing policy.json)",
+        )
 
 
 class _NoExchange:
@@ -88,6 +108,7 @@ class InitReport:
     home: Path
     policy_created: bool
     journal_created: bool
+    policy: LoadedPolicy | tuple[PolicyIssue, ...]  # the policy.json now in the home, or why it is invalid
 
 
 async def init_home(home: Path) -> InitReport:
@@ -103,12 +124,21 @@ async def init_home(home: Path) -> InitReport:
         journal_created = True
     store = await open_store(paths.database_path)
     await store.close()
-    return InitReport(home=home, policy_created=policy_created, journal_created=journal_created)
+    return InitReport(
+        home=home,
+        policy_created=policy_created,
+        journal_created=journal_created,
+        policy=read_policy_file(paths.policy_path),
+    )
 
 
 @dataclass(frozen=True, slots=True)
 class KillSwitchState:
-    """The kill switch as the journal says: its latest entry, if any."""
+    """The kill switch as the journal says: on or off, and the entry that put it there (who, why, since when).
+
+    Switching it to the state it is already in changes nothing, so `at` is when it entered this state,
+    however often it was asked again since.
+    """
 
     on: bool
     by: str | None = None
@@ -118,29 +148,68 @@ class KillSwitchState:
 
 
 async def kill_switch_state(runtime: Runtime) -> KillSwitchState:
-    latest = await runtime.store.journal.latest(kinds.KILL_SWITCH)
-    if latest is None:
+    newest_first = await runtime.store.journal.entries(kind=kinds.KILL_SWITCH, newest_first=True)
+    if not newest_first:
         return KillSwitchState(on=False)
-    data = latest.data
-    return KillSwitchState(
-        on=bool(data.get("on")), by=data.get("by"), reason=data.get("reason"), at=latest.at, seq=latest.seq
-    )
+    on = bool(newest_first[0].data.get("on"))
+    since = newest_first[0]
+    for entry in newest_first[1:]:  # back to the entry that switched it into this state
+        if bool(entry.data.get("on")) != on:
+            break
+        since = entry
+    data = since.data
+    return KillSwitchState(on=on, by=data.get("by"), reason=data.get("reason"), at=since.at, seq=since.seq)
 
 
-async def set_kill_switch(runtime: Runtime, on: bool, reason: str = "") -> int:
-    """Turn the kill switch on or off as the human; returns the journal seq."""
-    return await set_kill_switch_by_human(runtime, on, reason)
+class ReasonTooLong(HumanError):
+    code = "reason_too_long"
+
+    def __init__(self, length: int) -> None:
+        super().__init__(
+            f"the reason is {length} characters long, above the limit of {REASON_LIMIT}",
+            f"say it in at most {REASON_LIMIT} characters",
+        )
 
 
-class ChannelOff(Exception):
+@dataclass(frozen=True, slots=True)
+class KillSwitchChange:
+    """The switch after a human's `on` or `off`, and whether that changed it (and wrote a journal entry)."""
+
+    state: KillSwitchState
+    changed: bool
+
+
+async def set_kill_switch(runtime: Runtime, on: bool, reason: str = "") -> KillSwitchChange:
+    """Turn the kill switch on or off as the human. Already so: nothing is journaled, and it keeps its time.
+
+    Raises:
+        ReasonTooLong: the reason is over REASON_LIMIT characters (it is never cut).
+    """
+    if len(reason) > REASON_LIMIT:
+        raise ReasonTooLong(len(reason))
+    before = await kill_switch_state(runtime)
+    if before.on == on:
+        return KillSwitchChange(before, changed=False)
+    await set_kill_switch_by_human(runtime, on, reason)
+    return KillSwitchChange(await kill_switch_state(runtime), changed=True)
+
+
+class ChannelOff(HumanError):
     """policy.json does not enable the CLI confirmation channel (or is invalid, which closes it)."""
 
+    code = "cli_channel_off"
+
     def __init__(self, policy_valid: bool = True) -> None:
-        super().__init__(
-            "the CLI confirmation channel is off: set confirm.cliChannel to true in policy.json to decide here"
-            if policy_valid
-            else "policy.json is invalid, which closes the CLI confirmation channel: fix it (`pilot policy check`)"
-        )
+        if policy_valid:
+            super().__init__(
+                "the CLI confirmation channel is off",
+                "set confirm.cliChannel to true in policy.json to decide here",
+            )
+        else:
+            super().__init__(
+                "policy.json is invalid, which closes the CLI confirmation channel",
+                "fix it (`pilot policy check` lists each problem)",
+            )
 
 
 def require_cli_channel(runtime: Runtime) -> None:
@@ -156,9 +225,57 @@ async def pending_confirmations(runtime: Runtime) -> list[ConfirmationRecord]:
     return await runtime.store.confirmations.list(status="pending", now=runtime.now())
 
 
-async def find_confirmation(runtime: Runtime, confirmation_id: str) -> ConfirmationRecord | None:
+async def find_confirmation(runtime: Runtime, confirmation_id: str) -> ConfirmationRecord:
+    """The confirmation named by its id or any unique prefix of it (UnknownId, AmbiguousId otherwise)."""
     require_cli_channel(runtime)
-    return await runtime.store.confirmations.get(confirmation_id, now=runtime.now())
+    records = await runtime.store.confirmations.list(now=runtime.now())
+    full = unique_match(confirmation_id, [record.confirmation_id for record in records], "confirmation")
+    record = await runtime.store.confirmations.get(full, now=runtime.now())
+    if record is None:  # pragma: no cover - it was listed a moment ago, and confirmations are never deleted
+        raise UnknownId("confirmation", confirmation_id)
+    return record
+
+
+class UnknownId(HumanError):
+    code = "unknown_id"
+
+    def __init__(self, what: str, given: str) -> None:
+        fix = {
+            "plan": "list plans with `pilot journal --kind plan`",
+            "confirmation": "list them with `pilot confirm list`",
+        }.get(what, "check the id")
+        super().__init__(f"no {what} {given!r} (nor one whose id starts with it)", fix)
+
+
+class AmbiguousId(HumanError):
+    code = "ambiguous_id"
+
+    def __init__(self, what: str, given: str, matches: list[str]) -> None:
+        shown = ", ".join(matches[:3]) + (", ..." if len(matches) > 3 else "")
+        super().__init__(
+            f"{len(matches)} {what}s start with {given!r} ({shown})", "give more of the id, or all of it"
+        )
+
+
+def unique_match(given: str, ids: list[str], what: str) -> str:
+    """The id equal to `given`, else the one id that starts with it. Raises UnknownId or AmbiguousId."""
+    if given in ids:
+        return given
+    matches = sorted({one for one in ids if given and one.startswith(given)})
+    if not matches:
+        raise UnknownId(what, given)
+    if len(matches) > 1:
+        raise AmbiguousId(what, given, matches)
+    return matches[0]
+
+
+async def resolve_plan_id(runtime: Runtime, given: str) -> str:
+    """The plan id equal to `given`, or the one plan id in the journal that starts with it."""
+    journal = runtime.store.journal
+    if await journal.entries(plan_id=given, kind=kinds.PLAN, limit=1):
+        return given
+    plans = await journal.entries(kind=kinds.PLAN)
+    return unique_match(given, [entry.plan_id for entry in plans if entry.plan_id], "plan")
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +287,7 @@ class Decision:
 
 
 async def decide(runtime: Runtime, confirmation_id: str, *, approve: bool) -> Decision:
-    """Approve or reject a pending confirmation as the human on the CLI, and journal the decision.
+    """Approve or reject a pending confirmation (by its full id) as the human on the CLI, and journal it.
 
     The running server carries out an approved action itself, re-checked when it runs.
     """
@@ -193,14 +310,15 @@ async def decide(runtime: Runtime, confirmation_id: str, *, approve: bool) -> De
 async def receipt_cards(
     runtime: Runtime, *, card: str | None = None, last: int = 1
 ) -> list[receipts.ReceiptCard]:
-    """The receipt card named by `card` (a plan id, or "seq-N" for a refused plan), else the last `last`.
+    """The receipt card named by `card` (a plan id or a unique prefix of one, or "seq-N" for a refused
+    plan), else the last `last`. Cards come oldest first.
 
-    Cards come oldest first. An unknown `card` gives an empty list.
+    Raises:
+        UnknownId, AmbiguousId: `card` names no plan, or more than one.
     """
     journal = runtime.store.journal
     if card is not None:
-        plan = await _plan_entry(runtime, card)
-        plans = [plan] if plan is not None else []
+        plans = [await _plan_entry(runtime, card)]
     else:
         plans = list(reversed(await journal.entries(kind=kinds.PLAN, limit=last, newest_first=True)))
     cards = []
@@ -210,11 +328,67 @@ async def receipt_cards(
     return cards
 
 
-async def _plan_entry(runtime: Runtime, card: str) -> JournalEntry | None:
+async def _plan_entry(runtime: Runtime, card: str) -> JournalEntry:
     journal = runtime.store.journal
     seq_text = card.removeprefix("seq-")
-    if seq_text.isdigit():
+    if card.startswith("seq-") and seq_text.isdigit():
         entry = await journal.get(int(seq_text))
-        return entry if entry is not None and entry.kind == kinds.PLAN else None
-    found = await journal.entries(plan_id=card, kind=kinds.PLAN, limit=1)
-    return found[0] if found else None
+        if entry is None or entry.kind != kinds.PLAN:
+            raise UnknownId("plan", card)
+        return entry
+    plan_id = await resolve_plan_id(runtime, card)
+    found = await journal.entries(plan_id=plan_id, kind=kinds.PLAN, limit=1)
+    return found[0]
+
+
+# --- bearer tokens for `pilot serve --transport http` ------------------------------------------------------
+
+TOKEN_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+
+
+class TokenExists(HumanError):
+    code = "token_exists"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"a token named {name!r} exists: revoke it first",
+            f"run `pilot token revoke {name}`, then issue it again (or choose another name)",
+        )
+
+
+class NoSuchToken(HumanError):
+    code = "no_such_token"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no token named {name!r}", "list the names with `pilot token list`")
+
+
+class BadTokenName(HumanError):
+    code = "bad_token_name"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"{name[:80]!r} is not a token name",
+            "use 1 to 64 letters, digits, '_', '.' or '-', e.g. inspector",
+        )
+
+
+async def issue_token(runtime: Runtime, name: str) -> str:
+    """A new bearer token for `name`, shown this once (only its hash is stored). TokenExists if taken."""
+    if not TOKEN_NAME.fullmatch(name):
+        raise BadTokenName(name)
+    try:
+        return await runtime.store.tokens.issue(name, now=runtime.now())
+    except DuplicateRecord:
+        raise TokenExists(name) from None
+
+
+async def list_tokens(runtime: Runtime) -> list[tuple[str, datetime]]:
+    """(name, issued at) of every token, by name; never the tokens."""
+    return await runtime.store.tokens.list()
+
+
+async def revoke_token(runtime: Runtime, name: str) -> None:
+    """Revoke `name`'s token at once (the next request with it is refused). NoSuchToken if there is none."""
+    if not await runtime.store.tokens.revoke(name):
+        raise NoSuchToken(name)

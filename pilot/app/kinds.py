@@ -2,6 +2,7 @@
 
 PLAN = "plan"  # a plan_order decision, ok or refused, with its violations and next action
 PLACE_REFUSED = "place.refused"  # place_order refused before sending (lifecycle, re-evaluation, confirmation)
+PLACE_PENDING = "place.pending"  # place_order or close_position parked for a human (pending_confirmation)
 ORDER_SENT = "order.sent"  # written before the create request leaves; dailyOrderCap counts these
 ORDER_OUTCOME = "order.outcome"  # what the exchange answered, or what reconnaissance found
 ORDER_UNRESOLVED = "order.unresolved"  # written by earlier versions beside an unknown outcome; no longer read

@@ -4,6 +4,11 @@ Pure: entries in, a typed ReceiptCard out. A refused plan gets a card too; a ref
 is sealed by the hash of the last journal entry that belongs to it, so anyone can check it against
 `pilot journal verify`. Journal rows are history written by every version of Pilot, so they are read
 leniently here, in this one place; everything downstream reads the card's fields.
+
+One event is one entry on the card, though the journal may hold it more than once: a parking is written by
+the queue, by the approval step and as place_order's pending answer; a CLI approval by `pilot confirm
+approve` and again when the server carries it out (`restates` says which rows repeat an earlier one). The
+card's `path` is the way the order went, one step per event: planned, parked, approved, sent, filled.
 """
 
 from __future__ import annotations
@@ -132,11 +137,23 @@ class CardSeal(_Card):
     entries: list[int]
 
 
+class CardStep(_Card):
+    """One step of the way an order went: planned, refused, parked, approved, declined, withdrawn, sent,
+    an exchange status (filled, rejected, outcome_unknown, ...), or `found_*` for an unknown outcome looked
+    up later."""
+
+    step: str
+    at: str
+    seq: int
+    actor: str
+
+
 class ReceiptCard(_Card):
     card: str
     plan_id: str | None
     planned_at: str
     status: str
+    path: list[CardStep]
     asked: CardOrder | None
     facts: CardFacts | None
     checks: CardChecks
@@ -157,36 +174,99 @@ def receipt_card(entries: Iterable[JournalEntry]) -> ReceiptCard:
     """Build one card from a plan entry and the entries journaled under its plan id, in seq order."""
     ordered = sorted(entries, key=lambda entry: entry.seq)
     plan = next(entry for entry in ordered if entry.kind == kinds.PLAN)
-    refusals = [_refusal(plan, stage="plan")] if plan.data.get("status") == "refused" else []
-    confirmations: list[CardConfirmation] = []
-    sent, answer, expires_at = None, None, None
+    refused_plan = plan.data.get("status") == "refused"
+    card = _Trail(plan, refusals=[_refusal(plan, stage="plan")] if refused_plan else [])
     for entry in ordered:
-        if entry.kind == kinds.PLACE_REFUSED:
-            refusals.append(_refusal(entry, stage="place"))
-        elif entry.kind == kinds.CONFIRMATION and not _repeats_parking(entry, confirmations):
-            confirmations.append(_confirmation(entry, confirmations))
-        elif entry.kind == kinds.ORDER_SENT:
-            sent = _sent(entry)
-        elif entry.kind == kinds.ORDER_OUTCOME:
-            answer = _answer(entry)
-        elif entry.kind == kinds.PLAN and entry.plan_id and entry.data.get("status") == "ok":
-            expires_at = entry.data.get("expires_at")
+        if entry is not plan:
+            card.read(entry)
     last = ordered[-1]
     return ReceiptCard(
         card=card_id(plan),
         plan_id=plan.plan_id,
         planned_at=iso_utc(plan.at),
-        status=_status(answer, sent, refusals, plan.data),
+        status=_status(card.path[-1].step),
+        path=card.path,
         asked=_asked(plan.data),
         facts=_facts(plan.data),
         checks=_checks(plan.data),
-        refusals=refusals,
-        confirmations=confirmations,
-        sent=sent,
-        exchange=answer,
-        expires_at=expires_at,
+        refusals=card.refusals,
+        confirmations=card.confirmations,
+        sent=card.sent,
+        exchange=card.answer,
+        expires_at=plan.data.get("expires_at") if not refused_plan else None,
         seal=CardSeal(seq=last.seq, hash=last.hash, entries=[entry.seq for entry in ordered]),
     )
+
+
+# A card's headline is where its path ended; these steps read differently as a status.
+_STATUS_OF_STEP = {"sent": "outcome_unknown", "parked": "pending_confirmation"}
+
+
+def _status(step: str) -> str:
+    return step.removeprefix("found_") if step.startswith("found_") else _STATUS_OF_STEP.get(step, step)
+
+
+_NOT_A_STEP = ("unavailable", "not_asked")  # the refusal that follows is the step
+
+
+class _Trail:
+    """Reads a plan's later entries once each: its refusals, confirmations, send, answer and path."""
+
+    def __init__(self, plan: JournalEntry, refusals: list[CardRefusal]) -> None:
+        self.refusals = refusals
+        self.confirmations: list[CardConfirmation] = []
+        self.sent: CardSent | None = None
+        self.answer: CardAnswer | None = None
+        self.path = [_step(plan, "refused" if refusals else "planned")]
+
+    def read(self, entry: JournalEntry) -> None:
+        kind, data = entry.kind, entry.data
+        if kind == kinds.PLACE_PENDING or (
+            kind == kinds.PLACE_REFUSED and data.get("status") == "pending_confirmation"
+        ):  # before place.pending existed, a parking was journaled as place.refused
+            self._step(entry, "parked")
+        elif kind == kinds.PLACE_REFUSED:
+            refusal = _refusal(entry, stage="place")
+            self.refusals.append(refusal)
+            self._step(entry, refusal.status or "refused")
+        elif kind == kinds.CONFIRMATION:
+            self._confirmation(entry)
+        elif kind == kinds.ORDER_SENT:
+            self.sent = _sent(entry)
+            self._step(entry, "sent")
+        elif kind == kinds.ORDER_OUTCOME:
+            self.answer = _answer(entry)
+            self._step(entry, str(self.answer.status or "outcome_unknown"))
+        elif kind == kinds.ORDER_RESOLVED and data.get("status"):
+            self._step(entry, f"found_{data['status']}")
+
+    def _confirmation(self, entry: JournalEntry) -> None:
+        confirmation = _confirmation(entry, self.confirmations)
+        if restates(confirmation, self.confirmations):
+            return
+        self.confirmations.append(confirmation)
+        verdict = confirmation.verdict or "asked"
+        if verdict not in _NOT_A_STEP:
+            self._step(entry, "declined" if verdict == "rejected" else verdict)
+
+    def _step(self, entry: JournalEntry, step: str) -> None:
+        if self.path[-1].step != step:  # the same step twice in a row is one event written twice
+            self.path.append(_step(entry, step))
+
+
+def _step(entry: JournalEntry, step: str) -> CardStep:
+    return CardStep(step=step, at=iso_utc(entry.at), seq=entry.seq, actor=entry.actor)
+
+
+def restates(confirmation: CardConfirmation, earlier: list[CardConfirmation]) -> bool:
+    """Whether this confirmation row repeats one already on the card: place_order's own "parked" verdict
+    after the queue's "parked" event, or the server's "approved" when it carries out what a human approved
+    with `pilot confirm approve`."""
+    if confirmation.verdict == "parked":
+        return any(c.verdict == "parked" for c in earlier)
+    if confirmation.verdict == "approved" and confirmation.channel == "cli":
+        return any(c.verdict == "approved" and c.channel == "cli" for c in earlier)
+    return False
 
 
 def _detail(data: Mapping[str, Any]) -> str | None:
@@ -246,11 +326,6 @@ def _refusal(entry: JournalEntry, *, stage: str) -> CardRefusal:
         next_safe_action=_next(data.get("next_safe_action")),
         confirmation_id=data.get("confirmation_id"),
     )
-
-
-def _repeats_parking(entry: JournalEntry, earlier: list[CardConfirmation]) -> bool:
-    """place_order's own "parked" verdict right after the queue's "parked" event says nothing new."""
-    return entry.data.get("verdict") == "parked" and any(c.verdict == "parked" for c in earlier)
 
 
 def _confirmation(entry: JournalEntry, earlier: list[CardConfirmation]) -> CardConfirmation:
@@ -313,16 +388,3 @@ def _answer(entry: JournalEntry) -> CardAnswer:
         untrusted_exchange_text=(data.get("exchange") or {}).get("untrusted_text"),
         next_safe_action=_next(data.get("next_safe_action")),
     )
-
-
-def _status(
-    answer: CardAnswer | None, sent: CardSent | None, refusals: list[CardRefusal], plan: Mapping[str, Any]
-) -> str:
-    """The card's headline: the exchange's answer, else the last refusal, else where the plan stands."""
-    if answer is not None:
-        return str(answer.status)
-    if sent is not None:
-        return "outcome_unknown"
-    if refusals:
-        return str(refusals[-1].status or "refused")
-    return "planned" if plan.get("status") == "ok" else "refused"

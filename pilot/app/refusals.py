@@ -67,10 +67,14 @@ async def journal_order_refusal(
     plan_id: str | None = None,
     context: Mapping[str, Any] | None = None,
 ) -> OrderAnswer:
-    """Journal a refusal of an order tool (place_order, close_position) and return its answer."""
+    """Journal a refusal of an order tool (place_order, close_position) and return its answer.
+
+    An action parked for a human (pending_confirmation) is not refused: it is journaled as PLACE_PENDING.
+    """
     answer = OrderAnswer.from_refusal(refusal, plan_id=plan_id)
     data = {**(context or {}), **answer.model_dump(mode="json", exclude_none=True)}
-    entry = await journal.append(kinds.PLACE_REFUSED, data, now=now, plan_id=plan_id)
+    kind = kinds.PLACE_PENDING if refusal.status == "pending_confirmation" else kinds.PLACE_REFUSED
+    entry = await journal.append(kind, data, now=now, plan_id=plan_id)
     return answer.model_copy(update={"journal_seq": [entry.seq]})
 
 

@@ -1,4 +1,7 @@
-"""`pilot confirm list|show|approve|reject`: the CLI confirmation channel (only if policy.json enables it)."""
+"""`pilot confirm list|show|approve|reject`: the CLI confirmation channel (only if policy.json enables it).
+
+A confirmation is named by its id or any unique prefix of it.
+"""
 
 from __future__ import annotations
 
@@ -8,85 +11,117 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from pilot.app.human import decide, find_confirmation, pending_confirmations
+from pilot.app.human import Decision, decide, find_confirmation, pending_confirmations
 from pilot.app.runtime import Runtime
 from pilot.cli import render
-from pilot.cli.home import home_option, on_desk
+from pilot.cli.home import home_option, on_desk, resolve_home
+from pilot.cli.output import CheckFailed, CliError, emit_json, format_option, wants_json
 from pilot.store import ConfirmationRecord
 
 
 @click.group("confirm")
+@home_option
 def command() -> None:
     """Decide actions the server parked for a human. Works only with confirm.cliChannel true in policy.json."""
 
 
 @command.command("list")
 @home_option
-def list_pending(home: Path) -> None:
+@format_option()
+def list_pending(output: str) -> None:
     """Show the actions waiting for a decision."""
-    Console().print(render.format_confirmations(on_desk(home, pending_confirmations)))
+    home = resolve_home()
+
+    async def read(runtime: Runtime) -> tuple[list[ConfirmationRecord], datetime]:
+        return await pending_confirmations(runtime), runtime.now()
+
+    records, now = on_desk(home, read)
+    if wants_json():
+        emit_json({"home": str(home), "confirmations": [render.confirmation_record(r, now) for r in records]})
+    else:
+        Console().print(render.format_confirmations(records))
 
 
 @command.command("show")
 @click.argument("confirmation_id")
 @home_option
-def show(confirmation_id: str, home: Path) -> None:
+@format_option()
+def show(confirmation_id: str, output: str) -> None:
     """Show one parked action exactly as it would run."""
+    home = resolve_home()
     record, now = _read(home, confirmation_id)
-    click.echo(render.format_confirmation(record, now))
+    if wants_json():
+        emit_json({"home": str(home), "confirmation": render.confirmation_record(record, now)})
+    else:
+        click.echo(render.format_confirmation(record, now))
 
 
 @command.command("approve")
 @click.argument("confirmation_id")
 @home_option
-def approve(confirmation_id: str, home: Path) -> None:
-    """Print the exact action and ask; only an answer of y at the prompt approves."""
+@format_option()
+def approve(confirmation_id: str, output: str) -> None:
+    """Print the exact action and ask; only an answer of y at the prompt approves (exit 1 otherwise)."""
+    home = resolve_home()
     record, now = _read(home, confirmation_id)
-    click.echo(render.format_confirmation(record, now))
+    click.echo(render.format_confirmation(record, now), err=wants_json())
     _require_pending(record)
-    if not click.confirm("Approve?", default=False):
-        click.echo(
-            f"Not approved; it stays pending. Reject it with `pilot confirm reject {confirmation_id}`."
+    if not click.confirm("Approve?", default=False, err=wants_json()):
+        raise CheckFailed(
+            "not_approved",
+            f"not approved; {record.confirmation_id} stays pending",
+            f"reject it with `pilot confirm reject {record.confirmation_id}`, or let it expire",
         )
-        return
-    _decide(home, confirmation_id, approve=True)
+    _decide(home, record, approve=True)
 
 
 @command.command("reject")
 @click.argument("confirmation_id")
 @home_option
-def reject(confirmation_id: str, home: Path) -> None:
+@format_option()
+def reject(confirmation_id: str, output: str) -> None:
     """Reject a parked action: it will never run."""
+    home = resolve_home()
     record, _ = _read(home, confirmation_id)
     _require_pending(record)
-    _decide(home, confirmation_id, approve=False)
+    _decide(home, record, approve=False)
 
 
 def _read(home: Path, confirmation_id: str) -> tuple[ConfirmationRecord, datetime]:
-    async def read(runtime: Runtime) -> tuple[ConfirmationRecord | None, datetime]:
+    async def read(runtime: Runtime) -> tuple[ConfirmationRecord, datetime]:
         return await find_confirmation(runtime, confirmation_id), runtime.now()
 
-    record, now = on_desk(home, read)
-    if record is None:
-        click.echo(f"pilot: no confirmation {confirmation_id}", err=True)
-        raise SystemExit(1)
-    return record, now
+    return on_desk(home, read)
 
 
 def _require_pending(record: ConfirmationRecord) -> None:
     if record.status != "pending":
-        click.echo(
-            f"pilot: confirmation {record.confirmation_id} is {record.status}; it cannot be decided", err=True
+        raise CliError(
+            "not_pending",
+            f"confirmation {record.confirmation_id} is {record.status}; it cannot be decided",
+            "only a pending confirmation can be approved or rejected: see `pilot confirm list`",
         )
-        raise SystemExit(1)
 
 
-def _decide(home: Path, confirmation_id: str, *, approve: bool) -> None:
-    decision = on_desk(home, lambda runtime: decide(runtime, confirmation_id, approve=approve))
+def _decide(home: Path, record: ConfirmationRecord, *, approve: bool) -> None:
+    full_id = record.confirmation_id
+    decision: Decision = on_desk(home, lambda runtime: decide(runtime, full_id, approve=approve))
     if decision.record is None:
-        click.echo(f"pilot: {confirmation_id} expired or was decided meanwhile; nothing changed", err=True)
-        raise SystemExit(1)
-    if approve:
+        raise CliError(
+            "not_pending",
+            f"{full_id} expired or was decided meanwhile; nothing changed",
+            "see where it stands with `pilot confirm show`",
+        )
+    if wants_json():
+        emit_json(
+            {
+                "home": str(home),
+                "confirmation_id": full_id,
+                "decision": "approved" if approve else "rejected",
+                "journal_seq": decision.seq,
+            }
+        )
+    elif approve:
         click.echo(
             f"Approved (journal seq {decision.seq}). The running server carries it out, re-checked then."
         )

@@ -1,7 +1,22 @@
-"""What the human's commands share: the --home option and running a use case on the home's store."""
+"""Which home a command acts on, resolved the same way for every command, and running a use case on it.
+
+A home is a folder holding `policy.json` (and, once `pilot init` or `pilot serve` ran there, `journal/`).
+Every command resolves it in this order:
+
+1. `--home DIR`, which every command and command group takes (`pilot --home H kill-switch status`,
+   `pilot kill-switch --home H status` and `pilot kill-switch status --home H` are the same; the innermost
+   wins);
+2. the `PILOT_HOME` environment variable;
+3. the current directory, but only if it holds a `policy.json`.
+
+A folder without a `policy.json` is not a home: the command refuses (exit 2) with the fix, `pilot init` or
+`--home`, and creates nothing. Only `pilot init` (and `pilot serve`, in a valid home) creates a journal.
+The home acted on is printed, absolute, on stderr, so the wrong home is never silent.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -9,35 +24,95 @@ from typing import Any, TypeVar
 import anyio
 import click
 
-from pilot.app.human import ChannelOff, NoJournal, open_desk
-from pilot.app.runtime import Runtime
-from pilot.store import StoreError
+from pilot.app.human import open_desk
+from pilot.app.runtime import Home, Runtime
+from pilot.cli.output import CliError
 
 T = TypeVar("T")
+
+HOME_KEY = "pilot.home"
+ENVIRONMENT_VARIABLE = "PILOT_HOME"
+
+
+def _remember_home(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+    if value is not None:  # the group's option runs first, a subcommand's after it: the innermost wins
+        ctx.meta[HOME_KEY] = value
+
 
 home_option = click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
-    envvar="PILOT_HOME",
-    default=".",
-    show_default="PILOT_HOME or the current directory",
-    help="Pilot's home: policy.json and journal/.",
+    expose_value=False,
+    callback=_remember_home,
+    metavar="DIR",
+    help="Pilot's home (policy.json, journal/). Default: PILOT_HOME, else the current directory if it "
+    "holds a policy.json.",
 )
 
 
+def resolve_home(*, creating: bool = False, announce: bool = True) -> Path:
+    """The absolute home this command acts on (see the module docstring); CliError outside a home.
+
+    With `creating` (pilot init), the folder need not be a home yet: it is the one to make into one.
+    """
+    context = click.get_current_context()
+    given: Path | None = context.meta.get(HOME_KEY)
+    source = "--home"
+    if given is None and os.environ.get(ENVIRONMENT_VARIABLE):
+        given, source = Path(os.environ[ENVIRONMENT_VARIABLE]), ENVIRONMENT_VARIABLE
+    if given is None:
+        given, source = Path.cwd(), "the current directory"
+    home = Path(os.path.abspath(given.expanduser()))
+    if not creating:
+        _require_home(home, source)
+    if announce:
+        click.echo(f"pilot: home {home}", err=True)
+    return home
+
+
+def _require_home(home: Path, source: str) -> None:
+    paths = Home(home)
+    if os.path.lexists(paths.policy_path):
+        return
+    if source == "the current directory":
+        raise CliError(
+            "not_a_home",
+            f"no Pilot home given, and the current directory {home} is not one (it has no policy.json)",
+            "give --home DIR (or set PILOT_HOME) for an existing home, or create one with "
+            "`pilot init --home DIR`",
+        )
+    if paths.database_path.exists():
+        raise CliError(
+            "not_a_home",
+            f"{home} (from {source}) has a journal but no policy.json",
+            f"restore policy.json there, or write the default one with `pilot init --home {home}`",
+        )
+    raise CliError(
+        "not_a_home",
+        f"{home} (from {source}) is not a Pilot home: it has no policy.json",
+        f"create it with `pilot init --home {home}`, or point --home at an existing home",
+    )
+
+
 def on_desk(home: Path, use: Callable[[Runtime], Awaitable[T]]) -> T:
-    """Open the home's store (no exchange), run `use`, close. A missing or unusable journal, or a closed CLI channel, exits 2."""
+    """Open the home's store (no exchange), run `use`, close. Foreseen failures exit 2 (see PilotGroup)."""
 
     async def run() -> T:
         async with open_desk(home) as runtime:
             return await use(runtime)
 
-    try:
-        return anyio.run(run)
-    except (NoJournal, ChannelOff, StoreError) as problem:
-        click.echo(f"pilot: {problem}", err=True)
-        raise SystemExit(2) from None
+    return anyio.run(run)
 
 
 def run(call: Callable[..., Awaitable[T]], *args: Any) -> T:
     return anyio.run(call, *args)
+
+
+def explicit_home() -> Path | None:
+    """The home given with --home at any level, checked to be a home; None if none was given.
+
+    For commands that work without a home too (`pilot sim` runs a paper exchange that keeps no account).
+    """
+    if click.get_current_context().meta.get(HOME_KEY) is None:
+        return None
+    return resolve_home()

@@ -1,18 +1,26 @@
-"""`pilot init`: create a home with a safe policy.json and an empty journal; never overwrites a policy."""
+"""`pilot init`: create a home with the README's default policy.json and an empty journal; never overwrites."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
+from rich.console import Console
 
 from pilot.app.human import init_home
 from pilot.cli import render
-from pilot.cli.home import home_option, run
+from pilot.cli.home import home_option, resolve_home, run
+from pilot.cli.output import emit_json, format_option, wants_json
 
 
 @click.command("init")
 @home_option
-def command(home: Path) -> None:
-    """Create a home: policy.json with safe defaults and journal/pilot.db. Never overwrites a policy."""
-    click.echo(render.format_init(run(init_home, home)))
+@format_option()
+def command(output: str) -> None:
+    """Create a home (default: the current directory): policy.json with the default policy and
+    journal/pilot.db. Never overwrites a policy. Prints the limits in force, the confirmation threshold too.
+    """
+    home = resolve_home(creating=True)
+    report = run(init_home, home)
+    if wants_json():
+        emit_json(render.init_record(report))
+    else:
+        Console().print(render.format_init(report))

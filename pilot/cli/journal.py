@@ -8,13 +8,12 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from pilot.app.human import receipt_cards
+from pilot.app.human import receipt_cards, resolve_plan_id
 from pilot.app.runtime import Runtime
 from pilot.cli import render
-from pilot.cli.home import home_option, on_desk
+from pilot.cli.home import home_option, on_desk, resolve_home
+from pilot.cli.output import CheckFailed, emit_json, format_option
 from pilot.store import Anchor, ChainReport, JournalEntry
-
-_FORMATS = click.Choice(["rich", "json", "markdown"])
 
 
 def _iso_time(_ctx: click.Context, _param: click.Parameter, value: str | None) -> datetime | None:
@@ -28,7 +27,7 @@ def _iso_time(_ctx: click.Context, _param: click.Parameter, value: str | None) -
 
 
 @click.group("journal", invoke_without_command=True)
-@click.option("--plan", "plan_id", help="Only entries of this plan id.")
+@click.option("--plan", "plan_id", help="Only entries of this plan (its id or any unique prefix of it).")
 @click.option(
     "--kind", help="Only entries whose kind starts with this (plan, order, order.sent, confirmation, ...)."
 )
@@ -43,12 +42,13 @@ def _iso_time(_ctx: click.Context, _param: click.Parameter, value: str | None) -
     flag_value="",
     default=None,
     metavar="[PLAN_ID]",
-    help="Receipt cards instead: the one for PLAN_ID (or seq-N for a refused plan), else the last --last N.",
+    help="Receipt cards instead: the one for PLAN_ID (or a unique prefix, or seq-N for a refused plan), "
+    "else the last --last N.",
 )
 @click.option(
     "--last", type=click.IntRange(min=1), default=1, show_default=True, help="With --card: how many."
 )
-@click.option("--format", "output", type=_FORMATS, default="rich", show_default=True)
+@format_option("markdown", "rich")
 @home_option
 @click.pass_context
 def command(
@@ -61,38 +61,39 @@ def command(
     card: str | None,
     last: int,
     output: str,
-    home: Path,
 ) -> None:
-    """What happened, in order: entries as a table, or one receipt card per order with --card."""
+    """What happened, in order: entries as a table, or one receipt card per order with --card.
+
+    Text output fits the terminal's width (at 80 columns too) and wraps with hanging indents when piped;
+    --format json gives every entry in full, markdown a table to paste.
+    """
     if ctx.invoked_subcommand is not None:
-        ctx.obj = home
         return
+    home = resolve_home()
     if card is not None:
         _print_cards(home, card or None, last, output)
         return
 
     async def read(runtime: Runtime) -> list[JournalEntry]:
+        plan = await resolve_plan_id(runtime, plan_id) if plan_id else None
         newest = await runtime.store.journal.entries(
-            plan_id=plan_id, kind_prefix=kind, since=since, until=until, limit=limit, newest_first=True
+            plan_id=plan, kind_prefix=kind, since=since, until=until, limit=limit, newest_first=True
         )
         return list(reversed(newest))
 
     entries = on_desk(home, read)
     if output == "json":
-        click.echo(render.format_json([render.entry_record(entry) for entry in entries]))
+        emit_json({"home": str(home), "entries": [render.entry_record(entry) for entry in entries]})
     elif output == "markdown":
         click.echo(render.format_entries_markdown(entries))
     else:
-        Console().print(render.format_entries(entries))
+        Console().print(render.format_entries(entries, width=Console().width))
 
 
 def _print_cards(home: Path, card: str | None, last: int, output: str) -> None:
     cards = on_desk(home, lambda runtime: receipt_cards(runtime, card=card, last=last))
-    if card is not None and not cards:
-        click.echo(f"pilot: no plan {card} in the journal", err=True)
-        raise SystemExit(1)
     if output == "json":
-        click.echo(render.format_json([one.model_dump(mode="json") for one in cards]))
+        emit_json({"home": str(home), "cards": [one.model_dump(mode="json") for one in cards]})
     elif output == "markdown":
         click.echo("\n".join(render.format_card_markdown(one) for one in cards) or "no plans in the journal")
     else:
@@ -108,14 +109,6 @@ def _anchor(_ctx: click.Context, _param: click.Parameter, value: str | None) -> 
         raise click.BadParameter(str(error)) from None
 
 
-_sub_home = click.option(
-    "--home",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Overrides journal's --home.",
-)
-
-
 @command.command("verify")
 @click.option(
     "--anchor",
@@ -123,37 +116,42 @@ _sub_home = click.option(
     metavar="SEQ:SEAL",
     help="An anchor printed earlier by `pilot journal anchor`: also prove that entry is still there.",
 )
-@click.option("--format", "output", type=click.Choice(["rich", "json"]), default="rich", show_default=True)
-@_sub_home
-@click.pass_context
-def verify(ctx: click.Context, anchor: Anchor | None, output: str, home: Path | None) -> None:
+@format_option("rich")
+@home_option
+def verify(anchor: Anchor | None, output: str) -> None:
     """Recompute every hash, seal and link; exit 1 at the first broken entry or a missing anchored one."""
+    home = resolve_home()
 
     async def check(runtime: Runtime) -> ChainReport:
         return await runtime.store.journal.verify(anchor)
 
-    report = on_desk(home or ctx.obj, check)
-    click.echo(
-        render.format_json(render.chain_record(report)) if output == "json" else render.format_chain(report)
-    )
+    report = on_desk(home, check)
+    if output == "json":
+        emit_json({"home": str(home), **render.chain_record(report)})
+    else:
+        click.echo(render.format_chain(report))
     if not report.ok:
         raise SystemExit(1)
 
 
 @command.command("anchor")
-@click.option("--format", "output", type=click.Choice(["rich", "json"]), default="rich", show_default=True)
-@_sub_home
-@click.pass_context
-def anchor(ctx: click.Context, output: str, home: Path | None) -> None:
+@format_option("rich")
+@home_option
+def anchor(output: str) -> None:
     """Print the newest entry's SEQ:SEAL to keep elsewhere; `verify --anchor` then catches a deleted tail."""
+    home = resolve_home()
 
     async def head(runtime: Runtime) -> Anchor | None:
         return await runtime.store.journal.anchor()
 
-    found = on_desk(home or ctx.obj, head)
+    found = on_desk(home, head)
     if found is None:
-        click.echo("pilot: nothing to anchor: the journal is empty or its newest entry has no seal", err=True)
-        raise SystemExit(1)
-    click.echo(
-        render.format_json(render.anchor_record(found)) if output == "json" else render.format_anchor(found)
-    )
+        raise CheckFailed(
+            "nothing_to_anchor",
+            "nothing to anchor: the journal is empty or its newest entry has no seal",
+            "anchor again once Pilot has journaled something",
+        )
+    if output == "json":
+        emit_json({"home": str(home), **render.anchor_record(found)})
+    else:
+        click.echo(render.format_anchor(found))

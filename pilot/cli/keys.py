@@ -19,21 +19,14 @@ from pilot.app.keys import (
     replace_key,
     show_keys,
 )
+from pilot.cli.home import home_option, resolve_home
+from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.keys.environments import Environment
 from pilot.keys.errors import KeysError
 
 T = TypeVar("T")
 
 _ENVIRONMENTS = click.Choice([environment.value for environment in Environment])
-
-_home_option = click.option(
-    "--home",
-    type=click.Path(file_okay=False, path_type=Path),
-    envvar="PILOT_HOME",
-    default=".",
-    show_default="PILOT_HOME or the current directory",
-    help="Pilot's data folder; keys are stored in HOME/keys.db.",
-)
 _url_option = click.option("--url", default=None, help="The paper exchange's address, http://127.0.0.1:PORT.")
 _stdin_option = click.option(
     "--stdin", "from_stdin", is_flag=True, help="Read the key and then the secret as two lines from stdin."
@@ -51,57 +44,96 @@ def _exchange_option(required: bool = True) -> Callable[[Callable[..., Any]], Ca
 
 
 @click.group(name="keys")
+@home_option
 def command() -> None:
-    """Store exchange API keys encrypted; they are never shown again, and never pass through the agent."""
+    """Store exchange API keys encrypted (in HOME/keys.db); they are never shown again, and never pass
+    through the agent."""
 
 
 @command.command()
 @_exchange_option()
 @_url_option
 @_stdin_option
-@_home_option
-def add(environment: str, url: str | None, from_stdin: bool, home: Path) -> None:
+@home_option
+@format_option()
+def add(environment: str, url: str | None, from_stdin: bool, output: str) -> None:
     """Add a key for an environment that has none; its permissions are checked on the exchange first."""
+    home = resolve_home()
     _run(check_ready_to_store(home, environment, base_url=url))
     api_key, api_secret = _read_key_and_secret(from_stdin)
     summary = _run(add_key(home, environment, api_key, api_secret, now=_now(), base_url=url))
-    click.echo(f"Added.\n{format_summary(summary)}")
-    _warn_if_not_ip_bound(summary)
+    _print_stored("Added", home, summary)
 
 
 @command.command(name="replace")
 @_exchange_option()
 @_url_option
 @_stdin_option
-@_home_option
-def replace_command(environment: str, url: str | None, from_stdin: bool, home: Path) -> None:
+@home_option
+@format_option()
+def replace_command(environment: str, url: str | None, from_stdin: bool, output: str) -> None:
     """Replace the environment's key; the old one stays if the new one is refused."""
+    home = resolve_home()
     _run(check_ready_to_store(home, environment, base_url=url, replacing=True))
     api_key, api_secret = _read_key_and_secret(from_stdin)
     summary = _run(replace_key(home, environment, api_key, api_secret, now=_now(), base_url=url))
-    click.echo(f"Replaced.\n{format_summary(summary)}")
-    _warn_if_not_ip_bound(summary)
+    _print_stored("Replaced", home, summary)
 
 
 @command.command()
 @_exchange_option(required=False)
-@_home_option
-def show(environment: str | None, home: Path) -> None:
+@home_option
+@format_option()
+def show(environment: str | None, output: str) -> None:
     """Show stored keys: id, last four characters, when added and checked, permissions. Never the secret."""
+    home = resolve_home()
     summaries = [s for s in _run(show_keys(home)) if environment in (None, s.environment)]
+    if wants_json():
+        emit_json({"home": str(home), "keys": [summary_record(s) for s in summaries]})
+        return
     click.echo("\n\n".join(format_summary(s) for s in summaries) if summaries else "No keys stored.")
 
 
 @command.command()
 @_exchange_option()
-@_home_option
+@home_option
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-def delete(environment: str, home: Path, yes: bool) -> None:
+@format_option()
+def delete(environment: str, yes: bool, output: str) -> None:
     """Delete the environment's key: Pilot can no longer trade there until a key is added."""
+    home = resolve_home()
     if not yes:
-        click.confirm(f"Delete the {environment} key?", abort=True)
+        click.confirm(f"Delete the {environment} key?", abort=True, err=wants_json())
     key_id = _run(delete_key(home, environment, now=_now()))
-    click.echo(f"Deleted {key_id} ({environment}).")
+    if wants_json():
+        emit_json({"home": str(home), "environment": environment, "deleted_key_id": key_id})
+    else:
+        click.echo(f"Deleted {key_id} ({environment}).")
+
+
+def _print_stored(done: str, home: Path, summary: KeySummary) -> None:
+    if wants_json():
+        emit_json({"home": str(home), "key": summary_record(summary)})
+    else:
+        click.echo(f"{done}.\n{format_summary(summary)}")
+    _warn_if_not_ip_bound(summary)
+
+
+def summary_record(summary: KeySummary) -> dict[str, Any]:
+    """A stored key as JSON-ready data; like format_summary, it never holds the secret."""
+    check = summary.check
+    return {
+        "environment": summary.environment,
+        "key_id": summary.key_id,
+        "key_hint": summary.key_hint,
+        "address": summary.base_url,
+        "added_at": _timestamp(summary.added_at),
+        "last_checked_at": _timestamp(check.checked_at),
+        "read_only": check.read_only,
+        "permissions": list(check.permissions),
+        "not_allowed": list(check.disallowed),
+        "ip_bound": check.ip_bound,
+    }
 
 
 def format_summary(summary: KeySummary) -> str:
@@ -134,7 +166,7 @@ def _run(use_case: Coroutine[Any, Any, T]) -> T:
     try:
         return asyncio.run(use_case)
     except KeysError as error:
-        raise click.ClickException(str(error)) from None
+        raise CliError(error.code, error.problem, error.fix) from None
 
 
 def _warn_if_not_ip_bound(summary: KeySummary) -> None:

@@ -2,45 +2,65 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
-from pilot.app.human import KillSwitchState, kill_switch_state, set_kill_switch
-from pilot.app.runtime import Runtime
+from pilot.app.human import KillSwitchChange, kill_switch_state, set_kill_switch
+from pilot.app.killswitch import REASON_LIMIT
 from pilot.cli import render
-from pilot.cli.home import home_option, on_desk
+from pilot.cli.home import home_option, on_desk, resolve_home
+from pilot.cli.output import emit_json, format_option, wants_json
+
+_reason = click.option(
+    "--reason",
+    default="",
+    help=f"Why, for the journal: at most {REASON_LIMIT} characters (longer is refused, never cut).",
+)
 
 
 @click.group("kill-switch")
+@home_option
 def command() -> None:
-    """Turn the kill switch on or off (journaled as the human), or show it. Needs no exchange."""
+    """Turn the kill switch on or off (journaled as the human), or show it. Needs no exchange.
+
+    Switching it to the state it is already in changes nothing and keeps the time it was set.
+    """
 
 
 @command.command("on")
-@click.option("--reason", default="", help="Why, for the journal (200 characters at most).")
+@_reason
 @home_option
-def switch_on(reason: str, home: Path) -> None:
+@format_option()
+def switch_on(reason: str, output: str) -> None:
     """Switch on: opening and adding are refused; reducing orders, cancels and lower leverage still work."""
-    click.echo(render.format_kill_switch(on_desk(home, lambda runtime: _switch(runtime, True, reason))))
+    _switch(True, reason)
 
 
 @command.command("off")
-@click.option("--reason", default="", help="Why, for the journal (200 characters at most).")
+@_reason
 @home_option
-def switch_off(reason: str, home: Path) -> None:
+@format_option()
+def switch_off(reason: str, output: str) -> None:
     """Switch off: policy.json's tradingState applies again. Only a human can do this."""
-    click.echo(render.format_kill_switch(on_desk(home, lambda runtime: _switch(runtime, False, reason))))
+    _switch(False, reason)
 
 
 @command.command("status")
 @home_option
-def status(home: Path) -> None:
-    """Show whether the switch is on, who set it, when and why."""
+@format_option()
+def status(output: str) -> None:
+    """Show whether the switch is on, who set it, since when and why."""
+    home = resolve_home()
     state = on_desk(home, kill_switch_state)
-    click.echo(render.format_kill_switch(state))
+    _print(home, KillSwitchChange(state, changed=False), asked=None)
 
 
-async def _switch(runtime: Runtime, on: bool, reason: str) -> KillSwitchState:
-    await set_kill_switch(runtime, on, reason)
-    return await kill_switch_state(runtime)
+def _switch(on: bool, reason: str) -> None:
+    home = resolve_home()
+    _print(home, on_desk(home, lambda runtime: set_kill_switch(runtime, on, reason)), asked=on)
+
+
+def _print(home: object, change: KillSwitchChange, *, asked: bool | None) -> None:
+    if wants_json():
+        emit_json({"home": str(home), **render.kill_switch_record(change, asked=asked)})
+    else:
+        click.echo(render.format_kill_switch(change.state, already=asked is not None and not change.changed))

@@ -9,15 +9,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from pilot.app import kinds
 from pilot.app.doctor import Check
-from pilot.app.human import InitReport, KillSwitchState
+from pilot.app.human import InitReport, KillSwitchChange, KillSwitchState
 from pilot.app.receipts import (
     CardAnswer,
     CardChecks,
@@ -27,9 +29,12 @@ from pilot.app.receipts import (
     CardOrder,
     CardRefusal,
     CardSent,
+    CardStep,
     CardViolation,
     ReceiptCard,
 )
+from pilot.core.policy import LoadedPolicy, PolicyIssue
+from pilot.core.violations import plain
 from pilot.store import Anchor, ChainReport, ConfirmationRecord, JournalEntry, iso_utc
 
 Section = tuple[str, list[str]]
@@ -54,6 +59,13 @@ def entry_summary(entry: JournalEntry) -> str:
         )
     if kind == "order.outcome":
         return _outcome_words(data)
+    if kind == kinds.PLACE_PENDING:
+        return f"pending: waiting for a human in the CLI ({data.get('confirmation_id')})"
+    if kind == kinds.PLACE_REFUSED:
+        rules = ", ".join(v.get("rule", "?") for v in data.get("violations") or [])
+        return f"{data.get('status', 'refused')}: {rules or _detail_words(data)}"
+    if kind == kinds.ORDER_RESOLVED:
+        return f"looked up: {data.get('status')} ({data.get('order_link_id')})"
     if kind == "killswitch":
         reason = f": {data['reason']}" if data.get("reason") else ""
         return f"{'on' if data.get('on') else 'off'} by {data.get('by')}{reason}"
@@ -64,6 +76,10 @@ def entry_summary(entry: JournalEntry) -> str:
         return f"{what} {data.get('tool') or data.get('confirmation_id') or ''}".strip()
     if kind == "action":
         return f"{data.get('tool')} {data.get('phase')} {data.get('symbol', '')} {data.get('status', '')}".strip()
+    return _detail_words(data)
+
+
+def _detail_words(data: dict[str, Any]) -> str:
     return str(data.get("detail") or data.get("reason") or data.get("status") or data.get("tool") or "")
 
 
@@ -81,42 +97,81 @@ def entry_record(entry: JournalEntry) -> dict[str, Any]:
     }
 
 
-def format_entries(entries: Sequence[JournalEntry]) -> Table:
-    table = Table(title=f"journal: {len(entries)} entries", show_lines=False)
-    for header in ("seq", "time (UTC)", "kind", "actor", "plan", "summary"):
-        wrap = header == "summary"
-        table.add_column(
-            header, justify="right" if header == "seq" else "left", no_wrap=not wrap, ratio=wrap or None
-        )
+# Below this width the time column drops the year, so the summary keeps room for words, not letters.
+WIDE = 100
+
+
+def events(entries: Sequence[JournalEntry]) -> list[tuple[JournalEntry, list[int]]]:
+    """The entries as events: each with the seqs of later rows that only restate it (one entry per event).
+
+    A parking is written by the queue, by the approval step and as place_order's pending answer; a CLI
+    approval by `pilot confirm approve` and again when the server carries it out. Every row stays in the
+    journal (and in --format json); a listing shows the event once and names the rows that repeat it.
+    """
+    listed: list[tuple[JournalEntry, list[int]]] = []
+    firsts: dict[tuple[str, str], list[int]] = {}
     for entry in entries:
-        table.add_row(
-            str(entry.seq),
-            entry.at.strftime("%Y-%m-%d %H:%M:%S"),
-            entry.kind,
-            entry.actor,
-            _short(entry.plan_id),
-            Text(entry_summary(entry)),
-        )
+        key = _event_key(entry)
+        if key is not None and key in firsts:
+            firsts[key].append(entry.seq)
+            continue
+        also: list[int] = []
+        if key is not None:
+            firsts[key] = also
+        listed.append((entry, also))
+    return listed
+
+
+def _event_key(entry: JournalEntry) -> tuple[str, str] | None:
+    """Rows of one plan that tell the same event share a key: its parking, or its approval in the CLI."""
+    if entry.plan_id is None:
+        return None
+    data = entry.data
+    parked = (
+        (entry.kind == kinds.CONFIRMATION and "parked" in (data.get("event"), data.get("verdict")))
+        or entry.kind == kinds.PLACE_PENDING
+        or (entry.kind == kinds.PLACE_REFUSED and data.get("status") == "pending_confirmation")
+    )
+    if parked:
+        return ("parked", entry.plan_id)
+    cli_approval = data.get("event") == "decided" and data.get("approved") is True
+    server_run = data.get("verdict") == "approved" and entry.actor == "human" and "event" not in data
+    if entry.kind == kinds.CONFIRMATION and (cli_approval or server_run):
+        return ("approved", entry.plan_id)
+    return None
+
+
+def format_entries(entries: Sequence[JournalEntry], width: int = 120) -> Table:
+    """The journal as a table that fits `width`: fixed columns never wrap, the summary wraps under itself,
+    and a plan's full id is shown once, under the first of its entries listed."""
+    table = Table(
+        title=f"journal: {len(entries)} entries", box=None, pad_edge=False, padding=(0, 1), show_edge=False
+    )
+    table.add_column("seq", justify="right", no_wrap=True)
+    table.add_column("time (UTC)", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("actor", no_wrap=True)
+    table.add_column("summary", ratio=1, overflow="fold", min_width=24)
+    time_format = "%Y-%m-%d %H:%M:%S" if width >= WIDE else "%m-%d %H:%M:%S"
+    shown_plan: str | None = None
+    for entry, also in events(entries):
+        summary = Text(entry_summary(entry))
+        if also:
+            summary.append(f" (also seq {_seqs(also)})", style="dim")
+        if entry.plan_id and entry.plan_id != shown_plan:
+            summary.append(f"\nplan {entry.plan_id}", style="dim")
+        shown_plan = entry.plan_id or shown_plan
+        table.add_row(str(entry.seq), entry.at.strftime(time_format), entry.kind, entry.actor, summary)
     return table
 
 
 def format_entries_markdown(entries: Sequence[JournalEntry]) -> str:
     lines = ["| seq | time (UTC) | kind | actor | plan | summary |", "|---:|---|---|---|---|---|"]
-    for entry in entries:
-        cells = [
-            str(entry.seq),
-            iso_utc(entry.at),
-            entry.kind,
-            entry.actor,
-            entry.plan_id or "",
-            entry_summary(entry),
-        ]
+    for entry, also in events(entries):
+        summary = entry_summary(entry) + (f" (also seq {_seqs(also)})" if also else "")
+        cells = [str(entry.seq), iso_utc(entry.at), entry.kind, entry.actor, entry.plan_id or "", summary]
         lines.append("| " + " | ".join(_md_cell(cell) for cell in cells) + " |")
     return "\n".join(lines)
-
-
-def format_json(value: Any) -> str:
-    return json.dumps(value, indent=2, sort_keys=False)
 
 
 # --- receipt cards -----------------------------------------------------------------------------------
@@ -125,6 +180,7 @@ def format_json(value: Any) -> str:
 def card_sections(card: ReceiptCard) -> list[Section]:
     """The card as titled sections of plain lines; the rich and markdown forms both print these."""
     sections: list[Section] = [
+        ("path", [_path_line(card.path)]),
         ("asked", _asked_lines(card.asked)),
         ("facts", _facts_lines(card.facts)),
         ("checks", _check_lines(card.checks)),
@@ -142,21 +198,25 @@ def card_sections(card: ReceiptCard) -> list[Section]:
     return sections
 
 
+def _path_line(path: list[CardStep]) -> str:
+    return " → ".join(step.step.replace("_", " ") for step in path)
+
+
 def card_title(card: ReceiptCard) -> str:
     return f"receipt {card.card} · {card.status} · planned {card.planned_at}"
 
 
 def format_card(card: ReceiptCard) -> Panel:
-    body = Text()
-    for index, (title, lines) in enumerate(card_sections(card)):
-        if index:
-            body.append("\n")
-        body.append(f"{title}\n", style="bold")
-        for line in lines:
-            body.append(f"  {line}\n", style="yellow" if line.startswith("UNTRUSTED") else "")
+    """A card as a panel: section names in a column of their own, each line wrapping under itself."""
+    body = Table.grid(padding=(0, 1))
+    body.add_column(no_wrap=True, style="bold")
+    body.add_column(overflow="fold")
+    for title, lines in card_sections(card):
+        for index, line in enumerate(lines):
+            style = "yellow" if line.startswith("UNTRUSTED") else ""
+            body.add_row(title if index == 0 else "", Text(line, style=style))
     border = "green" if card.status in ("filled", "partially_filled") else "red" if _is_no(card) else "blue"
-    body.rstrip()
-    return Panel(body, title=Text(card_title(card)), border_style=border, expand=False)
+    return Panel(body, title=Text(card_title(card)), title_align="left", border_style=border, expand=False)
 
 
 def format_cards(cards: Iterable[ReceiptCard]) -> Group:
@@ -280,15 +340,19 @@ def _next_words(action: CardNext) -> str:
 
 
 def _is_no(card: ReceiptCard) -> bool:
-    return card.status in ("refused", "rejected", "declined", "cancelled", "outcome_unknown")
+    return card.status in (
+        "refused",
+        "rejected",
+        "declined",
+        "withdrawn",
+        "cancelled",
+        "outcome_unknown",
+        "never_executed",
+    )
 
 
 def _seqs(seqs: list[int]) -> str:
     return ", ".join(str(seq) for seq in seqs)
-
-
-def _short(plan_id: str | None) -> str:
-    return "" if plan_id is None else plan_id[:13] + "…"
 
 
 def _md_cell(text: str) -> str:
@@ -345,13 +409,34 @@ def anchor_record(anchor: Anchor) -> dict[str, Any]:
     return {"anchor": str(anchor), "seq": anchor.seq, "seal": anchor.seal}
 
 
-def format_kill_switch(state: KillSwitchState) -> str:
+def format_kill_switch(state: KillSwitchState, *, already: bool = False) -> str:
+    """The switch as one line; `already`: the human asked for the state it was in, so nothing changed."""
     if state.seq is None:
-        return "kill switch: off (never set)"
+        return (
+            "kill switch: already off (never set); nothing changed"
+            if already
+            else "kill switch: off (never set)"
+        )
     since = f" since {iso_utc(state.at)}" if state.at else ""
     reason = f": {state.reason}" if state.reason else ""
     effect = " (only reducing orders, cancels and lower leverage work)" if state.on else ""
-    return f"kill switch: {'on' if state.on else 'off'}{effect}, set by {state.by}{since}{reason} (journal seq {state.seq})"
+    word = ("already " if already else "") + ("on" if state.on else "off")
+    line = f"kill switch: {word}{effect}, set by {state.by}{since}{reason} (journal seq {state.seq})"
+    return line + ("; nothing changed" if already else "")
+
+
+def kill_switch_record(change: KillSwitchChange, *, asked: bool | None) -> dict[str, Any]:
+    """The switch as JSON-ready data: `changed` is false for status and for asking the state it was in."""
+    state = change.state
+    return {
+        "on": state.on,
+        "asked": None if asked is None else ("on" if asked else "off"),
+        "changed": change.changed,
+        "by": state.by,
+        "reason": state.reason,
+        "since": iso_utc(state.at) if state.at else None,
+        "journal_seq": state.seq,
+    }
 
 
 def format_confirmations(records: Sequence[ConfirmationRecord]) -> Table | str:
@@ -363,6 +448,22 @@ def format_confirmations(records: Sequence[ConfirmationRecord]) -> Table | str:
     for record in records:
         table.add_row(record.confirmation_id, record.tool, iso_utc(record.expires_at), Text(record.summary))
     return table
+
+
+def confirmation_record(record: ConfirmationRecord, now: datetime) -> dict[str, Any]:
+    """A parked action as JSON-ready data, exactly as it would run."""
+    return {
+        "confirmation_id": record.confirmation_id,
+        "status": record.status,
+        "tool": record.tool,
+        "summary": record.summary,
+        "action": record.action,
+        "expires_at": iso_utc(record.expires_at),
+        "seconds_left": max(int((record.expires_at - now).total_seconds()), 0),
+        "decided_by": record.decided_by,
+        "decided_at": iso_utc(record.decided_at) if record.decided_at else None,
+        "result": record.result,
+    }
 
 
 def format_confirmation(record: ConfirmationRecord, now: datetime) -> str:
@@ -388,15 +489,110 @@ def format_confirmation(record: ConfirmationRecord, now: datetime) -> str:
     return "\n".join(lines)
 
 
-def format_init(report: InitReport) -> str:
+def format_init(report: InitReport) -> RenderableType:
+    """What init did, and the limits now in force (the confirmation threshold included)."""
     policy = (
-        "created policy.json with the default policy (BTCUSDT, ETHUSDT, SOLUSDT; $100 caps, BTCUSDT $150; "
-        "a human above $50)"
+        "created policy.json with the default policy"
         if report.policy_created
         else "kept the existing policy.json (init never overwrites it)"
     )
     journal = "created journal/pilot.db" if report.journal_created else "journal/pilot.db already there"
-    return f"Pilot home {report.home}:\n  {policy}\n  {journal}\nCheck it with `pilot doctor --home {report.home}`."
+    head = Text(f"Pilot home {report.home}:\n  {policy}\n  {journal}")
+    limits: RenderableType = (
+        format_limits(report.policy, report.home / "policy.json")
+        if isinstance(report.policy, LoadedPolicy)
+        else format_problems(report.policy, report.home / "policy.json")
+    )
+    tail = Text(
+        f"Check it with `pilot doctor --home {report.home}`; connect an agent with "
+        f"`pilot serve --home {report.home}`."
+    )
+    return Group(head, limits, tail)
+
+
+def init_record(report: InitReport) -> dict[str, Any]:
+    return {
+        "home": str(report.home),
+        "policy_created": report.policy_created,
+        "journal_created": report.journal_created,
+        **policy_record(report.home / "policy.json", report.policy),
+    }
+
+
+def format_problems(issues: Sequence[PolicyIssue], path: Path) -> Text:
+    """Each problem with its fix, under a line saying what an invalid file means."""
+    text = Text()
+    text.append(f"{path} is invalid", style="red")
+    text.append(": risk-increasing orders are refused until it is fixed")
+    for issue in issues:
+        text.append("\n  ")
+        text.append(issue.path, style="bold")
+        text.append(f": {issue.problem}\n    fix: {issue.fix}")
+    return text
+
+
+def format_limits(loaded: LoadedPolicy, path: Path) -> Table:
+    """The effective limits for each allowed market, with what applies to all of them as the caption."""
+    policy = loaded.policy
+    confirm = policy.confirm
+    above = f"above ${plain(confirm.above_notional_usd)}" if confirm.above_notional_usd else "never by size"
+    actions = f" and for {', '.join(confirm.actions)}" if confirm.actions else ""
+    channel = "on" if confirm.cli_channel else "off"
+    table = Table(
+        title=f"{path}: valid, version {loaded.version[:19]}…",
+        caption=(
+            f"a human confirms orders {above}{actions} (CLI channel {channel}) · "
+            f"tradingState {policy.trading_state.value} · dailyOrderCap {policy.daily_order_cap} · "
+            f"planTtlSeconds {policy.plan_ttl_seconds}"
+        ),
+    )
+    for header in ("market", "position cap $", "order cap $", "max leverage", "min liq. %", "max slip. %"):
+        table.add_column(header, justify="left" if header == "market" else "right")
+    for symbol in policy.allowed_markets or ("(none allowed)",):
+        limits = policy.limits_for(symbol)
+        table.add_row(
+            symbol,
+            plain(limits.max_notional_usd),
+            plain(limits.max_order_notional_usd),
+            plain(limits.max_leverage),
+            plain(limits.min_liquidation_distance_pct),
+            plain(limits.max_slippage_pct),
+        )
+    return table
+
+
+def policy_record(path: Path, outcome: LoadedPolicy | Sequence[PolicyIssue]) -> dict[str, Any]:
+    """policy.json as JSON-ready data: valid with its limits per market, or each problem with its fix."""
+    if not isinstance(outcome, LoadedPolicy):
+        problems = [{"path": i.path, "problem": i.problem, "fix": i.fix} for i in outcome]
+        return {"policy": str(path), "valid": False, "problems": problems}
+    policy = outcome.policy
+    markets = {}
+    for symbol in policy.allowed_markets:
+        limits = policy.limits_for(symbol)
+        markets[symbol] = {
+            "max_notional_usd": plain(limits.max_notional_usd),
+            "max_order_notional_usd": plain(limits.max_order_notional_usd),
+            "max_leverage": plain(limits.max_leverage),
+            "min_liquidation_distance_pct": plain(limits.min_liquidation_distance_pct),
+            "max_slippage_pct": plain(limits.max_slippage_pct),
+        }
+    confirm = policy.confirm
+    return {
+        "policy": str(path),
+        "valid": True,
+        "version": outcome.version,
+        "trading_state": policy.trading_state.value,
+        "daily_order_cap": policy.daily_order_cap,
+        "plan_ttl_seconds": policy.plan_ttl_seconds,
+        "confirm": {
+            "above_notional_usd": plain(confirm.above_notional_usd) if confirm.above_notional_usd else None,
+            "actions": list(confirm.actions),
+            "cli_channel": confirm.cli_channel,
+            "pending_ttl_seconds": confirm.pending_ttl_seconds,
+        },
+        "markets": markets,
+    }
 
 
 def format_checks(checks: Sequence[Check]) -> str:

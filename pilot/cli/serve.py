@@ -1,8 +1,15 @@
-"""`pilot serve`: the MCP server over stdio (default) or Streamable HTTP on loopback with bearer tokens."""
+"""`pilot serve`: the MCP server over stdio (default) or Streamable HTTP on loopback with bearer tokens.
+
+It starts only in a Pilot home (see pilot/cli/home.py): outside one it refuses before creating anything.
+What it serves is said on stderr at start (stdout is the protocol over stdio): the home, the exchange, the
+tools and, over HTTP, the URL and how to get a token. Over HTTP each request is then one access line,
+unless --quiet.
+"""
 
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,23 +18,20 @@ import anyio
 import click
 
 from pilot.app.boot import EXCHANGES, StartupError, open_runtime
-from pilot.app.runtime import Runtime
+from pilot.app.runtime import Home, Runtime
 from pilot.app.upkeep import UPKEEP_SECONDS, upkeep
+from pilot.cli.home import home_option, resolve_home
+from pilot.cli.output import CliError
+from pilot.server.build import select_tools
 from pilot.server.http import DEFAULT_SESSION_IDLE_SECONDS, RemoteHostRefused, check_host, is_loopback
+from pilot.server.tool_sets import TOOL_SETS
 from pilot.store import StoreError
 
 log = logging.getLogger("pilot.serve")
 
 
 @click.command("serve")
-@click.option(
-    "--home",
-    envvar="PILOT_HOME",
-    default=".",
-    show_default=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder with policy.json and journal/.",
-)
+@home_option
 @click.option("--exchange", type=click.Choice(EXCHANGES), default="paper", show_default=True)
 @click.option(
     "--scenario",
@@ -45,9 +49,17 @@ log = logging.getLogger("pilot.serve")
     type=click.Path(file_okay=False, path_type=Path),
     help="Write every exchange request and answer here, redacted (no key, signature or secret).",
 )
+@click.option(
+    "--tools",
+    default="all",
+    show_default=True,
+    metavar="read|trade|all|NAMES",
+    help="Which tools to expose: read (no tool that changes anything), trade (planning, trading and the "
+    "reads its answers refer to), all, or tool names separated by commas.",
+)
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP only; loopback by default.")
-@click.option("--port", default=8765, show_default=True, type=int, help="HTTP only.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP only.")
 @click.option(
     "--allow-remote",
     is_flag=True,
@@ -60,31 +72,48 @@ log = logging.getLogger("pilot.serve")
     type=click.IntRange(min=1),
     help="HTTP only: forget a client session after this long without a request.",
 )
+@click.option("--quiet", is_flag=True, help="HTTP only: no access line per request (problems still show).")
 def command(
-    home: Path,
     exchange: str,
     scenario: Path | None,
     paper_url: str | None,
     record_dir: Path | None,
+    tools: str,
     transport: str,
     host: str,
     port: int,
     allow_remote: bool,
     session_idle_seconds: int,
+    quiet: bool,
 ) -> None:
     """Run Pilot's MCP server. An invalid policy.json does not stop it: growing orders are refused until fixed.
 
     The embedded paper exchange keeps its account in HOME/paper/ across restarts (`pilot sim reset --home`
     clears it); to share it between servers, run `pilot sim --home HOME` and give each `--paper-url`.
     """
-    http = HttpOptions(host, port, allow_remote, session_idle_seconds) if transport == "http" else None
+    try:
+        exposed = select_tools(tools)
+    except ValueError as error:
+        raise CliError("unknown_tools", str(error), "e.g. --tools read") from None
+    http = HttpOptions(host, port, allow_remote, session_idle_seconds, quiet) if transport == "http" else None
     try:
         if http is not None:
             check_host(host, allow_remote=allow_remote)
-        anyio.run(_serve, home, exchange, scenario, paper_url, record_dir, http)
-    except (StartupError, RemoteHostRefused) as error:
-        click.echo(f"pilot serve: cannot start: {error}", err=True)
-        sys.exit(2)
+    except RemoteHostRefused as error:
+        raise CliError("remote_host_refused", f"cannot start: {error}") from None
+    home = resolve_home(announce=False)  # refuses outside a home, before anything is created
+    listener = _listen(http) if http is not None else None
+    options = ServeOptions(home, exchange, scenario, paper_url, record_dir, tools, len(exposed), http)
+    _log_to_stderr(quiet)
+    try:
+        anyio.run(_serve, options, listener)
+    except StartupError as error:
+        raise CliError("cannot_start", f"cannot start: {error}") from None
+    except KeyboardInterrupt:
+        click.echo("pilot serve: stopped", err=True)
+    finally:
+        if listener is not None:
+            listener.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,38 +124,118 @@ class HttpOptions:
     port: int
     allow_remote: bool
     session_idle_seconds: int
+    quiet: bool = False
 
 
-async def _serve(
-    home: Path,
-    exchange: str,
-    scenario: Path | None,
-    paper_url: str | None,
-    record_dir: Path | None,
-    http: HttpOptions | None,
-) -> None:
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    home: Path
+    exchange: str
+    scenario: Path | None
+    paper_url: str | None
+    record_dir: Path | None
+    tools: str
+    tool_count: int
+    http: HttpOptions | None
+
+
+def _listen(http: HttpOptions) -> socket.socket:
+    """The HTTP socket, bound before anything starts, so a port in use is one line with its fix."""
+    family = socket.AF_INET6 if ":" in http.host.strip("[]") else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((http.host.strip("[]"), http.port))
+    except OSError as error:
+        listener.close()
+        raise CliError(
+            "cannot_listen",
+            f"cannot listen on {http.host}:{http.port}: {error.strerror or error}",
+            "choose another --port (another `pilot serve` may be using this one)",
+        ) from None
+    listener.listen(128)
+    return listener
+
+
+def _log_to_stderr(quiet: bool) -> None:
+    """Pilot's own lines on stderr with a time; one access line per HTTP request unless `quiet`."""
+    pilot = logging.getLogger("pilot")
+    if not any(getattr(handler, "pilot_serve", False) for handler in pilot.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
+        handler.pilot_serve = True  # type: ignore[attr-defined]
+        pilot.addHandler(handler)
+    pilot.setLevel(logging.INFO)
+    logging.getLogger("pilot.access").setLevel(logging.WARNING if quiet else logging.INFO)
+
+
+async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
     from pilot.server import build_server, serve_http
 
     async with (
         open_runtime(
-            home, exchange=exchange, scenario=scenario, paper_url=paper_url, record_dir=record_dir
+            options.home,
+            exchange=options.exchange,
+            scenario=options.scenario,
+            paper_url=options.paper_url,
+            record_dir=options.record_dir,
         ) as runtime,
         anyio.create_task_group() as tasks,
     ):
         tasks.start_soon(_upkeep, runtime)
-        if http is None:
-            await build_server(runtime).run_stdio_async()
+        http = options.http
+        tokens = len(await runtime.store.tokens.list()) if http is not None else 0
+        click.echo(format_banner(options, listener, tokens), err=True)
+        if http is None or listener is None:
+            await build_server(runtime, tools=options.tools).run_stdio_async()
         else:
-            if not is_loopback(http.host):
-                click.echo(f"pilot serve: serving on {http.host}, not loopback: keep TLS in front", err=True)
             await serve_http(
                 runtime,
                 http.host,
                 http.port,
+                listener,
                 allow_remote=http.allow_remote,
                 session_idle_seconds=http.session_idle_seconds,
+                tools=options.tools,
             )
         tasks.cancel_scope.cancel()
+
+
+def format_banner(options: ServeOptions, listener: socket.socket | None, tokens: int) -> str:
+    """What `pilot serve` says at start, on stderr: where, on which home and exchange, which tools."""
+    home = options.home
+    venue = options.exchange
+    if options.exchange == "paper":
+        venue += (
+            f" (attached to {options.paper_url})"
+            if options.paper_url
+            else f" (embedded; account in {Home(home).paper_state_path})"
+        )
+    tool_set = options.tools if options.tools in TOOL_SETS else "selected"
+    lines = [
+        f"  home:      {home}",
+        f"  exchange:  {venue}",
+        f"  tools:     {tool_set} ({options.tool_count})",
+    ]
+    http = options.http
+    if http is None or listener is None:
+        return "\n".join(["pilot serve: MCP over stdio", *lines])
+    bound_host, bound_port = listener.getsockname()[:2]
+    shown_host = f"[{bound_host}]" if ":" in bound_host else bound_host
+    url = f"http://{shown_host}:{bound_port}/mcp"
+    issue = f"pilot token issue NAME --home {home}"
+    token_line = (
+        f"{tokens} issued; clients send `Authorization: Bearer TOKEN`; a new one: {issue}"
+        if tokens
+        else f"none issued yet, so every request is refused: {issue}"
+    )
+    lines.append(f"  tokens:    {token_line}")
+    if not is_loopback(http.host):
+        lines.append(f"  WARNING:   serving on {http.host}, not loopback: keep TLS in front")
+    lines.append(
+        "  log:       no access lines (--quiet)" if http.quiet else "  log:       one line per request"
+    )
+    return "\n".join([f"pilot serve: MCP (Streamable HTTP) on {url}", *lines, "Press Ctrl+C to stop."])
 
 
 async def _upkeep(runtime: Runtime) -> None:

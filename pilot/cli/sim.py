@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from pilot.app.runtime import Home
+from pilot.cli.home import explicit_home, home_option
+from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.exchange.sim import (
     PaperExchange,
     ScenarioError,
@@ -34,6 +36,18 @@ def format_banner(paper: PaperExchange, home: Path | None = None) -> str:
     return "\n".join([*lines, "Press Ctrl+C to stop."])
 
 
+def banner_record(paper: PaperExchange, home: Path | None = None) -> dict[str, str | None]:
+    """The banner as JSON-ready data (`pilot sim --format json`)."""
+    return {
+        "url": paper.url,
+        "api_key": paper.api_key,
+        "api_secret": paper.api_secret,
+        "home": str(home) if home is not None else None,
+        "state": str(paper.state_path) if paper.state_path is not None else None,
+        "attach": f"pilot serve --home {home} --paper-url {paper.url}" if home is not None else None,
+    }
+
+
 def _reset_command(home: Path | None) -> str:
     return f"pilot sim reset --home {home}" if home is not None else "pilot sim reset --state"
 
@@ -45,16 +59,10 @@ STATE_OPTION = click.option(
     default=None,
     help="Keep the paper account (balances, positions, orders, prices) in this file across restarts.",
 )
-HOME_OPTION = click.option(
-    "--home",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Use this Pilot home's paper account (HOME/paper/state.json), the one `pilot serve --home` embeds.",
-)
 
 
 def _state_path(home: Path | None, state: Path | None, *, required: bool) -> Path | None:
-    """The state file named by --home or --state (not both)."""
+    """The state file named by --home (a Pilot home's paper account) or --state (not both)."""
     if home is not None and state is not None:
         raise click.UsageError("give --home or --state, not both")
     if home is not None:
@@ -75,31 +83,38 @@ def _state_path(home: Path | None, state: Path | None, *, required: bool) -> Pat
     "--port", type=int, default=0, show_default=True, help="TCP port on 127.0.0.1 (0: any free port)."
 )
 @STATE_OPTION
-@HOME_OPTION
+@home_option
+@format_option()
 @click.pass_context
 def command(
-    context: click.Context, scenario: Path | None, port: int, state: Path | None, home: Path | None
+    context: click.Context, scenario: Path | None, port: int, state: Path | None, output: str
 ) -> None:
     """Run the paper exchange on 127.0.0.1 until interrupted.
 
-    With --home, it serves that home's paper account, so several `pilot serve --home HOME --paper-url URL`
-    processes can share one account (one embedded exchange per home runs at a time).
+    With --home (only when given: it is optional here), it serves that home's paper account, the one
+    `pilot serve --home` embeds, so several `pilot serve --home HOME --paper-url URL` processes can share
+    one account (one embedded exchange per home runs at a time). Without --home or --state it keeps no
+    account: each start begins from the scenario.
     """
     if context.invoked_subcommand is not None:
         return
+    home = explicit_home()
     path = _state_path(home, state, required=False)
     try:
         paper = start_paper_exchange(scenario, port=port, state_path=path)
     except ScenarioError as error:
-        raise click.ClickException(f"scenario {scenario}: {error}") from None
+        raise CliError("bad_scenario", f"scenario {scenario}: {error}", "fix the scenario file") from None
     except StateInUse as error:
-        raise click.ClickException(
-            f"{error}: attach to it instead, or stop it before starting another"
+        raise CliError(
+            "paper_account_in_use", str(error), "attach to it instead, or stop it before starting another"
         ) from None
     except StateError as error:
         reset = f"pilot sim reset --home {home}" if home is not None else f"pilot sim reset --state {path}"
-        raise click.ClickException(f"{error}. Start afresh with: {reset}") from None
-    click.echo(format_banner(paper, home))
+        raise CliError("paper_account_unreadable", str(error), f"start afresh with `{reset}`") from None
+    if wants_json():
+        emit_json(banner_record(paper, home))
+    else:
+        click.echo(format_banner(paper, home))
     try:
         threading.Event().wait()
     except KeyboardInterrupt:
@@ -116,17 +131,23 @@ def command(
     default=None,
     help="The state file to clear; the next start begins from the scenario.",
 )
-@HOME_OPTION
-def reset(state: Path | None, home: Path | None) -> None:
+@home_option
+@format_option()
+def reset(state: Path | None, output: str) -> None:
     """Forget a paper account: a home's (--home) or a state file's (--state). Refused while one serves it."""
+    home = explicit_home()
     path = _state_path(home, state, required=True)
     assert path is not None
     again = f"pilot serve --home {home}" if home is not None else f"pilot sim --state {path}"
     try:
         cleared = reset_state(path)
     except StateInUse as error:
-        raise click.ClickException(f"{error}: stop it first, or it would write the account back") from None
-    if cleared:
+        raise CliError(
+            "paper_account_in_use", str(error), "stop it first, or it would write the account back"
+        ) from None
+    if wants_json():
+        emit_json({"home": str(home) if home else None, "state": str(path), "cleared": cleared})
+    elif cleared:
         click.echo(f"Cleared {path}: the next `{again}` starts from the scenario.")
     else:
         click.echo(f"Nothing to clear: {path} does not exist.")

@@ -114,7 +114,7 @@ async def test_a_second_process_cannot_embed_the_same_paper_account_and_is_told_
         reset = await pilot(*["sim", "reset", "--home", str(home)])
         assert [row["size"] for row in (await account(first))["get_positions"]] == ["-0.00031"]
     assert "--paper-url" in str(refused.value)
-    assert served.exit_code == 2 and reset.exit_code == 1
+    assert served.exit_code == 2 and reset.exit_code == 2
     assert Home(home).paper_state_path.read_bytes() == saved
 
     async with open_runtime(home, scenario=ARTICLE, clock=clock) as after:  # free again once it stopped

@@ -42,9 +42,10 @@ async def pilot(*args: str, input: str | None = None) -> Result:
 
 
 async def pilot_json(*args: str) -> Any:
+    """Run a command with --format json and return the one JSON document it printed on stdout."""
     result = await pilot(*args, "--format", "json")
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)
+    return json.loads(result.stdout)
 
 
 def edit_policy(home: Path, **changes: Any) -> None:

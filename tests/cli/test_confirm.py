@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -61,16 +62,59 @@ async def test_an_approved_order_runs_in_the_server_and_its_card_shows_the_cli_c
     await pilot("confirm", "approve", confirmation_id, "--home", str(home), input="y\n")
 
     [result] = await run_approved(runtime)
-    [card] = await pilot_json("journal", "--home", str(home), "--card", plan_id)
+    [card] = (await pilot_json("journal", "--home", str(home), "--card", plan_id))["cards"]
 
     assert result["status"] == "filled"
     assert card["status"] == "filled"
     assert [(c["channel"], c["verdict"]) for c in card["confirmations"]] == [
         ("cli", "parked"),
         ("cli", "approved"),
-        ("cli", "approved"),
     ]
+    assert [step["step"] for step in card["path"]] == ["planned", "parked", "approved", "sent", "filled"]
+    assert card["refusals"] == []
     assert card["sent"]["origin"] == "place_order (approved in the CLI)"
+
+
+async def test_a_parked_order_is_journaled_as_pending_not_as_refused(home: Path, runtime: Runtime) -> None:
+    edit_policy(home, confirm=CLI_CHANNEL)
+    plan_id, confirmation_id = await _parked(runtime)
+
+    [pending] = await runtime.store.journal.entries(kind=kinds.PLACE_PENDING)
+    [card] = (await pilot_json("journal", "--home", str(home), "--card", plan_id))["cards"]
+
+    assert await runtime.store.journal.entries(kind=kinds.PLACE_REFUSED) == []
+    assert pending.plan_id == plan_id and pending.data["confirmation_id"] == confirmation_id
+    assert card["status"] == "pending_confirmation" and card["refusals"] == []
+    assert [step["step"] for step in card["path"]] == ["planned", "parked"]
+
+
+async def test_a_confirmation_is_named_by_any_unique_prefix_of_its_id(home: Path, runtime: Runtime) -> None:
+    edit_policy(home, confirm=CLI_CHANNEL)
+    _, confirmation_id = await _parked(runtime)
+
+    shown = await pilot_json("confirm", "show", confirmation_id[:8], "--home", str(home))
+    rejected = await pilot_json("confirm", "reject", confirmation_id[:10], "--home", str(home))
+
+    assert shown["confirmation"]["confirmation_id"] == confirmation_id
+    assert rejected == {
+        "home": str(home),
+        "confirmation_id": confirmation_id,
+        "decision": "rejected",
+        "journal_seq": rejected["journal_seq"],
+    }
+    record = await runtime.store.confirmations.get(confirmation_id)
+    assert record is not None and record.status == "rejected"
+
+
+async def test_a_prefix_two_confirmations_share_is_refused_naming_them(home: Path, runtime: Runtime) -> None:
+    edit_policy(home, confirm=CLI_CHANNEL)
+    await _parked(runtime)
+    await _parked(runtime)
+
+    result = await pilot("confirm", "show", "cfm_", "--home", str(home), "--format", "json")
+
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"]["code"] == "ambiguous_id"
 
 
 async def test_answering_no_leaves_it_pending(home: Path, runtime: Runtime) -> None:
@@ -79,7 +123,7 @@ async def test_answering_no_leaves_it_pending(home: Path, runtime: Runtime) -> N
 
     result = await pilot("confirm", "approve", confirmation_id, "--home", str(home), input="n\n")
 
-    assert result.exit_code == 0
+    assert result.exit_code == 1  # the answer is no
     record = await runtime.store.confirmations.get(confirmation_id)
     assert record is not None and record.status == "pending"
 
@@ -91,7 +135,7 @@ async def test_reject_decides_without_a_prompt(home: Path, runtime: Runtime) -> 
     result = await pilot("confirm", "reject", confirmation_id, "--home", str(home))
     again = await pilot("confirm", "reject", confirmation_id, "--home", str(home))
 
-    assert result.exit_code == 0 and again.exit_code == 1
+    assert result.exit_code == 0 and again.exit_code == 2
     record = await runtime.store.confirmations.get(confirmation_id)
     assert record is not None and record.status == "rejected"
     assert (await runtime.store.journal.latest(kinds.CONFIRMATION)).data["approved"] is False  # type: ignore[union-attr]
@@ -113,9 +157,10 @@ async def test_approve_refuses_when_the_cli_channel_is_off(home: Path, runtime: 
     assert len(await runtime.store.journal.entries()) == before
 
 
-async def test_an_unknown_confirmation_exits_1(home: Path) -> None:
+async def test_an_unknown_confirmation_exits_2_with_its_code(home: Path) -> None:
     edit_policy(home, confirm=CLI_CHANNEL)
 
-    result = await pilot("confirm", "show", "cfm_nope", "--home", str(home))
+    result = await pilot("confirm", "show", "cfm_nope", "--home", str(home), "--format", "json")
 
-    assert result.exit_code == 1
+    assert result.exit_code == 2
+    assert json.loads(result.stdout)["error"]["code"] == "unknown_id"

@@ -47,9 +47,10 @@ def test_the_default_policy_is_the_repository_policy() -> None:
 
 
 async def test_doctor_passes_a_fresh_home_on_the_paper_exchange(home: Path) -> None:
-    checks = await pilot_json("doctor", "--home", str(home))
+    report = await pilot_json("doctor", "--home", str(home))
 
-    assert {check["name"]: check["ok"] for check in checks} == {
+    assert report["ok"] and report["home"] == str(home)
+    assert {check["name"]: check["ok"] for check in report["checks"]} == {
         "policy": True,
         "journal": True,
         "key": True,
@@ -63,20 +64,28 @@ async def test_doctor_flags_an_invalid_policy_with_its_fix(home: Path) -> None:
     result = await pilot("doctor", "--home", str(home), "--format", "json")
 
     assert result.exit_code == 1
-    failed = [check for check in json.loads(result.output) if not check["ok"]]
+    failed = [check for check in json.loads(result.stdout)["checks"] if not check["ok"]]
     assert {check["name"] for check in failed} == {"policy"}
     assert {check["detail"].split(":")[0] for check in failed} == {"maxLeverage", "dailyOrderCapp"}
     assert all(check["fix"] for check in failed)
     assert any("dailyOrderCap" in check["fix"] for check in failed)
 
 
-async def test_doctor_flags_a_missing_home_and_a_missing_key(tmp_path: Path) -> None:
-    result = await pilot("doctor", "--home", str(tmp_path), "--exchange", "bybit-demo", "--format", "json")
+async def test_doctor_outside_a_home_refuses_with_the_fix_and_creates_nothing(tmp_path: Path) -> None:
+    result = await pilot("doctor", "--home", str(tmp_path), "--format", "json")
+
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "not_a_home" and "pilot init" in error["fix"]
+    assert list(tmp_path.iterdir()) == []
+
+
+async def test_doctor_flags_a_missing_key(home: Path) -> None:
+    result = await pilot("doctor", "--home", str(home), "--exchange", "bybit-demo", "--format", "json")
 
     assert result.exit_code == 1
-    checks = {check["name"]: check for check in json.loads(result.output)}
-    assert not checks["policy"]["ok"] and "pilot init" in checks["policy"]["fix"]
-    assert not checks["journal"]["ok"] and not Home(tmp_path).database_path.exists()
+    checks = {check["name"]: check for check in json.loads(result.stdout)["checks"]}
+    assert checks["policy"]["ok"] and checks["journal"]["ok"]
     assert not checks["key"]["ok"] and "pilot keys add --exchange bybit-demo" in checks["key"]["fix"]
     assert not checks["exchange"]["ok"]
 
@@ -102,7 +111,7 @@ async def test_doctor_reports_a_damaged_database_as_a_failed_check_with_its_fix(
     result = await pilot("doctor", "--home", str(home), "--format", "json")
 
     assert result.exit_code == 1 and "Traceback" not in result.output
-    checks = {check["name"]: check for check in json.loads(result.output)}
+    checks = {check["name"]: check for check in json.loads(result.stdout)["checks"]}
     assert not checks["journal"]["ok"] and checks["journal"]["fix"]
     assert checks["policy"]["ok"]
 
@@ -116,7 +125,7 @@ async def test_doctor_reports_a_missing_journal_key_with_its_fix_and_creates_non
 
     result = await pilot("doctor", "--home", str(home), "--format", "json")
 
-    journal = {check["name"]: check for check in json.loads(result.output)}["journal"]
+    journal = {check["name"]: check for check in json.loads(result.stdout)["checks"]}["journal"]
     assert result.exit_code == 1
     assert not journal["ok"] and "PILOT_JOURNAL_KEY_FILE" in journal["fix"]
     assert not key.exists()
@@ -134,7 +143,7 @@ async def test_doctor_reports_restored_guards_now_and_on_every_later_run(home: P
     verify = await pilot_json("journal", "--home", str(home), "verify")
 
     for result in (first, second):
-        journal = {check["name"]: check for check in json.loads(result.output)}["journal"]
+        journal = {check["name"]: check for check in json.loads(result.stdout)["checks"]}["journal"]
         assert result.exit_code == 1 and not journal["ok"] and journal["fix"]
         assert "journal_no_delete" in journal["detail"] and "plans_forward_only" in journal["detail"]
     assert verify["ok"] and verify["count"] == 2  # the repair itself is a sealed entry

@@ -31,25 +31,26 @@ async def _refused_then_filled(runtime: Runtime) -> str:
 async def test_entries_list_as_json_and_filter_by_kind_prefix(home: Path, runtime: Runtime) -> None:
     plan_id = await _refused_then_filled(runtime)
 
-    everything = await pilot_json("journal", "--home", str(home))
-    orders = await pilot_json("journal", "--home", str(home), "--kind", "order")
-    one_plan = await pilot_json("journal", "--home", str(home), "--plan", plan_id)
-    newest = await pilot_json("journal", "--home", str(home), "--limit", "1")
+    everything = (await pilot_json("journal", "--home", str(home)))["entries"]
+    orders = (await pilot_json("journal", "--home", str(home), "--kind", "order"))["entries"]
+    one_plan = (await pilot_json("journal", "--home", str(home), "--plan", plan_id))["entries"]
+    by_prefix = (await pilot_json("journal", "--home", str(home), "--plan", plan_id[:9]))["entries"]
+    newest = (await pilot_json("journal", "--home", str(home), "--limit", "1"))["entries"]
 
     assert [e["kind"] for e in everything] == ["plan", "plan", "order.sent", "order.outcome"]
     assert [e["kind"] for e in orders] == ["order.sent", "order.outcome"]
-    assert {e["plan_id"] for e in one_plan} == {plan_id} and len(one_plan) == 3
+    assert {e["plan_id"] for e in one_plan} == {plan_id} and len(one_plan) == 3 and by_prefix == one_plan
     assert [e["seq"] for e in newest] == [4]
     assert everything[0]["summary"].startswith("refused: maxOrderNotionalUsd")
 
 
 async def test_time_bounds_select_entries_in_since_until(home: Path, runtime: Runtime) -> None:
     await _refused_then_filled(runtime)
-    entries = await pilot_json("journal", "--home", str(home))
+    entries = (await pilot_json("journal", "--home", str(home)))["entries"]
     second_at = entries[1]["at"]
 
-    later = await pilot_json("journal", "--home", str(home), "--since", second_at)
-    earlier = await pilot_json("journal", "--home", str(home), "--until", second_at)
+    later = (await pilot_json("journal", "--home", str(home), "--since", second_at))["entries"]
+    earlier = (await pilot_json("journal", "--home", str(home), "--until", second_at))["entries"]
 
     assert [e["seq"] for e in later] == [2, 3, 4]
     assert [e["seq"] for e in earlier] == [1]
@@ -60,9 +61,12 @@ async def test_card_of_a_filled_order_shows_what_was_checked_sent_filled_and_sea
 ) -> None:
     plan_id = await _refused_then_filled(runtime)
 
-    [card] = await pilot_json("journal", "--home", str(home), "--card", plan_id)
+    [card] = (await pilot_json("journal", "--home", str(home), "--card", plan_id))["cards"]
+    [by_prefix] = (await pilot_json("journal", "--home", str(home), "--card", plan_id[:12]))["cards"]
 
+    assert card == by_prefix
     assert card["card"] == plan_id and card["status"] == "filled"
+    assert [step["step"] for step in card["path"]] == ["planned", "sent", "filled"]
     assert card["asked"]["symbol"] == "BTCUSDT" and card["asked"]["qty"] == "0.0002"
     assert card["facts"]["bid"] and card["facts"]["policy_version"].startswith("sha256:")
     assert card["checks"]["passed"] and card["checks"]["violations"] == []
@@ -79,8 +83,8 @@ async def test_a_refused_plan_gets_a_card_with_its_numbers_and_next_safe_action(
 ) -> None:
     await _refused_then_filled(runtime)
 
-    cards = await pilot_json("journal", "--home", str(home), "--card", "--last", "2")
-    [by_seq] = await pilot_json("journal", "--home", str(home), "--card", "seq-1")
+    cards = (await pilot_json("journal", "--home", str(home), "--card", "--last", "2"))["cards"]
+    [by_seq] = (await pilot_json("journal", "--home", str(home), "--card", "seq-1"))["cards"]
 
     refused = cards[0]
     assert refused == by_seq
@@ -100,10 +104,10 @@ async def test_markdown_cards_and_an_unknown_plan(home: Path, runtime: Runtime) 
     plan_id = await _refused_then_filled(runtime)
 
     markdown = await pilot("journal", "--home", str(home), "--card", plan_id, "--format", "markdown")
-    unknown = await pilot("journal", "--home", str(home), "--card", "plan_nope")
+    unknown = await pilot("journal", "--home", str(home), "--card", "plan_nope", "--format", "json")
 
     assert markdown.exit_code == 0 and plan_id in markdown.output
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2 and json.loads(unknown.stdout)["error"]["code"] == "unknown_id"
 
 
 async def test_verify_counts_an_intact_chain(home: Path, runtime: Runtime) -> None:
@@ -112,6 +116,7 @@ async def test_verify_counts_an_intact_chain(home: Path, runtime: Runtime) -> No
     report = await pilot_json("journal", "--home", str(home), "verify")
 
     assert report == {
+        "home": str(home),
         "ok": True,
         "count": 4,
         "first_broken_seq": None,
@@ -154,13 +159,14 @@ async def test_an_anchor_kept_elsewhere_catches_a_deleted_tail_that_verify_alone
 
     alone = await pilot("journal", "--home", str(home), "verify", "--format", "json")
     anchored = await pilot("journal", "--home", str(home), "verify", "--anchor", anchor, "--format", "json")
-    kinds = [entry["kind"] for entry in await pilot_json("journal", "--home", str(home))]
+    kinds = [entry["kind"] for entry in (await pilot_json("journal", "--home", str(home)))["entries"]]
 
     # Opening restored the dropped trigger and journaled it (seq 3); the chain alone looks whole.
     assert kinds == ["plan", "plan", "store.repaired"]
-    assert alone.exit_code == 0 and json.loads(alone.output)["ok"] is True
+    assert alone.exit_code == 0 and json.loads(alone.stdout)["ok"] is True
     assert anchored.exit_code == 1
-    assert json.loads(anchored.output) == {
+    assert json.loads(anchored.stdout) == {
+        "home": str(home),
         "ok": False,
         "count": 3,
         "first_broken_seq": 4,
@@ -176,7 +182,7 @@ async def test_an_anchor_matches_while_the_journal_only_grows(home: Path, runtim
     for state in ("on", "off"):
         await pilot("kill-switch", state, "--home", str(home))
 
-    printed = anchor.output.splitlines()[0]
+    printed = anchor.stdout.splitlines()[0]
     result = await pilot_json("journal", "--home", str(home), "verify", "--anchor", printed)
 
     assert anchor.exit_code == 0 and printed.startswith("4:")
@@ -208,22 +214,26 @@ async def test_a_forged_kill_switch_off_fails_verify_and_is_not_obeyed(home: Pat
     result = await pilot("journal", "--home", str(home), "verify", "--format", "json")
     status = await pilot("kill-switch", "status", "--home", str(home))
 
-    assert result.exit_code == 1 and json.loads(result.output)["reason"] == "seal_mismatch"
+    assert result.exit_code == 1 and json.loads(result.stdout)["reason"] == "seal_mismatch"
     assert await runtime.kill_switch_on()
     assert status.exit_code == 0
 
 
 @pytest.mark.parametrize("command", [("journal",), ("journal", "verify"), ("journal", "anchor")])
-async def test_a_damaged_database_exits_2_with_one_line(home: Path, command: tuple[str, ...]) -> None:
+async def test_a_damaged_database_exits_2_with_its_code_and_no_traceback(
+    home: Path, command: tuple[str, ...]
+) -> None:
     database = Home(home).database_path
     for leftover in (database.with_name("pilot.db-wal"), database.with_name("pilot.db-shm")):
         leftover.unlink(missing_ok=True)
     database.write_bytes(b"not a database at all\n" * 200)
 
-    result = await pilot(*command, "--home", str(home))
+    text = await pilot(*command, "--home", str(home))
+    result = await pilot(*command, "--home", str(home), "--format", "json")
 
-    assert result.exit_code == 2
-    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+    assert text.exit_code == result.exit_code == 2
+    assert "Traceback" not in text.output and text.stdout == ""
+    assert json.loads(result.stdout)["error"]["code"] == "store_corrupt"
 
 
 async def test_a_missing_journal_key_exits_2_with_one_line_and_creates_no_key(
@@ -235,6 +245,6 @@ async def test_a_missing_journal_key_exits_2_with_one_line_and_creates_no_key(
 
     result = await pilot("journal", "verify", "--home", str(home))
 
-    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1
+    assert result.exit_code == 2 and result.stdout == "" and "Traceback" not in result.output
     assert "PILOT_JOURNAL_KEY_FILE" in result.output
     assert not key.exists()

@@ -90,7 +90,7 @@ def test_a_state_this_scenario_cannot_continue_is_refused(tmp_path):
     with pytest.raises(StateError, match="DOGEUSDT"):
         start_paper_exchange(state_path=foreign)
     result = CliRunner().invoke(main, ["sim", "--state", str(foreign)])
-    assert result.exit_code == 1 and "pilot sim reset --state" in result.output
+    assert result.exit_code == 2 and "pilot sim reset --state" in result.output
 
 
 def test_a_second_paper_exchange_on_a_state_file_in_use_is_refused_naming_the_first(tmp_path):

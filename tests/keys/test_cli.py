@@ -64,6 +64,8 @@ class Keys:
 
 @pytest.fixture
 def keys(home: Path, master_key_file: Path, paper: PaperExchange) -> Keys:
+    home.mkdir()
+    (home / "policy.json").write_text("{}")  # a home: the CLI acts only on one
     return Keys(home, paper)
 
 
@@ -85,14 +87,14 @@ def test_a_key_and_secret_can_come_from_stdin_for_scripts(keys: Keys) -> None:
 
 def test_a_key_with_transfer_and_withdraw_permissions_is_rejected_naming_them(keys: Keys) -> None:
     added = keys("add", input=f"{WIDE_KEY}\n{WIDE_SECRET}\n")
-    assert added.exit_code == 1
+    assert added.exit_code == 2
     assert "Wallet.AccountTransfer, Wallet.Withdraw" in added.output
     assert "No keys stored." in keys("show").output
 
 
 def test_a_key_the_exchange_does_not_know_is_refused(keys: Keys) -> None:
     added = keys("add", input="unknownKey00000009\nunknownSecret0000000000009\n")
-    assert added.exit_code == 1
+    assert added.exit_code == 2
     assert "Could not read the key's permissions" in added.output
     assert "No keys stored." in keys("show").output
 
@@ -120,7 +122,7 @@ def test_the_key_and_secret_are_never_written_to_disk_printed_or_logged(
     keys("replace", input=f"{NEXT_KEY}\n{NEXT_SECRET}\n")
     keys("show")
     keys("delete")
-    assert sum("Error" in output for output in keys.outputs) == 3
+    assert sum("  fix: " in output for output in keys.outputs) == 3
     files = [path for path in tmp_path.rglob("*") if path.is_file()]
     assert any(path.name == "keys.db" for path in files)
     for text in ALL_PLAINTEXT:
@@ -133,7 +135,7 @@ def test_the_key_and_secret_are_never_written_to_disk_printed_or_logged(
 def test_add_refuses_before_asking_for_a_secret_when_the_environment_has_a_key(keys: Keys) -> None:
     keys("add", input=f"{NARROW_KEY}\n{NARROW_SECRET}\n")
     again = keys("add", input=f"{NEXT_KEY}\n{NEXT_SECRET}\n")
-    assert again.exit_code == 1 and "pilot keys replace --exchange paper" in again.output
+    assert again.exit_code == 2 and "pilot keys replace --exchange paper" in again.output
     assert "API key" not in again.output
 
 
@@ -144,15 +146,23 @@ def test_a_master_key_readable_by_others_stops_add_before_the_prompt(
     keys("delete")
     master_key_file.chmod(0o640)
     refused = keys("add", input=f"{NARROW_KEY}\n{NARROW_SECRET}\n")
-    assert refused.exit_code == 1 and "API key" not in refused.output
+    assert refused.exit_code == 2 and "API key" not in refused.output
     assert str(master_key_file) in refused.output and "chmod 600" in refused.output
 
 
 def test_show_and_delete_on_an_empty_home_create_nothing(keys: Keys, home: Path) -> None:
-    assert keys("show").output == "No keys stored.\n"
+    assert keys("show").stdout == "No keys stored.\n"
     deleted = keys("delete")
-    assert deleted.exit_code == 1 and "pilot keys add --exchange paper" in deleted.output
-    assert not home.exists()
+    assert deleted.exit_code == 2 and "pilot keys add --exchange paper" in deleted.output
+    assert sorted(path.name for path in home.iterdir()) == ["policy.json"]
+
+
+def test_keys_outside_a_home_refuse_and_create_nothing(tmp_path: Path, master_key_file: Path) -> None:
+    outside = tmp_path / "not-a-home"
+    outside.mkdir()
+    shown = CliRunner().invoke(command, ["show", "--home", str(outside)])
+    assert shown.exit_code == 2 and "pilot init" in shown.output
+    assert list(outside.iterdir()) == []
 
 
 def test_mainnet_is_not_an_environment_the_cli_accepts(keys: Keys, home: Path) -> None:

@@ -1,0 +1,116 @@
+"""How every human command answers: `--format text|json`, one error type, and the exit codes.
+
+Exit codes, the same for every command (README, "The human's commands"):
+
+    0  done, or the check passed
+    1  the command ran and the answer is no: a check failed (doctor, policy check, journal verify),
+       nothing to anchor, or the human did not approve at the prompt
+    2  usage or environment: a bad option or argument, not a Pilot home, an unknown id or name, a name
+       already taken, a reason too long, a journal or key that cannot be used, a closed CLI channel
+
+A problem is a `CliError`: a stable `code`, one line saying what is wrong, and the fix. With `--format json`
+it is printed on stdout as `{"error": {"code", "message", "fix"}}`, so a script reading stdout always gets
+one JSON document; otherwise it is one line (and its fix) on stderr. No user error prints a traceback:
+the failures Pilot foresees (store, keys, policy, paper account) are turned into a CliError at the top
+(`PilotGroup.invoke`), and the commands raise CliError for their own.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Any
+
+import click
+
+FORMAT_KEY = "pilot.format"
+
+OK, CHECK_FAILED, USAGE = 0, 1, 2
+
+
+class CliError(click.ClickException):
+    """A user error (usage or environment, exit 2) with a stable code, what is wrong, and the fix."""
+
+    exit_code = USAGE
+
+    def __init__(self, code: str, message: str, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.fix = fix
+        self.output = "text"
+
+    def record(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "fix": self.fix}}
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        if self.output == "json":
+            click.echo(json.dumps(self.record(), indent=2))
+            return
+        click.echo(f"pilot: {self.message}", err=True)
+        if self.fix:
+            click.echo(f"  fix: {self.fix}", err=True)
+
+
+class CheckFailed(CliError):
+    """The command ran and the answer is no (exit 1): nothing to anchor, not approved at the prompt."""
+
+    exit_code = CHECK_FAILED
+
+
+def _remember_format(ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    ctx.meta[FORMAT_KEY] = "json" if value == "json" else "text"
+    return value
+
+
+def format_option(*extra: str, default: str = "text") -> Any:
+    """`--format text|json` (and any `extra` formats, such as markdown)."""
+    choices = ["text", "json", *extra]
+    return click.option(
+        "--format",
+        "output",
+        type=click.Choice(choices),
+        default=default,
+        show_default=True,
+        callback=_remember_format,
+        help="json: one document with stable keys, for scripts.",
+    )
+
+
+def wants_json() -> bool:
+    context = click.get_current_context(silent=True)
+    return context is not None and context.meta.get(FORMAT_KEY) == "json"
+
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, sort_keys=False))
+
+
+def current_format() -> str:
+    context = click.get_current_context(silent=True)
+    return context.meta.get(FORMAT_KEY, "text") if context is not None else "text"
+
+
+def translated(error: Exception) -> CliError | None:
+    """The CliError for a failure Pilot foresees (a human's mistake, store, keys, journal key), or None for a bug."""
+    from pilot.app.human import HumanError
+    from pilot.keys.errors import KeysError
+    from pilot.store import JournalKeyUnusable, StoreBusy, StoreCorrupt, StoreError, StoreFull
+
+    if isinstance(error, HumanError):
+        return CliError(error.code, error.problem, error.fix)
+    if isinstance(error, KeysError):
+        return CliError(error.code, error.problem, error.fix)
+    if isinstance(error, JournalKeyUnusable):
+        return CliError("journal_key_unusable", error.problem, error.fix)
+    if isinstance(error, StoreFull):
+        return CliError("store_full", str(error), "free disk space where the home is, then run it again")
+    if isinstance(error, StoreBusy):
+        return CliError("store_busy", str(error), "run it again in a moment")
+    if isinstance(error, StoreCorrupt):
+        return CliError(
+            "store_corrupt",
+            str(error),
+            "run `pilot doctor`; keep the file for inspection and restore a backup",
+        )
+    if isinstance(error, StoreError):
+        return CliError("store_error", f"the journal cannot be used: {error}", "run `pilot doctor`")
+    return None
