@@ -106,7 +106,8 @@ class ConfirmRule(_Frozen):
 
     above_notional_usd: Decimal | None = Field(default=None, alias="aboveNotionalUsd", gt=0)
     actions: tuple[str, ...] = Field(default=())
-    cli_channel: bool = Field(default=False, alias="cliChannel")
+    # Strict: "yes", "true", 1 are not the JSON boolean true; a switch that opens a channel takes only true.
+    cli_channel: bool = Field(default=False, alias="cliChannel", strict=True)
     pending_ttl_seconds: int = Field(default=300, alias="pendingTtlSeconds", ge=30, le=3600)
 
     @field_validator("actions")
@@ -249,7 +250,23 @@ def parse_policy(text: str) -> LoadedPolicy:
         policy = Policy.model_validate(raw)
     except ValidationError as error:
         raise PolicyInvalid(_at_most([_issue(detail) for detail in error.errors()])) from None
+    unused = _overrides_outside_allowed_markets(policy)
+    if unused:
+        raise PolicyInvalid(_at_most(unused))
     return LoadedPolicy(policy=policy, version=policy_version(policy))
+
+
+def _overrides_outside_allowed_markets(policy: Policy) -> list[PolicyIssue]:
+    """An override for a market not in allowedMarkets never lets an order open there: a typo or a leftover."""
+    return [
+        PolicyIssue(
+            f"markets.{_shown(symbol)}",
+            f"{_shown(symbol)} is not in allowedMarkets, so this override would never let an order open there",
+            f'add "{_shown(symbol)}" to allowedMarkets, or remove markets.{_shown(symbol)}',
+        )
+        for symbol in policy.markets
+        if symbol not in policy.allowed_markets
+    ]
 
 
 def _decoded(text: str) -> Any:
@@ -275,19 +292,57 @@ def _decoded(text: str) -> Any:
             object_pairs_hook=_object,
         )
     except json.JSONDecodeError as error:
-        raise PolicyInvalid(
-            [
-                PolicyIssue(
-                    f"line {error.lineno} column {error.colno}",
-                    f"not valid JSON: {error.msg}",
-                    "fix the JSON syntax (a missing comma or quote?)",
-                )
-            ]
-        ) from None
+        raise PolicyInvalid([syntax_issue(text, error)]) from None
     marked = list(_marked(raw, []))
     if marked:
         raise PolicyInvalid(_at_most(marked))
     return raw
+
+
+def syntax_issue(text: str, error: json.JSONDecodeError) -> PolicyIssue:
+    """A JSON syntax error where it really is (the comma before a "}", not the "}"), quoting that line."""
+    where, problem, fix = _real_problem(text, error)
+    line_number = text.count("\n", 0, where) + 1
+    line_start = text.rfind("\n", 0, where) + 1
+    line_end = text.find("\n", where)
+    line = text[line_start : line_end if line_end != -1 else len(text)].strip()
+    quoted = f": line {line_number} reads {_shown(line, 80)}" if line else ""
+    return PolicyIssue(
+        f"line {line_number} column {where - line_start + 1}", f"not valid JSON, {problem}{quoted}", fix
+    )
+
+
+def _real_problem(text: str, error: json.JSONDecodeError) -> tuple[int, str, str]:
+    """(position, what is wrong, the fix) for the JSON decoder's complaint at `error.pos`."""
+    at, message = error.pos, error.msg
+    here = text[at] if at < len(text) else ""
+    before = len(text[:at].rstrip()) - 1  # the last character before the complaint that is not blank
+    previous = text[before] if before >= 0 else ""
+    if here in "/#" and here:
+        return at, "a comment", "remove it: JSON has no comments"
+    if at >= len(text.rstrip()):
+        return max(before, 0), "the file ends too early", 'close every "{" and "[" it opens'
+    if here in "}]" and here and previous == ",":
+        return (
+            before,
+            f'a comma before the closing "{here}"',
+            "remove that comma: JSON allows none after the last item",
+        )
+    if message.startswith("Expecting ',' delimiter") and before >= 0:
+        return before + 1, "a comma is missing after this value", "add a comma at the end of this line"
+    if here == "'":
+        return at, "a single quote", "use double quotes: \"BTCUSDT\", not 'BTCUSDT'"
+    if message.startswith("Expecting property name") and here:
+        return at, "a key without double quotes", 'put every key in double quotes: "maxNotionalUsd": 25'
+    if message.startswith("Expecting value") and text[at:].startswith(("True", "False", "None")):
+        return at, "a Python constant", "JSON writes true, false and null in lower case"
+    if message.startswith("Unterminated string"):
+        return at, "a string is not closed", "add its closing double quote"
+    if message.startswith("Invalid control character"):
+        return at, "a line break or tab inside a string", "close the string on the line it starts on"
+    if message.startswith("Extra data"):
+        return at, "more after the end of the policy", 'remove it, or move it inside the outer "{ ... }"'
+    return at, message[:1].lower() + message[1:], "fix the JSON syntax at this point"
 
 
 def policy_too_large(size: str) -> PolicyIssue:
@@ -426,6 +481,8 @@ def _issue(detail: Any) -> PolicyIssue:
         fix = f"did you mean {close[0]!r}?" if close else f"remove it; known keys: {', '.join(EXAMPLES)}"
     elif kind == "missing":
         problem = "is required"
+    elif kind == "bool_type":
+        problem = f"must be true or false, without quotes (found {_shown(json.dumps(detail.get('input'), default=str), 60)})"
     else:
         problem = detail["msg"].removeprefix("Value error, ")
         found = detail.get("input")

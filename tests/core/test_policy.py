@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pilot.core.policy import EXAMPLES, MAX_POLICY_BYTES, Policy, PolicyInvalid, parse_policy
+from pilot.core.policy import EXAMPLES, MAX_POLICY_BYTES, Policy, PolicyInvalid, PolicyIssue, parse_policy
 
 
 def issues_of(text: str) -> dict[str, str]:
@@ -68,8 +68,68 @@ def test_invalid_json_names_line_and_column():
     assert any(path.startswith("line 1 column") for path in found)
 
 
+def _syntax(text: str) -> PolicyIssue:
+    with pytest.raises(PolicyInvalid) as caught:
+        parse_policy(text)
+    [issue] = caught.value.issues
+    return issue
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "line", "fixed"),
+    [
+        # The decoder complains at the "}"; the mistake is the comma on the line before.
+        (
+            '{\n  "maxLeverage": 3,\n  "dailyOrderCap": 20,\n}\n',
+            "line 3 column 22",
+            '"dailyOrderCap": 20,',
+            "remove",
+        ),
+        # The decoder complains at the next key; the comma is missing at the end of the line before.
+        (
+            '{\n  "maxLeverage": 3\n  "dailyOrderCap": 20\n}',
+            "line 2 column 19",
+            '"maxLeverage": 3',
+            "add a comma",
+        ),
+        ('{\n  "maxLeverage": 3, // three\n}', "line 2 column 21", '"maxLeverage": 3, // three', "comment"),
+        ("{\n  'maxLeverage': 3\n}", "line 2 column 3", "'maxLeverage': 3", "double quotes"),
+        ("{\n  maxLeverage: 3\n}", "line 2 column 3", "maxLeverage: 3", "double quotes"),
+        (
+            '{"confirm": {"cliChannel": True}}',
+            "line 1 column 28",
+            '{"confirm": {"cliChannel": True}}',
+            "lower case",
+        ),
+        ('{"allowedMarkets": ["BTCUSDT"', "line 1 column 29", '{"allowedMarkets": ["BTCUSDT"', "close every"),
+    ],
+)
+def test_a_json_syntax_error_points_at_the_real_mistake_and_quotes_its_line(text, where, line, fixed):
+    issue = _syntax(text)
+    assert issue.path == where
+    assert issue.problem.endswith(f"reads {line}")
+    assert fixed in issue.fix
+
+
+@pytest.mark.parametrize("value", ['"yes"', '"true"', "1", "0", '"false"', "null"])
+def test_a_switch_that_is_not_a_json_boolean_is_an_error_with_the_fix(value):
+    found = issues_of('{"confirm": {"cliChannel": ' + value + "}}")
+    assert set(found) == {"confirm.cliChannel"} and "false" in found["confirm.cliChannel"]
+
+
+def test_an_override_for_a_market_outside_allowed_markets_is_an_error_naming_both_fixes():
+    found = issues_of('{"allowedMarkets": ["ETHUSDT"], "markets": {"BTCUSDT": {"maxNotionalUsd": 150}}}')
+    assert set(found) == {"markets.BTCUSDT"}
+    assert (
+        "allowedMarkets" in found["markets.BTCUSDT"] and "remove markets.BTCUSDT" in found["markets.BTCUSDT"]
+    )
+
+
 def test_market_overrides_apply_to_their_market_only():
-    policy = parse_policy('{"maxNotionalUsd": 25, "markets": {"BTCUSDT": {"maxNotionalUsd": 50}}}').policy
+    policy = parse_policy(
+        '{"allowedMarkets": ["BTCUSDT", "ETHUSDT"], "maxNotionalUsd": 25,'
+        ' "markets": {"BTCUSDT": {"maxNotionalUsd": 50}}}'
+    ).policy
     assert policy.limits_for("BTCUSDT").max_notional_usd == Decimal(50)
     assert policy.limits_for("ETHUSDT").max_notional_usd == Decimal(25)
 
@@ -104,7 +164,8 @@ def test_a_repeated_key_is_an_error_naming_its_path_not_the_last_value_wins():
 
 def test_the_same_market_under_two_spellings_is_not_a_repeat():
     policy = parse_policy(
-        '{"markets": {"BTCUSDT": {"maxLeverage": 2}, "ETHUSDT": {"maxLeverage": 2}}}'
+        '{"allowedMarkets": ["BTCUSDT", "ETHUSDT"],'
+        ' "markets": {"BTCUSDT": {"maxLeverage": 2}, "ETHUSDT": {"maxLeverage": 2}}}'
     ).policy
     assert set(policy.markets) == {"BTCUSDT", "ETHUSDT"}
 
