@@ -55,7 +55,7 @@ def entry_summary(entry: JournalEntry) -> str:
         request = data.get("request") or {}
         return (
             f"sent {request.get('side')} {request.get('qty')} {request.get('symbol')} "
-            f"worst price {request.get('price')} ({request.get('orderLinkId')})"
+            f"worst price {request.get('price')}, client order id {request.get('orderLinkId')}"
         )
     if kind == "order.outcome":
         return _outcome_words(data)
@@ -159,7 +159,7 @@ def format_entries(entries: Sequence[JournalEntry], width: int = 120) -> Table:
         if also:
             summary.append(f" (also seq {_seqs(also)})", style="dim")
         if entry.plan_id and entry.plan_id != shown_plan:
-            summary.append(f"\nplan {entry.plan_id}", style="dim")
+            summary.append(f"\n{entry.plan_id}", style="dim")
         shown_plan = entry.plan_id or shown_plan
         table.add_row(str(entry.seq), entry.at.strftime(time_format), entry.kind, entry.actor, summary)
     return table
@@ -179,8 +179,12 @@ def format_entries_markdown(entries: Sequence[JournalEntry]) -> str:
 
 def card_sections(card: ReceiptCard) -> list[Section]:
     """The card as titled sections of plain lines; the rich and markdown forms both print these."""
+    last = card.path[-1]
+    when = f"planned {_when(card.planned_at)}" + (
+        f", last step {_when(last.at)}" if len(card.path) > 1 else ""
+    )
     sections: list[Section] = [
-        ("path", [_path_line(card.path)]),
+        ("path", [_path_line(card.path), when]),
         ("asked", _asked_lines(card.asked)),
         ("facts", _facts_lines(card.facts)),
         ("checks", _check_lines(card.checks)),
@@ -188,14 +192,19 @@ def card_sections(card: ReceiptCard) -> list[Section]:
     if card.refusals:
         sections.append(("refused", [line for r in card.refusals for line in _refusal_lines(r)]))
     if card.confirmations:
-        sections.append(("confirmation", [_confirmation_line(c) for c in card.confirmations]))
+        sections.append(("approval", [_confirmation_line(c) for c in card.confirmations]))
     sections.append(("sent", _sent_lines(card.sent)))
     sections.append(("exchange", _exchange_lines(card.exchange)))
     seal = card.seal
     sections.append(
-        ("sealed", [f"journal seq {seal.seq}, hash {seal.hash}", f"entries {_seqs(seal.entries)}"])
+        ("sealed", [f"by journal seq {seal.seq} (entries {_seqs(seal.entries)}), hash:", seal.hash])
     )
     return sections
+
+
+def _short_version(version: str | None) -> str:
+    """A policy version as the cards show it (the whole of it is in --format json)."""
+    return f"{version[:19]}…" if version and len(version) > 19 else str(version)
 
 
 def _path_line(path: list[CardStep]) -> str:
@@ -203,7 +212,17 @@ def _path_line(path: list[CardStep]) -> str:
 
 
 def card_title(card: ReceiptCard) -> str:
-    return f"receipt {card.card} · {card.status} · planned {card.planned_at}"
+    return f"receipt {card.card} · {card.status}"
+
+
+def _when(iso: str | None) -> str:
+    """An ISO time as the cards show it: to the second, in UTC."""
+    if not iso:
+        return "?"
+    try:
+        return datetime.fromisoformat(iso).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except ValueError:
+        return iso
 
 
 def format_card(card: ReceiptCard) -> Panel:
@@ -242,8 +261,8 @@ def _facts_lines(facts: CardFacts | None) -> list[str]:
     if facts is None:
         return ["no snapshot recorded"]
     return [
-        f"policy {facts.policy_version} · trading state {facts.trading_state}",
-        f"market data at {facts.market_data_at}: bid {facts.bid} / ask {facts.ask} / mark {facts.mark}",
+        f"policy {_short_version(facts.policy_version)} · trading state {facts.trading_state}",
+        f"market data at {_when(facts.market_data_at)}: bid {facts.bid} / ask {facts.ask} / mark {facts.mark}",
         f"position {facts.position_size} · equity ${facts.equity_usd} · orders today {facts.orders_today}",
     ]
 
@@ -268,7 +287,7 @@ def _violation_line(violation: CardViolation) -> str:
 
 
 def _refusal_lines(refusal: CardRefusal) -> list[str]:
-    head = f"{refusal.status} at {refusal.stage} ({refusal.at})"
+    head = f"{refusal.status} at {refusal.stage} ({_when(refusal.at)})"
     lines = [f"{head}: {refusal.detail}" if refusal.detail else head]
     if refusal.stage == "place":
         lines.extend(_violation_line(v) for v in refusal.violations)
@@ -279,7 +298,7 @@ def _refusal_lines(refusal: CardRefusal) -> list[str]:
 
 def _confirmation_line(confirmation: CardConfirmation) -> str:
     c = confirmation
-    line = f"{c.channel}: {c.verdict} by {c.actor} at {c.at}"
+    line = f"{c.channel}: {c.verdict} by {c.actor} at {_when(c.at)}"
     if c.changes:
         line += f" (changed since planning: {'; '.join(c.changes)})"
     return line
@@ -292,7 +311,8 @@ def _sent_lines(sent: CardSent | None) -> list[str]:
     return [
         f"{sent.side}{reduce} {sent.qty} {sent.symbol} {sent.order_type} "
         f"{sent.time_in_force}, worst price {sent.worst_price}",
-        f"client order id {sent.client_order_id} · by {sent.origin} at {sent.at}",
+        f"client order id {sent.client_order_id}",
+        f"by {sent.origin} at {_when(sent.at)}",
     ]
 
 
@@ -301,7 +321,7 @@ def _exchange_lines(answer: CardAnswer | None) -> list[str]:
         return ["no answer recorded"]
     lines = [_outcome_words(answer.model_dump())]
     if answer.order_id:
-        lines.append(f"exchange order id {answer.order_id} at {answer.at}")
+        lines.append(f"exchange order id {answer.order_id}, {_when(answer.at)}")
     if answer.detail:
         lines.append(f"Pilot says: {answer.detail}")
     if answer.untrusted_exchange_text:

@@ -158,14 +158,17 @@ def _listen(http: HttpOptions) -> socket.socket:
 
 
 def _log_to_stderr(quiet: bool) -> None:
-    """Pilot's own lines on stderr with a time; one access line per HTTP request unless `quiet`."""
-    pilot = logging.getLogger("pilot")
-    if not any(getattr(handler, "pilot_serve", False) for handler in pilot.handlers):
+    """Problems (warnings and errors, from any library) and Pilot's own lines on stderr with a time; one
+    access line per HTTP request unless `quiet`. Configured before the MCP SDK would set up its own
+    (INFO lines per session from every layer), which it then leaves alone."""
+    root = logging.getLogger()
+    if not any(getattr(handler, "pilot_serve", False) for handler in root.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
         handler.pilot_serve = True  # type: ignore[attr-defined]
-        pilot.addHandler(handler)
-    pilot.setLevel(logging.INFO)
+        root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger("pilot").setLevel(logging.INFO)
     logging.getLogger("pilot.access").setLevel(logging.WARNING if quiet else logging.INFO)
 
 

@@ -64,7 +64,9 @@ def build_server(runtime: Runtime, *, tools: Iterable[str] | str = "all") -> MCP
         ValueError: `tools` names an unknown set or tool.
     """
     exposed = select_tools(tools)
-    mcp = PilotServer(runtime, name="pilot", version="0.1.0", instructions=INSTRUCTIONS)
+    # WARNING: the SDK configures the root logger at this level if nothing did, and its INFO lines (one per
+    # session, request and tool call) are noise to whoever runs Pilot; `pilot serve` logs its own way.
+    mcp = PilotServer(runtime, name="pilot", version="0.1.0", instructions=INSTRUCTIONS, log_level="WARNING")
     register_market_tools(mcp, runtime)
     register_trading_tools(mcp, runtime, Resolvers(runtime))
     register_approval_tools(mcp, runtime)

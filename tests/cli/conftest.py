@@ -35,10 +35,10 @@ async def home(tmp_path: Path) -> Path:
     return tmp_path
 
 
-async def pilot(*args: str, input: str | None = None) -> Result:
+async def pilot(*args: str, input: str | None = None, env: dict[str, str | None] | None = None) -> Result:
     """Run the `pilot` command in a worker thread (each command runs its own event loop)."""
     runner = CliRunner()
-    return await anyio.to_thread.run_sync(lambda: runner.invoke(main, list(args), input=input))
+    return await anyio.to_thread.run_sync(lambda: runner.invoke(main, list(args), input=input, env=env))
 
 
 async def pilot_json(*args: str) -> Any:
