@@ -10,6 +10,7 @@ import anyio
 import click
 from rich.console import Console
 
+from pilot.cli.output import emit_json, format_option, wants_json
 from pilot.demo import DemoRun, run_demo
 from pilot.demo.story import EXPECTED_CARDS
 from pilot.demo.transcript import format_markdown, format_run
@@ -23,7 +24,8 @@ from pilot.demo.transcript import format_markdown, format_run
     help="Also write the transcript as markdown here (this is how DEMO.md is made).",
 )
 @click.option("--keep-home", is_flag=True, help="Keep the temporary home afterwards and print where it is.")
-def command(markdown_path: Path | None, keep_home: bool) -> None:
+@format_option()
+def command(markdown_path: Path | None, keep_home: bool, output: str) -> None:
     """Watch an agent get refused, re-plan, ask a human, stop when nothing fits, and meet the kill switch.
 
     Offline: a real MCP client over stdio to `pilot serve`, whose paper exchange runs on loopback, in a
@@ -39,13 +41,30 @@ def command(markdown_path: Path | None, keep_home: bool) -> None:
 
 
 def _report(run: DemoRun, markdown_path: Path | None, keep_home: bool) -> None:
-    Console().print(format_run(run))
+    if wants_json():
+        emit_json(run_record(run, keep_home))
+    else:
+        Console().print(format_run(run))
     if markdown_path is not None:
         markdown_path.write_text(format_markdown(run), encoding="utf-8")
-        click.echo(f"wrote {markdown_path}")
+        click.echo(f"wrote {markdown_path}", err=wants_json())
     if keep_home:
         click.echo(
-            f"the demo's home is kept: pilot journal --card --last {len(EXPECTED_CARDS)} --home {run.home}"
+            f"the demo's home is kept: pilot journal --card --last {len(EXPECTED_CARDS)} --home {run.home}",
+            err=wants_json(),
         )
     if not run.ok:
         raise SystemExit(1)
+
+
+def run_record(run: DemoRun, keep_home: bool) -> dict[str, object]:
+    """The run as JSON-ready data: whether every step behaved as shown, and each step's failure if any."""
+    return {
+        "ok": run.ok,
+        "seconds": round(run.seconds, 1),
+        "home": str(run.home) if keep_home else None,
+        "steps": [
+            {"number": step.number, "title": step.title, "ok": step.failure is None, "failure": step.failure}
+            for step in run.steps
+        ],
+    }

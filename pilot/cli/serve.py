@@ -72,7 +72,11 @@ log = logging.getLogger("pilot.serve")
     type=click.IntRange(min=1),
     help="HTTP only: forget a client session after this long without a request.",
 )
-@click.option("--quiet", is_flag=True, help="HTTP only: no access line per request (problems still show).")
+@click.option(
+    "--quiet",
+    is_flag=True,
+    help="Say only problems: no banner over stdio, no access line per HTTP request (the HTTP banner stays).",
+)
 def command(
     exchange: str,
     scenario: Path | None,
@@ -103,7 +107,7 @@ def command(
         raise CliError("remote_host_refused", f"cannot start: {error}") from None
     home = resolve_home(announce=False)  # refuses outside a home, before anything is created
     listener = _listen(http) if http is not None else None
-    options = ServeOptions(home, exchange, scenario, paper_url, record_dir, tools, len(exposed), http)
+    options = ServeOptions(home, exchange, scenario, paper_url, record_dir, tools, len(exposed), http, quiet)
     _log_to_stderr(quiet)
     try:
         anyio.run(_serve, options, listener)
@@ -137,6 +141,7 @@ class ServeOptions:
     tools: str
     tool_count: int
     http: HttpOptions | None
+    quiet: bool = False
 
 
 def _listen(http: HttpOptions) -> socket.socket:
@@ -174,6 +179,7 @@ def _log_to_stderr(quiet: bool) -> None:
 
 async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
     from pilot.server import build_server, serve_http
+    from pilot.server.stdio import run_stdio
 
     async with (
         open_runtime(
@@ -188,9 +194,10 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
         tasks.start_soon(_upkeep, runtime)
         http = options.http
         tokens = len(await runtime.store.tokens.list()) if http is not None else 0
-        click.echo(format_banner(options, listener, tokens), err=True)
+        if http is not None or not options.quiet:
+            click.echo(format_banner(options, listener, tokens), err=True)
         if http is None or listener is None:
-            await build_server(runtime, tools=options.tools).run_stdio_async()
+            await run_stdio(build_server(runtime, tools=options.tools))
         else:
             await serve_http(
                 runtime,

@@ -79,7 +79,7 @@ async def _play_story(home: Path) -> list[Step]:
     """Start `pilot serve` as an MCP host would and play each step until one differs from the story."""
     human, steps = Human(), list[Step]()
     server = StdioServerParameters(
-        command=sys.executable, args=["-m", "pilot", "serve", "--home", str(home)], cwd=str(home)
+        command=sys.executable, args=["-m", "pilot", "serve", "--home", str(home), "--quiet"], cwd=str(home)
     )
     try:
         with anyio.fail_after(STEP_TIMEOUT_SECONDS * (len(STORY) + 1)):

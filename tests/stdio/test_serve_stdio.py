@@ -108,3 +108,56 @@ async def test_a_client_that_quits_while_place_order_waits_leaves_the_send_journ
     assert [e.plan_id for e in sent] == [planned["plan_id"]]
     assert [(e.plan_id, e.data["status"]) for e in outcomes] == [(planned["plan_id"], "filled")]
     assert plan is not None and plan.outcome is not None and plan.outcome["status"] == "filled"
+
+
+def test_requests_written_before_stdin_closes_are_all_answered(tmp_path):
+    """A shell pipeline writes its requests and closes stdin at once; the SDK alone would cancel what was
+    still being handled. Every exchange read is held here for 300 ms, so plan_order is still running then."""
+    import subprocess
+
+    (tmp_path / "policy.json").write_text(json.dumps(POLICY))
+    scenario = json.loads(ARTICLE.read_text())
+    scenario["latencyMs"] = {"*": 300}
+    (tmp_path / "slow.json").write_text(json.dumps(scenario))
+    requests = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {
+                "name": "plan_order",
+                "arguments": {"symbol": "BTCUSDT", "side": "sell", "qty": "0.00031"},
+            },
+        },
+    ]
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pilot",
+            "serve",
+            "--home",
+            str(tmp_path),
+            "--scenario",
+            str(tmp_path / "slow.json"),
+        ],
+        input="".join(json.dumps(request) + "\n" for request in requests).encode(),
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    answers = {message["id"]: message for message in map(json.loads, done.stdout.splitlines())}
+    assert sorted(answers) == [1, 2, 3]
+    assert answers[3]["result"]["structuredContent"]["status"] == "ok"
