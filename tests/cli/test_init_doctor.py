@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import sqlite3
 import stat
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pilot.app.human import DEFAULT_POLICY
 from pilot.app.runtime import Home
-from pilot.core.policy import parse_policy
+from pilot.core.policy import Policy, parse_policy
 
 from .conftest import edit_policy, pilot, pilot_json
 
@@ -147,3 +149,49 @@ async def test_doctor_reports_restored_guards_now_and_on_every_later_run(home: P
         assert result.exit_code == 1 and not journal["ok"] and journal["fix"]
         assert "journal_no_delete" in journal["detail"] and "plans_forward_only" in journal["detail"]
     assert verify["ok"] and verify["count"] == 2  # the repair itself is a sealed entry
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def _readme_policy_table() -> dict[str, tuple[str, str]]:
+    """The README's policy.json reference: field -> (left out, `pilot init` writes), as written there."""
+    text = README.read_text(encoding="utf-8")
+    table = text[text.index("| Field | Left out | `pilot init` writes |") :].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        field = cells[0].split("`")[1]
+        rows[field] = (cells[1].strip("`"), cells[2].strip("`"))
+    return rows
+
+
+def _at(document: dict[str, Any], field: str) -> Any:
+    for part in field.split("."):
+        document = document[part]
+    return document
+
+
+def _same(value: Any, written: str) -> bool:
+    expected = json.loads(written)
+    if isinstance(expected, int | float) and not isinstance(expected, bool):
+        return Decimal(str(value)) == Decimal(str(expected))
+    return value == expected
+
+
+def test_the_readme_states_exactly_what_pilot_init_writes_and_what_a_left_out_field_means() -> None:
+    rows = _readme_policy_table()
+    written = json.loads(DEFAULT_POLICY)
+    left_out = Policy().to_canonical()
+
+    markets_left_out, markets_written = rows.pop("markets.SYMBOL.*")
+    assert markets_left_out == "none" and left_out["markets"] == {}
+    symbol, overrides = markets_written.split(": ", 1)
+    assert written["markets"] == {symbol: json.loads(overrides)}
+    assert set(rows) == {
+        *(key for key in written if key not in ("confirm", "markets")),
+        *(f"confirm.{key}" for key in written["confirm"]),
+    }
+    for field, (default, init) in rows.items():
+        assert _same(_at(written, field), init), (field, init)
+        assert _same(_at(left_out, field), default), (field, default)
