@@ -549,8 +549,9 @@ class Oracle:
         instrument = self.instrument(order)
         if instrument is None:
             return [order]
-        if instrument.spot:
-            return [order, replace(order, reduce_only=False)] if order.reduce_only else [order]
+        if instrument.spot:  # a reduce-only spot sell stands for a plain sell of what is held
+            plain_sell = order.reduce_only and order.side == "sell"
+            return [order, replace(order, reduce_only=False)] if plain_sell else [order]
         if not order.reduce_only and self.opposite(order):
             return [order, replace(order, reduce_only=True)]
         return [order]

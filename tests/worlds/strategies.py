@@ -60,7 +60,7 @@ class Market:
 @st.composite
 def markets(draw: st.DrawFn, base: str) -> Market:
     tick = draw(st.sampled_from(TICKS))
-    ticks = draw(log_int(100, 2_000_000))
+    ticks = draw(log_int(2_000, 2_000_000))  # a 0.5 % price band spans ten ticks or more
     bid = tick * ticks
     spread = draw(st.integers(1, 5))
     ask = bid + tick * spread
@@ -220,6 +220,20 @@ def worlds(draw: st.DrawFn) -> World:
                 )
                 if steps:
                     balances[base] = market.step * steps
+    # the account could have opened its positions: margin at their leverage and any loss are in the wallet
+    needed = sum(
+        (
+            h.size * h.avg_price / h.leverage
+            + max((h.avg_price - quotes[h.symbol].mark) * h.signed, Decimal(0))
+            for h in positions
+        ),
+        Decimal(0),
+    )
+    if needed:
+        headroom = draw(st.sampled_from([Decimal("1.2"), Decimal(2), Decimal(50)]))
+        balances["USDT"] = max(
+            balances["USDT"], (needed * headroom).to_integral_value(rounding="ROUND_CEILING")
+        )
     resting = []
     for _ in range(draw(st.integers(0, 3))):
         chosen = draw(st.sampled_from(instruments))
