@@ -48,7 +48,8 @@ CODES = frozenset(code.value for code in Code)
 CONFIRMATION_CODES = frozenset({"confirmationChannelUnavailable", "confirmationRequired"})
 FILLED = ("filled", "partially_filled", "open", "cancelled", "accepted")
 # Observations reported by the survey that do not fail the suite.
-NOTES = ("terminal-without-human", "cut-smaller-than-oracle", "other-next-tool")
+# A dust position may get a terminal answer (issue 12 allows it) where the oracle would close it as Bybit does.
+NOTES = ("terminal-without-human", "cut-smaller-than-oracle", "other-next-tool", "dust-close-not-offered")
 
 
 @dataclass
@@ -336,9 +337,12 @@ class WorldRun:
         if confirm is not None and confirm["status"] == "ok":
             self.stats["false nothing fits"] += 1
             self.fail(f"false-nothing-fits[{origin}: {rule}; witness {flavour}]", detail)
+        elif flavour == "dust-close":  # the issue allows a terminal answer for dust: noted, not failed
+            self.stats["dust close not offered"] += 1
+            self.fail(f"dust-close-not-offered[{origin}: {rule}]", detail)
         else:
             self.stats["oracle disagrees"] += 1
-            self.fail(f"nothing-fits-oracle-disagrees[{origin}: {rule}; witness {flavour}]", detail)
+            self.fail(f"nothing-fits-oracle-disagrees[{origin}: {rule}]", detail)
 
     def check_options(self, args: dict[str, Any], answer: dict[str, Any], oracle: Oracle) -> None:
         for option in (answer.get("next_safe_action") or {}).get("options") or []:

@@ -45,7 +45,8 @@ def summary(worlds: list[dict[str, Any]], examples: int = 1) -> str:
         f"loops (still a call after 2 hops): {stats['loops']}",
         f"terminal answers (tool null): {stats['terminal']}; false 'nothing fits' (confirmed by Pilot's own "
         f"plan of the oracle's witness): {stats['false nothing fits']}; oracle and Pilot disagree: "
-        f"{stats['oracle disagrees']}",
+        f"{stats['oracle disagrees']}; dust positions the oracle would close, answered terminal: "
+        f"{stats['dust close not offered']}",
         f"unknown symbols asked: {stats['unknown symbols']}; confirmation refusals at place: "
         f"{stats['confirmation refusals']}",
         "",

@@ -69,7 +69,9 @@ def markets(draw: st.DrawFn, base: str) -> Market:
     exponent = bid.adjusted()
     step = Decimal(1).scaleb(draw(st.integers(-4 - exponent, 1 - exponent)))
     min_steps = draw(st.sampled_from([1, 1, 1, 2, 5, 10, 100]))
-    max_steps = min_steps * draw(st.sampled_from([2, 5, 10, 100, 10_000, 1_000_000]))
+    # the largest order is worth from $50 (so positions above it happen) to $10M (Bybit's BTCUSDT: 100+ BTC)
+    largest = Decimal(draw(st.sampled_from([50, 1000, 100_000, 10_000_000])))
+    max_steps = max(min_steps * 2, int(largest / (step * bid)))
     return Market(base + "USDT", tick, Quote(bid, ask, mark), step, min_steps, max_steps)
 
 
@@ -144,12 +146,16 @@ def relative(draw: st.DrawFn, unit: Decimal) -> Decimal:
 
 @st.composite
 def policies(
-    draw: st.DrawFn, instruments: tuple[Instrument, ...], quotes: dict[str, Quote]
+    draw: st.DrawFn, instruments: tuple[Instrument, ...], quotes: dict[str, Quote], balance: Decimal
 ) -> dict[str, Any]:
     def unit_of(i: Instrument) -> Decimal:
         return max(i.min_qty * quotes[i.symbol].ask, i.min_notional, Decimal("0.01"))
 
     unit = unit_of(draw(st.sampled_from(instruments)))
+    leverage, distance = [1, 2, 3, 5, 10, 20], [0, 5, 20, 50]
+    if draw(st.integers(0, 3)) == 0:  # loose caps as large as the account: the exchange's margin binds first
+        unit = max(balance, Decimal(1)) * draw(st.sampled_from([2, 8, 15]))
+        leverage, distance = [20, 50, 100], [0, 0, 5]
     symbols = list(dict.fromkeys(i.symbol for i in instruments))
     allowed = [s for s in symbols if draw(st.integers(0, 4)) > 0]
     if draw(st.integers(0, 3)) == 0:
@@ -158,8 +164,8 @@ def policies(
         "allowedMarkets": allowed,
         "maxNotionalUsd": relative(draw, unit),
         "maxOrderNotionalUsd": relative(draw, unit),
-        "maxLeverage": Decimal(draw(st.sampled_from([1, 2, 3, 5, 10, 20]))),
-        "minLiquidationDistancePct": Decimal(draw(st.sampled_from([0, 5, 20, 50]))),
+        "maxLeverage": Decimal(draw(st.sampled_from(leverage))),
+        "minLiquidationDistancePct": Decimal(draw(st.sampled_from(distance))),
         "dailyOrderCap": draw(st.sampled_from([0, 1, 3, 20, 1000])),
         "maxSlippagePct": draw(st.sampled_from([Decimal("0.1"), Decimal("0.5"), Decimal(1), Decimal(3)])),
         "planTtlSeconds": 300,
@@ -240,7 +246,7 @@ def worlds(draw: st.DrawFn) -> World:
         resting.append(
             draw(resting_orders(chosen, quotes[chosen.symbol], by_symbol[chosen.symbol].min_steps))
         )
-    policy = draw(policies(tuple(instruments), quotes))
+    policy = draw(policies(tuple(instruments), quotes, balances["USDT"]))
     return World(tuple(instruments), quotes, policy, tuple(positions), balances, tuple(resting))
 
 
@@ -276,7 +282,12 @@ def sizes(draw: st.DrawFn, oracle: Oracle, order: Order, chosen: Instrument) -> 
     largest = oracle.largest(order)
     if largest is not None:
         options += ["largest", "largest"]
+    affordable = what_the_account_affords(oracle, order, chosen)
+    if affordable > 0:
+        options += ["affordable"]
     kind = draw(st.sampled_from(options))
+    if kind == "affordable":
+        return max(floor_steps(affordable, step) * step + step * draw(st.integers(-1, 3)), step)
     if kind == "small":
         return step * draw(st.integers(1, 3 * min_steps))
     if kind == "position":
@@ -289,6 +300,18 @@ def sizes(draw: st.DrawFn, oracle: Oracle, order: Order, chosen: Instrument) -> 
     if kind == "off_step":
         qty += step / 2
     return qty
+
+
+def what_the_account_affords(oracle: Oracle, order: Order, chosen: Instrument) -> Decimal:
+    """The size the exchange's balance allows: margin at the position's leverage, or the free spot coin."""
+    price = oracle.price(order)
+    if chosen.spot:
+        if order.side == "sell":
+            return oracle.account.wallet.get(chosen.base, Decimal(0)) - oracle.locked(chosen.base)
+        return (oracle.account.wallet.get("USDT", Decimal(0)) - oracle.locked("USDT")) / price
+    position = oracle.account.positions.get(chosen.symbol)
+    leverage = position.leverage if position is not None else Decimal(10)
+    return max(oracle.available_margin(), Decimal(0)) * leverage / price
 
 
 def limit_price(draw: st.DrawFn, chosen: Instrument, quote: Quote, side: str) -> Decimal:

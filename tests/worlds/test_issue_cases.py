@@ -318,7 +318,7 @@ async def test_a_market_order_on_spot_keeps_its_ioc_price_inside_the_price_band(
     scene = world(instruments=(BTC_SPOT,), policy={"maxSlippagePct": Decimal(1)}, balances=SPOT_HELD)
     async with open_world(scene, tmp_path) as run:
         oracle = run.oracle()
-        buy_limit, _ = oracle.band(BTC_SPOT)  # mark 80000 x 1.005 = 80400; ask x 1.01 is 80801.1
+        buy_limit, _ = oracle.band(BTC_SPOT)  # mark 80000 x 1.005 = 80400; ask x 1.01 is 80800.2
         planned = await run.plan(
             {"symbol": "BTCUSDT", "side": "buy", "qty": "0.001", "category": "spot"}, oracle
         )
