@@ -12,6 +12,7 @@ from decimal import Decimal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.worlds.conftest import ORACLE_EXAMPLES
 from tests.worlds.oracle import Account, OpenOrder, Oracle, Order, Position, floor_steps, liquidation_distance
 from tests.worlds.strategies import worlds
 from tests.worlds.world import Instrument, Quote, World
@@ -37,7 +38,7 @@ def starting_account(world: World, orders_today: int) -> Account:
     return Account(positions, {"USDT": Decimal(0), **world.balances}, orders, orders_today)
 
 
-@settings(max_examples=120)
+@settings(max_examples=ORACLE_EXAMPLES, deadline=None)
 @given(world=worlds(), data=st.data())
 def test_largest_is_the_largest_size_that_passes_when_every_size_is_tried(world, data):
     oracle = Oracle(world, starting_account(world, data.draw(st.integers(0, 3))))
