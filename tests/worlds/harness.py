@@ -350,7 +350,9 @@ class WorldRun:
                 continue
             option_args = option.get("args") or {}
             close = oracle.close_order(option_args.get("symbol", ""), option_args.get("category", "linear"))
-            if close is None or oracle.witness(close) is None:
+            # close_position first cancels the resting orders on its side that would reopen the position
+            cleared = oracle.without_resting(close) if close is not None else oracle
+            if close is None or cleared.witness(close) is None:
                 self.fail(
                     "dead-option[close_position]",
                     {"args": args, "facts": oracle.facts(Order.of(args)), "answer": brief(answer)},

@@ -156,6 +156,7 @@ class Order:
     order_type: str  # "market" | "limit"
     price: Decimal | None = None
     reduce_only: bool = False
+    closing: bool = False  # planned by close_position, whose plan no notional threshold holds back
 
     @property
     def sign(self) -> int:
@@ -203,10 +204,12 @@ class Miss:
 class Oracle:
     """What passes on one world's instruments, its policy, and the account as it is now."""
 
-    def __init__(self, world: World, account: Account) -> None:
+    def __init__(self, world: World, account: Account, *, reaches_human: bool = False) -> None:
         self.world = world
         self.policy = PolicyRules(world.policy)
         self.account = account
+        # The worlds' client shows no forms: only the CLI channel reaches a human from it.
+        self.reaches_human = reaches_human or bool((world.policy.get("confirm") or {}).get("cliChannel"))
 
     # --- facts ------------------------------------------------------------------------------------
 
@@ -246,6 +249,29 @@ class Oracle:
             ),
             ZERO,
         )
+
+    def without_resting(self, order: Order) -> Oracle:
+        """The same world with the resting orders on the order's side (its symbol and category) gone."""
+        kept = tuple(
+            o
+            for o in self.account.open_orders
+            if not (o.category == order.category and o.symbol == order.symbol and o.side == order.side)
+        )
+        return Oracle(self.world, replace(self.account, open_orders=kept), reaches_human=self.reaches_human)
+
+    def elsewhere(self, order: Order) -> Decimal:
+        """The same coin in the other category (spot held for a linear order, the perpetual for a spot one),
+        at its worst case with that market's resting orders: maxNotionalUsd caps the coin's gross exposure."""
+        other = replace(order, category="spot" if order.category == "linear" else "linear")
+        if self.instrument(other) is None and other.category == "linear":
+            return ZERO
+        if other.category == "spot":
+            base = self.instrument(order).base if self.instrument(order) is not None else ""
+            held = self.account.wallet.get(base, ZERO)
+        else:
+            held = self.held(other)
+        buys, sells = self.pending(other, "buy"), self.pending(other, "sell")
+        return max(abs(held + buys), abs(held - sells))
 
     def usd_price(self, coin: str) -> Decimal:
         if coin in ("USDT", "USDC", "USD"):
@@ -345,9 +371,18 @@ class Oracle:
         return held != 0 and (held > 0) != (order.side == "buy")
 
     def reducing(self, order: Order, qty: Decimal) -> bool:
+        """Whether the order can only shrink the worst case: with every resting order on one side filled.
+
+        A reduce-only order stops at zero, but resting orders on its side then act from there: it shrinks
+        the worst case only when the position it leaves, plus them, is no larger than the worst case now.
+        """
+        held = self.held(order)
         if order.reduce_only:
-            return True
-        return self.opposite(order) and qty + self.pending(order) <= abs(self.held(order))
+            left = ZERO if qty >= abs(held) else held + order.sign * qty
+            after = left + order.sign * self.pending(order)
+            worst_now = max(abs(held + self.pending(order, "buy")), abs(held - self.pending(order, "sell")))
+            return abs(after) <= worst_now
+        return self.opposite(order) and qty + self.pending(order) <= abs(held)
 
     def dust_close_qty(self, order: Order) -> Decimal | None:
         """The reduce-only size that closes a position below the minimum order (capped by the exchange)."""
@@ -400,6 +435,10 @@ class Oracle:
         if not reducing:
             out.extend(self._cap_misses(order, instrument, qty, limits, held, pending, worst))
         out.extend(self._exchange_misses(order, instrument, qty, price, held))
+        if not order.closing and not self.reaches_human and rules.needs_human("place_order", qty * worst):
+            out.append(
+                Miss("confirm", "aboveNotionalUsd", f"{plain(qty * worst)} needs a human, none reachable")
+            )
         return out
 
     def _cap_misses(
@@ -426,11 +465,13 @@ class Oracle:
                     f"{plain(order_notional)} > {plain(limits.max_order_notional)}",
                 )
             )
-        after = held + order.sign * (qty + pending)
+        left = ZERO if order.reduce_only and qty >= abs(held) else held + order.sign * qty  # stops at zero
+        after = left + order.sign * pending
         after_notional = abs(after) * worst
-        if after_notional > limits.max_notional:
+        coin_notional = (abs(after) + self.elsewhere(order)) * worst
+        if coin_notional > limits.max_notional:
             out.append(
-                Miss("cap", "maxNotionalUsd", f"{plain(after_notional)} > {plain(limits.max_notional)}")
+                Miss("cap", "maxNotionalUsd", f"{plain(coin_notional)} > {plain(limits.max_notional)}")
             )
         if instrument.spot:
             return out
@@ -577,8 +618,10 @@ class Oracle:
         if held == 0 or self.instrument(probe) is None:
             return None
         if category == "spot":
-            return probe if held > 0 else None
-        return Order(symbol, category, "sell" if held > 0 else "buy", "market", reduce_only=True)
+            return Order(symbol, category, "sell", "market", closing=True) if held > 0 else None
+        return Order(
+            symbol, category, "sell" if held > 0 else "buy", "market", reduce_only=True, closing=True
+        )
 
     # --- what a finding shows ---------------------------------------------------------------------
 
