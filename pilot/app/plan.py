@@ -16,7 +16,7 @@ from pilot.app.runtime import PolicyView, Runtime
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
 from pilot.core.evaluate import Evaluation, evaluate
-from pilot.core.facts import Facts, OrderIntent, OrderType
+from pilot.core.facts import Facts, OrderIntent, OrderType, Side
 from pilot.core.sizing import qty_for_notional
 from pilot.core.valuation import floor_to_step, price_on_tick, worst_fill_price
 from pilot.core.violations import NextAction, Violation, plain
@@ -160,11 +160,11 @@ def _rounded(request: PlanRequest, facts: Facts, view: PolicyView) -> OrderInten
     """Quantities floor to the lot step; a limit price rounds to the tick on the safe side; notional -> qty.
 
     Spot has no reduce-only orders (Bybit refuses the flag there): a reduce-only spot sell is planned as a
-    plain sell, which the checks keep to the coin held.
+    plain sell, which the checks keep to the coin held; a reduce-only spot buy has nothing to reduce.
     """
     order, rules = facts.order, facts.rules
-    if order.category == "spot" and order.reduce_only:
-        order = replace(order, reduce_only=False)
+    if order.category == "spot" and order.reduce_only and order.side is Side.SELL:
+        order = replace(order, reduce_only=False)  # a reduce-only spot buy reduces nothing: refused as such
     if rules is None:
         return order
     price = order.limit_price

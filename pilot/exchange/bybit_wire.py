@@ -219,7 +219,10 @@ def account_balance(result: Row) -> AccountBalance:
     return AccountBalance(
         total_equity_usd=dec(account.get("totalEquity"), Decimal(0)),
         coins=coins,
-        available_usd=maybe_dec(account.get("totalAvailableBalance")),
+        # "" when the account mode has none; "0" is nothing available, not an unset value
+        available_usd=dec(account.get("totalAvailableBalance"))
+        if account.get("totalAvailableBalance")
+        else None,
     )
 
 
