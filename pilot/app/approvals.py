@@ -163,7 +163,9 @@ def refusal_of(verdict: Verdict, *, again: NextAction) -> Refusal | None:
     if isinstance(verdict, Approved):
         return None
     if isinstance(verdict, Declined):
-        stop = NextAction.stop("declined by the human; do not retry it")
+        stop = NextAction.stop(
+            "declined by the human; do not retry it", human="nothing: a human already said no to this"
+        )
         return Refusal("declined", "the human did not approve; nothing was sent", next_safe_action=stop)
     if isinstance(verdict, Parked):
         return Refusal(

@@ -66,7 +66,7 @@ async def open_runtime(
         key_check = _key_check(home, exchange) if stored_key else None
         runtime = assemble_runtime(home, store, adapter, clock, environment=exchange, key_check=key_check)
         stack.push_async_callback(runtime.gate.drain)  # runs first: sends whose client left finish
-        await upkeep(runtime)  # sends a stopped server left unsettled are looked up before any judgement
+        await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
         yield runtime
 
 

@@ -15,12 +15,15 @@ from pilot.app.responses import Snapshot
 from pilot.app.runtime import PolicyView, Runtime
 from pilot.core.facts import (
     NO_PENDING,
+    UNLIMITED,
     Facts,
+    Funds,
     InstrumentRules,
     OrderIntent,
     OrderType,
     PendingOrders,
     Position,
+    PriceBand,
     Side,
     Touch,
     TradingState,
@@ -62,6 +65,8 @@ class _Market:
     other_position: Position | None
     other_pending: PendingOrders | None
     hedged: UnsupportedPositionMode | None = None
+    listed: bool = True
+    band: PriceBand | None = None
 
 
 OTHER_CATEGORY = {"linear": "spot", "spot": "linear"}
@@ -131,31 +136,45 @@ async def _market(
     runtime: Runtime, category: str, symbol: str, now: datetime, unsettled: list[Send]
 ) -> _Market:
     exchange = runtime.exchange
-    rules, touch, position, pending, other_pending = await asyncio.gather(
-        _maybe(exchange.get_instrument(category, symbol)),
+    other = OTHER_CATEGORY[category]
+    reads = asyncio.gather(
+        _instrument(runtime, category, symbol),
         _maybe(exchange.get_touch(category, symbol)),
-        _position(runtime, symbol),
+        _position(runtime, symbol),  # the perpetual's: the order's own for linear, the other one for spot
         pending_orders(runtime, category, symbol, now, unsettled),
-        _other_pending(runtime, OTHER_CATEGORY[category], symbol, now, unsettled),
+        _instrument(runtime, other, symbol),
+        pending_orders(runtime, other, symbol, now, unsettled),
     )
+    (rules, touch, position, pending, other_listed, other_pending), band = await asyncio.gather(
+        reads, _maybe(exchange.get_price_band(category, symbol))
+    )
+    if other_listed is UNLISTED:  # no such market in the other category: nothing of the coin there
+        other_pending = NO_PENDING
+        if category == "spot":
+            position = Position.flat(symbol)
+    elif other_listed is None:
+        other_pending = None
+    listed = rules is not UNLISTED
+    known = rules if isinstance(rules, InstrumentRules) else None
+    limits = PriceBand(band.buy_limit, band.sell_limit) if band is not None else None
     if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
-        return _Market(rules, touch, None, pending, None, other_pending, position)
+        return _Market(known, touch, None, pending, None, other_pending, position, listed, limits)
     if category == "spot":  # the perpetual of the same coin is the spot order's other category
-        return _Market(rules, touch, None, pending, position, other_pending)
-    return _Market(rules, touch, position, pending, None, other_pending)
+        return _Market(known, touch, None, pending, position, other_pending, None, listed, limits)
+    return _Market(known, touch, position, pending, None, other_pending, None, listed, limits)
 
 
-async def _other_pending(
-    runtime: Runtime, category: str, symbol: str, now: datetime, unsettled: list[Send]
-) -> PendingOrders | None:
-    """Pending orders of the same symbol in the other category; none where that market does not exist."""
+UNLISTED = object()  # the exchange answered that it has no such instrument
+
+
+async def _instrument(runtime: Runtime, category: str, symbol: str) -> InstrumentRules | object | None:
+    """The instrument's rules; UNLISTED when the exchange says there is none; None when it could not say."""
     try:
-        await runtime.exchange.get_instrument(category, symbol)
-    except ExchangeRejected:  # a definite no: there is no such market, so nothing can be pending there
-        return NO_PENDING
+        return await runtime.exchange.get_instrument(category, symbol)
+    except ExchangeRejected as refused:
+        return UNLISTED if refused.family in ("not_found", "params") else None
     except ExchangeError:
         return None
-    return await pending_orders(runtime, category, symbol, now, unsettled)
 
 
 async def _position(runtime: Runtime, symbol: str) -> Position | UnsupportedPositionMode | None:
@@ -190,7 +209,24 @@ def _facts(order: OrderIntent, account: _Account, market: _Market, now: datetime
         now=now,
         pending=market.pending,
         elsewhere=elsewhere,
+        listed=market.listed,
+        band=market.band,
+        funds=_funds(market.rules, account.balance),
     )
+
+
+def _funds(rules: InstrumentRules | None, balance: AccountBalance | None) -> Funds | None:
+    """What the account may spend: None when the balance could not be read (growing orders fail closed).
+
+    An available balance the exchange does not report (some account modes) is not checked: the exchange
+    itself refuses an order it cannot fund, as a definite rejection.
+    """
+    if balance is None:
+        return None
+    available = balance.available_usd if balance.available_usd is not None else UNLIMITED
+    if rules is None:
+        return Funds(available, UNLIMITED, UNLIMITED)
+    return Funds(available, balance.free(rules.quote_coin), balance.free(rules.base))
 
 
 def snapshot(view: PolicyView, facts: Facts) -> Snapshot:

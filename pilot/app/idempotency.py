@@ -50,9 +50,15 @@ async def idempotent(
 def _refusal(key: str, conflict: bool, first_tool: str) -> Refusal:
     if conflict:
         detail = f"idempotency key {key!r} was first used by {first_tool} with other arguments"
-        code, next_action = Code.IDEMPOTENCY_CONFLICT, NextAction.stop("use a new key for a different call")
+        code = Code.IDEMPOTENCY_CONFLICT
+        next_action = NextAction.stop(
+            "use a new key for a different call", human="nothing: a new key is the agent's to choose"
+        )
     else:
         detail = f"the first call with idempotency key {key!r} is still running"
         code = Code.IDEMPOTENCY_IN_PROGRESS
-        next_action = NextAction.stop("wait for the first call's answer; do not repeat it with a new key")
+        next_action = NextAction.stop(
+            "wait for the first call's answer; do not repeat it with a new key",
+            human="nothing: the first call answers when it ends",
+        )
     return Refusal.of(violation(code, "one call per key", key, detail, next_action), detail)

@@ -35,6 +35,7 @@ GIVE_UP_AFTER = timedelta(minutes=5)
 NEVER_EXECUTED = "never_executed"
 # Outcomes after which the journal knows what became of a send (outcome_unknown and accepted are not).
 SETTLING = frozenset({"filled", "partially_filled", "cancelled", "rejected", "open"})
+RESTING = frozenset({"New", "PartiallyFilled", "Untriggered", "Created"})  # Bybit orderStatus on the book
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +86,11 @@ async def pending_orders(
     for send in mine:
         if send.order_link_id in listed:
             await _settle(runtime, send, listed[send.order_link_id])
-    for send in await _look_up(runtime, [s for s in mine if s.order_link_id not in listed], now):
+    unknown, found = await _look_up(runtime, [s for s in mine if s.order_link_id not in listed], now)
+    for order in found:  # shown by the lookup but not by the list read before it: still resting, perhaps
+        if order.status in RESTING and not order.reduce_only:
+            pending[order.side] = pending.get(order.side, Decimal(0)) + (order.qty - order.cum_exec_qty)
+    for send in unknown:
         if not send.reduce_only:
             pending[send.side] = pending.get(send.side, Decimal(0)) + send.qty
     return PendingOrders(buy_qty=pending["Buy"], sell_qty=pending["Sell"])
@@ -110,29 +115,35 @@ async def settle_sends(runtime: Runtime) -> int:
     by_market: dict[tuple[str, str], list[Send]] = defaultdict(list)
     for send in await unsettled_sends(runtime, now):
         by_market[(send.category, send.symbol)].append(send)
-    remaining = await asyncio.gather(*(_look_up(runtime, sends, now) for sends in by_market.values()))
-    return sum(len(sends) for sends in remaining)
+    looked = await asyncio.gather(*(_look_up(runtime, sends, now) for sends in by_market.values()))
+    return sum(len(unknown) for unknown, _ in looked)
 
 
-async def _look_up(runtime: Runtime, sends: list[Send], now: datetime) -> list[Send]:
-    """Look each send up by its client order id; settle the ones found (or given up); return the rest."""
+async def _look_up(
+    runtime: Runtime, sends: list[Send], now: datetime
+) -> tuple[list[Send], list[ExchangeOrder]]:
+    """Look each send up by its client order id; settle the ones found (or given up).
+
+    Returns the sends still unknown, and the orders found.
+    """
     if not sends:
-        return []
+        return [], []
     exchange = runtime.exchange
     found = await asyncio.gather(
         *(exchange.find_order(s.category, s.symbol, s.order_link_id) for s in sends), return_exceptions=True
     )
-    unknown = []
+    unknown, orders = [], []
     for send, order in zip(sends, found, strict=True):
         if isinstance(order, ExchangeOrder):
             await _settle(runtime, send, order)
+            orders.append(order)
         elif order is None and now - send.sent_at >= GIVE_UP_AFTER:
             await _settle(runtime, send, None)
         elif isinstance(order, BaseException) and not isinstance(order, ExchangeError):
             raise order
         else:
             unknown.append(send)
-    return unknown
+    return unknown, orders
 
 
 async def _settle(runtime: Runtime, send: Send, order: ExchangeOrder | None) -> None:

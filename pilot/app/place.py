@@ -191,7 +191,9 @@ def _replan(payload: PlanPayload) -> NextAction:
 def _lifecycle_refusal(claim: ClaimResult, plan_id: str) -> Refusal:
     plan = claim.plan
     if claim.status == "not_found" or plan is None:
-        stop = NextAction.stop("call plan_order to get a plan id")
+        stop = NextAction.stop(
+            "call plan_order to get a plan id", human="nothing: plan ids come only from plan_order"
+        )
         detail = "no such plan; plan ids come only from plan_order"
         return _lifecycle(Code.PLAN_NOT_FOUND, detail, stop, "unknown plan id")
     payload = PlanPayload.read(plan.payload)
@@ -204,7 +206,9 @@ def _lifecycle_refusal(claim: ClaimResult, plan_id: str) -> Refusal:
     outcome = PlanOutcome.read(plan.outcome)
     became = _first_use(outcome)
     if outcome is not None and outcome.status == "declined":
-        next_action = NextAction.stop("the human declined this order; do not retry it")
+        next_action = NextAction.stop(
+            "the human declined this order; do not retry it", human="nothing: a human already said no to it"
+        )
     elif outcome is not None and outcome.executed_nothing:  # evaluating it again is safe
         next_action = replan
     else:
@@ -228,7 +232,9 @@ def _unreadable_plan() -> Violation:
         "a plan made by this version of Pilot",
         "an unreadable plan",
         "the plan was written by another version of Pilot and cannot be read",
-        NextAction.stop("call plan_order for this order again"),
+        NextAction.stop(
+            "call plan_order for this order again", human="nothing: a new plan replaces the unreadable one"
+        ),
     )
 
 

@@ -16,21 +16,26 @@ from pilot.app.runtime import PolicyView, Runtime
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
 from pilot.core.evaluate import Evaluation, evaluate
-from pilot.core.facts import Facts, OrderIntent, OrderType
+from pilot.core.facts import Facts, OrderIntent, OrderType, Side
 from pilot.core.sizing import qty_for_notional
 from pilot.core.valuation import floor_to_step, price_on_tick, worst_fill_price
 from pilot.core.violations import NextAction, Violation, plain
 from pilot.store import new_plan_id
 
 
-async def plan_order(runtime: Runtime, request: PlanRequest, *, tool: PlanTool = "place_order") -> PlanAnswer:
+async def plan_order(
+    runtime: Runtime, request: PlanRequest, *, tool: PlanTool = "place_order", can_reach_human: bool = True
+) -> PlanAnswer:
     """Judge the order on live facts; an order that passes gets a plan id that works once, for planTtlSeconds.
 
-    `tool` is what will use the plan: place_order, or close_position (which plans its own reduce-only order).
+    `tool` is what will use the plan: place_order, or close_position (which plans its own closing order).
+    `can_reach_human` is False for a caller with no way to ask a human (no forms, no CLI channel): an order
+    that would need one is then refused with the largest size that does not.
     """
     view = runtime.policy()
     gathered = await gather(runtime, view, _intent(request))
-    facts = replace(gathered.facts, order=_rounded(request, gathered.facts, view))
+    order = _rounded(request, gathered.facts, view)
+    facts = replace(gathered.facts, order=order, can_reach_human=can_reach_human)
     result = evaluate(view.policy, facts)
     violations, next_action = with_policy_issues(view, result)
     if gathered.hedged is not None:  # no position to judge against, nothing sendable: only a human helps
@@ -65,6 +70,7 @@ async def plan_order(runtime: Runtime, request: PlanRequest, *, tool: PlanTool =
         liquidation_distance_pct=payload.liquidation_distance_pct,
         needs_confirmation=payload.needs_confirmation,
         confirmation_text=payload.confirmation_text,
+        can_confirm=can_reach_human,
         snapshot=shot,
     )
     await runtime.store.journal.append(kinds.PLAN, _entry(answer, request), now=now, plan_id=plan_id)
@@ -151,8 +157,14 @@ def _intent(request: PlanRequest) -> OrderIntent:
 
 
 def _rounded(request: PlanRequest, facts: Facts, view: PolicyView) -> OrderIntent:
-    """Quantities floor to the lot step; a limit price rounds to the tick on the safe side; notional -> qty."""
+    """Quantities floor to the lot step; a limit price rounds to the tick on the safe side; notional -> qty.
+
+    Spot has no reduce-only orders (Bybit refuses the flag there): a reduce-only spot sell is planned as a
+    plain sell, which the checks keep to the coin held; a reduce-only spot buy has nothing to reduce.
+    """
     order, rules = facts.order, facts.rules
+    if order.category == "spot" and order.reduce_only and order.side is Side.SELL:
+        order = replace(order, reduce_only=False)  # a reduce-only spot buy reduces nothing: refused as such
     if rules is None:
         return order
     price = order.limit_price

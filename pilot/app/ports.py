@@ -19,6 +19,7 @@ from pilot.exchange.models import (
     OrderAck,
     OrderBook,
     OrderRequest,
+    PriceBand,
     Ticker,
 )
 
@@ -40,6 +41,7 @@ class ExchangeReader(Protocol):
     async def find_order(self, category: str, symbol: str, order_link_id: str) -> ExchangeOrder | None: ...
     async def get_executions(self, category: str, symbol: str, order_id: str) -> list[Execution]: ...
     async def get_api_key_info(self) -> ApiKeyInfo: ...
+    async def get_price_band(self, category: str, symbol: str) -> PriceBand: ...
 
 
 class ExchangeWriter(Protocol):

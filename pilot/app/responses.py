@@ -128,6 +128,11 @@ class PlanAnswer(Answer):
     liquidation_distance_pct: str | None = None
     needs_confirmation: bool | None = None
     confirmation_text: str | None = None
+    can_confirm: bool | None = Field(
+        default=None,
+        description="Whether this client can get a human's approval (a form, or the CLI channel); when it "
+        "cannot, orders that would need one are refused with the largest size that does not",
+    )
     violations: list[ViolationOut] | None = None
     next_safe_action: NextActionOut | None = None
     snapshot: Snapshot | None = None

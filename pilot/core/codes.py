@@ -4,12 +4,15 @@
     -------------  ----------------------------------------------  ----------------------------------------
     size_cap       a smaller order                                 maxOrderNotionalUsd, maxNotionalUsd,
                                                                    maxLeverage, minLiquidationDistancePct,
-                                                                   instrument.maxOrderQty
+                                                                   instrument.maxOrderQty, reduceOnlyQty,
+                                                                   account.availableBalance,
+                                                                   account.heldQty, confirm.aboveNotionalUsd
     size_grid      a size or price on the instrument's grid,       instrument.qtyStep, instrument.tickSize,
-                   at or above its minimums                        instrument.minOrderQty,
-                                                                   instrument.minNotionalValue
+                   at or above its minimums, inside its band       instrument.minOrderQty,
+                                                                   instrument.minNotionalValue,
+                                                                   instrument.priceBand
     blocker        no size: another order, waiting, or a human     tradingState, allowedMarkets, reduceOnly,
-                                                                   dailyOrderCap
+                                                                   dailyOrderCap, unknownSymbol
     facts          reading the exchange again                      facts
     policy         a human mending policy.json                     policy
     lifecycle      a fresh plan id                                 planNotFound, planExpired, planAlreadyUsed
@@ -56,6 +59,12 @@ class Code(StrEnum):
     TRADING_STATE = "tradingState"
     ALLOWED_MARKETS = "allowedMarkets"
     REDUCE_ONLY = "reduceOnly"
+    REDUCE_ONLY_QTY = "reduceOnlyQty"
+    UNKNOWN_SYMBOL = "unknownSymbol"
+    PRICE_BAND = "instrument.priceBand"
+    AVAILABLE_BALANCE = "account.availableBalance"
+    HELD_QTY = "account.heldQty"
+    CONFIRM_ABOVE = "confirm.aboveNotionalUsd"
     QTY_STEP = "instrument.qtyStep"
     TICK_SIZE = "instrument.tickSize"
     MIN_ORDER_QTY = "instrument.minOrderQty"
@@ -90,6 +99,12 @@ GROUP_OF: dict[Code, Group] = {
     Code.TRADING_STATE: Group.BLOCKER,
     Code.ALLOWED_MARKETS: Group.BLOCKER,
     Code.REDUCE_ONLY: Group.BLOCKER,
+    Code.REDUCE_ONLY_QTY: Group.SIZE_CAP,
+    Code.UNKNOWN_SYMBOL: Group.BLOCKER,
+    Code.PRICE_BAND: Group.SIZE_GRID,
+    Code.AVAILABLE_BALANCE: Group.SIZE_CAP,
+    Code.HELD_QTY: Group.SIZE_CAP,
+    Code.CONFIRM_ABOVE: Group.SIZE_CAP,
     Code.QTY_STEP: Group.SIZE_GRID,
     Code.TICK_SIZE: Group.SIZE_GRID,
     Code.MIN_ORDER_QTY: Group.SIZE_GRID,

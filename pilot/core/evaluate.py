@@ -9,7 +9,7 @@ from pilot.core.codes import RESIZE_CODES
 from pilot.core.facts import Facts
 from pilot.core.policy import Policy
 from pilot.core.rules import Situation, run_checks
-from pilot.core.sizing import suggest
+from pilot.core.sizing import reducing_alternative, suggest
 from pilot.core.valuation import liquidation_distance_pct
 from pilot.core.violations import NextAction, Violation
 
@@ -49,7 +49,12 @@ def evaluate(policy: Policy, facts: Facts) -> Evaluation:
     if situation is not None and any(b.rule in RESIZE_CODES for b in breaches):
         resize = suggest(policy, facts, situation)
     violations = [b.with_next(b.next if b.next is not None else _must(resize)) for b in breaches]
-    return Evaluation(violations, _next_safe_action(violations), situation)
+    next_action = _next_safe_action(violations)
+    if next_action is not None and next_action.tool is None:
+        # Nothing of the order as asked fits; what of it only shrinks the position may (a blocker such as
+        # tradingState reducing lets it through, and so do the caps).
+        next_action = reducing_alternative(policy, facts, situation) or next_action
+    return Evaluation(violations, next_action, situation)
 
 
 def _next_safe_action(violations: list[Violation]) -> NextAction | None:

@@ -121,6 +121,33 @@ NO_PENDING = PendingOrders()
 
 
 @dataclass(frozen=True, slots=True)
+class PriceBand:
+    """The prices the exchange accepts for a limit order now: no buy above buy_limit, no sell below sell_limit."""
+
+    buy_limit: Decimal
+    sell_limit: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class Funds:
+    """What the exchange lets this account spend on an order now (Bybit refuses an order beyond it).
+
+    `available_usd` is the unified account's available balance (margin for linear orders); `free_quote` and
+    `free_base` are the spot coins not locked by open orders (a spot buy spends the quote coin, a sell the
+    base coin).
+    """
+
+    available_usd: Decimal
+    free_quote: Decimal
+    free_base: Decimal
+
+
+UNLIMITED = Decimal("Infinity")
+# For facts built without an account to read (the core's own tests): nothing is refused for funds.
+NO_FUNDS_LIMIT = Funds(UNLIMITED, UNLIMITED, UNLIMITED)
+
+
+@dataclass(frozen=True, slots=True)
 class Facts:
     """Everything evaluate() may look at. A None fact is missing: risk-increasing orders then fail closed.
 
@@ -130,6 +157,12 @@ class Facts:
     `elsewhere` is the same coin's worst-case quantity in the other category (a spot holding for a linear
     order, the perpetual's position for a spot one, each with its pending orders), in absolute base units:
     maxNotionalUsd caps a coin's gross exposure across linear and spot, so a hedge does not offset.
+
+    `listed` is False when the exchange says it has no such instrument (then `rules` is None for good, not
+    for a failed read). `band` is the exchange's price band (None: not known, not checked). `funds` is what
+    the account may spend (None: could not be read; growing orders fail closed). `can_reach_human` is False
+    when the caller has no way to ask a human (a client without forms and no CLI channel): then an order
+    that would need one is sized under confirm.aboveNotionalUsd instead of planned into a dead end.
     """
 
     order: OrderIntent
@@ -142,3 +175,7 @@ class Facts:
     now: datetime
     pending: PendingOrders | None = NO_PENDING
     elsewhere: Decimal | None = Decimal(0)
+    listed: bool = True
+    band: PriceBand | None = None
+    funds: Funds | None = NO_FUNDS_LIMIT
+    can_reach_human: bool = True

@@ -2,29 +2,35 @@
 
 They run in this fixed order; each is a small function returning a Breach (a broken rule) or None:
 
+ 0. check_listed              the exchange lists the instrument (unknownSymbol: terminal, never a retry)
  1. check_facts               every fact the decision needs is present (missing: risk-increasing refused)
  2. check_trading_state       halted refuses every new order; reducing refuses anything that grows a position
- 3. check_allowed_market      only allowedMarkets may grow
- 4. check_reduce_only         a reduce-only order needs a position on the other side, no larger than it
+ 3. check_allowed_market      only allowedMarkets may grow (decided from the policy alone)
+ 4. check_reduce_only         a reduce-only order needs a position on the other side
  5. check_qty_step            whole lot steps
  6. check_price_tick          a limit price on the tick
- 7. check_min_qty             instrument minimum quantity
- 8. check_max_qty             instrument maximum quantity per order
- 9. check_min_notional        instrument minimum order value (reduce-only orders are exempt, as on Bybit)
-10. check_daily_order_cap     orders sent today (UTC) below dailyOrderCap
-11. check_order_notional      maxOrderNotionalUsd, at the worst fill
-12. check_position_notional   maxNotionalUsd on the coin's exposure the order leaves, at the worst fill: the
+ 7. check_price_band          a limit price inside the exchange's price band
+ 8. check_min_qty             instrument minimum quantity
+ 9. check_max_qty             instrument maximum quantity per order
+10. check_reduce_only_qty     a reduce-only order no larger than the position (or than the minimum order)
+11. check_min_notional        instrument minimum order value (reduce-only orders are exempt, as on Bybit)
+12. check_held_qty            a spot sell of coin held and not already offered
+13. check_daily_order_cap     orders sent today (UTC) below dailyOrderCap
+14. check_order_notional      maxOrderNotionalUsd, at the worst fill
+15. check_position_notional   maxNotionalUsd on the coin's exposure the order leaves, at the worst fill: the
                               position with every order pending on its side (resting, or sent with an unknown
                               outcome) filled too, plus the same coin in the other category (gross)
-13. check_leverage            maxLeverage: the position it leaves over account equity
-14. check_liquidation         minLiquidationDistancePct: estimated liquidation distance from mark
+16. check_leverage            maxLeverage: the position it leaves over account equity
+17. check_liquidation         minLiquidationDistancePct: estimated liquidation distance from mark
+18. check_funds               the account's available balance pays for it (margin and fee; a spot buy's coin)
+19. check_human_reach         an order that needs a human is not planned for a caller who cannot ask one
 
-Checks 10 to 14 apply only to orders that can grow the worst-case exposure (pilot.core.risk): shrinking risk
+Checks 13 to 18 apply only to orders that can grow the worst-case exposure (pilot.core.risk): shrinking risk
 is never refused by a cap. A reduce-only order grows it when it would leave orders pending on its side free
 to open a larger position the other way (closing a long under resting sells).
-Breaches of rules 5 to 9 and 11 to 14 (the size codes of pilot.core.codes) carry no next action of their
-own: evaluate() gives them all one size (at the price rounded to the tick) that satisfies every one of them
-at once (see pilot.core.sizing).
+Breaches of the size codes (pilot.core.codes: size_cap and size_grid) carry no next action of their own:
+evaluate() gives them all one size (at a price on the tick and inside the band) that satisfies every one of
+them at once (see pilot.core.sizing).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from datetime import datetime, time, timedelta
 from decimal import Decimal
 from typing import NamedTuple
 
+from pilot.core.approval import needs_human
 from pilot.core.codes import Code
 from pilot.core.facts import Facts, InstrumentRules, OrderIntent, OrderType, Side, Touch, TradingState
 from pilot.core.policy import EffectiveLimits, Policy
@@ -42,6 +49,9 @@ from pilot.core.valuation import liquidation_distance_pct, send_price, worst_fil
 from pilot.core.violations import Breach, NextAction, ToolCall, pct, plain, usd
 
 ZERO = Decimal(0)
+CENT = Decimal("0.01")
+# Bybit's standard taker fee rate (non-VIP, linear); part of what an order costs out of the balance.
+TAKER_FEE = Decimal("0.00055")
 # What only a human can do about a halted or reducing trading state.
 RESUME_TRADING = (
     "set tradingState to active in policy.json, and turn the kill switch off with `pilot kill-switch off`"
@@ -84,7 +94,7 @@ def situate(policy: Policy, facts: Facts) -> Situation | None:
     order = facts.order
     limits = policy.limits_for(order.symbol)
     position_size = facts.position.size if facts.position is not None else ZERO
-    sent = send_price(order, touch, rules, limits.max_slippage_pct)
+    sent = send_price(order, touch, rules, limits.max_slippage_pct, facts.band)
     price = worst_fill_for(order.side, sent, touch.bid)
     pending = facts.pending.on_side(order.side) if facts.pending is not None else ZERO
     after = worst_case_size(position_size, order, pending)
@@ -126,6 +136,26 @@ def check_facts(facts: Facts, reducing: bool) -> Breach | None:
         next=NextAction.wait(
             "wait a few seconds and call plan_order again; if this persists, the exchange is unreachable",
             facts.now + RETRY_MISSING_FACTS,
+            human="if this goes on, check the exchange's status page and this machine's network",
+        ),
+    )
+
+
+def check_listed(policy: Policy, facts: Facts) -> Breach | None:
+    """The exchange lists no such instrument: terminal, never a retry (a typo, or the wrong category)."""
+    if facts.listed:
+        return None
+    order = facts.order
+    if order.symbol not in policy.allowed_markets:
+        return _not_allowed(policy, order.symbol)
+    return Breach(
+        rule=Code.UNKNOWN_SYMBOL,
+        limit=f"a {order.category} instrument the exchange lists",
+        attempted=order.symbol,
+        detail=f"the exchange lists no {order.category} instrument {order.symbol}",
+        next=NextAction.stop(
+            f"stop: {order.symbol} does not exist on {order.category}; check the symbol (get_instrument_rules)",
+            human=f"correct {order.symbol} in allowedMarkets in policy.json, or trade it in its own category",
         ),
     )
 
@@ -137,11 +167,12 @@ def _has_growing_needs(facts: Facts) -> bool:
         or facts.orders_today is None
         or facts.pending is None
         or facts.elsewhere is None
+        or facts.funds is None
     )
 
 
 # What an order that can grow a position also needs (a reducing one needs only the rules and the touch).
-GROWING_NEEDS = ("position", "equity", "orders_today", "pending", "elsewhere")
+GROWING_NEEDS = ("position", "equity", "orders_today", "pending", "elsewhere", "funds")
 
 _FACT_NAMES = {
     "rules": "the instrument rules",
@@ -151,6 +182,7 @@ _FACT_NAMES = {
     "orders_today": "the count of orders sent today",
     "pending": "the open orders",
     "elsewhere": "the same coin's holding or position in the other category",
+    "funds": "the account's available balance",
 }
 
 
@@ -182,48 +214,74 @@ def check_trading_state(s: Situation) -> Breach | None:
 
 
 def check_allowed_market(s: Situation) -> Breach | None:
-    allowed = s.policy.allowed_markets
-    if s.reducing or s.order.symbol in allowed:
+    if s.reducing or s.order.symbol in s.policy.allowed_markets:
         return None
+    return _not_allowed(s.policy, s.order.symbol)
+
+
+def _not_allowed(policy: Policy, symbol: str) -> Breach:
+    """allowedMarkets, decided from the policy alone: never a retry, whatever the exchange could say."""
+    allowed = policy.allowed_markets
     listed = ", ".join(allowed) if allowed else "none"
     return Breach(
         rule=Code.ALLOWED_MARKETS,
         limit=listed,
-        attempted=s.order.symbol,
-        detail=f"{s.order.symbol} is not on the allowed list ({listed})",
+        attempted=symbol,
+        detail=f"{symbol} is not on the allowed list ({listed})",
         next=NextAction.stop(
             f"pick one of the allowed markets ({listed})" if allowed else "no market is allowed; stop",
-            human=f"add {s.order.symbol} to allowedMarkets in policy.json",
+            human=f"add {symbol} to allowedMarkets in policy.json",
         ),
     )
 
 
 def check_reduce_only(s: Situation) -> Breach | None:
+    """A reduce-only order needs a position on the other side; nothing else can make it fill."""
     order = s.order
-    if not order.reduce_only:
+    if not order.reduce_only or _closes(s.position_size, order.side):
         return None
-    size = s.position_size
-    side_ok = size != 0 and (size > 0) == (order.side is Side.SELL)
-    if side_ok and order.qty <= abs(size):
-        return None
-    held = _describe_position(size, s.base)
-    if not side_ok:
-        return Breach(
-            rule=Code.REDUCE_ONLY,
-            limit=plain(abs(size)),
-            attempted=plain(order.qty),
-            detail=f"a reduce-only {order.side} cannot shrink the position ({held})",
-            next=NextAction.stop("there is nothing on that side to reduce; check get_positions"),
-        )
+    held = _describe_position(s.position_size, s.base)
     return Breach(
         rule=Code.REDUCE_ONLY,
-        limit=plain(abs(size)),
+        limit=plain(abs(s.position_size)),
         attempted=plain(order.qty),
-        detail=f"a reduce-only {order.side} of {plain(order.qty)} {s.base} is larger than the position ({held})",
-        next=NextAction.call(
-            "plan_order", plan_args(order, abs(size)), f"reduce by at most {plain(abs(size))} {s.base}"
+        detail=f"a reduce-only {order.side} cannot shrink the position ({held})",
+        next=NextAction.stop(
+            "there is nothing on that side to reduce; check get_positions",
+            human=f"nothing: there is no position a reduce-only {order.side} could shrink",
         ),
     )
+
+
+def check_reduce_only_qty(s: Situation) -> Breach | None:
+    """A reduce-only order no larger than the position, or than the instrument's minimum order.
+
+    Bybit truncates a reduce-only order to the position it closes, so the smallest valid order closes a
+    position smaller than it (dust); anything larger is refused with the size that closes it.
+    """
+    order = s.order
+    if not order.reduce_only or not _closes(s.position_size, order.side):
+        return None
+    most = reduce_only_limit(s.position_size, s.rules)
+    if order.qty <= most:
+        return None
+    return _size_breach(
+        Code.REDUCE_ONLY_QTY,
+        plain(most),
+        plain(order.qty),
+        f"a reduce-only {order.side} of {plain(order.qty)} {s.base} is larger than the position "
+        f"({_describe_position(s.position_size, s.base)})",
+    )
+
+
+def reduce_only_limit(position_size: Decimal, rules: InstrumentRules) -> Decimal:
+    """The largest reduce-only order for a position: all of it, or the minimum order when it is less."""
+    return max(abs(position_size), rules.min_qty)
+
+
+def _closes(position_size: Decimal, side: Side) -> bool:
+    """Whether an order on `side` works against the position (a sell against a long)."""
+    return position_size != 0 and (position_size > 0) == (side is Side.SELL)
 
 
 # --- 5 to 9: the instrument's rules ---------------------------------------------------------------
@@ -276,6 +334,26 @@ def check_max_qty(s: Situation) -> Breach | None:
         plain(maximum),
         plain(s.order.qty),
         f"{plain(s.order.qty)} {s.base} is above the {s.base} maximum {plain(maximum)} per order",
+    )
+
+
+def check_price_band(s: Situation) -> Breach | None:
+    """A limit price inside the exchange's band (spot refuses it outside; linear would move it)."""
+    order, band = s.order, s.facts.band
+    if band is None or order.order_type is not OrderType.LIMIT or order.limit_price is None:
+        return None
+    price = order.limit_price
+    if order.side is Side.BUY and price > band.buy_limit:
+        edge, way = band.buy_limit, "above the highest buy"
+    elif order.side is Side.SELL and price < band.sell_limit:
+        edge, way = band.sell_limit, "below the lowest sell"
+    else:
+        return None
+    return _size_breach(
+        Code.PRICE_BAND,
+        plain(edge),
+        plain(price),
+        f"the limit price {plain(price)} is {way} the exchange accepts now ({plain(edge)})",
     )
 
 
@@ -372,28 +450,110 @@ def check_liquidation(s: Situation) -> Breach | None:
     )
 
 
+# --- 15 to 17: what the exchange and the approval path would refuse ---------------------------------
+
+
+def check_held_qty(s: Situation) -> Breach | None:
+    """A spot sell is of coin the account holds and has not already offered in open sells."""
+    if not _is_spot(s) or s.order.side is not Side.SELL:
+        return None
+    free = max(s.position_size - s.pending, ZERO)
+    if s.order.qty <= free:
+        return None
+    return _size_breach(
+        Code.HELD_QTY,
+        plain(free),
+        plain(s.order.qty),
+        f"a spot sell of {plain(s.order.qty)} {s.base} is more than the {plain(free)} {s.base} held "
+        "and not already offered",
+    )
+
+
+def check_funds(s: Situation) -> Breach | None:
+    """The account can pay for the order: a spot buy's quote coin, a linear order's margin and fee.
+
+    Linear: the part of the order that opens a position needs its initial margin at the position's leverage,
+    and the whole order the taker fee, out of the available balance (Bybit's order cost; it refuses the
+    order otherwise, retCode 110007). An order that only shrinks the position is not checked.
+    """
+    funds = s.facts.funds
+    if funds is None or s.reducing:
+        return None
+    if _is_spot(s):
+        if s.order.side is not Side.BUY:
+            return None
+        needed, available = s.order.qty * s.sent_price, funds.free_quote
+    else:
+        closable = abs(s.position_size) if _closes(s.position_size, s.order.side) else ZERO
+        opening = max(s.order.qty - closable, ZERO)
+        leverage = max(s.facts.position.leverage if s.facts.position else Decimal(1), Decimal(1))
+        needed = opening * s.sent_price / leverage + s.order.qty * s.sent_price * TAKER_FEE
+        available = funds.available_usd
+    if needed <= available:
+        return None
+    return _size_breach(
+        Code.AVAILABLE_BALANCE,
+        plain(available.quantize(CENT) if available.is_finite() else available),
+        plain(needed.quantize(CENT)),
+        f"this order needs {usd(needed)} of the account's available balance, which is {usd(available)}",
+    )
+
+
+def check_human_reach(s: Situation) -> Breach | None:
+    """An order that would need a human's approval, planned for a caller who cannot ask one, is a dead end."""
+    if s.facts.can_reach_human or not needs_human(s.policy.confirm, "place_order", s.order_notional):
+        return None
+    above = s.policy.confirm.above_notional_usd
+    how = "use a client that can show confirmation forms, or set confirm.cliChannel to true in policy.json"
+    if "place_order" in s.policy.confirm.actions or above is None:
+        return Breach(
+            rule=Code.CONFIRMATION_CHANNEL_UNAVAILABLE,
+            limit="a way to ask a human",
+            attempted="none",
+            detail="every order needs a human's approval, and this client cannot ask one",
+            next=NextAction.stop("stop: no order can be approved from this client", human=how),
+        )
+    return _size_breach(
+        Code.CONFIRM_ABOVE,
+        plain(above),
+        plain(s.order_notional),
+        f"an order above {usd(above)} needs a human's approval, and this client cannot ask one "
+        f"(this one is {usd(s.order_notional)}); a human can: {how}",
+    )
+
+
 CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
     check_trading_state,
     check_allowed_market,
     check_reduce_only,
     check_qty_step,
     check_price_tick,
+    check_price_band,
     check_min_qty,
     check_max_qty,
+    check_reduce_only_qty,
     check_min_notional,
+    check_held_qty,
     check_daily_order_cap,
     check_order_notional,
     check_position_notional,
     check_leverage,
     check_liquidation,
+    check_funds,
+    check_human_reach,
 )
 
 
 def run_checks(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Breach]]:
     """Run every check in order. Size breaches carry no next action yet: sizing searches with these."""
+    unlisted = check_listed(policy, facts)
+    if unlisted is not None:
+        return None, [unlisted]
     situation = situate(policy, facts)
     reducing = situation.reducing if situation else _reducing(facts)
     missing = check_facts(facts, reducing)
+    if missing is not None and facts.order.symbol not in policy.allowed_markets:
+        return situation, [_not_allowed(policy, facts.order.symbol)]  # the policy alone decides
     breaches = [missing] if missing else []
     if situation is None:
         return None, breaches
@@ -438,9 +598,18 @@ def _describe_position(size: Decimal, base: str) -> str:
 
 
 def close_option(s: Situation) -> tuple[ToolCall, ...]:
-    """The close_position call that frees room, when there is a position."""
+    """The close_position call that frees room, when there is a position a close can act on.
+
+    On linear any position can be closed (a minimum-size reduce-only order closes one smaller than it); on
+    spot the coin held must make an order the exchange takes.
+    """
     if s.position_size == 0:
         return ()
+    if _is_spot(s):
+        offered = s.facts.pending.sell_qty if s.facts.pending is not None else ZERO
+        free = s.position_size - offered  # coin already offered in open sells cannot be sold again
+        if free < s.rules.min_qty or free * s.touch.bid < s.rules.min_notional:
+            return ()
     args = {"symbol": s.order.symbol, "category": s.order.category}
     return (
         ToolCall("close_position", args, f"close the {_describe_position(s.position_size, s.base)} position"),

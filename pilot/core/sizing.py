@@ -7,10 +7,10 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from pilot.core.codes import RESIZE_CODES, SIZE_CAP_CODES, Code
-from pilot.core.facts import Facts, OrderType
+from pilot.core.facts import Facts, OrderIntent, OrderType, Side
 from pilot.core.policy import Policy
-from pilot.core.rules import Situation, close_option, plan_args, run_checks
-from pilot.core.valuation import ceil_to_step, floor_to_step, price_on_tick
+from pilot.core.rules import Situation, close_option, plan_args, reduce_only_limit, run_checks, situate
+from pilot.core.valuation import ceil_to_step, floor_to_step, inside_band, price_on_tick
 from pilot.core.violations import Breach, NextAction, NothingFits, plain
 
 _HUMAN_FIX = {
@@ -18,13 +18,22 @@ _HUMAN_FIX = {
     Code.MAX_ORDER_NOTIONAL: "raise maxOrderNotionalUsd (or markets.{symbol}.maxOrderNotionalUsd) in policy.json",
     Code.MAX_LEVERAGE: "raise maxLeverage in policy.json, or add equity to the account",
     Code.MIN_LIQUIDATION_DISTANCE: "lower minLiquidationDistancePct in policy.json, or add equity to the account",
+    Code.MAX_ORDER_QTY: "nothing in policy.json: the exchange sets the largest order",
+    Code.AVAILABLE_BALANCE: "add funds to the account, or close positions that hold margin",
+    Code.HELD_QTY: "nothing: the coin held is all there is to sell",
+    Code.CONFIRM_ABOVE: "use a client that can show confirmation forms, or set confirm.cliChannel to true",
 }
+_NO_HUMAN_FIX = "nothing in policy.json: the exchange's own limit decides"
 _CAP_NAME = {
     Code.MAX_NOTIONAL: "the cap",
     Code.MAX_ORDER_NOTIONAL: "the per-order cap",
     Code.MAX_LEVERAGE: "the leverage limit",
     Code.MIN_LIQUIDATION_DISTANCE: "the liquidation-distance minimum",
     Code.MAX_ORDER_QTY: "the instrument's maximum order",
+    Code.AVAILABLE_BALANCE: "the account's available balance",
+    Code.HELD_QTY: "the coin held",
+    Code.CONFIRM_ABOVE: "the size a human must approve",
+    Code.REDUCE_ONLY_QTY: "the position",
 }
 
 
@@ -46,7 +55,9 @@ def suggest(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
     rules, order = situation.rules, facts.order
     price = order.limit_price
     if order.order_type is OrderType.LIMIT and price is not None:
-        price = price_on_tick(price, rules.tick_size, order.side)
+        price = price_on_tick(
+            inside_band(price, order.side, facts.band, rules.tick_size), rules.tick_size, order.side
+        )
     base = replace(order, limit_price=price)
 
     def fails(steps: int, codes: frozenset[Code]) -> list[Breach]:
@@ -61,6 +72,9 @@ def suggest(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
         return _nothing_fits(situation, blocking[0], room * rules.qty_step, lowest * rules.qty_step)
     best = _largest(lowest, asked, lambda k: not fails(k, RESIZE_CODES)) or lowest
     qty = best * rules.qty_step
+    if qty > order.qty and _raising_grows(policy, facts, situation, replace(base, qty=qty)):
+        # Raised to the minimum, an order that shrank the position would flip it: close it instead.
+        return _as_reduce_only(policy, facts, situation, base)
     if qty < order.qty:
         text = f"reduce size to at most {plain(qty)} {rules.base}"
     elif qty > order.qty:
@@ -72,6 +86,79 @@ def suggest(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
             else f"use {plain(qty)} {rules.base}"
         )
     return NextAction.call("plan_order", plan_args(base, qty, price), text)
+
+
+def _raising_grows(policy: Policy, facts: Facts, situation: Situation, raised: OrderIntent) -> bool:
+    if not situation.reducing or facts.order.reduce_only:
+        return False
+    probe = situate(policy, replace(facts, order=raised))
+    return probe is not None and not probe.reducing
+
+
+def _as_reduce_only(policy: Policy, facts: Facts, situation: Situation, base: OrderIntent) -> NextAction:
+    """The same order made reduce-only (linear), sized to pass: it closes what there is and never flips.
+
+    Spot takes no reduce-only orders: there a position smaller than the minimum cannot be sold at all.
+    """
+    rules = situation.rules
+    if rules.category == "spot":
+        return NextAction.stop(
+            f"no {rules.base} sell fits: the {plain(abs(situation.position_size))} {rules.base} held is below "
+            f"the minimum order {plain(rules.min_qty)}",
+            human=f"add to the {rules.base} holding, or convert the small balance in the exchange's app",
+        )
+    closing = replace(base, reduce_only=True, qty=reduce_only_limit(situation.position_size, rules))
+    variant = replace(facts, order=closing)
+    variant_situation, breaches = run_checks(policy, variant)
+    if not breaches:
+        text = (
+            f"make it reduce-only: {plain(closing.qty)} {rules.base} closes the "
+            f"{plain(abs(situation.position_size))} {rules.base} position and never opens one"
+        )
+        return NextAction.call("plan_order", plan_args(closing, closing.qty), text)
+    if variant_situation is not None and all(b.rule in RESIZE_CODES for b in breaches):
+        return suggest(policy, variant, variant_situation)
+    return NextAction.stop(
+        f"no {rules.base} order that only shrinks the position fits",
+        human="see the violations: only a human can change what refuses them",
+    )
+
+
+def reducing_alternative(policy: Policy, facts: Facts, situation: Situation | None) -> NextAction | None:
+    """When an order that would grow the position is refused, the same order cut to only shrink it, if that
+    passes: reduce-only on linear (at most the position), on spot a sell of no more than is held.
+
+    Rules that stop growing orders (tradingState reducing, allowedMarkets, dailyOrderCap, the caps) let it
+    through, and a reduce-only order needs no minimum order value; None when nothing of the order shrinks
+    the position or the cut order is refused too.
+    """
+    if situation is None or (situation.reducing and facts.order.reduce_only):
+        return None
+    order, rules, size = facts.order, situation.rules, situation.position_size
+    if size == 0 or (size > 0) != (order.side is Side.SELL):
+        return None
+    if rules.category == "spot":
+        free = floor_to_step(max(size - situation.pending, Decimal(0)), rules.qty_step)
+        cut = replace(order, reduce_only=False, qty=min(order.qty, free))
+    else:
+        cut = replace(order, reduce_only=True, qty=min(order.qty, reduce_only_limit(size, rules)))
+    if cut.qty <= 0:
+        return None
+    variant = replace(facts, order=cut)
+    variant_situation, breaches = run_checks(policy, variant)
+    if variant_situation is None or not variant_situation.reducing:
+        return None
+    if breaches:
+        if not all(b.rule in RESIZE_CODES for b in breaches):
+            return None
+        action = suggest(policy, variant, variant_situation)
+        return action if action.tool == "plan_order" else None
+    what = "a reduce-only" if cut.reduce_only else "a"
+    text = (
+        f"this order would grow the position; {what} {cut.side} of {plain(cut.qty)} {rules.base} only "
+        "shrinks it, and passes"
+    )
+    return NextAction.call("plan_order", plan_args(cut, cut.qty), text)
 
 
 def _lowest_valid_steps(facts: Facts, situation: Situation) -> int:
@@ -108,7 +195,7 @@ def _nothing_fits(s: Situation, blocking: Breach, room: Decimal, minimum: Decima
         f"no {base} order fits under {what}: the room left is {plain(max(room, Decimal(0)))} {base}, "
         f"below the {base} minimum {plain(minimum)}; "
     )
-    human = _HUMAN_FIX.get(blocking.rule, "").format(symbol=symbol) or None
+    human = _HUMAN_FIX.get(blocking.rule, _NO_HUMAN_FIX).format(symbol=symbol)
     numbers = NothingFits(rule=blocking.rule, room=max(room, Decimal(0)), minimum=minimum)
     if leaning:
         return NextAction.stop(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
-from pilot.core.facts import InstrumentRules, OrderIntent, OrderType, Side, Touch
+from pilot.core.facts import InstrumentRules, OrderIntent, OrderType, PriceBand, Side, Touch
 
 HUNDRED = Decimal(100)
 ZERO = Decimal(0)
@@ -37,31 +37,51 @@ def price_on_tick(price: Decimal, tick: Decimal, side: Side) -> Decimal:
 
 
 def send_price(
-    order: OrderIntent, touch: Touch, rules: InstrumentRules, max_slippage_pct: Decimal
+    order: OrderIntent,
+    touch: Touch,
+    rules: InstrumentRules,
+    max_slippage_pct: Decimal,
+    band: PriceBand | None = None,
 ) -> Decimal:
     """The limit price that will be sent: a limit order's own price, or a market order's Limit IOC price.
 
     A market buy may pay at most ask x (1 + slippage), rounded up to the tick; a market sell may receive no
     less than bid x (1 - slippage), rounded down to the tick. Both bound the fill at the worst price the
-    policy allows, so what is checked is what is sent.
+    policy allows, so what is checked is what is sent. Inside the exchange's price band when it is known:
+    a buy no higher than its buy limit, a sell no lower than its sell limit (rounded into the band).
     """
     if order.order_type is OrderType.LIMIT and order.limit_price is not None:
         return order.limit_price
     factor = max_slippage_pct / HUNDRED
     if order.side is Side.BUY:
-        return ceil_to_step(touch.ask * (1 + factor), rules.tick_size)
-    return max(floor_to_step(touch.bid * (1 - factor), rules.tick_size), rules.tick_size)
+        price = ceil_to_step(touch.ask * (1 + factor), rules.tick_size)
+        return min(price, floor_to_step(band.buy_limit, rules.tick_size)) if band else price
+    price = max(floor_to_step(touch.bid * (1 - factor), rules.tick_size), rules.tick_size)
+    return max(price, ceil_to_step(band.sell_limit, rules.tick_size)) if band else price
+
+
+def inside_band(price: Decimal, side: Side, band: PriceBand | None, tick: Decimal) -> Decimal:
+    """A limit price moved into the band if it lies outside: a buy down to the buy limit, a sell up."""
+    if band is None:
+        return price
+    if side is Side.BUY:
+        return min(price, floor_to_step(band.buy_limit, tick))
+    return max(price, ceil_to_step(band.sell_limit, tick))
 
 
 def worst_fill_price(
-    order: OrderIntent, touch: Touch, rules: InstrumentRules, max_slippage_pct: Decimal
+    order: OrderIntent,
+    touch: Touch,
+    rules: InstrumentRules,
+    max_slippage_pct: Decimal,
+    band: PriceBand | None = None,
 ) -> Decimal:
     """The price at which the order's notional is valued: the highest price it can fill at.
 
     A buy pays at most its (IOC) limit. A sell fills from the top bid down to its limit, so it is valued at
     the higher of its limit and the best bid; a market sell at the best bid.
     """
-    return worst_fill_for(order.side, send_price(order, touch, rules, max_slippage_pct), touch.bid)
+    return worst_fill_for(order.side, send_price(order, touch, rules, max_slippage_pct, band), touch.bid)
 
 
 def worst_fill_for(side: Side, sent_price: Decimal, bid: Decimal) -> Decimal:

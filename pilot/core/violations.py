@@ -60,16 +60,18 @@ class NextAction:
     def stop(
         text: str,
         *,
-        human: str | None = None,
+        human: str,
         options: tuple[ToolCall, ...] = (),
         nothing_fits: NothingFits | None = None,
     ) -> NextAction:
+        """Nothing the agent can call helps: `human` says what only a person can change (or why no one must)."""
         return NextAction(
             tool=None, args=None, text=text, human=human, options=options, nothing_fits=nothing_fits
         )
 
     @staticmethod
-    def wait(text: str, retry_after: datetime, *, human: str | None = None) -> NextAction:
+    def wait(text: str, retry_after: datetime, *, human: str) -> NextAction:
+        """Waiting helps: call again after `retry_after`; `human` says what a person could change meanwhile."""
         return NextAction(tool=None, args=None, text=text, human=human, retry_after=retry_after)
 
     def to_dict(self) -> dict[str, Any]:

@@ -212,10 +212,18 @@ def account_balance(result: Row) -> AccountBalance:
             wallet_balance=dec(row.get("walletBalance"), Decimal(0)),
             equity=dec(row.get("equity"), Decimal(0)),
             usd_value=dec(row.get("usdValue"), Decimal(0)),
+            locked=dec(row.get("locked"), Decimal(0)),
         )
         for row in account.get("coin") or []
     )
-    return AccountBalance(total_equity_usd=dec(account.get("totalEquity"), Decimal(0)), coins=coins)
+    return AccountBalance(
+        total_equity_usd=dec(account.get("totalEquity"), Decimal(0)),
+        coins=coins,
+        # "" when the account mode has none; "0" is nothing available, not an unset value
+        available_usd=dec(account.get("totalAvailableBalance"))
+        if account.get("totalAvailableBalance")
+        else None,
+    )
 
 
 def order_fees(row: Row) -> tuple[str, Decimal, tuple[tuple[str, Decimal], ...]]:

@@ -39,12 +39,24 @@ class Balance:
     wallet_balance: Decimal
     equity: Decimal
     usd_value: Decimal
+    locked: Decimal = Decimal(0)  # held by open spot orders (Bybit's coin.locked)
+
+    @property
+    def free(self) -> Decimal:
+        """What a new spot order may spend: the wallet balance not locked by open orders."""
+        return max(self.wallet_balance - self.locked, Decimal(0))
 
 
 @dataclass(frozen=True, slots=True)
 class AccountBalance:
     total_equity_usd: Decimal
     coins: tuple[Balance, ...]
+    # The unified account's available balance in USD (totalAvailableBalance): what new margin may come
+    # from. None when the exchange's answer has none (Bybit leaves it empty for some account modes).
+    available_usd: Decimal | None = None
+
+    def free(self, coin: str) -> Decimal:
+        return next((balance.free for balance in self.coins if balance.coin == coin), Decimal(0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,11 +43,21 @@ def ask(prompt: str | None, ctx: Context) -> FormOrReason:
     """A form when the action needs a human and the client can show one; else why no form is shown."""
     if prompt is None:
         return NoFormNeeded()
-    capabilities = ctx.client_capabilities
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    if elicitation is None or (elicitation.form is None and elicitation.url is not None):
+    if not shows_forms(ctx):
         return NoFormPossible()
     return Elicit(prompt, ConfirmForm)
+
+
+def shows_forms(ctx: Context) -> bool:
+    """Whether the client declared MCP form elicitation (a URL-only elicitation cannot show the form)."""
+    capabilities = ctx.client_capabilities
+    elicitation = capabilities.elicitation if capabilities is not None else None
+    return elicitation is not None and not (elicitation.form is None and elicitation.url is not None)
+
+
+def can_reach_human(runtime: Runtime, ctx: Context) -> bool:
+    """Whether an action of this client that needs a human can get one: a form, or the CLI channel."""
+    return shows_forms(ctx) or runtime.policy().policy.confirm.cli_channel
 
 
 def channel(result: Any) -> ClientChannel:

@@ -5,7 +5,7 @@ activate_kill_switch. Each parses, calls one use case, and returns its answer.""
 
 from typing import Annotated, Literal
 
-from mcp.server.mcpserver import MCPServer, Resolve
+from mcp.server.mcpserver import Context, MCPServer, Resolve
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
@@ -29,7 +29,7 @@ from pilot.server.arguments import (
     checked_symbol,
     parsed,
 )
-from pilot.server.forms import Confirmation, Resolvers, channel
+from pilot.server.forms import Confirmation, Resolvers, can_reach_human, channel
 
 PLAN = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
@@ -49,6 +49,7 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
     async def plan_order(
         symbol: Symbol,
         side: Literal["buy", "sell"],
+        ctx: Context,
         qty: Qty = None,
         notional_usd: Notional = None,
         order_type: Literal["market", "limit"] = "market",
@@ -69,7 +70,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
             "reduce_only": reduce_only,
             "category": category,
         }
-        return await plan.plan_order(runtime, parsed(lambda: PlanRequest.parse(args)))
+        request = parsed(lambda: PlanRequest.parse(args))
+        return await plan.plan_order(runtime, request, can_reach_human=can_reach_human(runtime, ctx))
 
     @mcp.tool(annotations=TRADE)
     async def place_order(

@@ -105,10 +105,29 @@ async def connect(path: Path, prepare: Callable[[Tx, int], Awaitable[T]]) -> tup
 async def _configure(conn: aiosqlite.Connection) -> None:
     conn.row_factory = sqlite3.Row
     await conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-    await conn.execute("PRAGMA journal_mode = WAL")
+    await _use_wal(conn)
     # FULL: a committed plan claim must survive a power cut, or a plan could be redeemed twice.
     await conn.execute("PRAGMA synchronous = FULL")
     await conn.execute("PRAGMA foreign_keys = ON")
+
+
+async def _use_wal(conn: aiosqlite.Connection) -> None:
+    """Put the database in WAL mode, waiting while another process is creating it.
+
+    Switching a new database to WAL needs it to itself, and SQLite answers "database is locked" at once,
+    without its busy timeout, while another connection is opening the same new file (two servers starting on
+    one new home). Once one has switched, the mode is the database's and the rest find it set.
+    """
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            await conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or loop.time() >= give_up:
+                raise
+        await asyncio.sleep(0.01)
 
 
 async def _migrate(tx: Tx) -> int:

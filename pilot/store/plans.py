@@ -169,6 +169,14 @@ class Plans:
             row = await tx.one("SELECT * FROM plans WHERE plan_id = ?", (plan_id,))
         return _record(row) if row and self._sealed(row) else None
 
+    async def unfinished(self) -> list[PlanRecord]:
+        """Claimed plans with no outcome recorded yet, oldest first (a use in progress, or one that stopped)."""
+        async with self._db.read() as tx:
+            rows = await tx.all(
+                "SELECT * FROM plans WHERE status = 'claimed' AND outcome_json IS NULL ORDER BY claimed_at"
+            )
+        return [_record(row) for row in rows if self._sealed(row)]
+
 
 def _at(now: datetime) -> datetime:
     return parse_iso(iso_utc(now))  # as it reads back from the database

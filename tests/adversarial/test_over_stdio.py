@@ -22,7 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 async def test_over_stdio_the_agent_can_neither_approve_nor_forge_nor_lift_the_kill_switch(tmp_path):
-    (tmp_path / "policy.json").write_text(json.dumps({**POLICY, **CONFIRM_EVERY_ORDER}))
+    # Planned while the CLI channel was on (a human could be reached); placed after a human turned it off.
+    with_cli = {"confirm": {**CONFIRM_EVERY_ORDER["confirm"], "cliChannel": True}}
+    (tmp_path / "policy.json").write_text(json.dumps({**POLICY, **with_cli}))
     serve = StdioServerParameters(
         command=sys.executable,
         args=["-m", "pilot", "serve", "--home", str(tmp_path), "--scenario", str(ARTICLE)],
@@ -33,6 +35,7 @@ async def test_over_stdio_the_agent_can_neither_approve_nor_forge_nor_lift_the_k
         names = await agent.tool_names()
         guesses = await agent.call_approving_tools()
         plan = await agent.plan(BTC_SHORT)
+        (tmp_path / "policy.json").write_text(json.dumps({**POLICY, **CONFIRM_EVERY_ORDER}))
         smuggled = await agent.place_with_smuggled_arguments(plan["plan_id"])
         forged = await agent.place_forged(("plan_" + "A" * 32, "' OR 1=1 --"))
         placed = await agent.place(plan["plan_id"])
@@ -48,7 +51,7 @@ async def test_over_stdio_the_agent_can_neither_approve_nor_forge_nor_lift_the_k
     assert placed.rules == ["confirmationChannelUnavailable"]
     assert replayed.rules == ["planAlreadyUsed"]
     assert not [o for o in lift if o.status == "done" and o.answer["data"]["kill_switch"] != "on"]  # type: ignore[index]
-    assert growing.rules == ["tradingState"]
+    assert growing.rules[0] == "tradingState"  # the kill switch, before any size the policy would cut
     async with await open_store(tmp_path / "journal" / "pilot.db") as store:
         assert await store.journal.entries(kind=kinds.ORDER_SENT) == []  # nothing ever left for the exchange
         switches = await store.journal.entries(kind=kinds.KILL_SWITCH)

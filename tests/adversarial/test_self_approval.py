@@ -65,10 +65,12 @@ async def test_a_size_price_side_or_approval_passed_to_place_order_is_invalid_an
 
 @MODES
 async def test_a_smuggled_approval_does_not_stand_in_for_the_missing_form(runtime, paper, mode):
-    write_policy(runtime.home.path, **CONFIRM_EVERY_ORDER)
+    # Planned while the CLI channel was on (so a human could be reached); placed after a human turned it off.
+    write_policy(runtime.home.path, confirm={**CONFIRM_EVERY_ORDER["confirm"], "cliChannel": True})
     async with Client(build_server(runtime), mode=mode) as client:  # declares no elicitation
         agent = HostileAgent(client)
         plan = await agent.plan(BTC_SHORT)
+        write_policy(runtime.home.path, **CONFIRM_EVERY_ORDER)
         smuggled = await agent.place_with_smuggled_arguments(plan["plan_id"])
         placed = await agent.place(plan["plan_id"])
     assert all(outcome.invalid_argument for outcome in smuggled)
@@ -114,8 +116,10 @@ async def test_a_client_that_declares_no_elicitation_is_refused_and_nothing_is_s
     write_policy(runtime.home.path, **CONFIRM_EVERY_ORDER)
     async with Client(build_server(runtime), mode=mode) as client:
         agent = HostileAgent(client)
-        placed = await agent.place((await agent.plan(BTC_SHORT))["plan_id"])
+        planned = await agent.attempt("plan_order", BTC_SHORT)  # a $24.87 order needs a human above $1
         closed = await agent.attempt("close_position", {"symbol": "BTCUSDT"})
-    assert placed.rules == ["confirmationChannelUnavailable"]
+    assert planned.rules == ["confirm.aboveNotionalUsd"]  # refused at plan: no dead end at place_order
+    assert planned.answer["next_safe_action"]["tool"] is None  # type: ignore[index]
+    assert planned.answer["next_safe_action"]["human"]  # type: ignore[index] # no order of $1 or less fits
     assert closed.status == "refused"  # nothing to close, and nothing was sent either way
     assert paper.request_count(CREATE) == 0

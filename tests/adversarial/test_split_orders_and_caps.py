@@ -94,6 +94,6 @@ async def test_a_growing_order_dressed_as_a_reducing_one_does_not_escape_the_dai
         reduce = await agent.split_order({"symbol": "BTCUSDT", "side": "sell", "qty": str(held)}, 1)
     assert bought.status == "filled"
     assert flip.rules == ["dailyOrderCap"]
-    assert flip_reduce_only.rules == ["reduceOnly"]
+    assert flip_reduce_only.rules == ["reduceOnlyQty"]  # refused, with the size that closes the long
     assert reduce[0].status == "filled"  # closing what is held still works past the cap
     assert paper.request_count(CREATE) == 2 and paper.position("BTCUSDT").size == 0

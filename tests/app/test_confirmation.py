@@ -67,14 +67,29 @@ async def test_anything_but_an_explicit_ticked_accept_declines_and_nothing_is_se
 
 
 async def test_a_client_without_forms_is_refused_when_the_cli_channel_is_off(runtime, paper):
-    write_policy(runtime.home.path, **CONFIRM_ALL)
+    """Planned while a human could be reached (the CLI channel on), placed after a human turned it off."""
+    write_policy(runtime.home.path, confirm={"aboveNotionalUsd": 1, "actions": [], "cliChannel": True})
     async with Client(build_server(runtime)) as client:
         plan = await call(client, "plan_order", BTC_SHORT)
+        write_policy(runtime.home.path, **CONFIRM_ALL)
         placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
     assert placed["status"] == "refused"
     assert placed["violations"][0]["rule"] == "confirmationChannelUnavailable"
     assert placed["violations"][0]["next"]["human"]
     assert paper.request_count(CREATE) == 0
+
+
+async def test_a_client_without_forms_is_offered_the_largest_size_no_human_must_approve(runtime, paper):
+    """No dead end: plan_order knows this client cannot ask a human, and sizes the order under the threshold."""
+    write_policy(runtime.home.path, confirm={"aboveNotionalUsd": 10, "actions": []})
+    async with Client(build_server(runtime)) as client:
+        refused = await call(client, "plan_order", BTC_SHORT)  # $24.87 needs a human above $10
+        plan = await call(client, "plan_order", refused["next_safe_action"]["args"])
+        placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert [v["rule"] for v in refused["violations"]] == ["confirm.aboveNotionalUsd"]
+    assert refused["next_safe_action"]["args"]["qty"] == "0.00012"  # $9.63 at the worst fill
+    assert plan["status"] == "ok" and plan["can_confirm"] is False and plan["needs_confirmation"] is False
+    assert placed["status"] == "filled"
 
 
 async def test_the_cli_channel_parks_the_order_and_the_server_sends_it_once_after_approval(runtime, paper):

@@ -6,11 +6,14 @@ either found (found_by_reconnaissance) or "outcome_unknown". Nothing is ever res
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 from mcp import Client
 
 from pilot.app import kinds
 from pilot.app.gate import order_link_id
+from pilot.exchange.models import OrderRequest
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CREATE, call, open_test_runtime, write_policy
@@ -98,3 +101,44 @@ async def test_cancel_and_leverage_faults_are_sorted_like_orders_by_the_one_gate
         assert answer["next_safe_action"]["retry_after"]
     outcomes = await runtime.store.journal.entries(kind=kinds.ACTION)
     assert [e.data["phase"] for e in outcomes] == ["sent", "outcome"]
+
+
+async def test_an_order_accepted_but_not_yet_visible_counts_as_pending_until_a_read_finds_it(runtime, paper):
+    """Bybit acknowledges a create before the order shows in any list; the next plan must still count it."""
+    resting = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.00014", "order_type": "limit", "price": "70000"}
+    async with Client(build_server(runtime)) as client:
+        paper.set_ack_lag(6)  # more reads than the read-back after the create makes
+        plan = await call(client, "plan_order", resting)
+        accepted = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        paper.set_ack_lag(0)
+        more = await call(client, "plan_order", {**resting, "qty": "0.00025"})  # $27.30 with the first
+        for _ in range(10):  # each plan reads the lists again, until the first order shows
+            settled = await runtime.store.journal.entries(kind=kinds.ORDER_RESOLVED)
+            if settled:
+                break
+            await call(client, "plan_order", resting)
+    assert accepted["status"] == "accepted"
+    assert more["status"] == "refused" and more["snapshot"]["pending_qty"]["buy"] == "0.00014"
+    assert [v["rule"] for v in more["violations"]] == ["maxNotionalUsd"]
+    assert [e.data["status"] for e in settled] == ["open"]
+    assert paper.request_count(CREATE) == 1
+
+
+async def test_a_duplicate_client_order_id_answer_is_looked_up_not_taken_for_nothing_executed(runtime, paper):
+    """110072 on create means an order with that id exists (sent by a server that then died, say)."""
+    write_policy(runtime.home.path, maxNotionalUsd=100)  # room for both, so only the exchange can say no
+    async with Client(build_server(runtime)) as client:
+        plan = await call(client, "plan_order", BTC_SHORT)
+        earlier = OrderRequest(
+            category="linear",
+            symbol="BTCUSDT",
+            side="Sell",
+            qty=Decimal("0.00031"),
+            price=Decimal(plan["order"]["price"]),
+            time_in_force="IOC",
+            order_link_id=order_link_id(plan["plan_id"]),
+        )
+        await runtime.exchange.create_order(earlier)  # type: ignore[attr-defined] # the test plays the lost send
+        placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert placed["status"] == "filled" and placed["found_by_reconnaissance"] is True
+    assert paper.request_count(CREATE) == 2 and len(paper.orders("BTCUSDT")) == 1

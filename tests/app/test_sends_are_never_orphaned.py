@@ -25,6 +25,7 @@ from mcp import Client
 from pilot.app import kinds
 from pilot.app.pending import settle_sends, unsettled_sends
 from pilot.app.records import PlanOutcome
+from pilot.app.upkeep import STALE_CLAIM, upkeep
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CREATE, call, open_test_runtime, write_policy
@@ -161,3 +162,94 @@ async def test_a_send_never_found_is_given_up_as_never_executed_only_after_minut
     assert await settle_sends(runtime) == 0
     [resolved] = await runtime.store.journal.entries(kind=kinds.ORDER_RESOLVED)
     assert resolved.data["status"] == "never_executed" and json.dumps(sent.data)
+
+
+CLAIMING_CHILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from pathlib import Path
+    from pilot.app.clock import SystemClock
+    from pilot.app.place import place_order
+    from pilot.app.runtime import Home, assemble_runtime
+    from pilot.exchange.bybit import BybitExchange
+    from pilot.store import open_store
+
+    async def main(home, url, key, secret, plan_id):
+        adapter = BybitExchange.connect("paper", api_key=key, api_secret=secret, base_url=url, timeout_seconds=30)
+        store = await open_store(Home(Path(home)).database_path)
+        await place_order(assemble_runtime(Path(home), store, adapter, SystemClock()), plan_id)
+
+    asyncio.run(main(*sys.argv[1:]))
+    """
+)
+
+
+async def test_a_plan_claimed_by_a_server_killed_before_it_sent_is_released_at_the_next_start(
+    tmp_path: Path, paper: Any, clock: Any
+) -> None:
+    """kill -9 between the claim and the send: the plan said 'first use still in progress' for ever."""
+    from pilot.app.boot import open_runtime
+    from tests.scenarios import ARTICLE
+
+    write_policy(tmp_path)
+    async with open_test_runtime(tmp_path, paper, clock) as runtime, Client(build_server(runtime)) as client:
+        plan_id = (await call(client, "plan_order", BTC_SHORT))["plan_id"]
+    paper.add_fault("/v5/market/tickers", "latency", delay_ms=4000)  # the re-check's facts are held
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            CLAIMING_CHILD,
+            str(tmp_path),
+            paper.url,
+            paper.api_key,
+            paper.api_secret,
+            plan_id,
+        ],
+        env=os.environ.copy(),
+    )
+    try:
+        await until(lambda: paper.working > 0)  # claimed, and reading fresh facts
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait(timeout=10)
+    async with open_runtime(tmp_path, paper_url=paper.url, scenario=ARTICLE, clock=clock) as restarted:
+        young = await restarted.store.plans.get(plan_id)  # a live server may still be using it
+        clock.advance(STALE_CLAIM.total_seconds() + 60)  # the child claimed by the system clock
+        await upkeep(restarted)
+        plan = await restarted.store.plans.get(plan_id)
+        async with Client(build_server(restarted)) as client:
+            again = await call(client, "place_order", {"plan_id": plan_id})
+    assert young is not None and young.outcome is None
+    assert plan is not None and plan.outcome == {"status": "refused"}
+    assert [v["rule"] for v in again["violations"]] == ["planAlreadyUsed"]
+    assert again["next_safe_action"]["tool"] == "plan_order"  # nothing was sent: plan it again
+    assert paper.request_count(CREATE) == 0
+
+
+async def test_a_plan_whose_answer_was_journaled_but_not_recorded_takes_it_at_the_next_start(
+    tmp_path: Path, paper: Any, clock: Any
+) -> None:
+    """kill -9 between journaling the exchange's answer and recording it on the plan."""
+    from pilot.app.boot import open_runtime
+    from tests.scenarios import ARTICLE
+
+    write_policy(tmp_path)
+    async with open_test_runtime(tmp_path, paper, clock) as runtime, Client(build_server(runtime)) as client:
+        plan_id = (await call(client, "plan_order", BTC_SHORT))["plan_id"]
+        assert (await runtime.store.plans.claim(plan_id, now=clock.now())).status == "claimed"
+        await runtime.store.journal.append(
+            kinds.ORDER_OUTCOME,
+            {
+                "status": "filled",
+                "order_id": "o-1",
+                "order_link_id": "pilot-x",
+                "fill": {"filled_qty": "0.00031"},
+            },
+            now=clock.now(),
+            plan_id=plan_id,
+        )
+    async with open_runtime(tmp_path, paper_url=paper.url, scenario=ARTICLE, clock=clock) as restarted:
+        plan = await restarted.store.plans.get(plan_id)
+    assert plan is not None and plan.outcome is not None
+    assert (plan.outcome["status"], plan.outcome["filled_qty"]) == ("filled", "0.00031")

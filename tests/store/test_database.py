@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -139,3 +141,24 @@ def test_a_database_from_before_sealing_is_adopted_once_however_often_it_is_open
     with raw(db_path) as conn:
         assert conn.execute("SELECT COUNT(*) FROM journal WHERE kind = ?", (STORE_SEALED,)).fetchone() == (1,)
         assert conn.execute("SELECT COUNT(*) FROM journal_key").fetchone() == (1,)
+
+
+async def test_a_new_database_another_connection_is_still_creating_opens_once_it_is_done(
+    db_path: Path,
+) -> None:
+    """Two servers starting on one new home: while one holds the new file in a write transaction, SQLite
+    refuses the other's switch to WAL at once, without its busy timeout. The second must wait, not fail."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    creator = sqlite3.connect(db_path, isolation_level=None)
+    creator.execute("BEGIN IMMEDIATE")
+    creator.execute("CREATE TABLE being_created (x)")
+    opening = asyncio.ensure_future(open_store(db_path))
+    # Still waiting (not failed) well inside the busy timeout; a store that gave up at once raises here.
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(opening), timeout=0.2)
+    creator.execute("COMMIT")
+    creator.close()
+    async with await opening:
+        pass
+    with raw(db_path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)

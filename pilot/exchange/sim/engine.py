@@ -133,7 +133,8 @@ class Engine:
             new = _with_price(new, apply_price_limit(instrument, quote, new.side, new.price))
         buy_limit, sell_limit = price_limits(instrument, quote)
         limit = new.price if new.price is not None else (buy_limit if new.side == "Buy" else sell_limit)
-        check_notional(instrument, new.qty, new.price or (quote.ask if new.side == "Buy" else quote.bid))
+        if not new.reduce_only:  # Bybit takes a closing order below the minimum value (dust closes)
+            check_notional(instrument, new.qty, new.price or (quote.ask if new.side == "Buy" else quote.bid))
         if new.order_link_id and (category, new.order_link_id) in self.links:
             raise SimReject(
                 pick(category, 110072, 170141),

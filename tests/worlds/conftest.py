@@ -1,0 +1,31 @@
+"""Random worlds at the MCP surface (issue 12): how many worlds each hypothesis profile runs, and the survey.
+
+`HYPOTHESIS_PROFILE=ci` (the default) runs WORLDS["ci"] worlds, `thorough` many more; `PILOT_WORLDS=N`
+sets the number outright. `PILOT_WORLDS_REPORT=FILE` turns the random-worlds test into a survey: every
+world's findings and figures are appended to FILE as JSON lines and nothing fails; summarise them with
+`python -m tests.worlds.report FILE`. Shrinking is off (each finding carries its whole reproduction, and a
+shrink step is a whole world); `PILOT_WORLDS_SHRINK=1` turns it on.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, Phase, settings
+
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+WORLDS = int(os.environ.get("PILOT_WORLDS", {"ci": 25, "dev": 10, "thorough": 400}.get(PROFILE, 25)))
+CASES_PER_WORLD = (6, 12)
+# the oracle's own check (pure, every size tried): its examples per profile
+ORACLE_EXAMPLES = {"thorough": 2000, "dev": 50}.get(PROFILE, 120)
+REPORT = os.environ.get("PILOT_WORLDS_REPORT")
+PHASES = (Phase.explicit, Phase.reuse, Phase.generate) + (
+    (Phase.shrink,) if os.environ.get("PILOT_WORLDS_SHRINK") else ()
+)
+
+WORLD_SETTINGS = settings(
+    max_examples=WORLDS,
+    deadline=None,
+    phases=PHASES,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+)

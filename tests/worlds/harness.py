@@ -1,0 +1,636 @@
+"""One world through a real MCP client: one paper exchange, one Runtime, one server, many orders, and the
+checks of issue 12 on every answer.
+
+The checks (each failure is a Finding whose `kind` names it and whose `detail` is a reproduction: the order,
+the facts the oracle saw, and the answers):
+
+* every rule code an answer carries is in the closed set (`pilot.core.codes.Code`);
+* every suggested `plan_order` replays, unchanged, to `ok`; after a size cut, one more lot step is refused;
+* following `next_safe_action` unchanged reaches `ok` or a terminal answer (tool null) within 2 hops;
+* a terminal answer (tool null) only when no size of that order, nor its reducing variant, passes, as the
+  independent oracle (tests/worlds/oracle.py) computes it; the oracle's witness is then planned through
+  the same client, so "false nothing fits" is confirmed by Pilot's own verdict;
+* suggestions never turn an order that shrinks the position into one that grows it;
+* what a plan passes, the oracle passes too (margin, spot balance, price band, caps), and the exchange
+  does not reject it; every fill leaves the position under its caps at the planned worst price;
+* a size that needs a human is not a dead end for a client that cannot confirm when a smaller size that
+  needs no human passes; close_position closes what can be closed, and is offered only when it can;
+* an unknown symbol is a terminal answer, never "retry".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from mcp import Client, MCPError
+
+from pilot.core.codes import Code
+from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.errors import ExchangeError
+from pilot.exchange.models import OrderRequest
+from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.server import build_server
+from tests.app.conftest import FakeClock, open_test_runtime
+from tests.worlds.oracle import Account, OpenOrder, Oracle, Order, Position
+from tests.worlds.strategies import Case, CloseCase, PlanCase
+from tests.worlds.world import World, plain
+
+CREATE = "/v5/order/create"
+CODES = frozenset(code.value for code in Code)
+CONFIRMATION_CODES = frozenset({"confirmationChannelUnavailable", "confirmationRequired"})
+FILLED = ("filled", "partially_filled", "open", "cancelled", "accepted")
+# Observations reported by the survey that do not fail the suite.
+# A dust position may get a terminal answer (issue 12 allows it) where the oracle would close it as Bybit does.
+NOTES = ("terminal-without-human", "cut-smaller-than-oracle", "other-next-tool", "dust-close-not-offered")
+
+
+@dataclass
+class Finding:
+    kind: str
+    detail: dict[str, Any]
+
+    @property
+    def failing(self) -> bool:
+        return not self.kind.startswith(NOTES)
+
+    def line(self) -> str:
+        return f"{self.kind}: {json.dumps(self.detail, default=str, sort_keys=True)}"
+
+
+@dataclass
+class WorldRun:
+    """A running world: the paper exchange, Pilot's runtime, an MCP client that cannot show forms."""
+
+    world: World
+    paper: PaperExchange
+    client: Client
+    seeded: int
+    findings: list[Finding] = field(default_factory=list)
+    stats: Counter[str] = field(default_factory=Counter)
+    case_index: int = 0
+
+    # --- state -------------------------------------------------------------------------------------
+
+    def account(self) -> Account:
+        positions = {}
+        for instrument in self.world.instruments:
+            if instrument.category == "linear":
+                p = self.paper.position(instrument.symbol)
+                positions[instrument.symbol] = Position(p.size, p.avg_price, p.leverage)
+        coins = {"USDT", *(i.base for i in self.world.instruments), *self.world.balances}
+        wallet = {coin: self.paper.balance(coin) for coin in coins}
+        orders = tuple(
+            OpenOrder(o.category, o.symbol, o.side.lower(), o.leaves_qty, o.price, o.reduce_only)
+            for o in self.paper.open_orders()
+        )
+        return Account(positions, wallet, orders, self.paper.request_count(CREATE) - self.seeded)
+
+    def oracle(self) -> Oracle:
+        return Oracle(self.world, self.account())
+
+    # --- calls -------------------------------------------------------------------------------------
+
+    async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        """Call a tool; its answer, after checking every code in it against the closed set."""
+        self.stats[f"calls {tool}"] += 1
+        try:
+            result = await self.client.call_tool(tool, args)
+        except MCPError as error:
+            self.fail("tool-error", {"tool": tool, "args": args, "error": str(error)})
+            return None
+        if result.is_error or result.structured_content is None:
+            text = result.content[0].text if result.content else ""
+            self.fail("tool-error", {"tool": tool, "args": args, "error": text})
+            return None
+        answer = result.structured_content
+        for code in codes_in(answer):
+            if code not in CODES:
+                self.fail(
+                    f"code-outside-closed-set[{code}]", {"tool": tool, "args": args, "answer": brief(answer)}
+                )
+        return answer
+
+    async def plan(self, args: dict[str, Any], oracle: Oracle) -> dict[str, Any] | None:
+        answer = await self.call("plan_order", args)
+        if answer is not None:
+            self.stats["plans"] += 1
+            self.stats[f"plans {answer['status']}"] += 1
+            self.check_facts(args, answer, oracle)
+        return answer
+
+    def fail(self, kind: str, detail: dict[str, Any]) -> None:
+        self.findings.append(Finding(kind, {"case": self.case_index, **detail}))
+
+    def check_facts(self, args: dict[str, Any], answer: dict[str, Any], oracle: Oracle) -> None:
+        """The snapshot Pilot judged from is the account the oracle reads (else the harness is wrong)."""
+        order = Order.of(args)
+        shot = answer.get("snapshot") or {}
+        if oracle.instrument(order) is None:
+            return
+        expected = {
+            "position_size": plain(oracle.held(order)),
+            "equity_usd": plain(oracle.equity()),
+            "orders_today": oracle.account.orders_today,
+            "pending_qty": {
+                "buy": plain(oracle.pending(order, "buy")),
+                "sell": plain(oracle.pending(order, "sell")),
+            },
+        }
+        for name, value in expected.items():
+            seen = shot.get(name)
+            if seen is None:
+                continue
+            same = _same(seen, value)
+            if not same:
+                self.fail(f"facts-mismatch[{name}]", {"args": args, "pilot": seen, "oracle": value})
+
+    # --- cases ------------------------------------------------------------------------------------
+
+    async def run(self, case: Case) -> None:
+        self.case_index += 1
+        self.stats["cases"] += 1
+        if isinstance(case, CloseCase):
+            await self.close_case(case)
+        else:
+            await self.plan_case(case)
+
+    async def plan_case(self, case: PlanCase) -> None:
+        oracle = self.oracle()
+        order = Order.of(case.args)
+        answer = await self.plan(case.args, oracle)
+        if answer is None:
+            return
+        if oracle.instrument(order) is None:
+            self.check_unknown_symbol(case.args, answer)
+        if answer["status"] == "ok":
+            await self.check_ok(answer, oracle, origin="asked")
+            if case.place or answer.get("needs_confirmation"):
+                await self.place(answer, oracle)
+            return
+        asked = self.asked_qty(case.args, oracle)
+        await self.follow(case.args, answer, oracle, asked, place=case.place)
+
+    def asked_qty(self, args: dict[str, Any], oracle: Oracle) -> Decimal | None:
+        order = Order.of(args)
+        instrument = oracle.instrument(order)
+        if instrument is None:
+            return None
+        if "qty" in args:
+            step = instrument.step
+            return (Decimal(args["qty"]) / step).to_integral_value(rounding="ROUND_FLOOR") * step
+        return oracle.qty_for_notional(order, Decimal(args["notional_usd"]))
+
+    async def follow(
+        self,
+        args: dict[str, Any],
+        answer: dict[str, Any],
+        oracle: Oracle,
+        asked: Decimal | None,
+        *,
+        place: bool,
+        origin: str = "plan_order",
+    ) -> None:
+        """A refusal: follow its next safe action as an agent would, and check where it leads."""
+        self.stats["refusals"] += 1
+        first = answer["next_safe_action"]
+        if first is None:
+            self.fail("no-next-action", {"args": args, "answer": brief(answer)})
+            return
+        if first["tool"] is None:
+            await self.check_terminal(args, answer, oracle, origin=origin)
+            return
+        if first["tool"] != "plan_order":
+            self.fail(f"other-next-tool[{first['tool']}]", {"args": args, "answer": brief(answer)})
+            return
+        self.stats["suggestions"] += 1
+        suggestion = first["args"]
+        self.check_direction(args, asked, suggestion, oracle, answer)
+        replay = await self.plan(suggestion, oracle)
+        if replay is None:
+            return
+        if replay["status"] == "ok":
+            self.stats["replays ok"] += 1
+            await self.check_ok(replay, oracle, origin="suggested")
+            await self.check_one_more_step(args, asked, answer, suggestion, oracle)
+            if place or replay.get("needs_confirmation"):
+                await self.place(replay, oracle)
+            return
+        self.stats["replays refused"] += 1
+        self.fail(
+            f"replay-refused[{rules(answer)} -> {rules(replay)}]",
+            {
+                "asked": args,
+                "facts": oracle.facts(Order.of(args)),
+                "answer": brief(answer),
+                "replay": brief(replay),
+            },
+        )
+        second = replay["next_safe_action"]
+        if second is None or second["tool"] is None:
+            if second is not None:
+                await self.check_terminal(suggestion, replay, oracle, origin=origin)
+            return
+        if second["tool"] != "plan_order":
+            return
+        third = await self.plan(second["args"], oracle)
+        if third is None or third["status"] == "ok":
+            return
+        if third["next_safe_action"] is not None and third["next_safe_action"]["tool"] is not None:
+            self.stats["loops"] += 1
+            self.fail(
+                f"loop[{rules(answer)} -> {rules(replay)} -> {rules(third)}]",
+                {
+                    "asked": args,
+                    "facts": oracle.facts(Order.of(args)),
+                    "hops": [brief(answer), brief(replay), brief(third)],
+                },
+            )
+
+    def check_direction(
+        self,
+        args: dict[str, Any],
+        asked: Decimal | None,
+        suggestion: dict[str, Any],
+        oracle: Oracle,
+        answer: dict[str, Any],
+    ) -> None:
+        """A suggestion never turns an order that only shrinks the position into one that grows it."""
+        order, suggested = Order.of(args), Order.of(suggestion)
+        if asked is None or asked <= 0 or "qty" not in suggestion:
+            return
+        if oracle.reducing(order, asked) and not oracle.reducing(suggested, Decimal(suggestion["qty"])):
+            self.fail(
+                "raise-turns-shrink-into-grow",
+                {"asked": args, "facts": oracle.facts(order), "answer": brief(answer)},
+            )
+
+    async def check_one_more_step(
+        self,
+        args: dict[str, Any],
+        asked: Decimal | None,
+        answer: dict[str, Any],
+        suggestion: dict[str, Any],
+        oracle: Oracle,
+    ) -> None:
+        """After a size cut, the suggested size is the largest: one lot step more is refused."""
+        order = Order.of(suggestion)
+        instrument = oracle.instrument(order)
+        qty = Decimal(suggestion["qty"])
+        if instrument is None or asked is None or qty >= asked:
+            return
+        self.stats["cuts"] += 1
+        more = await self.plan({**suggestion, "qty": plain(qty + instrument.step)}, oracle)
+        if more is not None and more["status"] == "ok":
+            self.fail(
+                f"one-more-step-passes[{rules(answer)}]",
+                {
+                    "asked": args,
+                    "facts": oracle.facts(order),
+                    "answer": brief(answer),
+                    "plus_one_step": brief(more),
+                },
+            )
+        largest = oracle.largest(order, at_most=asked)
+        if largest is not None and largest > qty:
+            self.fail(
+                f"cut-smaller-than-oracle[{rules(answer)}]",
+                {
+                    "asked": args,
+                    "facts": oracle.facts(order),
+                    "suggested": plain(qty),
+                    "oracle": plain(largest),
+                },
+            )
+
+    async def check_terminal(
+        self, args: dict[str, Any], answer: dict[str, Any], oracle: Oracle, *, origin: str = "plan_order"
+    ) -> None:
+        """Tool null: nothing of that order (nor its reducing variant) may pass; options must be callable."""
+        self.stats["terminal"] += 1
+        nxt = answer["next_safe_action"]
+        rule = rules(answer)
+        if not nxt.get("human") and not nxt.get("retry_after"):
+            self.fail(f"terminal-without-human[{rule}]", {"args": args, "answer": brief(answer)})
+        self.check_options(args, answer, oracle)
+        order = Order.of(args)
+        found = oracle.witness(order)
+        if found is None:
+            return
+        variant, qty = found
+        flavour = "dust-close" if qty == oracle.dust_close_qty(variant) else "size"
+        confirm = await self.plan(variant.args(qty), oracle)
+        detail = {
+            "args": args,
+            "facts": oracle.facts(order),
+            "answer": brief(answer),
+            "witness": variant.args(qty),
+            "witness_answer": brief(confirm),
+        }
+        if confirm is not None and confirm["status"] == "ok":
+            self.stats["false nothing fits"] += 1
+            self.fail(f"false-nothing-fits[{origin}: {rule}; witness {flavour}]", detail)
+        elif flavour == "dust-close":  # the issue allows a terminal answer for dust: noted, not failed
+            self.stats["dust close not offered"] += 1
+            self.fail(f"dust-close-not-offered[{origin}: {rule}]", detail)
+        else:
+            self.stats["oracle disagrees"] += 1
+            self.fail(f"nothing-fits-oracle-disagrees[{origin}: {rule}]", detail)
+
+    def check_options(self, args: dict[str, Any], answer: dict[str, Any], oracle: Oracle) -> None:
+        for option in (answer.get("next_safe_action") or {}).get("options") or []:
+            if option.get("tool") != "close_position":
+                continue
+            option_args = option.get("args") or {}
+            close = oracle.close_order(option_args.get("symbol", ""), option_args.get("category", "linear"))
+            # close_position first cancels the resting orders on its side that would reopen the position
+            cleared = oracle.without_resting(close) if close is not None else oracle
+            if close is None or cleared.witness(close) is None:
+                self.fail(
+                    "dead-option[close_position]",
+                    {"args": args, "facts": oracle.facts(Order.of(args)), "answer": brief(answer)},
+                )
+
+    def check_unknown_symbol(self, args: dict[str, Any], answer: dict[str, Any]) -> None:
+        """A symbol the exchange does not list is a terminal answer, never a retry loop."""
+        self.stats["unknown symbols"] += 1
+        nxt = answer.get("next_safe_action") or {}
+        if (
+            answer["status"] == "ok"
+            or nxt.get("tool") is not None
+            or nxt.get("retry_after")
+            or rules(answer) == "facts"
+        ):
+            self.fail(f"unknown-symbol-as-retry[{rules(answer)}]", {"args": args, "answer": brief(answer)})
+
+    async def check_ok(self, answer: dict[str, Any], oracle: Oracle, *, origin: str) -> None:
+        """What Pilot plans, the oracle passes, judged as it will be sent (a limit at the planned price)."""
+        planned = answer["order"]
+        sent, qty = as_sent(planned), Decimal(planned["qty"])
+        if oracle.instrument(sent) is None:
+            return
+        detail = {
+            "origin": origin,
+            "facts": oracle.facts(Order.of({**planned, "price": None})),
+            "plan": brief(answer),
+        }
+        for miss in oracle.misses(sent, qty):
+            name = f"priceBand {planned['order_type']}" if miss.name == "priceBand" else miss.name
+            self.fail(f"ok-plan-fails-oracle[{name}]", {**detail, "oracle": str(miss)})
+        worst = oracle.worst(sent)
+        if answer.get("notional_usd") is not None and Decimal(answer["notional_usd"]) != qty * worst:
+            self.fail(
+                f"valuation-mismatch[{sent.category} {planned['order_type']} {sent.side}]",
+                {**detail, "oracle_notional": plain(qty * worst)},
+            )
+        needs = oracle.policy.needs_human("place_order", qty * worst)
+        if bool(answer.get("needs_confirmation")) != needs and not oracle.reducing(sent, qty):
+            self.fail("confirmation-flag-mismatch", {**detail, "oracle_needs_human": needs})
+
+    async def place(self, plan: dict[str, Any], oracle: Oracle) -> None:
+        """Place an ok plan; check the exchange took it, the fill is under its caps, and no dead end."""
+        planned = plan["order"]
+        order = as_sent(planned)
+        qty, price = Decimal(planned["qty"]), Decimal(planned["price"])
+        growing = not oracle.reducing(order, qty)
+        answer = await self.call("place_order", {"plan_id": plan["plan_id"]})
+        if answer is None:
+            return
+        self.stats[f"placed {answer['status']}"] += 1
+        detail = {"facts": oracle.facts(order), "plan": brief(plan), "placed": brief(answer)}
+        if answer["status"] == "rejected":
+            self.fail(f"exchange-rejected[{answer.get('ret_code')}]", detail)
+            return
+        if answer["status"] == "refused":
+            code = rules(answer)
+            if code in CONFIRMATION_CODES:
+                await self.check_confirmation(order, qty, answer, oracle, detail)
+            else:
+                self.fail(f"place-refused-on-same-facts[{code}]", detail)
+            return
+        fill = answer.get("fill") or {}
+        filled = Decimal(fill.get("filled_qty") or "0")
+        if filled <= 0 or not growing:
+            return
+        self.check_fill(order, price, filled, oracle, detail)
+
+    def check_fill(
+        self, order: Order, price: Decimal, filled: Decimal, before: Oracle, detail: dict[str, Any]
+    ) -> None:
+        after = self.oracle()
+        limits = before.policy.limits(order.symbol)
+        worst = price if order.side == "buy" else max(price, before.quote(order.symbol).bid)
+        exposure = abs(after.held(order) + order.sign * after.pending(order)) * worst
+        numbers = {**detail, "exposure_after": plain(exposure), "worst": plain(worst)}
+        if filled * worst > limits.max_order_notional:
+            self.fail("cap-breach-after-fill[maxOrderNotionalUsd]", numbers)
+        if exposure > limits.max_notional:
+            self.fail("cap-breach-after-fill[maxNotionalUsd]", numbers)
+        instrument = before.instrument(order)
+        if (
+            instrument is not None
+            and not instrument.spot
+            and exposure > limits.max_leverage * before.equity()
+        ):
+            self.fail("cap-breach-after-fill[maxLeverage]", numbers)
+
+    async def check_confirmation(
+        self, order: Order, qty: Decimal, answer: dict[str, Any], oracle: Oracle, detail: dict[str, Any]
+    ) -> None:
+        """Refused for want of a human: when a size that needs none passes, that is the next action."""
+        self.stats["confirmation refusals"] += 1
+        above = oracle.policy.above_notional
+        if "place_order" in oracle.policy.confirm_actions or above is None:
+            return
+        nxt = answer.get("next_safe_action") or {}
+        if nxt.get("tool") == "plan_order":
+            replay = await self.plan(nxt["args"], oracle)
+            if replay is None or replay["status"] != "ok" or replay.get("needs_confirmation"):
+                self.fail("confirmation-next-does-not-fit", {**detail, "replay": brief(replay)})
+            return
+
+        def unconfirmed(variant: Order, size: Decimal) -> bool:
+            return size * oracle.worst(variant) <= above
+
+        found = oracle.witness(order, within=unconfirmed)
+        if found is None:
+            return
+        variant, size = found
+        confirm = await self.plan(variant.args(size), oracle)
+        if confirm is not None and confirm["status"] == "ok" and not confirm.get("needs_confirmation"):
+            self.fail(
+                "confirmation-dead-end",
+                {**detail, "witness": variant.args(size), "witness_answer": brief(confirm)},
+            )
+
+    async def close_case(self, case: CloseCase) -> None:
+        oracle = self.oracle()
+        args: dict[str, Any] = {"symbol": case.symbol, "category": case.category}
+        if case.qty is not None:
+            args["qty"] = case.qty
+        close = oracle.close_order(case.symbol, case.category)
+        held = oracle.held(Order(case.symbol, case.category, "sell", "market"))
+        answer = await self.call("close_position", args)
+        if answer is None:
+            return
+        self.stats[f"close {answer['status']}"] += 1
+        facts = oracle.facts(close or Order(case.symbol, case.category, "sell", "market"))
+        detail = {"args": args, "facts": facts, "answer": brief(answer)}
+        if answer["status"] == "rejected":
+            self.fail(f"close-rejected[{answer.get('ret_code')}]", detail)
+            return
+        if answer["status"] in FILLED:
+            after = self.oracle().held(Order(case.symbol, case.category, "sell", "market"))
+            if abs(after) >= abs(held) or (after != 0 and (after > 0) != (held > 0)):
+                self.fail("close-made-no-progress", {**detail, "position_after": plain(after)})
+            return
+        if answer["status"] != "refused":
+            return
+        code = rules(answer)
+        if code in CONFIRMATION_CODES and "close_position" in oracle.policy.confirm_actions:
+            return
+        nxt = answer.get("next_safe_action") or {}
+        if close is None:
+            if nxt.get("tool") is None:
+                self.stats["terminal"] += 1
+                self.check_options(args | {"side": "sell"}, answer, oracle)
+            return
+        amount = abs(held) if case.qty is None else min(Decimal(case.qty), abs(held))
+        asked = close.args(amount)
+        if nxt.get("tool") is not None:  # refused, though a close of at most what was asked would pass
+
+            def asked_or_less(variant: Order, size: Decimal) -> bool:
+                return size <= amount
+
+            found = oracle.witness(close, within=asked_or_less)
+            if found is not None:
+                variant, qty = found
+                self.fail(
+                    f"close-refused-while-a-close-passes[{code}]",
+                    {**detail, "witness": variant.args(qty)},
+                )
+        await self.follow(asked, answer, oracle, amount, place=True, origin="close_position")
+
+
+async def seed(paper: PaperExchange, world: World) -> int:
+    """Leave the world's resting orders on the account, as another client would; return the creates sent."""
+    if world.resting:
+        adapter = BybitExchange.connect(
+            "paper",
+            api_key=paper.api_key,
+            api_secret=paper.api_secret,
+            base_url=paper.url,
+            timeout_seconds=10,
+        )
+        try:
+            for index, resting in enumerate(world.resting):
+                request = OrderRequest(
+                    category=resting.category,
+                    symbol=resting.symbol,
+                    side=resting.side,
+                    qty=resting.qty,
+                    price=resting.price,
+                    time_in_force="GTC",
+                    order_link_id=f"another-client-{index}",
+                    reduce_only=resting.reduce_only,
+                )
+                with contextlib.suppress(ExchangeError):  # a seed the exchange refuses is simply not there
+                    await adapter.create_order(request)
+        finally:
+            await adapter.close()
+    return paper.request_count(CREATE)
+
+
+@contextlib.asynccontextmanager
+async def open_world(world: World, home: Path) -> AsyncIterator[WorldRun]:
+    """Start the world's paper exchange, seed it, and serve Pilot over it to an in-memory MCP client."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "policy.json").write_text(world.policy_text())
+    clock = FakeClock(datetime(2026, 11, 30, 12, 0, tzinfo=UTC))
+    with start_paper_exchange(world.scenario()) as paper:
+        seeded = await seed(paper, world)
+        async with (
+            open_test_runtime(home, paper, clock) as runtime,
+            Client(build_server(runtime)) as client,  # declares no elicitation: it cannot show a form
+        ):
+            yield WorldRun(world, paper, client, seeded)
+
+
+# --- reading answers ---------------------------------------------------------------------------------
+
+
+def as_sent(planned: dict[str, Any]) -> Order:
+    """A planned order as it goes to the exchange: a limit order at the planned price (IOC for a market one)."""
+    return Order(
+        planned["symbol"],
+        planned["category"],
+        planned["side"],
+        "limit",
+        Decimal(planned["price"]),
+        planned["reduce_only"],
+    )
+
+
+def codes_in(answer: dict[str, Any]) -> list[str]:
+    found = [v["rule"] for v in answer.get("violations") or []]
+    for action in [answer.get("next_safe_action"), *(v.get("next") for v in answer.get("violations") or [])]:
+        numbers = (action or {}).get("nothing_fits")
+        if numbers:
+            found.append(numbers["rule"])
+    return found
+
+
+def rules(answer: dict[str, Any] | None) -> str:
+    if answer is None:
+        return "none"
+    return "+".join(v["rule"] for v in answer.get("violations") or []) or answer.get("status", "?")
+
+
+def brief(answer: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The part of an answer a reproduction needs."""
+    if answer is None:
+        return None
+    out: dict[str, Any] = {"status": answer["status"]}
+    if answer.get("violations"):
+        out["violations"] = [
+            {"rule": v["rule"], "limit": v["limit"], "attempted": v["attempted"]}
+            for v in answer["violations"]
+        ]
+    nxt = answer.get("next_safe_action")
+    if nxt:
+        shown = {
+            k: nxt[k] for k in ("tool", "args", "text", "human", "retry_after", "nothing_fits") if nxt.get(k)
+        }
+        if nxt.get("options"):
+            shown["options"] = [{"tool": o["tool"], "args": o["args"]} for o in nxt["options"]]
+        out["next"] = shown
+    for key in (
+        "order",
+        "notional_usd",
+        "position_notional_usd",
+        "needs_confirmation",
+        "ret_code",
+        "fill",
+        "sent",
+    ):
+        if answer.get(key) is not None:
+            out[key] = answer[key]
+    return out
+
+
+def _same(seen: Any, expected: Any) -> bool:
+    if isinstance(expected, dict):
+        return isinstance(seen, dict) and all(_same(seen.get(k), v) for k, v in expected.items())
+    if isinstance(expected, int):
+        return seen == expected
+    try:
+        return Decimal(str(seen)) == Decimal(str(expected))
+    except ArithmeticError:
+        return False

@@ -1,0 +1,705 @@
+"""Which sizes of an order pass: an oracle written apart from pilot.core, from the README, SCENARIOS.md and
+Bybit's documentation. It imports nothing of pilot (not the rules, sizing or valuation), so a bug there
+cannot hide here.
+
+What passes, for one order at one size `q` (lot steps of the instrument), on the exchange's state now:
+
+* the instrument exists on the exchange (else nothing passes: an unknown symbol);
+* trading state: `halted` passes nothing; `reducing` passes only orders that shrink a position;
+* `allowedMarkets` bounds only orders that can grow a position;
+* reduce-only (linear): there is a position on the other side, and `q` is no larger than it; a dust position
+  (below the minimum order) may be closed by a reduce-only order of the minimum size, which Bybit caps at
+  the position ("Perps & Futures: ... close the position" in create-order.mdx, and a reduce-only order is
+  reduced to the position size); spot has no reduce-only orders (Bybit: "Valid for linear, inverse &
+  option"), so a reduce-only spot order never passes;
+* the grid: whole lot steps, at least `minOrderQty` (linear; spot's is deprecated and not checked), at
+  most `maxOrderQty`, and `q x price >= minNotionalValue` except for a reduce-only order (Bybit's trading
+  rules: "closing orders are exempt from notional value but still adhere to minimum size");
+* the price band (SCENARIOS.md, Bybit's price-limit formula): a limit price outside the band does not pass;
+  a market order is sent as a Limit IOC at the slippage price kept inside the band;
+* `dailyOrderCap`, `maxOrderNotionalUsd`, `maxNotionalUsd`, `maxLeverage`, `minLiquidationDistancePct`
+  bound only orders that can grow a position; they value the order at its worst fill (a buy at its limit,
+  a sell at the higher of its limit and the bid) and count every open order on its side as filled;
+* what the exchange accepts: initial margin for a linear order (the paper exchange's rule: opening size x
+  price / leverage plus the taker fee, against the available balance), free quote coin for a spot buy,
+  free base coin for a spot sell.
+
+An order shrinks a position when it is reduce-only, or on the other side of the position and, with the
+open orders on its side, no larger than it (spot: a sell of at most the base coin held).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from typing import Any
+
+from tests.worlds.world import Instrument, Quote, World, plain
+
+ZERO = Decimal(0)
+HUNDRED = Decimal(100)
+DEFAULTS: dict[str, Any] = {
+    "maxNotionalUsd": Decimal(25),
+    "maxOrderNotionalUsd": Decimal(25),
+    "maxLeverage": Decimal(3),
+    "minLiquidationDistancePct": Decimal(20),
+    "maxSlippagePct": Decimal("0.5"),
+    "dailyOrderCap": 20,
+    "tradingState": "active",
+}
+OVERRIDABLE = (
+    "maxNotionalUsd",
+    "maxOrderNotionalUsd",
+    "maxLeverage",
+    "minLiquidationDistancePct",
+    "maxSlippagePct",
+)
+
+
+def floor_steps(value: Decimal, step: Decimal) -> int:
+    return int((value / step).to_integral_value(rounding=ROUND_FLOOR))
+
+
+def ceil_steps(value: Decimal, step: Decimal) -> int:
+    return int((value / step).to_integral_value(rounding=ROUND_CEILING))
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_notional: Decimal
+    max_order_notional: Decimal
+    max_leverage: Decimal
+    min_liquidation_pct: Decimal
+    slippage_pct: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyRules:
+    """policy.json restated: the top-level limits, per-market overrides, state, caps and confirmation."""
+
+    raw: Mapping[str, Any]
+
+    def get(self, key: str) -> Any:
+        return self.raw.get(key, DEFAULTS.get(key))
+
+    def limits(self, symbol: str) -> Limits:
+        override = (self.raw.get("markets") or {}).get(symbol, {})
+
+        def pick(key: str) -> Decimal:
+            return Decimal(override.get(key, self.get(key)))
+
+        return Limits(*(pick(key) for key in OVERRIDABLE))
+
+    @property
+    def allowed(self) -> frozenset[str]:
+        return frozenset(self.raw.get("allowedMarkets", ()))
+
+    @property
+    def state(self) -> str:
+        return str(self.get("tradingState"))
+
+    @property
+    def daily_cap(self) -> int:
+        return int(self.get("dailyOrderCap"))
+
+    @property
+    def above_notional(self) -> Decimal | None:
+        above = (self.raw.get("confirm") or {}).get("aboveNotionalUsd")
+        return None if above is None else Decimal(above)
+
+    @property
+    def confirm_actions(self) -> frozenset[str]:
+        return frozenset((self.raw.get("confirm") or {}).get("actions", ()))
+
+    def needs_human(self, tool: str, notional: Decimal) -> bool:
+        if tool in self.confirm_actions:
+            return True
+        above = self.above_notional
+        return tool == "place_order" and above is not None and notional > above
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    size: Decimal  # signed
+    avg_price: Decimal
+    leverage: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class OpenOrder:
+    category: str
+    symbol: str
+    side: str  # "buy" | "sell"
+    leaves: Decimal
+    price: Decimal
+    reduce_only: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    """The exchange's state at one moment, as the paper exchange holds it."""
+
+    positions: Mapping[str, Position]  # linear symbols
+    wallet: Mapping[str, Decimal]
+    open_orders: tuple[OpenOrder, ...]
+    orders_today: int  # orders Pilot sent today (a send counts whatever the exchange answered)
+
+
+@dataclass(frozen=True, slots=True)
+class Order:
+    """An order without its size: what plan_order is asked, less qty or notional."""
+
+    symbol: str
+    category: str
+    side: str  # "buy" | "sell"
+    order_type: str  # "market" | "limit"
+    price: Decimal | None = None
+    reduce_only: bool = False
+    closing: bool = False  # planned by close_position, whose plan no notional threshold holds back
+
+    @property
+    def sign(self) -> int:
+        return 1 if self.side == "buy" else -1
+
+    def args(self, qty: Decimal) -> dict[str, Any]:
+        """plan_order's arguments for this order at `qty`."""
+        args: dict[str, Any] = {
+            "symbol": self.symbol,
+            "side": self.side,
+            "qty": plain(qty),
+            "order_type": self.order_type,
+            "reduce_only": self.reduce_only,
+            "category": self.category,
+        }
+        if self.order_type == "limit" and self.price is not None:
+            args["price"] = plain(self.price)
+        return args
+
+    @staticmethod
+    def of(args: Mapping[str, Any]) -> Order:
+        price = args.get("price")
+        return Order(
+            symbol=str(args["symbol"]),
+            category=str(args.get("category", "linear")),
+            side=str(args["side"]),
+            order_type=str(args.get("order_type", "market")),
+            price=Decimal(price) if price is not None else None,
+            reduce_only=bool(args.get("reduce_only", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Miss:
+    """One reason a size does not pass: the kind of rule, its name, and the numbers."""
+
+    kind: str  # unknown, state, market, reduce, grid, band, daily, cap, exchange
+    name: str
+    numbers: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.numbers}"
+
+
+class Oracle:
+    """What passes on one world's instruments, its policy, and the account as it is now."""
+
+    def __init__(self, world: World, account: Account, *, reaches_human: bool = False) -> None:
+        self.world = world
+        self.policy = PolicyRules(world.policy)
+        self.account = account
+        # The worlds' client shows no forms: only the CLI channel reaches a human from it.
+        self.reaches_human = reaches_human or bool((world.policy.get("confirm") or {}).get("cliChannel"))
+
+    # --- facts ------------------------------------------------------------------------------------
+
+    def instrument(self, order: Order) -> Instrument | None:
+        return self.world.instrument(order.category, order.symbol)
+
+    def quote(self, symbol: str) -> Quote:
+        return self.world.quotes[symbol]
+
+    def band(self, instrument: Instrument) -> tuple[Decimal, Decimal]:
+        """(highest buy, lowest sell) the exchange accepts now (SCENARIOS.md, priceLimitRatioX / Y)."""
+        mark, tick = self.quote(instrument.symbol).mark, instrument.tick
+        x, y = instrument.band_x, instrument.band_y
+        buy = min(mark * (1 + y), max(mark, mark * (1 + x)))
+        sell = max(mark * (1 - y), min(mark, mark * (1 - x)))
+        return floor_steps(buy, tick) * tick, max(ceil_steps(sell, tick) * tick, tick)
+
+    def held(self, order: Order) -> Decimal:
+        """The signed position the order acts on: linear, the position; spot, the base coin held."""
+        instrument = self.instrument(order)
+        if instrument is not None and instrument.spot:
+            return self.account.wallet.get(instrument.base, ZERO)
+        position = self.account.positions.get(order.symbol)
+        return position.size if position is not None else ZERO
+
+    def pending(self, order: Order, side: str | None = None) -> Decimal:
+        """Open orders on the order's side (of its category and symbol) that may still fill: not reduce-only."""
+        side = side or order.side
+        return sum(
+            (
+                o.leaves
+                for o in self.account.open_orders
+                if o.category == order.category
+                and o.symbol == order.symbol
+                and o.side == side
+                and not o.reduce_only
+            ),
+            ZERO,
+        )
+
+    def without_resting(self, order: Order) -> Oracle:
+        """The same world with the resting orders on the order's side (its symbol and category) gone."""
+        kept = tuple(
+            o
+            for o in self.account.open_orders
+            if not (o.category == order.category and o.symbol == order.symbol and o.side == order.side)
+        )
+        return Oracle(self.world, replace(self.account, open_orders=kept), reaches_human=self.reaches_human)
+
+    def elsewhere(self, order: Order) -> Decimal:
+        """The same coin in the other category (spot held for a linear order, the perpetual for a spot one),
+        at its worst case with that market's resting orders: maxNotionalUsd caps the coin's gross exposure."""
+        other = replace(order, category="spot" if order.category == "linear" else "linear")
+        if self.instrument(other) is None and other.category == "linear":
+            return ZERO
+        if other.category == "spot":
+            base = self.instrument(order).base if self.instrument(order) is not None else ""
+            held = self.account.wallet.get(base, ZERO)
+        else:
+            held = self.held(other)
+        buys, sells = self.pending(other, "buy"), self.pending(other, "sell")
+        return max(abs(held + buys), abs(held - sells))
+
+    def usd_price(self, coin: str) -> Decimal:
+        if coin in ("USDT", "USDC", "USD"):
+            return Decimal(1)
+        quote = self.world.quotes.get(f"{coin}USDT")
+        return quote.mid if quote is not None else ZERO
+
+    def settle_equity(self) -> Decimal:
+        """USDT wallet plus the unrealised PnL of every linear position at its mark."""
+        upl = sum(
+            (
+                (self.quote(symbol).mark - p.avg_price) * p.size
+                for symbol, p in self.account.positions.items()
+            ),
+            ZERO,
+        )
+        return self.account.wallet.get("USDT", ZERO) + upl
+
+    def equity(self) -> Decimal:
+        """The account's total equity in USD: the settle coin's equity and every other coin at its mid."""
+        others = sum(
+            (amount * self.usd_price(coin) for coin, amount in self.account.wallet.items() if coin != "USDT"),
+            ZERO,
+        )
+        return self.settle_equity() + others
+
+    def available_margin(self) -> Decimal:
+        """Equity less the initial margin of positions (at mark) and of open linear orders (at their price)."""
+        used = ZERO
+        for symbol, p in self.account.positions.items():
+            used += abs(p.size) * self.quote(symbol).mark / p.leverage
+        for o in self.account.open_orders:
+            if o.category == "linear" and not o.reduce_only:
+                used += o.leaves * o.price / self.account.positions[o.symbol].leverage
+        return self.settle_equity() - used
+
+    def locked(self, coin: str) -> Decimal:
+        """Spot balance held by open spot orders: the quote coin for buys, the base coin for sells."""
+        total = ZERO
+        for o in self.account.open_orders:
+            instrument = self.world.instrument("spot", o.symbol)
+            if o.category != "spot" or instrument is None:
+                continue
+            if o.side == "buy" and instrument.quote == coin:
+                total += o.leaves * o.price
+            elif o.side == "sell" and instrument.base == coin:
+                total += o.leaves
+        return total
+
+    # --- prices -----------------------------------------------------------------------------------
+
+    def limit_price(self, order: Order) -> Decimal | None:
+        """A limit order's price on the tick, rounded on the side that costs less: buys down, sells up."""
+        instrument = self.instrument(order)
+        if order.price is None or instrument is None:
+            return order.price
+        tick = instrument.tick
+        steps = floor_steps(order.price, tick) if order.side == "buy" else ceil_steps(order.price, tick)
+        return max(steps * tick, tick)
+
+    def slippage_price(self, order: Order) -> Decimal:
+        """A market order's Limit IOC price at maxSlippagePct, before the band."""
+        instrument = self.instrument(order)
+        assert instrument is not None
+        quote, tick = self.quote(order.symbol), instrument.tick
+        slip = self.policy.limits(order.symbol).slippage_pct / HUNDRED
+        if order.side == "buy":
+            return ceil_steps(quote.ask * (1 + slip), tick) * tick
+        return max(floor_steps(quote.bid * (1 - slip), tick) * tick, tick)
+
+    def price(self, order: Order) -> Decimal:
+        """The limit price sent: a limit order's own (on the tick), a market order's IOC price inside the band."""
+        if order.order_type == "limit" and order.price is not None:
+            price = self.limit_price(order)
+            assert price is not None
+            return price
+        instrument = self.instrument(order)
+        assert instrument is not None
+        buy_limit, sell_limit = self.band(instrument)
+        price = self.slippage_price(order)
+        return min(price, buy_limit) if order.side == "buy" else max(price, sell_limit)
+
+    def worst(self, order: Order) -> Decimal:
+        """The worst-fill price: a buy pays at most its limit; a sell fills from the bid down to its limit."""
+        price = self.price(order)
+        return price if order.side == "buy" else max(price, self.quote(order.symbol).bid)
+
+    def qty_for_notional(self, order: Order, notional: Decimal) -> Decimal:
+        instrument = self.instrument(order)
+        assert instrument is not None
+        return floor_steps(notional / self.worst(order), instrument.step) * instrument.step
+
+    # --- judging one size -------------------------------------------------------------------------
+
+    def opposite(self, order: Order) -> bool:
+        held = self.held(order)
+        return held != 0 and (held > 0) != (order.side == "buy")
+
+    def reducing(self, order: Order, qty: Decimal) -> bool:
+        """Whether the order can only shrink the worst case: with every resting order on one side filled.
+
+        A reduce-only order stops at zero, but resting orders on its side then act from there: it shrinks
+        the worst case only when the position it leaves, plus them, is no larger than the worst case now.
+        """
+        held = self.held(order)
+        if order.reduce_only:
+            left = ZERO if qty >= abs(held) else held + order.sign * qty
+            after = left + order.sign * self.pending(order)
+            worst_now = max(abs(held + self.pending(order, "buy")), abs(held - self.pending(order, "sell")))
+            return abs(after) <= worst_now
+        return self.opposite(order) and qty + self.pending(order) <= abs(held)
+
+    def dust_close_qty(self, order: Order) -> Decimal | None:
+        """The reduce-only size that closes a position below the minimum order (capped by the exchange)."""
+        instrument = self.instrument(order)
+        if instrument is None or instrument.spot or not order.reduce_only or not self.opposite(order):
+            return None
+        minimum = max(ceil_steps(instrument.min_qty, instrument.step), 1) * instrument.step
+        return minimum if abs(self.held(order)) < minimum else None
+
+    def misses(self, order: Order, qty: Decimal) -> list[Miss]:
+        """Every reason `qty` of `order` does not pass (empty: it passes)."""
+        instrument = self.instrument(order)
+        if instrument is None:
+            return [Miss("unknown", "symbol", f"no {order.category} instrument {order.symbol}")]
+        out: list[Miss] = []
+        limits, rules = self.policy.limits(order.symbol), self.policy
+        held, pending = self.held(order), self.pending(order)
+        price, worst = self.price(order), self.worst(order)
+        reducing = self.reducing(order, qty)
+        if rules.state == "halted":
+            out.append(Miss("state", "halted", "trading is halted"))
+        elif rules.state == "reducing" and not reducing:
+            out.append(Miss("state", "reducing", "the order can grow the position"))
+        if not reducing and order.symbol not in rules.allowed:
+            out.append(Miss("market", "allowedMarkets", f"{order.symbol} not in {sorted(rules.allowed)}"))
+        if order.reduce_only:
+            if instrument.spot:
+                out.append(Miss("exchange", "reduceOnlySpot", "spot takes no reduce-only orders"))
+            elif not self.opposite(order):
+                out.append(Miss("reduce", "nothingToReduce", f"position {plain(held)}"))
+            elif qty > abs(held) and qty != self.dust_close_qty(order):
+                out.append(Miss("reduce", "aboveThePosition", f"{plain(qty)} > {plain(abs(held))}"))
+        if qty <= 0 or qty % instrument.step != 0:
+            out.append(Miss("grid", "qtyStep", f"{plain(qty)} on step {plain(instrument.step)}"))
+        if not instrument.spot and qty < instrument.min_qty:
+            out.append(Miss("grid", "minOrderQty", f"{plain(qty)} < {plain(instrument.min_qty)}"))
+        if qty > instrument.max_qty:
+            out.append(Miss("grid", "maxOrderQty", f"{plain(qty)} > {plain(instrument.max_qty)}"))
+        exempt = order.reduce_only and not instrument.spot
+        if not exempt and qty * price < instrument.min_notional:
+            out.append(
+                Miss("grid", "minNotionalValue", f"{plain(qty * price)} < {plain(instrument.min_notional)}")
+            )
+        if order.order_type == "limit":
+            buy_limit, sell_limit = self.band(instrument)
+            if order.side == "buy" and price > buy_limit:
+                out.append(Miss("band", "priceBand", f"buy at {plain(price)} > {plain(buy_limit)}"))
+            if order.side == "sell" and price < sell_limit:
+                out.append(Miss("band", "priceBand", f"sell at {plain(price)} < {plain(sell_limit)}"))
+        if not reducing:
+            out.extend(self._cap_misses(order, instrument, qty, limits, held, pending, worst))
+        out.extend(self._exchange_misses(order, instrument, qty, price, held))
+        if not order.closing and not self.reaches_human and rules.needs_human("place_order", qty * worst):
+            out.append(
+                Miss("confirm", "aboveNotionalUsd", f"{plain(qty * worst)} needs a human, none reachable")
+            )
+        return out
+
+    def _cap_misses(
+        self,
+        order: Order,
+        instrument: Instrument,
+        qty: Decimal,
+        limits: Limits,
+        held: Decimal,
+        pending: Decimal,
+        worst: Decimal,
+    ) -> list[Miss]:
+        out = []
+        if self.account.orders_today >= self.policy.daily_cap:
+            out.append(
+                Miss("daily", "dailyOrderCap", f"{self.account.orders_today} >= {self.policy.daily_cap}")
+            )
+        order_notional = qty * worst
+        if order_notional > limits.max_order_notional:
+            out.append(
+                Miss(
+                    "cap",
+                    "maxOrderNotionalUsd",
+                    f"{plain(order_notional)} > {plain(limits.max_order_notional)}",
+                )
+            )
+        left = ZERO if order.reduce_only and qty >= abs(held) else held + order.sign * qty  # stops at zero
+        after = left + order.sign * pending
+        after_notional = abs(after) * worst
+        coin_notional = (abs(after) + self.elsewhere(order)) * worst
+        if coin_notional > limits.max_notional:
+            out.append(
+                Miss("cap", "maxNotionalUsd", f"{plain(coin_notional)} > {plain(limits.max_notional)}")
+            )
+        if instrument.spot:
+            return out
+        equity = self.equity()
+        if equity <= 0 or after_notional > limits.max_leverage * equity:
+            out.append(
+                Miss(
+                    "cap",
+                    "maxLeverage",
+                    f"{plain(after_notional)} > {plain(limits.max_leverage)} x {plain(equity)}",
+                )
+            )
+        if limits.min_liquidation_pct > 0:
+            mark = self.quote(order.symbol).mark
+            distance = liquidation_distance(after, worst, equity, instrument.mmr, mark)
+            if distance is not None and distance < limits.min_liquidation_pct:
+                out.append(
+                    Miss(
+                        "cap",
+                        "minLiquidationDistancePct",
+                        f"{plain(distance.quantize(Decimal('0.0001')))} < {plain(limits.min_liquidation_pct)}",
+                    )
+                )
+        return out
+
+    def _exchange_misses(
+        self, order: Order, instrument: Instrument, qty: Decimal, price: Decimal, held: Decimal
+    ) -> list[Miss]:
+        if instrument.spot:
+            if order.side == "buy":
+                free = self.account.wallet.get(instrument.quote, ZERO) - self.locked(instrument.quote)
+                if qty * price > free:
+                    return [
+                        Miss("exchange", "spotBalance", f"costs {plain(qty * price)} > {plain(free)} free")
+                    ]
+                return []
+            free = self.account.wallet.get(instrument.base, ZERO) - self.locked(instrument.base)
+            if qty > free:
+                return [Miss("exchange", "spotBalance", f"sells {plain(qty)} > {plain(free)} free")]
+            return []
+        if order.reduce_only:
+            return []
+        position = self.account.positions.get(order.symbol)
+        leverage = position.leverage if position is not None else min(Decimal(10), instrument.max_leverage)
+        closable = abs(held) if self.opposite(order) else ZERO
+        opening = max(qty - closable, ZERO)
+        required = opening * price / leverage + qty * price * self.world.taker_fee
+        available = self.available_margin()
+        if required > available:
+            return [Miss("exchange", "margin", f"needs {plain(required)} > {plain(available)} available")]
+        return []
+
+    def passes(self, order: Order, qty: Decimal) -> bool:
+        return not self.misses(order, qty)
+
+    # --- searching sizes --------------------------------------------------------------------------
+
+    def largest(
+        self,
+        order: Order,
+        at_most: Decimal | None = None,
+        within: Callable[[Decimal], bool] | None = None,
+    ) -> Decimal | None:
+        """The largest passing size of `order` (at most `at_most`, and satisfying `within`), or None.
+
+        As a function of the size, what passes is at most two runs of lot steps: the sizes that only shrink
+        the position (from the grid's lower bounds up to the position, every other rule an upper bound), and
+        the sizes that grow it (from just above that up, every cap an upper bound), plus a dust close. Each
+        run is searched from its lowest valid size; test_oracle checks this against every size.
+        """
+        instrument = self.instrument(order)
+        if instrument is None:
+            return None
+        step = instrument.step
+        top = floor_steps(instrument.max_qty, step)
+        if at_most is not None:
+            top = min(top, floor_steps(at_most, step))
+
+        def ok(k: int) -> bool:
+            qty = k * step
+            return self.passes(order, qty) and (within is None or within(qty))
+
+        low = 1
+        if not instrument.spot:
+            low = max(low, ceil_steps(instrument.min_qty, step))
+        if instrument.spot or not order.reduce_only:
+            low = max(low, ceil_steps(instrument.min_notional / self.price(order), step))
+        runs: list[tuple[int, int]] = []
+        candidates: list[int] = []
+        if order.reduce_only:
+            runs.append((low, min(top, floor_steps(abs(self.held(order)), step))))
+            dust = self.dust_close_qty(order)
+            if dust is not None and floor_steps(dust, step) <= top:
+                candidates.append(floor_steps(dust, step))
+        else:
+            room = abs(self.held(order)) - self.pending(order) if self.opposite(order) else Decimal(-1)
+            shrink_top = floor_steps(room, step) if room >= 0 else 0
+            runs.append((low, min(top, shrink_top)))
+            runs.append((max(low, shrink_top + 1), top))
+        best = max((k for k in candidates if ok(k)), default=None)
+        for first, last in runs:
+            if first > last or not ok(first):
+                continue
+            while first < last:
+                middle = (first + last + 1) // 2
+                if ok(middle):
+                    first = middle
+                else:
+                    last = middle - 1
+            best = first if best is None else max(best, first)
+        return None if best is None else best * step
+
+    def family(self, order: Order) -> list[Order]:
+        """The order as asked, and the variant that only shrinks the position (reduce-only; on spot, a plain
+        sell): 'no size of that order passes' must hold for both."""
+        instrument = self.instrument(order)
+        if instrument is None:
+            return [order]
+        if instrument.spot:  # a reduce-only spot sell stands for a plain sell of what is held
+            plain_sell = order.reduce_only and order.side == "sell"
+            return [order, replace(order, reduce_only=False)] if plain_sell else [order]
+        if not order.reduce_only and self.opposite(order):
+            return [order, replace(order, reduce_only=True)]
+        return [order]
+
+    def witness(
+        self, order: Order, within: Callable[[Order, Decimal], bool] | None = None
+    ) -> tuple[Order, Decimal] | None:
+        """A size of the order's family that passes (the largest of the first variant that has one)."""
+        for variant in self.family(order):
+
+            def inside(qty: Decimal, variant: Order = variant) -> bool:
+                return within is None or within(variant, qty)
+
+            qty = self.largest(variant, within=inside)
+            if qty is not None:
+                return variant, qty
+        return None
+
+    def close_order(self, symbol: str, category: str) -> Order | None:
+        """What closing the position is: a reduce-only market order on the other side (spot: a plain sell)."""
+        probe = Order(symbol, category, "sell", "market")
+        held = self.held(probe)
+        if held == 0 or self.instrument(probe) is None:
+            return None
+        if category == "spot":
+            return Order(symbol, category, "sell", "market", closing=True) if held > 0 else None
+        return Order(
+            symbol, category, "sell" if held > 0 else "buy", "market", reduce_only=True, closing=True
+        )
+
+    # --- what a finding shows ---------------------------------------------------------------------
+
+    def facts(self, order: Order) -> dict[str, Any]:
+        """The numbers the verdict on `order` depends on."""
+        instrument = self.instrument(order)
+        if instrument is None:
+            return {"instrument": None, "policy": self._policy_facts(order.symbol)}
+        quote = self.quote(order.symbol)
+        buy_limit, sell_limit = self.band(instrument)
+        facts: dict[str, Any] = {
+            "instrument": {
+                "tick": plain(instrument.tick),
+                "step": plain(instrument.step),
+                "min_qty": plain(instrument.min_qty),
+                "max_qty": plain(instrument.max_qty),
+                "min_notional": plain(instrument.min_notional),
+                "mmr": plain(instrument.mmr),
+                "band": [plain(sell_limit), plain(buy_limit)],
+            },
+            "quote": {"bid": plain(quote.bid), "ask": plain(quote.ask), "mark": plain(quote.mark)},
+            "position": plain(self.held(order)),
+            "pending": {"buy": plain(self.pending(order, "buy")), "sell": plain(self.pending(order, "sell"))},
+            "equity": plain(self.equity()),
+            "orders_today": self.account.orders_today,
+            "price": plain(self.price(order)),
+            "worst_fill": plain(self.worst(order)),
+            "policy": self._policy_facts(order.symbol),
+        }
+        if instrument.spot:
+            facts["free"] = {
+                instrument.base: plain(
+                    self.account.wallet.get(instrument.base, ZERO) - self.locked(instrument.base)
+                ),
+                "USDT": plain(self.account.wallet.get("USDT", ZERO) - self.locked("USDT")),
+            }
+        else:
+            facts["available_margin"] = plain(self.available_margin())
+            position = self.account.positions.get(order.symbol)
+            facts["leverage"] = plain(position.leverage) if position is not None else None
+        return facts
+
+    def _policy_facts(self, symbol: str) -> dict[str, Any]:
+        limits = self.policy.limits(symbol)
+        return {
+            "allowed": symbol in self.policy.allowed,
+            "tradingState": self.policy.state,
+            "dailyOrderCap": self.policy.daily_cap,
+            "maxNotionalUsd": plain(limits.max_notional),
+            "maxOrderNotionalUsd": plain(limits.max_order_notional),
+            "maxLeverage": plain(limits.max_leverage),
+            "minLiquidationDistancePct": plain(limits.min_liquidation_pct),
+            "maxSlippagePct": plain(limits.slippage_pct),
+            "confirm": {
+                "aboveNotionalUsd": None
+                if self.policy.above_notional is None
+                else plain(self.policy.above_notional),
+                "actions": sorted(self.policy.confirm_actions),
+            },
+        }
+
+
+def liquidation_distance(
+    after: Decimal, price: Decimal, equity: Decimal, mmr: Decimal, mark: Decimal
+) -> Decimal | None:
+    """Distance from mark to liquidation, in % of mark (README: L = (qP - E) / (q (1 - mmr sign q))).
+
+    None when there is none (flat, or a liquidation price at or below zero); 0 when it is already past mark.
+    """
+    if after == 0 or mark <= 0:
+        return None
+    sign = 1 if after > 0 else -1
+    denominator = after * (1 - mmr * sign)
+    if denominator == 0:
+        return None
+    level = (after * price - equity) / denominator
+    if level <= 0:
+        return None
+    if (after > 0 and level >= mark) or (after < 0 and level <= mark):
+        return ZERO
+    return abs(level - mark) / mark * HUNDRED

@@ -1,0 +1,370 @@
+"""Hypothesis strategies for random worlds and the orders an agent sends in them.
+
+A world has one to three symbols, each linear, spot or both, with Bybit-like filters (tick, lot step,
+minimum and maximum order, minimum notional, leverage, maintenance margin, price band) and a static quote;
+positions long, short, dust (below the minimum order) or oversized (above the maximum order); spot coins
+held; resting orders left by another client; and a random valid policy.json whose caps are drawn relative to
+the instruments' minimum orders, so that cuts, minimums and "nothing fits" all happen often.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tests.worlds.oracle import Oracle, Order, ceil_steps, floor_steps
+from tests.worlds.world import Holding, Instrument, Quote, Resting, World, plain
+
+BASES = ("BTC", "ETH", "SOL", "XRP", "DOGE", "LINK", "PEPE")
+UNKNOWN_SYMBOLS = ("BTCUSD", "FOOUSDT", "ETHUSDC")
+TICKS = tuple(
+    Decimal(t)
+    for t in ("0.0000001", "0.000001", "0.0001", "0.001", "0.005", "0.01", "0.05", "0.1", "0.5", "1")
+)
+BANDS = (
+    (Decimal("0.05"), Decimal("0.05")),
+    (Decimal("0.01"), Decimal("0.02")),
+    (Decimal("0.005"), Decimal("0.01")),
+)
+
+
+def significant(value: Decimal, digits: int = 2) -> Decimal:
+    """`value` rounded to `digits` significant digits (so it survives as a JSON number)."""
+    if value <= 0:
+        return value
+    exponent = value.adjusted() - digits + 1
+    rounded = value.quantize(Decimal(1).scaleb(exponent))
+    return rounded if rounded > 0 else Decimal(1).scaleb(exponent)
+
+
+def log_int(low: int, high: int) -> st.SearchStrategy[int]:
+    """An integer in [low, high], spread over its orders of magnitude."""
+    if high <= low:
+        return st.just(low)
+    return st.integers(0, 60).map(lambda i: low + round((high - low) * (i / 60) ** 4))
+
+
+@dataclass(frozen=True, slots=True)
+class Market:
+    symbol: str
+    tick: Decimal
+    quote: Quote
+    step: Decimal
+    min_steps: int
+    max_steps: int
+
+
+@st.composite
+def markets(draw: st.DrawFn, base: str) -> Market:
+    tick = draw(st.sampled_from(TICKS))
+    ticks = draw(log_int(2_000, 2_000_000))  # a 0.5 % price band spans ten ticks or more
+    bid = tick * ticks
+    spread = draw(st.integers(1, 5))
+    ask = bid + tick * spread
+    mark = max(bid + tick * draw(st.integers(-3, spread + 3)), tick)
+    # one lot step is worth between about $0.0001 and $20
+    exponent = bid.adjusted()
+    step = Decimal(1).scaleb(draw(st.integers(-4 - exponent, 1 - exponent)))
+    min_steps = draw(st.sampled_from([1, 1, 1, 2, 5, 10, 100]))
+    # the largest order is worth from $50 (so positions above it happen) to $10M (Bybit's BTCUSDT: 100+ BTC)
+    largest = Decimal(draw(st.sampled_from([50, 1000, 100_000, 10_000_000])))
+    max_steps = max(min_steps * 2, int(largest / (step * bid)))
+    return Market(base + "USDT", tick, Quote(bid, ask, mark), step, min_steps, max_steps)
+
+
+def min_notional(draw: st.DrawFn, market: Market) -> Decimal:
+    """Bybit's minimum order value, or 0 where the largest order could not meet a tenth of it."""
+    value = Decimal(draw(st.sampled_from([0, 1, 1, 5, 10])))
+    return value if market.step * market.max_steps * market.quote.bid >= 10 * value else Decimal(0)
+
+
+def instrument(draw: st.DrawFn, market: Market, category: str) -> Instrument:
+    band = draw(st.sampled_from(BANDS))
+    return Instrument(
+        symbol=market.symbol,
+        category=category,
+        tick=market.tick,
+        step=market.step,
+        min_qty=market.step * (market.min_steps if category == "linear" else 1),
+        max_qty=market.step * market.max_steps,
+        min_notional=min_notional(draw, market),
+        max_leverage=Decimal(draw(st.sampled_from([10, 25, 50, 100]))),
+        mmr=draw(st.sampled_from([Decimal("0.005"), Decimal("0.01"), Decimal("0.025"), Decimal("0.05")])),
+        band_x=band[0],
+        band_y=band[1],
+    )
+
+
+@st.composite
+def holdings(draw: st.DrawFn, linear: Instrument, market: Market) -> Holding | None:
+    kind = draw(
+        st.sampled_from(["flat"] * 7 + ["normal"] * 6 + ["dust"] * 3 + ["minimum"] * 2 + ["oversized"] * 3)
+    )
+    if kind == "flat":
+        return None
+    min_steps = market.min_steps
+    if kind == "dust" and min_steps > 1:
+        steps = draw(st.integers(1, min_steps - 1))
+    elif kind == "minimum":
+        steps = min_steps
+    elif kind == "oversized":
+        steps = market.max_steps + draw(log_int(1, market.max_steps))
+    else:
+        steps = draw(log_int(min_steps, min_steps * 300))
+    mark = market.quote.mark
+    drift = Decimal(draw(st.integers(-50, 50))) / 1000
+    avg = max(floor_steps(mark * (1 + drift), market.tick) * market.tick, market.tick)
+    leverage = Decimal(draw(st.integers(1, int(min(linear.max_leverage, 20)))))
+    return Holding(market.symbol, draw(st.sampled_from(["Buy", "Sell"])), market.step * steps, avg, leverage)
+
+
+@st.composite
+def resting_orders(draw: st.DrawFn, chosen: Instrument, quote: Quote, min_steps: int) -> Resting:
+    side = draw(st.sampled_from(["Buy", "Sell"]))
+    away = draw(st.integers(1, 40)) * chosen.tick
+    price = quote.bid - away if side == "Buy" else quote.ask + away
+    steps = draw(log_int(min_steps, min_steps * 50))
+    reduce_only = chosen.category == "linear" and draw(st.integers(0, 4)) == 0
+    return Resting(
+        chosen.category, chosen.symbol, side, chosen.step * steps, max(price, chosen.tick), reduce_only
+    )
+
+
+def relative(draw: st.DrawFn, unit: Decimal) -> Decimal:
+    """A cap drawn relative to `unit` dollars: from half of it to a thousand times it."""
+    factor = draw(
+        st.sampled_from(
+            [Decimal("0.5"), Decimal("0.9"), Decimal(1), Decimal(2), Decimal(5), Decimal(20), Decimal(1000)]
+        )
+    )
+    jitter = Decimal(draw(st.integers(80, 130))) / 100
+    return min(max(significant(unit * factor * jitter), Decimal("0.01")), Decimal(10) ** 9)
+
+
+@st.composite
+def policies(
+    draw: st.DrawFn, instruments: tuple[Instrument, ...], quotes: dict[str, Quote], balance: Decimal
+) -> dict[str, Any]:
+    def unit_of(i: Instrument) -> Decimal:
+        return max(i.min_qty * quotes[i.symbol].ask, i.min_notional, Decimal("0.01"))
+
+    unit = unit_of(draw(st.sampled_from(instruments)))
+    leverage, distance = [1, 2, 3, 5, 10, 20], [0, 5, 20, 50]
+    if draw(st.integers(0, 3)) == 0:  # loose caps as large as the account: the exchange's margin binds first
+        unit = max(balance, Decimal(1)) * draw(st.sampled_from([2, 8, 15]))
+        leverage, distance = [20, 50, 100], [0, 0, 5]
+    symbols = list(dict.fromkeys(i.symbol for i in instruments))
+    allowed = [s for s in symbols if draw(st.integers(0, 4)) > 0]
+    if draw(st.integers(0, 3)) == 0:
+        allowed.append(draw(st.sampled_from(UNKNOWN_SYMBOLS)))
+    policy: dict[str, Any] = {
+        "allowedMarkets": allowed,
+        "maxNotionalUsd": relative(draw, unit),
+        "maxOrderNotionalUsd": relative(draw, unit),
+        "maxLeverage": Decimal(draw(st.sampled_from(leverage))),
+        "minLiquidationDistancePct": Decimal(draw(st.sampled_from(distance))),
+        "dailyOrderCap": draw(st.sampled_from([0, 1, 3, 20, 1000])),
+        "maxSlippagePct": draw(st.sampled_from([Decimal("0.1"), Decimal("0.5"), Decimal(1), Decimal(3)])),
+        "planTtlSeconds": 300,
+        "tradingState": draw(st.sampled_from(["active"] * 7 + ["reducing"] * 2 + ["halted"])),
+    }
+    markets: dict[str, Any] = {}
+    for i in instruments:
+        if i.symbol in markets or draw(st.integers(0, 3)) > 0:
+            continue
+        override: dict[str, Any] = {}
+        if draw(st.booleans()):
+            override["maxNotionalUsd"] = relative(draw, unit_of(i))
+        if draw(st.booleans()):
+            override["maxOrderNotionalUsd"] = relative(draw, unit_of(i))
+        if draw(st.booleans()):
+            override["maxLeverage"] = Decimal(draw(st.sampled_from([1, 2, 10])))
+        if draw(st.booleans()):
+            override["maxSlippagePct"] = draw(st.sampled_from([Decimal("0.2"), Decimal(2)]))
+        if override:
+            markets[i.symbol] = override
+    if markets:
+        policy["markets"] = markets
+    confirm: dict[str, Any] = {}
+    if draw(st.integers(0, 2)) == 0:
+        confirm["aboveNotionalUsd"] = relative(draw, unit)
+    if draw(st.integers(0, 5)) == 0:
+        confirm["actions"] = [draw(st.sampled_from(["place_order", "close_position"]))]
+    if confirm:
+        policy["confirm"] = confirm
+    return policy
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> World:
+    bases = draw(st.lists(st.sampled_from(BASES), min_size=1, max_size=3, unique=True))
+    instruments: list[Instrument] = []
+    quotes: dict[str, Quote] = {}
+    positions: list[Holding] = []
+    balances: dict[str, Decimal] = {"USDT": Decimal(draw(st.sampled_from([0, 20, 200, 1000, 1000, 100_000])))}
+    by_symbol: dict[str, Market] = {}
+    for base in bases:
+        market = draw(markets(base))
+        by_symbol[market.symbol] = market
+        quotes[market.symbol] = market.quote
+        categories = draw(st.sampled_from([("linear",)] * 4 + [("spot",)] * 2 + [("linear", "spot")]))
+        for category in categories:
+            made = instrument(draw, market, category)
+            instruments.append(made)
+            if category == "linear":
+                held = draw(holdings(made, market))
+                if held is not None:
+                    positions.append(held)
+            else:
+                steps = draw(
+                    st.sampled_from(
+                        [0, 0, 1, market.min_steps, 10 * market.min_steps, 1000 * market.min_steps]
+                    )
+                )
+                if steps:
+                    balances[base] = market.step * steps
+    # the account could have opened its positions: margin at their leverage and any loss are in the wallet
+    needed = sum(
+        (
+            h.size * h.avg_price / h.leverage
+            + max((h.avg_price - quotes[h.symbol].mark) * h.signed, Decimal(0))
+            for h in positions
+        ),
+        Decimal(0),
+    )
+    if needed:
+        headroom = draw(st.sampled_from([Decimal("1.2"), Decimal(2), Decimal(50)]))
+        balances["USDT"] = max(
+            balances["USDT"], (needed * headroom).to_integral_value(rounding="ROUND_CEILING")
+        )
+    resting = []
+    for _ in range(draw(st.integers(0, 3))):
+        chosen = draw(st.sampled_from(instruments))
+        resting.append(
+            draw(resting_orders(chosen, quotes[chosen.symbol], by_symbol[chosen.symbol].min_steps))
+        )
+    policy = draw(policies(tuple(instruments), quotes, balances["USDT"]))
+    return World(tuple(instruments), quotes, policy, tuple(positions), balances, tuple(resting))
+
+
+# --- the orders an agent sends --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PlanCase:
+    """plan_order with these arguments; `place` says whether to place a plan that passes."""
+
+    args: dict[str, Any]
+    place: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CloseCase:
+    symbol: str
+    category: str
+    qty: str | None
+
+
+Case = PlanCase | CloseCase
+
+
+def sizes(draw: st.DrawFn, oracle: Oracle, order: Order, chosen: Instrument) -> Decimal:
+    """A size near where the answer changes: the minimum, the position, the largest that passes, or anywhere."""
+    step = chosen.step
+    min_steps = max(ceil_steps(chosen.min_qty, step), 1)
+    held = abs(oracle.held(order))
+    options = ["small", "anywhere", "off_step"]
+    if held:
+        options += ["position", "position"]
+    largest = oracle.largest(order)
+    if largest is not None:
+        options += ["largest", "largest"]
+    affordable = what_the_account_affords(oracle, order, chosen)
+    if affordable > 0:
+        options += ["affordable"]
+    kind = draw(st.sampled_from(options))
+    if kind == "affordable":
+        return max(floor_steps(affordable, step) * step + step * draw(st.integers(-1, 3)), step)
+    if kind == "small":
+        return step * draw(st.integers(1, 3 * min_steps))
+    if kind == "position":
+        return max(held + step * draw(st.integers(-2, 2)), step)
+    if kind == "largest":
+        assert largest is not None
+        return max(largest + step * draw(st.integers(-1, 3)), step)
+    top = floor_steps(chosen.max_qty, step)
+    qty = step * draw(log_int(1, top + top // 5))
+    if kind == "off_step":
+        qty += step / 2
+    return qty
+
+
+def what_the_account_affords(oracle: Oracle, order: Order, chosen: Instrument) -> Decimal:
+    """The size the exchange's balance allows: margin at the position's leverage, or the free spot coin."""
+    price = oracle.price(order)
+    if chosen.spot:
+        if order.side == "sell":
+            return oracle.account.wallet.get(chosen.base, Decimal(0)) - oracle.locked(chosen.base)
+        return (oracle.account.wallet.get("USDT", Decimal(0)) - oracle.locked("USDT")) / price
+    position = oracle.account.positions.get(chosen.symbol)
+    leverage = position.leverage if position is not None else Decimal(10)
+    return max(oracle.available_margin(), Decimal(0)) * leverage / price
+
+
+def limit_price(draw: st.DrawFn, chosen: Instrument, quote: Quote, side: str) -> Decimal:
+    tick = chosen.tick
+    base = quote.bid if side == "buy" else quote.ask
+    price = base + tick * draw(st.integers(-30, 30))
+    shape = draw(st.sampled_from(["on_tick"] * 6 + ["off_tick", "outside_band"]))
+    if shape == "off_tick":
+        price += tick / 3
+    elif shape == "outside_band":
+        price = price * (Decimal("1.08") if side == "buy" else Decimal("0.92"))
+    return max(price, tick).quantize(Decimal("1e-12"))
+
+
+@st.composite
+def cases(draw: st.DrawFn, world: World, oracle: Oracle) -> Case:
+    kind = draw(st.sampled_from(["plan"] * 8 + ["close"] * 2 + ["unknown"]))
+    if kind == "close":
+        chosen = draw(st.sampled_from(world.instruments))
+        qty = None
+        if draw(st.integers(0, 3)) == 0:
+            qty = plain(chosen.step * draw(log_int(1, floor_steps(chosen.max_qty, chosen.step))))
+        return CloseCase(chosen.symbol, chosen.category, qty)
+    if kind == "unknown":
+        symbol = draw(
+            st.sampled_from(
+                [*UNKNOWN_SYMBOLS, *(b + "USDT" for b in BASES if b + "USDT" not in world.quotes)]
+            )
+        )
+        args = {
+            "symbol": symbol,
+            "side": draw(st.sampled_from(["buy", "sell"])),
+            "qty": "1",
+            "category": "linear",
+        }
+        return PlanCase(args, place=False)
+    chosen = draw(st.sampled_from(world.instruments))
+    probe = Order(chosen.symbol, chosen.category, "buy", "market")
+    held = oracle.held(probe)
+    side = draw(st.sampled_from(["buy", "sell"]))
+    if held and draw(st.booleans()):
+        side = "sell" if held > 0 else "buy"
+    order_type = draw(st.sampled_from(["market"] * 3 + ["limit"] * 2))
+    price = limit_price(draw, chosen, world.quotes[chosen.symbol], side) if order_type == "limit" else None
+    opposite = held != 0 and (held > 0) == (side == "sell")
+    reduce_only = draw(st.integers(0, 9)) < (4 if opposite else 1)
+    order = Order(chosen.symbol, chosen.category, side, order_type, price, reduce_only)
+    args = order.args(Decimal(1))
+    if draw(st.integers(0, 4)) == 0:
+        qty = sizes(draw, oracle, order, chosen) if oracle.instrument(order) else Decimal(1)
+        notional = significant(qty * world.quotes[chosen.symbol].ask, 3)
+        del args["qty"]
+        args["notional_usd"] = plain(max(notional, Decimal("0.01")))
+    else:
+        args["qty"] = plain(sizes(draw, oracle, order, chosen))
+    return PlanCase(args, place=draw(st.booleans()))
