@@ -173,7 +173,8 @@ def policies(
     }
     markets: dict[str, Any] = {}
     for i in instruments:
-        if i.symbol in markets or draw(st.integers(0, 3)) > 0:
+        # An override for a market outside allowedMarkets is an invalid policy.json (issue 14).
+        if i.symbol in markets or i.symbol not in allowed or draw(st.integers(0, 3)) > 0:
             continue
         override: dict[str, Any] = {}
         if draw(st.booleans()):

@@ -236,7 +236,7 @@ async def test_close_position_on_spot_sells_the_base_coin_held_without_a_reduce_
     async with open_world(scene, tmp_path) as run:
         closed = await run.call("close_position", {"symbol": "BTCUSDT", "category": "spot"})
         assert closed is not None and closed["status"] == "filled", (closed["status"], rules(closed))
-        assert closed["sent"]["side"] == "Sell" and closed["sent"]["reduceOnly"] is False
+        assert closed["sent"]["side"] == "Sell" and closed["sent"]["reduce_only"] is False
         assert closed["sent"]["qty"] == "0.01"
         assert run.paper.balance("BTC") == 0
         clean(run)
