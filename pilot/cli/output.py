@@ -24,7 +24,7 @@ import click
 
 FORMAT_KEY = "pilot.format"
 
-OK, CHECK_FAILED, USAGE = 0, 1, 2
+CHECK_FAILED, USAGE = 1, 2  # and 0: done
 
 
 class CliError(click.ClickException):
@@ -84,11 +84,6 @@ def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=False))
 
 
-def current_format() -> str:
-    context = click.get_current_context(silent=True)
-    return context.meta.get(FORMAT_KEY, "text") if context is not None else "text"
-
-
 def translated(error: Exception) -> CliError | None:
     """The CliError for a failure Pilot foresees (a human's mistake, store, keys, journal key), or None for a bug."""
     from pilot.app.human import HumanError
@@ -113,4 +108,9 @@ def translated(error: Exception) -> CliError | None:
         )
     if isinstance(error, StoreError):
         return CliError("store_error", f"the journal cannot be used: {error}", "run `pilot doctor`")
+    if isinstance(error, OSError):  # a folder that cannot be created or read: the environment, not a bug
+        where = f" ({error.filename})" if error.filename else ""
+        return CliError(
+            "os_error", f"{error.strerror or type(error).__name__}{where}", "check the path and its permissions"
+        )
     return None

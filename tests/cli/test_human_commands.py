@@ -140,3 +140,12 @@ async def test_a_check_that_fails_exits_1_and_a_usage_error_exits_2(home: Path) 
     [problem] = json.loads(checked.stdout)["problems"]
     assert problem["path"] == "line 1 column 18" and "comma" in problem["problem"]
     assert usage.exit_code == 2
+
+
+async def test_a_home_that_cannot_be_created_is_one_line_with_the_fix(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("")
+
+    result = await pilot("init", "--home", str(tmp_path / "a-file" / "home"), "--format", "json")
+
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert json.loads(result.stdout)["error"]["code"] == "os_error"
