@@ -5,6 +5,7 @@ The store keeps them as JSON; these models are the only way the app reads them b
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -126,7 +127,7 @@ class PlanOutcome(_Record):
         )
 
     @staticmethod
-    def read(data: dict[str, Any] | None) -> PlanOutcome | None:
+    def read(data: Mapping[str, Any] | None) -> PlanOutcome | None:
         if not data:
             return None
         fill = data.get("fill") or {}  # outcomes written before this model kept the whole fill

@@ -7,7 +7,7 @@ Journal and exchange text is never parsed as rich markup: it goes into `Text` ob
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -331,7 +331,7 @@ def _exchange_lines(answer: CardAnswer | None) -> list[str]:
     return lines
 
 
-def _outcome_words(data: dict[str, Any]) -> str:
+def _outcome_words(data: Mapping[str, Any]) -> str:
     status, fill = data.get("status"), data.get("fill")
     if status == "rejected":
         code = f" retCode {data['ret_code']}" if data.get("ret_code") is not None else ""

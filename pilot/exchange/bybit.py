@@ -239,10 +239,16 @@ def _from_ret_code(
     )
 
 
+# Requests in flight at once. A plan reads up to eight things concurrently (ticker, balance, position, price
+# band, open orders and instrument rules in both categories); fewer workers queue them into a second round
+# trip. Ten is also the connection pool requests keeps per host, so no connection is opened and thrown away.
+CONCURRENT_REQUESTS = 10
+
+
 class BybitExchange:
     """The Exchange port over Bybit V5 REST (pilot.app.ports.Exchange). Build it with `connect`.
 
-    Each instance owns one pybit session and a small thread pool: pybit is synchronous, so every call runs
+    Each instance owns one pybit session and a thread pool of CONCURRENT_REQUESTS workers: pybit is synchronous, so every call runs
     in a worker thread and the event loop never blocks.
     """
 
@@ -260,7 +266,7 @@ class BybitExchange:
         self.base_url = base_url
         self._clock = clock
         self._recorder = recorder
-        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bybit")
+        self._executor = ThreadPoolExecutor(max_workers=CONCURRENT_REQUESTS, thread_name_prefix="bybit")
         self._instruments: dict[tuple[str, str], tuple[float, InstrumentRules]] = {}
 
     @classmethod
@@ -509,8 +515,17 @@ class BybitExchange:
 
     async def _position_rows(self, action: str, category: str, **where: Any) -> list[dict[str, Any]]:
         limit = PAGE_LIMITS["get_positions"]
+        # One symbol has at most two rows (one per leg in hedge mode): its first page is the whole list, and
+        # the cursor real Bybit still sends would cost every plan a second round trip for an empty page.
+        whole_on_one_page = (lambda row: True) if "symbol" in where else None
         rows = await self._pages(
-            action, "get_positions", wire_.position_key, category=category, limit=limit, **where
+            action,
+            "get_positions",
+            wire_.position_key,
+            until=whole_on_one_page,
+            category=category,
+            limit=limit,
+            **where,
         )
         for row in rows:
             if self._parse(row, wire_.position_idx, action, operation="read") != 0:

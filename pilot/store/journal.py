@@ -28,7 +28,7 @@ class JournalEntry:
     kind: str
     actor: str
     plan_id: str | None
-    data: dict[str, Any]
+    data: Mapping[str, Any]
     prev_hash: str
     hash: str
     seal: str | None = None  # None only on entries written before sealing
@@ -91,6 +91,9 @@ async def append_entry(
     return JournalEntry(seq, parse_iso(at), kind, actor, plan_id, parsed, prev_hash, digest, seal)
 
 
+VERIFIED_ROWS_KEPT = 4096
+
+
 class Journal:
     """Insert-only log. Appends from every task and process form one unbroken, sealed chain.
 
@@ -103,9 +106,28 @@ class Journal:
         self._db = db
         self._sealer = sealer
         self._legacy_entries = legacy_entries  # seqs 1..n predate sealing and carry no seal
+        # Rows already verified, as they were read: every plan reads the last minutes' sends and outcomes
+        # again, and checking each one's hash and seal every time cost more than the rest of a plan.
+        self._verified: dict[int, tuple[tuple[Any, ...], JournalEntry]] = {}
 
     def _genuine(self, row: sqlite3.Row) -> JournalEntry | None:
-        """The row as an entry if Pilot wrote it: its hash and seal verify, or it predates sealing."""
+        """The row as an entry if Pilot wrote it: its hash and seal verify, or it predates sealing.
+
+        A row read again exactly as it was when verified is not verified twice; any difference, an edit
+        made since included, is verified afresh.
+        """
+        raw = tuple(row)
+        known = self._verified.get(row["seq"])
+        if known is not None and known[0] == raw:
+            return known[1]
+        entry = self._verify(row)
+        if entry is not None:
+            if len(self._verified) >= VERIFIED_ROWS_KEPT:
+                self._verified.pop(next(iter(self._verified)))  # the one kept longest
+            self._verified[entry.seq] = (raw, entry)
+        return entry
+
+    def _verify(self, row: sqlite3.Row) -> JournalEntry | None:
         read = row_text(row)
         if read is None:
             return None

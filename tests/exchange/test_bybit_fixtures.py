@@ -109,6 +109,17 @@ async def test_a_recorded_one_way_position_is_read_as_signed_size_and_entry():
     ]
 
 
+async def test_one_symbols_position_is_one_request_though_real_bybit_sends_a_cursor():
+    """A symbol has at most two position rows; following the cursor Bybit sends anyway would cost every plan
+    a second round trip. The whole account's list still follows it to the end."""
+    async with replayed("positions_one_way.json") as (stub, adapter):
+        await adapter.get_position("linear", "LTCUSDT")
+        one_symbol = len(stub.requests("/v5/position/list"))
+        await adapter.get_positions("linear")
+    assert one_symbol == 1
+    assert len(stub.requests("/v5/position/list")) == 1 + 2
+
+
 async def test_a_hedge_mode_symbol_is_refused_with_the_symbol_and_never_read_as_its_first_leg():
     async with replayed("positions_hedge_mode.json") as (_, adapter):
         with pytest.raises(UnsupportedPositionMode) as one:

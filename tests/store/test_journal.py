@@ -59,6 +59,17 @@ async def test_entry_edited_behind_the_triggers_is_the_first_broken_seq(store: S
     assert report.count == 6
 
 
+async def test_an_entry_read_once_then_edited_is_not_served_from_what_was_read(
+    store: Store, db_path: Path
+) -> None:
+    """Reads remember rows they verified; a row changed since is verified afresh, and skipped."""
+    await append_many(store, 5)
+    assert [e.data["index"] for e in await store.journal.entries()] == [0, 1, 2, 3, 4]
+    tamper(db_path, "UPDATE journal SET data = ? WHERE seq = 3", ('{"index":700}',))
+    assert [e.data["index"] for e in await store.journal.entries()] == [0, 1, 3, 4]
+    assert await store.journal.get(3) is None
+
+
 async def test_entry_rehashed_behind_the_triggers_breaks_the_next_link(store: Store, db_path: Path) -> None:
     await append_many(store, 10)
     tamper(db_path, "UPDATE journal SET hash = ? WHERE seq = 4", ("f" * 64,))
