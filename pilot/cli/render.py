@@ -79,7 +79,7 @@ def entry_summary(entry: JournalEntry) -> str:
     return _detail_words(data)
 
 
-def _detail_words(data: dict[str, Any]) -> str:
+def _detail_words(data: Mapping[str, Any]) -> str:
     return str(data.get("detail") or data.get("reason") or data.get("status") or data.get("tool") or "")
 
 
