@@ -111,6 +111,8 @@ def translated(error: Exception) -> CliError | None:
     if isinstance(error, OSError):  # a folder that cannot be created or read: the environment, not a bug
         where = f" ({error.filename})" if error.filename else ""
         return CliError(
-            "os_error", f"{error.strerror or type(error).__name__}{where}", "check the path and its permissions"
+            "os_error",
+            f"{error.strerror or type(error).__name__}{where}",
+            "check the path and its permissions",
         )
     return None
