@@ -179,7 +179,13 @@ class BybitStreams:
         self._tickers: dict[tuple[str, str], dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._expected: dict[str, int] = {}  # subscribe requests per channel
+        # The subscribe requests per channel (Bybit takes at most 10 args in one; pybit sends one request per
+        # private topic): a channel misses nothing once as many acknowledgements have come back.
+        self.subscriptions: dict[str, list[tuple[str, ...]]] = {PRIVATE: [(t,) for t in PRIVATE_TOPICS]}
+        for category, symbols in self.markets.items():
+            topics = [f"tickers.{s}" for s in symbols] + [f"orderbook.{BOOK_DEPTH}.{s}" for s in symbols]
+            topics += [f"priceLimit.{s}" for s in symbols]
+            self.subscriptions[category] = [tuple(topics[i : i + 10]) for i in range(0, len(topics), 10)]
         self._acked: dict[str, int] = {}  # acknowledged since the connection opened
 
     def __repr__(self) -> str:
@@ -188,17 +194,14 @@ class BybitStreams:
     def start(self) -> None:
         """Connect, authenticate and subscribe every channel (blocks until each connection is open)."""
         _silence_pybit_websocket_logging()
-        for category, symbols in self.markets.items():
+        for category, chunks in self.subscriptions.items():
+            if category == PRIVATE:
+                continue
             socket = self._open(category, f"{self.public_base}/v5/public/{category}")
-            topics = [f"tickers.{s}" for s in symbols] + [f"orderbook.{BOOK_DEPTH}.{s}" for s in symbols]
-            topics += [f"priceLimit.{s}" for s in symbols]
-            chunks = [topics[i : i + 10] for i in range(0, len(topics), 10)]  # Bybit: at most 10 args
-            self._expected[category] = len(chunks)
             for chunk in chunks:
-                socket.subscribe("{symbol}", lambda _: None, symbol=chunk)
-        self._expected[PRIVATE] = len(PRIVATE_TOPICS)
+                socket.subscribe("{symbol}", lambda _: None, symbol=list(chunk))
         socket = self._open(PRIVATE, f"{self.private_base}/v5/private")
-        for topic in PRIVATE_TOPICS:
+        for (topic,) in self.subscriptions[PRIVATE]:
             socket.subscribe(topic, lambda _: None)
 
     def _open(self, channel: str, url: str) -> _PybitSocket:
@@ -206,8 +209,8 @@ class BybitStreams:
         socket = _PybitSocket(
             url,
             "private" if private else channel,
-            lambda text: self._receive(channel, text),
-            lambda: self._opened(channel),
+            lambda text: self.receive(channel, text),
+            lambda: self.opened(channel),
             testnet=False,
             api_key=self._key if private else None,
             api_secret=self._secret if private else None,
@@ -218,7 +221,8 @@ class BybitStreams:
         self._sockets[channel] = socket
         return socket
 
-    def _opened(self, channel: str) -> None:
+    def opened(self, channel: str) -> None:
+        """A connection opened (pybit calls it; tests may too): forget its books, say so to the sink."""
         with self._lock:
             for key in [k for k in self._books if k[0] == channel]:
                 del self._books[key]
@@ -248,7 +252,8 @@ class BybitStreams:
 
     # ---- messages ---------------------------------------------------------------------------------
 
-    def _receive(self, channel: str, text: str) -> None:
+    def receive(self, channel: str, text: str) -> None:
+        """One message as pybit hands it over (tests may call it with recorded or built messages)."""
         try:
             events = self._events(channel, json.loads(text))
         except (ValueError, KeyError, TypeError, AttributeError, IndexError, InvalidOperation):
@@ -264,7 +269,7 @@ class BybitStreams:
             if op == "subscribe" and message.get("req_id"):  # a book's re-subscription has no req_id
                 with self._lock:
                     self._acked[channel] = self._acked.get(channel, 0) + 1
-                    done = self._acked[channel] == self._expected.get(channel)
+                    done = self._acked[channel] == len(self.subscriptions.get(channel, ()))
                 return [Subscribed(channel)] if done else []
             return []
         if op == "pong":  # the private channel's pong: args[0] is the exchange's time in ms
