@@ -126,6 +126,10 @@ class StreamFacts:
     balance: AccountBalance | None = None
     orders: dict[str, ExchangeOrder] = field(default_factory=dict)
     executions: dict[str, Execution] = field(default_factory=dict)
+    # A fill seen on the order stream before the position or wallet push it causes: until that push comes
+    # (stamped no earlier than the fill), the old position or balance is not served (the exchange's ms).
+    position_behind: dict[str, int] = field(default_factory=dict)
+    wallet_behind: int | None = None
 
     def channel(self, name: str) -> Channel:
         return self.channels.setdefault(name, Channel())
@@ -192,17 +196,26 @@ class StreamFacts:
             for position in event.positions:
                 self.positions[position.symbol] = position
                 self.hedged.discard(position.symbol)
+                if self.position_behind.get(position.symbol, event.exchange_ms + 1) <= event.exchange_ms:
+                    del self.position_behind[position.symbol]
             for symbol in event.hedged:
                 self.positions.pop(symbol, None)
                 self.hedged.add(symbol)
         elif isinstance(event, WalletUpdate):
             self.balance = event.balance
+            if self.wallet_behind is not None and self.wallet_behind <= event.exchange_ms:
+                self.wallet_behind = None
 
     def _order(self, order: ExchangeOrder) -> None:
         """Keep the newer of two rows of one order (a resync's REST row and a pushed one may cross)."""
         known = self.orders.get(order.order_id)
         if known is None or _rank(order) >= _rank(known):
             self.orders[order.order_id] = order
+            if order.cum_exec_qty > (known.cum_exec_qty if known is not None else Decimal(0)):
+                filled_ms = to_ms(order.updated_at)
+                if order.category == "linear":
+                    self.position_behind[order.symbol] = filled_ms
+                self.wallet_behind = filled_ms
 
     # ---- private resynchronisation ------------------------------------------------------------------
 
@@ -226,6 +239,8 @@ class StreamFacts:
         self.positions.update(read.positions)
         self.hedged -= set(read.positions)
         self.balance = read.balance
+        self.position_behind.clear()  # REST's word is newer than any fill pushed before it was read
+        self.wallet_behind = None
         listed = {o.order_id for o in read.open_orders}
         for order_id in [i for i, o in self.orders.items() if o.status in OPEN_STATUSES and i not in listed]:
             del self.orders[order_id]  # open before, not open now: REST's word for it (a push may follow)
@@ -276,10 +291,14 @@ class StreamFacts:
     def position(self, symbol: str, now_ms: int, max_age_ms: int) -> Position | None:
         if not self.usable(PRIVATE, now_ms, max_age_ms) or symbol in self.hedged:
             return None
+        if symbol in self.position_behind:
+            return None
         return self.positions.get(symbol)
 
     def account_balance(self, now_ms: int, max_age_ms: int) -> AccountBalance | None:
-        return self.balance if self.usable(PRIVATE, now_ms, max_age_ms) else None
+        if self.wallet_behind is not None or not self.usable(PRIVATE, now_ms, max_age_ms):
+            return None
+        return self.balance
 
     def open_orders(
         self, category: str, symbol: str, now_ms: int, max_age_ms: int

@@ -18,7 +18,7 @@ price change and every `interval_ms` (tickers are pushed at that interval even w
 pushes derivatives tickers every 100 ms). Faults (`StreamFaults`): ``drop()`` aborts every connection (a
 reset, not a close), ``stall`` stops every push and pong while connections stay open, ``delay_ms`` holds
 each message that long before sending it, ``swap_next_deltas`` sends the next book delta after the one
-that follows it.
+that follows it, ``hold_topics`` keeps a private topic's pushes back (in order) until it is taken off.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ class StreamFaults:
     stall: bool = False
     delay_ms: float = 0
     swap_next_deltas: int = 0  # how many upcoming pairs of book deltas go out in the wrong order
+    hold_topics: frozenset[str] = frozenset()  # private topics whose pushes wait until taken off this set
 
 
 @dataclass(eq=False)
@@ -89,6 +90,7 @@ class StreamServer:
         self._published: dict[str, Any] = {}  # topic -> the last view sent (books: the levels; private: rows)
         self._book_u: dict[str, int] = {}
         self._held_delta: dict[str, str] = {}
+        self._held_private: list[tuple[str, dict[str, Any]]] = []
         self._ids = itertools.count(1)
         self._heartbeat: asyncio.Task[None] | None = None
         self.connections_opened = 0
@@ -388,10 +390,18 @@ class StreamServer:
             "wallet": wallet if wallet != self._published.get("wallet") else [],
         }
         self._published |= {"order": orders, "execution": executions, "position": positions, "wallet": wallet}
-        for topic, rows in updates.items():
-            if not rows:
+        outgoing = [
+            (topic, {"id": f"paper-{next(self._ids)}", "topic": topic, "creationTime": now, "data": rows})
+            for topic, rows in updates.items()
+            if rows
+        ]
+        held = self.faults.hold_topics
+        released = [item for item in self._held_private if item[0] not in held]
+        self._held_private = [item for item in self._held_private if item[0] in held]
+        for topic, message in released + outgoing:
+            if topic in held:
+                self._held_private.append((topic, message))
                 continue
-            message = {"id": f"paper-{next(self._ids)}", "topic": topic, "creationTime": now, "data": rows}
             for connection in listeners:
                 if topic in connection.topics:
                     self._send(connection, message)
