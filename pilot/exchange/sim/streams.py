@@ -91,6 +91,10 @@ class StreamServer:
         self._book_u: dict[str, int] = {}
         self._held_delta: dict[str, str] = {}
         self._held_private: list[tuple[str, dict[str, Any]]] = []
+        self._order_marks: dict[
+            str, tuple[int, str, Any]
+        ] = {}  # what each order looked like when last pushed
+        self._sent_executions: set[str] = set()
         self._ids = itertools.count(1)
         self._heartbeat: asyncio.Task[None] | None = None
         self.connections_opened = 0
@@ -366,30 +370,34 @@ class StreamServer:
         now = self.clock_ms()
         with self.lock:
             context = self._context()
-            orders = {
-                o.order_id: {"category": o.category}
+            orders = [
+                {"category": o.category}
                 | views.order_view(o, self.engine.instruments[(o.category, o.symbol)])
                 for o in self.engine.orders.values()
-            }
-            executions = {
-                e.exec_id: {"category": e.order.category}
-                | views.execution_view(e, self.engine.instruments[(e.order.category, e.order.symbol)])
-                for e in self.engine.executions
-            }
+                if self._order_marks.get(o.order_id) != (o.updated_ms, o.status, o.cum_exec_qty)
+            ]
+            for o in self.engine.orders.values():
+                self._order_marks[o.order_id] = (o.updated_ms, o.status, o.cum_exec_qty)
+            executions = []
+            for e in reversed(self.engine.executions):  # appended in time order: the new ones are last
+                if e.exec_id in self._sent_executions:
+                    break
+                self._sent_executions.add(e.exec_id)
+                instrument = self.engine.instruments[(e.order.category, e.order.symbol)]
+                executions.append({"category": e.order.category} | views.execution_view(e, instrument))
+            executions.reverse()
             positions = {
                 row["symbol"]: {"category": "linear"} | row
                 for row in handlers.positions(context, {"category": "linear", "settleCoin": "USDT"})["list"]
             }
             wallet = handlers.wallet_balance(context, {"accountType": "UNIFIED"})["list"]
         updates = {
-            "order": _changed_rows(self._published.get("order"), orders),
-            "execution": [
-                row for key, row in executions.items() if key not in (self._published.get("execution") or {})
-            ],
+            "order": orders,
+            "execution": executions,
             "position": _changed_positions(self._published.get("position"), positions),
             "wallet": wallet if wallet != self._published.get("wallet") else [],
         }
-        self._published |= {"order": orders, "execution": executions, "position": positions, "wallet": wallet}
+        self._published |= {"position": positions, "wallet": wallet}
         outgoing = [
             (topic, {"id": f"paper-{next(self._ids)}", "topic": topic, "creationTime": now, "data": rows})
             for topic, rows in updates.items()
@@ -413,11 +421,6 @@ def _levels_delta(last: dict[str, Any] | None, view: dict[str, Any], side: str) 
     after = {price: size for price, size in view[side]}
     changed = [[price, size] for price, size in after.items() if before.get(price) != size]
     return changed + [[price, "0"] for price in before if price not in after]
-
-
-def _changed_rows(last: dict[str, Any] | None, now: dict[str, Any]) -> list[dict[str, Any]]:
-    last = last or {}
-    return [row for key, row in now.items() if last.get(key) != row]
 
 
 def _changed_positions(last: dict[str, Any] | None, now: dict[str, Any]) -> list[dict[str, Any]]:
