@@ -97,7 +97,8 @@ class Snapshot(_Answer):
     )
     instrument: dict[str, str] | None
     fact_sources: dict[str, str] | None = Field(
-        default=None, description="With streams on: each fact's source, stream (within maxFactAgeMs) or rest"
+        default=None,
+        description="With streams on: each fact's source, stream (younger than maxFactAgeMs) or rest",
     )
 
     @field_validator("instrument", mode="before")

@@ -2,7 +2,7 @@
 
 `StreamFacts` is the cache: it applies pilot.exchange.stream_events events (single-threaded: the hub hops
 them onto the event loop) and answers a fact only when pilot.core.freshness says the stream may be used:
-its channel in sync and the fact no older than the policy's maxFactAgeMs. Otherwise it answers None and
+its channel in sync and the fact younger than the policy's maxFactAgeMs. Otherwise it answers None and
 the caller reads over REST.
 
 When a channel is in sync:

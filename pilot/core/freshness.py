@@ -4,7 +4,7 @@ A fact kept from an exchange stream is as old as the stream's latest sign of lif
 it (a message or a pong on the same connection, which delivers in order), measured on the older of the
 exchange's time for that sign and our clock at its arrival, so neither a delayed message nor a clock that
 runs ahead makes it look younger than it is. It may be used only when its stream is in sync (subscribed,
-read again after every reconnect, no sequence gap) and it is no older than the policy's maxFactAgeMs;
+read again after every reconnect, no sequence gap) and it is younger than the policy's maxFactAgeMs;
 otherwise the fact is read over REST.
 """
 
@@ -31,7 +31,8 @@ def age_ms(now_ms: int, as_of: int | None) -> int | None:
 
 
 def source_for(in_sync: bool, age: int | None, max_age_ms: int) -> FactSource:
-    """STREAM only for a fact whose stream is in sync and whose age is known and within the bound."""
-    if in_sync and age is not None and 0 <= age <= max_age_ms:
+    """STREAM only for a fact whose stream is in sync and whose age is known and younger than the bound
+    (so a bound of 0 keeps every judgement on REST)."""
+    if in_sync and age is not None and 0 <= age < max_age_ms:
         return FactSource.STREAM
     return FactSource.REST
