@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -73,7 +74,8 @@ from pilot.exchange.stream_events import (
 
 OPEN_STATUSES = frozenset({"New", "PartiallyFilled", "Untriggered", "Created"})
 FINAL_STATUSES = frozenset({"Filled", "Cancelled", "Rejected", "PartiallyFilledCanceled", "Deactivated"})
-MAX_OUTCOME_WAIT_MS = 2000  # the longest place_order waits for its order on the stream before REST
+CLOSE_SECONDS = 5.0
+MAX_OUTCOME_WAIT_MS = 250  # the longest a lookup waits for an order on the stream before reading REST
 
 # The sources of the facts read by the judgement running in this task (set by pilot.app.facts.gather).
 FACT_SOURCES: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
@@ -390,11 +392,30 @@ class StreamHub:
         return True
 
     async def close(self) -> None:
+        """Stop the loops and the client's connections; bounded, so a stuck connection cannot hold shutdown."""
         for task in list(self._tasks):
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.client is not None:
-            await asyncio.to_thread(self.client.close)
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=CLOSE_SECONDS)
+        self._tasks.clear()
+        client, self.client = self.client, None
+        if client is not None:  # on a daemon thread: pybit's close may wait on a socket forever
+            loop = asyncio.get_running_loop()
+            closed: asyncio.Future[None] = loop.create_future()
+
+            def done() -> None:
+                if not closed.done():
+                    closed.set_result(None)
+
+            def close() -> None:
+                with contextlib.suppress(Exception):
+                    client.close()
+                with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+                    loop.call_soon_threadsafe(done)
+
+            threading.Thread(target=close, name="pilot-streams-close", daemon=True).start()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(closed, CLOSE_SECONDS)
 
     async def _ping_loop(self) -> None:
         while True:

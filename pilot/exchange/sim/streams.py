@@ -16,7 +16,9 @@ Bybit sends them (websocket/connect.mdx and the topic pages):
 Changes are found by comparing the REST views with what was last published, after every write, every
 price change and every `interval_ms` (tickers are pushed at that interval even when unchanged, as Bybit
 pushes derivatives tickers every 100 ms). Faults (`StreamFaults`): ``drop()`` aborts every connection (a
-reset, not a close), ``stall`` stops every push and pong while connections stay open, ``delay_ms`` holds
+reset, not a close), ``stall`` holds every push and pong while connections stay open (changes meanwhile
+are pushed, coalesced, when it ends, and what was held is sent first, in order: nothing is lost, as on a
+TCP stream that stops moving), ``delay_ms`` holds
 each message that long before sending it, ``swap_next_deltas`` sends the next book delta after the one
 that follows it, ``hold_topics`` keeps a private topic's pushes back (in order) until it is taken off.
 """
@@ -164,13 +166,14 @@ class StreamServer:
     async def _send_loop(self, connection: _Connection) -> None:
         while True:
             text = await connection.queue.get()
+            while self.faults.stall:  # held, not lost: a stalled TCP stream delivers its backlog later
+                await asyncio.sleep(0.005)
             if self.faults.delay_ms:
                 await asyncio.sleep(self.faults.delay_ms / 1000)
             await connection.socket.send(text)
 
     def _send(self, connection: _Connection, message: dict[str, Any]) -> None:
-        if not self.faults.stall:
-            connection.queue.put_nowait(json.dumps(message))
+        connection.queue.put_nowait(json.dumps(message))
 
     def _on_request(self, connection: _Connection, raw: str | bytes) -> None:
         try:
@@ -361,10 +364,9 @@ class StreamServer:
             self._held_delta[key] = text
             return
         for connection in listeners:
-            if not self.faults.stall:
-                connection.queue.put_nowait(text)
-                if held is not None:
-                    connection.queue.put_nowait(held)
+            connection.queue.put_nowait(text)
+            if held is not None:
+                connection.queue.put_nowait(held)
 
     def _publish_private(self, listeners: list[_Connection]) -> None:
         now = self.clock_ms()
