@@ -187,3 +187,22 @@ async def test_after_a_drop_the_stream_is_trusted_again_only_after_a_rest_read(
     plan = await plan_order(runtime, SELL)
     assert plan.snapshot is not None and plan.snapshot.fact_sources is not None
     assert set(plan.snapshot.fact_sources.values()) == {"stream"}
+
+
+async def test_pilot_serve_streams_the_embedded_paper_exchange_unless_told_not_to(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    from pilot.app.boot import open_runtime
+    from tests.scenarios import ARTICLE
+
+    for streams_wanted, home in ((None, tmp_path / "auto"), (False, tmp_path / "off")):
+        home.mkdir()
+        write_policy(home)
+        async with open_runtime(home, scenario=ARTICLE, clock=clock, streams=streams_wanted) as opened:
+            plan = await plan_order(opened, SELL)
+            assert plan.status == "ok" and plan.snapshot is not None
+            if streams_wanted is None:
+                assert isinstance(opened.exchange, StreamingReader)
+            else:  # exactly today's REST path: the adapter itself, and nothing said about sources
+                assert not isinstance(opened.exchange, StreamingReader)
+                assert plan.snapshot.fact_sources is None
