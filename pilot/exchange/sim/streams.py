@@ -167,7 +167,7 @@ class StreamServer:
         while True:
             text = await connection.queue.get()
             while self.faults.stall:  # held, not lost: a stalled TCP stream delivers its backlog later
-                await asyncio.sleep(0.005)
+                await asyncio.sleep(0.05)
             if self.faults.delay_ms:
                 await asyncio.sleep(self.faults.delay_ms / 1000)
             await connection.socket.send(text)
