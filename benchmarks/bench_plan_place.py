@@ -1,8 +1,15 @@
 """Benchmark plan_order and place_order against the paper exchange, in exchange round trips and Pilot's own time.
 
+Two modes side by side in one run: "rest" (streams off: every fact read over REST, the read-back too) and
+"streams" (facts kept fresh by the paper exchange's Bybit V5 WebSocket streams, judged on while younger
+than maxFactAgeMs; the outcome of a send learnt from the order stream), and the streams again while
+stalled (the exchange stops pushing: every fact goes back to REST once older than maxFactAgeMs).
+The WebSocket side has no injected delay: a push leaves when the engine changes, as the REST answer does.
+
 Targets, with the exchange answering every request after an injected delay (scenario `latencyMs`, 50 ms):
-plan_order <= 1 round trip + 10 ms (facts are read concurrently, instrument rules cached) and place_order
-<= 3 round trips + 10 ms. With no injected delay: Pilot's own time per plan + place, median <= 5 ms, measured
+rest: plan_order <= 1 round trip + 10 ms (facts are read concurrently, instrument rules cached) and
+place_order <= 3 round trips + 10 ms; streams: plan_order <= 0.2 round trips, place_order <= 1.3; stalled:
+as rest. With no injected delay: Pilot's own time per plan + place, median <= 5 ms, measured
 through the in-memory MCP client and on the use cases directly. "Own time" is the wall time of the call minus
 the time during which at least one exchange request was in flight (the union of the request intervals), so
 the exchange's and the network's share is taken out however many requests overlap.
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import statistics
@@ -34,7 +42,9 @@ from pilot.app.place import place_order
 from pilot.app.plan import plan_order
 from pilot.app.ports import Exchange
 from pilot.app.runtime import Home, Runtime, assemble_runtime
+from pilot.app.stream_facts import StreamingReader, start_streams
 from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.stream_events import PRIVATE
 from pilot.server import build_server
 from pilot.store import open_store
 
@@ -58,24 +68,30 @@ ORDERS = (
 # ---- the exchange, in its own process -------------------------------------------------------------------
 
 
-def serve(scenario: dict, ready: Any, stop: Any) -> None:
+def serve(scenario: dict, ready: Any, stop: Any, stall: Any) -> None:
     from pilot.exchange.sim import start_paper_exchange
 
     with start_paper_exchange(scenario) as paper:
-        ready.put((paper.url, paper.api_key, paper.api_secret))
-        stop.wait()
+        ready.put((paper.url, paper.api_key, paper.api_secret, paper.ws_url))
+        while not stop.wait(0.01):
+            paper.stream_faults.stall = stall.is_set()
 
 
-def start_exchange(latency_ms: float) -> tuple[tuple[str, str, str], Callable[[], None]]:
+STALL: Any = None  # set in the parent: the child stops every stream push while it is set
+
+
+def start_exchange(latency_ms: float) -> tuple[tuple[str, str, str, str], Callable[[], None]]:
     scenario = json.loads(
         resources.files("pilot.exchange.sim").joinpath("scenarios/default.json").read_text()
     )
     scenario["rateLimits"] = False
     scenario["latencyMs"] = latency_ms
     scenario["balances"] = {"USDT": "1000000"}
+    global STALL
     ready: Any = multiprocessing.Queue()
     stop = multiprocessing.Event()
-    process = multiprocessing.Process(target=serve, args=(scenario, ready, stop), daemon=True)
+    STALL = multiprocessing.Event()
+    process = multiprocessing.Process(target=serve, args=(scenario, ready, stop, STALL), daemon=True)
     process.start()
     address = ready.get(timeout=20)
 
@@ -151,14 +167,49 @@ async def measure(timed: TimedExchange, run: Callable[[], Awaitable[Any]], into:
 # ---- the runs -------------------------------------------------------------------------------------------
 
 
-async def open_runtime(home: Path, address: tuple[str, str, str]) -> tuple[Runtime, TimedExchange]:
+async def open_runtime(
+    home: Path, address: tuple[str, str, str, str], stack: contextlib.AsyncExitStack, streams: bool = False
+) -> tuple[Runtime, TimedExchange]:
     (home / "policy.json").write_text(json.dumps(POLICY))
-    url, key, secret = address
+    url, key, secret, ws_url = address
     adapter = BybitExchange.connect("paper", api_key=key, api_secret=secret, base_url=url)
     timed = TimedExchange(adapter)
+    stack.push_async_callback(adapter.close)
     store = await open_store(Home(home).database_path)
-    # cast: TimedExchange forwards every port method to the real adapter (see its __getattr__)
-    return assemble_runtime(home, store, cast(Exchange, timed), SystemClock()), timed
+    stack.push_async_callback(store.close)
+    reader = None
+    if streams:
+        # cast: TimedExchange forwards every port method to the real adapter (see its __getattr__)
+        reader = await start_streams(
+            stack,
+            cast(Exchange, timed),
+            SystemClock(),
+            lambda: MAX_FACT_AGE_MS,
+            environment="paper",
+            api_key=key,
+            api_secret=secret,
+            symbols=tuple(POLICY["allowedMarkets"]),
+            paper_ws_url=ws_url,
+        )
+        assert reader is not None, "the streams did not start"
+        await until_streamed(reader, True)
+    return assemble_runtime(home, store, cast(Exchange, timed), SystemClock(), reader=reader), timed
+
+
+MAX_FACT_AGE_MS = 300
+
+
+def streamed(reader: StreamingReader) -> bool:
+    now = reader.hub.now_ms()
+    return all(reader.facts.usable(c, now, MAX_FACT_AGE_MS) for c in ("linear", "spot", PRIVATE))
+
+
+async def until_streamed(reader: StreamingReader, wanted: bool, timeout: float = 20) -> None:
+    """Wait until every channel is (or, for a stall, is no longer) usable."""
+    deadline = time.monotonic() + timeout
+    while streamed(reader) != wanted:
+        assert time.monotonic() < deadline, "the streams did not reach the wanted state"
+        await reader.hub.changed(0.05)
 
 
 async def round_trip_ms(timed: TimedExchange, rounds: int) -> float:
@@ -219,66 +270,81 @@ async def mcp_rounds(
     return plans, places, validation.seconds / rounds
 
 
-async def with_latency(address: tuple[str, str, str], latency_ms: float, rounds: int) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        runtime, timed = await open_runtime(Path(folder), address)
-        try:
-            rtt = await round_trip_ms(timed, 10)
-            cold = Measured()
-            await measure(timed, lambda: plan_order(runtime, PlanRequest.parse(ORDERS[0])), cold)
-            plans, places = await direct_rounds(runtime, timed, rounds)
-            mcp_plans, mcp_places, checks = await mcp_rounds(runtime, timed, rounds)
-        finally:
-            await runtime.store.close()
-            await timed._inner.close()
-    print(f"\nwith {latency_ms:.0f} ms injected per request; one bare round trip (ticker read): {rtt:.1f} ms")
-    print(f"  cold plan_order (instrument rules not cached yet): {cold.median_ms(cold.wall):.1f} ms")
-    for label, measured, trips in (
-        ("plan_order  (use case)", plans, 1),
-        ("place_order (use case)", places, 3),
-        ("plan_order  (MCP)     ", mcp_plans, 1),
-        ("place_order (MCP)     ", mcp_places, 3),
-    ):
-        median, target = measured.median_ms(measured.wall), trips * rtt + 10
+async def with_latency(address: tuple[str, str, str, str], latency_ms: float, rounds: int) -> None:
+    rows = []
+    for mode in ("rest", "streams", "stalled"):
+        with tempfile.TemporaryDirectory() as folder:
+            async with contextlib.AsyncExitStack() as stack:
+                runtime, timed = await open_runtime(Path(folder), address, stack, streams=mode != "rest")
+                rtt = await round_trip_ms(timed, 10)
+                cold = Measured()
+                first = PlanRequest.parse(ORDERS[0])
+                await measure(timed, lambda r=runtime, f=first: plan_order(r, f), cold)
+                if mode == "stalled":
+                    STALL.set()
+                    assert isinstance(runtime.exchange, StreamingReader)
+                    await until_streamed(runtime.exchange, False)
+                try:
+                    plans, places = await direct_rounds(runtime, timed, rounds)
+                    mcp_plans, mcp_places, checks = await mcp_rounds(runtime, timed, rounds)
+                finally:
+                    STALL.clear()
+        rows.append((mode, rtt, cold, plans, places, mcp_plans, mcp_places, checks))
+    print(
+        f"\nwith {latency_ms:.0f} ms injected per request; one bare round trip (ticker read): {rows[0][1]:.1f} ms"
+    )
+    targets = {"rest": (1.0, 3.0), "streams": (0.2, 1.3), "stalled": (1.0, 3.0)}
+    for mode, rtt, cold, plans, places, mcp_plans, mcp_places, checks in rows:
         print(
-            f"  {label}: median {median:6.1f} ms = {median / rtt:4.2f} round trips, Pilot's own "
-            f"{measured.median_ms(measured.own):4.1f} ms (target <= {trips} round trip(s) + 10 ms = "
-            f"{target:.0f} ms: {'ok' if median <= target else 'MISSED'}); exchange calls: "
-            f"{', '.join(measured.calls[-1])}"
+            f"  [{mode}] cold plan_order (instrument rules not cached yet): {cold.median_ms(cold.wall):.1f} ms"
         )
-    print(f"  (the MCP client's own output-schema checks: {checks * 1000:.1f} ms per plan + place)")
-
-
-async def without_latency(address: tuple[str, str, str], rounds: int) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        runtime, timed = await open_runtime(Path(folder), address)
-        try:
-            rtt = await round_trip_ms(timed, 50)
-            await direct_rounds(runtime, timed, 6)  # warm: instrument cache, imports, SQLite pages
-            plans, places = await direct_rounds(runtime, timed, rounds)
-            mcp_plans, mcp_places, checks = await mcp_rounds(runtime, timed, rounds)
-        finally:
-            await runtime.store.close()
-            await timed._inner.close()
-    print(f"\nwith no injected delay; one bare round trip (ticker read): {rtt:.2f} ms")
-    for label, plan, place, client in (
-        ("use cases", plans, places, 0.0),
-        ("MCP client", mcp_plans, mcp_places, checks),
-    ):
-        own = [a + b for a, b in zip(plan.own, place.own, strict=True)]
-        wall = [a + b for a, b in zip(plan.wall, place.wall, strict=True)]
-        median = statistics.median(own) * 1000
-        print(
-            f"  {label:10}: plan+place wall {statistics.median(wall) * 1000:5.2f} ms; own time median "
-            f"{median:5.2f} ms (plan {plan.median_ms(plan.own):.2f}, place {place.median_ms(place.own):.2f}), "
-            f"p90 {statistics.quantiles(own, n=10)[-1] * 1000:.2f} ms (target median <= 5 ms: "
-            f"{'ok' if median <= 5 else 'MISSED'})"
-        )
-        if client:
+        plan_trips, place_trips = targets[mode]
+        for label, measured, trips in (
+            ("plan_order  (use case)", plans, plan_trips),
+            ("place_order (use case)", places, place_trips),
+            ("plan_order  (MCP)     ", mcp_plans, plan_trips),
+            ("place_order (MCP)     ", mcp_places, place_trips),
+        ):
+            median = measured.median_ms(measured.wall)
+            target = trips * rtt + (10 if mode != "streams" else 0)
             print(
-                f"  {'':10}  of which the MCP client's output-schema checks (jsonschema, client side): "
-                f"{client * 1000:.2f} ms; without them {median - client * 1000:.2f} ms"
+                f"  [{mode:7}] {label}: median {median:6.1f} ms = {median / rtt:4.2f} round trips, Pilot's own "
+                f"{measured.median_ms(measured.own):4.1f} ms (target <= {target:.0f} ms: "
+                f"{'ok' if median <= target else 'MISSED'}); exchange calls: {', '.join(measured.calls[-1]) or '-'}"
             )
+        print(
+            f"  [{mode:7}] (the MCP client's own output-schema checks: {checks * 1000:.1f} ms per plan + place)"
+        )
+
+
+async def without_latency(address: tuple[str, str, str, str], rounds: int) -> None:
+    for mode in ("rest", "streams"):
+        with tempfile.TemporaryDirectory() as folder:
+            async with contextlib.AsyncExitStack() as stack:
+                runtime, timed = await open_runtime(Path(folder), address, stack, streams=mode == "streams")
+                rtt = await round_trip_ms(timed, 50)
+                await direct_rounds(runtime, timed, 6)  # warm: instrument cache, imports, SQLite pages
+                plans, places = await direct_rounds(runtime, timed, rounds)
+                mcp_plans, mcp_places, checks = await mcp_rounds(runtime, timed, rounds)
+        print(f"\n[{mode}] with no injected delay; one bare round trip (ticker read): {rtt:.2f} ms")
+        for label, plan, place, client in (
+            ("use cases", plans, places, 0.0),
+            ("MCP client", mcp_plans, mcp_places, checks),
+        ):
+            own = [a + b for a, b in zip(plan.own, place.own, strict=True)]
+            wall = [a + b for a, b in zip(plan.wall, place.wall, strict=True)]
+            median = statistics.median(own) * 1000
+            print(
+                f"  {label:10}: plan+place wall {statistics.median(wall) * 1000:5.2f} ms; own time median "
+                f"{median:5.2f} ms (plan {plan.median_ms(plan.own):.2f}, place {place.median_ms(place.own):.2f}), "
+                f"p90 {statistics.quantiles(own, n=10)[-1] * 1000:.2f} ms (target median <= 5 ms: "
+                f"{'ok' if median <= 5 else 'MISSED'})"
+            )
+            if client:
+                print(
+                    f"  {'':10}  of which the MCP client's output-schema checks (jsonschema, client side): "
+                    f"{client * 1000:.2f} ms; without them {median - client * 1000:.2f} ms"
+                )
 
 
 def main() -> None:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from pilot.app.clock import Clock, SystemClock
 from pilot.app.gate import KeyCheck
-from pilot.app.runtime import Home, Runtime, assemble_runtime
+from pilot.app.ports import ExchangeReader
+from pilot.app.runtime import Home, Runtime, assemble_runtime, read_policy
 from pilot.app.upkeep import upkeep
 from pilot.exchange.bybit import BybitExchange
 from pilot.store import StoreError, open_store
@@ -34,6 +35,7 @@ async def open_runtime(
     paper_url: str | None = None,
     record_dir: Path | None = None,
     clock: Clock | None = None,
+    streams: bool | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open everything a server needs and close it all on exit.
 
@@ -45,6 +47,9 @@ async def open_runtime(
     bybit-testnet use the key stored with `pilot keys add`, whose permissions are re-checked when the last
     check is over an hour old. With record_dir, every exchange request and answer is written there,
     redacted (pilot.exchange.recording).
+
+    With streams (None: on for the embedded paper exchange only), facts are kept fresh from the exchange's
+    WebSocket streams and judged on when fresh (pilot.app.stream_facts); if they cannot start, REST only.
 
     Before the runtime is handed out, sends left unsettled by a server that stopped are looked up; at exit,
     work whose client went away is given time to finish before the store closes.
@@ -64,7 +69,10 @@ async def open_runtime(
             raise StartupError(str(error)) from None
         stack.push_async_callback(store.close)
         key_check = _key_check(home, exchange) if stored_key else None
-        runtime = assemble_runtime(home, store, adapter, clock, environment=exchange, key_check=key_check)
+        reader = await venue.streams(stack, adapter, streams)
+        runtime = assemble_runtime(
+            home, store, adapter, clock, environment=exchange, key_check=key_check, reader=reader
+        )
         stack.push_async_callback(runtime.gate.drain)  # runs first: sends whose client left finish
         await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
         yield runtime
@@ -93,6 +101,35 @@ class _Venue:
     ) -> None:
         self.home, self.exchange, self.scenario, self.url = home, exchange, scenario, url
         self.record_dir, self.clock = record_dir, clock
+        self.ws_url: str | None = None  # the embedded paper exchange's WebSocket side
+        self.credentials: tuple[str, str] | None = None
+
+    async def streams(
+        self, stack: contextlib.AsyncExitStack, adapter: BybitExchange, wanted: bool | None
+    ) -> ExchangeReader | None:
+        """The stream-fed reader when streams are wanted (default: the embedded paper exchange), else None."""
+        if not (wanted if wanted is not None else self.ws_url is not None) or self.credentials is None:
+            return None
+        if self.exchange == "paper" and self.ws_url is None:
+            return None  # an attached `pilot sim`: its WebSocket port is not known here
+        from pilot.app.stream_facts import start_streams
+
+        policy_path = Home(self.home).policy_path
+
+        def max_age_ms() -> int:
+            return read_policy(policy_path).policy.max_fact_age_ms
+
+        return await start_streams(
+            stack,
+            adapter,
+            self.clock,
+            max_age_ms,
+            environment=self.exchange,
+            api_key=self.credentials[0],
+            api_secret=self.credentials[1],
+            symbols=read_policy(policy_path).policy.allowed_markets,
+            paper_ws_url=self.ws_url,
+        )
 
     async def connect(self, stack: contextlib.AsyncExitStack) -> tuple[BybitExchange, bool]:
         """The adapter to use, and whether it uses a key stored in the home (whose permissions need checks)."""
@@ -125,6 +162,7 @@ class _Venue:
         except (ScenarioError, OSError) as error:
             raise StartupError(f"cannot start the paper exchange: {error}") from None
         stack.callback(paper.stop)
+        self.ws_url = paper.ws_url
         return self._adapter(paper.api_key, paper.api_secret, paper.url)
 
     async def _stored_key(self) -> BybitExchange:
@@ -144,6 +182,7 @@ class _Venue:
         return self._adapter(key.key, key.secret, self.url)
 
     def _adapter(self, api_key: str, api_secret: str, base_url: str | None) -> BybitExchange:
+        self.credentials = (api_key, api_secret)
         try:
             return BybitExchange.connect(
                 self.exchange,

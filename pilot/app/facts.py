@@ -13,6 +13,7 @@ from pilot.app import kinds
 from pilot.app.pending import Send, pending_orders, unsettled_sends
 from pilot.app.responses import Snapshot
 from pilot.app.runtime import PolicyView, Runtime
+from pilot.app.stream_facts import FACT_SOURCES
 from pilot.core.facts import (
     NO_PENDING,
     UNLIMITED,
@@ -91,6 +92,7 @@ async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -
 
 async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gathered:
     """gather_facts, saying also whether the symbol is held in hedge mode."""
+    FACT_SOURCES.set({})  # a stream-fed reader notes where each fact came from (pilot.app.stream_facts)
     now = runtime.now()
     unsettled = await unsettled_sends(runtime, now)
     account, market = await asyncio.gather(
@@ -247,6 +249,7 @@ def snapshot(view: PolicyView, facts: Facts) -> Snapshot:
         else None,
         elsewhere_qty=plain(facts.elsewhere) if facts.elsewhere is not None else None,
         instrument=rules_dict(rules) if rules else None,
+        fact_sources=dict(sorted(sources.items())) if (sources := FACT_SOURCES.get()) else None,
     )
 
 

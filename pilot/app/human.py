@@ -38,6 +38,7 @@ DEFAULT_POLICY = """\
   "dailyOrderCap": 20,
   "maxSlippagePct": 0.5,
   "planTtlSeconds": 60,
+  "maxFactAgeMs": 300,
   "confirm": {
     "aboveNotionalUsd": 50,
     "actions": [],

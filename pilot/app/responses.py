@@ -96,6 +96,10 @@ class Snapshot(_Answer):
         "maxNotionalUsd, which caps each coin's gross exposure",
     )
     instrument: dict[str, str] | None
+    fact_sources: dict[str, str] | None = Field(
+        default=None,
+        description="With streams on: each fact's source, stream (younger than maxFactAgeMs) or rest",
+    )
 
     @field_validator("instrument", mode="before")
     @classmethod

@@ -91,10 +91,21 @@ def assemble_runtime(
     *,
     environment: str = "paper",
     key_check: KeyCheck | None = None,
+    reader: ExchangeReader | None = None,
 ) -> Runtime:
-    """A Runtime over one adapter: the use cases get its reads, the gate alone gets its writes."""
-    gate = ExchangeGate(exchange, exchange, store.journal, store.leases, clock, key_check)
-    return Runtime(Home(home), store, exchange, gate, clock, environment)
+    """A Runtime over one adapter: the use cases get its reads, the gate alone gets its writes.
+
+    `reader` replaces the adapter's reads (pilot.app.stream_facts.StreamingReader: facts from the streams
+    when fresh); writes still go to the adapter, through the gate only.
+    """
+    reads = reader if reader is not None else exchange
+    gate = ExchangeGate(exchange, reads, store.journal, store.leases, clock, key_check)
+    return Runtime(Home(home), store, reads, gate, clock, environment)
+
+
+def read_policy(path: Path) -> PolicyView:
+    """policy.json at `path` as the policy in force (the fail-closed one when it is invalid)."""
+    return _read_policy(path)
 
 
 def _read_policy(path: Path) -> PolicyView:

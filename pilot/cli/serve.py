@@ -73,6 +73,12 @@ log = logging.getLogger("pilot.serve")
     help="HTTP only: forget a client session after this long without a request.",
 )
 @click.option(
+    "--streams/--no-streams",
+    default=None,
+    help="Keep facts fresh from the exchange's WebSocket streams and judge on them while younger than "
+    "maxFactAgeMs (REST otherwise). Default: on for the embedded paper exchange, off elsewhere.",
+)
+@click.option(
     "--quiet",
     is_flag=True,
     help="Say only problems: no banner over stdio, no access line per HTTP request (the HTTP banner stays).",
@@ -88,6 +94,7 @@ def command(
     port: int,
     allow_remote: bool,
     session_idle_seconds: int,
+    streams: bool | None,
     quiet: bool,
 ) -> None:
     """Run Pilot's MCP server. An invalid policy.json does not stop it: growing orders are refused until fixed.
@@ -107,7 +114,9 @@ def command(
         raise CliError("remote_host_refused", f"cannot start: {error}") from None
     home = resolve_home(announce=False)  # refuses outside a home, before anything is created
     listener = _listen(http) if http is not None else None
-    options = ServeOptions(home, exchange, scenario, paper_url, record_dir, tools, len(exposed), http, quiet)
+    options = ServeOptions(
+        home, exchange, scenario, paper_url, record_dir, tools, len(exposed), http, quiet, streams
+    )
     _log_to_stderr(quiet)
     try:
         anyio.run(_serve, options, listener)
@@ -142,6 +151,7 @@ class ServeOptions:
     tool_count: int
     http: HttpOptions | None
     quiet: bool = False
+    streams: bool | None = None  # None: on for the embedded paper exchange only
 
 
 def _listen(http: HttpOptions) -> socket.socket:
@@ -188,6 +198,7 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
             scenario=options.scenario,
             paper_url=options.paper_url,
             record_dir=options.record_dir,
+            streams=options.streams,
         ) as runtime,
         anyio.create_task_group() as tasks,
     ):

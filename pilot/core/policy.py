@@ -140,6 +140,9 @@ class Policy(_Frozen):
         default=Decimal("0.5"), alias="maxSlippagePct", gt=0, le=MAX_SLIPPAGE_CEILING
     )
     plan_ttl_seconds: int = Field(default=60, alias="planTtlSeconds", ge=5, le=300)
+    # How old a fact kept from the exchange's streams may be and still be judged on (pilot.core.freshness);
+    # older, or a stream out of sync, and the fact is read over REST. Not a refusal: it picks the source.
+    max_fact_age_ms: int = Field(default=300, alias="maxFactAgeMs", ge=0, le=5000)
     confirm: ConfirmRule = Field(default_factory=ConfirmRule)
     trading_state: TradingState = Field(default=TradingState.ACTIVE, alias="tradingState")
     markets: dict[str, MarketOverrides] = Field(default_factory=dict)

@@ -7,6 +7,8 @@ so the real Bybit adapter runs against it unchanged. Start it in-process::
 
     with start_paper_exchange() as paper:          # packaged default scenario, ephemeral port
         paper.url, paper.api_key, paper.api_secret  # "http://127.0.0.1:PORT" and the scenario's first key
+        paper.ws_url                                 # "ws://127.0.0.1:PORT": Bybit V5 WebSocket (streams.py)
+        paper.stream_faults.stall = True; paper.drop_streams()  # WebSocket faults (pilot.exchange.sim.streams)
         paper.add_fault("/v5/order/create", "drop")  # the next create is executed, then the socket is closed
         paper.request_count("/v5/order/create")      # every request received, faulted ones included
         paper.set_prices("BTCUSDT", bid=80000, ask=80000.1)  # resting orders the new quote crosses fill
@@ -32,6 +34,8 @@ one byte every interval_ms), ``non_json`` (process, answer an HTML page with HTT
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import time
 from decimal import Decimal
@@ -47,6 +51,7 @@ from pilot.exchange.sim.faults import FaultBook
 from pilot.exchange.sim.scenario import FAULT_KINDS, FaultSpec, Scenario, ScenarioError, load_scenario
 from pilot.exchange.sim.server import HttpServer
 from pilot.exchange.sim.state import StateError, StateInUse, StateLock
+from pilot.exchange.sim.streams import StreamFaults, StreamServer
 
 __all__ = [
     "FAULT_KINDS",
@@ -83,8 +88,14 @@ class PaperExchange:
                 self._state_lock.release()
                 raise
         self._faults = FaultBook(scenario.faults)
-        dispatcher = Dispatcher(self._engine, scenario, self._lock, self.now_ms, on_change=self._save)
+        keys = {spec.key: spec for spec in scenario.api_keys}
+        self.streams = StreamServer(self._engine, self._lock, keys, self.now_ms)
+        dispatcher = Dispatcher(self._engine, scenario, self._lock, self.now_ms, on_change=self._changed)
         self._server = HttpServer(dispatcher, self._faults, self._latency_for, self.now_ms, port)
+
+    def _changed(self) -> None:
+        self._save()
+        self.streams.changed()
 
     def _load_or_save(self) -> None:
         assert self.state_path is not None
@@ -119,6 +130,7 @@ class PaperExchange:
     def start(self) -> PaperExchange:
         try:
             self._server.start()
+            asyncio.run_coroutine_threadsafe(self.streams.start(), self._server.loop).result(timeout=5)
         except BaseException:
             self._release_state()
             raise
@@ -128,6 +140,9 @@ class PaperExchange:
 
     def stop(self) -> None:
         """Stop serving, join the server thread and let another exchange serve the state file (idempotent)."""
+        if self._server.loop.is_running():
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(self.streams.stop(), self._server.loop).result(timeout=5)
         self._server.stop()
         self._release_state()
 
@@ -142,6 +157,19 @@ class PaperExchange:
     @property
     def port(self) -> int:
         return self._server.port
+
+    @property
+    def ws_url(self) -> str:
+        """The WebSocket side: ws://127.0.0.1:PORT, serving /v5/public/linear, /v5/public/spot, /v5/private."""
+        return f"ws://127.0.0.1:{self.streams.port}"
+
+    @property
+    def stream_faults(self) -> StreamFaults:
+        """Set `stall`, `delay_ms` or `swap_next_deltas` on it; `drop_streams()` resets every connection."""
+        return self.streams.faults
+
+    def drop_streams(self) -> None:
+        self.streams.drop()
 
     @property
     def api_key(self) -> str:
@@ -188,12 +216,14 @@ class PaperExchange:
             self._engine.market.set_prices(symbol, _dec(bid), _dec(ask), _dec(mark))
             self._engine.rematch([symbol])
             self._save()
+        self.streams.changed()
 
     def tick(self) -> None:
         """Advance every random-walk price one seeded step and fill what the move crosses."""
         with self._lock:
             self._engine.step()
             self._save()
+        self.streams.changed()
 
     # ---- read access for assertions ---------------------------------------------------------------
 
