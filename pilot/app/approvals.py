@@ -122,7 +122,10 @@ class ClientChannel:
             return Approved() if answer.approved else Declined()
         if isinstance(answer, NoFormNeeded):
             return NotAsked()
-        if not runtime.policy().policy.confirm.cli_channel:
+        confirm = runtime.policy().policy.confirm
+        if not (
+            confirm.cli_channel or confirm.console_channel
+        ):  # the queues a human decides outside the client
             return Unavailable()
         return Parked(await park(runtime, request))
 
@@ -203,7 +206,7 @@ def pending_next(confirmation_id: str) -> NextAction:
         tool="get_confirmation_status",
         args={"confirmation_id": confirmation_id},
         text="a human must approve this in the CLI; check its status later, do not plan it again",
-        human=f"run `pilot confirm approve {confirmation_id}` (or reject) to decide",
+        human=f"run `pilot confirm approve {confirmation_id}` (or reject), or decide in `pilot console`",
     )
 
 

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from pilot.app import kinds, receipts
 from pilot.app.clock import Clock, SystemClock
@@ -42,6 +42,7 @@ DEFAULT_POLICY = """\
     "aboveNotionalUsd": 50,
     "actions": [],
     "cliChannel": false,
+    "consoleChannel": false,
     "pendingTtlSeconds": 300
   },
   "tradingState": "active",
@@ -179,8 +180,11 @@ class KillSwitchChange:
     changed: bool
 
 
-async def set_kill_switch(runtime: Runtime, on: bool, reason: str = "") -> KillSwitchChange:
-    """Turn the kill switch on or off as the human. Already so: nothing is journaled, and it keeps its time.
+async def set_kill_switch(
+    runtime: Runtime, on: bool, reason: str = "", *, via: str | None = None
+) -> KillSwitchChange:
+    """Turn the kill switch on or off as the human (`via` "console" says where). Already so: nothing is
+    journaled, and it keeps its time.
 
     Raises:
         ReasonTooLong: the reason is over REASON_LIMIT characters (it is never cut).
@@ -190,44 +194,52 @@ async def set_kill_switch(runtime: Runtime, on: bool, reason: str = "") -> KillS
     before = await kill_switch_state(runtime)
     if before.on == on:
         return KillSwitchChange(before, changed=False)
-    await set_kill_switch_by_human(runtime, on, reason)
+    await set_kill_switch_by_human(runtime, on, reason, via)
     return KillSwitchChange(await kill_switch_state(runtime), changed=True)
 
 
+Via = Literal["cli", "console"]  # where a human decides parked actions: `pilot confirm`, `pilot console`
+_CHANNEL_FIELD: dict[Via, str] = {"cli": "cliChannel", "console": "consoleChannel"}
+
+
 class ChannelOff(HumanError):
-    """policy.json does not enable the CLI confirmation channel (or is invalid, which closes it)."""
+    """policy.json does not enable this confirmation channel (or is invalid, which closes it)."""
 
     code = "cli_channel_off"
 
-    def __init__(self, policy_valid: bool = True) -> None:
+    def __init__(self, policy_valid: bool = True, via: Via = "cli") -> None:
+        name = "CLI" if via == "cli" else "console"
+        self.code = f"{via}_channel_off"
         if policy_valid:
             super().__init__(
-                "the CLI confirmation channel is off",
-                "set confirm.cliChannel to true in policy.json to decide here",
+                f"the {name} confirmation channel is off",
+                f"set confirm.{_CHANNEL_FIELD[via]} to true in policy.json to decide here",
             )
         else:
             super().__init__(
-                "policy.json is invalid, which closes the CLI confirmation channel",
+                f"policy.json is invalid, which closes the {name} confirmation channel",
                 "fix it (`pilot policy check` lists each problem)",
             )
 
 
-def require_cli_channel(runtime: Runtime) -> None:
-    """Raise ChannelOff unless policy.json (read now, and valid) enables confirm.cliChannel."""
+def require_cli_channel(runtime: Runtime, via: Via = "cli") -> None:
+    """Raise ChannelOff unless policy.json (read now, and valid) enables confirm.cliChannel (or, with `via`
+    "console", confirm.consoleChannel)."""
     view = runtime.policy()
-    if not view.policy.confirm.cli_channel:
-        raise ChannelOff(view.valid)
+    confirm = view.policy.confirm
+    if not (confirm.cli_channel if via == "cli" else confirm.console_channel):
+        raise ChannelOff(view.valid, via)
 
 
-async def pending_confirmations(runtime: Runtime) -> list[ConfirmationRecord]:
+async def pending_confirmations(runtime: Runtime, via: Via = "cli") -> list[ConfirmationRecord]:
     """Parked actions a human may still decide, oldest first."""
-    require_cli_channel(runtime)
+    require_cli_channel(runtime, via)
     return await runtime.store.confirmations.list(status="pending", now=runtime.now())
 
 
-async def find_confirmation(runtime: Runtime, confirmation_id: str) -> ConfirmationRecord:
+async def find_confirmation(runtime: Runtime, confirmation_id: str, via: Via = "cli") -> ConfirmationRecord:
     """The confirmation named by its id or any unique prefix of it (UnknownId, AmbiguousId otherwise)."""
-    require_cli_channel(runtime)
+    require_cli_channel(runtime, via)
     records = await runtime.store.confirmations.list(now=runtime.now())
     full = unique_match(confirmation_id, [record.confirmation_id for record in records], "confirmation")
     record = await runtime.store.confirmations.get(full, now=runtime.now())
@@ -286,20 +298,29 @@ class Decision:
     seq: int | None = None
 
 
-async def decide(runtime: Runtime, confirmation_id: str, *, approve: bool) -> Decision:
-    """Approve or reject a pending confirmation (by its full id) as the human on the CLI, and journal it.
+async def decide(runtime: Runtime, confirmation_id: str, *, approve: bool, via: Via = "cli") -> Decision:
+    """Approve or reject a pending confirmation (by its full id) as the human on the CLI (or in the
+    console, `via` "console"), and journal it.
 
     The running server carries out an approved action itself, re-checked when it runs.
     """
-    require_cli_channel(runtime)
+    require_cli_channel(runtime, via)
     record = await runtime.store.confirmations.decide(
-        confirmation_id, approve=approve, actor="human:cli", now=runtime.now()
+        confirmation_id, approve=approve, actor=f"human:{via}", now=runtime.now()
     )
     if record is None:
         return Decision(record=None)
+    decided: dict[str, Any] = {
+        "event": "decided",
+        "approved": approve,
+        "confirmation_id": confirmation_id,
+        "tool": record.tool,
+    }
+    if via != "cli":
+        decided["via"] = via
     entry = await runtime.store.journal.append(
         kinds.CONFIRMATION,
-        {"event": "decided", "approved": approve, "confirmation_id": confirmation_id, "tool": record.tool},
+        decided,
         now=runtime.now(),
         actor="human",
         plan_id=record.action.get("plan_id") or None,
