@@ -177,7 +177,8 @@ def build_app(home: Path, *, clock: Clock | None = None, limiter: LoginLimiter |
             try:
                 return await handler(request)
             except NotLoggedIn:
-                if request.method == "GET" and "hx-request" not in request.headers:
+                fragment = "hx-request" in request.headers or request.url.path == "/events"
+                if request.method == "GET" and not fragment:
                     return RedirectResponse("/login", status_code=303)
                 return _plain(401, "log in first")
             except PermissionError:
