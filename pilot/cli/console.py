@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from pathlib import Path
 
 import click
 
 from pilot.app.human import NoJournal
-from pilot.app.runtime import Home
+from pilot.app.runtime import Home, Runtime
 from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
 
@@ -29,9 +30,19 @@ def _require_journal(home: Path) -> None:
     show_default=True,
     help="The port on 127.0.0.1 (0: any free one).",
 )
+@click.option(
+    "--exchange",
+    type=click.Choice(["paper", "bybit-demo", "bybit-testnet"]),
+    default=None,
+    help="Read this exchange (never write to it) to show the room left under each cap on the Policy page. "
+    "paper needs --paper-url of a running `pilot sim` when a server already embeds the paper exchange.",
+)
+@click.option(
+    "--paper-url", default=None, metavar="URL", help="With --exchange paper: a running `pilot sim`."
+)
 @home_option
 @click.pass_context
-def command(ctx: click.Context, port: int) -> None:
+def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str | None) -> None:
     """Serve the console (live receipts, approvals, kill switch, policy, charts) on 127.0.0.1 until Ctrl-C.
 
     Log in with the secret from `pilot console token`. Approving needs confirm.consoleChannel true in
@@ -62,10 +73,17 @@ def command(ctx: click.Context, port: int) -> None:
 
     from pilot.console.app import build_app
 
+    reader = None
+    if exchange is not None or paper_url is not None:
+        from pilot.app.boot import open_runtime
+
+        def reader() -> contextlib.AbstractAsyncContextManager[Runtime]:
+            return open_runtime(home, exchange=exchange or "paper", paper_url=paper_url)
+
     bound = listener.getsockname()[1]
     click.echo(f"pilot: console on http://{HOST}:{bound}/ (Ctrl-C stops it)", err=True)
     config = uvicorn.Config(
-        build_app(home), log_level="warning", timeout_graceful_shutdown=2, access_log=False
+        build_app(home, reader=reader), log_level="warning", timeout_graceful_shutdown=2, access_log=False
     )
     uvicorn.Server(config).run(sockets=[listener])
 

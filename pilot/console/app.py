@@ -109,6 +109,7 @@ class Console:
     sessions: Sessions = field(init=False)
     limiter: LoginLimiter = field(default_factory=LoginLimiter)
     runtime: Runtime | None = None
+    reader: Runtime | None = None
     flashes: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -132,18 +133,32 @@ class NotLoggedIn(Exception):
     pass
 
 
-def build_app(home: Path, *, clock: Clock | None = None, limiter: LoginLimiter | None = None) -> Starlette:
-    """The console for `home` (its journal must exist: `pilot init`)."""
+Reader = Callable[[], contextlib.AbstractAsyncContextManager[Runtime]]
+
+
+def build_app(
+    home: Path,
+    *,
+    clock: Clock | None = None,
+    limiter: LoginLimiter | None = None,
+    reader: Reader | None = None,
+) -> Starlette:
+    """The console for `home` (its journal must exist: `pilot init`).
+
+    `reader` opens a Runtime with an exchange to read (never to write) for the Policy page's room left.
+    """
     console = Console(home, clock=clock)
     if limiter is not None:
         console.limiter = limiter
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        async with open_desk(home, clock=clock) as runtime:
-            console.runtime = runtime
+        async with contextlib.AsyncExitStack() as stack:
+            console.runtime = await stack.enter_async_context(open_desk(home, clock=clock))
+            if reader is not None:
+                console.reader = await stack.enter_async_context(reader())
             yield
-        console.runtime = None
+        console.runtime = console.reader = None
 
     def render(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         session: Session | None = values.pop("session", None)
@@ -348,7 +363,7 @@ def build_app(home: Path, *, clock: Clock | None = None, limiter: LoginLimiter |
     @page
     async def policy(request: Request) -> Response:
         session = session_of(request)
-        view = await limits.policy_view(console.desk)
+        view = await limits.policy_view(console.desk, console.reader)
         return render(request, "policy.html", session=session, view=view, tab="policy")
 
     @page

@@ -79,8 +79,14 @@ async def console(tmp_path: Path, paper: Any, clock: FakeClock) -> AsyncIterator
     store = await open_store(tmp_path / "journal" / "pilot.db")  # what `pilot init` creates
     await store.close()
     secret = issue_secret(tmp_path)
-    async with open_test_runtime(tmp_path, paper, clock) as runtime, serve_console(tmp_path) as url:
-        yield Console(url=url, home=tmp_path, secret=secret, runtime=runtime)
+    async with open_test_runtime(tmp_path, paper, clock) as runtime:
+
+        @contextlib.asynccontextmanager
+        async def reader() -> AsyncIterator[Runtime]:  # the console reads the agent's paper exchange
+            yield runtime
+
+        async with serve_console(tmp_path, reader=reader) as url:
+            yield Console(url=url, home=tmp_path, secret=secret, runtime=runtime)
 
 
 @pytest.fixture

@@ -1,0 +1,41 @@
+"""The Policy and Charts pages in Chromium: limits and room left as the agent's get_policy values them, an
+invalid policy.json's problems with their fixes, and charts drawn from the journal."""
+
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+from playwright.async_api import expect
+
+from pilot.server import build_server
+from tests.app.conftest import call, plan_and_place
+
+from .conftest import logged_in
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_the_policy_page_shows_the_room_left_that_get_policy_computes(console, browser, paper):
+    async with Client(build_server(console.runtime)) as client:
+        await plan_and_place(client)
+        policy = await call(client, "get_policy")
+    page = await logged_in(browser, console)
+    await page.goto(console.url + "/policy")
+    await expect(page.locator("#policy-version")).to_have_text(policy["data"]["policy_version"])
+    room = policy["data"]["markets"]["BTCUSDT"]["room"]
+    row = page.locator("#room tr[data-market=BTCUSDT]")
+    await expect(row.locator(".room-buy")).to_contain_text(room["buy"]["qty"])
+    await expect(row.locator(".room-sell")).to_contain_text(room["sell"]["qty"])
+    await expect(page.locator("#limits tr[data-market=ETHUSDT] td").nth(1)).to_have_text("25")
+    await expect(page.locator("#console-channel")).to_have_text("on")
+
+
+async def test_an_invalid_policy_shows_each_problem_with_its_fix(console, browser):
+    (console.home / "policy.json").write_text('{"maxNotionalUSD": 25, "confirm": {"consoleChannel": "yes"}}')
+    page = await logged_in(browser, console)
+    await page.goto(console.url + "/policy")
+    issues = page.locator("#policy-invalid li.issue")
+    await expect(issues).to_have_count(2)
+    await expect(issues.filter(has_text="maxNotionalUSD")).to_contain_text("maxNotionalUsd")
+    await expect(issues.filter(has_text="confirm.consoleChannel")).to_contain_text("Fix:")
+    await expect(page.locator("#console-channel")).to_have_text("off")  # an invalid file closes the channel
