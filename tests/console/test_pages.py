@@ -39,3 +39,22 @@ async def test_an_invalid_policy_shows_each_problem_with_its_fix(console, browse
     await expect(issues.filter(has_text="maxNotionalUSD")).to_contain_text("maxNotionalUsd")
     await expect(issues.filter(has_text="confirm.consoleChannel")).to_contain_text("Fix:")
     await expect(page.locator("#console-channel")).to_have_text("off")  # an invalid file closes the channel
+
+
+async def test_the_charts_are_drawn_by_chart_js_from_the_journal(console, browser, paper):
+    async with Client(build_server(console.runtime)) as client:
+        await plan_and_place(client)
+        await call(client, "plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0005"})  # refused
+        await plan_and_place(client, {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0001"})
+    page = await logged_in(browser, console)
+    await page.goto(console.url + "/charts")
+    await expect(page.locator("#charts-state")).to_have_attribute("data-drawn", "yes")
+    charts = await page.evaluate(
+        "['chart-positions', 'chart-equity', 'chart-days'].map(id => Chart.getChart(id).data.datasets"
+        ".map(set => [set.label, set.data.map(p => typeof p === 'number' ? p : p.y)]))"
+    )
+    positions, equity, days = charts
+    assert [label for label, _ in positions] == ["BTCUSDT"]
+    assert positions[0][1][0] == 0 and positions[0][1][-1] > 0  # flat before the first fill, short after
+    assert len(equity[0][1]) == 3
+    assert dict(days) == {"orders sent": [2], "maxNotionalUsd": [1], "maxOrderNotionalUsd": [1]}
