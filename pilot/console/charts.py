@@ -27,6 +27,10 @@ def _decimal(value: Any) -> Decimal | None:
         return None
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _millis(entry: Any) -> int:
     return int(entry.at.timestamp() * 1000)
 
@@ -47,13 +51,10 @@ async def chart_data(runtime: Runtime) -> dict[str, Any]:
     per_day: dict[str, Counter[str]] = defaultdict(Counter)
     for entry in plans:
         data = entry.data if isinstance(entry.data, Mapping) else {}
-        snapshot = data.get("snapshot") if isinstance(data.get("snapshot"), Mapping) else {}
-        request = data.get("request") if isinstance(data.get("request"), Mapping) else {}
-        symbol, size, mark = (
-            request.get("symbol"),
-            _decimal(snapshot.get("position_size")),
-            _decimal(snapshot.get("mark")),
-        )
+        snapshot = _mapping(data.get("snapshot"))
+        request = _mapping(data.get("request"))
+        symbol = request.get("symbol")
+        size, mark = _decimal(snapshot.get("position_size")), _decimal(snapshot.get("mark"))
         if isinstance(symbol, str) and size is not None and mark is not None:
             positions[symbol].append({"x": _millis(entry), "y": float(abs(size) * mark)})
         cash = _decimal(snapshot.get("equity_usd"))
