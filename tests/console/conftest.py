@@ -3,21 +3,19 @@ OS's Chromium driven by Playwright (pointed at the executable; no browser is dow
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import shutil
-import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from pilot.app.runtime import Runtime
 from pilot.console.app import build_app
 from pilot.console.login import issue_secret
+from pilot.console.serving import serving
 from pilot.store import open_store
 from tests.app.conftest import FakeClock, anyio_backend, clock, open_test_runtime, paper, write_policy
 
@@ -43,34 +41,9 @@ class Console:
     runtime: Runtime  # the agent's side: the runtime `pilot serve` would hold, on the paper exchange
 
 
-@contextlib.asynccontextmanager
-async def serve_console(home: Path, **options: Any) -> AsyncIterator[str]:
+def serve_console(home: Path, **options: Any) -> contextlib.AbstractAsyncContextManager[str]:
     """The console app for `home` served by uvicorn on a free loopback port in this event loop."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    config = uvicorn.Config(
-        build_app(home, **options), log_level="warning", timeout_graceful_shutdown=1, access_log=False
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[listener]))
-    started = asyncio.Event()
-
-    async def watch() -> None:
-        while not server.started and not task.done():
-            await asyncio.sleep(0.005)  # polls a condition (bounded below), not a timing assumption
-        started.set()
-
-    watcher = asyncio.create_task(watch())
-    try:
-        await asyncio.wait_for(started.wait(), timeout=10)
-        assert server.started, "the console did not start"
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        watcher.cancel()
-        server.should_exit = True
-        await asyncio.wait_for(task, timeout=10)
-        listener.close()
+    return serving(build_app(home, **options))
 
 
 @pytest.fixture
