@@ -173,7 +173,7 @@ def refusal_of(verdict: Verdict, *, again: NextAction) -> Refusal | None:
     if isinstance(verdict, Parked):
         return Refusal(
             "pending_confirmation",
-            "waiting for a human to approve in the CLI; nothing was sent yet",
+            "waiting for a human to approve (CLI or console); nothing was sent yet",
             next_safe_action=pending_next(verdict.confirmation_id),
             confirmation_id=verdict.confirmation_id,
         )
@@ -205,7 +205,7 @@ def pending_next(confirmation_id: str) -> NextAction:
     return NextAction(
         tool="get_confirmation_status",
         args={"confirmation_id": confirmation_id},
-        text="a human must approve this in the CLI; check its status later, do not plan it again",
+        text="a human must approve this (CLI or console); check its status later, do not plan it again",
         human=f"run `pilot confirm approve {confirmation_id}` (or reject), or decide in `pilot console`",
     )
 

@@ -3,7 +3,7 @@
   "use strict";
   var data = JSON.parse(document.getElementById("chart-data").textContent);
   var palette = ["#0b5cad", "#b42318", "#16794c", "#9a6700", "#6f42c1", "#d63384", "#0aa2c0", "#5b6470"];
-  function time(value) { return new Date(value).toISOString().slice(5, 16).replace("T", " "); }
+  function time(value) { return new Date(value).toISOString().slice(5, 19).replace("T", " "); }
   function colored(sets) {
     return sets.map(function (set, i) {
       return Object.assign({ borderColor: palette[i % palette.length], backgroundColor: palette[i % palette.length], pointRadius: 2 }, set);
