@@ -8,6 +8,8 @@ Each problem a human can cause is a `HumanError` with a stable code, the problem
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from pilot.app.killswitch import REASON_LIMIT, set_kill_switch_by_human
 from pilot.app.policy_file import read_policy_file
 from pilot.app.ports import Exchange
 from pilot.app.runtime import Home, Runtime, assemble_runtime
-from pilot.core.policy import LoadedPolicy, PolicyIssue
+from pilot.core.policy import LoadedPolicy, PolicyIssue, parse_policy
 from pilot.store import ConfirmationRecord, DuplicateRecord, JournalEntry, open_store
 
 # The repository's policy.json, sized for Bybit's real minimum orders (0.001 BTC is about $80, 0.01 ETH $31,
@@ -413,3 +415,69 @@ async def revoke_token(runtime: Runtime, name: str) -> None:
     """Revoke `name`'s token at once (the next request with it is refused). NoSuchToken if there is none."""
     if not await runtime.store.tokens.revoke(name):
         raise NoSuchToken(name)
+
+
+# --- editing policy.json from the console ------------------------------------------------------------------
+
+
+class PolicyChangedMeanwhile(HumanError):
+    code = "policy_changed_meanwhile"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "policy.json changed since this draft was started; nothing was written",
+            "start again from the file as it is now, and review the difference again",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyWrite:
+    """policy.json as a human rewrote it: the versions before and after, and the journal entry."""
+
+    from_version: str | None
+    to_version: str
+    seq: int
+
+
+def policy_text(runtime: Runtime) -> str:
+    """policy.json's text as it is now ("" if it cannot be read as UTF-8 text)."""
+    try:
+        return runtime.home.policy_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+async def write_policy(runtime: Runtime, draft: str, *, base_digest: str, via: str) -> PolicyWrite:
+    """Replace policy.json with `draft` as the human (`via` says where), if the file is still the one the
+    draft was made from (`base_digest` of its text) and the draft is a valid policy; journal the change.
+
+    Raises:
+        PolicyInvalid: the draft is not a valid policy (each problem with its fix); nothing is written.
+        PolicyChangedMeanwhile: the file is no longer the one the draft started from; nothing is written.
+    """
+    loaded = parse_policy(draft)
+    if text_digest(policy_text(runtime)) != base_digest:
+        raise PolicyChangedMeanwhile()
+    before = runtime.policy()
+    path = runtime.home.policy_path
+    partial = path.with_name(path.name + ".draft")
+    partial.write_text(draft, encoding="utf-8")
+    os.replace(partial, path)
+    entry = await runtime.store.journal.append(
+        kinds.POLICY_CHANGED,
+        {
+            "by": "human",
+            "via": via,
+            "from_version": before.version if before.valid else None,
+            "to_version": loaded.version,
+        },
+        now=runtime.now(),
+        actor="human",
+    )
+    return PolicyWrite(
+        from_version=before.version if before.valid else None, to_version=loaded.version, seq=entry.seq
+    )

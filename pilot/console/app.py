@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import ipaddress
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,11 +26,21 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pilot.app.clock import Clock
-from pilot.app.human import HumanError, decide, kill_switch_state, open_desk, set_kill_switch
+from pilot.app.human import (
+    HumanError,
+    decide,
+    kill_switch_state,
+    open_desk,
+    policy_text,
+    set_kill_switch,
+    text_digest,
+    write_policy,
+)
 from pilot.app.killswitch import REASON_LIMIT
 from pilot.app.runtime import Runtime
 from pilot.console import charts, desk, feed, limits
 from pilot.console.login import LoginLimiter, Session, Sessions, csrf_matches, secret_matches
+from pilot.core.policy import PolicyInvalid, parse_policy
 
 COOKIE = "pilot_console"
 STATIC = Path(__file__).parent / "static"
@@ -372,6 +383,42 @@ def build_app(
         data = await charts.chart_data(console.desk)
         return render(request, "charts.html", session=session, data=data, tab="charts")
 
+    @page
+    async def policy_edit_form(request: Request) -> Response:
+        session = session_of(request)
+        text = policy_text(console.desk)
+        return render(
+            request, "policy_edit.html", session=session, draft=text, base=text_digest(text), tab="policy"
+        )
+
+    @page
+    async def policy_edit(request: Request) -> Response:
+        session, form = await posted(request)
+        draft, base = form.get("draft", "").replace("\r\n", "\n"), form.get("base", "")
+        current = policy_text(console.desk)
+        values: dict[str, Any] = {"session": session, "draft": draft, "base": base, "tab": "policy"}
+        try:
+            loaded = parse_policy(draft)
+        except PolicyInvalid as invalid:
+            return render(request, "policy_edit.html", 422, issues=invalid.issues, **values)
+        if form.get("step") != "write":
+            diff = "\n".join(
+                difflib.unified_diff(
+                    current.splitlines(),
+                    draft.splitlines(),
+                    "policy.json (now)",
+                    "policy.json (draft)",
+                    lineterm="",
+                )
+            )
+            return render(request, "policy_edit.html", diff=diff, version=loaded.version, **values)
+        try:
+            written = await write_policy(console.desk, draft, base_digest=base, via="console")
+        except HumanError as error:
+            return render(request, "policy_edit.html", 409, problem=f"{error.problem}; {error.fix}", **values)
+        flash(request, f"policy.json written (journal seq {written.seq}); version {written.to_version}.")
+        return RedirectResponse("/policy", status_code=303)
+
     routes = [
         Route("/login", login_form, methods=["GET"]),
         Route("/login", login, methods=["POST"]),
@@ -385,6 +432,8 @@ def build_app(
         Route("/kill-switch", kill_switch, methods=["GET"]),
         Route("/kill-switch", kill_switch_set, methods=["POST"]),
         Route("/policy", policy, methods=["GET"]),
+        Route("/policy/edit", policy_edit_form, methods=["GET"]),
+        Route("/policy/edit", policy_edit, methods=["POST"]),
         Route("/charts", charts_page, methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]

@@ -58,3 +58,37 @@ async def test_the_charts_are_drawn_by_chart_js_from_the_journal(console, browse
     assert positions[0][1][0] == 0 and positions[0][1][-1] > 0  # flat before the first fill, short after
     assert len(equity[0][1]) == 3
     assert dict(days) == {"orders sent": [2], "maxNotionalUsd": [1], "maxOrderNotionalUsd": [1]}
+
+
+async def test_a_policy_draft_is_checked_shown_as_a_diff_and_written_only_on_confirm(console, browser):
+    before = (console.home / "policy.json").read_text()
+    page = await logged_in(browser, console)
+    await page.goto(console.url + "/policy/edit")
+    await page.fill("#draft", before.replace('"maxNotionalUsd": 25', '"maxNotionalUSD": 20'))
+    await page.click("#preview-policy")
+    await expect(page.locator("#draft-invalid li.issue")).to_contain_text("maxNotionalUsd")  # typo: its fix
+    assert (console.home / "policy.json").read_text() == before
+
+    await page.fill("#draft", before.replace('"maxNotionalUsd": 25', '"maxNotionalUsd": 20'))
+    await page.click("#preview-policy")
+    await expect(page.locator("#draft-diff pre.diff")).to_contain_text('+  "maxNotionalUsd": 20')
+    assert (console.home / "policy.json").read_text() == before  # shown, not written
+    await page.click("#write-policy")
+    await expect(page.locator("#limits tr[data-market=ETHUSDT] td").nth(1)).to_have_text("20")
+    assert console.runtime.policy().policy.max_notional_usd == 20  # what the server reads next
+    [entry] = await console.runtime.store.journal.entries(kind="policy.changed")
+    assert entry.actor == "human" and entry.data["via"] == "console"
+    assert entry.data["to_version"] == console.runtime.policy().version
+
+
+async def test_a_draft_of_a_file_changed_meanwhile_is_not_written(console, browser):
+    page = await logged_in(browser, console)
+    await page.goto(console.url + "/policy/edit")
+    draft = (await page.input_value("#draft")).replace('"maxNotionalUsd": 25', '"maxNotionalUsd": 20')
+    await page.fill("#draft", draft)
+    await page.click("#preview-policy")
+    changed = (console.home / "policy.json").read_text().replace('"dailyOrderCap": 20', '"dailyOrderCap": 5')
+    (console.home / "policy.json").write_text(changed)  # someone else edits the file meanwhile
+    await page.click("#write-policy")
+    await expect(page.locator("#edit-problem")).to_be_visible()
+    assert (console.home / "policy.json").read_text() == changed
