@@ -64,6 +64,7 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind((HOST, port))
+        listener.listen(128)  # connections made before uvicorn accepts wait in the backlog
     except OSError as error:
         listener.close()
         raise CliError(

@@ -16,6 +16,7 @@ async def serving(app: ASGIApp, port: int = 0) -> AsyncIterator[str]:
     """Serve `app` on 127.0.0.1:`port` (0: a free one) in this event loop; yields its base URL."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", port))
+    listener.listen(128)
     bound = listener.getsockname()[1]
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1, access_log=False)
     server = uvicorn.Server(config)

@@ -41,3 +41,32 @@ async def test_the_console_will_not_start_without_a_secret(tmp_path: Path) -> No
     result = await pilot("console", "--home", str(tmp_path), "--port", "0")
 
     assert result.exit_code == 2 and "pilot console token" in result.output
+
+
+async def test_pilot_console_serves_the_login_page_on_loopback(tmp_path: Path) -> None:
+    import asyncio
+    import re
+    import sys
+    import urllib.request
+
+    await init_home(tmp_path)
+    await pilot("console", "token", "--home", str(tmp_path))
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "pilot", "console", "--home", str(tmp_path), "--port", "0",
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        url = None
+        async with asyncio.timeout(30):
+            while url is None:
+                line = (await process.stderr.readline()).decode()
+                assert line, "pilot console stopped before it served"
+                found = re.search(r"http://127\.0\.0\.1:\d+/", line)
+                url = found.group(0) if found else None
+        with urllib.request.urlopen(url + "login", timeout=10) as answer:
+            assert answer.status == 200 and b"console secret" in answer.read()
+    finally:
+        process.terminate()
+        async with asyncio.timeout(30):
+            await process.wait()
