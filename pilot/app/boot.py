@@ -34,6 +34,7 @@ async def open_runtime(
     paper_url: str | None = None,
     record_dir: Path | None = None,
     clock: Clock | None = None,
+    settle: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Open everything a server needs and close it all on exit.
 
@@ -47,7 +48,8 @@ async def open_runtime(
     redacted (pilot.exchange.recording).
 
     Before the runtime is handed out, sends left unsettled by a server that stopped are looked up; at exit,
-    work whose client went away is given time to finish before the store closes.
+    work whose client went away is given time to finish before the store closes. With `settle` False
+    (`pilot console`, which only reads), that look-up is left to the servers.
     """
     if exchange not in EXCHANGES:
         raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
@@ -66,7 +68,8 @@ async def open_runtime(
         key_check = _key_check(home, exchange) if stored_key else None
         runtime = assemble_runtime(home, store, adapter, clock, environment=exchange, key_check=key_check)
         stack.push_async_callback(runtime.gate.drain)  # runs first: sends whose client left finish
-        await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
+        if settle:
+            await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
         yield runtime
 
 

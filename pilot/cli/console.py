@@ -34,8 +34,8 @@ def _require_journal(home: Path) -> None:
     "--exchange",
     type=click.Choice(["paper", "bybit-demo", "bybit-testnet"]),
     default=None,
-    help="Read this exchange (never write to it) to show the room left under each cap on the Policy page. "
-    "paper needs --paper-url of a running `pilot sim` when a server already embeds the paper exchange.",
+    help="Read this exchange (never write to it) to show the room left under each cap on the Policy page; "
+    "paper needs --paper-url.",
 )
 @click.option(
     "--paper-url", default=None, metavar="URL", help="With --exchange paper: a running `pilot sim`."
@@ -52,6 +52,12 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
         return
     home = resolve_home()
     _require_journal(home)
+    if exchange == "paper" and paper_url is None:
+        raise CliError(
+            "paper_needs_url",
+            "the console reads a paper exchange only through a running `pilot sim`",
+            f"run `pilot sim --home {home}` and give its URL with --paper-url (the servers attach to it too)",
+        )
     from pilot.console.login import current_digest
 
     if current_digest(home) is None:
@@ -79,7 +85,7 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
         from pilot.app.boot import open_runtime
 
         def reader() -> contextlib.AbstractAsyncContextManager[Runtime]:
-            return open_runtime(home, exchange=exchange or "paper", paper_url=paper_url)
+            return open_runtime(home, exchange=exchange or "paper", paper_url=paper_url, settle=False)
 
     bound = listener.getsockname()[1]
     click.echo(f"pilot: console on http://{HOST}:{bound}/ (Ctrl-C stops it)", err=True)
