@@ -258,6 +258,8 @@ def build_app(
             rows=rows,
             filters=filters,
             older=urlencode({**filters.query(), "before": older}) if older else None,
+            searched=older,
+            page_size=feed.PAGE,
             paged=before is not None,
             top=top,
             events="/events?" + urlencode(filters.query()),

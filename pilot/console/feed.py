@@ -18,6 +18,7 @@ from pilot.app.receipts import ReceiptCard, card_id
 from pilot.app.runtime import Runtime
 
 PAGE = 50
+SCAN = 2000  # entries a filtered page reads at most
 _BATCH = 200
 
 
@@ -132,7 +133,11 @@ def matches(row: Row, filters: Filters) -> bool:
 
 async def page(runtime: Runtime, filters: Filters, before: int | None = None) -> tuple[list[Row], int | None]:
     """Up to PAGE rows matching `filters`, newest first, older than seq `before`; and the `before` of the
-    next page (None when there is none)."""
+    next page (None when there is none).
+
+    A filtered page reads at most SCAN entries: when few match, it stops there with fewer rows, and the next
+    page goes on from where it stopped, so no page takes long however large the journal is.
+    """
     journal = runtime.store.journal
     rows: list[Row] = []
     until = None
@@ -142,16 +147,20 @@ async def page(runtime: Runtime, filters: Filters, before: int | None = None) ->
         if anchor is None:
             return [], None
         until = anchor.at + timedelta(microseconds=1)
+    scanned = 0
     while len(rows) <= PAGE:
         batch = await journal.entries(
             kind_prefix=filters.kind or None, until=until, limit=_BATCH, newest_first=True
         )
         fresh = [entry for entry in batch if floor is None or entry.seq < floor]
         rows.extend(row for row in map(row_of, fresh) if matches(row, filters))
+        scanned += len(fresh)
         if len(batch) < _BATCH or not fresh:
             break
         floor = fresh[-1].seq
         until = fresh[-1].at + timedelta(microseconds=1)
+        if scanned >= SCAN and len(rows) <= PAGE:
+            return rows, floor
     if len(rows) > PAGE:
         return rows[:PAGE], rows[PAGE - 1].seq
     return rows, None
