@@ -315,8 +315,15 @@ def build_app(
     async def approvals(request: Request) -> Response:
         session = session_of(request)
         view = await desk.approvals(console.desk)
-        template = "approvals_list.html" if "hx-request" in request.headers else "approvals.html"
-        return render(request, template, session=session, view=view, tab="approvals")
+        part = request.query_params.get("part")
+        if part not in ("pending", "decided") or "hx-request" not in request.headers:
+            return render(request, "approvals.html", session=session, view=view, tab="approvals")
+        if view.channel_off is not None:
+            return Response(status_code=200, headers={"hx-refresh": "true"})  # the whole page says why
+        digest = view.pending_digest if part == "pending" else view.decided_digest
+        if request.query_params.get("shown") == digest:
+            return Response(status_code=204)  # nothing changed: htmx leaves the part as it is
+        return render(request, f"approvals_{part}.html", session=session, view=view)
 
     @page
     async def approvals_decide(request: Request) -> Response:

@@ -7,6 +7,7 @@ facts exactly as after `pilot confirm approve`. The switch goes through `pilot.a
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,15 @@ class ApprovalsView:
     channel_off: ChannelOff | None
     pending: list[Parked]
     recent: list[Decided]
+
+    @property
+    def pending_digest(self) -> str:
+        """Changes whenever what the pending part shows changes (the page swaps it only then)."""
+        return hashlib.sha256(repr(self.pending).encode()).hexdigest()[:32]
+
+    @property
+    def decided_digest(self) -> str:
+        return hashlib.sha256(repr(self.recent).encode()).hexdigest()[:32]
 
 
 async def approvals(runtime: Runtime, *, recent: int = 10) -> ApprovalsView:

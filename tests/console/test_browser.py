@@ -63,6 +63,13 @@ async def test_a_parked_order_approved_in_the_console_is_filled_when_the_server_
     await expect(page.locator("#flash")).to_contain_text("Approved", timeout=SEEN)
     assert paper.request_count(CREATE) == 0  # approving sends nothing; the server does, re-checked
 
+    async with Client(build_server(console.runtime)) as client:  # a new one appears on the open page
+        plan = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0001"})
+        second = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    await expect(
+        page.locator(f"article.parked[data-confirmation='{second['confirmation_id']}']")
+    ).to_contain_text("0.0001", timeout=SEEN)
+
     await upkeep(console.runtime)  # what `pilot serve` does every second
     decided = page.locator(f"ul.decided li[data-confirmation='{confirmation_id}']")
     await expect(decided.locator(".result")).to_have_text("filled", timeout=SEEN)
