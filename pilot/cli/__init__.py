@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from pilot.cli.home import home_option
-from pilot.cli.output import FORMAT_KEY, CliError, translated
+from pilot.cli.output import FORMAT_KEY, GIVEN_HOME_KEY, CliError, translated
 
 # Each module defines `command` (a click.Command or click.Group). Order is the help listing's order.
 _COMMAND_MODULES = (
@@ -35,12 +35,14 @@ class PilotGroup(click.Group):
             return super().invoke(ctx)
         except CliError as error:
             error.output = ctx.meta.get(FORMAT_KEY, "text")
+            error.runnable_where(ctx.meta.get(GIVEN_HOME_KEY))
             raise
         except Exception as error:
             known = translated(error)
             if known is None:
                 raise
             known.output = ctx.meta.get(FORMAT_KEY, "text")
+            known.runnable_where(ctx.meta.get(GIVEN_HOME_KEY))
             raise known from None
 
 

@@ -26,7 +26,7 @@ import click
 
 from pilot.app.human import open_desk
 from pilot.app.runtime import Home, Runtime
-from pilot.cli.output import CliError
+from pilot.cli.output import GIVEN_HOME_KEY, CliError
 
 T = TypeVar("T")
 
@@ -65,6 +65,8 @@ def resolve_home(*, creating: bool = False, announce: bool = True) -> Path:
     home = Path(os.path.abspath(given.expanduser()))
     if not creating:
         _require_home(home, source)
+    if source == "--home":
+        context.meta[GIVEN_HOME_KEY] = str(home)
     if announce:
         click.echo(f"pilot: home {home}", err=True)
     return home

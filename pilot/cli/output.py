@@ -18,11 +18,15 @@ the failures Pilot foresees (store, keys, policy, paper account) are turned into
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from typing import IO, Any
 
 import click
 
 FORMAT_KEY = "pilot.format"
+GIVEN_HOME_KEY = "pilot.given_home"  # the absolute home, when the human named it with --home
+_COMMAND_IN_FIX = re.compile(r"`(pilot [^`]*)`")
 
 CHECK_FAILED, USAGE = 1, 2  # and 0: done
 
@@ -37,6 +41,16 @@ class CliError(click.ClickException):
         self.code = code
         self.fix = fix
         self.output = "text"
+
+    def runnable_where(self, home: str | None) -> None:
+        """Give each `pilot ...` command in the fix the --home the human gave, so it runs as printed."""
+        if home is None or self.fix is None:
+            return
+        option = f"--home {shlex.quote(home)}"
+        self.fix = _COMMAND_IN_FIX.sub(
+            lambda found: found.group(0) if "--home" in found.group(1) else f"`{found.group(1)} {option}`",
+            self.fix,
+        )
 
     def record(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "fix": self.fix}}

@@ -64,7 +64,9 @@ def suggest(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
         probe = replace(facts, order=replace(base, qty=steps * rules.qty_step))
         return [b for b in run_checks(policy, probe)[1] if b.rule in codes]
 
-    lowest = _lowest_valid_steps(facts, situation)
+    # The minimums are met at the price the suggestion sends (a limit moved into the band), not the one asked.
+    moved = situate(policy, replace(facts, order=base)) if base != order else None
+    lowest = _lowest_valid_steps(facts, moved or situation)
     asked = max(int(floor_to_step(order.qty, rules.qty_step) / rules.qty_step), lowest)
     blocking = fails(lowest, RESIZE_CODES)
     if blocking:

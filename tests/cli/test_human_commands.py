@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -95,9 +97,23 @@ async def test_a_second_token_of_the_same_name_is_refused_with_the_fix(home: Pat
 
     assert issued["token"].startswith("pilot_") and issued["name"] == "inspector"
     assert again.exit_code == 2 and "Traceback" not in again.output
-    assert "exists: revoke it first" in again.stderr and "pilot token revoke inspector" in again.stderr
+    assert "pilot token revoke inspector" in again.stderr  # the fix is the command that frees the name
     assert json.loads(as_json.stdout)["error"]["code"] == "token_exists"
     assert await runtime.store.tokens.verify(issued["token"]) == "inspector"  # the first still works
+
+
+async def test_a_fix_names_the_home_it_was_given_so_it_runs_as_printed(home: Path, runtime: Runtime) -> None:
+    # Run from anywhere (here: a checkout that is a home of its own), the fix must act on HOME, not the cwd.
+    await pilot_json("token", "issue", "inspector", "--home", str(home))
+    taken = await pilot("token", "issue", "inspector", "--home", str(home), "--format", "json")
+    fix = json.loads(taken.stdout)["error"]["fix"]
+    command = shlex.split(re.findall(r"`pilot ([^`]*)`", fix)[0])
+
+    followed = await pilot(*command, "--format", "json")
+
+    assert followed.exit_code == 0, followed.output
+    assert json.loads(followed.stdout)["home"] == str(home)
+    assert await runtime.store.tokens.list() == []  # revoked in HOME, as the fix said
 
 
 async def test_revoking_a_token_that_is_not_there_exits_2(home: Path) -> None:

@@ -12,6 +12,7 @@ from pilot.core.facts import (
     OrderIntent,
     OrderType,
     Position,
+    PriceBand,
     Side,
     Touch,
     TradingState,
@@ -118,3 +119,34 @@ def test_unknown_open_orders_refuse_a_growing_order_but_not_a_reduce_only_one():
     assert result.next_safe_action.retry_after is not None  # wait and plan again, not a resize
     reducing = replace(facts, order=replace(facts.order, side=Side.SELL, reduce_only=True))
     assert evaluate(POLICY, reducing).passed
+
+
+BTC_SPOT = InstrumentRules(
+    "BTCUSDT", "spot", D("0.1"), D("0.000001"), D("0.000048"), D(71), D(5), D(1), D(0), "BTC"
+)
+
+
+def spot_buy_above_band(price: str) -> Facts:
+    return Facts(
+        order=OrderIntent("BTCUSDT", Side.BUY, D("0.001"), OrderType.LIMIT, limit_price=D(price)),
+        rules=BTC_SPOT,
+        touch=Touch(bid=D("80000"), ask=D("80000.1"), mark=D("80000"), observed_at=NOW),
+        position=Position.flat("BTCUSDT"),
+        equity=D(1000),
+        orders_today=0,
+        trading_state=TradingState.ACTIVE,
+        now=NOW,
+        band=PriceBand(buy_limit=D("80400"), sell_limit=D("79600")),
+    )
+
+
+def test_a_spot_buy_priced_above_the_band_is_sent_back_inside_it_not_told_nothing_fits():
+    policy = Policy(allowed_markets=("BTCUSDT",), max_notional_usd=D(500), max_order_notional_usd=D(500))
+    refused = evaluate(policy, spot_buy_above_band("81600"))
+
+    assert [v.rule for v in refused.violations] == ["instrument.priceBand"]
+    assert refused.next_safe_action is not None and refused.next_safe_action.tool == "plan_order"
+    assert (
+        refused.next_safe_action.args["price"] == "80400" and refused.next_safe_action.args["qty"] == "0.001"
+    )
+    assert evaluate(policy, spot_buy_above_band("80400")).passed
