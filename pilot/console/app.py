@@ -173,7 +173,9 @@ def build_app(
 
     def render(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         session: Session | None = values.pop("session", None)
-        flash = console.flashes.pop(request.cookies.get(COOKIE, ""), None) if session else None
+        # a fragment fetched by htmx (a poll, a card) never takes the message meant for the next whole page
+        whole_page = session is not None and "hx-request" not in request.headers
+        flash = console.flashes.pop(request.cookies.get(COOKIE, ""), None) if whole_page else None
         body = TEMPLATES.get_template(template).render(
             request=request, session=session, csrf=session.csrf if session else "", flash=flash, **values
         )
