@@ -78,6 +78,16 @@ async def test_a_parked_order_approved_in_the_console_is_filled_when_the_server_
     record = await console.runtime.store.confirmations.get(confirmation_id)
     assert record is not None and record.decided_by == "human:console"
 
+    await page.goto(console.url + "/?kind=plan")  # its receipt card says where the human decided
+    first = page.locator("#entries li.kind-plan").last
+    await first.locator("summary").click()
+    card = first.locator("article.card")
+    await expect(card.locator(".card-status")).to_have_text("filled", timeout=SEEN)
+    await expect(card.locator(".approval")).to_have_count(
+        2
+    )  # parked, approved (the server's run restates it)
+    await expect(card.locator(".approval").last).to_contain_text("console: approved by human")
+
 
 async def test_the_console_channel_off_shows_the_fix_and_decides_nothing(console, browser, paper):
     write_policy(console.home, confirm={"aboveNotionalUsd": 1, "cliChannel": True})
