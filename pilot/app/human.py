@@ -463,7 +463,7 @@ async def write_policy(runtime: Runtime, draft: str, *, base_digest: str, via: s
     if text_digest(policy_text(runtime)) != base_digest:
         raise PolicyChangedMeanwhile()
     before = runtime.policy()
-    path = runtime.home.policy_path
+    path = runtime.home.policy_path.resolve()  # a policy.json linked in from elsewhere stays a link
     partial = path.with_name(path.name + ".draft")
     partial.write_text(draft, encoding="utf-8")
     os.replace(partial, path)
