@@ -122,7 +122,10 @@ class ClientChannel:
             return Approved() if answer.approved else Declined()
         if isinstance(answer, NoFormNeeded):
             return NotAsked()
-        if not runtime.policy().policy.confirm.cli_channel:
+        confirm = runtime.policy().policy.confirm
+        if not (
+            confirm.cli_channel or confirm.console_channel
+        ):  # the queues a human decides outside the client
             return Unavailable()
         return Parked(await park(runtime, request))
 
@@ -170,7 +173,7 @@ def refusal_of(verdict: Verdict, *, again: NextAction) -> Refusal | None:
     if isinstance(verdict, Parked):
         return Refusal(
             "pending_confirmation",
-            "waiting for a human to approve in the CLI; nothing was sent yet",
+            "waiting for a human to approve (CLI or console); nothing was sent yet",
             next_safe_action=pending_next(verdict.confirmation_id),
             confirmation_id=verdict.confirmation_id,
         )
@@ -202,8 +205,8 @@ def pending_next(confirmation_id: str) -> NextAction:
     return NextAction(
         tool="get_confirmation_status",
         args={"confirmation_id": confirmation_id},
-        text="a human must approve this in the CLI; check its status later, do not plan it again",
-        human=f"run `pilot confirm approve {confirmation_id}` (or reject) to decide",
+        text="a human must approve this (CLI or console); check its status later, do not plan it again",
+        human=f"run `pilot confirm approve {confirmation_id}` (or reject), or decide in `pilot console`",
     )
 
 

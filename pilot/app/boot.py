@@ -36,6 +36,7 @@ async def open_runtime(
     record_dir: Path | None = None,
     clock: Clock | None = None,
     streams: bool | None = None,
+    settle: bool = True,
 ) -> AsyncIterator[Runtime]:
     """Open everything a server needs and close it all on exit.
 
@@ -52,7 +53,8 @@ async def open_runtime(
     WebSocket streams and judged on when fresh (pilot.app.stream_facts); if they cannot start, REST only.
 
     Before the runtime is handed out, sends left unsettled by a server that stopped are looked up; at exit,
-    work whose client went away is given time to finish before the store closes.
+    work whose client went away is given time to finish before the store closes. With `settle` False
+    (`pilot console`, which only reads), that look-up is left to the servers.
     """
     if exchange not in EXCHANGES:
         raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
@@ -74,7 +76,8 @@ async def open_runtime(
             home, store, adapter, clock, environment=exchange, key_check=key_check, reader=reader
         )
         stack.push_async_callback(runtime.gate.drain)  # runs first: sends whose client left finish
-        await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
+        if settle:
+            await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
         yield runtime
 
 

@@ -8,12 +8,14 @@ Each problem a human can cause is a `HumanError` with a stable code, the problem
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from pilot.app import kinds, receipts
 from pilot.app.clock import Clock, SystemClock
@@ -21,7 +23,7 @@ from pilot.app.killswitch import REASON_LIMIT, set_kill_switch_by_human
 from pilot.app.policy_file import read_policy_file
 from pilot.app.ports import Exchange
 from pilot.app.runtime import Home, Runtime, assemble_runtime
-from pilot.core.policy import LoadedPolicy, PolicyIssue
+from pilot.core.policy import LoadedPolicy, PolicyIssue, parse_policy
 from pilot.store import ConfirmationRecord, DuplicateRecord, JournalEntry, open_store
 
 # The repository's policy.json, sized for Bybit's real minimum orders (0.001 BTC is about $80, 0.01 ETH $31,
@@ -43,6 +45,7 @@ DEFAULT_POLICY = """\
     "aboveNotionalUsd": 50,
     "actions": [],
     "cliChannel": false,
+    "consoleChannel": false,
     "pendingTtlSeconds": 300
   },
   "tradingState": "active",
@@ -180,8 +183,11 @@ class KillSwitchChange:
     changed: bool
 
 
-async def set_kill_switch(runtime: Runtime, on: bool, reason: str = "") -> KillSwitchChange:
-    """Turn the kill switch on or off as the human. Already so: nothing is journaled, and it keeps its time.
+async def set_kill_switch(
+    runtime: Runtime, on: bool, reason: str = "", *, via: str | None = None
+) -> KillSwitchChange:
+    """Turn the kill switch on or off as the human (`via` "console" says where). Already so: nothing is
+    journaled, and it keeps its time.
 
     Raises:
         ReasonTooLong: the reason is over REASON_LIMIT characters (it is never cut).
@@ -191,44 +197,52 @@ async def set_kill_switch(runtime: Runtime, on: bool, reason: str = "") -> KillS
     before = await kill_switch_state(runtime)
     if before.on == on:
         return KillSwitchChange(before, changed=False)
-    await set_kill_switch_by_human(runtime, on, reason)
+    await set_kill_switch_by_human(runtime, on, reason, via)
     return KillSwitchChange(await kill_switch_state(runtime), changed=True)
 
 
+Via = Literal["cli", "console"]  # where a human decides parked actions: `pilot confirm`, `pilot console`
+_CHANNEL_FIELD: dict[Via, str] = {"cli": "cliChannel", "console": "consoleChannel"}
+
+
 class ChannelOff(HumanError):
-    """policy.json does not enable the CLI confirmation channel (or is invalid, which closes it)."""
+    """policy.json does not enable this confirmation channel (or is invalid, which closes it)."""
 
     code = "cli_channel_off"
 
-    def __init__(self, policy_valid: bool = True) -> None:
+    def __init__(self, policy_valid: bool = True, via: Via = "cli") -> None:
+        name = "CLI" if via == "cli" else "console"
+        self.code = f"{via}_channel_off"
         if policy_valid:
             super().__init__(
-                "the CLI confirmation channel is off",
-                "set confirm.cliChannel to true in policy.json to decide here",
+                f"the {name} confirmation channel is off",
+                f"set confirm.{_CHANNEL_FIELD[via]} to true in policy.json to decide here",
             )
         else:
             super().__init__(
-                "policy.json is invalid, which closes the CLI confirmation channel",
+                f"policy.json is invalid, which closes the {name} confirmation channel",
                 "fix it (`pilot policy check` lists each problem)",
             )
 
 
-def require_cli_channel(runtime: Runtime) -> None:
-    """Raise ChannelOff unless policy.json (read now, and valid) enables confirm.cliChannel."""
+def require_cli_channel(runtime: Runtime, via: Via = "cli") -> None:
+    """Raise ChannelOff unless policy.json (read now, and valid) enables confirm.cliChannel (or, with `via`
+    "console", confirm.consoleChannel)."""
     view = runtime.policy()
-    if not view.policy.confirm.cli_channel:
-        raise ChannelOff(view.valid)
+    confirm = view.policy.confirm
+    if not (confirm.cli_channel if via == "cli" else confirm.console_channel):
+        raise ChannelOff(view.valid, via)
 
 
-async def pending_confirmations(runtime: Runtime) -> list[ConfirmationRecord]:
+async def pending_confirmations(runtime: Runtime, via: Via = "cli") -> list[ConfirmationRecord]:
     """Parked actions a human may still decide, oldest first."""
-    require_cli_channel(runtime)
+    require_cli_channel(runtime, via)
     return await runtime.store.confirmations.list(status="pending", now=runtime.now())
 
 
-async def find_confirmation(runtime: Runtime, confirmation_id: str) -> ConfirmationRecord:
+async def find_confirmation(runtime: Runtime, confirmation_id: str, via: Via = "cli") -> ConfirmationRecord:
     """The confirmation named by its id or any unique prefix of it (UnknownId, AmbiguousId otherwise)."""
-    require_cli_channel(runtime)
+    require_cli_channel(runtime, via)
     records = await runtime.store.confirmations.list(now=runtime.now())
     full = unique_match(confirmation_id, [record.confirmation_id for record in records], "confirmation")
     record = await runtime.store.confirmations.get(full, now=runtime.now())
@@ -287,20 +301,29 @@ class Decision:
     seq: int | None = None
 
 
-async def decide(runtime: Runtime, confirmation_id: str, *, approve: bool) -> Decision:
-    """Approve or reject a pending confirmation (by its full id) as the human on the CLI, and journal it.
+async def decide(runtime: Runtime, confirmation_id: str, *, approve: bool, via: Via = "cli") -> Decision:
+    """Approve or reject a pending confirmation (by its full id) as the human on the CLI (or in the
+    console, `via` "console"), and journal it.
 
     The running server carries out an approved action itself, re-checked when it runs.
     """
-    require_cli_channel(runtime)
+    require_cli_channel(runtime, via)
     record = await runtime.store.confirmations.decide(
-        confirmation_id, approve=approve, actor="human:cli", now=runtime.now()
+        confirmation_id, approve=approve, actor=f"human:{via}", now=runtime.now()
     )
     if record is None:
         return Decision(record=None)
+    decided: dict[str, Any] = {
+        "event": "decided",
+        "approved": approve,
+        "confirmation_id": confirmation_id,
+        "tool": record.tool,
+    }
+    if via != "cli":
+        decided["via"] = via
     entry = await runtime.store.journal.append(
         kinds.CONFIRMATION,
-        {"event": "decided", "approved": approve, "confirmation_id": confirmation_id, "tool": record.tool},
+        decided,
         now=runtime.now(),
         actor="human",
         plan_id=record.action.get("plan_id") or None,
@@ -393,3 +416,69 @@ async def revoke_token(runtime: Runtime, name: str) -> None:
     """Revoke `name`'s token at once (the next request with it is refused). NoSuchToken if there is none."""
     if not await runtime.store.tokens.revoke(name):
         raise NoSuchToken(name)
+
+
+# --- editing policy.json from the console ------------------------------------------------------------------
+
+
+class PolicyChangedMeanwhile(HumanError):
+    code = "policy_changed_meanwhile"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "policy.json changed since this draft was started; nothing was written",
+            "start again from the file as it is now, and review the difference again",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyWrite:
+    """policy.json as a human rewrote it: the versions before and after, and the journal entry."""
+
+    from_version: str | None
+    to_version: str
+    seq: int
+
+
+def policy_text(runtime: Runtime) -> str:
+    """policy.json's text as it is now ("" if it cannot be read as UTF-8 text)."""
+    try:
+        return runtime.home.policy_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+async def write_policy(runtime: Runtime, draft: str, *, base_digest: str, via: str) -> PolicyWrite:
+    """Replace policy.json with `draft` as the human (`via` says where), if the file is still the one the
+    draft was made from (`base_digest` of its text) and the draft is a valid policy; journal the change.
+
+    Raises:
+        PolicyInvalid: the draft is not a valid policy (each problem with its fix); nothing is written.
+        PolicyChangedMeanwhile: the file is no longer the one the draft started from; nothing is written.
+    """
+    loaded = parse_policy(draft)
+    if text_digest(policy_text(runtime)) != base_digest:
+        raise PolicyChangedMeanwhile()
+    before = runtime.policy()
+    path = runtime.home.policy_path.resolve()  # a policy.json linked in from elsewhere stays a link
+    partial = path.with_name(path.name + ".draft")
+    partial.write_text(draft, encoding="utf-8")
+    os.replace(partial, path)
+    entry = await runtime.store.journal.append(
+        kinds.POLICY_CHANGED,
+        {
+            "by": "human",
+            "via": via,
+            "from_version": before.version if before.valid else None,
+            "to_version": loaded.version,
+        },
+        now=runtime.now(),
+        actor="human",
+    )
+    return PolicyWrite(
+        from_version=before.version if before.valid else None, to_version=loaded.version, seq=entry.seq
+    )

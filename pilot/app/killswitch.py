@@ -28,11 +28,16 @@ async def activate_kill_switch(runtime: Runtime, reason: str) -> ActionAnswer:
     )
 
 
-async def set_kill_switch_by_human(runtime: Runtime, on: bool, reason: str = "") -> int:
-    """The human's switch (CLI only): on or off. Returns the journal entry's seq."""
+async def set_kill_switch_by_human(
+    runtime: Runtime, on: bool, reason: str = "", via: str | None = None
+) -> int:
+    """The human's switch (the CLI, or `via` "console"): on or off. Returns the journal entry's seq."""
+    data: dict[str, object] = {"on": on, "by": "human", "reason": reason[:REASON_LIMIT]}
+    if via is not None:
+        data["via"] = via
     entry = await runtime.store.journal.append(
         kinds.KILL_SWITCH,
-        {"on": on, "by": "human", "reason": reason[:REASON_LIMIT]},
+        data,
         now=runtime.now(),
         actor="human",
     )

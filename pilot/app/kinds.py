@@ -13,3 +13,4 @@ ACTION = "action"  # cancel_order / set_leverage: attempt and outcome
 KILL_SWITCH = "killswitch"  # on or off, and who
 CONFIRMATION = "confirmation"  # asked, approved, declined, parked, decided in the CLI
 REPLAY = "idempotency.replay"  # an idempotency key answered from its first call
+POLICY_CHANGED = "policy.changed"  # policy.json rewritten by the human through the console

@@ -89,7 +89,7 @@ class CardRefusal(_Card):
 class CardConfirmation(_Card):
     at: str
     seq: int
-    channel: str  # "mcp form", "cli" or "none"
+    channel: str  # "mcp form", "cli", "console" (the CLI's queue, decided in `pilot console`) or "none"
     verdict: str | None
     actor: str
     text: str | None
@@ -163,6 +163,9 @@ class ReceiptCard(_Card):
     exchange: CardAnswer | None
     expires_at: str | None = None
     seal: CardSeal
+
+
+QUEUES = ("cli", "console")  # where a parked action is decided
 
 
 def card_id(plan_entry: JournalEntry) -> str:
@@ -265,7 +268,7 @@ def restates(confirmation: CardConfirmation, earlier: list[CardConfirmation]) ->
     if confirmation.verdict == "parked":
         return any(c.verdict == "parked" for c in earlier)
     if confirmation.verdict == "approved" and confirmation.channel == "cli":
-        return any(c.verdict == "approved" and c.channel == "cli" for c in earlier)
+        return any(c.verdict == "approved" and c.channel in QUEUES for c in earlier)
     return False
 
 
@@ -337,7 +340,9 @@ def _confirmation(entry: JournalEntry, earlier: list[CardConfirmation]) -> CardC
         if event == "decided"
         else event or data.get("verdict")
     )
-    if event is not None or verdict == "parked" or any(c.channel == "cli" for c in earlier):
+    if event == "decided" and data.get("via") == "console":
+        channel = "console"  # the queue decided on the console's Approvals page
+    elif event is not None or verdict == "parked" or any(c.channel in QUEUES for c in earlier):
         channel = "cli"
     elif verdict in ("approved", "declined"):
         channel = "mcp form"

@@ -20,6 +20,7 @@ _COMMAND_MODULES = (
     "killswitch",
     "confirm",
     "token",
+    "console",
     "keys",
     "sim",
     "demo",

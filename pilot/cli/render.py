@@ -558,10 +558,11 @@ def format_limits(loaded: LoadedPolicy, path: Path) -> Table:
     above = f"above ${plain(confirm.above_notional_usd)}" if confirm.above_notional_usd else "never by size"
     actions = f" and for {', '.join(confirm.actions)}" if confirm.actions else ""
     channel = "on" if confirm.cli_channel else "off"
+    console = "on" if confirm.console_channel else "off"
     table = Table(
         title=f"{path}: valid, version {loaded.version[:19]}…",
         caption=(
-            f"a human confirms orders {above}{actions} (CLI channel {channel}) · "
+            f"a human confirms orders {above}{actions} (CLI channel {channel}, console {console}) · "
             f"tradingState {policy.trading_state.value} · dailyOrderCap {policy.daily_order_cap} · "
             f"planTtlSeconds {policy.plan_ttl_seconds}"
         ),
@@ -609,6 +610,7 @@ def policy_record(path: Path, outcome: LoadedPolicy | Sequence[PolicyIssue]) -> 
             "above_notional_usd": plain(confirm.above_notional_usd) if confirm.above_notional_usd else None,
             "actions": list(confirm.actions),
             "cli_channel": confirm.cli_channel,
+            "console_channel": confirm.console_channel,
             "pending_ttl_seconds": confirm.pending_ttl_seconds,
         },
         "markets": markets,

@@ -55,6 +55,7 @@ EXAMPLES: dict[str, str] = {
     "aboveNotionalUsd": "100 (or null for never)",
     "actions": '["place_order", "set_leverage"]',
     "cliChannel": "false",
+    "consoleChannel": "false",
     "pendingTtlSeconds": "300",
     "tradingState": '"active" (or "reducing", "halted")',
     "markets": '{"BTCUSDT": {"maxNotionalUsd": 50}}',
@@ -108,6 +109,7 @@ class ConfirmRule(_Frozen):
     actions: tuple[str, ...] = Field(default=())
     # Strict: "yes", "true", 1 are not the JSON boolean true; a switch that opens a channel takes only true.
     cli_channel: bool = Field(default=False, alias="cliChannel", strict=True)
+    console_channel: bool = Field(default=False, alias="consoleChannel", strict=True)  # `pilot console`
     pending_ttl_seconds: int = Field(default=300, alias="pendingTtlSeconds", ge=30, le=3600)
 
     @field_validator("actions")

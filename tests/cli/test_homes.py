@@ -35,7 +35,10 @@ ON_A_HOME = [
     ("keys", "show"),
     ("keys", "delete", "--exchange", "bybit-demo", "--yes"),
     ("serve",),
+    ("console",),
+    ("console", "token"),
 ]
+SERVING = [("serve",), ("console",)]  # no --format: they serve until stopped
 
 
 @pytest.fixture
@@ -52,10 +55,10 @@ def elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def test_outside_a_home_every_command_refuses_with_the_fix_and_creates_nothing(
     elsewhere: Path, command: tuple[str, ...]
 ) -> None:
-    result = await pilot(*command, "--format", "json") if command != ("serve",) else await pilot(*command)
+    result = await pilot(*command, "--format", "json") if command not in SERVING else await pilot(*command)
 
     assert result.exit_code == 2 and "Traceback" not in result.output
-    if command != ("serve",):
+    if command not in SERVING:
         error = json.loads(result.stdout)["error"]
         assert error["code"] == "not_a_home"
         assert "pilot init" in error["fix"] and "--home" in error["fix"]

@@ -1,0 +1,105 @@
+"""Make docs/console/*.png: every console page at desktop and phone width, on a paper-exchange story.
+
+    .venv/bin/python docs/console/screenshots.py
+
+A real MCP client (the agent) fills one order, is refused one, and has one parked for a human; the console
+reads the same home, as `pilot console` does. Needs the OS's Chromium (as tests/console do).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from mcp import Client
+from playwright.async_api import async_playwright
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from pilot.app.clock import SystemClock  # noqa: E402
+from pilot.app.human import init_home  # noqa: E402
+from pilot.app.runtime import Home, Runtime, assemble_runtime  # noqa: E402
+from pilot.console.app import build_app  # noqa: E402
+from pilot.console.login import issue_secret  # noqa: E402
+from pilot.console.serving import serving  # noqa: E402
+from pilot.exchange.bybit import BybitExchange  # noqa: E402
+from pilot.exchange.sim import start_paper_exchange  # noqa: E402
+from pilot.server import build_server  # noqa: E402
+from tests.scenarios import ARTICLE, ARTICLE_POLICY  # noqa: E402
+
+OUT = Path(__file__).parent
+SIZES = {"desktop": {"width": 1280, "height": 860}, "phone": {"width": 390, "height": 844}}
+PAGES = {"live": "/", "approvals": "/approvals", "kill-switch": "/kill-switch", "policy": "/policy", "charts": "/charts"}
+
+
+async def story(client: Client) -> None:
+    async def call(tool: str, args: dict[str, object]) -> dict[str, object]:
+        return (await client.call_tool(tool, args)).structured_content or {}
+
+    plan = await call("plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0001"})
+    await call("place_order", {"plan_id": plan["plan_id"]})
+    await call("plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0005"})  # refused: over the caps
+    plan = await call("plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0002"})
+    await call("place_order", {"plan_id": plan["plan_id"]})  # parked: above $10 a human approves
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as folder, start_paper_exchange(ARTICLE) as paper:
+        home = Path(folder)
+        await init_home(home)
+        policy = {**ARTICLE_POLICY, "confirm": {"aboveNotionalUsd": 10, "consoleChannel": True}}
+        (home / "policy.json").write_text(json.dumps(policy, indent=2))
+        secret = issue_secret(home)
+        adapter = BybitExchange.connect(
+            "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
+        )
+        from pilot.store import open_store
+
+        store = await open_store(Home(home).database_path)
+        runtime = assemble_runtime(home, store, adapter, SystemClock())
+
+        @contextlib.asynccontextmanager
+        async def reader() -> AsyncIterator[Runtime]:
+            yield runtime
+
+        try:
+            async with Client(build_server(runtime)) as client:
+                await story(client)
+            async with serving(build_app(home, reader=reader)) as url, async_playwright() as playwright:
+                executable = shutil.which("chromium") or shutil.which("chromium-browser")
+                browser = await playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+                for size, viewport in SIZES.items():
+                    context = await browser.new_context(viewport=viewport, device_scale_factor=1)
+                    page = await context.new_page()
+                    await page.goto(url + "/login")
+                    await page.fill("#secret", secret)
+                    await page.click("button[type=submit]")
+                    await page.wait_for_url(url + "/")
+                    for name, path in PAGES.items():
+                        await page.goto(url + path)
+                        if name == "live":
+                            await page.wait_for_selector("#live-state[data-connected=yes]")
+                            first_plan = page.locator("#entries li.kind-plan").first
+                            await first_plan.locator("summary").click()
+                            await first_plan.locator("article.card").wait_for()
+                        if name == "charts":
+                            await page.wait_for_selector("#charts-state[data-drawn=yes]", state="attached")
+                        target = OUT / f"{name}-{size}.png"
+                        await page.screenshot(path=str(target), full_page=size == "phone")
+                        print(target.relative_to(ROOT))
+                    await context.close()
+                await browser.close()
+        finally:
+            await store.close()
+            await adapter.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,115 @@
+"""`pilot console [--port N]` and `pilot console token`: the human's web page on 127.0.0.1, and its login secret."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from pathlib import Path
+
+import click
+
+from pilot.app.human import NoJournal
+from pilot.app.runtime import Home, Runtime
+from pilot.cli.home import home_option, resolve_home
+from pilot.cli.output import CliError, emit_json, format_option, wants_json
+
+DEFAULT_PORT = 8765
+HOST = "127.0.0.1"  # loopback only: from another device, use an SSH tunnel (README, "Console")
+
+
+def _require_journal(home: Path) -> None:
+    if not Home(home).database_path.exists():
+        raise NoJournal(home)
+
+
+@click.group("console", invoke_without_command=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="The port on 127.0.0.1 (0: any free one).",
+)
+@click.option(
+    "--exchange",
+    type=click.Choice(["paper", "bybit-demo", "bybit-testnet"]),
+    default=None,
+    help="Read this exchange (never write to it) to show the room left under each cap on the Policy page; "
+    "paper needs --paper-url.",
+)
+@click.option(
+    "--paper-url", default=None, metavar="URL", help="With --exchange paper: a running `pilot sim`."
+)
+@home_option
+@click.pass_context
+def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str | None) -> None:
+    """Serve the console (live receipts, approvals, kill switch, policy, charts) on 127.0.0.1 until Ctrl-C.
+
+    Log in with the secret from `pilot console token`. Approving needs confirm.consoleChannel true in
+    policy.json; the running `pilot serve` carries an approved action out, re-checked then.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    home = resolve_home()
+    _require_journal(home)
+    if exchange == "paper" and paper_url is None:
+        raise CliError(
+            "paper_needs_url",
+            "the console reads a paper exchange only through a running `pilot sim`",
+            f"run `pilot sim --home {home}` and give its URL with --paper-url (the servers attach to it too)",
+        )
+    from pilot.console.login import current_digest
+
+    if current_digest(home) is None:
+        raise CliError(
+            "no_console_secret",
+            f"no console login secret for {home} yet",
+            f"issue one with `pilot console token --home {home}`",
+        )
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((HOST, port))
+        listener.listen(128)  # connections made before uvicorn accepts wait in the backlog
+    except OSError as error:
+        listener.close()
+        raise CliError(
+            "port_in_use", f"cannot listen on {HOST}:{port}: {error.strerror}", "choose another --port"
+        ) from None
+    import uvicorn
+
+    from pilot.console.app import build_app
+
+    reader = None
+    if exchange is not None or paper_url is not None:
+        from pilot.app.boot import open_runtime
+
+        def reader() -> contextlib.AbstractAsyncContextManager[Runtime]:
+            return open_runtime(home, exchange=exchange or "paper", paper_url=paper_url, settle=False)
+
+    bound = listener.getsockname()[1]
+    click.echo(f"pilot: console on http://{HOST}:{bound}/ (Ctrl-C stops it)", err=True)
+    config = uvicorn.Config(
+        build_app(home, reader=reader), log_level="warning", timeout_graceful_shutdown=2, access_log=False
+    )
+    uvicorn.Server(config).run(sockets=[listener])
+
+
+@command.command("token")
+@home_option
+@format_option()
+def token(output: str) -> None:
+    """Issue the console login secret and print it once (only its hash is kept; the old one stops working)."""
+    home = resolve_home()
+    _require_journal(home)
+    from pilot.console.login import issue_secret
+
+    secret = issue_secret(home)
+    if wants_json():
+        emit_json({"home": str(home), "secret": secret})
+        return
+    click.echo(secret)
+    click.echo(
+        "pilot: the console secret is shown this once; paste it on the console's login page",
+        err=True,
+    )

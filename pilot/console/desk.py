@@ -1,0 +1,109 @@
+"""What the Approvals and Kill switch pages show and do: the human's use cases in pilot.app, nothing more.
+
+Deciding goes through `pilot.app.human.decide` with `via="console"` (confirm.consoleChannel), so the
+approved action is carried out by the running server through pilot.app.parked, re-evaluated then on fresh
+facts exactly as after `pilot confirm approve`. The switch goes through `pilot.app.human.set_kill_switch`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from pilot.app.human import ChannelOff, pending_confirmations
+from pilot.app.records import PlanPayload
+from pilot.app.runtime import Runtime
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """A parked action as the server recorded it (never the agent's words)."""
+
+    confirmation_id: str
+    tool: str
+    summary: str
+    created_at: str
+    expires_at: str
+    order: dict[str, Any]
+    worst_price: str | None
+    notional_usd: str | None
+    liquidation_distance_pct: str | None
+    policy_version: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    confirmation_id: str
+    tool: str
+    summary: str
+    status: str
+    decided_by: str | None
+    result_status: str | None
+    result_detail: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalsView:
+    channel_off: ChannelOff | None
+    pending: list[Parked]
+    recent: list[Decided]
+
+    @property
+    def pending_digest(self) -> str:
+        """Changes whenever what the pending part shows changes (the page swaps it only then)."""
+        return hashlib.sha256(repr(self.pending).encode()).hexdigest()[:32]
+
+    @property
+    def decided_digest(self) -> str:
+        return hashlib.sha256(repr(self.recent).encode()).hexdigest()[:32]
+
+
+async def approvals(runtime: Runtime, *, recent: int = 10) -> ApprovalsView:
+    try:
+        records = await pending_confirmations(runtime, via="console")
+    except ChannelOff as off:
+        return ApprovalsView(channel_off=off, pending=[], recent=[])
+    pending = [await _parked(runtime, record) for record in records]
+    everything = await runtime.store.confirmations.list(now=runtime.now())
+    decided = [record for record in everything if record.status != "pending"]
+    decided.sort(key=lambda record: record.decided_at or record.created_at, reverse=True)
+    return ApprovalsView(
+        channel_off=None,
+        pending=pending,
+        recent=[
+            Decided(
+                confirmation_id=record.confirmation_id,
+                tool=record.tool,
+                summary=record.summary,
+                status=record.status,
+                decided_by=record.decided_by,
+                result_status=str(record.result.get("status")) if record.result else None,
+                result_detail=str(record.result.get("detail") or "") if record.result else None,
+            )
+            for record in decided[:recent]
+        ],
+    )
+
+
+async def _parked(runtime: Runtime, record: Any) -> Parked:
+    action = record.action if isinstance(record.action, dict) else {}
+    order = action.get("order") if isinstance(action.get("order"), dict) else {}
+    payload = None
+    if action.get("plan_id"):
+        plan = await runtime.store.plans.get(action["plan_id"])
+        payload = PlanPayload.read(plan.payload) if plan is not None else None
+    if payload is not None:
+        order = payload.order.model_dump(mode="json")
+    return Parked(
+        confirmation_id=record.confirmation_id,
+        tool=record.tool,
+        summary=record.summary,
+        created_at=record.created_at.isoformat(timespec="seconds"),
+        expires_at=record.expires_at.isoformat(timespec="seconds"),
+        order=order or {},
+        worst_price=payload.order.price if payload is not None else None,
+        notional_usd=payload.notional_usd if payload is not None else action.get("notional_usd"),
+        liquidation_distance_pct=payload.liquidation_distance_pct if payload is not None else None,
+        policy_version=payload.policy_version if payload is not None else None,
+    )

@@ -1,0 +1,198 @@
+"""The Live page's data: journal entries as rows, paged newest first, filtered by market, kind and rule.
+
+Reads only, through the Runtime's journal. A row is a small summary of one entry; its receipt card (the same
+`ReceiptCard` as `pilot journal --card`) is built when the row is opened.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from pilot.app import kinds
+from pilot.app.human import receipt_cards
+from pilot.app.receipts import ReceiptCard, card_id
+from pilot.app.runtime import Runtime
+
+PAGE = 50
+SCAN = 2000  # entries a filtered page reads at most
+_BATCH = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    market: str = ""
+    kind: str = ""
+    rule: str = ""
+
+    @staticmethod
+    def of(query: Mapping[str, str]) -> Filters:
+        def one(name: str) -> str:
+            return (query.get(name) or "").strip()[:40]
+
+        return Filters(market=one("market").upper(), kind=one("kind"), rule=one("rule"))
+
+    def any(self) -> bool:
+        return bool(self.market or self.kind or self.rule)
+
+    def query(self) -> dict[str, str]:
+        return {
+            name: value
+            for name, value in (("market", self.market), ("kind", self.kind), ("rule", self.rule))
+            if value
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    seq: int
+    at: str
+    kind: str
+    actor: str
+    plan_id: str | None
+    card: str | None  # the receipt card this entry belongs to (a plan id, or seq-N for a refused plan)
+    symbols: tuple[str, ...]
+    rules: tuple[str, ...]
+    status: str
+    summary: str
+
+
+def _walk(value: Any, key: str, depth: int = 0) -> Iterator[Any]:
+    """Every value stored under `key` anywhere in a journal entry's data (bounded depth)."""
+    if depth > 6:
+        return
+    if isinstance(value, Mapping):
+        for name, inner in value.items():
+            if name == key and isinstance(inner, str | int):
+                yield inner
+            else:
+                yield from _walk(inner, key, depth + 1)
+    elif isinstance(value, list | tuple):
+        for inner in value[:50]:
+            yield from _walk(inner, key, depth + 1)
+
+
+def _unique(values: Iterator[Any]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for value in values:
+        seen.setdefault(str(value), None)
+    return tuple(seen)
+
+
+def row_of(entry: Any) -> Row:
+    data: Mapping[str, Any] = entry.data if isinstance(entry.data, Mapping) else {}
+    status = data.get("status") or data.get("verdict") or data.get("event") or ""
+    if entry.kind == kinds.KILL_SWITCH:
+        status = "on" if data.get("on") else "off"
+    card = entry.plan_id or (f"seq-{entry.seq}" if entry.kind == kinds.PLAN else None)
+    return Row(
+        seq=entry.seq,
+        at=entry.at.isoformat(timespec="seconds"),
+        kind=entry.kind,
+        actor=entry.actor,
+        plan_id=entry.plan_id,
+        card=card,
+        symbols=_unique(_walk(data, "symbol")),
+        rules=_unique(_walk(data, "rule")),
+        status=str(status),
+        summary=_summary(entry.kind, data),
+    )
+
+
+def _summary(kind: str, data: Mapping[str, Any]) -> str:
+    """One line for the row: the order or the reason, as recorded (escaped by the template, never trusted)."""
+    if kind == kinds.KILL_SWITCH:
+        return (
+            f"by {data.get('by')}"
+            + (f" via {data['via']}" if data.get("via") else "")
+            + (f": {data['reason']}" if data.get("reason") else "")
+        )
+    order = data.get("request") if kind == kinds.PLAN else data.get("order") or data.get("request")
+    if isinstance(order, Mapping):
+        parts = [order.get(name) for name in ("side", "qty", "symbol", "order_type", "price", "orderLinkId")]
+        text = " ".join(str(part) for part in parts if part not in (None, ""))
+        if text:
+            return text[:200]
+    for name in ("text", "detail", "summary", "reason"):
+        value = data.get(name)
+        if isinstance(value, str) and value:
+            return value[:200]
+    return ""
+
+
+def matches(row: Row, filters: Filters) -> bool:
+    if filters.kind and not row.kind.startswith(filters.kind):
+        return False
+    if filters.market and filters.market not in row.symbols:
+        return False
+    return not (filters.rule and filters.rule not in row.rules)
+
+
+async def page(runtime: Runtime, filters: Filters, before: int | None = None) -> tuple[list[Row], int | None]:
+    """Up to PAGE rows matching `filters`, newest first, older than seq `before`; and the `before` of the
+    next page (None when there is none).
+
+    A filtered page reads at most SCAN entries: when few match, it stops there with fewer rows, and the next
+    page goes on from where it stopped, so no page takes long however large the journal is.
+    """
+    journal = runtime.store.journal
+    rows: list[Row] = []
+    until = None
+    floor = before  # only entries below this seq
+    if before is not None:
+        anchor = await journal.get(before)
+        if anchor is None:
+            return [], None
+        until = anchor.at + timedelta(microseconds=1)
+    scanned = 0
+    while len(rows) <= PAGE:
+        batch = await journal.entries(
+            kind_prefix=filters.kind or None, until=until, limit=_BATCH, newest_first=True
+        )
+        fresh = [entry for entry in batch if floor is None or entry.seq < floor]
+        rows.extend(row for row in map(row_of, fresh) if matches(row, filters))
+        scanned += len(fresh)
+        if len(batch) < _BATCH or not fresh:
+            break
+        floor = fresh[-1].seq
+        until = fresh[-1].at + timedelta(microseconds=1)
+        if scanned >= SCAN and len(rows) <= PAGE:
+            return rows, floor
+    if len(rows) > PAGE:
+        return rows[:PAGE], rows[PAGE - 1].seq
+    return rows, None
+
+
+async def newest_seq(runtime: Runtime) -> int:
+    newest = await runtime.store.journal.entries(limit=1, newest_first=True)
+    return newest[0].seq if newest else 0
+
+
+async def since(runtime: Runtime, after: int, limit: int = 200) -> list[Row]:
+    """Rows of the entries after seq `after`, oldest first (at most `limit`, the newest of them)."""
+    top = await newest_seq(runtime)
+    rows = []
+    for seq in range(max(after + 1, top - limit + 1), top + 1):
+        entry = await runtime.store.journal.get(seq)
+        if entry is not None:
+            rows.append(row_of(entry))
+    return rows
+
+
+async def card_for(runtime: Runtime, card: str) -> ReceiptCard:
+    """The receipt card named by a plan id or seq-N (UnknownId, AmbiguousId from pilot.app.human)."""
+    [found] = await receipt_cards(runtime, card=card)
+    return found
+
+
+async def entry_json(runtime: Runtime, seq: int) -> str | None:
+    entry = await runtime.store.journal.get(seq)
+    if entry is None:
+        return None
+    return json.dumps(entry.data, indent=2, sort_keys=True, default=str)
+
+
+__all__ = ["PAGE", "Filters", "Row", "card_for", "card_id", "entry_json", "newest_seq", "page", "since"]

@@ -1,0 +1,88 @@
+"""Fixtures for the console: a home with the real paper exchange, the console served on 127.0.0.1, and the
+OS's Chromium driven by Playwright (pointed at the executable; no browser is downloaded)."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pilot.app.runtime import Runtime
+from pilot.console.app import build_app
+from pilot.console.login import issue_secret
+from pilot.console.serving import serving
+from pilot.store import open_store
+from tests.app.conftest import FakeClock, anyio_backend, clock, open_test_runtime, paper, write_policy
+
+__all__ = ["FakeClock", "anyio_backend", "clock", "paper"]
+
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome")
+
+
+def chromium_path() -> str:
+    """The OS's Chromium; .ci/run installs it when missing."""
+    for name in BROWSER_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.fail("no Chromium on PATH: install the OS package (apt-get install chromium), as .ci/run does")
+
+
+@dataclass
+class Console:
+    url: str
+    home: Path
+    secret: str
+    runtime: Runtime  # the agent's side: the runtime `pilot serve` would hold, on the paper exchange
+
+
+def serve_console(home: Path, **options: Any) -> contextlib.AbstractAsyncContextManager[str]:
+    """The console app for `home` served by uvicorn on a free loopback port in this event loop."""
+    return serving(build_app(home, **options))
+
+
+@pytest.fixture
+async def console(tmp_path: Path, paper: Any, clock: FakeClock) -> AsyncIterator[Console]:
+    write_policy(tmp_path, confirm={"aboveNotionalUsd": 1000, "consoleChannel": True})
+    store = await open_store(tmp_path / "journal" / "pilot.db")  # what `pilot init` creates
+    await store.close()
+    secret = issue_secret(tmp_path)
+    async with open_test_runtime(tmp_path, paper, clock) as runtime:
+
+        @contextlib.asynccontextmanager
+        async def reader() -> AsyncIterator[Runtime]:  # the console reads the agent's paper exchange
+            yield runtime
+
+        async with serve_console(tmp_path, reader=reader) as url:
+            yield Console(url=url, home=tmp_path, secret=secret, runtime=runtime)
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=chromium_path(), args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+async def logged_in(browser: Any, console: Console, **context_options: Any) -> Any:
+    """A new page in a new browser context, logged in to the console; it shows the Live page."""
+    context = await browser.new_context(**context_options)
+    context.set_default_timeout(10_000)
+    page = await context.new_page()
+    await page.goto(console.url + "/login")
+    await page.fill("#secret", console.secret)
+    await page.click("button[type=submit]")
+    await page.wait_for_url(console.url + "/")
+    return page
