@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from pilot.core.codes import RESIZE_CODES, SIZE_CAP_CODES, Code
 from pilot.core.evaluate import evaluate
-from pilot.core.facts import Facts, OrderIntent, OrderType, Side, TradingState
+from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, Side, TradingState
 from pilot.core.policy import Policy
 from pilot.core.risk import is_risk_reducing
 from pilot.core.valuation import liquidation_distance_pct, round_price_safe, send_price
@@ -181,13 +181,30 @@ def test_a_reduce_only_order_that_does_not_raise_the_worst_case_is_never_refused
     assert not rules & (SIZE_CAP_CODES | {Code.TRADING_STATE, Code.ALLOWED_MARKETS, Code.DAILY_ORDER_CAP})
 
 
-@given(policies(), facts(reduce_only=True))
-def test_a_close_that_frees_resting_orders_to_reopen_past_the_cap_is_refused(policy, f):
-    """Closing a long under resting sells leaves them free to open a short: the worst case counts them."""
-    size = f.position.size
-    assume(size != 0)
+@given(policies(), facts(reduce_only=True), st.integers(1, 5000), st.booleans(), st.integers(1, 500))
+def test_a_close_that_frees_resting_orders_to_reopen_past_the_cap_is_refused(policy, f, held, long, beyond):
+    """Closing a long under resting sells leaves them free to open a short: the worst case counts them.
+
+    Drawn straight into that region (a position, and more resting on its closing side than it and the other
+    side together), instead of filtering random facts down to it.
+    """
+    step = f.rules.qty_step
+    size = held * step if long else -held * step
     side = Side.SELL if size > 0 else Side.BUY
-    f = replace(f, order=replace(f.order, side=side, qty=abs(size)), trading_state=TradingState.ACTIVE)
+    other = f.pending.on_side(Side.BUY if long else Side.SELL)
+    closing = abs(size) + other + beyond * step
+    pending = (
+        PendingOrders(sell_qty=closing, buy_qty=other)
+        if long
+        else PendingOrders(buy_qty=closing, sell_qty=other)
+    )
+    f = replace(
+        f,
+        order=replace(f.order, side=side, qty=abs(size)),
+        position=replace(f.position, size=size),
+        pending=pending,
+        trading_state=TradingState.ACTIVE,
+    )
     after = f.pending.on_side(side) * side.sign  # the position is closed; the resting orders remain
     price = worst_price(policy, f)
     assume(abs(after) > worst(size, f.pending.buy_qty, f.pending.sell_qty))
