@@ -13,3 +13,9 @@ ACTION = "action"  # cancel_order / set_leverage: attempt and outcome
 KILL_SWITCH = "killswitch"  # on or off, and who
 CONFIRMATION = "confirmation"  # asked, approved, declined, parked, decided in the CLI
 REPLAY = "idempotency.replay"  # an idempotency key answered from its first call
+LOSS_LIMIT = (
+    "loss_limit"  # the daily loss limit reached (trading turns reducing) or reset by a human, with numbers
+)
+PROTECTION = (
+    "protection"  # after a fill that asked for a stop-loss: the position's stop as the exchange reports it
+)

@@ -11,6 +11,7 @@ from pilot.app.approvals import ApprovalChannel, ApprovalRequest, refusal_of, se
 from pilot.app.facts import gather_facts
 from pilot.app.gate import TURN_WAIT, TurnBusy, look_up, order_link_id
 from pilot.app.plan import with_policy_issues
+from pilot.app.protection import after_fill
 from pilot.app.records import PlanOutcome, PlanPayload, approval_text
 from pilot.app.refusals import journal_order_refusal, violation
 from pilot.app.responses import OrderAnswer, Refusal
@@ -164,8 +165,11 @@ async def _evaluate_and_send(
         time_in_force=payload.order.time_in_force,
         order_link_id=order_link_id(plan_id),
         reduce_only=intent.reduce_only,
+        stop_loss=intent.stop_loss,
+        take_profit=intent.take_profit,
     )
-    return await runtime.gate.send_order(request, plan_id=plan_id, origin=origin)
+    answer = await runtime.gate.send_order(request, plan_id=plan_id, origin=origin)
+    return await after_fill(runtime, intent, answer)
 
 
 def tightened(side: Side, planned: Decimal, fresh: Decimal) -> Decimal:

@@ -31,6 +31,9 @@ ACCEPTED = {
     "plan_id": "a plan_id from plan_order",
     "confirmation_id": "a confirmation_id from a pending_confirmation answer",
     "idempotency_key": "1 to 64 letters, digits, '_', '-', ':' or '.'",
+    "stop_loss": DECIMAL_ACCEPTED,
+    "take_profit": DECIMAL_ACCEPTED,
+    "cursor": "the next_cursor of the previous page",
 }
 
 
@@ -91,6 +94,13 @@ Price = Annotated[
     _no_numbers("price"),
     Field(description='Limit price as a decimal string; only for order_type "limit"'),
 ]
+StopLoss = Annotated[
+    str | None,
+    _no_numbers("stop_loss"),
+    Field(description='Stop-loss price, sent with the order; in set_trading_stop "0" removes it'),
+]
+TakeProfit = Annotated[str | None, _no_numbers("take_profit"), Field(description="Take-profit price")]
+Cursor = Annotated[str | None, Field(description="A next_cursor")]
 Leverage = Annotated[str, _no_numbers("leverage"), Field(description='A decimal string, e.g. "2"')]
 Symbol = Annotated[str, Field(description='e.g. "BTCUSDT"')]
 Category = Literal["linear", "spot"]

@@ -25,7 +25,9 @@ from pilot.server.arguments import (
     PlanId,
     Price,
     Qty,
+    StopLoss,
     Symbol,
+    TakeProfit,
     checked_symbol,
     parsed,
 )
@@ -56,10 +58,12 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
         price: Price = None,
         reduce_only: bool = False,
         category: Category = "linear",
+        stop_loss: StopLoss = None,
+        take_profit: TakeProfit = None,
     ) -> PlanAnswer:
-        """Judge an order on live facts; sends nothing. Give qty or notional_usd. Answer: status ok with a
-        single-use plan_id and the exact order (a market order goes as a Limit IOC at its worst price), or
-        refused with violations and next_safe_action."""
+        """Judge an order on live facts; sends nothing. Give qty or notional_usd; a stop_loss/take_profit goes
+        with it. Answer: ok with a single-use plan_id and the exact order (market: Limit IOC at its worst
+        price), or refused with violations and next_safe_action."""
         args = {
             "symbol": symbol,
             "side": side,
@@ -69,6 +73,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
             "price": price,
             "reduce_only": reduce_only,
             "category": category,
+            "stop_loss": stop_loss,
+            "take_profit": take_profit,
         }
         request = parsed(lambda: PlanRequest.parse(args))
         return await plan.plan_order(runtime, request, can_reach_human=can_reach_human(runtime, ctx))
