@@ -37,8 +37,10 @@ async def day_latch(journal: Journal, now: datetime) -> DayLatch:
     latest = await journal.latest(kinds.LOSS_LIMIT)
     if latest is None or latest.data.get("day") != now.date().isoformat():
         return NO_LATCH
-    baseline = Decimal(str(latest.data.get("baseline_pnl") or 0))
-    return DayLatch(bool(latest.data.get("on")), baseline, latest.seq)
+    on = bool(latest.data.get("on"))
+    # While on, the loss is counted as it was when the limit was reached; after a reset, from that point.
+    baseline = Decimal(str(latest.data.get("counted_from_pnl" if on else "reset_to_pnl") or 0))
+    return DayLatch(on, baseline, latest.seq)
 
 
 def counted(pnl: DayPnl, latch: DayLatch) -> DayPnl:
@@ -64,8 +66,8 @@ async def latch_if_reached(journal: Journal, policy: Policy, facts: Facts, latch
             "loss_usd": plain(loss.loss),
             "realised_usd": plain(loss.pnl.realised),
             "unrealised_usd": plain(loss.pnl.unrealised),
-            # what a reset counts from: the realised PnL (as counted) plus the unrealised, at the limit
-            "baseline_pnl": plain(latch.baseline + loss.pnl.total),
+            "counted_from_pnl": plain(latch.baseline),  # the day's PnL is counted from here (a reset's)
+            "reset_to_pnl": plain(latch.baseline + loss.pnl.total),  # what a human reset counts from
             "trading_state": "reducing",
         },
         now=facts.now,
@@ -86,7 +88,7 @@ async def reset_by_human(journal: Journal, now: datetime) -> tuple[int, DayLatch
             "on": False,
             "by": "human",
             "day": now.date().isoformat(),
-            "baseline_pnl": str(latest.data.get("baseline_pnl") or "0"),
+            "reset_to_pnl": str(latest.data.get("reset_to_pnl") or "0"),
         },
         now=now,
         actor="human",
