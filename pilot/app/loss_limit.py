@@ -94,3 +94,22 @@ async def reset_by_human(journal: Journal, now: datetime) -> tuple[int, DayLatch
         actor="human",
     )
     return entry.seq, latch
+
+
+@dataclass(frozen=True, slots=True)
+class LossLimitState:
+    """What `pilot loss-limit status` shows: whether today's latch holds, and the entry that set it."""
+
+    on: bool
+    day: str
+    entry: dict[str, object] | None
+    seq: int | None
+
+
+async def loss_limit_state(journal: Journal, now: datetime) -> LossLimitState:
+    latest = await journal.latest(kinds.LOSS_LIMIT)
+    latch = await day_latch(journal, now)
+    today = latest is not None and latest.data.get("day") == now.date().isoformat()
+    return LossLimitState(
+        latch.on, now.date().isoformat(), dict(latest.data) if latest and today else None, latch.seq
+    )

@@ -4,13 +4,17 @@ and the history reads."""
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
+import anyio
 import pytest
+from click.testing import CliRunner
 from mcp import Client
 
 from pilot.app import kinds
+from pilot.cli import main
 from pilot.server import build_server
 
 from .conftest import CREATE, call, write_policy
@@ -111,7 +115,24 @@ async def test_a_day_that_crosses_its_loss_limit_turns_reducing_by_itself(runtim
         assert again["snapshot"]["trading_state"] == "reducing"
         closing = await call(client, "plan_order", {**small, "side": "sell", "reduce_only": True})
         assert closing["status"] == "ok"  # shrinking still works
-    assert len(await runtime.store.journal.entries(kind=kinds.LOSS_LIMIT)) == 1  # journaled once
+        assert len(await runtime.store.journal.entries(kind=kinds.LOSS_LIMIT)) == 1  # journaled once
+
+        status = await human("loss-limit", "status", "--home", str(tmp_path), "--format", "json")
+        assert status.exit_code == 0 and json.loads(status.stdout)["reached"] is True
+        reset = await human("loss-limit", "reset", "--home", str(tmp_path), "--format", "json")
+        assert reset.exit_code == 0 and json.loads(reset.stdout)["reached"] is False
+        again = await human("loss-limit", "reset", "--home", str(tmp_path), "--format", "json")
+        assert again.exit_code == 1 and json.loads(again.stdout)["error"]["code"] == "loss_limit_not_reached"
+
+        after = await call(client, "plan_order", small)  # counted afresh from where the limit was reached
+        assert after["status"] == "ok" and after["snapshot"]["trading_state"] == "active"
+    entries = await runtime.store.journal.entries(kind=kinds.LOSS_LIMIT)
+    assert [(e.data["on"], e.actor) for e in entries] == [(True, "pilot"), (False, "human")]
+
+
+async def human(*args: str) -> Any:
+    runner = CliRunner()
+    return await anyio.to_thread.run_sync(lambda: runner.invoke(main, list(args)))
 
 
 async def test_cancel_all_orders_works_while_halted(runtime, paper, tmp_path):
