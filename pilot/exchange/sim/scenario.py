@@ -62,6 +62,8 @@ class PositionSpec:
     avg_price: Decimal
     leverage: Decimal
     position_idx: int = 0  # 1/2: a leg of a hedge-mode symbol (shown, not traded, by the paper exchange)
+    stop_loss: Decimal = Decimal(0)  # 0: none (closed at market when the last price reaches it)
+    take_profit: Decimal = Decimal(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +308,8 @@ def _position(data: Any, path: str, linear: set[str]) -> PositionSpec:
         avg_price=_decimal(_need(item, "avgPrice", path), f"{path}.avgPrice", minimum=Decimal("1e-18")),
         leverage=_decimal(item.get("leverage", 10), f"{path}.leverage", minimum=Decimal(1)),
         position_idx=_position_idx(item.get("positionIdx", 0), f"{path}.positionIdx"),
+        stop_loss=_decimal(item.get("stopLoss", 0), f"{path}.stopLoss", minimum=Decimal(0)),
+        take_profit=_decimal(item.get("takeProfit", 0), f"{path}.takeProfit", minimum=Decimal(0)),
     )
 
 
