@@ -7,6 +7,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from pilot.app import faults, kinds
+from pilot.app.amend import send_amend
 from pilot.app.approvals import ApprovalChannel, ApprovalRequest, refusal_of, seek_approval
 from pilot.app.facts import gather_facts
 from pilot.app.gate import TURN_WAIT, TurnBusy, look_up, order_link_id
@@ -132,6 +133,10 @@ async def release_unsent(runtime: Runtime, plan: PlanRecord) -> PlanRecord:
 async def _evaluate_and_send(
     runtime: Runtime, plan_id: str, payload: PlanPayload, origin: str, channel: ApprovalChannel | None
 ) -> OrderAnswer | Refusal:
+    if payload.amend is not None:
+        return await send_amend(
+            runtime, plan_id, payload.amend, payload.intent.symbol, payload.intent.category
+        )
     view = runtime.policy()
     intent = payload.intent.to_intent()
     facts = await gather_facts(runtime, view, intent)
@@ -189,6 +194,15 @@ def _busy(payload: PlanPayload, now: datetime) -> Refusal:
 
 
 def _replan(payload: PlanPayload) -> NextAction:
+    if payload.amend is not None:
+        args = {
+            "symbol": payload.intent.symbol,
+            "order_id": payload.amend.order_id,
+            "qty": payload.amend.qty,
+            "price": payload.amend.price,
+            "category": payload.intent.category,
+        }
+        return NextAction.call("plan_amend", args, "plan the same amend again")
     return NextAction.call("plan_order", payload.intent.plan_args(), "plan the same order again")
 
 

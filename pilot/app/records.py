@@ -81,6 +81,16 @@ class IntentRecord(_Record):
         return args
 
 
+class AmendRecord(_Record):
+    """A plan that amends an open order: which, and its new total quantity and price (and the old ones)."""
+
+    order_id: str
+    qty: str
+    price: str
+    was_qty: str
+    was_price: str
+
+
 class PlanPayload(_Record):
     """Everything place_order needs to send exactly this order and to evaluate it again."""
 
@@ -94,6 +104,7 @@ class PlanPayload(_Record):
     confirmation_text: str | None
     snapshot: Snapshot
     policy_version: str
+    amend: AmendRecord | None = None  # set: place_order amends this open order instead of creating one
 
     @staticmethod
     def read(data: dict[str, Any]) -> PlanPayload | None:

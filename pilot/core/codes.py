@@ -15,7 +15,8 @@
     blocker        no size: another order, waiting, or a human     tradingState, allowedMarkets, reduceOnly,
                                                                    dailyOrderCap, unknownSymbol,
                                                                    dailyLossLimitUsd, dailyLossLimitPct,
-                                                                   maxOpenPositions, tradingHours
+                                                                   maxOpenPositions, tradingHours,
+                                                                   orderNotOpen
     protection     a stop-loss (or take-profit) price on the       requireStopLoss, stopLoss, takeProfit
                    right side of the price, as the answer gives
     facts          reading the exchange again                      facts
@@ -103,6 +104,7 @@ class Code(StrEnum):
     DAILY_LOSS_LIMIT_PCT = "dailyLossLimitPct"
     MAX_OPEN_POSITIONS = "maxOpenPositions"
     TRADING_HOURS = "tradingHours"
+    ORDER_NOT_OPEN = "orderNotOpen"
 
     @property
     def group(self) -> Group:
@@ -152,6 +154,7 @@ GROUP_OF: dict[Code, Group] = {
     Code.DAILY_LOSS_LIMIT_PCT: Group.BLOCKER,
     Code.MAX_OPEN_POSITIONS: Group.BLOCKER,
     Code.TRADING_HOURS: Group.BLOCKER,
+    Code.ORDER_NOT_OPEN: Group.BLOCKER,
 }
 
 

@@ -4,8 +4,9 @@ and output schemas trimmed to what a client validates.
 Why: every client sends tools/list to the model on every turn. Pydantic's full output schemas (every nested
 model, title and description) made it about 60 KB of JSON, most of it describing answers the model reads
 anyway. A client validates a result's structuredContent against the output schema, and that needs only
-the top-level fields and their JSON types (and the values `status` can take): nested objects are still
-checked by Pilot itself, which builds every answer from a pydantic model. `benchmarks/bench_tools_list.py`
+the top-level fields and their JSON types: nested objects, and the values `status` can take (each tool's
+description and the README list them), are still checked by Pilot itself, which builds every answer from a
+pydantic model. `benchmarks/bench_tools_list.py`
 prints the size; tests/app/test_tools_list.py holds it under 20 KB.
 
 Like strict.py, this writes to the SDK's tool records (`tool.description`, `tool.parameters`,
@@ -96,7 +97,7 @@ def _types_listed(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def top_level_types(schema: dict[str, Any]) -> dict[str, Any]:
-    """The object schema's top-level fields with their JSON types (and enums); `required` kept."""
+    """The object schema's top-level fields with their JSON types; `required` kept."""
     properties = {name: _types(sub, schema) for name, sub in schema.get("properties", {}).items()}
     compact: dict[str, Any] = {"type": "object", "properties": properties}
     if schema.get("required"):
@@ -108,10 +109,7 @@ def _types(sub: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     found: list[str] = []
     _collect(sub, root, found)
     kinds = [kind for kind in _JSON_TYPES if kind in found]
-    shape: dict[str, Any] = {"type": kinds[0] if len(kinds) == 1 else kinds}
-    if "enum" in sub:
-        shape["enum"] = list(sub["enum"])
-    return shape
+    return {"type": kinds[0] if len(kinds) == 1 else kinds}
 
 
 def _collect(sub: dict[str, Any], root: dict[str, Any], found: list[str]) -> None:

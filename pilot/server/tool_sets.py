@@ -36,6 +36,7 @@ CHANGING = frozenset(
         "cancel_confirmation",
         "cancel_all_orders",
         "set_trading_stop",
+        "plan_amend",
     }
 )
 REFERRED_TO = frozenset({"get_policy", "get_positions", "get_open_orders", "get_confirmation_status"})

@@ -61,9 +61,9 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
         stop_loss: StopLoss = None,
         take_profit: TakeProfit = None,
     ) -> PlanAnswer:
-        """Judge an order on live facts; sends nothing. Give qty or notional_usd; a stop_loss/take_profit goes
-        with it. Answer: ok with a single-use plan_id and the exact order (market: Limit IOC at its worst
-        price), or refused with violations and next_safe_action."""
+        """Judge an order on live facts; sends nothing. Give qty or notional_usd (stop_loss, take_profit go
+        with it). Answer: ok with a single-use plan_id and the exact order, or refused with violations and
+        next_safe_action."""
         args = {
             "symbol": symbol,
             "side": side,
@@ -83,8 +83,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
     async def place_order(
         plan_id: PlanId, confirmation: Annotated[Confirmation, Resolve(resolvers.for_plan)]
     ) -> OrderAnswer:
-        """Send exactly the planned order, once, after judging it again on fresh facts. Answer: filled,
-        open, rejected, outcome_unknown (look it up, never resend), refused, declined or pending_confirmation."""
+        """Send the planned order (or amend) once, judged again on fresh facts. Answer: filled, open, rejected,
+        outcome_unknown (look it up, never resend), refused, declined or pending_confirmation."""
         return await place.place_order(runtime, arguments.plan_id(plan_id), channel(confirmation))
 
     @mcp.tool(annotations=TRADE)

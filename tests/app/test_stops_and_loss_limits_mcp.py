@@ -175,3 +175,46 @@ async def test_set_trading_stop_moves_closer_freely_and_farther_only_within_the_
         assert removed["status"] == "refused" and removed["violations"][0]["rule"] == "requireStopLoss"
         target = await call(client, "set_trading_stop", {"symbol": "BTCUSDT", "take_profit": "90000"})
         assert target["status"] == "done" and paper.position("BTCUSDT").take_profit == Decimal("90000")
+
+
+async def test_plan_amend_is_redeemed_by_place_order_growing_judged_shrinking_free(runtime, paper, tmp_path):
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        plan = await call(
+            client, "plan_order", {**BUY, "qty": "0.0001", "order_type": "limit", "price": "70000"}
+        )
+        placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        assert placed["status"] == "open"
+        order_id = placed["order_id"]
+
+        grown = await call(client, "plan_amend", {"symbol": "BTCUSDT", "order_id": order_id, "qty": "0.0003"})
+        assert grown["status"] == "ok" and grown["order"]["qty"] == "0.0003"
+        assert paper.open_orders("BTCUSDT")[0].qty == Decimal("0.0001")  # planning sends nothing
+        amended = await call(client, "place_order", {"plan_id": grown["plan_id"]})
+        assert amended["status"] == "open" and amended["order_id"] == order_id
+        assert paper.open_orders("BTCUSDT")[0].qty == Decimal("0.0003")
+        again = await call(client, "place_order", {"plan_id": grown["plan_id"]})
+        assert again["violations"][0]["rule"] == "planAlreadyUsed"
+
+        too_big = await call(
+            client, "plan_amend", {"symbol": "BTCUSDT", "order_id": order_id, "qty": "0.0005"}
+        )
+        assert too_big["status"] == "refused" and too_big["violations"][0]["rule"] == "maxOrderNotionalUsd"
+        fits = too_big["next_safe_action"]
+        assert fits["tool"] == "plan_amend" and fits["args"]["order_id"] == order_id
+        assert Decimal("0.0003") <= Decimal(fits["args"]["qty"]) < Decimal("0.0005")
+        replayed = await call(client, "plan_amend", fits["args"])
+        assert replayed["status"] == "ok"
+
+        write_policy(tmp_path, tradingState="reducing")  # shrinking at the same price is always allowed
+        shrunk = await call(
+            client, "plan_amend", {"symbol": "BTCUSDT", "order_id": order_id, "qty": "0.0002"}
+        )
+        assert shrunk["status"] == "ok"
+        assert (await call(client, "place_order", {"plan_id": shrunk["plan_id"]}))["status"] == "open"
+        assert paper.open_orders("BTCUSDT")[0].qty == Decimal("0.0002")
+
+        missing = await call(client, "plan_amend", {"symbol": "BTCUSDT", "order_id": "nope", "qty": "0.0002"})
+        assert missing["violations"][0]["rule"] == "orderNotOpen"
+        assert missing["next_safe_action"]["tool"] == "get_open_orders"
+    actions = [e.data for e in await runtime.store.journal.entries(kind=kinds.ACTION)]
+    assert [a["phase"] for a in actions if a["tool"] == "amend_order"] == ["sent", "outcome"] * 2
