@@ -30,7 +30,8 @@ They run in this fixed order; each is a small function returning a Breach (a bro
 23. check_loss_per_trade      maxLossPerTradeUsd/Pct: qty x |worst fill - stop| plus taker fees both ways
 24. check_protection          requireStopLoss, and stop_loss / take_profit on the right side of the price
 
-Checks 20 to 24 also apply only to orders that can grow the worst-case exposure.
+Checks 20 to 23 also apply only to orders that can grow the worst-case exposure; 24 requires a stop only of
+those (and not of a reduce-only order, which cannot carry one), and checks any stop an order carries.
 
 Checks 13 to 18 apply only to orders that can grow the worst-case exposure (pilot.core.risk): shrinking risk
 is never refused by a cap. A reduce-only order grows it when it would leave orders pending on its side free
@@ -715,10 +716,12 @@ def check_loss_per_trade(s: Situation) -> Breach | None:
 
 
 def stop_reference(s: Situation) -> Decimal:
-    """The price a stop must lie beyond: the worst fill and the mark (below both for a buy, above for a sell)."""
+    """The price a stop must lie beyond: the worst fill, the mark and the touch (below all of them for a buy,
+    above for a sell). Bybit checks a stop sent with an order against its base price, the last price for a
+    market order, which lies between the bid and the ask."""
     if s.order.side is Side.BUY:
-        return min(s.sent_price, s.touch.mark)
-    return max(s.sent_price, s.touch.mark)
+        return min(s.sent_price, s.touch.mark, s.touch.bid)
+    return max(s.sent_price, s.touch.mark, s.touch.ask)
 
 
 def stop_problem(s: Situation) -> str | None:
@@ -730,9 +733,9 @@ def stop_problem(s: Situation) -> str | None:
     if stop <= 0 or (tick > 0 and stop % tick != 0):
         return f"the stop_loss {plain(stop)} is not a positive multiple of the tick {plain(tick)}"
     if s.order.side is Side.BUY and stop >= reference:
-        return f"a buy's stop_loss must be below {plain(reference)} (the worst fill and the mark); it is {plain(stop)}"
+        return f"a buy's stop_loss must be below {plain(reference)} (its price, the mark and the bid); it is {plain(stop)}"
     if s.order.side is Side.SELL and stop <= reference:
-        return f"a sell's stop_loss must be above {plain(reference)} (the worst fill and the mark); it is {plain(stop)}"
+        return f"a sell's stop_loss must be above {plain(reference)} (its price, the mark and the ask); it is {plain(stop)}"
     return None
 
 
@@ -751,14 +754,17 @@ def take_profit_problem(s: Situation) -> str | None:
 
 
 def check_protection(s: Situation) -> Breach | None:
-    """requireStopLoss: a growing order carries a stop; and any stop or take-profit lies on the right side.
+    """requireStopLoss: a growing order carries a stop; and any stop or take-profit lies on the right side
+    (checked on every order that carries one: the exchange refuses it otherwise).
 
     The next action (a stop that fits, the size sized to pass) is the one sizing.protect() gives.
     """
-    if s.reducing or s.order.category == "spot":
-        return None
     order = s.order
-    if order.stop_loss is None and s.limits.require_stop_loss:
+    if order.category == "spot":
+        return None
+    # A stop is required only of an order that can grow the position and can carry one (not reduce-only);
+    # a stop or target an order does carry is checked whatever the order does: the exchange checks it too.
+    if order.stop_loss is None and s.limits.require_stop_loss and not s.reducing and not order.reduce_only:
         return Breach(
             rule=Code.REQUIRE_STOP_LOSS,
             limit="a stop_loss",
@@ -905,8 +911,9 @@ def plan_args(order: OrderIntent, qty: Decimal, price: Decimal | None = None) ->
     limit = price if price is not None else order.limit_price
     if order.order_type is OrderType.LIMIT and limit is not None:
         args["price"] = plain(limit)
-    if order.stop_loss is not None:
-        args["stop_loss"] = plain(order.stop_loss)
-    if order.take_profit is not None:
-        args["take_profit"] = plain(order.take_profit)
+    if not order.reduce_only:  # a reduce-only order takes none (its position's stop is set_trading_stop's)
+        if order.stop_loss is not None:
+            args["stop_loss"] = plain(order.stop_loss)
+        if order.take_profit is not None:
+            args["take_profit"] = plain(order.take_profit)
     return args

@@ -165,6 +165,20 @@ def reducing_alternative(policy: Policy, facts: Facts, situation: Situation | No
         return None
     variant = replace(facts, order=cut)
     variant_situation, breaches = run_checks(policy, variant)
+    if variant_situation is not None and not variant_situation.reducing and cut.reduce_only:
+        # Closing all of it would leave the orders pending on its side free to open more the other way:
+        # the largest close that still shrinks the worst case (it only grows with the size).
+        step = rules.qty_step
+
+        def shrinks(steps: int) -> bool:
+            probe = situate(policy, replace(facts, order=replace(cut, qty=steps * step)))
+            return probe is not None and probe.reducing
+
+        most = _largest(1, int(floor_to_step(cut.qty, step) / step), shrinks) if step > 0 else None
+        if most is not None:
+            cut = replace(cut, qty=most * step)
+            variant = replace(facts, order=cut)
+            variant_situation, breaches = run_checks(policy, variant)
     if variant_situation is None or not variant_situation.reducing:
         return None
     if breaches:

@@ -147,9 +147,10 @@ def test_a_passing_order_never_breaks_a_loss_rule_at_its_worst_fill(policy, f):
     if limits.require_stop_loss:
         assert order.stop_loss is not None
     if order.stop_loss is not None:
-        assert (order.stop_loss < min(entry, f.touch.mark)) == (order.side is Side.BUY) or (
-            order.side is Side.SELL and order.stop_loss > max(entry, f.touch.mark)
-        )
+        if order.side is Side.BUY:
+            assert order.stop_loss < min(entry, f.touch.mark, f.touch.bid)
+        else:
+            assert order.stop_loss > max(entry, f.touch.mark, f.touch.ask)
         assert order.stop_loss % f.rules.tick_size == 0
         cap = trade_loss_limit(policy, f)
         if cap is not None:
