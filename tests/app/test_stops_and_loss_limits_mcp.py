@@ -15,9 +15,11 @@ from mcp import Client
 
 from pilot.app import kinds
 from pilot.cli import main
+from pilot.exchange.sim import start_paper_exchange
 from pilot.server import build_server
+from tests.scenarios import article_scenario
 
-from .conftest import CREATE, call, write_policy
+from .conftest import CREATE, call, open_test_runtime, write_policy
 
 pytestmark = pytest.mark.anyio
 BUY = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0003"}
@@ -113,6 +115,10 @@ async def test_a_day_that_crosses_its_loss_limit_turns_reducing_by_itself(runtim
         again = await call(client, "plan_order", small)
         assert {"tradingState", "dailyLossLimitUsd"} <= {v["rule"] for v in again["violations"]}
         assert again["snapshot"]["trading_state"] == "reducing"
+        policy = (await call(client, "get_policy"))["data"]
+        assert (
+            policy["trading_state"] == "reducing" and policy["loss_rules"]["daily_loss_limit_reached"] is True
+        )
         closing = await call(client, "plan_order", {**small, "side": "sell", "reduce_only": True})
         assert closing["status"] == "ok"  # shrinking still works
         assert len(await runtime.store.journal.entries(kind=kinds.LOSS_LIMIT)) == 1  # journaled once
@@ -218,3 +224,29 @@ async def test_plan_amend_is_redeemed_by_place_order_growing_judged_shrinking_fr
         assert missing["next_safe_action"]["tool"] == "get_open_orders"
     actions = [e.data for e in await runtime.store.journal.entries(kind=kinds.ACTION)]
     assert [a["phase"] for a in actions if a["tool"] == "amend_order"] == ["sent", "outcome"] * 2
+
+
+async def test_a_fill_without_its_stop_is_journaled_and_answered_with_the_call_that_sets_it(tmp_path, clock):
+    scenario = article_scenario()
+    scenario["tpslOnCreate"] = False  # the exchange takes the order and loses its stop
+    write_policy(tmp_path, maxLossPerTradeUsd=1)
+    with start_paper_exchange(scenario) as paper:
+        async with (
+            open_test_runtime(tmp_path, paper, clock) as runtime,
+            Client(build_server(runtime), raise_exceptions=True) as client,
+        ):
+            plan = await call(client, "plan_order", {**BUY, "stop_loss": "79000"})
+            placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+            assert placed["status"] == "filled" and paper.position("BTCUSDT").stop_loss == 0
+            protection = placed["protection"]
+            assert protection["missing_stop"] is True and protection["stop_loss"] is None
+            fix = protection["set_with"]
+            assert fix["tool"] == "set_trading_stop" and fix["args"] == {
+                "symbol": "BTCUSDT",
+                "stop_loss": "79000",
+            }
+            missing = await runtime.store.journal.entries(kind=kinds.PROTECTION)
+            assert missing[0].data["missing_stop"] is True and missing[0].plan_id == plan["plan_id"]
+
+            done = await call(client, fix["tool"], fix["args"])
+            assert done["status"] == "done" and paper.position("BTCUSDT").stop_loss == Decimal("79000")

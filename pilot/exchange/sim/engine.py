@@ -128,6 +128,7 @@ class Engine:
         self.closed_pnl: list[SimClosedPnl] = []
         self.hedge_symbols = scenario.hedge_symbols
         self.ack_lag_reads = scenario.ack_lag_reads
+        self.tpsl_on_create = scenario.tpsl_on_create
         self.seq = itertools.count(1)
 
     def restart_seq(self, first: int) -> None:
@@ -508,6 +509,8 @@ class Engine:
         position = self.accounts.positions[order.symbol]
         if position.size == 0:
             position.take_profit = position.stop_loss = ZERO
+            return
+        if not self.tpsl_on_create:  # the scenario's lost stop: accepted with the create, never applied
             return
         if order.take_profit:
             position.take_profit = order.take_profit

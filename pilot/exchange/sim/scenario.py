@@ -100,6 +100,7 @@ class Scenario:
     maker_fee: Decimal = Decimal("0.0002")
     rate_limits: bool | dict[str, int] = True
     ack_lag_reads: int = 0  # an order stays out of realtime/history/executions for this many list reads
+    tpsl_on_create: bool = True  # False: TP/SL sent with a create are accepted and not applied (a lost stop)
 
     @property
     def hedge_symbols(self) -> frozenset[str]:
@@ -138,6 +139,7 @@ def parse_scenario(data: Any) -> Scenario:
             "fees",
             "rateLimits",
             "ackLagReads",
+            "tpslOnCreate",
             "description",
             "sources",
         },
@@ -187,7 +189,14 @@ def parse_scenario(data: Any) -> Scenario:
         maker_fee=_decimal(fees.get("maker", "0.0002"), "fees.maker", minimum=Decimal(0)),
         rate_limits=_rate_limits(root.get("rateLimits", True), "rateLimits"),
         ack_lag_reads=_int(root.get("ackLagReads", 0), "ackLagReads", minimum=0),
+        tpsl_on_create=_switch(root.get("tpslOnCreate", True), "tpslOnCreate"),
     )
+
+
+def _switch(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ScenarioError(f"{path}: must be true or false, got {value!r}")
+    return value
 
 
 def _instrument(data: Any, path: str) -> InstrumentSpec:
