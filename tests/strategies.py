@@ -8,6 +8,7 @@ from decimal import Decimal
 from hypothesis import strategies as st
 
 from pilot.core.facts import (
+    DayPnl,
     Facts,
     InstrumentRules,
     OrderIntent,
@@ -18,7 +19,7 @@ from pilot.core.facts import (
     Touch,
     TradingState,
 )
-from pilot.core.policy import Policy
+from pilot.core.policy import Policy, TradingWindow
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SYMBOLS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
@@ -133,3 +134,65 @@ def pendings(draw: st.DrawFn, rules: InstrumentRules) -> PendingOrders:
 
 def _fields(order: OrderIntent) -> dict[str, object]:
     return {name: getattr(order, name) for name in OrderIntent.__slots__}
+
+
+@st.composite
+def trading_windows(draw: st.DrawFn) -> tuple[TradingWindow, ...]:
+    """Zero to three UTC windows, some wrapping past midnight."""
+    count = draw(st.integers(0, 3))
+    windows = []
+    for _ in range(count):
+        start, end = draw(st.integers(0, 1439)), draw(st.integers(0, 1439))
+        if start == end:
+            continue
+        windows.append(
+            TradingWindow(start=f"{start // 60:02}:{start % 60:02}", end=f"{end // 60:02}:{end % 60:02}")
+        )
+    return tuple(windows)
+
+
+@st.composite
+def loss_policies(draw: st.DrawFn, symbols: tuple[str, ...] = SYMBOLS) -> Policy:
+    """policies() with the loss rules of issue 15 drawn too: each left out about half the time."""
+    policy = draw(policies(symbols))
+    return policy.model_copy(
+        update={
+            "max_loss_per_trade_usd": draw(st.none() | decimals("0.5", "5000", 2)),
+            "max_loss_per_trade_pct": draw(st.none() | decimals("0.1", "20", 1)),
+            "require_stop_loss": draw(st.booleans()),
+            "daily_loss_limit_usd": draw(st.none() | decimals("1", "10000", 2)),
+            "daily_loss_limit_pct": draw(st.none() | decimals("0.5", "20", 1)),
+            "max_open_positions": draw(st.none() | st.integers(1, 3)),
+            "trading_hours": draw(st.just(()) | trading_windows()),
+        }
+    )
+
+
+@st.composite
+def protected_facts(draw: st.DrawFn, *, state: TradingState | None = None) -> Facts:
+    """facts() with a stop-loss and take-profit (on either side of the price, or none), the day's PnL and
+    the markets with open positions drawn too."""
+    f = draw(facts(state=state, reduce_only=False))
+    tick, bid = f.rules.tick_size, f.touch.bid
+
+    def price_near() -> st.SearchStrategy[Decimal | None]:
+        offsets = st.integers(-3000, 3000) | st.integers(-20, 20)
+        return st.none() | offsets.map(lambda k: max(bid + tick * k, tick))
+
+    order = OrderIntent(
+        **{**_fields(f.order), "stop_loss": draw(price_near()), "take_profit": draw(price_near())}
+    )
+    pnl = DayPnl(draw(decimals("-20000", "5000", 2)), draw(decimals("-20000", "5000", 2)))
+    others = frozenset(draw(st.lists(st.sampled_from(SYMBOLS), unique=True)))
+    if f.position.size != 0:
+        others |= {f.rules.symbol}
+    else:
+        others -= {f.rules.symbol}
+    return Facts(
+        **{
+            **{name: getattr(f, name) for name in Facts.__slots__},
+            "order": order,
+            "day_pnl": pnl,
+            "open_markets": others,
+        }
+    )

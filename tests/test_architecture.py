@@ -11,7 +11,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pilot"
-WRITES = {"create_order", "cancel_order", "set_leverage"}
+WRITES = {
+    "create_order",
+    "cancel_order",
+    "set_leverage",
+    "amend_order",
+    "cancel_all_orders",
+    "set_trading_stop",
+}
 
 
 @functools.cache

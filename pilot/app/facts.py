@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 from decimal import Decimal
 from typing import TypeVar
 
 from pilot.app import kinds
+from pilot.app.loss_limit import NO_LATCH, DayLatch, counted, day_latch, latch_if_reached
 from pilot.app.pending import Send, pending_orders, unsettled_sends
 from pilot.app.responses import Snapshot
 from pilot.app.runtime import PolicyView, Runtime
 from pilot.app.stream_facts import FACT_SOURCES
 from pilot.core.facts import (
+    NO_DAY_PNL,
     NO_PENDING,
     UNLIMITED,
+    DayPnl,
     Facts,
     Funds,
     InstrumentRules,
@@ -53,6 +56,9 @@ class _Account:
     balance: AccountBalance | None
     orders_today: int
     trading_state: TradingState
+    day_pnl: DayPnl | None = NO_DAY_PNL
+    open_markets: frozenset[str] | None = frozenset()
+    latch: DayLatch = NO_LATCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +104,12 @@ async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gath
     account, market = await asyncio.gather(
         _account(runtime, view, now), _market(runtime, order.category, order.symbol, now, unsettled)
     )
-    return Gathered(_facts(order, account, market, now), market.hedged)
+    facts = _facts(order, account, market, now)
+    if await latch_if_reached(runtime.store.journal, view.policy, facts, account.latch) is not None:
+        facts = replace(
+            facts, trading_state=TradingState.strictest(facts.trading_state, TradingState.REDUCING)
+        )
+    return Gathered(facts, market.hedged)
 
 
 async def gather_market_facts(
@@ -126,12 +137,38 @@ async def gather_market_facts(
 
 
 async def _account(runtime: Runtime, view: PolicyView, now: datetime) -> _Account:
-    balance, sent, state = await asyncio.gather(
+    balance, sent, state, (day_pnl, open_markets, latch) = await asyncio.gather(
         _maybe(runtime.exchange.get_balance()),
         orders_sent_today(runtime, now),
         runtime.trading_state(view.policy),
+        _day(runtime, view, now),
     )
-    return _Account(balance, sent, state)
+    return _Account(balance, sent, state, day_pnl, open_markets, latch)
+
+
+async def _day(
+    runtime: Runtime, view: PolicyView, now: datetime
+) -> tuple[DayPnl | None, frozenset[str] | None, DayLatch]:
+    """The day's PnL and the markets with a position, read only when a loss rule needs them (None: the
+    read failed, and growing orders fail closed under that rule)."""
+    policy = view.policy
+    daily = policy.daily_loss_limit_usd is not None or policy.daily_loss_limit_pct is not None
+    if not daily and policy.max_open_positions is None:
+        return NO_DAY_PNL, frozenset(), NO_LATCH
+    since, _ = utc_day(now)
+    positions, closed, latch = await asyncio.gather(
+        _maybe(runtime.exchange.get_positions("linear")),
+        _maybe(runtime.exchange.get_closed_pnl_since("linear", since)) if daily else _none(),
+        day_latch(runtime.store.journal, now),
+    )
+    markets = frozenset(p.symbol for p in positions if p.size != 0) if positions is not None else None
+    if not daily:
+        return NO_DAY_PNL, markets, latch
+    if positions is None or closed is None:
+        return None, markets, latch
+    realised = sum((row.closed_pnl for row in closed), Decimal(0))
+    unrealised = sum((p.unrealised_pnl for p in positions), Decimal(0))
+    return counted(DayPnl(realised, unrealised), latch), markets, latch
 
 
 async def _market(
@@ -214,6 +251,8 @@ def _facts(order: OrderIntent, account: _Account, market: _Market, now: datetime
         listed=market.listed,
         band=market.band,
         funds=_funds(market.rules, account.balance),
+        day_pnl=account.day_pnl,
+        open_markets=account.open_markets,
     )
 
 

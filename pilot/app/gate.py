@@ -85,6 +85,8 @@ def request_dict(request: OrderRequest) -> dict[str, Any]:
         "timeInForce": request.time_in_force,
         "orderLinkId": request.order_link_id,
         "reduceOnly": request.reduce_only,
+        **({"stopLoss": plain(request.stop_loss)} if request.stop_loss is not None else {}),
+        **({"takeProfit": plain(request.take_profit)} if request.take_profit is not None else {}),
     }
 
 
@@ -332,6 +334,55 @@ class ExchangeGate:
             return None
 
         return await self.complete(self._write("set_leverage", action, call, check="get_positions"))
+
+    async def cancel_all_orders(self, category: str, symbol: str | None) -> ActionAnswer:
+        """Cancel every open order of a category (or one symbol), once: allowed in every trading state."""
+        action = {"symbol": symbol, "category": category}
+
+        async def call() -> object:
+            cancelled = await self._writer.cancel_all_orders(category, symbol)
+            return ", ".join(cancelled)
+
+        return await self.complete(self._write("cancel_all_orders", action, call, check="get_open_orders"))
+
+    async def set_trading_stop(
+        self,
+        category: str,
+        symbol: str,
+        *,
+        stop_loss: Decimal | None,
+        take_profit: Decimal | None,
+        action: Mapping[str, Any],
+    ) -> ActionAnswer:
+        """Set (0: remove) the position's stop-loss and take-profit, once. `action` is what the journal keeps."""
+
+        async def call() -> object:
+            await self._writer.set_trading_stop(
+                category, symbol, stop_loss=stop_loss, take_profit=take_profit
+            )
+            return None
+
+        return await self.complete(self._write("set_trading_stop", action, call, check="get_positions"))
+
+    async def amend_order(
+        self,
+        category: str,
+        symbol: str,
+        *,
+        order_id: str | None,
+        order_link_id: str | None,
+        qty: Decimal | None,
+        price: Decimal | None,
+        action: Mapping[str, Any],
+    ) -> ActionAnswer:
+        """Amend one open order's quantity and/or price, once."""
+
+        async def call() -> object:
+            return await self._writer.amend_order(
+                category, symbol, order_id=order_id, order_link_id=order_link_id, qty=qty, price=price
+            )
+
+        return await self.complete(self._write("amend_order", action, call, check="get_open_orders"))
 
     async def _write(
         self, tool: str, action: Mapping[str, Any], call: Callable[[], Awaitable[object]], *, check: str

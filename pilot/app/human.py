@@ -49,6 +49,13 @@ DEFAULT_POLICY = """\
     "pendingTtlSeconds": 300
   },
   "tradingState": "active",
+  "maxLossPerTradeUsd": null,
+  "maxLossPerTradePct": null,
+  "requireStopLoss": false,
+  "dailyLossLimitUsd": null,
+  "dailyLossLimitPct": null,
+  "maxOpenPositions": null,
+  "tradingHours": [],
   "markets": {
     "BTCUSDT": {"maxNotionalUsd": 150, "maxOrderNotionalUsd": 150}
   }

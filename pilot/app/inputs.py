@@ -138,6 +138,8 @@ class PlanRequest:
     price: Decimal | None
     reduce_only: bool
     category: str
+    stop_loss: Decimal | None = None
+    take_profit: Decimal | None = None
 
     @staticmethod
     def parse(args: dict[str, Any]) -> PlanRequest:
@@ -152,6 +154,18 @@ class PlanRequest:
         reduce_only = args.get("reduce_only", False)
         if not isinstance(reduce_only, bool):
             raise InvalidInput("reduce_only", "must be true or false")
+        category = category_arg(args.get("category", "linear"))
+        stop_loss = decimal_arg("stop_loss", args.get("stop_loss"), required=False)
+        take_profit = decimal_arg("take_profit", args.get("take_profit"), required=False)
+        for field, value in (("stop_loss", stop_loss), ("take_profit", take_profit)):
+            if value is not None and category == "spot":
+                raise InvalidInput(field, "spot orders take no stop_loss or take_profit here", fixed=DROP)
+            if value is not None and reduce_only:
+                raise InvalidInput(
+                    field,
+                    "a reduce-only order takes none: set the position's with set_trading_stop",
+                    fixed=DROP,
+                )
         return PlanRequest(
             symbol=symbol_arg(args.get("symbol")),
             side=side_arg(args.get("side")),
@@ -160,5 +174,7 @@ class PlanRequest:
             notional_usd=notional,
             price=price,
             reduce_only=reduce_only,
-            category=category_arg(args.get("category", "linear")),
+            category=category,
+            stop_loss=stop_loss,
+            take_profit=take_profit,
         )

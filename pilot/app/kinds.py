@@ -14,3 +14,9 @@ KILL_SWITCH = "killswitch"  # on or off, and who
 CONFIRMATION = "confirmation"  # asked, approved, declined, parked, decided in the CLI
 REPLAY = "idempotency.replay"  # an idempotency key answered from its first call
 POLICY_CHANGED = "policy.changed"  # policy.json rewritten by the human through the console
+LOSS_LIMIT = (
+    "loss_limit"  # the daily loss limit reached (trading turns reducing) or reset by a human, with numbers
+)
+PROTECTION = (
+    "protection"  # after a fill that asked for a stop-loss: the position's stop as the exchange reports it
+)

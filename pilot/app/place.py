@@ -7,10 +7,12 @@ from datetime import datetime
 from decimal import Decimal
 
 from pilot.app import faults, kinds
+from pilot.app.amend import send_amend
 from pilot.app.approvals import ApprovalChannel, ApprovalRequest, refusal_of, seek_approval
 from pilot.app.facts import gather_facts
 from pilot.app.gate import TURN_WAIT, TurnBusy, look_up, order_link_id
 from pilot.app.plan import with_policy_issues
+from pilot.app.protection import after_fill
 from pilot.app.records import PlanOutcome, PlanPayload, approval_text
 from pilot.app.refusals import journal_order_refusal, violation
 from pilot.app.responses import OrderAnswer, Refusal
@@ -131,6 +133,10 @@ async def release_unsent(runtime: Runtime, plan: PlanRecord) -> PlanRecord:
 async def _evaluate_and_send(
     runtime: Runtime, plan_id: str, payload: PlanPayload, origin: str, channel: ApprovalChannel | None
 ) -> OrderAnswer | Refusal:
+    if payload.amend is not None:
+        return await send_amend(
+            runtime, plan_id, payload.amend, payload.intent.symbol, payload.intent.category
+        )
     view = runtime.policy()
     intent = payload.intent.to_intent()
     facts = await gather_facts(runtime, view, intent)
@@ -164,8 +170,11 @@ async def _evaluate_and_send(
         time_in_force=payload.order.time_in_force,
         order_link_id=order_link_id(plan_id),
         reduce_only=intent.reduce_only,
+        stop_loss=intent.stop_loss,
+        take_profit=intent.take_profit,
     )
-    return await runtime.gate.send_order(request, plan_id=plan_id, origin=origin)
+    answer = await runtime.gate.send_order(request, plan_id=plan_id, origin=origin)
+    return await after_fill(runtime, intent, answer)
 
 
 def tightened(side: Side, planned: Decimal, fresh: Decimal) -> Decimal:
@@ -185,6 +194,15 @@ def _busy(payload: PlanPayload, now: datetime) -> Refusal:
 
 
 def _replan(payload: PlanPayload) -> NextAction:
+    if payload.amend is not None:
+        args = {
+            "symbol": payload.intent.symbol,
+            "order_id": payload.amend.order_id,
+            "qty": payload.amend.qty,
+            "price": payload.amend.price,
+            "category": payload.intent.category,
+        }
+        return NextAction.call("plan_amend", args, "plan the same amend again")
     return NextAction.call("plan_order", payload.intent.plan_args(), "plan the same order again")
 
 

@@ -88,6 +88,8 @@ def _entry(answer: PlanAnswer, request: PlanRequest) -> dict[str, Any]:
         "price": plain(request.price) if request.price is not None else None,
         "reduce_only": request.reduce_only,
         "category": request.category,
+        "stop_loss": plain(request.stop_loss) if request.stop_loss is not None else None,
+        "take_profit": plain(request.take_profit) if request.take_profit is not None else None,
     }
     return {**answer.model_dump(mode="json"), "request": asked}
 
@@ -107,6 +109,8 @@ def plan_payload(view: PolicyView, result: Evaluation, shot: Snapshot, tool: Pla
         price=plain(s.sent_price),
         time_in_force="IOC" if order.order_type is OrderType.MARKET else "GTC",
         reduce_only=order.reduce_only,
+        stop_loss=plain(order.stop_loss) if order.stop_loss is not None else None,
+        take_profit=plain(order.take_profit) if order.take_profit is not None else None,
     )
     needs = needs_human(view.policy.confirm, tool, s.order_notional)
     return PlanPayload(
@@ -153,6 +157,8 @@ def _intent(request: PlanRequest) -> OrderIntent:
         limit_price=request.price,
         reduce_only=request.reduce_only,
         category=request.category,
+        stop_loss=request.stop_loss,
+        take_profit=request.take_profit,
     )
 
 
@@ -170,7 +176,15 @@ def _rounded(request: PlanRequest, facts: Facts, view: PolicyView) -> OrderInten
     price = order.limit_price
     if price is not None:
         price = price_on_tick(price, rules.tick_size, order.side)
-    order = replace(order, limit_price=price)
+    # A stop and a target are the closing side's prices: on the tick towards the entry for the stop (a
+    # smaller loss), away from it for the target.
+    closing = Side.SELL if order.side is Side.BUY else Side.BUY
+    stop, target = order.stop_loss, order.take_profit
+    if stop is not None:
+        stop = price_on_tick(stop, rules.tick_size, closing)
+    if target is not None:
+        target = price_on_tick(target, rules.tick_size, closing)
+    order = replace(order, limit_price=price, stop_loss=stop, take_profit=target)
     if request.notional_usd is not None:
         if facts.touch is None:
             return order

@@ -6,6 +6,7 @@ that the Runtime exposes only the reader, and the writer lives inside the gate (
 
 from __future__ import annotations
 
+from datetime import datetime
 from decimal import Decimal
 from typing import Protocol
 
@@ -13,12 +14,14 @@ from pilot.core.facts import InstrumentRules, Position, Touch
 from pilot.exchange.models import (
     AccountBalance,
     ApiKeyInfo,
+    ClosedPnl,
     ExchangeOrder,
     ExchangePosition,
     Execution,
     OrderAck,
     OrderBook,
     OrderRequest,
+    Page,
     PriceBand,
     Ticker,
 )
@@ -42,6 +45,16 @@ class ExchangeReader(Protocol):
     async def get_executions(self, category: str, symbol: str, order_id: str) -> list[Execution]: ...
     async def get_api_key_info(self) -> ApiKeyInfo: ...
     async def get_price_band(self, category: str, symbol: str) -> PriceBand: ...
+    async def get_order_history_page(
+        self, category: str, symbol: str | None, cursor: str | None, limit: int
+    ) -> Page[ExchangeOrder]: ...
+    async def get_executions_page(
+        self, category: str, symbol: str | None, cursor: str | None, limit: int
+    ) -> Page[Execution]: ...
+    async def get_closed_pnl_page(
+        self, category: str, symbol: str | None, cursor: str | None, limit: int, since: datetime | None = None
+    ) -> Page[ClosedPnl]: ...
+    async def get_closed_pnl_since(self, category: str, since: datetime) -> list[ClosedPnl]: ...
 
 
 class ExchangeWriter(Protocol):
@@ -52,6 +65,20 @@ class ExchangeWriter(Protocol):
         self, category: str, symbol: str, *, order_id: str | None = None, order_link_id: str | None = None
     ) -> str: ...
     async def set_leverage(self, category: str, symbol: str, leverage: Decimal) -> None: ...
+    async def amend_order(
+        self,
+        category: str,
+        symbol: str,
+        *,
+        order_id: str | None = None,
+        order_link_id: str | None = None,
+        qty: Decimal | None = None,
+        price: Decimal | None = None,
+    ) -> str: ...
+    async def cancel_all_orders(self, category: str, symbol: str | None = None) -> list[str]: ...
+    async def set_trading_stop(
+        self, category: str, symbol: str, *, stop_loss: Decimal | None, take_profit: Decimal | None
+    ) -> None: ...
 
 
 class Exchange(ExchangeReader, ExchangeWriter, Protocol):

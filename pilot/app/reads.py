@@ -157,11 +157,12 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
     """
     view = runtime.policy()
     policy = view.policy
-    facts, state, sent, kill_switch = await asyncio.gather(
+    facts, state, sent, kill_switch, loss_limit_on = await asyncio.gather(
         gather_market_facts(runtime, view, "linear", policy.allowed_markets),
         runtime.trading_state(policy),
         orders_sent_today(runtime, runtime.now()),
         runtime.kill_switch_on(),
+        runtime.loss_limit_on(),
     )
     equity = next(iter(facts.values())).facts.equity if facts else None
     data = {
@@ -181,6 +182,16 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
             "actions": list(policy.confirm.actions),
             "cli_channel": policy.confirm.cli_channel,
             "pending_ttl_seconds": policy.confirm.pending_ttl_seconds,
+        },
+        "loss_rules": {
+            "max_loss_per_trade_usd": _num(policy.max_loss_per_trade_usd),
+            "max_loss_per_trade_pct": _num(policy.max_loss_per_trade_pct),
+            "require_stop_loss": policy.require_stop_loss,
+            "daily_loss_limit_usd": _num(policy.daily_loss_limit_usd),
+            "daily_loss_limit_pct": _num(policy.daily_loss_limit_pct),
+            "daily_loss_limit_reached": loss_limit_on,
+            "max_open_positions": policy.max_open_positions,
+            "trading_hours_utc": [f"{w.start}-{w.end}" for w in policy.trading_hours],
         },
         "equity_usd": _num(equity),
         "markets": {symbol: _market_view(policy, one) for symbol, one in facts.items()},

@@ -32,6 +32,8 @@ class IntentRecord(_Record):
     limit_price: str | None
     reduce_only: bool
     category: str
+    stop_loss: str | None = None
+    take_profit: str | None = None
 
     @staticmethod
     def of(order: OrderIntent) -> IntentRecord:
@@ -43,6 +45,8 @@ class IntentRecord(_Record):
             limit_price=plain(order.limit_price) if order.limit_price is not None else None,
             reduce_only=order.reduce_only,
             category=order.category,
+            stop_loss=plain(order.stop_loss) if order.stop_loss is not None else None,
+            take_profit=plain(order.take_profit) if order.take_profit is not None else None,
         )
 
     def to_intent(self) -> OrderIntent:
@@ -54,6 +58,8 @@ class IntentRecord(_Record):
             limit_price=Decimal(self.limit_price) if self.limit_price else None,
             reduce_only=self.reduce_only,
             category=self.category,
+            stop_loss=Decimal(self.stop_loss) if self.stop_loss else None,
+            take_profit=Decimal(self.take_profit) if self.take_profit else None,
         )
 
     def plan_args(self) -> dict[str, Any]:
@@ -68,7 +74,21 @@ class IntentRecord(_Record):
         }
         if self.limit_price:
             args["price"] = self.limit_price
+        if self.stop_loss:
+            args["stop_loss"] = self.stop_loss
+        if self.take_profit:
+            args["take_profit"] = self.take_profit
         return args
+
+
+class AmendRecord(_Record):
+    """A plan that amends an open order: which, and its new total quantity and price (and the old ones)."""
+
+    order_id: str
+    qty: str
+    price: str
+    was_qty: str
+    was_price: str
 
 
 class PlanPayload(_Record):
@@ -84,6 +104,7 @@ class PlanPayload(_Record):
     confirmation_text: str | None
     snapshot: Snapshot
     policy_version: str
+    amend: AmendRecord | None = None  # set: place_order amends this open order instead of creating one
 
     @staticmethod
     def read(data: dict[str, Any]) -> PlanPayload | None:

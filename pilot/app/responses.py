@@ -118,6 +118,8 @@ class PlannedOrderOut(_Answer):
     price: str = Field(description="The limit price sent; for a market order the Limit IOC worst price")
     time_in_force: Literal["IOC", "GTC"]
     reduce_only: bool
+    stop_loss: str | None = Field(default=None, description="Sent with the order (TP/SL on the position)")
+    take_profit: str | None = None
 
 
 class PlanAnswer(Answer):
@@ -177,6 +179,15 @@ class CancelledOrder(_Answer):
     price: str
 
 
+class ProtectionOut(_Answer):
+    """The position's stop after a fill that asked for one: set as asked, or missing with the call to set it."""
+
+    stop_loss: str | None
+    take_profit: str | None
+    missing_stop: bool
+    set_with: NextActionOut | None = None
+
+
 class OrderAnswer(ToolAnswer):
     """The answer of every tool that may send an order (place_order, close_position)."""
 
@@ -207,6 +218,7 @@ class OrderAnswer(ToolAnswer):
     detail: str | None = Field(default=None, description="Why, in one sentence (Pilot's own words)")
     next_safe_action: NextActionOut | None = None
     confirmation_id: str | None = None
+    protection: ProtectionOut | None = None
     cancelled_first: list[CancelledOrder] | None = Field(
         default=None,
         description="close_position only: resting orders cancelled before closing, which would otherwise "

@@ -15,6 +15,7 @@ from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
 from pilot.store import Store
 
 KILL_SWITCH = "killswitch"
+LOSS_LIMIT = "loss_limit"  # pilot.app.kinds.LOSS_LIMIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +78,18 @@ class Runtime:
         return bool(latest and latest.data.get("on"))
 
     async def trading_state(self, policy: Policy) -> TradingState:
-        """The strictest of policy.json's tradingState and the kill switch (on means reducing)."""
-        if await self.kill_switch_on():
+        """The strictest of policy.json's tradingState, the kill switch and the daily loss limit's latch
+        (either on means reducing)."""
+        if await self.kill_switch_on() or await self.loss_limit_on():
             return TradingState.strictest(policy.trading_state, TradingState.REDUCING)
         return policy.trading_state
+
+    async def loss_limit_on(self) -> bool:
+        """Whether the daily loss limit was reached today (UTC) and no human has reset it since."""
+        latest = await self.store.journal.latest(LOSS_LIMIT)
+        return bool(
+            latest and latest.data.get("on") and latest.data.get("day") == self.now().date().isoformat()
+        )
 
 
 def assemble_runtime(

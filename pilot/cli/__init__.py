@@ -18,6 +18,7 @@ _COMMAND_MODULES = (
     "policy",
     "journal",
     "killswitch",
+    "losslimit",
     "confirm",
     "token",
     "console",

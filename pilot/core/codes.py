@@ -6,13 +6,19 @@
                                                                    maxLeverage, minLiquidationDistancePct,
                                                                    instrument.maxOrderQty, reduceOnlyQty,
                                                                    account.availableBalance,
-                                                                   account.heldQty, confirm.aboveNotionalUsd
+                                                                   account.heldQty, confirm.aboveNotionalUsd,
+                                                                   maxLossPerTradeUsd, maxLossPerTradePct
     size_grid      a size or price on the instrument's grid,       instrument.qtyStep, instrument.tickSize,
                    at or above its minimums, inside its band       instrument.minOrderQty,
                                                                    instrument.minNotionalValue,
                                                                    instrument.priceBand
     blocker        no size: another order, waiting, or a human     tradingState, allowedMarkets, reduceOnly,
-                                                                   dailyOrderCap, unknownSymbol
+                                                                   dailyOrderCap, unknownSymbol,
+                                                                   dailyLossLimitUsd, dailyLossLimitPct,
+                                                                   maxOpenPositions, tradingHours,
+                                                                   orderNotOpen
+    protection     a stop-loss (or take-profit) price on the       requireStopLoss, stopLoss, takeProfit
+                   right side of the price, as the answer gives
     facts          reading the exchange again                      facts
     policy         a human mending policy.json                     policy
     lifecycle      a fresh plan id                                 planNotFound, planExpired, planAlreadyUsed
@@ -50,6 +56,7 @@ class Group(StrEnum):
     STORE = "store"
     ACCOUNT = "account"
     ARGUMENTS = "arguments"
+    PROTECTION = "protection"
 
 
 class Code(StrEnum):
@@ -88,6 +95,16 @@ class Code(StrEnum):
     STORE_UNAVAILABLE = "storeUnavailable"
     POSITION_MODE = "positionMode"
     INVALID_ARGUMENT = "invalidArgument"
+    MAX_LOSS_PER_TRADE_USD = "maxLossPerTradeUsd"
+    MAX_LOSS_PER_TRADE_PCT = "maxLossPerTradePct"
+    REQUIRE_STOP_LOSS = "requireStopLoss"
+    STOP_LOSS = "stopLoss"
+    TAKE_PROFIT = "takeProfit"
+    DAILY_LOSS_LIMIT_USD = "dailyLossLimitUsd"
+    DAILY_LOSS_LIMIT_PCT = "dailyLossLimitPct"
+    MAX_OPEN_POSITIONS = "maxOpenPositions"
+    TRADING_HOURS = "tradingHours"
+    ORDER_NOT_OPEN = "orderNotOpen"
 
     @property
     def group(self) -> Group:
@@ -128,6 +145,16 @@ GROUP_OF: dict[Code, Group] = {
     Code.STORE_UNAVAILABLE: Group.STORE,
     Code.POSITION_MODE: Group.ACCOUNT,
     Code.INVALID_ARGUMENT: Group.ARGUMENTS,
+    Code.MAX_LOSS_PER_TRADE_USD: Group.SIZE_CAP,
+    Code.MAX_LOSS_PER_TRADE_PCT: Group.SIZE_CAP,
+    Code.REQUIRE_STOP_LOSS: Group.PROTECTION,
+    Code.STOP_LOSS: Group.PROTECTION,
+    Code.TAKE_PROFIT: Group.PROTECTION,
+    Code.DAILY_LOSS_LIMIT_USD: Group.BLOCKER,
+    Code.DAILY_LOSS_LIMIT_PCT: Group.BLOCKER,
+    Code.MAX_OPEN_POSITIONS: Group.BLOCKER,
+    Code.TRADING_HOURS: Group.BLOCKER,
+    Code.ORDER_NOT_OPEN: Group.BLOCKER,
 }
 
 
@@ -140,3 +167,5 @@ def codes_in(*groups: Group) -> frozenset[Code]:
 SIZE_CAP_CODES = codes_in(Group.SIZE_CAP)
 # Any of these is fixed by one suggested size (and price on the tick) that satisfies them all at once.
 RESIZE_CODES = codes_in(Group.SIZE_CAP, Group.SIZE_GRID)
+# These are fixed by one stop-loss (and take-profit) that fits, with the size sized to pass (sizing.protect).
+PROTECTION_CODES = codes_in(Group.PROTECTION)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from pilot.core.codes import RESIZE_CODES
+from pilot.core.codes import PROTECTION_CODES, RESIZE_CODES
 from pilot.core.facts import Facts
 from pilot.core.policy import Policy
 from pilot.core.rules import Situation, run_checks
-from pilot.core.sizing import reducing_alternative, suggest
+from pilot.core.sizing import LOSS_CODES, protect, reducing_alternative, suggest, with_stop_option
 from pilot.core.valuation import liquidation_distance_pct
 from pilot.core.violations import NextAction, Violation
 
@@ -45,10 +45,17 @@ def evaluate(policy: Policy, facts: Facts) -> Evaluation:
     size can fix comes first as the next safe action.
     """
     situation, breaches = run_checks(policy, facts)
-    resize = None
+    resize = protection = None
     if situation is not None and any(b.rule in RESIZE_CODES for b in breaches):
         resize = suggest(policy, facts, situation)
-    violations = [b.with_next(b.next if b.next is not None else _must(resize)) for b in breaches]
+        if any(b.rule in LOSS_CODES for b in breaches):
+            resize = with_stop_option(facts, situation, resize, policy)
+    if situation is not None and any(b.rule in PROTECTION_CODES for b in breaches):
+        protection = protect(policy, facts, situation)
+    violations = [
+        b.with_next(b.next or (protection if b.rule in PROTECTION_CODES else resize) or _must(None))
+        for b in breaches
+    ]
     next_action = _next_safe_action(violations)
     if next_action is not None and next_action.tool is None:
         # Nothing of the order as asked fits; what of it only shrinks the position may (a blocker such as

@@ -97,6 +97,9 @@ class OrderIntent:
     limit_price: Decimal | None = None
     reduce_only: bool = False
     category: str = "linear"
+    # Sent with the order (Bybit's TP/SL on create, on the whole position); None: not set.
+    stop_loss: Decimal | None = None
+    take_profit: Decimal | None = None
 
     @property
     def signed_qty(self) -> Decimal:
@@ -142,6 +145,22 @@ class Funds:
     free_base: Decimal
 
 
+@dataclass(frozen=True, slots=True)
+class DayPnl:
+    """The account's profit and loss for the UTC day so far, in USD: realised since 00:00 UTC (closed PnL,
+    fees included) plus the unrealised PnL of the positions open now. Negative is a loss."""
+
+    realised: Decimal
+    unrealised: Decimal
+
+    @property
+    def total(self) -> Decimal:
+        return self.realised + self.unrealised
+
+
+NO_DAY_PNL = DayPnl(Decimal(0), Decimal(0))
+
+
 UNLIMITED = Decimal("Infinity")
 # For facts built without an account to read (the core's own tests): nothing is refused for funds.
 NO_FUNDS_LIMIT = Funds(UNLIMITED, UNLIMITED, UNLIMITED)
@@ -151,8 +170,8 @@ NO_FUNDS_LIMIT = Funds(UNLIMITED, UNLIMITED, UNLIMITED)
 class Facts:
     """Everything evaluate() may look at. A None fact is missing: risk-increasing orders then fail closed.
 
-    `now` is the decision time supplied by the caller (the core never reads a clock); it is used only to
-    say when a daily cap resets.
+    `now` is the decision time supplied by the caller (the core never reads a clock); it says when a daily cap
+    resets, whether tradingHours are open, and which UTC day the day's PnL covers.
 
     `elsewhere` is the same coin's worst-case quantity in the other category (a spot holding for a linear
     order, the perpetual's position for a spot one, each with its pending orders), in absolute base units:
@@ -179,3 +198,7 @@ class Facts:
     band: PriceBand | None = None
     funds: Funds | None = NO_FUNDS_LIMIT
     can_reach_human: bool = True
+    # The day's PnL (None: could not be read; growing orders fail closed while a daily loss limit is set).
+    day_pnl: DayPnl | None = NO_DAY_PNL
+    # Symbols with a non-zero linear position now (None: could not be read; maxOpenPositions fails closed).
+    open_markets: frozenset[str] | None = frozenset()

@@ -59,7 +59,17 @@ EXAMPLES: dict[str, str] = {
     "pendingTtlSeconds": "300",
     "tradingState": '"active" (or "reducing", "halted")',
     "markets": '{"BTCUSDT": {"maxNotionalUsd": 50}}',
+    "maxLossPerTradeUsd": "10 (or null for no limit)",
+    "maxLossPerTradePct": "1 (percent of equity, or null)",
+    "requireStopLoss": "true",
+    "dailyLossLimitUsd": "50 (or null for no limit)",
+    "dailyLossLimitPct": "3 (percent of the day's starting equity, or null)",
+    "maxOpenPositions": "2 (or null for no limit)",
+    "tradingHours": '[{"start": "08:00", "end": "20:00"}] (UTC; [] trades at any hour)',
+    "start": '"08:00" (UTC, HH:MM)',
+    "end": '"20:00" (UTC, HH:MM; earlier than start runs past midnight)',
 }
+HHMM = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
 
 
 class _Frozen(BaseModel):
@@ -70,7 +80,7 @@ class _Frozen(BaseModel):
     def _no_bool_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
         # JSON true/false is not a number, whatever Python thinks.
         annotation = cls.model_fields[info.field_name].annotation if info.field_name else None
-        if isinstance(value, bool) and annotation is not bool:
+        if isinstance(value, bool) and annotation is not bool and bool not in get_args(annotation):
             raise ValueError("expected a number, not true/false")
         return value
 
@@ -84,6 +94,38 @@ class EffectiveLimits:
     max_leverage: Decimal
     min_liquidation_distance_pct: Decimal
     max_slippage_pct: Decimal
+    max_loss_per_trade_usd: Decimal | None = None
+    max_loss_per_trade_pct: Decimal | None = None
+    require_stop_loss: bool = False
+
+
+class TradingWindow(_Frozen):
+    """One daily window of UTC time in which growing orders are allowed: [start, end), wrapping past midnight
+    when end is earlier than start."""
+
+    start: str
+    end: str
+
+    @field_validator("start", "end")
+    @classmethod
+    def _clock_time(cls, value: str) -> str:
+        if not isinstance(value, str) or not HHMM.match(value):
+            raise ValueError('must be a UTC time of day as HH:MM, such as "08:00"')
+        return value
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> TradingWindow:
+        if self.start == self.end:
+            raise ValueError("start and end are the same time; for all day, leave tradingHours out")
+        return self
+
+    @property
+    def start_minute(self) -> int:
+        return int(self.start[:2]) * 60 + int(self.start[3:])
+
+    @property
+    def end_minute(self) -> int:
+        return int(self.end[:2]) * 60 + int(self.end[3:])
 
 
 class MarketOverrides(_Frozen):
@@ -100,6 +142,11 @@ class MarketOverrides(_Frozen):
     max_slippage_pct: Decimal | None = Field(
         default=None, alias="maxSlippagePct", gt=0, le=MAX_SLIPPAGE_CEILING
     )
+    max_loss_per_trade_usd: Decimal | None = Field(
+        default=None, alias="maxLossPerTradeUsd", gt=0, le=Decimal(10) ** 9
+    )
+    max_loss_per_trade_pct: Decimal | None = Field(default=None, alias="maxLossPerTradePct", gt=0, le=100)
+    require_stop_loss: bool | None = Field(default=None, alias="requireStopLoss", strict=True)
 
 
 class ConfirmRule(_Frozen):
@@ -148,6 +195,18 @@ class Policy(_Frozen):
     confirm: ConfirmRule = Field(default_factory=ConfirmRule)
     trading_state: TradingState = Field(default=TradingState.ACTIVE, alias="tradingState")
     markets: dict[str, MarketOverrides] = Field(default_factory=dict)
+    # Loss rules (issue 15): the loss one trade may take at its stop, the day's loss, open markets, hours.
+    max_loss_per_trade_usd: Decimal | None = Field(
+        default=None, alias="maxLossPerTradeUsd", gt=0, le=Decimal(10) ** 9
+    )
+    max_loss_per_trade_pct: Decimal | None = Field(default=None, alias="maxLossPerTradePct", gt=0, le=100)
+    require_stop_loss: bool = Field(default=False, alias="requireStopLoss", strict=True)
+    daily_loss_limit_usd: Decimal | None = Field(
+        default=None, alias="dailyLossLimitUsd", gt=0, le=Decimal(10) ** 9
+    )
+    daily_loss_limit_pct: Decimal | None = Field(default=None, alias="dailyLossLimitPct", gt=0, le=100)
+    max_open_positions: int | None = Field(default=None, alias="maxOpenPositions", ge=1, le=1000)
+    trading_hours: tuple[TradingWindow, ...] = Field(default=(), alias="tradingHours", max_length=24)
     _limits_cache: dict[str, EffectiveLimits] = PrivateAttr(default_factory=dict)
 
     @field_validator("allowed_markets")
@@ -183,12 +242,19 @@ class Policy(_Frozen):
             fallback: Decimal = getattr(self, name)
             return value if value is not None else fallback
 
+        def maybe(name: str) -> Any:
+            value = getattr(override, name) if override is not None else None
+            return value if value is not None else getattr(self, name)
+
         limits = EffectiveLimits(
             max_notional_usd=pick("max_notional_usd"),
             max_order_notional_usd=pick("max_order_notional_usd"),
             max_leverage=pick("max_leverage"),
             min_liquidation_distance_pct=pick("min_liquidation_distance_pct"),
             max_slippage_pct=pick("max_slippage_pct"),
+            max_loss_per_trade_usd=maybe("max_loss_per_trade_usd"),
+            max_loss_per_trade_pct=maybe("max_loss_per_trade_pct"),
+            require_stop_loss=maybe("require_stop_loss"),
         )
         cache[symbol] = limits  # the model is frozen, so the answer never changes
         return limits
@@ -483,7 +549,7 @@ def _issue(detail: Any) -> PolicyIssue:
     if kind == "extra_forbidden":
         problem = f"unknown key {_quoted(location[-1])}"
         close = [name for name in EXAMPLES if name.lower() == location[-1].lower()]
-        fix = f"did you mean {close[0]!r}?" if close else f"remove it; known keys: {', '.join(EXAMPLES)}"
+        fix = f"did you mean {close[0]!r}?" if close else f"remove it; known keys: {_known_keys(location)}"
     elif kind == "missing":
         problem = "is required"
     elif kind == "bool_type":
@@ -494,6 +560,18 @@ def _issue(detail: Any) -> PolicyIssue:
         if found is not None and not isinstance(found, dict | list | tuple):
             problem += f" (found {_shown(json.dumps(found, default=str), 60)})"
     return PolicyIssue(path=path, problem=problem, fix=fix)
+
+
+def _known_keys(location: list[str]) -> str:
+    """The keys allowed where an unknown one was found: at the top, under confirm, a market, or a window."""
+    model: type[BaseModel] = Policy
+    if len(location) >= 2 and location[0] == "confirm":
+        model = ConfirmRule
+    elif len(location) >= 3 and location[0] == "markets":
+        model = MarketOverrides
+    elif len(location) >= 3 and location[0] == "tradingHours":
+        model = TradingWindow
+    return ", ".join(field.alias or name for name, field in model.model_fields.items())
 
 
 def _quoted(text: str) -> str:

@@ -24,6 +24,14 @@ They run in this fixed order; each is a small function returning a Breach (a bro
 17. check_liquidation         minLiquidationDistancePct: estimated liquidation distance from mark
 18. check_funds               the account's available balance pays for it (margin and fee; a spot buy's coin)
 19. check_human_reach         an order that needs a human is not planned for a caller who cannot ask one
+20. check_trading_hours       tradingHours: growing orders only inside a UTC window (retry_after: the next one)
+21. check_daily_loss          dailyLossLimitUsd/Pct: the day's realised plus unrealised loss below the limit
+22. check_open_positions      maxOpenPositions: markets with a non-zero position, this order's included
+23. check_loss_per_trade      maxLossPerTradeUsd/Pct: qty x |worst fill - stop| plus taker fees both ways
+24. check_protection          requireStopLoss, and stop_loss / take_profit on the right side of the price
+
+Checks 20 to 23 also apply only to orders that can grow the worst-case exposure; 24 requires a stop only of
+those (and not of a reduce-only order, which cannot carry one), and checks any stop an order carries.
 
 Checks 13 to 18 apply only to orders that can grow the worst-case exposure (pilot.core.risk): shrinking risk
 is never refused by a cap. A reduce-only order grows it when it would leave orders pending on its side free
@@ -42,8 +50,17 @@ from typing import NamedTuple
 
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
-from pilot.core.facts import Facts, InstrumentRules, OrderIntent, OrderType, Side, Touch, TradingState
-from pilot.core.policy import EffectiveLimits, Policy
+from pilot.core.facts import (
+    DayPnl,
+    Facts,
+    InstrumentRules,
+    OrderIntent,
+    OrderType,
+    Side,
+    Touch,
+    TradingState,
+)
+from pilot.core.policy import EffectiveLimits, Policy, TradingWindow
 from pilot.core.risk import is_risk_reducing, worst_case_size
 from pilot.core.valuation import liquidation_distance_pct, send_price, worst_fill_for
 from pilot.core.violations import Breach, NextAction, ToolCall, pct, plain, usd
@@ -377,7 +394,7 @@ def check_daily_order_cap(s: Situation) -> Breach | None:
     cap, sent = s.policy.daily_order_cap, s.facts.orders_today or 0
     if s.reducing or sent < cap:
         return None
-    midnight = datetime.combine(s.facts.now.date() + timedelta(days=1), time(0), tzinfo=s.facts.now.tzinfo)
+    midnight = _next_midnight(s.facts.now)
     return Breach(
         rule=Code.DAILY_ORDER_CAP,
         limit=str(cap),
@@ -522,6 +539,266 @@ def check_human_reach(s: Situation) -> Breach | None:
     )
 
 
+# --- 20 to 24: loss rules (risk-increasing orders only) --------------------------------------------
+
+
+def check_trading_hours(s: Situation) -> Breach | None:
+    """Growing orders only inside one of tradingHours' UTC windows; outside, wait for the next one."""
+    windows = s.policy.trading_hours
+    now = s.facts.now
+    if s.reducing or not windows or inside_hours(windows, now):
+        return None
+    opens = next_window_start(windows, now)
+    listed = ", ".join(f"{w.start}-{w.end}" for w in windows)
+    return Breach(
+        rule=Code.TRADING_HOURS,
+        limit=listed,
+        attempted=now.strftime("%H:%M"),
+        detail=f"it is {now.strftime('%H:%M')} UTC, outside the trading hours ({listed} UTC)",
+        next=NextAction(
+            tool=None,
+            args=None,
+            text=f"wait until trading opens at {opens.isoformat()}; reducing orders still work",
+            human="change tradingHours in policy.json",
+            retry_after=opens,
+        ),
+    )
+
+
+def inside_hours(windows: tuple[TradingWindow, ...], now: datetime) -> bool:
+    """Whether `now` (UTC) lies in one of the windows: [start, end), wrapping past midnight if end < start."""
+    minute = now.hour * 60 + now.minute
+    for window in windows:
+        start, end = window.start_minute, window.end_minute
+        if (start < end and start <= minute < end) or (start > end and (minute >= start or minute < end)):
+            return True
+    return False
+
+
+def next_window_start(windows: tuple[TradingWindow, ...], now: datetime) -> datetime:
+    """The next moment after `now` at which a window opens."""
+    day = datetime.combine(now.date(), time(0), tzinfo=now.tzinfo)
+    starts = []
+    for window in windows:
+        at = day + timedelta(minutes=window.start_minute)
+        starts.append(at if at > now else at + timedelta(days=1))
+    return min(starts)
+
+
+class DayLoss(NamedTuple):
+    """The day's loss set against the daily loss limit: which field binds, the limit, and the loss (USD)."""
+
+    rule: Code
+    limit: Decimal
+    loss: Decimal
+    pnl: DayPnl
+
+    @property
+    def reached(self) -> bool:
+        return self.loss >= self.limit
+
+
+def day_loss(policy: Policy, equity: Decimal | None, pnl: DayPnl) -> DayLoss | None:
+    """The binding daily loss limit and the loss so far, or None when policy.json sets none.
+
+    The percentage is of the day's starting equity: equity now minus the day's PnL (deposits aside). With
+    equity unknown only the dollar limit applies.
+    """
+    limits: list[tuple[Decimal, Code]] = []
+    if policy.daily_loss_limit_usd is not None:
+        limits.append((policy.daily_loss_limit_usd, Code.DAILY_LOSS_LIMIT_USD))
+    if policy.daily_loss_limit_pct is not None and equity is not None:
+        start = max(equity - pnl.total, ZERO)
+        limits.append((start * policy.daily_loss_limit_pct / 100, Code.DAILY_LOSS_LIMIT_PCT))
+    if not limits:
+        return None
+    limit, rule = min(limits, key=lambda pair: pair[0])
+    return DayLoss(rule, limit, -pnl.total, pnl)
+
+
+def check_daily_loss(s: Situation) -> Breach | None:
+    """Past the day's loss limit only orders that shrink a position are allowed, until 00:00 UTC."""
+    policy = s.policy
+    if s.reducing or (policy.daily_loss_limit_usd is None and policy.daily_loss_limit_pct is None):
+        return None
+    if s.facts.day_pnl is None:
+        return _missing(s.facts, "day_pnl", "the day's realised and unrealised PnL")
+    loss = day_loss(policy, s.facts.equity, s.facts.day_pnl)
+    if loss is None or not loss.reached:
+        return None
+    midnight = _next_midnight(s.facts.now)
+    return Breach(
+        rule=loss.rule,
+        limit=plain(loss.limit.quantize(CENT)),
+        attempted=plain(loss.loss.quantize(CENT)),
+        detail=f"the day's loss so far is {usd(loss.loss)} (realised {usd(-loss.pnl.realised)}, unrealised "
+        f"{usd(-loss.pnl.unrealised)}), at or past the daily loss limit of {usd(loss.limit)}",
+        next=NextAction(
+            tool=None,
+            args=None,
+            text=f"do not open or add until {midnight.isoformat()} (00:00 UTC); reducing orders and "
+            "close_position still work",
+            human="reset it with `pilot loss-limit reset`, or raise dailyLossLimitUsd/Pct in policy.json",
+            retry_after=midnight,
+            options=close_option(s),
+        ),
+    )
+
+
+def check_open_positions(s: Situation) -> Breach | None:
+    """maxOpenPositions: linear markets with a non-zero position once this order (and its side) fills."""
+    most = s.policy.max_open_positions
+    if most is None or s.reducing or _is_spot(s):
+        return None
+    markets = s.facts.open_markets
+    if markets is None:
+        return _missing(s.facts, "open_markets", "the open positions")
+    others = sorted(markets - {s.order.symbol})
+    count = len(others) + (1 if s.after != 0 else 0)
+    if count <= most:
+        return None
+    options = tuple(
+        ToolCall("close_position", {"symbol": symbol, "category": "linear"}, f"close the {symbol} position")
+        for symbol in others
+    )
+    return Breach(
+        rule=Code.MAX_OPEN_POSITIONS,
+        limit=str(most),
+        attempted=str(count),
+        detail=f"this order would leave positions open in {count} markets ({', '.join(others)} and "
+        f"{s.order.symbol}), above the limit of {most}",
+        next=NextAction.stop(
+            "do not open a position in another market; close one first if your task allows",
+            human="raise maxOpenPositions in policy.json",
+            options=options,
+        ),
+    )
+
+
+def loss_at_stop(s: Situation, qty: Decimal, stop: Decimal) -> Decimal:
+    """What `qty` of the order loses if it fills at its worst price and the stop is hit: the move against it
+    plus the taker fee on the way in and on the way out."""
+    fill = s.sent_price  # a buy fills at most at it, a sell at least at it: the worst entry for the stop
+    move = fill - stop if s.order.side is Side.BUY else stop - fill
+    return qty * (move + TAKER_FEE * (fill + stop))
+
+
+def loss_limit(s: Situation) -> tuple[Decimal, Code] | None:
+    """The loss one trade may take (the smaller of the dollar and the equity share), or None: no limit."""
+    limits: list[tuple[Decimal, Code]] = []
+    if s.limits.max_loss_per_trade_usd is not None:
+        limits.append((s.limits.max_loss_per_trade_usd, Code.MAX_LOSS_PER_TRADE_USD))
+    if s.limits.max_loss_per_trade_pct is not None and s.facts.equity is not None:
+        share = max(s.facts.equity, ZERO) * s.limits.max_loss_per_trade_pct / 100
+        limits.append((share, Code.MAX_LOSS_PER_TRADE_PCT))
+    return min(limits, key=lambda pair: pair[0]) if limits else None
+
+
+def check_loss_per_trade(s: Situation) -> Breach | None:
+    """maxLossPerTradeUsd/Pct: the loss at the stop must fit (an order without a stop: requireStopLoss)."""
+    stop = s.order.stop_loss
+    if s.reducing or stop is None or stop_problem(s) is not None:
+        return None
+    limit = loss_limit(s)
+    if limit is None:
+        return None
+    cap, rule = limit
+    loss = loss_at_stop(s, s.order.qty, stop)
+    if loss <= cap:
+        return None
+    return _size_breach(
+        rule,
+        plain(cap.quantize(CENT)),
+        plain(loss.quantize(CENT)),
+        f"this order would lose {usd(loss)} if its stop at {plain(stop)} is hit (from the worst fill "
+        f"{plain(s.sent_price)}, taker fees both ways), above the {usd(cap)} a trade may lose",
+    )
+
+
+def stop_reference(s: Situation) -> Decimal:
+    """The price a stop must lie beyond: the worst fill, the mark and the touch (below all of them for a buy,
+    above for a sell). Bybit checks a stop sent with an order against its base price, the last price for a
+    market order, which lies between the bid and the ask."""
+    if s.order.side is Side.BUY:
+        return min(s.sent_price, s.touch.mark, s.touch.bid)
+    return max(s.sent_price, s.touch.mark, s.touch.ask)
+
+
+def stop_problem(s: Situation) -> str | None:
+    """Why the order's stop_loss cannot be sent as it is, or None."""
+    stop, tick = s.order.stop_loss, s.rules.tick_size
+    if stop is None:
+        return None
+    reference = stop_reference(s)
+    if stop <= 0 or (tick > 0 and stop % tick != 0):
+        return f"the stop_loss {plain(stop)} is not a positive multiple of the tick {plain(tick)}"
+    if s.order.side is Side.BUY and stop >= reference:
+        return f"a buy's stop_loss must be below {plain(reference)} (its price, the mark and the bid); it is {plain(stop)}"
+    if s.order.side is Side.SELL and stop <= reference:
+        return f"a sell's stop_loss must be above {plain(reference)} (its price, the mark and the ask); it is {plain(stop)}"
+    return None
+
+
+def take_profit_problem(s: Situation) -> str | None:
+    """Why the order's take_profit cannot be sent as it is, or None."""
+    target, tick, fill = s.order.take_profit, s.rules.tick_size, s.sent_price
+    if target is None:
+        return None
+    if target <= 0 or (tick > 0 and target % tick != 0):
+        return f"the take_profit {plain(target)} is not a positive multiple of the tick {plain(tick)}"
+    if s.order.side is Side.BUY and target <= fill:
+        return f"a buy's take_profit must be above its price {plain(fill)}; it is {plain(target)}"
+    if s.order.side is Side.SELL and target >= fill:
+        return f"a sell's take_profit must be below its price {plain(fill)}; it is {plain(target)}"
+    return None
+
+
+def check_protection(s: Situation) -> Breach | None:
+    """requireStopLoss: a growing order carries a stop; and any stop or take-profit lies on the right side
+    (checked on every order that carries one: the exchange refuses it otherwise).
+
+    The next action (a stop that fits, the size sized to pass) is the one sizing.protect() gives.
+    """
+    order = s.order
+    if order.category == "spot":
+        return None
+    # A stop is required only of an order that can grow the position and can carry one (not reduce-only);
+    # a stop or target an order does carry is checked whatever the order does: the exchange checks it too.
+    if order.stop_loss is None and s.limits.require_stop_loss and not s.reducing and not order.reduce_only:
+        return Breach(
+            rule=Code.REQUIRE_STOP_LOSS,
+            limit="a stop_loss",
+            attempted="none",
+            detail="policy.json requires a stop_loss on every order that opens or adds to a position",
+        )
+    problem = stop_problem(s)
+    if problem is not None:
+        return Breach(Code.STOP_LOSS, plain(stop_reference(s)), plain(order.stop_loss or ZERO), problem)
+    problem = take_profit_problem(s)
+    if problem is not None:
+        return Breach(Code.TAKE_PROFIT, plain(s.sent_price), plain(order.take_profit or ZERO), problem)
+    return None
+
+
+def _missing(facts: Facts, name: str, what: str) -> Breach:
+    """A fact only a loss rule needs could not be read: growing orders wait, as for any missing fact."""
+    return Breach(
+        rule=Code.FACTS,
+        limit="all facts present",
+        attempted=f"missing: {name}",
+        detail=f"could not read {what}, so the order cannot be judged",
+        next=NextAction.wait(
+            "wait a few seconds and call plan_order again; if this persists, the exchange is unreachable",
+            facts.now + RETRY_MISSING_FACTS,
+            human="if this goes on, check the exchange's status page and this machine's network",
+        ),
+    )
+
+
+def _next_midnight(now: datetime) -> datetime:
+    return datetime.combine(now.date() + timedelta(days=1), time(0), tzinfo=now.tzinfo)
+
+
 CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
     check_trading_state,
     check_allowed_market,
@@ -541,6 +818,11 @@ CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
     check_liquidation,
     check_funds,
     check_human_reach,
+    check_trading_hours,
+    check_daily_loss,
+    check_open_positions,
+    check_loss_per_trade,
+    check_protection,
 )
 
 
@@ -629,4 +911,9 @@ def plan_args(order: OrderIntent, qty: Decimal, price: Decimal | None = None) ->
     limit = price if price is not None else order.limit_price
     if order.order_type is OrderType.LIMIT and limit is not None:
         args["price"] = plain(limit)
+    if not order.reduce_only:  # a reduce-only order takes none (its position's stop is set_trading_stop's)
+        if order.stop_loss is not None:
+            args["stop_loss"] = plain(order.stop_loss)
+        if order.take_profit is not None:
+            args["take_profit"] = plain(order.take_profit)
     return args

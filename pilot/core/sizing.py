@@ -9,9 +9,21 @@ from decimal import Decimal
 from pilot.core.codes import RESIZE_CODES, SIZE_CAP_CODES, Code
 from pilot.core.facts import Facts, OrderIntent, OrderType, Side
 from pilot.core.policy import Policy
-from pilot.core.rules import Situation, close_option, plan_args, reduce_only_limit, run_checks, situate
+from pilot.core.rules import (
+    TAKER_FEE,
+    Situation,
+    close_option,
+    loss_limit,
+    plan_args,
+    reduce_only_limit,
+    run_checks,
+    situate,
+    stop_problem,
+    stop_reference,
+    take_profit_problem,
+)
 from pilot.core.valuation import ceil_to_step, floor_to_step, inside_band, price_on_tick
-from pilot.core.violations import Breach, NextAction, NothingFits, plain
+from pilot.core.violations import Breach, NextAction, NothingFits, ToolCall, plain
 
 _HUMAN_FIX = {
     Code.MAX_NOTIONAL: "raise maxNotionalUsd (or markets.{symbol}.maxNotionalUsd) in policy.json",
@@ -22,6 +34,8 @@ _HUMAN_FIX = {
     Code.AVAILABLE_BALANCE: "add funds to the account, or close positions that hold margin",
     Code.HELD_QTY: "nothing: the coin held is all there is to sell",
     Code.CONFIRM_ABOVE: "use a client that can show confirmation forms, or set confirm.cliChannel to true",
+    Code.MAX_LOSS_PER_TRADE_USD: "raise maxLossPerTradeUsd in policy.json",
+    Code.MAX_LOSS_PER_TRADE_PCT: "raise maxLossPerTradePct in policy.json, or add equity to the account",
 }
 _NO_HUMAN_FIX = "nothing in policy.json: the exchange's own limit decides"
 _CAP_NAME = {
@@ -34,7 +48,12 @@ _CAP_NAME = {
     Code.HELD_QTY: "the coin held",
     Code.CONFIRM_ABOVE: "the size a human must approve",
     Code.REDUCE_ONLY_QTY: "the position",
+    Code.MAX_LOSS_PER_TRADE_USD: "the loss a trade may take at its stop",
+    Code.MAX_LOSS_PER_TRADE_PCT: "the loss a trade may take at its stop",
 }
+# Where a stop goes when policy.json requires one and no loss limit says how far: this share of the price.
+DEFAULT_STOP_DISTANCE = Decimal("0.02")
+LOSS_CODES = frozenset({Code.MAX_LOSS_PER_TRADE_USD, Code.MAX_LOSS_PER_TRADE_PCT})
 
 
 def qty_for_notional(notional_usd: Decimal, price: Decimal, qty_step: Decimal) -> Decimal:
@@ -148,6 +167,20 @@ def reducing_alternative(policy: Policy, facts: Facts, situation: Situation | No
         return None
     variant = replace(facts, order=cut)
     variant_situation, breaches = run_checks(policy, variant)
+    if variant_situation is not None and not variant_situation.reducing and cut.reduce_only:
+        # Closing all of it would leave the orders pending on its side free to open more the other way:
+        # the largest close that still shrinks the worst case (it only grows with the size).
+        step = rules.qty_step
+
+        def shrinks(steps: int) -> bool:
+            probe = situate(policy, replace(facts, order=replace(cut, qty=steps * step)))
+            return probe is not None and probe.reducing
+
+        most = _largest(1, int(floor_to_step(cut.qty, step) / step), shrinks) if step > 0 else None
+        if most is not None:
+            cut = replace(cut, qty=most * step)
+            variant = replace(facts, order=cut)
+            variant_situation, breaches = run_checks(policy, variant)
     if variant_situation is None or not variant_situation.reducing:
         return None
     if breaches:
@@ -251,3 +284,81 @@ def room_left(policy: Policy, facts: Facts) -> Room | None:
         best = _largest(best + 1, most, lambda k: not breaks(k)) or best
     qty = best * step
     return Room(qty=qty, notional_usd=qty * situation.price, limited_by=breaks(best + 1))
+
+
+def stop_for_qty(s: Situation, qty: Decimal, cap: Decimal) -> Decimal | None:
+    """The farthest stop at which `qty` of the order loses at most `cap` (rules.loss_at_stop solved for the
+    stop, rounded to the tick towards the price), or None when no stop beyond the price fits."""
+    fill, tick, fee = s.sent_price, s.rules.tick_size, TAKER_FEE
+    if qty <= 0:
+        return None
+    if s.order.side is Side.BUY:
+        stop = ceil_to_step((fill * (1 + fee) - cap / qty) / (1 - fee), tick)
+        stop = max(stop, tick)
+        fits = stop < stop_reference(s)
+    else:
+        stop = floor_to_step((cap / qty + fill * (1 - fee)) / (1 + fee), tick)
+        fits = stop > stop_reference(s)
+    return stop if fits else None
+
+
+def _default_stop(s: Situation) -> Decimal | None:
+    """A stop DEFAULT_STOP_DISTANCE beyond the reference price, on the tick towards it."""
+    reference, tick = stop_reference(s), s.rules.tick_size
+    if s.order.side is Side.BUY:
+        stop = ceil_to_step(reference * (1 - DEFAULT_STOP_DISTANCE), tick)
+        return stop if 0 < stop < reference else None
+    stop = floor_to_step(reference * (1 + DEFAULT_STOP_DISTANCE), tick)
+    return stop if stop > reference else None
+
+
+def protect(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
+    """The next action for a missing or misplaced stop, or a take-profit on the wrong side: the same order
+    with a stop that fits (the farthest the loss limit allows for the quantity asked, else 2% beyond the
+    price) and without the misplaced take-profit, sized to pass by the one sizing path."""
+    order = situation.order
+    stop = order.stop_loss if stop_problem(situation) is None else None
+    if stop is None:
+        limit = loss_limit(situation)
+        stop = stop_for_qty(situation, order.qty, limit[0]) if limit is not None else None
+        stop = stop or _default_stop(situation)
+    target = order.take_profit if take_profit_problem(situation) is None else None
+    if stop is None:
+        return NextAction.stop(
+            f"no stop_loss fits beyond the price {plain(stop_reference(situation))}",
+            human="nothing: the price is too close to zero for a stop on the tick",
+        )
+    variant_order = replace(order, stop_loss=stop, take_profit=target)
+    variant = replace(facts, order=variant_order)
+    variant_situation, breaches = run_checks(policy, variant)
+    if not breaches:
+        dropped = " and without the take_profit" if target != order.take_profit else ""
+        text = f"add a stop_loss at {plain(stop)}{dropped}"
+        return NextAction.call("plan_order", plan_args(variant_order, variant_order.qty), text)
+    if variant_situation is not None and all(b.rule in RESIZE_CODES for b in breaches):
+        return suggest(policy, variant, variant_situation)
+    return NextAction.stop(
+        f"no order with a stop_loss at {plain(stop)} passes",
+        human="see the violations: only a human can change what refuses them",
+    )
+
+
+def with_stop_option(facts: Facts, situation: Situation, action: NextAction, policy: Policy) -> NextAction:
+    """A size suggestion for a loss breach, with the other way out as an option: the quantity asked, with
+    the stop that fits it (offered only when that order passes)."""
+    limit = loss_limit(situation)
+    if limit is None:
+        return action
+    order = situation.order
+    stop = stop_for_qty(situation, order.qty, limit[0])
+    if stop is None:
+        return action
+    variant_order = replace(order, stop_loss=stop)
+    if run_checks(policy, replace(facts, order=variant_order))[1]:
+        return action
+    option = ToolCall(
+        "plan_order",
+        plan_args(variant_order, order.qty),
+        f"or keep {plain(order.qty)} {situation.rules.base} with the stop_loss at {plain(stop)}",
+    )
+    return replace(action, options=(*action.options, option))

@@ -1,10 +1,12 @@
 """The story `pilot demo` plays, step by step, with the exact answers each step must get from Pilot.
 
 An oversized short is refused with the size that fits; the agent re-plans with exactly that call; a human
-approves it in a form and it fills; an add where nothing fits stops the agent; the kill switch lets only a
-close through. Statuses, rule codes and quantities are checked exactly: these numbers come from the paper
+approves it in a form and it fills; an add where nothing fits stops the agent; a buy whose stop would lose
+too much is sized to its stop and fills with the stop on the position; the kill switch lets only a close
+through. Statuses, rule codes and quantities are checked exactly: these numbers come from the paper
 exchange's default scenario, which has Bybit's real BTCUSDT filters (bid 80220, step and minimum 0.001), and
-from `pilot init`'s policy, unchanged (BTCUSDT capped at $150 a position and an order, a human above $50).
+from `pilot init`'s policy (BTCUSDT capped at $150 a position and an order, a human above $50) with one loss
+limit added: a trade may lose at most $2 at its stop.
 """
 
 from __future__ import annotations
@@ -20,19 +22,24 @@ from pilot.demo.agent import Agent, StepFailed, next_call
 BTC_SHORT = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.002"}
 BTC_ADD = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.001"}
 ETH_BUY = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.01"}
+ETH_WITH_STOP = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.03", "stop_loss": "3000"}
+MAX_LOSS_PER_TRADE_USD = 2
 BTC_CAPS = ("maxOrderNotionalUsd", "maxNotionalUsd")  # BTCUSDT's $150 caps, per order and per position
 # The receipt cards the run must leave, oldest first: one per plan_order (close_position plans too).
-EXPECTED_CARDS = ("refused", "filled", "refused", "refused", "filled")
+EXPECTED_CARDS = ("refused", "filled", "refused", "refused", "filled", "refused", "filled")
 
 
 def demo_policy() -> dict[str, Any]:
-    """`pilot init`'s policy as it is: what the demo shows is what a new home does on Bybit's real filters.
+    """`pilot init`'s policy with one loss limit added: what a new home does on Bybit's real filters.
 
     0.002 BTC ($160.44 at the bid) breaks BTCUSDT's $150 caps, per order and per position, and one size fixes
     both: 0.001 BTC ($80.22), the venue's minimum, which asks a human because it is above $50. A second
-    0.001 would leave $160.44, so with one lot held nothing fits.
+    0.001 would leave $160.44, so with one lot held nothing fits. An ETH buy of 0.03 with its stop at 3000
+    would lose $3.57 at the stop (from its worst fill 3115.52, fees both ways), above the $2 a trade may
+    lose: 0.01 ETH ($1.19) fits.
     """
     policy: dict[str, Any] = json.loads(DEFAULT_POLICY)
+    policy["maxLossPerTradeUsd"] = MAX_LOSS_PER_TRADE_USD
     return policy
 
 
@@ -106,6 +113,40 @@ class Story:
         _expect(bool(action.get("human")), "expected the refusal to say what a human must change")
         agent.say(f"no tool is named, so the agent stops and tells the user: {action['human']}")
 
+    async def sized_to_its_stop(self) -> None:
+        agent = self.agent
+        agent.say("the agent buys 0.03 ETH with its stop at 3000; a trade may lose at most $2 at its stop")
+        answer = await agent.call("plan_order", ETH_WITH_STOP)
+        _status(answer, "refused")
+        [loss] = _only_violations(answer, ("maxLossPerTradeUsd",))
+        _expect(
+            (loss["limit"], loss["attempted"]) == ("2", "3.57"),
+            f"expected limit 2 and attempted 3.57, got {loss['limit']} and {loss['attempted']}",
+        )
+        follow = next_call(answer)
+        if follow is None or follow[0] != "plan_order":
+            raise StepFailed(f"expected plan_order as the next safe action, got {follow}")
+        args = follow[1]
+        _expect(
+            (args.get("qty"), args.get("stop_loss")) == ("0.01", "3000"),
+            f"expected 0.01 ETH with the same stop, got {args.get('qty')} at {args.get('stop_loss')}",
+        )
+        options = (answer.get("next_safe_action") or {}).get("options") or []
+        _expect(
+            any((o.get("args") or {}).get("qty") == "0.03" for o in options),
+            "expected the other way out as an option: the same 0.03 with a closer stop",
+        )
+        agent.say("the agent takes the size that fits its stop, unchanged")
+        planned = await agent.call(*follow)
+        _status(planned, "ok")
+        placed = await agent.call("place_order", {"plan_id": planned["plan_id"]})
+        _filled(placed, "0.01")
+        protection = placed.get("protection") or {}
+        _expect(
+            protection.get("stop_loss") == "3000" and protection.get("missing_stop") is False,
+            f"expected the stop at 3000 on the position, got {protection}",
+        )
+
     async def kill_switch(self) -> None:
         agent = self.agent
         switched = await agent.call("activate_kill_switch", {"reason": "demo: the agent halts itself"})
@@ -120,7 +161,7 @@ class Story:
         _expect((closed.get("sent") or {}).get("reduce_only") is True, "expected the close to be reduce-only")
         positions = await agent.call("get_positions", {})
         held = {row["symbol"]: row["size"] for row in positions.get("data") or []}
-        _expect(held == {}, f"expected no position left after the close, got {held}")
+        _expect(held == {"ETHUSDT": "0.01"}, f"expected only the ETH long with its stop left, got {held}")
 
 
 Play = Callable[[Story], Awaitable[None]]
@@ -144,6 +185,12 @@ STORY: tuple[tuple[str, str, Play], ...] = (
         "An add where nothing fits",
         "when no size fits, Pilot names no tool and says what only a human can change, so the agent stops",
         Story.nothing_fits,
+    ),
+    (
+        "A buy sized to its stop",
+        "a stop-loss sets how much a trade may lose: the size that fits comes from the same sizing, and the "
+        "stop goes with the order onto the position",
+        Story.sized_to_its_stop,
     ),
     (
         "The kill switch: new orders refused, closing allowed",

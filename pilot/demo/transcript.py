@@ -66,9 +66,13 @@ def answer_summary(tool: str, answer: dict[str, Any]) -> str:
         )
     if answer.get("fill"):
         fill = answer["fill"]
+        protection = answer.get("protection") or {}
+        stop = (
+            f"; stop-loss on the position at {protection['stop_loss']}" if protection.get("stop_loss") else ""
+        )
         return (
             f"{status}: {fill['filled_qty']} at average price {fill['avg_price']}, fee {fill['fee']} "
-            f"(order {answer.get('order_id')})"
+            f"(order {answer.get('order_id')}){stop}"
         )
     if tool == "get_positions":
         rows = answer.get("data") or []
@@ -84,7 +88,14 @@ def next_lines(action: dict[str, Any] | None) -> list[Line]:
         return []
     if action.get("tool"):
         call = f"{action['tool']} {json.dumps(action.get('args') or {})}"
-        return [("green", f"    next safe action: {call}"), ("green", f"      ({action.get('text')})")]
+        shown: list[Line] = [
+            ("green", f"    next safe action: {call}"),
+            ("green", f"      ({action.get('text')})"),
+        ]
+        for option in action.get("options") or []:
+            shown.append(("green", f"    or: {option['tool']} {json.dumps(option.get('args') or {})}"))
+            shown.append(("green", f"      ({option.get('text')})"))
+        return shown
     lines: list[Line] = [("yellow", f"    next safe action: no tool; {action.get('text')}")]
     if action.get("human"):
         lines.append(("yellow", f"    a human must: {action['human']}"))

@@ -73,12 +73,14 @@ from pilot.exchange.errors import (
 from pilot.exchange.models import (
     AccountBalance,
     ApiKeyInfo,
+    ClosedPnl,
     ExchangeOrder,
     ExchangePosition,
     Execution,
     OrderAck,
     OrderBook,
     OrderRequest,
+    Page,
     PriceBand,
     Ticker,
 )
@@ -94,6 +96,7 @@ PAGE_LIMITS = {  # the largest page each list endpoint serves (its docs page)
     "get_order_history": 50,
     "get_executions": 100,
     "get_positions": 200,
+    "get_closed_pnl": 100,
 }
 
 T = TypeVar("T")
@@ -640,6 +643,80 @@ class BybitExchange:
         )
         return [self._parse(r, wire_.execution, action, operation="read") for r in rows]
 
+    # ---- paged reads for the agent's history tools (one page each; the caller follows the cursor) -------
+
+    async def _page(
+        self,
+        action: str,
+        method: str,
+        key: Callable[[dict[str, Any]], Hashable],
+        parse: Callable[[dict[str, Any]], T],
+        cursor: str | None,
+        **params: Any,
+    ) -> Page[T]:
+        wanted = {name: value for name, value in params.items() if value is not None}
+        answer = await self._call(method, action, cursor=cursor or None, **wanted)
+        rows, following = self._parse(answer, partial(wire_.page_of, key), action, operation="read")
+        parsed = tuple(self._parse(row, parse, action, operation="read") for _, row in rows)
+        return Page(parsed, following if rows else None)
+
+    async def get_order_history_page(
+        self, category: str, symbol: str | None, cursor: str | None, limit: int
+    ) -> Page[ExchangeOrder]:
+        where = {"symbol": symbol} if symbol else ({"settleCoin": SETTLE_COIN} if category != "spot" else {})
+        return await self._page(
+            "read order history",
+            "get_order_history",
+            wire_.order_key,
+            partial(wire_.exchange_order, category),
+            cursor,
+            category=category,
+            limit=limit,
+            **where,
+        )
+
+    async def get_executions_page(
+        self, category: str, symbol: str | None, cursor: str | None, limit: int
+    ) -> Page[Execution]:
+        return await self._page(
+            "read fills",
+            "get_executions",
+            wire_.execution_key,
+            wire_.execution,
+            cursor,
+            category=category,
+            symbol=symbol,
+            limit=limit,
+        )
+
+    async def get_closed_pnl_page(
+        self, category: str, symbol: str | None, cursor: str | None, limit: int, since: datetime | None = None
+    ) -> Page[ClosedPnl]:
+        return await self._page(
+            "read closed PnL",
+            "get_closed_pnl",
+            wire_.closed_pnl_key,
+            wire_.closed_pnl,
+            cursor,
+            category=category,
+            symbol=symbol,
+            limit=limit,
+            startTime=int(since.timestamp() * 1000) if since is not None else None,
+        )
+
+    async def get_closed_pnl_since(self, category: str, since: datetime) -> list[ClosedPnl]:
+        """Every closed-PnL row updated since `since` (at most 7 days back), all pages."""
+        action = "read the day's closed PnL"
+        rows = await self._pages(
+            action,
+            "get_closed_pnl",
+            wire_.closed_pnl_key,
+            category=category,
+            startTime=int(since.timestamp() * 1000),
+            limit=PAGE_LIMITS["get_closed_pnl"],
+        )
+        return [self._parse(r, wire_.closed_pnl, action, operation="read") for r in rows]
+
     async def create_order(self, request: OrderRequest) -> OrderAck:
         """Send one create request, exactly once.
 
@@ -682,6 +759,62 @@ class BybitExchange:
             orderLinkId=order_link_id,
         )
         return self._parse(answer, lambda a: str(a["result"]["orderId"]), action, operation="cancel")
+
+    async def amend_order(
+        self,
+        category: str,
+        symbol: str,
+        *,
+        order_id: str | None = None,
+        order_link_id: str | None = None,
+        qty: Decimal | None = None,
+        price: Decimal | None = None,
+    ) -> str:
+        """Amend one open order's quantity and/or price (/v5/order/amend); return the exchange's order id."""
+        if not order_id and not order_link_id:
+            raise ValueError("amend_order needs order_id or order_link_id")
+        action = f"amend order {order_id or order_link_id}"
+        params: dict[str, Any] = {"category": category, "symbol": symbol}
+        if order_id:
+            params["orderId"] = order_id
+        if order_link_id:
+            params["orderLinkId"] = order_link_id
+        if qty is not None:
+            params["qty"] = wire_.wire(qty)
+        if price is not None:
+            params["price"] = wire_.wire(price)
+        answer = await self._call("amend_order", action, operation="amend", **params)
+        return self._parse(answer, lambda a: str(a["result"]["orderId"]), action, operation="amend")
+
+    async def cancel_all_orders(self, category: str, symbol: str | None = None) -> list[str]:
+        """Cancel every open order of a category (or of one symbol): /v5/order/cancel-all. The order ids."""
+        action = f"cancel all {category} orders" + (f" on {symbol}" if symbol else "")
+        where = {"symbol": symbol} if symbol else ({"settleCoin": SETTLE_COIN} if category != "spot" else {})
+        answer = await self._call("cancel_all_orders", action, operation="cancel", category=category, **where)
+        return self._parse(
+            answer,
+            lambda a: [str(row["orderId"]) for row in a["result"].get("list") or []],
+            action,
+            operation="cancel",
+        )
+
+    async def set_trading_stop(
+        self, category: str, symbol: str, *, stop_loss: Decimal | None, take_profit: Decimal | None
+    ) -> None:
+        """Set (or with 0, remove) the position's stop-loss and take-profit: /v5/position/trading-stop,
+        tpslMode Full (the whole position, closed at market when triggered)."""
+        action = f"set the {symbol} trading stop"
+        params: dict[str, Any] = {
+            "category": category,
+            "symbol": symbol,
+            "tpslMode": "Full",
+            "positionIdx": 0,
+        }
+        if stop_loss is not None:
+            params["stopLoss"] = wire_.wire(stop_loss)
+        if take_profit is not None:
+            params["takeProfit"] = wire_.wire(take_profit)
+        await self._call("set_trading_stop", action, operation="amend", **params)
 
     async def set_leverage(self, category: str, symbol: str, leverage: Decimal) -> None:
         """Set one-way leverage; an unchanged leverage (retCode 110043) is success."""

@@ -13,6 +13,7 @@ from pilot.exchange.models import (
     ApiKeyInfo,
     Balance,
     BookLevel,
+    ClosedPnl,
     ExchangeOrder,
     ExchangePosition,
     Execution,
@@ -74,6 +75,12 @@ def order_params(request: OrderRequest) -> dict[str, Any]:
         params["positionIdx"] = 0
     if request.reduce_only:
         params["reduceOnly"] = True
+    if request.stop_loss is not None or request.take_profit is not None:
+        params["tpslMode"] = "Full"  # on the whole position, closed at market when triggered
+        if request.stop_loss is not None:
+            params["stopLoss"] = wire(request.stop_loss)
+        if request.take_profit is not None:
+            params["takeProfit"] = wire(request.take_profit)
     return params
 
 
@@ -198,6 +205,31 @@ def exchange_position(category: str, row: Row) -> ExchangePosition:
         unrealised_pnl=dec(row.get("unrealisedPnl"), Decimal(0)),
         liq_price=maybe_dec(row.get("liqPrice")),
         position_value=dec(row.get("positionValue"), Decimal(0)),
+        stop_loss=_set_price(row.get("stopLoss")),
+        take_profit=_set_price(row.get("takeProfit")),
+    )
+
+
+def _set_price(value: Any) -> Decimal | None:
+    """A TP/SL price as the position list gives it: "" or "0" when none is set."""
+    price = maybe_dec(value)
+    return price if price is not None and price > 0 else None
+
+
+def closed_pnl(row: Row) -> ClosedPnl:
+    return ClosedPnl(
+        symbol=str(row["symbol"]),
+        order_id=str(row.get("orderId") or ""),
+        side=str(row.get("side") or ""),
+        qty=dec(row.get("qty"), Decimal(0)),
+        closed_size=dec(row.get("closedSize"), Decimal(0)),
+        avg_entry_price=dec(row.get("avgEntryPrice"), Decimal(0)),
+        avg_exit_price=dec(row.get("avgExitPrice"), Decimal(0)),
+        closed_pnl=dec(row["closedPnl"]),
+        order_type=str(row.get("orderType") or ""),
+        exec_type=str(row.get("execType") or ""),
+        created_at=ms_to_datetime(row.get("createdTime") or row.get("updatedTime")),
+        updated_at=ms_to_datetime(row.get("updatedTime")),
     )
 
 
@@ -325,6 +357,10 @@ def order_key(row: Row) -> Hashable:
 
 def position_key(row: Row) -> Hashable:
     return (row.get("symbol"), position_idx(row))
+
+
+def closed_pnl_key(row: Row) -> Hashable:
+    return (row.get("orderId"), row.get("updatedTime"), row.get("closedPnl"), row.get("closedSize"))
 
 
 def execution_key(row: Row) -> Hashable:

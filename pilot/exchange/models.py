@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +75,9 @@ class OrderRequest:
     order_link_id: str
     reduce_only: bool = False
     order_type: str = "Limit"
+    # Bybit's TP/SL on create (tpslMode Full: on the whole position once it fills); None: not sent.
+    stop_loss: Decimal | None = None
+    take_profit: Decimal | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +141,8 @@ class ExchangePosition:
     unrealised_pnl: Decimal
     liq_price: Decimal | None
     position_value: Decimal
+    stop_loss: Decimal | None = None  # the position's stop-loss (None: none set)
+    take_profit: Decimal | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,3 +170,29 @@ class PriceBand:
     sell_limit: Decimal  # the lowest price a sell may carry (Bybit's sellLmt)
     outside: str  # "reject" (spot) | "clamp" (linear, inverse): Bybit's default behaviour
     observed_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedPnl:
+    """One /v5/position/closed-pnl row: what one order closed of a position, and the PnL after fees."""
+
+    symbol: str
+    order_id: str
+    side: str
+    qty: Decimal
+    closed_size: Decimal
+    avg_entry_price: Decimal
+    avg_exit_price: Decimal
+    closed_pnl: Decimal
+    order_type: str
+    exec_type: str  # untrusted text
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a list read, and the cursor for the next (None: this was the last)."""
+
+    rows: tuple[T, ...]
+    next_cursor: str | None

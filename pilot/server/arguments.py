@@ -31,6 +31,9 @@ ACCEPTED = {
     "plan_id": "a plan_id from plan_order",
     "confirmation_id": "a confirmation_id from a pending_confirmation answer",
     "idempotency_key": "1 to 64 letters, digits, '_', '-', ':' or '.'",
+    "stop_loss": DECIMAL_ACCEPTED,
+    "take_profit": DECIMAL_ACCEPTED,
+    "cursor": "the next_cursor of the previous page",
 }
 
 
@@ -81,7 +84,7 @@ def _no_numbers(field: str) -> BeforeValidator:
 Qty = Annotated[
     str | None,
     _no_numbers("qty"),
-    Field(description='Base units as a decimal string, e.g. "0.001"'),
+    Field(description='Base units, e.g. "0.001"'),
 ]
 Notional = Annotated[
     str | None, _no_numbers("notional_usd"), Field(description='Or the order value in USD, e.g. "50"')
@@ -89,18 +92,23 @@ Notional = Annotated[
 Price = Annotated[
     str | None,
     _no_numbers("price"),
-    Field(description='Limit price as a decimal string; only for order_type "limit"'),
+    Field(description="Limit price; order_type limit only"),
 ]
+StopLoss = Annotated[
+    str | None,
+    _no_numbers("stop_loss"),
+    Field(description="Stop-loss price"),
+]
+TakeProfit = Annotated[str | None, _no_numbers("take_profit"), Field(description="Take-profit price")]
+Cursor = Annotated[str | None, Field(description="A next_cursor")]
 Leverage = Annotated[str, _no_numbers("leverage"), Field(description='A decimal string, e.g. "2"')]
 Symbol = Annotated[str, Field(description='e.g. "BTCUSDT"')]
 Category = Literal["linear", "spot"]
-IdempotencyKey = Annotated[
-    str | None, Field(description="Optional: the same key with the same arguments replays the first answer")
-]
+IdempotencyKey = Annotated[str | None, Field(description="Same key, same arguments: the first answer again")]
 OrderId = Annotated[str | None, Field(description="The exchange's order id")]
 OrderLinkId = Annotated[str | None, Field(description="Or the client order id")]
 PlanId = Annotated[str, Field(description="The plan_id from plan_order")]
-ConfirmationId = Annotated[str, Field(description="The id returned with status pending_confirmation")]
+ConfirmationId = Annotated[str, Field(description="From a pending_confirmation answer")]
 
 
 def amount(field: str, value: str) -> Decimal:

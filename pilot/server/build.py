@@ -18,6 +18,7 @@ from pilot.server.environment import name_the_environment
 from pilot.server.faults import answer_store_faults
 from pilot.server.forms import Resolvers
 from pilot.server.market_tools import register_market_tools
+from pilot.server.risk_tools import register_risk_tools
 from pilot.server.schemas import compact_schemas
 from pilot.server.strict import forbid_unknown_arguments
 from pilot.server.tool_sets import TOOL_SETS
@@ -70,6 +71,7 @@ def build_server(runtime: Runtime, *, tools: Iterable[str] | str = "all") -> MCP
     register_market_tools(mcp, runtime)
     register_trading_tools(mcp, runtime, Resolvers(runtime))
     register_approval_tools(mcp, runtime)
+    register_risk_tools(mcp, runtime)
     for tool in mcp._tool_manager.list_tools():
         if tool.name not in exposed:
             mcp.remove_tool(tool.name)

@@ -53,6 +53,6 @@ def register_market_tools(mcp: MCPServer, runtime: Runtime) -> None:
 
     @mcp.tool(annotations=READ)
     async def get_policy() -> ReadAnswer:
-        """The limits in force, trading state, orders left today, and per market and side the room left: the
-        largest order that passes every cap (null facts are listed under missing)."""
+        """Limits in force, trading state, orders left today, and per market and side the room left (the
+        largest order passing every cap; unread facts under missing)."""
         return await reads.get_policy(runtime)

@@ -4,8 +4,9 @@ and output schemas trimmed to what a client validates.
 Why: every client sends tools/list to the model on every turn. Pydantic's full output schemas (every nested
 model, title and description) made it about 60 KB of JSON, most of it describing answers the model reads
 anyway. A client validates a result's structuredContent against the output schema, and that needs only
-the top-level fields and their JSON types (and the values `status` can take): nested objects are still
-checked by Pilot itself, which builds every answer from a pydantic model. `benchmarks/bench_tools_list.py`
+the top-level fields and their JSON types: nested objects, and the values `status` can take (each tool's
+description and the README list them), are still checked by Pilot itself, which builds every answer from a
+pydantic model. `benchmarks/bench_tools_list.py`
 prints the size; tests/app/test_tools_list.py holds it under 20 KB.
 
 Like strict.py, this writes to the SDK's tool records (`tool.description`, `tool.parameters`,
@@ -18,8 +19,16 @@ import inspect
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 
 _JSON_TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
+# What MCP assumes of a hint left out (the spec's ToolAnnotations defaults): saying it again costs bytes.
+_DEFAULT_HINTS = {
+    "read_only_hint": False,
+    "destructive_hint": True,
+    "idempotent_hint": False,
+    "open_world_hint": True,
+}
 
 
 def compact_schemas(mcp: MCPServer) -> None:
@@ -27,10 +36,18 @@ def compact_schemas(mcp: MCPServer) -> None:
     for tool in mcp._tool_manager.list_tools():
         tool.description = one_paragraph(tool.description)
         tool.parameters = without_titles(tool.parameters)
+        if tool.annotations is not None:
+            tool.annotations = without_default_hints(tool.annotations)
         full = tool.fn_metadata.output_schema
         if full is not None:
             tool.fn_metadata.output_schema = top_level_types(full)
             tool.__dict__.pop("output_schema", None)  # the SDK caches it on first read
+
+
+def without_default_hints(annotations: ToolAnnotations) -> ToolAnnotations:
+    """The annotations with only the hints that differ from what MCP assumes when one is left out."""
+    given = annotations.model_dump(exclude_none=True)
+    return ToolAnnotations(**{key: value for key, value in given.items() if _DEFAULT_HINTS.get(key) != value})
 
 
 def one_paragraph(text: str) -> str:
@@ -52,11 +69,35 @@ def without_titles(schema: Any) -> Any:
             trimmed[key] = {name: without_titles(sub) for name, sub in value.items()}
         else:
             trimmed[key] = without_titles(value)
-    return trimmed
+    return _types_listed(trimmed)
+
+
+def _types_listed(schema: dict[str, Any]) -> dict[str, Any]:
+    """`anyOf` of plain typed members (`str | None`) written as one `type` list: the same schema, shorter."""
+    members = schema.get("anyOf")
+    if not isinstance(members, list) or not all(
+        isinstance(m, dict)
+        and isinstance(m.get("type"), str)
+        and m["type"] != "array"
+        and m["type"] != "object"
+        for m in members
+    ):
+        return schema
+    merged: dict[str, Any] = {}
+    for member in members:
+        for key, value in member.items():
+            if key != "type" and merged.get(key, value) != value:
+                return schema  # members that disagree on a keyword stay apart
+            if key != "type":
+                merged[key] = value
+    rest = {key: value for key, value in schema.items() if key != "anyOf"}
+    if rest.get("default", 0) is None and (rest.get("description") or merged.get("description")):
+        del rest["default"]  # optional already: `required` leaves it out, and null is among its types
+    return {**merged, **rest, "type": [m["type"] for m in members]}
 
 
 def top_level_types(schema: dict[str, Any]) -> dict[str, Any]:
-    """The object schema's top-level fields with their JSON types (and enums); `required` kept."""
+    """The object schema's top-level fields with their JSON types; `required` kept."""
     properties = {name: _types(sub, schema) for name, sub in schema.get("properties", {}).items()}
     compact: dict[str, Any] = {"type": "object", "properties": properties}
     if schema.get("required"):
@@ -68,10 +109,7 @@ def _types(sub: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     found: list[str] = []
     _collect(sub, root, found)
     kinds = [kind for kind in _JSON_TYPES if kind in found]
-    shape: dict[str, Any] = {"type": kinds[0] if len(kinds) == 1 else kinds}
-    if "enum" in sub:
-        shape["enum"] = list(sub["enum"])
-    return shape
+    return {"type": kinds[0] if len(kinds) == 1 else kinds}
 
 
 def _collect(sub: dict[str, Any], root: dict[str, Any], found: list[str]) -> None:

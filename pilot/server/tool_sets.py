@@ -20,6 +20,9 @@ READ = frozenset(
         "get_open_orders",
         "get_policy",
         "get_confirmation_status",
+        "get_order_history",
+        "get_fills",
+        "get_closed_pnl",
     }
 )
 CHANGING = frozenset(
@@ -31,6 +34,9 @@ CHANGING = frozenset(
         "set_leverage",
         "activate_kill_switch",
         "cancel_confirmation",
+        "cancel_all_orders",
+        "set_trading_stop",
+        "plan_amend",
     }
 )
 REFERRED_TO = frozenset({"get_policy", "get_positions", "get_open_orders", "get_confirmation_status"})

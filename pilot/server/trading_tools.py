@@ -25,7 +25,9 @@ from pilot.server.arguments import (
     PlanId,
     Price,
     Qty,
+    StopLoss,
     Symbol,
+    TakeProfit,
     checked_symbol,
     parsed,
 )
@@ -56,10 +58,12 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
         price: Price = None,
         reduce_only: bool = False,
         category: Category = "linear",
+        stop_loss: StopLoss = None,
+        take_profit: TakeProfit = None,
     ) -> PlanAnswer:
-        """Judge an order on live facts; sends nothing. Give qty or notional_usd. Answer: status ok with a
-        single-use plan_id and the exact order (a market order goes as a Limit IOC at its worst price), or
-        refused with violations and next_safe_action."""
+        """Judge an order on live facts; sends nothing. Give qty or notional_usd (stop_loss, take_profit go
+        with it). Answer: ok with a single-use plan_id and the exact order, or refused with violations and
+        next_safe_action."""
         args = {
             "symbol": symbol,
             "side": side,
@@ -69,6 +73,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
             "price": price,
             "reduce_only": reduce_only,
             "category": category,
+            "stop_loss": stop_loss,
+            "take_profit": take_profit,
         }
         request = parsed(lambda: PlanRequest.parse(args))
         return await plan.plan_order(runtime, request, can_reach_human=can_reach_human(runtime, ctx))
@@ -77,8 +83,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
     async def place_order(
         plan_id: PlanId, confirmation: Annotated[Confirmation, Resolve(resolvers.for_plan)]
     ) -> OrderAnswer:
-        """Send exactly the planned order, once, after judging it again on fresh facts. Answer: filled,
-        open, rejected, outcome_unknown (look it up, never resend), refused, declined or pending_confirmation."""
+        """Send the planned order (or amend) once, judged again on fresh facts. Answer: filled, open, rejected,
+        outcome_unknown (look it up, never resend), refused, declined or pending_confirmation."""
         return await place.place_order(runtime, arguments.plan_id(plan_id), channel(confirmation))
 
     @mcp.tool(annotations=TRADE)

@@ -30,6 +30,12 @@ CALLS: dict[str, dict[str, Any]] = {
     "set_leverage": {"symbol": "BTCUSDT", "leverage": "2"},
     "get_confirmation_status": {"confirmation_id": "cfm_" + "A" * 32},
     "cancel_confirmation": {"confirmation_id": "cfm_" + "A" * 32},
+    "get_order_history": {"symbol": "BTCUSDT"},
+    "get_fills": {},
+    "get_closed_pnl": {},
+    "set_trading_stop": {"symbol": "BTCUSDT", "take_profit": "90000"},
+    "plan_amend": {"symbol": "BTCUSDT", "order_id": "nobody", "qty": "0.001"},
+    "cancel_all_orders": {"symbol": "BTCUSDT"},
     "activate_kill_switch": {"reason": "last: it changes the trading state"},
 }
 

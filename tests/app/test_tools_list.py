@@ -24,6 +24,8 @@ NAMED_BY_ANSWERS = {
     "close_position",
     "cancel_order",
     "set_leverage",
+    "set_trading_stop",
+    "plan_amend",
     "get_open_orders",
     "get_positions",
     "get_confirmation_status",
@@ -76,7 +78,7 @@ async def test_trade_exposes_every_tool_its_answers_can_name_and_all_exposes_eve
     async with Client(build_server(runtime), mode="legacy") as client:
         everything = {tool.name for tool in (await client.list_tools()).tools}
     assert NAMED_BY_ANSWERS <= trade < everything
-    assert everything == TOOL_SETS["all"] and len(everything) == 15
+    assert everything == TOOL_SETS["all"] and len(everything) == 21
 
 
 def test_tools_can_also_be_chosen_by_name_and_an_unknown_one_is_refused() -> None:

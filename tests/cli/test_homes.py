@@ -19,6 +19,8 @@ ON_A_HOME = [
     ("kill-switch", "on"),
     ("kill-switch", "off"),
     ("kill-switch", "status"),
+    ("loss-limit", "status"),
+    ("loss-limit", "reset"),
     ("journal",),
     ("journal", "verify"),
     ("journal", "anchor"),

@@ -268,3 +268,51 @@ def test_any_json_value_parses_or_says_why(value: object):
 @given(st.lists(st.sampled_from(['{"a":', "[", "]", "}", '"', "\\", "1e9999", ",", "9" * 50]), max_size=60))
 def test_any_jumble_of_brackets_quotes_and_numbers_parses_or_says_why(parts: list[str]):
     parses_or_says_why("".join(parts))
+
+
+def test_the_loss_rules_parse_with_per_market_overrides():
+    loaded = parse_policy(
+        json.dumps(
+            {
+                "allowedMarkets": ["BTCUSDT", "ETHUSDT"],
+                "maxLossPerTradeUsd": 20,
+                "maxLossPerTradePct": 1,
+                "requireStopLoss": True,
+                "dailyLossLimitUsd": 50,
+                "dailyLossLimitPct": 3,
+                "maxOpenPositions": 2,
+                "tradingHours": [{"start": "08:00", "end": "20:00"}, {"start": "22:00", "end": "02:00"}],
+                "markets": {"BTCUSDT": {"maxLossPerTradeUsd": 10, "requireStopLoss": False}},
+            }
+        )
+    )
+    btc, eth = loaded.policy.limits_for("BTCUSDT"), loaded.policy.limits_for("ETHUSDT")
+    assert (btc.max_loss_per_trade_usd, btc.require_stop_loss) == (Decimal(10), False)
+    assert (eth.max_loss_per_trade_usd, eth.max_loss_per_trade_pct, eth.require_stop_loss) == (
+        Decimal(20),
+        Decimal(1),
+        True,
+    )
+    assert [w.end_minute for w in loaded.policy.trading_hours] == [1200, 120]
+
+
+@pytest.mark.parametrize(
+    ("policy", "path"),
+    [
+        ({"requireStopLoss": "yes"}, "requireStopLoss"),
+        ({"requireStopLoss": 1}, "requireStopLoss"),
+        ({"maxLossPerTradePct": 0}, "maxLossPerTradePct"),
+        ({"maxLossPerTradePct": 101}, "maxLossPerTradePct"),
+        ({"dailyLossLimitUsd": -5}, "dailyLossLimitUsd"),
+        ({"maxOpenPositions": 0}, "maxOpenPositions"),
+        ({"maxOpenPositions": True}, "maxOpenPositions"),
+        ({"tradingHours": [{"start": "8:00", "end": "20:00"}]}, "tradingHours.0.start"),
+        ({"tradingHours": [{"start": "08:00", "end": "24:00"}]}, "tradingHours.0.end"),
+        ({"tradingHours": [{"start": "08:00", "end": "08:00"}]}, "tradingHours.0"),
+        ({"tradingHours": [{"start": "08:00", "end": "09:00", "days": "mon"}]}, "tradingHours.0.days"),
+    ],
+)
+def test_a_bad_loss_rule_names_its_path_and_a_valid_example(policy, path):
+    found = issues_of(json.dumps(policy))
+    assert list(found) == [path]
+    assert "example" in found[path] or "known keys" in found[path] or "leave tradingHours out" in found[path]

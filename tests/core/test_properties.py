@@ -233,6 +233,11 @@ def test_suggested_sizes_are_whole_lots_never_above_the_ask_unless_it_was_below_
     assert qty % step == 0
     assert qty >= f.rules.min_qty
     floored = (f.order.qty / step).to_integral_value(ROUND_FLOOR) * step
+    if action.args["reduce_only"] and not f.order.reduce_only:
+        # The order made reduce-only (it would grow or flip the position as asked, or raised to the minimum):
+        # it closes at most the whole position (a dust position by the minimum order), never more.
+        assert qty <= max(abs(f.position.size), f.rules.min_qty)
+        return
     if qty > floored:  # only to reach the instrument minimum: one lot less would be below it
         smaller = qty - step
         price = send_price(

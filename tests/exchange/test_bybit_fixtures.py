@@ -92,6 +92,16 @@ async def test_a_fill_listed_on_two_pages_is_counted_once():
     assert len(stub.requests("/v5/execution/list")) == 3
 
 
+async def test_recorded_closed_pnl_is_read_with_its_fees_in_and_paged_to_the_end():
+    since = datetime(2023, 4, 3, tzinfo=UTC)
+    async with replayed("closed_pnl_linear.json") as (stub, adapter):
+        rows = await adapter.get_closed_pnl_since("linear", since)
+    assert [
+        (r.symbol, r.side, r.closed_size, r.avg_entry_price, r.avg_exit_price, r.closed_pnl) for r in rows
+    ] == [("BTCUSDT", "Sell", Decimal("0.01"), Decimal("28144.7"), Decimal("28149.9"), Decimal("-0.2857676"))]
+    assert len(stub.requests("/v5/position/closed-pnl")) == 2  # the page, then the empty one its cursor gives
+
+
 # ---- positions -------------------------------------------------------------------------------------
 
 

@@ -112,6 +112,7 @@ class WorldRun:
             return None
         answer = result.structured_content
         for code in codes_in(answer):
+            self.stats[f"rule {code}"] += 1
             if code not in CODES:
                 self.fail(
                     f"code-outside-closed-set[{code}]", {"tool": tool, "args": args, "answer": brief(answer)}
@@ -568,6 +569,7 @@ async def open_world(world: World, home: Path) -> AsyncIterator[WorldRun]:
 
 def as_sent(planned: dict[str, Any]) -> Order:
     """A planned order as it goes to the exchange: a limit order at the planned price (IOC for a market one)."""
+    stop = planned.get("stop_loss")
     return Order(
         planned["symbol"],
         planned["category"],
@@ -575,6 +577,7 @@ def as_sent(planned: dict[str, Any]) -> Order:
         "limit",
         Decimal(planned["price"]),
         planned["reduce_only"],
+        stop_loss=Decimal(stop) if stop is not None else None,
     )
 
 

@@ -24,6 +24,13 @@ What passes, for one order at one size `q` (lot steps of the instrument), on the
   price / leverage plus the taker fee, against the available balance), free quote coin for a spot buy,
   free base coin for a spot sell.
 
+The loss rules (issue 15), for orders that can grow a linear position: `tradingHours` (UTC windows, the
+world's clock at 12:00), `maxOpenPositions` (linear markets with a position once this order and its side
+fill, this one included), `requireStopLoss` (a stop is given), a `stop_loss` on the tick and below the
+order's price, the mark and the bid for a buy (above its price, the mark and the ask for a sell: Bybit
+checks it against the last price, inside the touch), and `maxLossPerTradeUsd` / `Pct`: q x (|price - stop|
++ 0.00055 x (price + stop)) at most the smaller limit, at the sent price (a buy's highest, a sell's lowest).
+
 An order shrinks a position when it is reduce-only, or on the other side of the position and, with the
 open orders on its side, no larger than it (spot: a sell of at most the base coin held).
 """
@@ -39,6 +46,10 @@ from tests.worlds.world import Instrument, Quote, World, plain
 
 ZERO = Decimal(0)
 HUNDRED = Decimal(100)
+STANDARD_TAKER_FEE = Decimal(
+    "0.00055"
+)  # Bybit's non-VIP linear taker fee: the loss rule's, whatever the venue's
+WORLD_MINUTE = 12 * 60  # the worlds' clock stands at 12:00 UTC (harness.open_world)
 DEFAULTS: dict[str, Any] = {
     "maxNotionalUsd": Decimal(25),
     "maxOrderNotionalUsd": Decimal(25),
@@ -112,6 +123,32 @@ class PolicyRules:
     def confirm_actions(self) -> frozenset[str]:
         return frozenset((self.raw.get("confirm") or {}).get("actions", ()))
 
+    def loss_limit(self, symbol: str, equity: Decimal) -> Decimal | None:
+        override = (self.raw.get("markets") or {}).get(symbol, {})
+        found = []
+        usd = override.get("maxLossPerTradeUsd", self.raw.get("maxLossPerTradeUsd"))
+        pct = override.get("maxLossPerTradePct", self.raw.get("maxLossPerTradePct"))
+        if usd is not None:
+            found.append(Decimal(usd))
+        if pct is not None:
+            found.append(max(equity, ZERO) * Decimal(pct) / HUNDRED)
+        return min(found) if found else None
+
+    def require_stop(self, symbol: str) -> bool:
+        override = (self.raw.get("markets") or {}).get(symbol, {})
+        return bool(override.get("requireStopLoss", self.raw.get("requireStopLoss", False)))
+
+    def open_hours(self, minute: int) -> bool:
+        windows = self.raw.get("tradingHours") or []
+        if not windows:
+            return True
+        for window in windows:
+            start = int(window["start"][:2]) * 60 + int(window["start"][3:])
+            end = int(window["end"][:2]) * 60 + int(window["end"][3:])
+            if (start < end and start <= minute < end) or (start > end and (minute >= start or minute < end)):
+                return True
+        return False
+
     def needs_human(self, tool: str, notional: Decimal) -> bool:
         if tool in self.confirm_actions:
             return True
@@ -157,6 +194,7 @@ class Order:
     price: Decimal | None = None
     reduce_only: bool = False
     closing: bool = False  # planned by close_position, whose plan no notional threshold holds back
+    stop_loss: Decimal | None = None
 
     @property
     def sign(self) -> int:
@@ -174,6 +212,8 @@ class Order:
         }
         if self.order_type == "limit" and self.price is not None:
             args["price"] = plain(self.price)
+        if self.stop_loss is not None and not self.reduce_only:
+            args["stop_loss"] = plain(self.stop_loss)
         return args
 
     @staticmethod
@@ -186,6 +226,7 @@ class Order:
             order_type=str(args.get("order_type", "market")),
             price=Decimal(price) if price is not None else None,
             reduce_only=bool(args.get("reduce_only", False)),
+            stop_loss=Decimal(args["stop_loss"]) if args.get("stop_loss") is not None else None,
         )
 
 
@@ -434,6 +475,9 @@ class Oracle:
                 out.append(Miss("band", "priceBand", f"sell at {plain(price)} < {plain(sell_limit)}"))
         if not reducing:
             out.extend(self._cap_misses(order, instrument, qty, limits, held, pending, worst))
+            out.extend(self._loss_misses(order, instrument, qty, held, pending, price))
+        elif self.stop(order) is not None and not instrument.spot:
+            out.extend(self._stop_misses(order, instrument, price))
         out.extend(self._exchange_misses(order, instrument, qty, price, held))
         if not order.closing and not self.reaches_human and rules.needs_human("place_order", qty * worst):
             out.append(
@@ -496,6 +540,67 @@ class Oracle:
                     )
                 )
         return out
+
+    def _loss_misses(
+        self,
+        order: Order,
+        instrument: Instrument,
+        qty: Decimal,
+        held: Decimal,
+        pending: Decimal,
+        price: Decimal,
+    ) -> list[Miss]:
+        out = []
+        rules = self.policy
+        if not rules.open_hours(WORLD_MINUTE):
+            out.append(Miss("hours", "tradingHours", "12:00 UTC is outside every window"))
+        if instrument.spot:
+            return out
+        most = rules.raw.get("maxOpenPositions")
+        if most is not None:
+            left = ZERO if order.reduce_only and qty >= abs(held) else held + order.sign * qty
+            after = left + order.sign * pending
+            others = {s for s, p in self.account.positions.items() if p.size != 0 and s != order.symbol}
+            count = len(others) + (1 if after != 0 else 0)
+            if count > int(most):
+                out.append(Miss("positions", "maxOpenPositions", f"{count} > {most}"))
+        stop = self.stop(order)
+        if stop is None:
+            if rules.require_stop(order.symbol) and not order.reduce_only:
+                out.append(Miss("protection", "requireStopLoss", "no stop_loss"))
+            return out
+        misplaced = self._stop_misses(order, instrument, price)
+        if misplaced:
+            return out + misplaced
+        cap = rules.loss_limit(order.symbol, self.equity())
+        loss = qty * (abs(price - stop) + STANDARD_TAKER_FEE * (price + stop))
+        if cap is not None and loss > cap:
+            out.append(Miss("cap", "maxLossPerTrade", f"{plain(loss)} > {plain(cap)}"))
+        return out
+
+    def _stop_misses(self, order: Order, instrument: Instrument, price: Decimal) -> list[Miss]:
+        """A stop that is off the tick, or not below the price, the mark and the bid (a buy's)."""
+        stop = self.stop(order)
+        assert stop is not None
+        quote, tick = self.quote(order.symbol), instrument.tick
+        if order.side == "buy":
+            beyond = stop < min(price, quote.mark, quote.bid)
+        else:
+            beyond = stop > max(price, quote.mark, quote.ask)
+        if stop <= 0 or stop % tick != 0 or not beyond:
+            return [Miss("protection", "stopLoss", f"stop {plain(stop)} against price {plain(price)}")]
+        return []
+
+    def stop(self, order: Order) -> Decimal | None:
+        """The stop as it is sent: on the tick towards the price (a buy's up, a sell's down), one tick at least."""
+        instrument = self.instrument(order)
+        if order.stop_loss is None or instrument is None:
+            return order.stop_loss
+        tick = instrument.tick
+        steps = (
+            ceil_steps(order.stop_loss, tick) if order.side == "buy" else floor_steps(order.stop_loss, tick)
+        )
+        return max(steps * tick, tick)
 
     def _exchange_misses(
         self, order: Order, instrument: Instrument, qty: Decimal, price: Decimal, held: Decimal

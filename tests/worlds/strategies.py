@@ -196,7 +196,51 @@ def policies(
         confirm["actions"] = [draw(st.sampled_from(["place_order", "close_position"]))]
     if confirm:
         policy["confirm"] = confirm
+    policy.update(loss_rules(draw, unit))
     return policy
+
+
+# UTC windows around the worlds' clock (12:00): open, closed, and open across midnight.
+WINDOWS = (
+    [{"start": "08:00", "end": "20:00"}],
+    [{"start": "13:00", "end": "14:00"}],
+    [{"start": "22:00", "end": "12:30"}],
+    [{"start": "12:01", "end": "11:59"}],
+    [{"start": "01:00", "end": "02:00"}, {"start": "11:00", "end": "12:01"}],
+)
+
+
+def loss_rules(draw: st.DrawFn, unit: Decimal) -> dict[str, Any]:
+    """Issue 15's rules, each left out most of the time: loss per trade at the stop (relative to the minimum
+    order's value), requireStopLoss, maxOpenPositions and tradingHours."""
+    rules: dict[str, Any] = {}
+    if draw(st.integers(0, 2)) == 0:
+        factor = draw(st.sampled_from([Decimal("0.002"), Decimal("0.01"), Decimal("0.05"), Decimal(1)]))
+        rules["maxLossPerTradeUsd"] = max(significant(unit * factor), Decimal("0.01"))
+    if draw(st.integers(0, 4)) == 0:
+        rules["maxLossPerTradePct"] = draw(st.sampled_from([Decimal("0.1"), Decimal(1), Decimal(5)]))
+    if draw(st.integers(0, 5)) == 0:
+        rules["requireStopLoss"] = True
+    if draw(st.integers(0, 4)) == 0:
+        rules["maxOpenPositions"] = draw(st.sampled_from([1, 2]))
+    if draw(st.integers(0, 5)) == 0:
+        rules["tradingHours"] = draw(st.sampled_from(WINDOWS))
+    return rules
+
+
+def stop_for(draw: st.DrawFn, chosen: Instrument, quote: Quote, side: str) -> Decimal | None:
+    """A stop-loss near the price: on its side (mostly), on the wrong side, or off the tick; or none."""
+    if chosen.spot or draw(st.integers(0, 2)) > 0:
+        return None
+    tick = chosen.tick
+    away = tick * draw(log_int(1, 3000))
+    kind = draw(st.sampled_from(["right"] * 5 + ["wrong", "off_tick"]))
+    if kind == "wrong":
+        away = -away
+    stop = quote.bid - away if side == "buy" else quote.ask + away
+    if kind == "off_tick":
+        stop += tick / 3
+    return max(stop, tick).quantize(Decimal("1e-12"))
 
 
 @st.composite
@@ -359,7 +403,8 @@ def cases(draw: st.DrawFn, world: World, oracle: Oracle) -> Case:
     price = limit_price(draw, chosen, world.quotes[chosen.symbol], side) if order_type == "limit" else None
     opposite = held != 0 and (held > 0) == (side == "sell")
     reduce_only = draw(st.integers(0, 9)) < (4 if opposite else 1)
-    order = Order(chosen.symbol, chosen.category, side, order_type, price, reduce_only)
+    stop = None if reduce_only else stop_for(draw, chosen, world.quotes[chosen.symbol], side)
+    order = Order(chosen.symbol, chosen.category, side, order_type, price, reduce_only, stop_loss=stop)
     args = order.args(Decimal(1))
     if draw(st.integers(0, 4)) == 0:
         qty = sizes(draw, oracle, order, chosen) if oracle.instrument(order) else Decimal(1)

@@ -47,7 +47,14 @@ class Accounts:
         for spec in scenario.positions:
             sign = 1 if spec.side == "Buy" else -1
             position = SimPosition(
-                spec.symbol, spec.size * sign, spec.avg_price, spec.leverage, now_ms, now_ms
+                spec.symbol,
+                spec.size * sign,
+                spec.avg_price,
+                spec.leverage,
+                now_ms,
+                now_ms,
+                take_profit=spec.take_profit,
+                stop_loss=spec.stop_loss,
             )
             if spec.position_idx:
                 self.hedge_legs.setdefault(spec.symbol, {})[spec.position_idx] = position

@@ -23,6 +23,7 @@ from pilot.exchange.sim.validation import (
     parse_new_order,
     pick,
     price_limits,
+    to_decimal,
 )
 
 OPEN = ("New", "PartiallyFilled")
@@ -59,6 +60,9 @@ class SimOrder:
     last_price_on_created: Decimal = ZERO
     position_idx: int = 0
     hidden_reads: int = 0  # list reads left before the order shows (the acknowledgement lag)
+    take_profit: Decimal = ZERO  # TP/SL on create (tpslMode Full): set on the position once it fills
+    stop_loss: Decimal = ZERO
+    stop_order_type: str = ""  # "StopLoss" / "TakeProfit" for the closing order a trigger creates
 
     @property
     def leaves_qty(self) -> Decimal:
@@ -67,6 +71,26 @@ class SimOrder:
     @property
     def is_buy(self) -> bool:
         return self.side == "Buy"
+
+
+@dataclass(slots=True)
+class SimClosedPnl:
+    """One /v5/position/closed-pnl row: what one order closed of a position, and its PnL after fees."""
+
+    order_id: str
+    symbol: str
+    side: str
+    qty: Decimal
+    order_price: Decimal
+    order_type: str
+    closed_size: Decimal
+    avg_entry_price: Decimal
+    avg_exit_price: Decimal
+    closed_pnl: Decimal
+    leverage: Decimal
+    fill_count: int
+    created_ms: int
+    updated_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,8 +125,10 @@ class Engine:
         self.open_orders: dict[str, SimOrder] = {}
         self.links: dict[tuple[str, str], str] = {}
         self.executions: list[SimExecution] = []
+        self.closed_pnl: list[SimClosedPnl] = []
         self.hedge_symbols = scenario.hedge_symbols
         self.ack_lag_reads = scenario.ack_lag_reads
+        self.tpsl_on_create = scenario.tpsl_on_create
         self.seq = itertools.count(1)
 
     def restart_seq(self, first: int) -> None:
@@ -141,6 +167,7 @@ class Engine:
                 "OrderLinkedID is duplicate" if category != "spot" else "Duplicate clientOrderId.",
             )
         qty = self._reduce_only_qty(instrument, new) if new.reduce_only else new.qty
+        take_profit, stop_loss = self._tpsl_on_create(instrument, new, params, quote.mid)
         self._check_balance(instrument, new, qty, limit)
         now = self.clock_ms()
         order = SimOrder(
@@ -159,6 +186,8 @@ class Engine:
             last_price_on_created=floor_to(quote.mid, instrument.tick_size),
             position_idx=position_idx,
             hidden_reads=self.ack_lag_reads,
+            take_profit=take_profit,
+            stop_loss=stop_loss,
         )
         self.prune(now)
         self.orders[order.order_id] = order
@@ -166,6 +195,41 @@ class Engine:
             self.links[(category, order.order_link_id)] = order.order_id
         self._match_new(instrument, order, limit)
         return order
+
+    def _tpsl_on_create(
+        self, instrument: InstrumentSpec, new: NewOrder, params: dict[str, Any], last: Decimal
+    ) -> tuple[Decimal, Decimal]:
+        """takeProfit / stopLoss on create (create-order.mdx): linear only, on the tick, on the right side of
+        the base price (the limit price, or the last price for a market order); 10001 otherwise."""
+        wanted = {name: params.get(name) for name in ("takeProfit", "stopLoss")}
+        if all(value in (None, "", "0") for value in wanted.values()):
+            return ZERO, ZERO
+        if instrument.category != "linear":
+            raise SimReject(170130, "params error: takeProfit/stopLoss are not supported here")
+        base = new.price if new.price is not None else last
+        prices = {}
+        for name, value in wanted.items():
+            if value in (None, "", "0"):
+                prices[name] = ZERO
+                continue
+            price = to_decimal(value, name, 10001)
+            check_price(instrument, price)
+            prices[name] = price
+        buy = new.side == "Buy"
+        take_profit, stop_loss = prices["takeProfit"], prices["stopLoss"]
+        if take_profit and (take_profit <= base if buy else take_profit >= base):
+            side = "higher" if buy else "lower"
+            raise SimReject(
+                10001,
+                f"TakeProfit:{take_profit} set for {new.side} position should be {side} than base_price:{base}",
+            )
+        if stop_loss and (stop_loss >= base if buy else stop_loss <= base):
+            side = "lower" if buy else "higher"
+            raise SimReject(
+                10001,
+                f"StopLoss:{stop_loss} set for {new.side} position should be {side} than base_price:{base}",
+            )
+        return take_profit, stop_loss
 
     def _position_idx(self, instrument: InstrumentSpec, params: dict[str, Any]) -> int:
         """positionIdx as Bybit checks it: 0 in one-way mode, 1/2 (the legs) in hedge mode (10001 otherwise).
@@ -324,7 +388,12 @@ class Engine:
         return [(p, s) for p, s in bids if p >= limit]
 
     def rematch(self, symbols: list[str]) -> None:
-        """Fill resting orders whose price the new quotes cross, as maker at the order's own price."""
+        """Fill resting orders whose price the new quotes cross, as maker at the order's own price; then
+        trigger the stops and targets the new prices reach."""
+        self._rematch(symbols)
+        self.trigger_stops(symbols)
+
+    def _rematch(self, symbols: list[str]) -> None:
         for order in list(self.open_orders.values()):
             if order.symbol not in symbols:
                 continue
@@ -347,7 +416,12 @@ class Engine:
         if instrument.category == "linear":
             fee, fee_coin = qty * price * rate, instrument.quote_coin
             signed = qty if order.is_buy else -qty
+            position = self.accounts.positions[order.symbol]
+            entry, before = position.avg_price, position.size
             closed = self.accounts.apply_linear_fill(order.symbol, signed, price, fee, now)
+            if closed:
+                self._book_closed_pnl(order, closed, entry, before, price, fee, qty, now)
+            self._protect(order)
         else:
             fee = (qty if order.is_buy else qty * price) * rate
             fee_coin = instrument.base_coin if order.is_buy else instrument.quote_coin
@@ -380,6 +454,112 @@ class Engine:
             self.open_orders.pop(order.order_id, None)
         elif order.reduce_only and self.accounts.positions[order.symbol].size == 0:
             self._cancel_rest(order, "EC_NoError", cancel_type="CancelByReduceOnly")
+
+    def _book_closed_pnl(
+        self,
+        order: SimOrder,
+        closed: Decimal,
+        entry: Decimal,
+        before: Decimal,
+        price: Decimal,
+        fee: Decimal,
+        qty: Decimal,
+        now: int,
+    ) -> None:
+        """Add a fill that closed part of a position to its order's closed-pnl row (closed-pnl.mdx): the
+        gross PnL of the closed size, less this fill's fee and the opening fee of that size (taker rate)."""
+        direction = 1 if before > 0 else -1
+        share = fee * closed / qty  # this fill's fee on the closed part (a flip opens the rest)
+        pnl = (price - entry) * closed * direction - share - closed * entry * self.taker_fee
+        row = (
+            self.closed_pnl[-1]
+            if self.closed_pnl and self.closed_pnl[-1].order_id == order.order_id
+            else None
+        )
+        if row is None:
+            self.closed_pnl.append(
+                SimClosedPnl(
+                    order.order_id,
+                    order.symbol,
+                    order.side,
+                    order.qty,
+                    order.price,
+                    order.order_type,
+                    closed,
+                    entry,
+                    price,
+                    pnl,
+                    self.accounts.positions[order.symbol].leverage,
+                    1,
+                    now,
+                    now,
+                )
+            )
+        else:
+            total = row.closed_size + closed
+            row.avg_exit_price = (row.avg_exit_price * row.closed_size + price * closed) / total
+            row.avg_entry_price = (row.avg_entry_price * row.closed_size + entry * closed) / total
+            row.closed_size, row.closed_pnl = total, row.closed_pnl + pnl
+            row.fill_count, row.updated_ms = row.fill_count + 1, now
+        del self.closed_pnl[: max(len(self.closed_pnl) - MAX_EXECUTIONS, 0)]
+
+    def _protect(self, order: SimOrder) -> None:
+        """TP/SL sent with a create apply to the whole position once it fills (tpslMode Full); a closed
+        position loses its TP/SL (trading-stop.mdx: the system cancels them when the position closes)."""
+        position = self.accounts.positions[order.symbol]
+        if position.size == 0:
+            position.take_profit = position.stop_loss = ZERO
+            return
+        if not self.tpsl_on_create:  # the scenario's lost stop: accepted with the create, never applied
+            return
+        if order.take_profit:
+            position.take_profit = order.take_profit
+        if order.stop_loss:
+            position.stop_loss = order.stop_loss
+
+    def trigger_stops(self, symbols: list[str]) -> None:
+        """Close a position whose stop-loss or take-profit the last price has reached (Bybit's default
+        trigger, LastPrice), with a reduce-only market order, as Bybit's system does."""
+        for symbol in symbols:
+            instrument = self.instruments.get(("linear", symbol))
+            position = self.accounts.positions.get(symbol)
+            if instrument is None or position is None or position.size == 0:
+                continue
+            last = floor_to(self.market.quote(symbol).mid, instrument.tick_size)
+            long = position.size > 0
+            hit = ""
+            if position.stop_loss and (last <= position.stop_loss if long else last >= position.stop_loss):
+                hit = "StopLoss"
+            elif position.take_profit and (
+                last >= position.take_profit if long else last <= position.take_profit
+            ):
+                hit = "TakeProfit"
+            if hit:
+                self._close_by_trigger(instrument, position.size, hit)
+
+    def _close_by_trigger(self, instrument: InstrumentSpec, size: Decimal, kind: str) -> None:
+        quote = self.market.quote(instrument.symbol)
+        buy_limit, sell_limit = price_limits(instrument, quote)
+        side = "Sell" if size > 0 else "Buy"
+        now = self.clock_ms()
+        order = SimOrder(
+            str(uuid.uuid4()),
+            "",
+            "linear",
+            instrument.symbol,
+            side,
+            "Market",
+            ZERO,
+            abs(size),
+            "IOC",
+            True,
+            now,
+            now,
+            last_price_on_created=floor_to(quote.mid, instrument.tick_size),
+            stop_order_type=kind,
+        )
+        self.orders[order.order_id] = order
+        self._match_new(instrument, order, sell_limit if side == "Sell" else buy_limit)
 
     def _cancel_rest(self, order: SimOrder, reason: str, cancel_type: str = "UNKNOWN") -> None:
         partly = order.cum_exec_qty > 0
@@ -476,13 +656,29 @@ class Engine:
         position = self.accounts.positions[instrument.symbol]
         if position.size == 0:
             raise SimReject(10001, "can not set tp/sl/ts for zero position")
+        last = floor_to(self.market.quote(instrument.symbol).mid, instrument.tick_size)
+        long = position.size > 0
         for name, attribute in (
             ("takeProfit", "take_profit"),
             ("stopLoss", "stop_loss"),
             ("trailingStop", "trailing_stop"),
         ):
-            if params.get(name) not in (None, ""):
-                setattr(position, attribute, Decimal(str(params[name])))
+            if params.get(name) in (None, ""):
+                continue
+            value = Decimal(str(params[name]))
+            if value < 0:
+                raise SimReject(10001, f"params error: {name} cannot be less than 0")
+            if value and name != "trailingStop":
+                check_price(instrument, value)
+                above = name == "takeProfit" if long else name == "stopLoss"
+                if value <= last if above else value >= last:
+                    side, way = ("Buy" if long else "Sell"), ("higher" if above else "lower")
+                    label = "TakeProfit" if name == "takeProfit" else "StopLoss"
+                    raise SimReject(
+                        10001,
+                        f"{label}:{value} set for {side} position should be {way} than base_price:{last}",
+                    )
+            setattr(position, attribute, value)
         position.updated_ms = self.clock_ms()
 
     def step(self) -> None:

@@ -299,6 +299,23 @@ def executions(ctx: Context, params: Params) -> dict:
     return {"category": category, "list": items, "nextPageCursor": cursor}
 
 
+def closed_pnl(ctx: Context, params: Params) -> dict:
+    """Closed PnL, newest first (closed-pnl.mdx): linear only, a 7-day window by updated time (the last 7
+    days by default), 50 rows a page at most (default 50)."""
+    category = category_of(params, allowed=DERIVATIVES)
+    start, end = _window(params, ctx.now_ms)
+    rows = [
+        row
+        for row in reversed(ctx.engine.closed_pnl)
+        if category == "linear"
+        and start <= row.updated_ms <= end
+        and (not params.get("symbol") or row.symbol == params["symbol"])
+    ]
+    page, cursor = paginate(rows, params, 50, 100)
+    items = [views.closed_pnl_view(row, ctx.engine.instruments[("linear", row.symbol)]) for row in page]
+    return {"category": category, "list": items, "nextPageCursor": cursor}
+
+
 # ---- positions and account ------------------------------------------------------------------------
 
 
@@ -477,6 +494,7 @@ ROUTES: dict[str, Route] = {
     "/v5/order/history": Route("GET", order_history, True),
     "/v5/execution/list": Route("GET", executions, True),
     "/v5/position/list": Route("GET", positions, True),
+    "/v5/position/closed-pnl": Route("GET", closed_pnl, True),
     "/v5/position/set-leverage": Route("POST", set_leverage, True, ("ContractTrade", "Position"), True),
     "/v5/position/trading-stop": Route("POST", trading_stop, True, ("ContractTrade", "Position"), True),
     "/v5/account/wallet-balance": Route("GET", wallet_balance, True),

@@ -62,6 +62,8 @@ class PositionSpec:
     avg_price: Decimal
     leverage: Decimal
     position_idx: int = 0  # 1/2: a leg of a hedge-mode symbol (shown, not traded, by the paper exchange)
+    stop_loss: Decimal = Decimal(0)  # 0: none (closed at market when the last price reaches it)
+    take_profit: Decimal = Decimal(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +100,7 @@ class Scenario:
     maker_fee: Decimal = Decimal("0.0002")
     rate_limits: bool | dict[str, int] = True
     ack_lag_reads: int = 0  # an order stays out of realtime/history/executions for this many list reads
+    tpsl_on_create: bool = True  # False: TP/SL sent with a create are accepted and not applied (a lost stop)
 
     @property
     def hedge_symbols(self) -> frozenset[str]:
@@ -136,6 +139,7 @@ def parse_scenario(data: Any) -> Scenario:
             "fees",
             "rateLimits",
             "ackLagReads",
+            "tpslOnCreate",
             "description",
             "sources",
         },
@@ -185,7 +189,14 @@ def parse_scenario(data: Any) -> Scenario:
         maker_fee=_decimal(fees.get("maker", "0.0002"), "fees.maker", minimum=Decimal(0)),
         rate_limits=_rate_limits(root.get("rateLimits", True), "rateLimits"),
         ack_lag_reads=_int(root.get("ackLagReads", 0), "ackLagReads", minimum=0),
+        tpsl_on_create=_switch(root.get("tpslOnCreate", True), "tpslOnCreate"),
     )
+
+
+def _switch(value: Any, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise ScenarioError(f"{path}: must be true or false, got {value!r}")
+    return value
 
 
 def _instrument(data: Any, path: str) -> InstrumentSpec:
@@ -306,6 +317,8 @@ def _position(data: Any, path: str, linear: set[str]) -> PositionSpec:
         avg_price=_decimal(_need(item, "avgPrice", path), f"{path}.avgPrice", minimum=Decimal("1e-18")),
         leverage=_decimal(item.get("leverage", 10), f"{path}.leverage", minimum=Decimal(1)),
         position_idx=_position_idx(item.get("positionIdx", 0), f"{path}.positionIdx"),
+        stop_loss=_decimal(item.get("stopLoss", 0), f"{path}.stopLoss", minimum=Decimal(0)),
+        take_profit=_decimal(item.get("takeProfit", 0), f"{path}.takeProfit", minimum=Decimal(0)),
     )
 
 

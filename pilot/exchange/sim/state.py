@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pilot.exchange.sim.accounts import SimPosition
-from pilot.exchange.sim.engine import OPEN, Engine, SimExecution, SimOrder
+from pilot.exchange.sim.engine import OPEN, Engine, SimClosedPnl, SimExecution, SimOrder
 from pilot.exchange.sim.market import Quote
 
 VERSION = 1
@@ -135,6 +135,7 @@ def snapshot(engine: Engine) -> dict[str, Any]:
         "positions": [_plain(p) for p in accounts.positions.values()],
         "orders": [_plain(o) for o in engine.orders.values()],
         "executions": [_plain_execution(e) for e in engine.executions],
+        "closed_pnl": [_plain(row) for row in engine.closed_pnl],
         "quotes": {
             s: {"bid": str(q.bid), "ask": str(q.ask), "mark": str(q.mark)} for s, q in market.quotes().items()
         },
@@ -162,6 +163,7 @@ def restore(engine: Engine, data: dict[str, Any]) -> None:
     engine.open_orders = {o.order_id: o for o in orders if o.status in OPEN}
     engine.links = {(o.category, o.order_link_id): o.order_id for o in orders if o.order_link_id}
     engine.executions = [_build_execution(item, engine.orders) for item in data["executions"]]
+    engine.closed_pnl = [_build(SimClosedPnl, item) for item in data.get("closed_pnl", [])]
     engine.market.restore(
         {
             s: Quote(Decimal(q["bid"]), Decimal(q["ask"]), Decimal(q["mark"]))

@@ -6,7 +6,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from pilot.exchange.sim.accounts import ZERO, Accounts, SimPosition
-from pilot.exchange.sim.engine import SimExecution, SimOrder
+from pilot.exchange.sim.engine import SimClosedPnl, SimExecution, SimOrder
 from pilot.exchange.sim.market import Quote
 from pilot.exchange.sim.scenario import ApiKeySpec, InstrumentSpec
 from pilot.exchange.sim.validation import price_limits
@@ -61,15 +61,15 @@ def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
         "cumExecFee": num(order.cum_exec_fee),
         "timeInForce": order.time_in_force,
         "orderType": order.order_type,
-        "stopOrderType": "",
+        "stopOrderType": order.stop_order_type,
         "orderIv": "",
         "marketUnit": "",
         "slippageToleranceType": "UNKNOWN",
         "slippageTolerance": "0",
         "triggerPrice": "",
-        "takeProfit": "",
-        "stopLoss": "",
-        "tpslMode": "",
+        "takeProfit": step(order.take_profit, tick) if order.take_profit else "",
+        "stopLoss": step(order.stop_loss, tick) if order.stop_loss else "",
+        "tpslMode": "Full" if order.take_profit or order.stop_loss else "",
         "ocoTriggerBy": "",
         "tpLimitPrice": "0",
         "slLimitPrice": "0",
@@ -353,4 +353,28 @@ def api_key_view(spec: ApiKeySpec, index: int) -> dict[str, Any]:
         "parentUid": "0",
         "kycLevel": "LEVEL_DEFAULT",
         "kycRegion": "",
+    }
+
+
+def closed_pnl_view(row: SimClosedPnl, instrument: InstrumentSpec) -> dict[str, Any]:
+    """A /v5/position/closed-pnl row as Bybit writes one (closed-pnl.mdx; hirokisan/bybit's recording)."""
+    tick, lot = instrument.tick_size, instrument.qty_step
+    return {
+        "symbol": row.symbol,
+        "orderId": row.order_id,
+        "side": row.side,
+        "qty": step(row.qty, lot),
+        "orderPrice": step(row.order_price, tick) if row.order_price else "0",
+        "orderType": row.order_type,
+        "execType": "Trade",
+        "closedSize": step(row.closed_size, lot),
+        "cumEntryValue": num(row.avg_entry_price * row.closed_size),
+        "avgEntryPrice": num(row.avg_entry_price),
+        "cumExitValue": num(row.avg_exit_price * row.closed_size),
+        "avgExitPrice": num(row.avg_exit_price),
+        "closedPnl": num(row.closed_pnl),
+        "fillCount": str(row.fill_count),
+        "leverage": num(row.leverage),
+        "createdTime": str(row.created_ms),
+        "updatedTime": str(row.updated_ms),
     }
