@@ -48,10 +48,12 @@ from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import (
     AccountBalance,
     ApiKeyInfo,
+    ClosedPnl,
     ExchangeOrder,
     ExchangePosition,
     Execution,
     OrderBook,
+    Page,
     PriceBand,
     Ticker,
 )
@@ -563,6 +565,24 @@ class StreamingReader:
 
     async def get_api_key_info(self) -> ApiKeyInfo:
         return await self.rest.get_api_key_info()
+
+    async def get_order_history_page(
+        self, category: str, symbol: str | None, cursor: str | None, limit: int
+    ) -> Page[ExchangeOrder]:
+        return await self.rest.get_order_history_page(category, symbol, cursor, limit)
+
+    async def get_executions_page(
+        self, category: str, symbol: str | None, cursor: str | None, limit: int
+    ) -> Page[Execution]:
+        return await self.rest.get_executions_page(category, symbol, cursor, limit)
+
+    async def get_closed_pnl_page(
+        self, category: str, symbol: str | None, cursor: str | None, limit: int, since: datetime | None = None
+    ) -> Page[ClosedPnl]:
+        return await self.rest.get_closed_pnl_page(category, symbol, cursor, limit, since)
+
+    async def get_closed_pnl_since(self, category: str, since: datetime) -> list[ClosedPnl]:
+        return await self.rest.get_closed_pnl_since(category, since)
 
 
 async def stream_markets(rest: ExchangeReader, symbols: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
