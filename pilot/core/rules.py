@@ -491,10 +491,11 @@ def check_funds(s: Situation) -> Breach | None:
 
     Linear: the part of the order that opens a position needs its initial margin at the position's leverage,
     and the whole order the taker fee, out of the available balance (Bybit's order cost; it refuses the
-    order otherwise, retCode 110007). An order that only shrinks the position is not checked.
+    order otherwise, retCode 110007). Only a reduce-only order is exempt, as at Bybit: a plain order that
+    shrinks the position still pays its fee, so with no balance left its next action is the reduce-only one.
     """
     funds = s.facts.funds
-    if funds is None or s.reducing:
+    if funds is None or s.order.reduce_only or (s.reducing and _is_spot(s)):
         return None
     if _is_spot(s):
         if s.order.side is not Side.BUY:
