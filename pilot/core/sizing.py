@@ -187,7 +187,14 @@ def reducing_alternative(policy: Policy, facts: Facts, situation: Situation | No
         if not all(b.rule in RESIZE_CODES for b in breaches):
             return None
         action = suggest(policy, variant, variant_situation)
-        return action if action.tool == "plan_order" else None
+        if action.tool != "plan_order" or action.args is None:
+            return None
+        # Raised to the instrument's minimum, a close can stop shrinking the worst case (orders pending on
+        # its side): offer it only if it passes as suggested, or the agent would be sent round in a loop.
+        args = action.args
+        price = Decimal(str(args["price"])) if "price" in args else cut.limit_price
+        suggested = replace(variant, order=replace(cut, qty=Decimal(str(args["qty"])), limit_price=price))
+        return action if not run_checks(policy, suggested)[1] else None
     what = "a reduce-only" if cut.reduce_only else "a"
     text = (
         f"this order would grow the position; {what} {cut.side} of {plain(cut.qty)} {rules.base} only "

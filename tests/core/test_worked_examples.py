@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal as D
 
@@ -11,6 +12,7 @@ from pilot.core.facts import (
     InstrumentRules,
     OrderIntent,
     OrderType,
+    PendingOrders,
     Position,
     PriceBand,
     Side,
@@ -150,3 +152,41 @@ def test_a_spot_buy_priced_above_the_band_is_sent_back_inside_it_not_told_nothin
         refused.next_safe_action.args["price"] == "80400" and refused.next_safe_action.args["qty"] == "0.001"
     )
     assert evaluate(policy, spot_buy_above_band("80400")).passed
+
+
+DOGE = InstrumentRules(
+    "DOGEUSDT", "linear", D("0.0001"), D("0.01"), D(1), D("8.2"), D(0), D(50), D("0.01"), "DOGE"
+)
+
+
+def test_a_close_raised_to_the_minimum_that_no_longer_shrinks_is_not_offered_in_reducing():
+    # A random world's loop: short 1.09 with 1.89 of buys resting, trading reducing. Only a buy of at most
+    # 0.29 shrinks the worst case, below the minimum of 1; a buy of 1 grows it and is refused again.
+    policy = Policy(
+        allowed_markets=("DOGEUSDT",),
+        max_notional_usd=D(1900),
+        max_order_notional_usd=D(230),
+        trading_state=TradingState.REDUCING,
+    )
+    facts = Facts(
+        order=OrderIntent("DOGEUSDT", Side.BUY, D("1.08"), OrderType.MARKET),
+        rules=DOGE,
+        touch=Touch(bid=D("121.8449"), ask=D("121.8451"), mark=D("121.8447"), observed_at=NOW),
+        position=Position("DOGEUSDT", D("-1.09"), D("121"), D(13)),
+        equity=D(456),
+        orders_today=0,
+        trading_state=TradingState.REDUCING,
+        now=NOW,
+        pending=PendingOrders(buy_qty=D("1.89")),
+    )
+    refused = evaluate(policy, facts)
+
+    assert [v.rule for v in refused.violations] == ["tradingState"]
+    action = refused.next_safe_action
+    assert action is not None
+    if action.tool == "plan_order":  # whatever is offered must pass as offered
+        again = replace(
+            facts,
+            order=replace(facts.order, qty=D(action.args["qty"]), reduce_only=action.args["reduce_only"]),
+        )
+        assert evaluate(policy, again).passed
