@@ -6,7 +6,6 @@ the paged reads get_order_history, get_fills, get_closed_pnl."""
 from decimal import Decimal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
 
 from pilot.app import amend, protection
 from pilot.app.inputs import DROP, decimal_arg
@@ -27,17 +26,7 @@ from pilot.server.arguments import (
     checked_symbol,
 )
 from pilot.server.market_tools import READ
-
-SAFE_WRITE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True
-)
-PLAN = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
-)
-PROTECT = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
-)
-
+from pilot.server.trading_tools import PLAN, SAFE_WRITE
 
 PAGE = 20
 
@@ -76,7 +65,7 @@ def register_risk_tools(mcp: MCPServer, runtime: Runtime) -> None:
             runtime, checked_symbol(symbol) if symbol else None, category
         )
 
-    @mcp.tool(annotations=PROTECT)
+    @mcp.tool(annotations=PLAN)
     async def set_trading_stop(
         symbol: Symbol, stop_loss: StopLoss = None, take_profit: TakeProfit = None
     ) -> ActionAnswer:
