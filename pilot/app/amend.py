@@ -15,7 +15,7 @@ from typing import Any
 
 from pilot.app import kinds
 from pilot.app.facts import gather, snapshot
-from pilot.app.plan import plan_payload, with_policy_issues
+from pilot.app.plan import issue_plan, plan_payload, with_policy_issues
 from pilot.app.records import AmendRecord
 from pilot.app.refusals import position_mode_violation, violation
 from pilot.app.responses import OrderAnswer, PlanAnswer, Refusal, next_out, violations_out
@@ -27,7 +27,6 @@ from pilot.core.valuation import floor_to_step, price_on_tick
 from pilot.core.violations import NextAction, Violation, plain
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import ExchangeOrder
-from pilot.store import new_plan_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,26 +157,12 @@ async def plan_amend(runtime: Runtime, ask: AmendAsk) -> PlanAnswer:
         was_qty=plain(judged.order.qty),
         was_price=plain(judged.order.price),
     )
-    payload = payload.model_copy(update={"order": order, "amend": amend, "needs_confirmation": False})
-    plan_id = new_plan_id()
-    record = await runtime.store.plans.create(
-        plan_id=plan_id,
-        payload=payload.model_dump(mode="json"),
-        now=now,
-        ttl_seconds=view.policy.plan_ttl_seconds,
+    payload = payload.model_copy(
+        update={"order": order, "amend": amend, "needs_confirmation": False, "confirmation_text": None}
     )
-    answer = PlanAnswer(
-        status="ok",
-        plan_id=plan_id,
-        expires_at=record.expires_at.isoformat(),
-        order=order,
-        notional_usd=payload.notional_usd,
-        position_notional_usd=payload.position_notional_usd,
-        liquidation_distance_pct=payload.liquidation_distance_pct,
-        needs_confirmation=False,
-        snapshot=shot,
-    )
-    await runtime.store.journal.append(kinds.PLAN, _entry(answer, ask), now=now, plan_id=plan_id)
+    answer = await issue_plan(runtime, view, payload, shot, now)
+    assert answer.plan_id is not None
+    await runtime.store.journal.append(kinds.PLAN, _entry(answer, ask), now=now, plan_id=answer.plan_id)
     return answer
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -52,15 +53,31 @@ async def plan_order(
         )
         await runtime.store.journal.append(kinds.PLAN, _entry(answer, request), now=now)
         return answer
-    plan_id = new_plan_id()
     payload = plan_payload(view, result, shot, tool)
+    answer = await issue_plan(runtime, view, payload, shot, now, can_confirm=can_reach_human)
+    assert answer.plan_id is not None
+    await runtime.store.journal.append(kinds.PLAN, _entry(answer, request), now=now, plan_id=answer.plan_id)
+    return answer
+
+
+async def issue_plan(
+    runtime: Runtime,
+    view: PolicyView,
+    payload: PlanPayload,
+    shot: Snapshot,
+    now: datetime,
+    *,
+    can_confirm: bool | None = None,
+) -> PlanAnswer:
+    """Store a passing judgement as a single-use plan (it lives planTtlSeconds) and answer ok with it."""
+    plan_id = new_plan_id()
     record = await runtime.store.plans.create(
         plan_id=plan_id,
         payload=payload.model_dump(mode="json"),
         now=now,
         ttl_seconds=view.policy.plan_ttl_seconds,
     )
-    answer = PlanAnswer(
+    return PlanAnswer(
         status="ok",
         plan_id=plan_id,
         expires_at=record.expires_at.isoformat(),
@@ -70,11 +87,9 @@ async def plan_order(
         liquidation_distance_pct=payload.liquidation_distance_pct,
         needs_confirmation=payload.needs_confirmation,
         confirmation_text=payload.confirmation_text,
-        can_confirm=can_reach_human,
+        can_confirm=can_confirm,
         snapshot=shot,
     )
-    await runtime.store.journal.append(kinds.PLAN, _entry(answer, request), now=now, plan_id=plan_id)
-    return answer
 
 
 def _entry(answer: PlanAnswer, request: PlanRequest) -> dict[str, Any]:
