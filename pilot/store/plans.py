@@ -8,7 +8,6 @@ sealing) is not found by `claim` or `get`, and a claim of one is journaled as `s
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import secrets
 import sqlite3
@@ -109,43 +108,44 @@ class Plans:
         created_at, expires_at = iso_utc(now), iso_utc(now + timedelta(seconds=ttl_seconds))
         payload_json = canonical_json(payload)
         seal = self._sealer.plan(_plan_text(plan_id, created_at, expires_at, payload_json))
-        async with self._db.write() as tx:
-            await tx.run(
-                "INSERT INTO plans (plan_id, created_at, expires_at, status, order_json, snapshot_json,"
-                " payload_json, seal) VALUES (?, ?, ?, 'open', ?, ?, ?, ?)",
-                (
-                    plan_id,
-                    created_at,
-                    expires_at,
-                    _json_or_none(payload.get("order")),
-                    _json_or_none(payload.get("snapshot")),
-                    payload_json,
-                    seal,
-                ),
-            )
-            return await _load(tx, plan_id)
+        rows = await self._db.returning(
+            "INSERT INTO plans (plan_id, created_at, expires_at, status, order_json, snapshot_json,"
+            " payload_json, seal) VALUES (?, ?, ?, 'open', ?, ?, ?, ?) RETURNING *",
+            (
+                plan_id,
+                created_at,
+                expires_at,
+                _json_or_none(payload.get("order")),
+                _json_or_none(payload.get("snapshot")),
+                payload_json,
+                seal,
+            ),
+        )
+        return _record(rows[0])
 
     async def claim(self, plan_id: str, *, now: datetime) -> ClaimResult:
         """Claim an open, unexpired plan. Exactly one of any number of concurrent claimers wins.
 
-        The single conditional UPDATE decides; the read before it finds the plan, checks its seal and
-        explains a loss. A plan whose seal does not verify is "not_found" and the attempt is journaled.
+        The single conditional UPDATE decides; when it changed nothing, a read explains why. A plan whose
+        seal does not verify is "not_found" (even if the update marked it claimed: nothing else reads it)
+        and the attempt is journaled.
         """
-        async with self._db.write() as tx:
-            row = await tx.one("SELECT * FROM plans WHERE plan_id = ?", (plan_id,))
-            if row is None:
-                return ClaimResult("not_found")
-            if not self._sealed(row):
+        at = iso_utc(now)
+        claimed = await self._db.returning(
+            "UPDATE plans SET status = 'claimed', claimed_at = ?"
+            " WHERE plan_id = ? AND status = 'open' AND expires_at > ? RETURNING *",
+            (at, plan_id, at),
+        )
+        row = claimed[0] if claimed else await self._row(plan_id)
+        if row is None:
+            return ClaimResult("not_found")
+        if not self._sealed(row):
+            async with self._db.write() as tx:
                 await _journal_rejected(tx, self._sealer, row, now)
-                return ClaimResult("not_found")
-            changed = await tx.run(
-                "UPDATE plans SET status = 'claimed', claimed_at = ?"
-                " WHERE plan_id = ? AND status = 'open' AND expires_at > ?",
-                (iso_utc(now), plan_id, iso_utc(now)),
-            )
+            return ClaimResult("not_found")
         record = _record(row)
-        if changed == 1:
-            return ClaimResult("claimed", dataclasses.replace(record, status="claimed", claimed_at=_at(now)))
+        if claimed:
+            return ClaimResult("claimed", record)
         return ClaimResult("expired" if row["status"] == "open" else "already_used", record)
 
     async def record_outcome(self, plan_id: str, outcome: Mapping[str, Any], *, now: datetime) -> None:
@@ -154,19 +154,21 @@ class Plans:
         Raises:
             InvalidTransition: the plan does not exist or was never claimed.
         """
-        async with self._db.write() as tx:
-            changed = await tx.run(
-                "UPDATE plans SET status = 'done', outcome_json = ?, outcome_at = ?"
-                " WHERE plan_id = ? AND status IN ('claimed', 'done')",
-                (canonical_json(outcome), iso_utc(now), plan_id),
-            )
+        changed = await self._db.change(
+            "UPDATE plans SET status = 'done', outcome_json = ?, outcome_at = ?"
+            " WHERE plan_id = ? AND status IN ('claimed', 'done')",
+            (canonical_json(outcome), iso_utc(now), plan_id),
+        )
         if changed != 1:
             raise InvalidTransition(f"plan {plan_id} is not claimed; its outcome cannot be recorded")
 
+    async def _row(self, plan_id: str) -> sqlite3.Row | None:
+        async with self._db.read() as tx:
+            return await tx.one("SELECT * FROM plans WHERE plan_id = ?", (plan_id,))
+
     async def get(self, plan_id: str) -> PlanRecord | None:
         """Return the plan, if it exists and its seal verifies."""
-        async with self._db.read() as tx:
-            row = await tx.one("SELECT * FROM plans WHERE plan_id = ?", (plan_id,))
+        row = await self._row(plan_id)
         return _record(row) if row and self._sealed(row) else None
 
     async def unfinished(self) -> list[PlanRecord]:
@@ -178,10 +180,6 @@ class Plans:
         return [_record(row) for row in rows if self._sealed(row)]
 
 
-def _at(now: datetime) -> datetime:
-    return parse_iso(iso_utc(now))  # as it reads back from the database
-
-
 async def _journal_rejected(tx: Tx, sealer: Sealer, row: sqlite3.Row, now: datetime) -> None:
     problem = "unsealed" if row["seal"] is None else "seal_mismatch"
     reason = f"a plan whose seal does not verify ({problem}) was presented; it was refused as unknown"
@@ -189,9 +187,3 @@ async def _journal_rejected(tx: Tx, sealer: Sealer, row: sqlite3.Row, now: datet
     await append_entry(
         tx, sealer, STORE_PLAN_REJECTED, data, now=now, actor=STORE_ACTOR, plan_id=row["plan_id"]
     )
-
-
-async def _load(tx: Tx, plan_id: str) -> PlanRecord:
-    row = await tx.one("SELECT * FROM plans WHERE plan_id = ?", (plan_id,))
-    assert row is not None, "a plan read back in its own transaction"
-    return _record(row)
