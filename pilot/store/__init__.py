@@ -27,7 +27,7 @@ from pilot.store.errors import (
 )
 from pilot.store.guards import OpenReport
 from pilot.store.idempotency import Idempotency, IdempotencyBegin
-from pilot.store.journal import Journal, JournalEntry
+from pilot.store.journal import Journal, JournalEntry, Mark
 from pilot.store.leases import Leases
 from pilot.store.plans import ClaimResult, PlanRecord, Plans, new_plan_id
 from pilot.store.store import Store, open_store
@@ -52,6 +52,7 @@ __all__ = [
     "JournalEntry",
     "JournalKeyUnusable",
     "Leases",
+    "Mark",
     "OpenReport",
     "PlanRecord",
     "Plans",

@@ -66,6 +66,54 @@ def _filters(
     return clauses, params
 
 
+@dataclass(frozen=True, slots=True)
+class Mark:
+    """A place in the journal: an entry's seq and its hash as stored (to read on from, or append after)."""
+
+    seq: int
+    hash: str
+
+
+START = Mark(0, GENESIS_HASH)  # before the first entry
+_HEAD = "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"
+_INSERT = (
+    "INSERT INTO journal (seq, at, kind, actor, plan_id, data, prev_hash, hash, seal)"
+    " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?"
+)
+
+
+class _Draft:
+    """An entry to append, sealed for whichever place it takes."""
+
+    def __init__(
+        self,
+        sealer: Sealer,
+        kind: str,
+        data: Mapping[str, Any],
+        now: datetime,
+        actor: str,
+        plan_id: str | None,
+    ) -> None:
+        self.sealer, self.kind, self.actor, self.plan_id = sealer, kind, actor, plan_id
+        self.at, self.data_json = iso_utc(now), canonical_json(data)
+        self.parsed = json.loads(self.data_json)
+
+    def after(self, head: Mark) -> tuple[JournalEntry, tuple[Any, ...]]:
+        """The entry as it reads when appended after `head`, and the insert's values."""
+        seq = head.seq + 1
+        text = entry_text(seq, self.at, self.kind, self.actor, self.plan_id, self.parsed, head.hash)
+        digest, seal = sha256_hex(text), self.sealer.entry(text)
+        entry = JournalEntry(
+            seq, parse_iso(self.at), self.kind, self.actor, self.plan_id, self.parsed, head.hash, digest, seal
+        )
+        values = (seq, self.at, self.kind, self.actor, self.plan_id, self.data_json, head.hash, digest, seal)
+        return entry, values
+
+
+def _head(row: sqlite3.Row | None) -> Mark:
+    return Mark(row["seq"], row["hash"]) if row else START
+
+
 async def append_entry(
     tx: Tx,
     sealer: Sealer,
@@ -77,18 +125,9 @@ async def append_entry(
     plan_id: str | None = None,
 ) -> JournalEntry:
     """Append one sealed entry inside an open write transaction: one read of the head, one insert."""
-    at, data_json = iso_utc(now), canonical_json(data)
-    parsed = json.loads(data_json)
-    last = await tx.one("SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1")
-    seq, prev_hash = (last["seq"] + 1, last["hash"]) if last else (1, GENESIS_HASH)
-    text = entry_text(seq, at, kind, actor, plan_id, parsed, prev_hash)
-    digest, seal = sha256_hex(text), sealer.entry(text)
-    await tx.run(
-        "INSERT INTO journal (seq, at, kind, actor, plan_id, data, prev_hash, hash, seal)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (seq, at, kind, actor, plan_id, data_json, prev_hash, digest, seal),
-    )
-    return JournalEntry(seq, parse_iso(at), kind, actor, plan_id, parsed, prev_hash, digest, seal)
+    entry, values = _Draft(sealer, kind, data, now, actor, plan_id).after(_head(await tx.one(_HEAD)))
+    await tx.run(_INSERT, values)
+    return entry
 
 
 VERIFIED_ROWS_KEPT = 4096
@@ -109,6 +148,7 @@ class Journal:
         # Rows already verified, as they were read: every plan reads the last minutes' sends and outcomes
         # again, and checking each one's hash and seal every time cost more than the rest of a plan.
         self._verified: dict[int, tuple[tuple[Any, ...], JournalEntry]] = {}
+        self._head: Mark | None = None  # the newest entry this Journal appended or saw, to append after
 
     def _genuine(self, row: sqlite3.Row) -> JournalEntry | None:
         """The row as an entry if Pilot wrote it: its hash and seal verify, or it predates sealing.
@@ -156,9 +196,27 @@ class Journal:
         actor: str = "agent",
         plan_id: str | None = None,
     ) -> JournalEntry:
-        """Append one entry linked to the current last one, sealed, and return it as stored."""
-        async with self._db.write() as tx:
-            return await append_entry(tx, self._sealer, kind, data, now=now, actor=actor, plan_id=plan_id)
+        """Append one entry linked to the current last one, sealed, and return it as stored.
+
+        One statement, in the usual case: the entry is sealed for the place after the last head this
+        Journal saw, and inserted only if that is still the head (checked under the database's write lock).
+        If another process appended since, the head is read again and the entry sealed for the new place.
+        """
+        draft = _Draft(self._sealer, kind, data, now, actor, plan_id)
+        head = self._head
+        while True:
+            if head is None:
+                head = await self.mark()
+            entry, values = draft.after(head)
+            changed = await self._db.change(
+                _INSERT + " WHERE (SELECT COALESCE(MAX(seq), 0) FROM journal) = ?"
+                " AND (SELECT hash FROM journal WHERE seq = ?) IS ?",
+                (*values, head.seq, head.seq, None if head.seq == 0 else head.hash),
+            )
+            if changed == 1:
+                self._head = Mark(entry.seq, entry.hash)
+                return entry
+            head = None
 
     async def entries(
         self,
@@ -168,12 +226,17 @@ class Journal:
         kind_prefix: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
+        after: int | None = None,
         limit: int | None = None,
         newest_first: bool = False,
     ) -> list[JournalEntry]:
-        """Return entries matching every given filter, in seq order; time bounds are [since, until)."""
+        """Return entries matching every given filter, in seq order; time bounds are [since, until), and
+        `after` keeps only entries with a greater seq."""
         clauses, params = _filters(plan_id, kind, kind_prefix)
         clauses, params = _add_time_bounds(clauses, params, since, until)
+        if after is not None:
+            clauses.append("seq > ?")
+            params.append(after)
         sql = "SELECT * FROM journal" + (" WHERE " + " AND ".join(clauses) if clauses else "")
         sql += " ORDER BY seq " + ("DESC" if newest_first else "ASC")
         async with self._db.read() as tx:
@@ -184,6 +247,29 @@ class Journal:
             if len(found) < len(rows):  # forged rows took places in the limit: read on past them
                 found = self._all_genuine(await tx.all(sql, params))[:limit]
         return found
+
+    async def mark(self) -> Mark:
+        """Where the journal ends now (START when it is empty)."""
+        async with self._db.read() as tx:
+            return _head(await tx.one(_HEAD))
+
+    async def read_on(self, mark: Mark, kinds: frozenset[str]) -> tuple[list[JournalEntry], Mark] | None:
+        """The entries of `kinds` appended after `mark` that Pilot wrote, in seq order, and the new end.
+
+        One read, of the rows after `mark` only (every process's appends included: seqs are taken in
+        commit order). None when the journal no longer holds `mark` as it was (the database was replaced
+        or cut short): the caller reads what it needs afresh.
+        """
+        async with self._db.read() as tx:
+            rows = await tx.all("SELECT * FROM journal WHERE seq >= ? ORDER BY seq", (mark.seq,))
+        if mark.seq > 0:
+            if not rows or (rows[0]["seq"], rows[0]["hash"]) != (mark.seq, mark.hash):
+                return None
+            rows = rows[1:]
+        if not rows:
+            return [], mark
+        self._head = end = _head(rows[-1])
+        return self._all_genuine([row for row in rows if row["kind"] in kinds]), end
 
     async def get(self, seq: int) -> JournalEntry | None:
         """Return the entry with this seq, if there is one and Pilot wrote it."""
