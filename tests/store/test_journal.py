@@ -143,6 +143,28 @@ async def test_latest_returns_the_newest_entry_of_any_given_kind(store: Store) -
     assert (await store.journal.latest(("killswitch", "killswitch.cleared"))).data == {"state": "active"}
 
 
+async def test_read_on_gives_what_any_connection_appended_after_a_mark(store: Store, db_path: Path) -> None:
+    await append_many(store, 3)
+    mark = await store.journal.mark()
+    async with await open_store(db_path) as other:
+        await other.journal.append("killswitch", {"on": True}, now=T0)
+        await other.journal.append("test.append", {"index": 9}, now=T0)
+    read = await store.journal.read_on(mark, frozenset({"killswitch"}))
+    assert read is not None
+    entries, end = read
+    assert ([e.seq for e in entries], end.seq) == ([4], 5)
+    assert await store.journal.read_on(end, frozenset({"killswitch"})) == ([], end)
+
+
+async def test_read_on_says_when_the_journal_no_longer_holds_the_mark(store: Store, db_path: Path) -> None:
+    await append_many(store, 3)
+    mark = await store.journal.mark()
+    tamper(db_path, "DELETE FROM journal WHERE seq = 3")
+    assert await store.journal.read_on(mark, frozenset({"test.append"})) is None
+    await store.journal.append("test.append", {"index": "new"}, now=T0)  # seq 3 again, another entry
+    assert await store.journal.read_on(mark, frozenset({"test.append"})) is None
+
+
 async def test_concurrent_appends_from_tasks_and_connections_keep_the_chain(db_path: Path) -> None:
     stores = [await open_store(db_path) for _ in range(3)]
     async with anyio.create_task_group() as group:
