@@ -9,9 +9,9 @@ from datetime import datetime, time, timedelta
 from decimal import Decimal
 from typing import TypeVar
 
-from pilot.app import kinds
-from pilot.app.loss_limit import NO_LATCH, DayLatch, counted, day_latch, latch_if_reached
-from pilot.app.pending import Send, pending_orders, unsettled_sends
+from pilot.app.ledger import JournalState, Send
+from pilot.app.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
+from pilot.app.pending import pending_orders
 from pilot.app.responses import Snapshot
 from pilot.app.runtime import PolicyView, Runtime
 from pilot.app.stream_facts import FACT_SOURCES
@@ -43,12 +43,6 @@ T = TypeVar("T")
 def utc_day(now: datetime) -> tuple[datetime, datetime]:
     start = datetime.combine(now.date(), time(0), tzinfo=now.tzinfo)
     return start, start + timedelta(days=1)
-
-
-async def orders_sent_today(runtime: Runtime, now: datetime) -> int:
-    """Orders sent since 00:00 UTC, counted from the journal (an entry is written before each send)."""
-    since, until = utc_day(now)
-    return await runtime.store.journal.count(kinds.ORDER_SENT, since=since, until=until)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +94,10 @@ async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gath
     """gather_facts, saying also whether the symbol is held in hedge mode."""
     FACT_SOURCES.set({})  # a stream-fed reader notes where each fact came from (pilot.app.stream_facts)
     now = runtime.now()
-    unsettled = await unsettled_sends(runtime, now)
+    journal = await runtime.ledger.state(now)
     account, market = await asyncio.gather(
-        _account(runtime, view, now), _market(runtime, order.category, order.symbol, now, unsettled)
+        _account(runtime, view, now, journal),
+        _market(runtime, order.category, order.symbol, now, list(journal.unsettled)),
     )
     facts = _facts(order, account, market, now)
     if await latch_if_reached(runtime.store.journal, view.policy, facts, account.latch) is not None:
@@ -117,9 +112,10 @@ async def gather_market_facts(
 ) -> dict[str, Gathered]:
     """Facts for each symbol at once (the account read once), each for a market buy of nothing."""
     now = runtime.now()
-    unsettled = await unsettled_sends(runtime, now)
+    journal = await runtime.ledger.state(now)
+    unsettled = list(journal.unsettled)
     account, markets = await asyncio.gather(
-        _account(runtime, view, now),
+        _account(runtime, view, now, journal),
         asyncio.gather(*(_market(runtime, category, symbol, now, unsettled) for symbol in symbols)),
     )
     return {
@@ -136,18 +132,17 @@ async def gather_market_facts(
     }
 
 
-async def _account(runtime: Runtime, view: PolicyView, now: datetime) -> _Account:
-    balance, sent, state, (day_pnl, open_markets, latch) = await asyncio.gather(
+async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: JournalState) -> _Account:
+    balance, state, (day_pnl, open_markets, latch) = await asyncio.gather(
         _maybe(runtime.exchange.get_balance()),
-        orders_sent_today(runtime, now),
-        runtime.trading_state(view.policy),
-        _day(runtime, view, now),
+        runtime.trading_state(view.policy, journal),
+        _day(runtime, view, now, latch_of(journal.loss_limit, now)),
     )
-    return _Account(balance, sent, state, day_pnl, open_markets, latch)
+    return _Account(balance, journal.sent_today, state, day_pnl, open_markets, latch)
 
 
 async def _day(
-    runtime: Runtime, view: PolicyView, now: datetime
+    runtime: Runtime, view: PolicyView, now: datetime, latch: DayLatch
 ) -> tuple[DayPnl | None, frozenset[str] | None, DayLatch]:
     """The day's PnL and the markets with a position, read only when a loss rule needs them (None: the
     read failed, and growing orders fail closed under that rule)."""
@@ -156,10 +151,9 @@ async def _day(
     if not daily and policy.max_open_positions is None:
         return NO_DAY_PNL, frozenset(), NO_LATCH
     since, _ = utc_day(now)
-    positions, closed, latch = await asyncio.gather(
+    positions, closed = await asyncio.gather(
         _maybe(runtime.exchange.get_positions("linear")),
         _maybe(runtime.exchange.get_closed_pnl_since("linear", since)) if daily else _none(),
-        day_latch(runtime.store.journal, now),
     )
     markets = frozenset(p.symbol for p in positions if p.size != 0) if positions is not None else None
     if not daily:

@@ -17,7 +17,7 @@ from pilot.core.facts import DayPnl, Facts
 from pilot.core.policy import Policy
 from pilot.core.rules import day_loss
 from pilot.core.violations import plain
-from pilot.store import Journal
+from pilot.store import Journal, JournalEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,8 +33,13 @@ NO_LATCH = DayLatch(False, Decimal(0))
 
 
 async def day_latch(journal: Journal, now: datetime) -> DayLatch:
-    """The latch for the UTC day of `now`: only an entry written that day counts (it lapses at 00:00 UTC)."""
-    latest = await journal.latest(kinds.LOSS_LIMIT)
+    """The latch for the UTC day of `now`, from the journal's newest loss limit entry."""
+    return latch_of(await journal.latest(kinds.LOSS_LIMIT), now)
+
+
+def latch_of(latest: JournalEntry | None, now: datetime) -> DayLatch:
+    """The latch for the UTC day of `now`, given the newest loss limit entry: only an entry written that day
+    counts (it lapses at 00:00 UTC)."""
     if latest is None or latest.data.get("day") != now.date().isoformat():
         return NO_LATCH
     on = bool(latest.data.get("on"))

@@ -17,53 +17,21 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
 from pilot.app import kinds
 from pilot.app.gate import answer_status
+from pilot.app.ledger import Send
 from pilot.app.records import PlanOutcome
 from pilot.app.runtime import Runtime
 from pilot.core.facts import PendingOrders
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import ExchangeOrder
-from pilot.store import JournalEntry
 
-WINDOW = timedelta(days=1)
 GIVE_UP_AFTER = timedelta(minutes=5)
 NEVER_EXECUTED = "never_executed"
-# Outcomes after which the journal knows what became of a send (outcome_unknown and accepted are not).
-SETTLING = frozenset({"filled", "partially_filled", "cancelled", "rejected", "open"})
 RESTING = frozenset({"New", "PartiallyFilled", "Untriggered", "Created"})  # Bybit orderStatus on the book
-
-
-@dataclass(frozen=True, slots=True)
-class Send:
-    """An order.sent entry: what was sent, when, and for which plan."""
-
-    order_link_id: str
-    plan_id: str | None
-    category: str
-    symbol: str
-    side: str  # "Buy" | "Sell"
-    qty: Decimal
-    reduce_only: bool
-    sent_at: datetime
-
-    @staticmethod
-    def of(entry: JournalEntry) -> Send:
-        request = entry.data["request"]
-        return Send(
-            order_link_id=request["orderLinkId"],
-            plan_id=entry.plan_id,
-            category=request["category"],
-            symbol=request["symbol"],
-            side=request["side"],
-            qty=Decimal(request["qty"]),
-            reduce_only=bool(request.get("reduceOnly")),
-            sent_at=entry.at,
-        )
 
 
 async def pending_orders(
@@ -97,16 +65,8 @@ async def pending_orders(
 
 
 async def unsettled_sends(runtime: Runtime, now: datetime) -> list[Send]:
-    """Every send of the last WINDOW whose fate the journal does not know yet, oldest first."""
-    journal, since = runtime.store.journal, now - WINDOW
-    sent, outcomes, resolved = await asyncio.gather(
-        journal.entries(kind=kinds.ORDER_SENT, since=since),
-        journal.entries(kind=kinds.ORDER_OUTCOME, since=since),
-        journal.entries(kind=kinds.ORDER_RESOLVED, since=since),
-    )
-    settled = {e.data.get("order_link_id") for e in outcomes if e.data.get("status") in SETTLING}
-    settled |= {e.data.get("order_link_id") for e in resolved}
-    return [send for send in map(Send.of, sent) if send.order_link_id not in settled]
+    """Every send of the last day (pilot.app.ledger.WINDOW) whose fate the journal does not know yet, oldest first."""
+    return list((await runtime.ledger.state(now)).unsettled)
 
 
 async def settle_sends(runtime: Runtime) -> int:

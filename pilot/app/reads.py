@@ -7,7 +7,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
-from pilot.app.facts import Gathered, gather_market_facts, orders_sent_today, rules_dict
+from pilot.app.facts import Gathered, gather_market_facts, rules_dict
 from pilot.app.refusals import position_mode_violation
 from pilot.app.responses import Answer, NextActionOut, ViolationOut, next_out, snake_keys, violations_out
 from pilot.app.runtime import Runtime
@@ -157,13 +157,13 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
     """
     view = runtime.policy()
     policy = view.policy
-    facts, state, sent, kill_switch, loss_limit_on = await asyncio.gather(
+    journal = await runtime.journal_state()
+    facts, state, loss_limit_on = await asyncio.gather(
         gather_market_facts(runtime, view, "linear", policy.allowed_markets),
-        runtime.trading_state(policy),
-        orders_sent_today(runtime, runtime.now()),
-        runtime.kill_switch_on(),
-        runtime.loss_limit_on(),
+        runtime.trading_state(policy, journal),
+        runtime.loss_limit_on(journal),
     )
+    sent, kill_switch = journal.sent_today, journal.kill_switch_on
     equity = next(iter(facts.values())).facts.equity if facts else None
     data = {
         "policy_version": view.version,

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from pilot.app.clock import Clock
 from pilot.app.gate import ExchangeGate, KeyCheck
+from pilot.app.ledger import JournalState, Ledger
+from pilot.app.loss_limit import latch_of
 from pilot.app.policy_file import read_policy_file
 from pilot.app.ports import Exchange, ExchangeReader
 from pilot.core.facts import TradingState
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
 from pilot.store import Store
-
-KILL_SWITCH = "killswitch"
-LOSS_LIMIT = "loss_limit"  # pilot.app.kinds.LOSS_LIMIT
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,31 +64,36 @@ class Runtime:
     gate: ExchangeGate
     clock: Clock
     environment: str = "paper"
+    ledger: Ledger = field(init=False)  # the journal's state for judgements, read on incrementally
+
+    def __post_init__(self) -> None:
+        self.ledger = Ledger(self.store.journal)
 
     def now(self) -> datetime:
         return self.clock.now()
+
+    async def journal_state(self) -> JournalState:
+        return await self.ledger.state(self.now())
 
     def policy(self) -> PolicyView:
         """Read policy.json now; any change to it is seen on the next call. Never raises, never blocks."""
         return _read_policy(self.home.policy_path)
 
     async def kill_switch_on(self) -> bool:
-        latest = await self.store.journal.latest(KILL_SWITCH)
-        return bool(latest and latest.data.get("on"))
+        return (await self.journal_state()).kill_switch_on
 
-    async def trading_state(self, policy: Policy) -> TradingState:
+    async def trading_state(self, policy: Policy, journal: JournalState | None = None) -> TradingState:
         """The strictest of policy.json's tradingState, the kill switch and the daily loss limit's latch
-        (either on means reducing)."""
-        if await self.kill_switch_on() or await self.loss_limit_on():
+        (either on means reducing). `journal` is the journal's state when the caller has just read it."""
+        journal = journal if journal is not None else await self.journal_state()
+        if journal.kill_switch_on or await self.loss_limit_on(journal):
             return TradingState.strictest(policy.trading_state, TradingState.REDUCING)
         return policy.trading_state
 
-    async def loss_limit_on(self) -> bool:
+    async def loss_limit_on(self, journal: JournalState | None = None) -> bool:
         """Whether the daily loss limit was reached today (UTC) and no human has reset it since."""
-        latest = await self.store.journal.latest(LOSS_LIMIT)
-        return bool(
-            latest and latest.data.get("on") and latest.data.get("day") == self.now().date().isoformat()
-        )
+        journal = journal if journal is not None else await self.journal_state()
+        return latch_of(journal.loss_limit, self.now()).on
 
 
 def assemble_runtime(
