@@ -87,6 +87,16 @@ def entry_text(
     return canonical_json({**fields, "data": data, "prev_hash": prev_hash})
 
 
+def entry_text_of(
+    seq: int, at: str, kind: str, actor: str, plan_id: str | None, data_json: str, prev_hash: str
+) -> str:
+    """`entry_text` for data given as its canonical JSON (as it is stored): the same text, without
+    serialising the data again. Canonical JSON sorts keys: actor, at, data, kind, plan_id, prev_hash, seq."""
+    before = canonical_json({"actor": actor, "at": at})
+    after = canonical_json({"kind": kind, "plan_id": plan_id, "prev_hash": prev_hash, "seq": seq})
+    return f'{before[:-1]},"data":{data_json},{after[1:]}'
+
+
 def row_text(row: sqlite3.Row) -> tuple[str, Any] | None:
     """A stored row's canonical text and parsed data, or None when its fields cannot be read as an entry."""
     try:

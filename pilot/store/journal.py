@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from pilot.store.canonical import canonical_json, iso_utc, parse_iso, sha256_hex
-from pilot.store.chain import GENESIS_HASH, Anchor, ChainReport, ChainWalk, entry_text, is_seal, row_text
+from pilot.store.chain import GENESIS_HASH, Anchor, ChainReport, ChainWalk, entry_text_of, is_seal, row_text
 from pilot.store.database import Database, Tx
 from pilot.store.sealing import Sealer
 
@@ -101,7 +101,7 @@ class _Draft:
     def after(self, head: Mark) -> tuple[JournalEntry, tuple[Any, ...]]:
         """The entry as it reads when appended after `head`, and the insert's values."""
         seq = head.seq + 1
-        text = entry_text(seq, self.at, self.kind, self.actor, self.plan_id, self.parsed, head.hash)
+        text = entry_text_of(seq, self.at, self.kind, self.actor, self.plan_id, self.data_json, head.hash)
         digest, seal = sha256_hex(text), self.sealer.entry(text)
         entry = JournalEntry(
             seq, parse_iso(self.at), self.kind, self.actor, self.plan_id, self.parsed, head.hash, digest, seal
@@ -162,10 +162,13 @@ class Journal:
             return known[1]
         entry = self._verify(row)
         if entry is not None:
-            if len(self._verified) >= VERIFIED_ROWS_KEPT:
-                self._verified.pop(next(iter(self._verified)))  # the one kept longest
-            self._verified[entry.seq] = (raw, entry)
+            self._remember(raw, entry)
         return entry
+
+    def _remember(self, raw: tuple[Any, ...], entry: JournalEntry) -> None:
+        if len(self._verified) >= VERIFIED_ROWS_KEPT:
+            self._verified.pop(next(iter(self._verified)))  # the one kept longest
+        self._verified[entry.seq] = (raw, entry)
 
     def _verify(self, row: sqlite3.Row) -> JournalEntry | None:
         read = row_text(row)
@@ -195,8 +198,11 @@ class Journal:
         now: datetime,
         actor: str = "agent",
         plan_id: str | None = None,
+        durable: bool = True,
     ) -> JournalEntry:
         """Append one entry linked to the current last one, sealed, and return it as stored.
+
+        `durable=False` only for an entry whose loss to a power cut is harmless (pilot.store.database).
 
         One statement, in the usual case: the entry is sealed for the place after the last head this
         Journal saw, and inserted only if that is still the head (checked under the database's write lock).
@@ -212,9 +218,11 @@ class Journal:
                 _INSERT + " WHERE (SELECT COALESCE(MAX(seq), 0) FROM journal) = ?"
                 " AND (SELECT hash FROM journal WHERE seq = ?) IS ?",
                 (*values, head.seq, head.seq, None if head.seq == 0 else head.hash),
+                durable=durable,
             )
             if changed == 1:
                 self._head = Mark(entry.seq, entry.hash)
+                self._remember(values, entry)  # the row as it reads back (SELECT * order): known genuine
                 return entry
             head = None
 

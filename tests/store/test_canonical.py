@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
@@ -7,8 +8,11 @@ from decimal import Decimal
 from enum import Enum
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pilot.store import canonical_hash, canonical_json, iso_utc, parse_iso
+from pilot.store.chain import entry_text, entry_text_of
 
 
 class Colour(Enum):
@@ -51,3 +55,27 @@ def test_nan_and_unknown_types_are_refused() -> None:
         canonical_json({"x": math.nan})
     with pytest.raises(TypeError):
         canonical_json({"x": {1, 2}})
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text() | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(
+    data=JSON,
+    seq=st.integers(1, 10**9),
+    kind=st.text(max_size=12),
+    actor=st.text(max_size=8),
+    plan_id=st.none() | st.text(max_size=12),
+)
+def test_an_entry_text_built_from_stored_json_is_the_text_built_from_the_data(
+    data: object, seq: int, kind: str, actor: str, plan_id: str | None
+) -> None:
+    at, prev = iso_utc(datetime(2026, 1, 1, tzinfo=UTC)), "ab" * 32
+    stored = canonical_json(data)
+    assert entry_text_of(seq, at, kind, actor, plan_id, stored, prev) == entry_text(
+        seq, at, kind, actor, plan_id, json.loads(stored), prev
+    )
