@@ -241,11 +241,14 @@ class ExchangeGate:
         # finds it (pilot.app.pending).
         answer = answer.model_copy(update={"plan_id": plan_id, "order_link_id": request.order_link_id})
         try:
+            # Not durable: an outcome lost to a power cut leaves the (durable) send unsettled, and it is
+            # looked up by its client order id at start-up (pilot.app.pending).
             outcome = await journal.append(
                 kinds.ORDER_OUTCOME,
                 answer.model_dump(mode="json", exclude_none=True),
                 now=self._clock.now(),
                 plan_id=plan_id,
+                durable=False,
             )
         except StoreError as error:  # sent all the same: say what was sent, never lose it in an exception
             answer = answer.model_copy(update={"journal_seq": [attempt.seq]})

@@ -51,13 +51,21 @@ async def plan_order(
             next_safe_action=next_out(next_action),
             snapshot=shot,
         )
-        await runtime.store.journal.append(kinds.PLAN, _entry(answer, request), now=now)
+        await journal_decision(runtime, answer, request, now)
         return answer
     payload = plan_payload(view, result, shot, tool)
     answer = await issue_plan(runtime, view, payload, shot, now, can_confirm=can_reach_human)
     assert answer.plan_id is not None
-    await runtime.store.journal.append(kinds.PLAN, _entry(answer, request), now=now, plan_id=answer.plan_id)
+    await journal_decision(runtime, answer, request, now)
     return answer
+
+
+async def journal_decision(runtime: Runtime, answer: PlanAnswer, request: PlanRequest, now: datetime) -> None:
+    """Journal what plan_order decided. Not durable: a decision lost to a power cut leaves nothing to act
+    on (its plan, written the same way, is lost with it, or a later durable write keeps both)."""
+    await runtime.store.journal.append(
+        kinds.PLAN, _entry(answer, request), now=now, plan_id=answer.plan_id, durable=False
+    )
 
 
 async def issue_plan(

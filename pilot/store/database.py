@@ -49,11 +49,24 @@ class Database:
 
     The lock keeps tasks of this process from interleaving statements inside each other's
     transactions; `BEGIN IMMEDIATE` plus the busy timeout serialise writers across processes.
+
+    Durability is chosen per write. A durable write (the default) is synced to disk before it returns
+    (`synchronous = FULL`): it survives a power cut, and so does every write before it, since the WAL is
+    one file written in order. A write made with `durable=False` may be lost to a power cut (never torn:
+    the database stays consistent) until the next durable write syncs it; callers use it only where a loss
+    is harmless, and say why (a plan that is then not found, a lease its dead holder no longer needs).
     """
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
         self._lock = asyncio.Lock()
+        self._full: bool | None = None  # the connection's synchronous setting: FULL, NORMAL, not set yet
+
+    async def _durable(self, durable: bool) -> None:
+        """Set the connection's synchronous mode for the next commit (lock held; only when it changes)."""
+        if self._full is not durable:
+            await self._conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+            self._full = durable
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[Tx]:
@@ -63,10 +76,11 @@ class Database:
                 yield Tx(self._conn)
 
     @asynccontextmanager
-    async def write(self) -> AsyncIterator[Tx]:
+    async def write(self, *, durable: bool = True) -> AsyncIterator[Tx]:
         """Run a read-then-write sequence as one `BEGIN IMMEDIATE` transaction."""
         async with self._lock:
             with translated_errors():
+                await self._durable(durable)
                 await self._conn.execute("BEGIN IMMEDIATE")
                 try:
                     yield Tx(self._conn)
@@ -76,7 +90,7 @@ class Database:
                     raise
                 await self._conn.execute("COMMIT")
 
-    async def change(self, sql: str, params: Params = ()) -> int:
+    async def change(self, sql: str, params: Params = (), *, durable: bool = True) -> int:
         """Run one writing statement as a transaction of its own and return how many rows it changed.
 
         A single statement is atomic in autocommit mode, and a writing statement takes the write lock
@@ -85,12 +99,14 @@ class Database:
         """
         async with self._lock:
             with translated_errors():
+                await self._durable(durable)
                 return await Tx(self._conn).run(sql, params)
 
-    async def returning(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
+    async def returning(self, sql: str, params: Params = (), *, durable: bool = True) -> list[sqlite3.Row]:
         """`change` for a statement with a RETURNING clause: the rows it wrote, as they now stand."""
         async with self._lock:
             with translated_errors():
+                await self._durable(durable)
                 return await Tx(self._conn).all(sql, params)
 
     async def close(self) -> None:
@@ -123,8 +139,7 @@ async def _configure(conn: aiosqlite.Connection) -> None:
     conn.row_factory = sqlite3.Row
     await conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
     await _use_wal(conn)
-    # FULL: a committed plan claim must survive a power cut, or a plan could be redeemed twice.
-    await conn.execute("PRAGMA synchronous = FULL")
+    await conn.execute("PRAGMA synchronous = FULL")  # until a write says otherwise (Database._durable)
     await conn.execute("PRAGMA foreign_keys = ON")
 
 

@@ -32,12 +32,15 @@ class Leases:
             " acquired_at = excluded.acquired_at, expires_at = excluded.expires_at"
             " WHERE leases.holder = excluded.holder OR leases.expires_at <= excluded.acquired_at",
             (name, holder, at, until),
+            durable=False,  # a power cut that loses it stops its holder too
         )
         return changed == 1
 
     async def release(self, name: str, holder: str) -> bool:
         """Give lease `name` back if `holder` still holds it; return whether it did."""
-        changed = await self._db.change("DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder))
+        changed = await self._db.change(
+            "DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder), durable=False
+        )  # lost to a power cut, it runs out
         return changed == 1
 
     async def holder(self, name: str, *, now: datetime) -> str | None:

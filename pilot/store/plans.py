@@ -108,6 +108,7 @@ class Plans:
         created_at, expires_at = iso_utc(now), iso_utc(now + timedelta(seconds=ttl_seconds))
         payload_json = canonical_json(payload)
         seal = self._sealer.plan(_plan_text(plan_id, created_at, expires_at, payload_json))
+        # Not durable: a plan lost to a power cut is not found, and the agent plans again.
         rows = await self._db.returning(
             "INSERT INTO plans (plan_id, created_at, expires_at, status, order_json, snapshot_json,"
             " payload_json, seal) VALUES (?, ?, ?, 'open', ?, ?, ?, ?) RETURNING *",
@@ -120,6 +121,7 @@ class Plans:
                 payload_json,
                 seal,
             ),
+            durable=False,
         )
         return _record(rows[0])
 
@@ -131,10 +133,13 @@ class Plans:
         and the attempt is journaled.
         """
         at = iso_utc(now)
+        # Not durable by itself: nothing is sent on a claim before a durable write (the order.sent entry),
+        # which syncs the claim with it; a claim lost to a power cut before that sent nothing.
         claimed = await self._db.returning(
             "UPDATE plans SET status = 'claimed', claimed_at = ?"
             " WHERE plan_id = ? AND status = 'open' AND expires_at > ? RETURNING *",
             (at, plan_id, at),
+            durable=False,
         )
         row = claimed[0] if claimed else await self._row(plan_id)
         if row is None:
@@ -154,10 +159,13 @@ class Plans:
         Raises:
             InvalidTransition: the plan does not exist or was never claimed.
         """
+        # Not durable: a claimed plan left without its outcome by a power cut is given it again from the
+        # journal and the exchange at start-up (pilot.app.upkeep).
         changed = await self._db.change(
             "UPDATE plans SET status = 'done', outcome_json = ?, outcome_at = ?"
             " WHERE plan_id = ? AND status IN ('claimed', 'done')",
             (canonical_json(outcome), iso_utc(now), plan_id),
+            durable=False,
         )
         if changed != 1:
             raise InvalidTransition(f"plan {plan_id} is not claimed; its outcome cannot be recorded")
