@@ -11,8 +11,9 @@ rest: plan_order <= 1 round trip + 10 ms (facts are read concurrently, instrumen
 place_order <= 3 round trips + 10 ms; streams: plan_order <= 0.2 round trips, place_order <= 1.3; stalled:
 as rest. With no injected delay: Pilot's own time per plan + place, median <= 5 ms, measured
 through the in-memory MCP client and on the use cases directly. "Own time" is the wall time of the call minus
-the time during which at least one exchange request was in flight (the union of the request intervals), so
-the exchange's and the network's share is taken out however many requests overlap.
+the time during which at least one exchange request was in flight, or Pilot was waiting for the exchange's
+stream to show the order it had just sent (the union of those intervals), so the exchange's and the
+network's share is taken out however many requests overlap.
 
 The paper exchange runs in a child process, so its work does not share Pilot's GIL; rate limits are off.
 
@@ -106,16 +107,27 @@ def start_exchange(latency_ms: float) -> tuple[tuple[str, str, str, str], Callab
 
 
 class TimedExchange:
-    """The real adapter, recording when each request was in flight."""
+    """The real adapter, recording when each request was in flight.
 
-    def __init__(self, inner: BybitExchange) -> None:
+    With `only` and `into`: another reader, timing just those methods into the same record (the stream-fed
+    reader's find_order: waiting for the exchange's push of an order is the exchange's share, as the REST
+    read-back it replaces is).
+    """
+
+    def __init__(
+        self, inner: Any, only: frozenset[str] | None = None, into: TimedExchange | None = None
+    ) -> None:
         self._inner = inner
-        self.intervals: list[tuple[float, float]] = []
-        self.calls: list[str] = []
+        self._only = only
+        self.intervals: list[tuple[float, float]] = into.intervals if into else []
+        self.calls: list[str] = into.calls if into else []
+        self.streaming: StreamingReader | None = None  # the stream-fed reader, when streams are on
 
     def __getattr__(self, name: str) -> Any:
         target = getattr(self._inner, name)
         if not asyncio.iscoroutinefunction(target) or name == "close":
+            return target
+        if self._only is not None and name not in self._only:
             return target
 
         async def timed(*args: Any, **kwargs: Any) -> Any:
@@ -193,6 +205,8 @@ async def open_runtime(
         )
         assert reader is not None, "the streams did not start"
         await until_streamed(reader, True)
+        timed.streaming = reader
+        reader = cast(StreamingReader, TimedExchange(reader, frozenset({"find_order"}), into=timed))
     return assemble_runtime(home, store, cast(Exchange, timed), SystemClock(), reader=reader), timed
 
 
@@ -282,8 +296,8 @@ async def with_latency(address: tuple[str, str, str, str], latency_ms: float, ro
                 await measure(timed, lambda r=runtime, f=first: plan_order(r, f), cold)
                 if mode == "stalled":
                     STALL.set()
-                    assert isinstance(runtime.exchange, StreamingReader)
-                    await until_streamed(runtime.exchange, False)
+                    assert timed.streaming is not None
+                    await until_streamed(timed.streaming, False)
                 try:
                     plans, places = await direct_rounds(runtime, timed, rounds)
                     mcp_plans, mcp_places, checks = await mcp_rounds(runtime, timed, rounds)
