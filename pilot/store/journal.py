@@ -202,11 +202,10 @@ class Journal:
     ) -> JournalEntry:
         """Append one entry linked to the current last one, sealed, and return it as stored.
 
-        `durable=False` only for an entry whose loss to a power cut is harmless (pilot.store.database).
-
         One statement, in the usual case: the entry is sealed for the place after the last head this
         Journal saw, and inserted only if that is still the head (checked under the database's write lock).
         If another process appended since, the head is read again and the entry sealed for the new place.
+        `durable=False` only for an entry whose loss to a power cut is harmless (pilot.store.database).
         """
         draft = _Draft(self._sealer, kind, data, now, actor, plan_id)
         head = self._head
