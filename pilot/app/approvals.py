@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from pilot.app import kinds
-from pilot.app.records import PlanPayload, approval_text
+from pilot.app.records import PlanPayload, PlanTool, approval_text
 from pilot.app.refusals import violation
 from pilot.app.responses import ActionAnswer, Refusal
 from pilot.app.runtime import Runtime
-from pilot.core.approval import needs_human
+from pilot.core.approval import may_need_human, needs_human
 from pilot.core.codes import Code
 from pilot.core.policy import ApprovalTool
 from pilot.core.violations import NextAction
@@ -223,11 +223,13 @@ def form_text(action: str, policy_version: str, changes: tuple[str, ...] = ()) -
 
 async def plan_form_prompt(runtime: Runtime, plan_id: str) -> str | None:
     """The form text for an open plan that needs a human, or None (no such open plan, or no human needed)."""
+    view = runtime.policy()
+    if not any(may_need_human(view.policy.confirm, tool) for tool in get_args(PlanTool)):
+        return None  # no plan could need one, so the plan is not read
     plan = await runtime.store.plans.get(plan_id)
     if plan is None or plan.status != "open" or plan.expires_at <= runtime.now():
         return None
     payload = PlanPayload.read(plan.payload)
-    view = runtime.policy()
     if payload is None or not needs_human(view.policy.confirm, payload.tool, Decimal(payload.notional_usd)):
         return None
     distance = Decimal(payload.liquidation_distance_pct) if payload.liquidation_distance_pct else None

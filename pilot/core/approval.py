@@ -17,3 +17,9 @@ def needs_human(confirm: ConfirmRule, tool: ApprovalTool, notional_usd: Decimal 
         return True
     above = confirm.above_notional_usd
     return tool == "place_order" and above is not None and notional_usd is not None and notional_usd > above
+
+
+def may_need_human(confirm: ConfirmRule, tool: ApprovalTool) -> bool:
+    """Whether any action of `tool` could need a human under `confirm` (False: none ever does, whatever its
+    notional), so a caller can skip reading what it would judge."""
+    return needs_human(confirm, tool, Decimal("Infinity"))

@@ -8,10 +8,11 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from pilot.core.approval import may_need_human, needs_human
 from pilot.core.codes import RESIZE_CODES, SIZE_CAP_CODES, Code
 from pilot.core.evaluate import evaluate
 from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, Side, TradingState
-from pilot.core.policy import Policy
+from pilot.core.policy import CONFIRMABLE_TOOLS, ConfirmRule, Policy
 from pilot.core.risk import is_risk_reducing
 from pilot.core.valuation import liquidation_distance_pct, round_price_safe, send_price
 from tests.strategies import facts, policies
@@ -247,3 +248,17 @@ def test_suggested_sizes_are_whole_lots_never_above_the_ask_unless_it_was_below_
             replay(f, action.args).order, f.touch, f.rules, policy.limits_for(f.order.symbol).max_slippage_pct
         )
         assert smaller < f.rules.min_qty or smaller * price < f.rules.min_notional
+
+
+@given(
+    above=st.none() | st.decimals(min_value=Decimal("0.01"), max_value=Decimal(10**9), places=2),
+    actions=st.lists(st.sampled_from(CONFIRMABLE_TOOLS), unique=True),
+    tool=st.sampled_from(CONFIRMABLE_TOOLS),
+    notional=st.none() | st.decimals(min_value=Decimal(0), max_value=Decimal(10**12), places=2),
+)
+def test_an_action_that_may_not_need_a_human_never_does(above, actions, tool, notional):
+    confirm = ConfirmRule.model_validate({"aboveNotionalUsd": above, "actions": actions})
+    if may_need_human(confirm, tool):
+        assert needs_human(confirm, tool, Decimal(10**13))  # some order of it does
+    else:
+        assert not needs_human(confirm, tool, notional)
