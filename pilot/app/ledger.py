@@ -111,14 +111,20 @@ class Ledger:
             )
 
     async def _read(self, now: datetime) -> None:
-        if self._mark is not None and now - WINDOW >= self._floor:
+        """Read on from the mark, after reading afresh when needed. A fresh read ends at its mark, and what
+        was appended meanwhile (a newer kill switch entry, say, that `_load` had to leave out) is read on
+        from there before the state is answered."""
+        while True:
+            if self._mark is None or now - WINDOW < self._floor:
+                await self._load(now)
+            assert self._mark is not None, "_load sets the mark"
             read = await self._journal.read_on(self._mark, FOLLOWED)
             if read is not None:
                 entries, self._mark = read
                 for entry in entries:
                     self._fold(entry)
                 return
-        await self._load(now)
+            self._mark = None  # the journal no longer holds the mark: read afresh
 
     async def _load(self, now: datetime) -> None:
         """Read afresh: the newest kill switch and loss limit entries, the last WINDOW's sends and what
