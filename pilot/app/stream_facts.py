@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -329,8 +328,14 @@ def _rank(order: ExchangeOrder) -> tuple[datetime, Decimal, int]:
 class StreamControl(Protocol):
     """What the hub needs from a stream client (pilot.exchange.bybit_stream.BybitStreams)."""
 
-    def ping(self) -> int: ...
-    def close(self) -> None: ...
+    def ping(self) -> int:
+        """Send a ping on every channel; its id (the private pong carries it back)."""
+        ...
+
+    def close(self) -> None:
+        """Close for good, within a bound (seconds), so it may run on a worker thread the loop waits for;
+        nothing reconnects after it returns."""
+        ...
 
 
 class StreamHub:
@@ -394,30 +399,15 @@ class StreamHub:
         return True
 
     async def close(self) -> None:
-        """Stop the loops and the client's connections; bounded, so a stuck connection cannot hold shutdown."""
+        """Stop the loops and the client's connections (the client's close is bounded: see StreamControl)."""
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=CLOSE_SECONDS)
         self._tasks.clear()
         client, self.client = self.client, None
-        if client is not None:  # on a daemon thread: pybit's close may wait on a socket forever
-            loop = asyncio.get_running_loop()
-            closed: asyncio.Future[None] = loop.create_future()
-
-            def done() -> None:
-                if not closed.done():
-                    closed.set_result(None)
-
-            def close() -> None:
-                with contextlib.suppress(Exception):
-                    client.close()
-                with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
-                    loop.call_soon_threadsafe(done)
-
-            threading.Thread(target=close, name="pilot-streams-close", daemon=True).start()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(closed, CLOSE_SECONDS)
+        if client is not None:
+            await asyncio.to_thread(client.close)
 
     async def _ping_loop(self) -> None:
         while True:
@@ -634,8 +624,7 @@ async def start_streams(
         return None
     hub.attach(client)
     stack.push_async_callback(hub.close)
-    try:
-        await asyncio.to_thread(client.start)
-    except Exception:  # pybit raises its own and websocket-client's errors: REST only, as before
-        return None
+    # Waits a few seconds at most for the first connections; those not open yet keep trying in the
+    # background (facts come from REST until their channel is in sync).
+    await asyncio.to_thread(client.start)
     return StreamingReader(rest, hub)
