@@ -17,6 +17,11 @@ When a channel is in sync:
 
 A fact's age is measured from its channel's latest sign of life (any message, a private pong), each taken
 at the older of the exchange's stamp and our clock on arrival (pilot.core.freshness).
+A connection that ends takes its channel out of sync at once (the client says so), until it opens again.
+
+Orders: open ones are always kept, indexed per market; final ones only the newest MAX_FINAL_ORDERS and none
+older than FINAL_ORDER_MS behind the newest order seen, enough for a send's read-back; by link id in one
+lookup. So the cache stays bounded for the life of a server.
 
 `StreamingReader` is an ExchangeReader over a REST reader and the cache: each fact plan_order and
 place_order read (touch, price band, linear position, balance, open orders of a symbol) comes from the
@@ -652,7 +657,8 @@ async def start_streams(
     paper_ws_url: str | None = None,
 ) -> StreamingReader | None:
     """Connect the streams of `symbols` and the account; the reader that uses them, or None (REST only)
-    when they cannot be started. The hub and its connections close with `stack`."""
+    when the environment has no stream URL Pilot connects to. A connection that does not open, or ends,
+    keeps being tried until `stack` closes the hub and its connections (REST for its facts meanwhile)."""
     from pilot.exchange.bybit_stream import BybitStreams
 
     markets = await stream_markets(rest, symbols)
