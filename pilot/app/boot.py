@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
@@ -20,10 +22,17 @@ if TYPE_CHECKING:
     from pilot.exchange.sim import StateInUse
 
 EXCHANGES = ("paper", "bybit-demo", "bybit-testnet")
+log = logging.getLogger("pilot.boot")
 
 
 class StartupError(Exception):
-    """A problem that stops Pilot from starting, stated in one line with its fix."""
+    """A problem that stops Pilot from starting, stated in one line, with a stable code and, apart, its fix
+    when the line does not already say it."""
+
+    def __init__(self, message: str, *, code: str = "cannot_start", fix: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.fix = fix
 
 
 @contextlib.asynccontextmanager
@@ -49,8 +58,12 @@ async def open_runtime(
     check is over an hour old. With record_dir, every exchange request and answer is written there,
     redacted (pilot.exchange.recording).
 
-    With streams (None: on for the embedded paper exchange only), facts are kept fresh from the exchange's
-    WebSocket streams and judged on when fresh (pilot.app.stream_facts); if they cannot start, REST only.
+    With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
+    (pilot.app.stream_facts). None (the default): on for the paper exchange, embedded or attached, unless
+    record_dir is given (a recording must hold every fact read); off for Bybit. An attached paper exchange
+    is asked where its streams are (GET /pilot/streams); one that does not say, or names a place off
+    loopback, is read over REST only, said once in the log; with streams True that is a StartupError
+    (code "no_streams") instead.
 
     Before the runtime is handed out, sends left unsettled by a server that stopped are looked up; at exit,
     work whose client went away is given time to finish before the store closes. With `settle` False
@@ -110,11 +123,14 @@ class _Venue:
     async def streams(
         self, stack: contextlib.AsyncExitStack, adapter: BybitExchange, wanted: bool | None
     ) -> ExchangeReader | None:
-        """The stream-fed reader when streams are wanted (default: the embedded paper exchange), else None."""
-        if not (wanted if wanted is not None else self.ws_url is not None) or self.credentials is None:
+        """The stream-fed reader when streams are on (see open_runtime), else None (REST only)."""
+        on = wanted if wanted is not None else self.exchange == "paper" and self.record_dir is None
+        if not on or self.credentials is None:
             return None
-        if self.exchange == "paper" and self.ws_url is None:
-            return None  # an attached `pilot sim`: its WebSocket port is not known here
+        if self.exchange == "paper" and self.ws_url is None:  # an attached paper exchange: ask it
+            self.ws_url = await self._discover(required=wanted is True)
+            if self.ws_url is None:
+                return None
         from pilot.app.stream_facts import start_streams
 
         policy_path = Home(self.home).policy_path
@@ -133,6 +149,24 @@ class _Venue:
             symbols=read_policy(policy_path).policy.allowed_markets,
             paper_ws_url=self.ws_url,
         )
+
+    async def _discover(self, *, required: bool) -> str | None:
+        """The attached paper exchange's WebSocket URL, or None (said once) when it names none Pilot uses."""
+        from pilot.exchange.bybit_stream import NoStreams, discover_paper_streams
+
+        try:
+            return await asyncio.to_thread(discover_paper_streams, self.url or "")
+        except NoStreams as error:
+            if required:
+                raise StartupError(
+                    f"--streams: the paper exchange at {self.url} serves no streams Pilot can use: {error}",
+                    code="no_streams",
+                    fix="attach to a `pilot sim` of this version, or leave out --streams to read over REST",
+                ) from None
+            log.warning(
+                "streams off, facts are read over REST: the paper exchange at %s: %s", self.url, error
+            )
+            return None
 
     async def connect(self, stack: contextlib.AsyncExitStack) -> tuple[BybitExchange, bool]:
         """The adapter to use, and whether it uses a key stored in the home (whose permissions need checks)."""

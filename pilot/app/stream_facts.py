@@ -17,6 +17,11 @@ When a channel is in sync:
 
 A fact's age is measured from its channel's latest sign of life (any message, a private pong), each taken
 at the older of the exchange's stamp and our clock on arrival (pilot.core.freshness).
+A connection that ends takes its channel out of sync at once (the client says so), until it opens again.
+
+Orders: open ones are always kept, indexed per market; final ones only the newest MAX_FINAL_ORDERS and none
+older than FINAL_ORDER_MS behind the newest order seen, enough for a send's read-back; by link id in one
+lookup. So the cache stays bounded for the life of a server.
 
 `StreamingReader` is an ExchangeReader over a REST reader and the cache: each fact plan_order and
 place_order read (touch, price band, linear position, balance, open orders of a symbol) comes from the
@@ -31,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -78,6 +83,11 @@ OPEN_STATUSES = frozenset({"New", "PartiallyFilled", "Untriggered", "Created"})
 FINAL_STATUSES = frozenset({"Filled", "Cancelled", "Rejected", "PartiallyFilledCanceled", "Deactivated"})
 CLOSE_SECONDS = 5.0
 MAX_OUTCOME_WAIT_MS = 250  # the longest a lookup waits for an order on the stream before reading REST
+# Orders no longer open are kept only this many (the newest), and none older than FINAL_ORDER_MS behind the
+# newest order seen (the exchange's updated times): enough for a send's read-back (MAX_OUTCOME_WAIT_MS)
+# and for a late REST row of an order that has ended to be known as stale. Open orders are always kept.
+MAX_FINAL_ORDERS = 1000
+FINAL_ORDER_MS = 10 * 60_000
 
 # The sources of the facts read by the judgement running in this task (set by pilot.app.facts.gather).
 FACT_SOURCES: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
@@ -128,8 +138,13 @@ class StreamFacts:
     positions: dict[str, Position] = field(default_factory=dict)
     hedged: set[str] = field(default_factory=set)
     balance: AccountBalance | None = None
-    orders: dict[str, ExchangeOrder] = field(default_factory=dict)
-    executions: dict[str, Execution] = field(default_factory=dict)
+    orders: dict[str, ExchangeOrder] = field(default_factory=dict)  # open ones, and recent final ones
+    open_by_market: dict[tuple[str, str], dict[str, ExchangeOrder]] = field(default_factory=dict)
+    by_link: dict[tuple[str, str], str] = field(default_factory=dict)  # (category, link id) -> order id
+    final: OrderedDict[str, int] = field(default_factory=OrderedDict)  # order id -> updated ms, oldest first
+    newest_order_ms: int = 0
+    max_final_orders: int = MAX_FINAL_ORDERS
+    final_order_ms: int = FINAL_ORDER_MS
     # A fill seen on the order stream before the position or wallet push it causes: until that push comes
     # (stamped no earlier than the fill), the old position or balance is not served (the exchange's ms).
     position_behind: dict[str, int] = field(default_factory=dict)
@@ -193,9 +208,9 @@ class StreamFacts:
         if isinstance(event, OrderUpdate):
             for order in event.orders:
                 self._order(order)
+            self._forget_old_final_orders()
         elif isinstance(event, ExecutionUpdate):
-            for execution in event.executions:
-                self.executions[execution.exec_id] = execution
+            pass  # the order stream carries what judgements need; an execution only marks the channel dirty
         elif isinstance(event, PositionUpdate):
             for position in event.positions:
                 self.positions[position.symbol] = position
@@ -214,12 +229,50 @@ class StreamFacts:
         """Keep the newer of two rows of one order (a resync's REST row and a pushed one may cross)."""
         known = self.orders.get(order.order_id)
         if known is None or _rank(order) >= _rank(known):
-            self.orders[order.order_id] = order
+            self._keep(order, known)
             if order.cum_exec_qty > (known.cum_exec_qty if known is not None else Decimal(0)):
                 filled_ms = to_ms(order.updated_at)
                 if order.category == "linear":
                     self.position_behind[order.symbol] = filled_ms
                 self.wallet_behind = filled_ms
+
+    def _keep(self, order: ExchangeOrder, known: ExchangeOrder | None) -> None:
+        """Put a row in place of the order's last one, in every index."""
+        if known is not None:
+            self._unindex(known)
+        self.orders[order.order_id] = order
+        updated_ms = to_ms(order.updated_at)
+        self.newest_order_ms = max(self.newest_order_ms, updated_ms)
+        if order.status in OPEN_STATUSES:
+            self.open_by_market.setdefault((order.category, order.symbol), {})[order.order_id] = order
+        else:
+            self.final[order.order_id] = updated_ms
+        link = (order.category, order.order_link_id)
+        other = self.orders.get(self.by_link.get(link, order.order_id))
+        if order.order_link_id and (other is None or other is order or _rank(order) >= _rank(other)):
+            self.by_link[link] = order.order_id  # two orders on one link id (Bybit refuses it): the newer
+
+    def _unindex(self, order: ExchangeOrder) -> None:
+        market = self.open_by_market.get((order.category, order.symbol))
+        if market is not None and market.pop(order.order_id, None) is not None and not market:
+            del self.open_by_market[(order.category, order.symbol)]
+        self.final.pop(order.order_id, None)
+
+    def _forget(self, order_id: str) -> None:
+        order = self.orders.pop(order_id)
+        self._unindex(order)
+        link = (order.category, order.order_link_id)
+        if self.by_link.get(link) == order_id:
+            del self.by_link[link]
+
+    def _forget_old_final_orders(self) -> None:
+        """Final orders beyond the newest max_final_orders, or older than final_order_ms, are let go."""
+        oldest_kept = self.newest_order_ms - self.final_order_ms
+        while self.final:
+            order_id, updated_ms = next(iter(self.final.items()))
+            if len(self.final) <= self.max_final_orders and updated_ms >= oldest_kept:
+                break
+            self._forget(order_id)
 
     # ---- private resynchronisation ------------------------------------------------------------------
 
@@ -246,10 +299,12 @@ class StreamFacts:
         self.position_behind.clear()  # REST's word is newer than any fill pushed before it was read
         self.wallet_behind = None
         listed = {o.order_id for o in read.open_orders}
-        for order_id in [i for i, o in self.orders.items() if o.status in OPEN_STATUSES and i not in listed]:
-            del self.orders[order_id]  # open before, not open now: REST's word for it (a push may follow)
+        was_open = [i for market in self.open_by_market.values() for i in market if i not in listed]
+        for order_id in was_open:
+            self._forget(order_id)  # open before, not open now: REST's word for it (a push may follow)
         for order in read.open_orders:
             self._order(order)
+        self._forget_old_final_orders()
         channel.sync, channel.confirm_ping = Sync.CONFIRMING, ping_id
         return True
 
@@ -309,17 +364,12 @@ class StreamFacts:
     ) -> list[ExchangeOrder] | None:
         if not self.usable(PRIVATE, now_ms, max_age_ms):
             return None
-        return [
-            o
-            for o in self.orders.values()
-            if o.category == category and o.symbol == symbol and o.status in OPEN_STATUSES
-        ]
+        return list(self.open_by_market.get((category, symbol), {}).values())
 
     def order_by_link(self, category: str, order_link_id: str) -> ExchangeOrder | None:
-        found = [
-            o for o in self.orders.values() if o.order_link_id == order_link_id and o.category == category
-        ]
-        return max(found, key=_rank) if found else None
+        """The latest row of the order with this link id, while it is open or among the final ones kept."""
+        order_id = self.by_link.get((category, order_link_id))
+        return self.orders.get(order_id) if order_id is not None else None
 
 
 def _rank(order: ExchangeOrder) -> tuple[datetime, Decimal, int]:
@@ -329,8 +379,14 @@ def _rank(order: ExchangeOrder) -> tuple[datetime, Decimal, int]:
 class StreamControl(Protocol):
     """What the hub needs from a stream client (pilot.exchange.bybit_stream.BybitStreams)."""
 
-    def ping(self) -> int: ...
-    def close(self) -> None: ...
+    def ping(self) -> int:
+        """Send a ping on every channel; its id (the private pong carries it back)."""
+        ...
+
+    def close(self) -> None:
+        """Close for good, within a bound (seconds), so it may run on a worker thread the loop waits for;
+        nothing reconnects after it returns."""
+        ...
 
 
 class StreamHub:
@@ -394,30 +450,15 @@ class StreamHub:
         return True
 
     async def close(self) -> None:
-        """Stop the loops and the client's connections; bounded, so a stuck connection cannot hold shutdown."""
+        """Stop the loops and the client's connections (the client's close is bounded: see StreamControl)."""
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=CLOSE_SECONDS)
         self._tasks.clear()
         client, self.client = self.client, None
-        if client is not None:  # on a daemon thread: pybit's close may wait on a socket forever
-            loop = asyncio.get_running_loop()
-            closed: asyncio.Future[None] = loop.create_future()
-
-            def done() -> None:
-                if not closed.done():
-                    closed.set_result(None)
-
-            def close() -> None:
-                with contextlib.suppress(Exception):
-                    client.close()
-                with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
-                    loop.call_soon_threadsafe(done)
-
-            threading.Thread(target=close, name="pilot-streams-close", daemon=True).start()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(closed, CLOSE_SECONDS)
+        if client is not None:
+            await asyncio.to_thread(client.close)
 
     async def _ping_loop(self) -> None:
         while True:
@@ -616,7 +657,8 @@ async def start_streams(
     paper_ws_url: str | None = None,
 ) -> StreamingReader | None:
     """Connect the streams of `symbols` and the account; the reader that uses them, or None (REST only)
-    when they cannot be started. The hub and its connections close with `stack`."""
+    when the environment has no stream URL Pilot connects to. A connection that does not open, or ends,
+    keeps being tried until `stack` closes the hub and its connections (REST for its facts meanwhile)."""
     from pilot.exchange.bybit_stream import BybitStreams
 
     markets = await stream_markets(rest, symbols)
@@ -634,8 +676,7 @@ async def start_streams(
         return None
     hub.attach(client)
     stack.push_async_callback(hub.close)
-    try:
-        await asyncio.to_thread(client.start)
-    except Exception:  # pybit raises its own and websocket-client's errors: REST only, as before
-        return None
+    # Waits a few seconds at most for the first connections; those not open yet keep trying in the
+    # background (facts come from REST until their channel is in sync).
+    await asyncio.to_thread(client.start)
     return StreamingReader(rest, hub)

@@ -19,6 +19,7 @@ import click
 
 from pilot.app.boot import EXCHANGES, StartupError, open_runtime
 from pilot.app.runtime import Home, Runtime
+from pilot.app.stream_facts import StreamingReader
 from pilot.app.upkeep import UPKEEP_SECONDS, upkeep
 from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import CliError
@@ -76,7 +77,8 @@ log = logging.getLogger("pilot.serve")
     "--streams/--no-streams",
     default=None,
     help="Keep facts fresh from the exchange's WebSocket streams and judge on them while younger than "
-    "maxFactAgeMs (REST otherwise). Default: on for the embedded paper exchange, off elsewhere.",
+    "maxFactAgeMs (REST otherwise). Default: on for the paper exchange (embedded, or the `pilot sim` of "
+    "--paper-url, which says where they are) unless --record; off for Bybit.",
 )
 @click.option(
     "--quiet",
@@ -121,7 +123,7 @@ def command(
     try:
         anyio.run(_serve, options, listener)
     except StartupError as error:
-        raise CliError("cannot_start", f"cannot start: {error}") from None
+        raise CliError(error.code, f"cannot start: {error}", error.fix) from None
     except KeyboardInterrupt:
         click.echo("pilot serve: stopped", err=True)
     finally:
@@ -151,7 +153,7 @@ class ServeOptions:
     tool_count: int
     http: HttpOptions | None
     quiet: bool = False
-    streams: bool | None = None  # None: on for the embedded paper exchange only
+    streams: bool | None = None  # None: on for the paper exchange unless recording (pilot.app.boot)
 
 
 def _listen(http: HttpOptions) -> socket.socket:
@@ -206,7 +208,8 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
         http = options.http
         tokens = len(await runtime.store.tokens.list()) if http is not None else 0
         if http is not None or not options.quiet:
-            click.echo(format_banner(options, listener, tokens), err=True)
+            streaming = isinstance(runtime.exchange, StreamingReader)
+            click.echo(format_banner(options, listener, tokens, streaming=streaming), err=True)
         if http is None or listener is None:
             await run_stdio(build_server(runtime, tools=options.tools))
         else:
@@ -222,8 +225,11 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
         tasks.cancel_scope.cancel()
 
 
-def format_banner(options: ServeOptions, listener: socket.socket | None, tokens: int) -> str:
-    """What `pilot serve` says at start, on stderr: where, on which home and exchange, which tools."""
+def format_banner(
+    options: ServeOptions, listener: socket.socket | None, tokens: int, *, streaming: bool = False
+) -> str:
+    """What `pilot serve` says at start, on stderr: where, on which home and exchange, which tools, and
+    whether facts come from the exchange's streams."""
     home = options.home
     venue = options.exchange
     if options.exchange == "paper":
@@ -237,6 +243,9 @@ def format_banner(options: ServeOptions, listener: socket.socket | None, tokens:
         f"  home:      {home}",
         f"  exchange:  {venue}",
         f"  tools:     {tool_set} ({options.tool_count})",
+        "  streams:   on (facts judged on while younger than maxFactAgeMs, else read over REST)"
+        if streaming
+        else "  streams:   off (facts read over REST)",
     ]
     http = options.http
     if http is None or listener is None:

@@ -1,4 +1,5 @@
-"""`pilot sim`: run the paper exchange in the foreground and print how to reach it; `pilot sim reset`."""
+"""`pilot sim`: run the paper exchange in the foreground and print how to reach it (REST and WebSocket URLs);
+`pilot sim reset`."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ def format_banner(paper: PaperExchange, home: Path | None = None) -> str:
     """What to print at start: the URL and the paper key (a paper key, harmless to show)."""
     lines = [
         f"Paper exchange (Bybit V5 REST) listening on {paper.url}",
+        f"  streams:    {paper.ws_url} (Bybit V5 WebSocket; `pilot serve --paper-url` finds it)",
         f"  api key:    {paper.api_key}",
         f"  api secret: {paper.api_secret}",
     ]
@@ -40,6 +42,7 @@ def banner_record(paper: PaperExchange, home: Path | None = None) -> dict[str, s
     """The banner as JSON-ready data (`pilot sim --format json`)."""
     return {
         "url": paper.url,
+        "ws_url": paper.ws_url,
         "api_key": paper.api_key,
         "api_secret": paper.api_secret,
         "home": str(home) if home is not None else None,

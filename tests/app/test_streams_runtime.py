@@ -206,3 +206,21 @@ async def test_pilot_serve_streams_the_embedded_paper_exchange_unless_told_not_t
             else:  # exactly today's REST path: the adapter itself, and nothing said about sources
                 assert not isinstance(opened.exchange, StreamingReader)
                 assert plan.snapshot.fact_sources is None
+
+
+async def test_the_streams_come_back_after_an_outage_longer_than_pybit_would_wait(
+    runtime: Runtime, paper: PaperExchange
+) -> None:
+    """pybit 5.17 gives up after three back-to-back attempts, leaving every fact on REST for good."""
+    paper.stream_faults.unavailable = True
+    paper.drop_streams()
+    paths = ("/v5/public/linear", "/v5/public/spot", "/v5/private")
+    await until(runtime, lambda: all(paper.streams.refused[path] >= 4 for path in paths))
+    during = await plan_order(runtime, SELL)
+    assert during.snapshot is not None and during.snapshot.fact_sources is not None
+    assert set(during.snapshot.fact_sources.values()) == {"rest"}
+    paper.stream_faults.unavailable = False
+    await until(runtime, lambda: in_sync(runtime))
+    after = await plan_order(runtime, SELL)
+    assert after.snapshot is not None and after.snapshot.fact_sources is not None
+    assert set(after.snapshot.fact_sources.values()) == {"stream"}

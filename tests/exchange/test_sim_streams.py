@@ -9,12 +9,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import socket
+import threading
 import time
+import urllib.request
 from decimal import Decimal
 from typing import Any
 
 import pytest
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
@@ -182,3 +185,66 @@ def test_swapped_deltas_arrive_out_of_sequence(paper: PaperExchange) -> None:
         paper.set_prices("BTCUSDT", bid=71000, ask="71000.1")
         seen = [receive(ws, topic("orderbook.50.BTCUSDT"))["data"]["u"] for _ in range(2)]
         assert seen == [first + 2, first + 1]
+
+
+def wait_until(condition: Any, timeout: float = WAIT) -> None:
+    """Wait for something the exchange's thread does (polling, bounded)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not hold in time"
+        threading.Event().wait(0.005)
+
+
+def test_the_rest_side_names_the_websocket_side_at_pilot_streams(paper: PaperExchange) -> None:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(f"{paper.url}/pilot/streams", timeout=WAIT) as answer:
+        body = json.loads(answer.read())
+    assert body["retCode"] == 0 and body["result"] == {"url": paper.ws_url}
+
+
+def test_an_unavailable_stream_answers_new_connections_503_until_it_is_back(paper: PaperExchange) -> None:
+    paper.stream_faults.unavailable = True
+    with pytest.raises(InvalidStatus) as refused:
+        connect(f"{paper.ws_url}/v5/private", open_timeout=WAIT)
+    assert refused.value.response.status_code == 503
+    assert paper.streams.refused["/v5/private"] == paper.streams.handshakes["/v5/private"] == 1
+    paper.stream_faults.unavailable = False
+    with connect(f"{paper.ws_url}/v5/private", open_timeout=WAIT) as ws:
+        send(ws, {"op": "ping", "req_id": "back"})
+        assert receive(ws, lambda m: m.get("req_id") == "back")["op"] == "pong"
+    assert paper.streams.handshakes["/v5/private"] == 2
+
+
+def test_a_held_handshake_opens_once_it_is_let_go(paper: PaperExchange) -> None:
+    paper.stream_faults.hold_handshakes = True
+    opened: list[ClientConnection] = []
+    opener = threading.Thread(target=lambda: opened.append(connect(f"{paper.ws_url}/v5/public/spot")))
+    opener.start()
+    wait_until(lambda: paper.streams.held == 1)
+    assert not opened and paper.streams.open_connections == 0
+    paper.stream_faults.hold_handshakes = False
+    opener.join(WAIT)
+    with opened[0] as ws:
+        send(ws, {"op": "ping", "req_id": "let-go"})
+        assert receive(ws, lambda m: m.get("req_id") == "let-go")["success"] is True
+    assert paper.streams.held == 0
+
+
+def test_stopping_does_not_wait_on_a_client_that_never_answers_the_close() -> None:
+    paper = start_paper_exchange()
+    silent = socket.create_connection(("127.0.0.1", paper.streams.port), timeout=WAIT)
+    key = "dGhlIHNhbXBsZSBub25jZQ=="
+    silent.sendall(
+        f"GET /v5/public/linear HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
+    assert silent.recv(4096).startswith(b"HTTP/1.1 101")
+    wait_until(lambda: paper.streams.open_connections == 1)
+    stopping = threading.Thread(target=paper.stop)
+    stopping.start()
+    stopping.join(WAIT)  # the client never sends its close frame: it is reset after a grace period
+    try:
+        assert not stopping.is_alive()
+        assert paper.streams.open_connections == 0
+    finally:
+        silent.close()

@@ -7,8 +7,10 @@ so the real Bybit adapter runs against it unchanged. Start it in-process::
 
     with start_paper_exchange() as paper:          # packaged default scenario, ephemeral port
         paper.url, paper.api_key, paper.api_secret  # "http://127.0.0.1:PORT" and the scenario's first key
-        paper.ws_url                                 # "ws://127.0.0.1:PORT": Bybit V5 WebSocket (streams.py)
-        paper.stream_faults.stall = True; paper.drop_streams()  # WebSocket faults (pilot.exchange.sim.streams)
+        paper.ws_url                                 # "ws://127.0.0.1:PORT": Bybit V5 WebSocket (streams.py),
+                                                     # also answered at GET /pilot/streams (Pilot's own path)
+        paper.stream_faults.stall = True; paper.drop_streams()  # WebSocket faults (pilot.exchange.sim.streams);
+        paper.stream_faults.unavailable = True               # with drop_streams(): the streams are down
         paper.add_fault("/v5/order/create", "drop")  # the next create is executed, then the socket is closed
         paper.request_count("/v5/order/create")      # every request received, faulted ones included
         paper.set_prices("BTCUSDT", bid=80000, ask=80000.1)  # resting orders the new quote crosses fill
@@ -90,8 +92,18 @@ class PaperExchange:
         self._faults = FaultBook(scenario.faults)
         keys = {spec.key: spec for spec in scenario.api_keys}
         self.streams = StreamServer(self._engine, self._lock, keys, self.now_ms)
-        dispatcher = Dispatcher(self._engine, scenario, self._lock, self.now_ms, on_change=self._changed)
+        dispatcher = Dispatcher(
+            self._engine,
+            scenario,
+            self._lock,
+            self.now_ms,
+            on_change=self._changed,
+            streams_url=self._streams_url,
+        )
         self._server = HttpServer(dispatcher, self._faults, self._latency_for, self.now_ms, port)
+
+    def _streams_url(self) -> str:
+        return self.ws_url if self.streams.port else ""
 
     def _changed(self) -> None:
         self._save()
@@ -165,7 +177,8 @@ class PaperExchange:
 
     @property
     def stream_faults(self) -> StreamFaults:
-        """Set `stall`, `delay_ms` or `swap_next_deltas` on it; `drop_streams()` resets every connection."""
+        """Set `stall`, `delay_ms`, `swap_next_deltas`, `hold_topics`, `unavailable` (new connections get HTTP
+        503) or `hold_handshakes` on it; `drop_streams()` resets every connection."""
         return self.streams.faults
 
     def drop_streams(self) -> None:

@@ -46,9 +46,11 @@ class Dispatcher:
         lock: threading.Lock,
         clock_ms: Callable[[], int],
         on_change: Callable[[], None] | None = None,
+        streams_url: Callable[[], str] = lambda: "",
     ) -> None:
         self.engine = engine
         self.on_change = on_change  # called under the lock after every write that was carried out
+        self.streams_url = streams_url  # answered at GET /pilot/streams
         self.keys = {spec.key: spec for spec in scenario.api_keys}
         self.key_list = scenario.api_keys
         self.limiter = RateLimiter(scenario.rate_limits)
@@ -84,7 +86,8 @@ class Dispatcher:
             if processing:
                 return self._processing(route, key, params, now, status)
             with self.lock:
-                result = route.handler(Context(self.engine, key, self.key_list, now), params)
+                context = Context(self.engine, key, self.key_list, now, self.streams_url())
+                result = route.handler(context, params)
                 self._changed(route)
         except MissingAuthHeaders:
             return Reply(401, b"")

@@ -37,6 +37,7 @@ class Context:
     key: ApiKeySpec | None
     keys: Sequence[ApiKeySpec]
     now_ms: int
+    streams_url: str = ""  # the WebSocket side's ws://127.0.0.1:PORT ("" when it is not serving)
 
 
 CATEGORIES = ("linear", "inverse", "spot", "option")  # every category Bybit V5 accepts (enum.mdx)
@@ -467,6 +468,17 @@ def query_api(ctx: Context, params: Params) -> dict:
     return views.api_key_view(ctx.key, list(ctx.keys).index(ctx.key))
 
 
+# ---- Pilot's own --------------------------------------------------------------------------------------
+
+
+def streams(ctx: Context, params: Params) -> dict:
+    """GET /pilot/streams (Pilot's, not Bybit's): where the WebSocket side listens, so that `pilot serve
+    --paper-url` finds it from the REST URL alone. A venue without this path serves no streams to Pilot."""
+    if not ctx.streams_url:
+        raise SimReject(10017, "route not found")
+    return {"url": ctx.streams_url}
+
+
 @dataclass(frozen=True, slots=True)
 class Route:
     method: str
@@ -500,4 +512,5 @@ ROUTES: dict[str, Route] = {
     "/v5/account/wallet-balance": Route("GET", wallet_balance, True),
     "/v5/account/info": Route("GET", account_info, True),
     "/v5/user/query-api": Route("GET", query_api, True),
+    "/pilot/streams": Route("GET", streams, False),
 }

@@ -21,6 +21,13 @@ are pushed, coalesced, when it ends, and what was held is sent first, in order: 
 TCP stream that stops moving), ``delay_ms`` holds
 each message that long before sending it, ``swap_next_deltas`` sends the next book delta after the one
 that follows it, ``hold_topics`` keeps a private topic's pushes back (in order) until it is taken off.
+Connections themselves: ``unavailable`` answers every new one HTTP 503 (as Bybit's edge does during
+maintenance; with ``drop()``, the stream is down until it is taken off), ``hold_handshakes`` keeps new ones
+waiting in the opening handshake until taken off (the server's 10 s open timeout still applies).
+`handshakes` and `refused` count attempts per path, answered or not.
+
+`stop()` closes every connection (1001, going away) and gives clients a second to answer; what is still
+open then is reset, so stopping never waits on a client.
 """
 
 from __future__ import annotations
@@ -31,13 +38,17 @@ import hashlib
 import hmac
 import itertools
 import json
+import logging
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request, Response
 
 from pilot.exchange.sim import handlers, views
 from pilot.exchange.sim.engine import Engine
@@ -47,6 +58,10 @@ PUBLIC_PATHS = {"/v5/public/linear": "linear", "/v5/public/spot": "spot"}
 PRIVATE_PATH = "/v5/private"
 PRIVATE_TOPICS = ("order", "execution", "position", "wallet")
 BOOK_DEPTHS = (1, 50, 200)
+STOP_GRACE_SECONDS = 1.0  # how long stop() lets clients answer the close before resetting them
+# websockets logs every frame at DEBUG, auth requests (API key, signature) included: never below INFO here.
+LOG = logging.getLogger(__name__)
+LOG.setLevel(logging.INFO)
 
 
 @dataclass
@@ -57,6 +72,8 @@ class StreamFaults:
     delay_ms: float = 0
     swap_next_deltas: int = 0  # how many upcoming pairs of book deltas go out in the wrong order
     hold_topics: frozenset[str] = frozenset()  # private topics whose pushes wait until taken off this set
+    unavailable: bool = False  # new connections are answered HTTP 503 (drop() ends the open ones)
+    hold_handshakes: bool = False  # new connections wait in the opening handshake until this is off
 
 
 @dataclass(eq=False)
@@ -100,12 +117,24 @@ class StreamServer:
         self._ids = itertools.count(1)
         self._heartbeat: asyncio.Task[None] | None = None
         self.connections_opened = 0
+        self.handshakes: Counter[str] = Counter()  # opening handshakes begun, per path
+        self.refused: Counter[str] = Counter()  # of those, answered 503 (`unavailable`)
+        self.held = 0  # handshakes waiting on `hold_handshakes` now
+        self._stopping = False
 
     # ---- life ---------------------------------------------------------------------------------------
 
     async def start(self, port: int = 0) -> None:
         self.loop = asyncio.get_running_loop()
-        self._server = await serve(self._serve, "127.0.0.1", port, ping_interval=None, compression=None)
+        self._server = await serve(
+            self._serve,
+            "127.0.0.1",
+            port,
+            ping_interval=None,
+            compression=None,
+            process_request=self._handshake,
+            logger=LOG,
+        )
         self.port = next(iter(self._server.sockets)).getsockname()[1]
         self._heartbeat = asyncio.create_task(self._beat())
 
@@ -114,10 +143,37 @@ class StreamServer:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
+        self._stopping = True  # a held handshake is let go (and refused: the server is closing)
+        if self._server is None:
+            return
+        self._server.close()  # stop listening; close each connection with 1001 (going away)
+        closed = asyncio.ensure_future(self._server.wait_closed())
+        await asyncio.wait([closed], timeout=STOP_GRACE_SECONDS)
+        if not closed.done():  # a client that does not answer the close is reset instead
+            self._drop_all()
+            await asyncio.wait([closed], timeout=STOP_GRACE_SECONDS)
+        if not closed.done():
+            closed.cancel()
+
+    async def _handshake(self, socket: ServerConnection, request: Request) -> Response | None:
+        """Count the attempt and apply the connection faults (websockets' process_request hook)."""
+        self.handshakes[request.path] += 1
+        if self.faults.hold_handshakes:
+            self.held += 1
+            try:
+                while self.faults.hold_handshakes and not self._stopping:
+                    await asyncio.sleep(0.01)
+            finally:
+                self.held -= 1
+        if self.faults.unavailable:
+            self.refused[request.path] += 1
+            return socket.respond(HTTPStatus.SERVICE_UNAVAILABLE, "stream unavailable\n")
+        return None
+
+    @property
+    def open_connections(self) -> int:
+        """Connections past their handshake and not ended yet."""
+        return len(self._connections)
 
     def changed(self) -> None:
         """Something in the engine may have changed: publish it (safe from any thread, lock held or not)."""
