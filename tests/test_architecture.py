@@ -113,6 +113,8 @@ def test_each_outside_library_has_one_importer():
     # REST (bybit.py) and the WebSocket streams (bybit_stream.py) are two pybit clients that share nothing
     # but bybit_wire's parsers, so each has its own module; pybit stays out of everything else.
     assert importers_of("pybit") == {"pilot.exchange.bybit", "pilot.exchange.bybit_stream"}
+    # pybit's WebSocket transport, driven by the stream client's own connection threads
+    assert importers_of("websocket") == {"pilot.exchange.bybit_stream"}
     assert {m for m in importers_of("aiosqlite")} <= {m for m in modules() if m.startswith("pilot.store")}
     assert importers_of("aiosqlite")
     server_sdk = importers_of("mcp.server")
