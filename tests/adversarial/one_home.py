@@ -201,3 +201,29 @@ def journal_hammer(db_path: str, writer: str, now: str, started: Any) -> None:
                 started.set()
 
     asyncio.run(run())
+
+
+def agent_turns_the_kill_switch_on(barrier: Any, results: Any, home: str, venue: Venue, now: str) -> None:
+    """Another server's agent turns the kill switch on once."""
+
+    async def run() -> int:
+        async with open_server(Path(home), venue, FakeClock(parse_iso(now))) as runtime:
+            barrier.wait(timeout=DEADLINE_SECONDS)
+            answer = await activate_kill_switch(runtime, "another server's agent stops everything")
+            return answer.journal_seq[0] if answer.journal_seq else -1
+
+    results.put(asyncio.run(run()))
+
+
+def held_sender(home: str, venue: Venue, now: str, qty: str, planned: Any, go: Any) -> None:
+    """A server that plans a buy of `qty`, says so, and places it when told (the test kills it mid-send)."""
+
+    async def run() -> None:
+        async with open_server(Path(home), venue, FakeClock(parse_iso(now))) as runtime:
+            plan = await plan_order(runtime, market(Side.BUY, qty))
+            assert plan.plan_id is not None, plan
+            planned.set()
+            go.wait(timeout=DEADLINE_SECONDS)
+            await place_order(runtime, plan.plan_id)
+
+    asyncio.run(run())
