@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 import time as wall
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from pilot.app import kinds
 from pilot.app.inputs import PlanRequest
 from pilot.app.killswitch import activate_kill_switch
 from pilot.app.ledger import JournalState
@@ -27,10 +29,11 @@ from pilot.app.plan import plan_order
 from pilot.app.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
 from pilot.exchange.bybit import BybitExchange
-from pilot.store import Journal, open_store, parse_iso
+from pilot.store import ChainReport, Journal, JournalEntry, open_store, parse_iso
 from tests.app.conftest import FakeClock
 
 DEADLINE_SECONDS = 60
+NOON = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)  # today, far from midnight
 SETTLING = {"filled", "partially_filled", "cancelled", "rejected", "open"}  # pilot.app.ledger, restated
 
 
@@ -109,6 +112,27 @@ async def restated(journal: Journal, now: datetime) -> tuple[Any, ...]:
     )
     today = sum(1 for e in sends if day <= e.at < day + timedelta(days=1))
     return newest["killswitch"], newest["loss_limit"], today, unsettled
+
+
+# --- what the exchange and the journal hold after a race -----------------------------------------------
+
+
+def journal_of(home: Path) -> tuple[ChainReport, list[JournalEntry]]:
+    async def read() -> tuple[ChainReport, list[JournalEntry]]:
+        async with await open_store(home / "journal" / "pilot.db") as store:
+            return await store.journal.verify(), await store.journal.entries(kind=kinds.ORDER_SENT)
+
+    return asyncio.run(read())
+
+
+def check_each_send_once(paper: Any, home: Path) -> list[JournalEntry]:
+    report, sent = journal_of(home)
+    assert report.ok, report
+    links = [order.order_link_id for order in paper.orders("BTCUSDT")]
+    assert len(links) == len(set(links)), "a plan was sent twice"
+    assert sorted(links) == sorted(e.data["request"]["orderLinkId"] for e in sent)
+    assert len({e.plan_id for e in sent}) == len(sent)
+    return sent
 
 
 # --- waiting for another thread or process (bounded polling, never a sleep to line things up) ----------
@@ -227,3 +251,23 @@ def held_sender(home: str, venue: Venue, now: str, qty: str, planned: Any, go: A
             await place_order(runtime, plan.plan_id)
 
     asyncio.run(run())
+
+
+def lock_storm(db_path: str, hold_seconds: float, gap_seconds: float, started: Any, stop: Any) -> None:
+    """Another program on the database file: it takes the write lock (BEGIN IMMEDIATE, writing a row), keeps
+    it `hold_seconds`, lets go for `gap_seconds`, again and again until told to stop. The waits are the storm
+    itself (how long the lock is held), not a way of lining anything up."""
+    conn = sqlite3.connect(db_path, isolation_level=None, timeout=DEADLINE_SECONDS)
+    try:
+        while not stop.is_set():
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(
+                "INSERT INTO leases (name, holder, acquired_at, expires_at) VALUES ('storm', 'storm', '', '')"
+                " ON CONFLICT (name) DO UPDATE SET acquired_at = excluded.acquired_at"
+            )
+            started.set()
+            stop.wait(hold_seconds)
+            conn.execute("COMMIT")
+            stop.wait(gap_seconds)
+    finally:
+        conn.close()

@@ -12,26 +12,23 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pilot.app import kinds
 from pilot.app.plan import plan_order
 from pilot.core.facts import Side
 from pilot.exchange.sim import start_paper_exchange
-from pilot.store import ChainReport, JournalEntry, iso_utc, open_store
+from pilot.store import iso_utc
 from tests.app.conftest import FakeClock, write_policy
 from tests.scenarios import article_scenario
 from tests.store.support import run_in_processes
 
-from .one_home import Venue, market, open_server, placer, trader
+from .one_home import NOON, Venue, check_each_send_once, market, open_server, placer, trader
 
 SERVERS = 3
-NOON = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
 EIGHT_DOLLARS = "0.0001"  # of BTC at 80220: three fit the $25 cap, four do not
 
 
@@ -42,24 +39,6 @@ def paper() -> Any:
     world["latencyMs"] = {"*": 20}
     with start_paper_exchange(world) as exchange:
         yield exchange
-
-
-def journal_of(home: Path) -> tuple[ChainReport, list[JournalEntry]]:
-    async def read() -> tuple[ChainReport, list[JournalEntry]]:
-        async with await open_store(home / "journal" / "pilot.db") as store:
-            return await store.journal.verify(), await store.journal.entries(kind=kinds.ORDER_SENT)
-
-    return asyncio.run(read())
-
-
-def check_each_send_once(paper: Any, home: Path) -> list[JournalEntry]:
-    report, sent = journal_of(home)
-    assert report.ok, report
-    links = [order.order_link_id for order in paper.orders("BTCUSDT")]
-    assert len(links) == len(set(links)), "a plan was sent twice"
-    assert sorted(links) == sorted(e.data["request"]["orderLinkId"] for e in sent)
-    assert len({e.plan_id for e in sent}) == len(sent)
-    return sent
 
 
 @pytest.mark.parametrize("bound", ["position_cap", "daily_cap"])
