@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-import time as wall
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
@@ -118,6 +117,8 @@ async def restated(journal: Journal, now: datetime) -> tuple[Any, ...]:
 
 
 def journal_of(home: Path) -> tuple[ChainReport, list[JournalEntry]]:
+    """The chain checked whole, and every order.sent entry, read through a store connection of its own."""
+
     async def read() -> tuple[ChainReport, list[JournalEntry]]:
         async with await open_store(home / "journal" / "pilot.db") as store:
             return await store.journal.verify(), await store.journal.entries(kind=kinds.ORDER_SENT)
@@ -126,6 +127,8 @@ def journal_of(home: Path) -> tuple[ChainReport, list[JournalEntry]]:
 
 
 def check_each_send_once(paper: Any, home: Path) -> list[JournalEntry]:
+    """The chain is unbroken; every order on the exchange was journaled before it was sent, and no plan's
+    client order id reached the exchange twice. Returns the order.sent entries."""
     report, sent = journal_of(home)
     assert report.ok, report
     links = [order.order_link_id for order in paper.orders("BTCUSDT")]
@@ -144,13 +147,6 @@ async def until(condition: Callable[[], bool], seconds: float = DEADLINE_SECONDS
     while not condition():
         assert loop.time() < deadline, "timed out waiting"
         await asyncio.sleep(0.005)
-
-
-def wait_until(condition: Callable[[], bool], seconds: float = DEADLINE_SECONDS) -> None:
-    deadline = wall.monotonic() + seconds
-    while not condition():
-        assert wall.monotonic() < deadline, "timed out waiting"
-        wall.sleep(0.005)
 
 
 # --- workers for spawned processes: target(barrier, results, *args) -------------------------------------

@@ -8,7 +8,7 @@ there before the judgement began) is never looked at: the state says no kill swi
 on folds the new entry in, so it lasts one judgement: enough for a server that has just started (or whose
 clock was set back) to send a risk-increasing order while the kill switch is on.
 
-Measured: 15 of 40 plans placed by freshly started servers filled while another process's agent kept
+Measured: 14 to 15 of 40 plans placed by freshly started servers filled while another process's agent kept
 turning the kill switch on (it may, as often as it likes); without that agent, 0 of 40.
 
 Suggested fix (pilot/app/ledger.py + pilot/store/journal.py): read the newest kill switch and loss limit
