@@ -1,20 +1,10 @@
-"""BUG (found here, not fixed): a kill switch (or loss limit) entry appended while a ledger reads the journal
-afresh hides the one before it, and that judgement sees the switch off.
+"""A kill switch (or loss limit) entry appended while a ledger reads the journal afresh never hides the one
+before it (found here as a bug, fixed in pilot/app/ledger.py: a fresh read reads on from its mark at once).
 
-`Ledger._load` reads the journal's end (`mark`) first, then the newest kill switch and loss limit entries
-with separate queries, and drops every row newer than `mark`. When an entry of the same kind is appended
-between those reads, `Journal.latest` returns the new one, the filter drops it, and the older one (which was
-there before the judgement began) is never looked at: the state says no kill switch at all. The next read
-on folds the new entry in, so it lasts one judgement: enough for a server that has just started (or whose
-clock was set back) to send a risk-increasing order while the kill switch is on.
-
-Measured: 14 to 15 of 40 plans placed by freshly started servers filled while another process's agent kept
-turning the kill switch on (it may, as often as it likes); without that agent, 0 of 40.
-
-Suggested fix (pilot/app/ledger.py + pilot/store/journal.py): read the newest kill switch and loss limit
-entries *at or before* `mark` (an upper seq bound on `Journal.entries`/`latest`), or read the mark and the
-rows in one snapshot. Both tests are xfail(strict=True): they pass when the bug is fixed, and the marker must
-then go.
+A fresh read takes the journal's end (`mark`), then the newest kill switch and loss limit entries with
+separate queries, leaving out what is newer than `mark`. When an entry of the same kind was appended between
+those reads, the one left out had hidden the older one, and that judgement saw the switch off: 15 of 40
+plans placed by freshly started servers filled while another process's agent kept switching it on.
 """
 
 from __future__ import annotations
@@ -42,15 +32,9 @@ from .one_home import Venue, kill_switch_hammer, market
 
 pytestmark = pytest.mark.anyio
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-BUG = pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Ledger._load drops the newest kill switch/loss limit entry newer than its mark, and with it "
-    "the older one it hid (see this module's docstring)",
-)
 PLANS = 40
 
 
-@BUG
 @pytest.mark.parametrize(
     ("kind", "data"),
     [
@@ -78,7 +62,6 @@ async def test_an_entry_appended_while_the_ledger_reads_afresh_does_not_hide_the
         assert newest.seq in (first.seq, second.seq)
 
 
-@BUG
 async def test_servers_that_just_started_never_send_a_growing_order_while_the_kill_switch_is_on(
     tmp_path: Path, paper: Any, clock: Any
 ) -> None:
