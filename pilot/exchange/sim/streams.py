@@ -59,9 +59,10 @@ PRIVATE_PATH = "/v5/private"
 PRIVATE_TOPICS = ("order", "execution", "position", "wallet")
 BOOK_DEPTHS = (1, 50, 200)
 STOP_GRACE_SECONDS = 1.0  # how long stop() lets clients answer the close before resetting them
-# websockets logs every frame at DEBUG, auth requests (API key, signature) included: never below INFO here.
+# websockets logs every frame at DEBUG, auth requests (API key, signature) included, and every connection at
+# INFO: only its warnings and errors are let through.
 LOG = logging.getLogger(__name__)
-LOG.setLevel(logging.INFO)
+LOG.setLevel(logging.WARNING)
 
 
 @dataclass
