@@ -50,13 +50,12 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
-from urllib.parse import urlsplit
 
 import websocket
 from pybit.unified_trading import WebSocket
 
 from pilot.exchange import bybit_wire as wire_
-from pilot.exchange.bybit_urls import LOOPBACK_HOSTS, check_base_url
+from pilot.exchange.bybit_urls import check_base_url, is_loopback_base
 from pilot.exchange.stream_events import (
     PRIVATE,
     Alive,
@@ -95,17 +94,7 @@ Sink = Callable[[StreamEvent], None]
 def stream_urls(environment: str, paper_ws_url: str | None = None) -> tuple[str, str]:
     """(public base, private base) for an environment. Raises ValueError for anything off the list."""
     if environment == "paper":
-        parts = urlsplit(paper_ws_url or "")
-        if (
-            parts.scheme != "ws"
-            or parts.hostname not in LOOPBACK_HOSTS
-            or parts.port is None
-            or parts.path not in ("", "/")
-            or parts.query
-            or parts.fragment
-            or parts.username
-            or parts.password
-        ):
+        if not is_loopback_base(paper_ws_url or "", "ws"):
             raise ValueError(
                 f"Refusing stream URL {paper_ws_url!r}: the paper exchange's is ws://127.0.0.1:PORT."
             )

@@ -8,6 +8,22 @@ ENVIRONMENTS = {"bybit-demo": "https://api-demo.bybit.com", "bybit-testnet": "ht
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
+def is_loopback_base(url: str, scheme: str) -> bool:
+    """Whether `url` is `scheme`://<a loopback host>:PORT and nothing more: no path, query, fragment or user."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError when it is not a port number
+    except ValueError:
+        return False
+    return (
+        parts.scheme == scheme
+        and parts.hostname in LOOPBACK_HOSTS
+        and port is not None
+        and parts.path in ("", "/")
+        and not (parts.query or parts.fragment or parts.username or parts.password)
+    )
+
+
 def check_base_url(environment: str, base_url: str | None) -> str:
     """Return the base URL to use, or raise ValueError: only demo, testnet and loopback paper are allowed."""
     if environment not in (*ENVIRONMENTS, "paper"):
@@ -17,16 +33,7 @@ def check_base_url(environment: str, base_url: str | None) -> str:
             raise ValueError(
                 "The paper environment needs the paper exchange's base URL (http://127.0.0.1:PORT)."
             )
-        parts = urlsplit(base_url)
-        if (
-            parts.scheme != "http"
-            or parts.hostname not in LOOPBACK_HOSTS
-            or parts.port is None
-            or parts.path not in ("", "/")
-            or parts.query
-            or parts.username
-            or parts.password
-        ):
+        if not is_loopback_base(base_url, "http"):
             raise ValueError(_refusal(base_url))
         return base_url.rstrip("/")
     allowed = ENVIRONMENTS[environment]
