@@ -65,7 +65,7 @@ class Database:
     async def _durable(self, durable: bool) -> None:
         """Set the connection's synchronous mode for the next commit (lock held; only when it changes)."""
         if self._full is not durable:
-            await self._conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+            await self._conn.execute_fetchall(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
             self._full = durable
 
     @asynccontextmanager
@@ -95,12 +95,10 @@ class Database:
 
         A single statement is atomic in autocommit mode, and a writing statement takes the write lock
         (waiting under the busy timeout) before it reads anything, so it needs no `BEGIN IMMEDIATE`: one
-        trip to the connection's thread instead of three.
+        trip to the connection's thread instead of three. The rows are counted by `RETURNING 1` (`sql`
+        must not have its own), since a cursor's rowcount costs a second trip to close the cursor.
         """
-        async with self._lock:
-            with translated_errors():
-                await self._durable(durable)
-                return await Tx(self._conn).run(sql, params)
+        return len(await self.returning(sql + " RETURNING 1", params, durable=durable))
 
     async def returning(self, sql: str, params: Params = (), *, durable: bool = True) -> list[sqlite3.Row]:
         """`change` for a statement with a RETURNING clause: the rows it wrote, as they now stand."""
