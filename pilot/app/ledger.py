@@ -97,7 +97,8 @@ class Ledger:
         self._asked += 1
         ticket = self._asked
         async with self._lock:
-            if self._served < ticket:  # no read has begun since this call did: read on
+            # Read on unless a read began since this call did; afresh if `now` is before what is known.
+            if self._served < ticket or now - WINDOW < self._floor:
                 asked = self._asked
                 await self._read(now)
                 self._served = asked

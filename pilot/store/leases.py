@@ -2,8 +2,10 @@
 
 A lease is taken by one conditional write (a single statement, atomic, holding the database's write lock),
 so two processes (or two connections of one) can never both hold it. It carries an expiry: a holder that
-crashed releases it by running out of time, never by someone guessing that it died. A server-based store would give the same
-guarantee with its own primitive (a PostgreSQL advisory lock, which its session's end releases).
+crashed releases it by running out of time, never by someone guessing that it died. A server-based store
+would give the same guarantee with its own primitive (a PostgreSQL advisory lock, which its session's end
+releases). Neither write is synced to disk by itself: a lease lost to a power cut was held by a process the
+power cut stopped too, and a release lost to one runs out.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class Leases:
             " acquired_at = excluded.acquired_at, expires_at = excluded.expires_at"
             " WHERE leases.holder = excluded.holder OR leases.expires_at <= excluded.acquired_at",
             (name, holder, at, until),
-            durable=False,  # a power cut that loses it stops its holder too
+            durable=False,
         )
         return changed == 1
 
@@ -40,7 +42,7 @@ class Leases:
         """Give lease `name` back if `holder` still holds it; return whether it did."""
         changed = await self._db.change(
             "DELETE FROM leases WHERE name = ? AND holder = ?", (name, holder), durable=False
-        )  # lost to a power cut, it runs out
+        )
         return changed == 1
 
     async def holder(self, name: str, *, now: datetime) -> str | None:
