@@ -32,11 +32,6 @@ class DayLatch:
 NO_LATCH = DayLatch(False, Decimal(0))
 
 
-async def day_latch(journal: Journal, now: datetime) -> DayLatch:
-    """The latch for the UTC day of `now`, from the journal's newest loss limit entry."""
-    return latch_of(await journal.latest(kinds.LOSS_LIMIT), now)
-
-
 def latch_of(latest: JournalEntry | None, now: datetime) -> DayLatch:
     """The latch for the UTC day of `now`, given the newest loss limit entry: only an entry written that day
     counts (it lapses at 00:00 UTC)."""
@@ -84,7 +79,7 @@ async def latch_if_reached(journal: Journal, policy: Policy, facts: Facts, latch
 async def reset_by_human(journal: Journal, now: datetime) -> tuple[int, DayLatch] | None:
     """Lift today's latch (CLI only). None when it does not hold today. Returns the entry's seq."""
     latest = await journal.latest(kinds.LOSS_LIMIT)
-    latch = await day_latch(journal, now)
+    latch = latch_of(latest, now)
     if not latch.on or latest is None:
         return None
     entry = await journal.append(
@@ -113,7 +108,7 @@ class LossLimitState:
 
 async def loss_limit_state(journal: Journal, now: datetime) -> LossLimitState:
     latest = await journal.latest(kinds.LOSS_LIMIT)
-    latch = await day_latch(journal, now)
+    latch = latch_of(latest, now)
     today = latest is not None and latest.data.get("day") == now.date().isoformat()
     return LossLimitState(
         latch.on, now.date().isoformat(), dict(latest.data) if latest and today else None, latch.seq

@@ -137,8 +137,8 @@ class Journal:
     """Insert-only log. Appends from every task and process form one unbroken, sealed chain.
 
     Reads return only what Pilot wrote: a row whose seal does not verify (forged or edited behind the
-    triggers) is skipped by `entries`, `latest` and `get`, so a forged "kill switch off" is never obeyed;
-    `verify` names it. `count` counts rows as they are: a forged row can only add to a count.
+    triggers) is skipped by `entries`, `latest`, `get` and `read_on`, so a forged "kill switch off" is never
+    obeyed; `verify` names it.
     """
 
     def __init__(self, db: Database, sealer: Sealer, legacy_entries: int = 0) -> None:
@@ -288,13 +288,6 @@ class Journal:
         """Return the newest entry of the given kind (or kinds) that Pilot wrote."""
         found = await self.entries(kind=kind, limit=1, newest_first=True)
         return found[0] if found else None
-
-    async def count(self, kind: str, *, since: datetime, until: datetime) -> int:
-        """Count entries of `kind` with `since <= at < until`."""
-        clauses, params = _add_time_bounds(["kind = ?"], [kind], since, until)
-        async with self._db.read() as tx:
-            row = await tx.one(f"SELECT COUNT(*) AS n FROM journal WHERE {' AND '.join(clauses)}", params)
-        return row["n"] if row else 0
 
     async def anchor(self) -> Anchor | None:
         """The newest entry's seq and seal, to keep outside Pilot; None if the journal is empty or unsealed."""

@@ -126,14 +126,6 @@ async def test_entries_filter_by_plan_kind_prefix_and_time(store: Store) -> None
     assert kinds(await store.journal.entries(limit=2, newest_first=True)) == ["killswitch", "order.filled"]
 
 
-async def test_count_covers_since_inclusive_until_exclusive(store: Store) -> None:
-    day = T0.replace(hour=0)
-    for at in (day - timedelta(microseconds=1), day, day + timedelta(hours=23), day + timedelta(days=1)):
-        await store.journal.append("order.sent", {}, now=at)
-    await store.journal.append("order.refused", {}, now=day)
-    assert await store.journal.count("order.sent", since=day, until=day + timedelta(days=1)) == 2
-
-
 async def test_latest_returns_the_newest_entry_of_any_given_kind(store: Store) -> None:
     assert await store.journal.latest("killswitch") is None
     await store.journal.append("killswitch", {"state": "halted"}, now=T0)
