@@ -18,8 +18,8 @@ from pathlib import Path
 
 from playwright.async_api import async_playwright
 
-from pilot.app import kinds
-from pilot.app.human import init_home
+from pilot.app.answers import entry_kinds
+from pilot.app.human.desk import init_home
 from pilot.console.app import build_app
 from pilot.console.login import issue_secret
 from pilot.console.serving import serving
@@ -36,7 +36,7 @@ async def fill(home: Path, count: int) -> float:
         for n in range(count):
             refused = n % 3 == 0
             await store.journal.append(
-                kinds.PLAN,
+                entry_kinds.PLAN,
                 {
                     "status": "refused" if refused else "ok",
                     "request": ORDER,
@@ -98,7 +98,7 @@ async def main(count: int) -> None:
             try:
                 for n in range(10):
                     entry = await store.journal.append(
-                        kinds.KILL_SWITCH,
+                        entry_kinds.KILL_SWITCH,
                         {"on": n % 2 == 0, "by": "human", "reason": f"bench {n}"},
                         now=datetime.now(UTC),
                         actor="human",

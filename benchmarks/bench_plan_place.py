@@ -37,13 +37,13 @@ from typing import Any, cast
 
 from mcp import Client
 
-from pilot.app.clock import SystemClock
-from pilot.app.inputs import PlanRequest
-from pilot.app.place import place_order
-from pilot.app.plan import plan_order
-from pilot.app.ports import Exchange
-from pilot.app.runtime import Home, Runtime, assemble_runtime
-from pilot.app.stream_facts import StreamingReader, start_streams
+from pilot.app.facts.streams import StreamingReader, start_streams
+from pilot.app.orders.inputs import PlanRequest
+from pilot.app.orders.place import place_order
+from pilot.app.orders.plan import plan_order
+from pilot.app.road.ports import Exchange
+from pilot.app.runtime.clock import SystemClock
+from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.stream_events import PRIVATE
 from pilot.server import build_server

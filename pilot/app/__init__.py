@@ -1,1 +1,1 @@
-"""Use cases: plan, place, cancel, close, kill switch, confirm; they orchestrate the ports."""
+"""Use cases, by concern: orders, facts, human, road (the gate), answers, runtime; they orchestrate the ports."""

@@ -11,8 +11,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from pilot.app.human import Decision, decide, find_confirmation, pending_confirmations
-from pilot.app.runtime import Runtime
+from pilot.app.human.desk import Decision, decide, find_confirmation, pending_confirmations
+from pilot.app.runtime.runtime import Runtime
 from pilot.cli import render
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CheckFailed, CliError, emit_json, format_option, wants_json

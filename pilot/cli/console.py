@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from pilot.app.human import NoJournal
-from pilot.app.runtime import Home, Runtime
+from pilot.app.human.desk import NoJournal
+from pilot.app.runtime.runtime import Home, Runtime
 from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
 
@@ -82,7 +82,7 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
 
     reader = None
     if exchange is not None or paper_url is not None:
-        from pilot.app.boot import open_runtime
+        from pilot.app.runtime.boot import open_runtime
 
         def reader() -> contextlib.AbstractAsyncContextManager[Runtime]:
             return open_runtime(home, exchange=exchange or "paper", paper_url=paper_url, settle=False)

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 import anyio
 import click
 
-from pilot.app.human import open_desk
-from pilot.app.runtime import Home, Runtime
+from pilot.app.human.desk import open_desk
+from pilot.app.runtime.runtime import Home, Runtime
 from pilot.cli.output import GIVEN_HOME_KEY, CliError
 
 T = TypeVar("T")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.console import Console
 
-from pilot.app.human import init_home
+from pilot.app.human.desk import init_home
 from pilot.cli import render
 from pilot.cli.home import home_option, resolve_home, run
 from pilot.cli.output import emit_json, format_option, wants_json

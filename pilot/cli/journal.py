@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from pilot.app.human import receipt_cards, resolve_plan_id
-from pilot.app.runtime import Runtime
+from pilot.app.human.desk import receipt_cards, resolve_plan_id
+from pilot.app.runtime.runtime import Runtime
 from pilot.cli import render
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CheckFailed, emit_json, format_option

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
-from pilot.app.keys import (
+from pilot.app.human.exchange_keys import (
     KeySummary,
     add_key,
     check_ready_to_store,

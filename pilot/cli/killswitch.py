@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from pilot.app.human import KillSwitchChange, kill_switch_state, set_kill_switch
-from pilot.app.killswitch import REASON_LIMIT
+from pilot.app.human.desk import KillSwitchChange, kill_switch_state, set_kill_switch
+from pilot.app.human.kill_switch import REASON_LIMIT
 from pilot.cli import render
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import emit_json, format_option, wants_json

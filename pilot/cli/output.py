@@ -100,7 +100,7 @@ def emit_json(value: Any) -> None:
 
 def translated(error: Exception) -> CliError | None:
     """The CliError for a failure Pilot foresees (a human's mistake, store, keys, journal key), or None for a bug."""
-    from pilot.app.human import HumanError
+    from pilot.app.human.desk import HumanError
     from pilot.keys.errors import KeysError
     from pilot.store import JournalKeyUnusable, StoreBusy, StoreCorrupt, StoreError, StoreFull
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from pilot.app.policy_file import read_policy_file
-from pilot.app.runtime import Home
+from pilot.app.runtime.policy_file import read_policy_file
+from pilot.app.runtime.runtime import Home
 from pilot.cli import render
 from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import emit_json, format_option, wants_json

@@ -17,10 +17,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from pilot.app import kinds
-from pilot.app.doctor import Check
-from pilot.app.human import InitReport, KillSwitchChange, KillSwitchState
-from pilot.app.receipts import (
+from pilot.app.answers import entry_kinds
+from pilot.app.answers.receipts import (
     CardAnswer,
     CardChecks,
     CardConfirmation,
@@ -33,6 +31,8 @@ from pilot.app.receipts import (
     CardViolation,
     ReceiptCard,
 )
+from pilot.app.human.desk import InitReport, KillSwitchChange, KillSwitchState
+from pilot.app.runtime.doctor import Check
 from pilot.core.policy import LoadedPolicy, PolicyIssue
 from pilot.core.violations import plain
 from pilot.store import Anchor, ChainReport, ConfirmationRecord, JournalEntry, iso_utc
@@ -59,12 +59,12 @@ def entry_summary(entry: JournalEntry) -> str:
         )
     if kind == "order.outcome":
         return _outcome_words(data)
-    if kind == kinds.PLACE_PENDING:
+    if kind == entry_kinds.PLACE_PENDING:
         return f"pending: waiting for a human in the CLI ({data.get('confirmation_id')})"
-    if kind == kinds.PLACE_REFUSED:
+    if kind == entry_kinds.PLACE_REFUSED:
         rules = ", ".join(v.get("rule", "?") for v in data.get("violations") or [])
         return f"{data.get('status', 'refused')}: {rules or _detail_words(data)}"
-    if kind == kinds.ORDER_RESOLVED:
+    if kind == entry_kinds.ORDER_RESOLVED:
         return f"looked up: {data.get('status')} ({data.get('order_link_id')})"
     if kind == "killswitch":
         reason = f": {data['reason']}" if data.get("reason") else ""
@@ -128,15 +128,15 @@ def _event_key(entry: JournalEntry) -> tuple[str, str] | None:
         return None
     data = entry.data
     parked = (
-        (entry.kind == kinds.CONFIRMATION and "parked" in (data.get("event"), data.get("verdict")))
-        or entry.kind == kinds.PLACE_PENDING
-        or (entry.kind == kinds.PLACE_REFUSED and data.get("status") == "pending_confirmation")
+        (entry.kind == entry_kinds.CONFIRMATION and "parked" in (data.get("event"), data.get("verdict")))
+        or entry.kind == entry_kinds.PLACE_PENDING
+        or (entry.kind == entry_kinds.PLACE_REFUSED and data.get("status") == "pending_confirmation")
     )
     if parked:
         return ("parked", entry.plan_id)
     cli_approval = data.get("event") == "decided" and data.get("approved") is True
     server_run = data.get("verdict") == "approved" and entry.actor == "human" and "event" not in data
-    if entry.kind == kinds.CONFIRMATION and (cli_approval or server_run):
+    if entry.kind == entry_kinds.CONFIRMATION and (cli_approval or server_run):
         return ("approved", entry.plan_id)
     return None
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from pilot.app.runtime import Home
+from pilot.app.runtime.runtime import Home
 from pilot.cli.home import explicit_home, home_option
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.exchange.sim import (

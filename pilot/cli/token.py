@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from pilot.app.human import issue_token, list_tokens, revoke_token
+from pilot.app.human.desk import issue_token, list_tokens, revoke_token
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import emit_json, format_option, wants_json
 from pilot.store import iso_utc

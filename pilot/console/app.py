@@ -25,8 +25,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pilot.app.clock import Clock
-from pilot.app.human import (
+from pilot.app.human.desk import (
     HumanError,
     decide,
     kill_switch_state,
@@ -36,8 +35,9 @@ from pilot.app.human import (
     text_digest,
     write_policy,
 )
-from pilot.app.killswitch import REASON_LIMIT
-from pilot.app.runtime import Runtime
+from pilot.app.human.kill_switch import REASON_LIMIT
+from pilot.app.runtime.clock import Clock
+from pilot.app.runtime.runtime import Runtime
 from pilot.console import charts, desk, feed, limits
 from pilot.console.login import LoginLimiter, Session, Sessions, csrf_matches, secret_matches
 from pilot.core.policy import PolicyInvalid, parse_policy

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from pilot.app import kinds
-from pilot.app.runtime import Runtime
+from pilot.app.answers import entry_kinds
+from pilot.app.runtime.runtime import Runtime
 
 LIMIT = 2000  # the newest entries of each kind a chart reads
 
@@ -42,9 +42,9 @@ def _rules(data: Mapping[str, Any]) -> list[str]:
 
 async def chart_data(runtime: Runtime) -> dict[str, Any]:
     journal = runtime.store.journal
-    plans = list(reversed(await journal.entries(kind=kinds.PLAN, limit=LIMIT, newest_first=True)))
-    sent = await journal.entries(kind=kinds.ORDER_SENT, limit=LIMIT, newest_first=True)
-    refused_at_place = await journal.entries(kind=kinds.PLACE_REFUSED, limit=LIMIT, newest_first=True)
+    plans = list(reversed(await journal.entries(kind=entry_kinds.PLAN, limit=LIMIT, newest_first=True)))
+    sent = await journal.entries(kind=entry_kinds.ORDER_SENT, limit=LIMIT, newest_first=True)
+    refused_at_place = await journal.entries(kind=entry_kinds.PLACE_REFUSED, limit=LIMIT, newest_first=True)
 
     positions: dict[str, list[dict[str, Any]]] = defaultdict(list)
     equity: list[dict[str, Any]] = []

@@ -1,8 +1,8 @@
 """What the Approvals and Kill switch pages show and do: the human's use cases in pilot.app, nothing more.
 
-Deciding goes through `pilot.app.human.decide` with `via="console"` (confirm.consoleChannel), so the
-approved action is carried out by the running server through pilot.app.parked, re-evaluated then on fresh
-facts exactly as after `pilot confirm approve`. The switch goes through `pilot.app.human.set_kill_switch`.
+Deciding goes through `pilot.app.human.desk.decide` with `via="console"` (confirm.consoleChannel), so the
+approved action is carried out by the running server through pilot.app.human.parked, re-evaluated then on fresh
+facts exactly as after `pilot confirm approve`. The switch goes through `pilot.app.human.desk.set_kill_switch`.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from pilot.app.human import ChannelOff, pending_confirmations
-from pilot.app.records import PlanPayload
-from pilot.app.runtime import Runtime
+from pilot.app.answers.plan_records import PlanPayload
+from pilot.app.human.desk import ChannelOff, pending_confirmations
+from pilot.app.runtime.runtime import Runtime
 
 
 @dataclass(frozen=True, slots=True)

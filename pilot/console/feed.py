@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from pilot.app import kinds
-from pilot.app.human import receipt_cards
-from pilot.app.receipts import ReceiptCard, card_id
-from pilot.app.runtime import Runtime
+from pilot.app.answers import entry_kinds
+from pilot.app.answers.receipts import ReceiptCard, card_id
+from pilot.app.human.desk import receipt_cards
+from pilot.app.runtime.runtime import Runtime
 
 PAGE = 50
 SCAN = 2000  # entries a filtered page reads at most
@@ -85,9 +85,9 @@ def _unique(values: Iterator[Any]) -> tuple[str, ...]:
 def row_of(entry: Any) -> Row:
     data: Mapping[str, Any] = entry.data if isinstance(entry.data, Mapping) else {}
     status = data.get("status") or data.get("verdict") or data.get("event") or ""
-    if entry.kind == kinds.KILL_SWITCH:
+    if entry.kind == entry_kinds.KILL_SWITCH:
         status = "on" if data.get("on") else "off"
-    card = entry.plan_id or (f"seq-{entry.seq}" if entry.kind == kinds.PLAN else None)
+    card = entry.plan_id or (f"seq-{entry.seq}" if entry.kind == entry_kinds.PLAN else None)
     return Row(
         seq=entry.seq,
         at=entry.at.isoformat(timespec="seconds"),
@@ -104,13 +104,13 @@ def row_of(entry: Any) -> Row:
 
 def _summary(kind: str, data: Mapping[str, Any]) -> str:
     """One line for the row: the order or the reason, as recorded (escaped by the template, never trusted)."""
-    if kind == kinds.KILL_SWITCH:
+    if kind == entry_kinds.KILL_SWITCH:
         return (
             f"by {data.get('by')}"
             + (f" via {data['via']}" if data.get("via") else "")
             + (f": {data['reason']}" if data.get("reason") else "")
         )
-    order = data.get("request") if kind == kinds.PLAN else data.get("order") or data.get("request")
+    order = data.get("request") if kind == entry_kinds.PLAN else data.get("order") or data.get("request")
     if isinstance(order, Mapping):
         parts = [order.get(name) for name in ("side", "qty", "symbol", "order_type", "price", "orderLinkId")]
         text = " ".join(str(part) for part in parts if part not in (None, ""))
@@ -183,7 +183,7 @@ async def since(runtime: Runtime, after: int, limit: int = 200) -> list[Row]:
 
 
 async def card_for(runtime: Runtime, card: str) -> ReceiptCard:
-    """The receipt card named by a plan id or seq-N (UnknownId, AmbiguousId from pilot.app.human)."""
+    """The receipt card named by a plan id or seq-N (UnknownId, AmbiguousId from pilot.app.human.desk)."""
     [found] = await receipt_cards(runtime, card=card)
     return found
 

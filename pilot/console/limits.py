@@ -1,7 +1,7 @@
 """The Policy page: the limits in force per market, the policy version, each problem of an invalid file with
 its fix, and the room left under each cap.
 
-The room is the agent's own `get_policy` answer (pilot.app.reads.get_policy, which values it with the core's
+The room is the agent's own `get_policy` answer (pilot.app.facts.reads.get_policy, which values it with the core's
 `room_left`, the valuation plan_order uses): it needs an exchange, so it is shown only when the console was
 given one to read (`pilot console --exchange ...`); without one the page says how to get it.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pilot.app.reads import get_policy
-from pilot.app.runtime import Runtime
+from pilot.app.facts.reads import get_policy
+from pilot.app.runtime.runtime import Runtime
 
 
 @dataclass(frozen=True, slots=True)

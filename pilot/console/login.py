@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pilot.app.runtime import Home
+from pilot.app.runtime.runtime import Home
 
 PREFIX = "pilotconsole_"
 SESSION_SECONDS = 12 * 3600

@@ -17,9 +17,9 @@ from typing import Any
 import anyio
 from mcp import Client, MCPError, StdioServerParameters
 
-from pilot.app import kinds
-from pilot.app.human import init_home, open_desk, receipt_cards
-from pilot.app.receipts import ReceiptCard
+from pilot.app.answers import entry_kinds
+from pilot.app.answers.receipts import ReceiptCard
+from pilot.app.human.desk import init_home, open_desk, receipt_cards
 from pilot.demo.agent import Agent, Call, Human, StepFailed
 from pilot.demo.story import EXPECTED_CARDS, RECEIPTS, STORY, Story, demo_policy
 from pilot.store import ChainReport
@@ -124,7 +124,7 @@ def _unplayed(number: int, failure: str) -> Step:
 async def _receipts(home: Path) -> Step:
     """What `pilot journal --card --last N` and `pilot journal verify` show for the run, read after the server stopped."""
     async with open_desk(home) as runtime:
-        plans = await runtime.store.journal.entries(kind=kinds.PLAN)
+        plans = await runtime.store.journal.entries(kind=entry_kinds.PLAN)
         cards = await receipt_cards(runtime, last=max(len(plans), 1))
         chain = await runtime.store.journal.verify()
     statuses = tuple(card.status for card in cards)

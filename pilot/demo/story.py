@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from typing import Any
 
-from pilot.app.human import DEFAULT_POLICY
+from pilot.app.human.desk import DEFAULT_POLICY
 from pilot.demo.agent import Agent, StepFailed, next_call
 
 BTC_SHORT = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.002"}

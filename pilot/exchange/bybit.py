@@ -249,7 +249,7 @@ CONCURRENT_REQUESTS = 10
 
 
 class BybitExchange:
-    """The Exchange port over Bybit V5 REST (pilot.app.ports.Exchange). Build it with `connect`.
+    """The Exchange port over Bybit V5 REST (pilot.app.road.ports.Exchange). Build it with `connect`.
 
     Each instance owns one pybit session and a thread pool of CONCURRENT_REQUESTS workers: pybit is synchronous, so every call runs
     in a worker thread and the event loop never blocks.

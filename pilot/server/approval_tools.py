@@ -8,9 +8,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from pilot.app import approvals
-from pilot.app.responses import ActionAnswer
-from pilot.app.runtime import Runtime
+from pilot.app.answers.responses import ActionAnswer
+from pilot.app.human import approvals
+from pilot.app.runtime.runtime import Runtime
 from pilot.server import arguments
 from pilot.server.arguments import ConfirmationId
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BeforeValidator, Field
 
-from pilot.app.inputs import NO_FIX, InvalidInput, decimal_arg, symbol_arg, text_arg
+from pilot.app.orders.inputs import NO_FIX, InvalidInput, decimal_arg, symbol_arg, text_arg
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult
 
-from pilot.app.runtime import Runtime
+from pilot.app.runtime.runtime import Runtime
 from pilot.server import input_errors
 from pilot.server.approval_tools import register_approval_tools
 from pilot.server.environment import name_the_environment

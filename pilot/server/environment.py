@@ -16,7 +16,7 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from pilot.app.responses import Answer
+from pilot.app.answers.responses import Answer
 
 
 def name_the_environment(mcp: MCPServer, environment: str) -> None:

@@ -2,7 +2,7 @@
 
 Why here: every tool's use case may touch the store, and on a full disk or an I/O error the SDK would turn
 the exception into a bare "Error executing tool". Below this edge a StoreError can only mean nothing was
-sent (pilot.app.gate answers for itself once a request has left), so the answer is "refused" with rule
+sent (pilot.app.road.gate answers for itself once a request has left), so the answer is "refused" with rule
 storeUnavailable and a next action to stop until a human fixes the disk: a retry would fail the same way.
 The database's own words go to the server's log, one line, never to the agent.
 
@@ -19,10 +19,10 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from pilot.app import faults
-from pilot.app.faults import StoreError
-from pilot.app.reads import ReadAnswer
-from pilot.app.responses import PlanAnswer, ToolAnswer, next_out, violations_out
+from pilot.app.answers import store_faults
+from pilot.app.answers.responses import PlanAnswer, ToolAnswer, next_out, violations_out
+from pilot.app.answers.store_faults import StoreError
+from pilot.app.facts.reads import ReadAnswer
 
 log = logging.getLogger("pilot.server")
 
@@ -49,7 +49,7 @@ def _answering(
 
 def answer_for(answer_type: Any, error: StoreError) -> Any:
     """The answer of a tool of `answer_type` that stopped on a store failure before sending anything."""
-    refused = faults.refusal(error)
+    refused = store_faults.refusal(error)
     if isinstance(answer_type, type) and issubclass(answer_type, ToolAnswer):
         return answer_type.from_refusal(refused)
     if answer_type is PlanAnswer:

@@ -14,10 +14,11 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult
 from pydantic import BaseModel, BeforeValidator, Field
 
-from pilot.app import actions, approvals
-from pilot.app.approvals import ClientAnswer, ClientChannel, FormAnswer, NoFormNeeded, NoFormPossible
-from pilot.app.faults import StoreError
-from pilot.app.runtime import Runtime
+from pilot.app.answers.store_faults import StoreError
+from pilot.app.human import approvals
+from pilot.app.human.approvals import ClientAnswer, ClientChannel, FormAnswer, NoFormNeeded, NoFormPossible
+from pilot.app.orders import cancel_and_leverage
+from pilot.app.runtime.runtime import Runtime
 from pilot.server import arguments
 
 
@@ -97,9 +98,9 @@ class Resolvers:
         self, symbol: str, order_id: str | None, order_link_id: str | None, ctx: Context
     ) -> FormOrReason:
         arguments.order_ids(order_id, order_link_id)
-        summary = actions.cancel_summary(symbol, order_id, order_link_id)
+        summary = cancel_and_leverage.cancel_summary(symbol, order_id, order_link_id)
         return ask(approvals.action_form_prompt(self.runtime, "cancel_order", summary), ctx)
 
     async def for_leverage(self, symbol: str, leverage: str, ctx: Context) -> FormOrReason:
-        summary = actions.leverage_summary(symbol, arguments.amount("leverage", leverage))
+        summary = cancel_and_leverage.leverage_summary(symbol, arguments.amount("leverage", leverage))
         return ask(approvals.action_form_prompt(self.runtime, "set_leverage", summary), ctx)

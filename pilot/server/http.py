@@ -24,8 +24,8 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, Transpo
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from pilot.app.faults import StoreError
-from pilot.app.runtime import Runtime
+from pilot.app.answers.store_faults import StoreError
+from pilot.app.runtime.runtime import Runtime
 from pilot.server.build import build_server
 
 DEFAULT_SESSION_IDLE_SECONDS = 300

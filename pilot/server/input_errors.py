@@ -23,8 +23,8 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
-from pilot.app.inputs import DROP, INVALID_ARGUMENT_RULE, NO_FIX
-from pilot.app.responses import NextActionOut, ViolationOut
+from pilot.app.answers.responses import NextActionOut, ViolationOut
+from pilot.app.orders.inputs import DROP, INVALID_ARGUMENT_RULE, NO_FIX
 from pilot.server.arguments import ArgumentProblem
 
 

@@ -8,9 +8,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from pilot.app import reads
-from pilot.app.reads import ReadAnswer
-from pilot.app.runtime import Runtime
+from pilot.app.facts import reads
+from pilot.app.facts.reads import ReadAnswer
+from pilot.app.runtime.runtime import Runtime
 from pilot.server.arguments import Category, Symbol, checked_symbol
 
 READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=True)

@@ -7,11 +7,11 @@ from decimal import Decimal
 
 from mcp.server.mcpserver import MCPServer
 
-from pilot.app import amend, protection
-from pilot.app.inputs import DROP, decimal_arg
-from pilot.app.reads import ReadAnswer
-from pilot.app.responses import ActionAnswer, PlanAnswer
-from pilot.app.runtime import Runtime
+from pilot.app.answers.responses import ActionAnswer, PlanAnswer
+from pilot.app.facts.reads import ReadAnswer
+from pilot.app.orders import amend, protection
+from pilot.app.orders.inputs import DROP, decimal_arg
+from pilot.app.runtime.runtime import Runtime
 from pilot.server import arguments
 from pilot.server.arguments import (
     Category,

@@ -21,7 +21,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from pydantic import ValidationError, model_validator
 
-from pilot.app.inputs import DROP, NO_FIX
+from pilot.app.orders.inputs import DROP, NO_FIX
 from pilot.server.arguments import ArgumentProblem
 
 

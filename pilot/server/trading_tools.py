@@ -9,11 +9,12 @@ from mcp.server.mcpserver import Context, MCPServer, Resolve
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from pilot.app import actions, close, killswitch, place, plan
-from pilot.app.idempotency import idempotent
-from pilot.app.inputs import PlanRequest
-from pilot.app.responses import ActionAnswer, OrderAnswer, PlanAnswer
-from pilot.app.runtime import Runtime
+from pilot.app.answers.responses import ActionAnswer, OrderAnswer, PlanAnswer
+from pilot.app.human import kill_switch
+from pilot.app.orders import cancel_and_leverage, close, place, plan
+from pilot.app.orders.inputs import PlanRequest
+from pilot.app.road.idempotency import idempotent
+from pilot.app.runtime.runtime import Runtime
 from pilot.server import arguments
 from pilot.server.arguments import (
     Category,
@@ -125,7 +126,7 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
             arguments.idempotency_key(idempotency_key),
             "cancel_order",
             {"symbol": symbol, "order_id": order_id, "order_link_id": order_link_id, "category": category},
-            lambda: actions.cancel_order(
+            lambda: cancel_and_leverage.cancel_order(
                 runtime, checked, order_id, order_link_id, category, channel(confirmation)
             ),
             ActionAnswer,
@@ -147,7 +148,9 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
             arguments.idempotency_key(idempotency_key),
             "set_leverage",
             {"symbol": symbol, "leverage": leverage, "category": category},
-            lambda: actions.set_leverage(runtime, checked, value, category, channel(confirmation)),
+            lambda: cancel_and_leverage.set_leverage(
+                runtime, checked, value, category, channel(confirmation)
+            ),
             ActionAnswer,
         )
 
@@ -163,6 +166,6 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
             arguments.idempotency_key(idempotency_key),
             "activate_kill_switch",
             {"reason": reason},
-            lambda: killswitch.activate_kill_switch(runtime, reason),
+            lambda: kill_switch.activate_kill_switch(runtime, reason),
             ActionAnswer,
         )

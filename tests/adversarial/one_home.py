@@ -19,13 +19,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pilot.app import kinds
-from pilot.app.inputs import PlanRequest
-from pilot.app.killswitch import activate_kill_switch
-from pilot.app.ledger import JournalState
-from pilot.app.place import place_order
-from pilot.app.plan import plan_order
-from pilot.app.runtime import Home, Runtime, assemble_runtime
+from pilot.app.answers import entry_kinds
+from pilot.app.facts.ledger import JournalState
+from pilot.app.human.kill_switch import activate_kill_switch
+from pilot.app.orders.inputs import PlanRequest
+from pilot.app.orders.place import place_order
+from pilot.app.orders.plan import plan_order
+from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
 from pilot.exchange.bybit import BybitExchange
 from pilot.store import ChainReport, Journal, JournalEntry, open_store, parse_iso
@@ -33,7 +33,7 @@ from tests.app.conftest import FakeClock
 
 DEADLINE_SECONDS = 60
 NOON = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)  # today, far from midnight
-SETTLING = {"filled", "partially_filled", "cancelled", "rejected", "open"}  # pilot.app.ledger, restated
+SETTLING = {"filled", "partially_filled", "cancelled", "rejected", "open"}  # pilot.app.facts.ledger, restated
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def journal_of(home: Path) -> tuple[ChainReport, list[JournalEntry]]:
 
     async def read() -> tuple[ChainReport, list[JournalEntry]]:
         async with await open_store(home / "journal" / "pilot.db") as store:
-            return await store.journal.verify(), await store.journal.entries(kind=kinds.ORDER_SENT)
+            return await store.journal.verify(), await store.journal.entries(kind=entry_kinds.ORDER_SENT)
 
     return asyncio.run(read())
 

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from pilot.app.place import place_order
-from pilot.app.plan import plan_order
+from pilot.app.orders.place import place_order
+from pilot.app.orders.plan import plan_order
 from pilot.core.facts import Side
 from pilot.exchange.sim import start_paper_exchange
 from pilot.server import build_server

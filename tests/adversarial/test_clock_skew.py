@@ -7,10 +7,10 @@ keeps the two servers' sends one at a time.
 
 BUG (found here, not fixed; pre-existing, not from the ledger): two guards compare one server's clock with
 a time another server's clock wrote, so a skew of minutes defeats them.
-- The send turn (pilot.app.gate, a lease in pilot.store.leases): a server whose clock is ahead of the
+- The send turn (pilot.app.road.gate, a lease in pilot.store.leases): a server whose clock is ahead of the
   holder's by more than TURN_TTL (2 min) finds the lease expired and takes it while the holder is still
   judging; both send, each judged without the other: the position cap breaks (issue 11's race again).
-- Giving up a send (pilot.app.pending.GIVE_UP_AFTER, 5 min): a send not found on the exchange is settled as
+- Giving up a send (pilot.app.facts.pending.GIVE_UP_AFTER, 5 min): a send not found on the exchange is settled as
   never_executed once `now - sent_at` reaches 5 min, `sent_at` being the sender's clock. A server ahead by 5
   min (or a single server whose clock steps forward 5 min, e.g. after an NTP correction or a resume) gives
   up, at once, a send whose request is still held at the exchange: its exposure stops counting, the next
@@ -33,10 +33,10 @@ from typing import Any
 
 import pytest
 
-from pilot.app import kinds
-from pilot.app.place import place_order
-from pilot.app.plan import plan_order
-from pilot.app.runtime import Runtime
+from pilot.app.answers import entry_kinds
+from pilot.app.orders.place import place_order
+from pilot.app.orders.plan import plan_order
+from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import Side
 from pilot.exchange.sim import start_paper_exchange
 from tests.app.conftest import FakeClock
@@ -168,7 +168,7 @@ async def test_a_send_still_held_at_the_exchange_counts_as_pending_whatever_the_
         plan = await plan_order(judge, market(Side.BUY, SIXTEEN_DOLLARS))
         placed = await place_order(judge, plan.plan_id) if plan.plan_id is not None else plan
         await until(lambda: paper.working == 0 and paper.position("BTCUSDT").size != 0)
-        resolved = await a.store.journal.entries(kind=kinds.ORDER_RESOLVED)
+        resolved = await a.store.journal.entries(kind=entry_kinds.ORDER_RESOLVED)
     assert position_usd(paper) <= 25, f"the held send was not counted: ${position_usd(paper):.2f}"
     assert placed.status == "refused" and "maxNotionalUsd" in rules_of(placed)
     assert [e.data.get("status") for e in resolved] in ([], ["filled"])  # never "never_executed"

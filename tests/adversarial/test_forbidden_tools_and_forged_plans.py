@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from pilot.app import kinds
+from pilot.app.answers import entry_kinds
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CREATE, MODES
@@ -57,7 +57,7 @@ async def test_forged_plan_ids_are_refused_or_invalid_and_never_send(runtime, pa
     assert reused.answer["next_safe_action"]["tool"] == "get_open_orders"  # type: ignore[index]
     assert by_order_id.rules == ["planNotFound"] and by_link_id.rules == ["planNotFound"]
     assert paper.request_count(CREATE) == 1
-    refused = await runtime.store.journal.entries(kind=kinds.PLACE_REFUSED)
+    refused = await runtime.store.journal.entries(kind=entry_kinds.PLACE_REFUSED)
     rules = sorted(e.data["violations"][0]["rule"] for e in refused)  # malformed ids reach no use case
     assert rules == ["planAlreadyUsed"] + ["planNotFound"] * (len(WELL_FORMED_FORGERIES) + 3 + 2)
 
@@ -100,6 +100,6 @@ async def test_the_agent_cannot_turn_the_kill_switch_off(runtime, paper, mode):
     assert policy.answer["data"]["kill_switch"] is True  # type: ignore[index]
     assert policy.answer["data"]["trading_state"] == "reducing"  # type: ignore[index]
     assert growing.rules == ["tradingState"]
-    switches = await runtime.store.journal.entries(kind=kinds.KILL_SWITCH)
+    switches = await runtime.store.journal.entries(kind=entry_kinds.KILL_SWITCH)
     assert [(e.data["on"], e.actor) for e in switches] == [(True, "agent")] * 3
     assert paper.request_count(CREATE) == 0

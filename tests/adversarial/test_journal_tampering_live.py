@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from pilot.app import kinds
-from pilot.app.killswitch import activate_kill_switch
-from pilot.app.place import place_order
-from pilot.app.plan import plan_order
+from pilot.app.answers import entry_kinds
+from pilot.app.human.kill_switch import activate_kill_switch
+from pilot.app.orders.place import place_order
+from pilot.app.orders.plan import plan_order
 from pilot.core.facts import Side
 from tests.store.support import forge_entry, raw
 
@@ -43,7 +43,7 @@ async def test_a_forged_kill_switch_off_between_two_judgements_is_never_obeyed(
         with raw(tmp_path / "journal" / "pilot.db") as conn:
             forge_entry(
                 conn,
-                kinds.KILL_SWITCH,
+                entry_kinds.KILL_SWITCH,
                 {"on": False, "by": "human", "reason": ""},
                 actor="human",
                 seal=BAD_SEAL,
@@ -74,9 +74,13 @@ async def test_a_forged_lookup_that_settles_a_held_send_does_not_free_its_exposu
         assert placed.status == "outcome_unknown" and placed.order_link_id
         with raw(tmp_path / "journal" / "pilot.db") as conn:
             settled = {"status": "filled", "order_link_id": placed.order_link_id, "filled_qty": "0.0002"}
-            forge_entry(conn, kinds.ORDER_RESOLVED, settled, actor="pilot", seal=BAD_SEAL)
+            forge_entry(conn, entry_kinds.ORDER_RESOLVED, settled, actor="pilot", seal=BAD_SEAL)
             forge_entry(
-                conn, kinds.ORDER_OUTCOME, {**settled, "plan_id": plan.plan_id}, actor="agent", seal=BAD_SEAL
+                conn,
+                entry_kinds.ORDER_OUTCOME,
+                {**settled, "plan_id": plan.plan_id},
+                actor="agent",
+                seal=BAD_SEAL,
             )
         warm = await plan_order(sender, market(Side.BUY, "0.0002"))
         held_when_judged = paper.position("BTCUSDT").size

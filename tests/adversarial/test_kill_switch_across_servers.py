@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from pilot.app.inputs import PlanRequest
-from pilot.app.place import place_order
-from pilot.app.plan import plan_order
+from pilot.app.orders.inputs import PlanRequest
+from pilot.app.orders.place import place_order
+from pilot.app.orders.plan import plan_order
 from pilot.core.facts import OrderType, Side
 from pilot.store import iso_utc
 from tests.store.support import run_in_processes

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from pilot.app import kinds
-from pilot.app.gate import TURN_TTL
-from pilot.app.place import place_order
-from pilot.app.plan import plan_order
+from pilot.app.answers import entry_kinds
+from pilot.app.orders.place import place_order
+from pilot.app.orders.plan import plan_order
+from pilot.app.road.gate import TURN_TTL
 from pilot.core.facts import Side
 from pilot.store import Store, iso_utc, open_store
 
@@ -57,9 +57,9 @@ async def test_a_server_killed_mid_send_leaves_a_send_the_running_survivor_count
             victim.kill()
         finally:
             await asyncio.to_thread(victim.join, 60)
-        [sent] = await survivor.store.journal.entries(kind=kinds.ORDER_SENT)
+        [sent] = await survivor.store.journal.entries(kind=entry_kinds.ORDER_SENT)
         assert (
-            await survivor.store.journal.entries(kind=kinds.ORDER_OUTCOME) == []
+            await survivor.store.journal.entries(kind=entry_kinds.ORDER_OUTCOME) == []
         )  # killed before its answer
         fresh = await plan_order(survivor, market(Side.BUY, SIXTEEN_DOLLARS))
         clock.advance(TURN_TTL.total_seconds() + 1)  # the dead server held the send turn: its lease runs out

@@ -1,5 +1,5 @@
 """A kill switch (or loss limit) entry appended while a ledger reads the journal afresh never hides the one
-before it (found here as a bug, fixed in pilot/app/ledger.py: a fresh read reads on from its mark at once).
+before it (found here as a bug, fixed in pilot/app/facts/ledger.py: a fresh read reads on from its mark at once).
 
 A fresh read takes the journal's end (`mark`), then the newest kill switch and loss limit entries with
 separate queries, leaving out what is newer than `mark`. When an entry of the same kind was appended between
@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from pilot.app import kinds
-from pilot.app.killswitch import activate_kill_switch
-from pilot.app.ledger import Ledger
-from pilot.app.place import place_order
-from pilot.app.plan import plan_order
-from pilot.app.runtime import Home, assemble_runtime
+from pilot.app.answers import entry_kinds
+from pilot.app.facts.ledger import Ledger
+from pilot.app.human.kill_switch import activate_kill_switch
+from pilot.app.orders.place import place_order
+from pilot.app.orders.plan import plan_order
+from pilot.app.runtime.runtime import Home, assemble_runtime
 from pilot.core.facts import Side
 from pilot.exchange.bybit import BybitExchange
 from pilot.store import iso_utc, open_store
@@ -38,8 +38,8 @@ PLANS = 40
 @pytest.mark.parametrize(
     ("kind", "data"),
     [
-        (kinds.KILL_SWITCH, {"on": True, "by": "agent", "reason": "stop"}),
-        (kinds.LOSS_LIMIT, {"on": True, "by": "pilot", "day": T0.date().isoformat()}),
+        (entry_kinds.KILL_SWITCH, {"on": True, "by": "agent", "reason": "stop"}),
+        (entry_kinds.LOSS_LIMIT, {"on": True, "by": "pilot", "day": T0.date().isoformat()}),
     ],
     ids=["kill_switch", "loss_limit"],
 )
@@ -55,7 +55,7 @@ async def test_an_entry_appended_while_the_ledger_reads_afresh_does_not_hide_the
         state, second = await asyncio.gather(
             ledger.state(T0), journal.append(kind, data, now=T0, actor="agent")
         )
-        newest = state.kill_switch if kind == kinds.KILL_SWITCH else state.loss_limit
+        newest = state.kill_switch if kind == entry_kinds.KILL_SWITCH else state.loss_limit
         assert newest is not None, (
             f"{kind} entries {first.seq} and {second.seq} are on; the ledger saw neither"
         )

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from pilot.app import kinds
+from pilot.app.answers import entry_kinds
 from pilot.store import open_store
 from tests.app.conftest import POLICY
 from tests.scenarios import ARTICLE
@@ -53,7 +53,9 @@ async def test_over_stdio_the_agent_can_neither_approve_nor_forge_nor_lift_the_k
     assert not [o for o in lift if o.status == "done" and o.answer["data"]["kill_switch"] != "on"]  # type: ignore[index]
     assert growing.rules[0] == "tradingState"  # the kill switch, before any size the policy would cut
     async with await open_store(tmp_path / "journal" / "pilot.db") as store:
-        assert await store.journal.entries(kind=kinds.ORDER_SENT) == []  # nothing ever left for the exchange
-        switches = await store.journal.entries(kind=kinds.KILL_SWITCH)
+        assert (
+            await store.journal.entries(kind=entry_kinds.ORDER_SENT) == []
+        )  # nothing ever left for the exchange
+        switches = await store.journal.entries(kind=entry_kinds.KILL_SWITCH)
         assert {(e.data["on"], e.actor) for e in switches} == {(True, "agent")}
         assert (await store.journal.verify()).ok

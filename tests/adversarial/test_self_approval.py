@@ -6,8 +6,8 @@ import pytest
 from mcp import Client
 from mcp.types import ElicitResult
 
-from pilot.app import kinds
-from pilot.app.parked import run_approved
+from pilot.app.answers import entry_kinds
+from pilot.app.human.parked import run_approved
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CONFIRM_EVERY_ORDER, CREATE, MODES, write_policy
@@ -59,7 +59,7 @@ async def test_a_size_price_side_or_approval_passed_to_place_order_is_invalid_an
     assert placed.status == "filled" and placed.answer["sent"]["qty"] == "0.00031"  # type: ignore[index]
     assert again.rules == ["planAlreadyUsed"]
     assert paper.request_count(CREATE) == 1
-    refused = await runtime.store.journal.entries(kind=kinds.PLACE_REFUSED)
+    refused = await runtime.store.journal.entries(kind=entry_kinds.PLACE_REFUSED)
     assert [e.data["violations"][0]["rule"] for e in refused] == ["planAlreadyUsed"]
 
 
@@ -78,7 +78,7 @@ async def test_a_smuggled_approval_does_not_stand_in_for_the_missing_form(runtim
     assert placed.answer["next_safe_action"]["tool"] is None  # type: ignore[index]
     assert placed.answer["next_safe_action"]["human"]  # type: ignore[index]
     assert paper.request_count(CREATE) == 0
-    [asked] = await runtime.store.journal.entries(kind=kinds.CONFIRMATION)
+    [asked] = await runtime.store.journal.entries(kind=entry_kinds.CONFIRMATION)
     assert asked.data["verdict"] == "unavailable" and asked.actor == "pilot"
 
 
@@ -107,7 +107,7 @@ async def test_a_form_answer_replayed_for_another_plan_or_a_second_time_never_se
     assert unasked.asked_again
     assert still_usable.status == "filled"  # the second plan was never spent by the attacks
     assert paper.request_count(CREATE) == 2
-    verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=kinds.CONFIRMATION)]
+    verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=entry_kinds.CONFIRMATION)]
     assert verdicts == ["approved", "approved"]  # one human accept per send, nothing else
 
 

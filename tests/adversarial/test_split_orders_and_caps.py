@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from mcp import Client
 
-from pilot.app import kinds
+from pilot.app.answers import entry_kinds
 from pilot.server import build_server
 
 from .conftest import CREATE, MODES, TEN_DOLLARS_OF_BTC, write_policy
@@ -41,7 +41,7 @@ async def test_five_ten_dollar_orders_stop_at_the_position_cap_and_say_how_much_
     assert room > 0 and (Decimal(snapshot["position_size"]) + room) * worst_ask <= CAP
     assert paper.request_count(CREATE) == 2
     assert position_notional(paper) <= CAP
-    plans = await runtime.store.journal.entries(kind=kinds.PLAN)
+    plans = await runtime.store.journal.entries(kind=entry_kinds.PLAN)
     assert [e.data["status"] for e in plans] == ["ok", "ok", "refused", "refused", "refused"]
 
 
@@ -55,8 +55,8 @@ async def test_five_plans_placed_at_once_cannot_walk_past_the_position_cap(runti
     assert {tuple(o.rules) for o in outcomes if o.status == "refused"} == {("maxNotionalUsd",)}
     assert paper.request_count(CREATE) == 2
     assert position_notional(paper) <= CAP
-    refused = await runtime.store.journal.entries(kind=kinds.PLACE_REFUSED)
-    assert len(refused) == 3 and len(await runtime.store.journal.entries(kind=kinds.ORDER_SENT)) == 2
+    refused = await runtime.store.journal.entries(kind=entry_kinds.PLACE_REFUSED)
+    assert len(refused) == 3 and len(await runtime.store.journal.entries(kind=entry_kinds.ORDER_SENT)) == 2
 
 
 @MODES

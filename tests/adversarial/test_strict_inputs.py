@@ -8,7 +8,7 @@ import pytest
 from mcp import Client
 from mcp.types import ElicitResult
 
-from pilot.app import kinds
+from pilot.app.answers import entry_kinds
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CONFIRM_EVERY_ORDER, CREATE, MODES, write_policy
@@ -71,5 +71,5 @@ async def test_an_approval_box_that_is_not_the_boolean_true_declines_and_nothing
     assert not placed.is_error
     assert placed.structured_content["status"] == "declined" and placed.structured_content["sent"] is None
     assert paper.request_count(CREATE) == 0
-    verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=kinds.CONFIRMATION)]
+    verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=entry_kinds.CONFIRMATION)]
     assert verdicts == ["declined"]

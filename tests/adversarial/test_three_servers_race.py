@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pilot.app.plan import plan_order
+from pilot.app.orders.plan import plan_order
 from pilot.core.facts import Side
 from pilot.exchange.sim import start_paper_exchange
 from pilot.store import iso_utc

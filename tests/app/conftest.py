@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pilot.app.runtime import Home, Runtime, assemble_runtime
+from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.exchange.sim.handlers import ROUTES

@@ -22,10 +22,10 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from pilot.app.boot import StartupError, open_runtime
-from pilot.app.plan import plan_order
-from pilot.app.runtime import Runtime
-from pilot.app.stream_facts import StreamingReader
+from pilot.app.facts.streams import StreamingReader
+from pilot.app.orders.plan import plan_order
+from pilot.app.runtime.boot import StartupError, open_runtime
+from pilot.app.runtime.runtime import Runtime
 from pilot.cli import main
 from pilot.exchange.sim import PaperExchange
 from pilot.exchange.stream_events import PRIVATE

@@ -29,10 +29,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from pilot.app import actions, close, place, plan
-from pilot.app.inputs import PlanRequest
-from pilot.app.pending import settle_sends
-from pilot.app.runtime import Runtime
+from pilot.app.facts.pending import settle_sends
+from pilot.app.orders import cancel_and_leverage, close, place, plan
+from pilot.app.orders.inputs import PlanRequest
+from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import OrderType, Side
 from pilot.exchange.sim import start_paper_exchange
 from tests.scenarios import article_scenario
@@ -133,7 +133,9 @@ class CapInvariant(RuleBasedStateMachine):
         resting = self.paper.open_orders("BTCUSDT")
         if resting:
             order = resting[pick % len(resting)]
-            done = self.run(actions.cancel_order(self.runtimes[server], "BTCUSDT", order.order_id, None))
+            done = self.run(
+                cancel_and_leverage.cancel_order(self.runtimes[server], "BTCUSDT", order.order_id, None)
+            )
             self.story.append(f"{server}: cancel {order.side} {order.qty}: {done.status}")
 
     @rule(move=st.integers(-15, 15))

@@ -8,9 +8,9 @@ import pytest
 from mcp import Client
 from mcp.types import ElicitResult
 
-from pilot.app import kinds
-from pilot.app.human import receipt_cards
-from pilot.app.parked import run_approved
+from pilot.app.answers import entry_kinds
+from pilot.app.human.desk import receipt_cards
+from pilot.app.human.parked import run_approved
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CREATE, call, write_policy
@@ -42,7 +42,7 @@ async def test_a_ticked_form_approves_and_the_order_is_sent(runtime, paper, mode
     assert placed["status"] == "filled"
     assert paper.request_count(CREATE) == 1
     assert len(human.seen) == 1 and "0.00031 BTCUSDT" in human.seen[0]
-    verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=kinds.CONFIRMATION)]
+    verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=entry_kinds.CONFIRMATION)]
     assert verdicts == ["approved"]
 
 
@@ -215,10 +215,10 @@ async def test_a_close_under_a_place_order_rule_asks_no_one_and_its_receipt_says
         closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
     assert closed["status"] == "filled"
     assert len(human.seen) == 1  # the place, not the close
-    plans = await runtime.store.journal.entries(kind=kinds.PLAN)
+    plans = await runtime.store.journal.entries(kind=entry_kinds.PLAN)
     close_plan = plans[-1]
     assert close_plan.data["needs_confirmation"] is False
-    asked = await runtime.store.journal.entries(kind=kinds.CONFIRMATION, plan_id=close_plan.plan_id)
+    asked = await runtime.store.journal.entries(kind=entry_kinds.CONFIRMATION, plan_id=close_plan.plan_id)
     assert asked == []
     [card] = await receipt_cards(runtime, card=close_plan.plan_id)
     assert card.checks.needs_confirmation is False and card.confirmations == []
@@ -243,5 +243,5 @@ async def test_every_tool_without_a_way_to_ask_refuses_with_the_channel_code(run
     assert [v["rule"] for v in answer["violations"]] == ["confirmationChannelUnavailable"]
     assert answer["next_safe_action"]["tool"] is None and answer["next_safe_action"]["human"]
     assert paper.request_count("/v5/order/cancel") == paper.request_count("/v5/position/set-leverage") == 0
-    verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=kinds.CONFIRMATION)]
+    verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=entry_kinds.CONFIRMATION)]
     assert verdicts == ["unavailable"]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from pilot.app.runtime import Runtime
+from pilot.app.runtime.runtime import Runtime
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, call

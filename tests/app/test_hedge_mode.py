@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from pilot.app import kinds
-from pilot.app.runtime import Runtime
+from pilot.app.answers import entry_kinds
+from pilot.app.runtime.runtime import Runtime
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.scenarios import article_scenario
@@ -87,8 +87,8 @@ async def test_other_symbols_trade_as_usual_and_the_refusals_are_journaled(runti
     position_mode_refusal(refused)
     position_mode_refusal(closed)
     assert (eth["status"], eth_position["status"], placed["status"]) == ("ok", "ok", "filled")
-    plans = await runtime.store.journal.entries(kind=kinds.PLAN)
+    plans = await runtime.store.journal.entries(kind=entry_kinds.PLAN)
     rules = [[v["rule"] for v in entry.data.get("violations") or []] for entry in plans]
     assert rules == [["positionMode"], []]
-    refusals = await runtime.store.journal.entries(kind=kinds.PLACE_REFUSED)
+    refusals = await runtime.store.journal.entries(kind=entry_kinds.PLACE_REFUSED)
     assert [entry.data["violations"][0]["rule"] for entry in refusals] == ["positionMode"]

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from mcp import Client
 
-from pilot.app import kinds
+from pilot.app.answers import entry_kinds
 
 from .conftest import CREATE, call, plan_and_place, total_requests
 
@@ -33,7 +33,7 @@ async def test_close_position_with_a_used_key_replays_its_first_answer_without_t
     assert first["status"] == "filled" and replay == first
     assert _conflict(conflict)
     assert paper.request_count(CREATE) == 2 and paper.position("BTCUSDT").size == Decimal("-0.00021")
-    assert len(await runtime.store.journal.entries(kind=kinds.REPLAY)) == 1
+    assert len(await runtime.store.journal.entries(kind=entry_kinds.REPLAY)) == 1
 
 
 async def test_set_leverage_with_a_used_key_replays_and_other_arguments_conflict(server, paper):
@@ -57,7 +57,7 @@ async def test_activate_kill_switch_with_a_used_key_replays_and_writes_once(serv
         conflict = await call(client, "activate_kill_switch", {**args, "reason": "other"})
     assert first["status"] == "done" and replay == first
     assert _conflict(conflict)
-    assert len(await runtime.store.journal.entries(kind=kinds.KILL_SWITCH)) == 1
+    assert len(await runtime.store.journal.entries(kind=entry_kinds.KILL_SWITCH)) == 1
     assert total_requests(paper) == 0
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from pilot.app import kinds
-from pilot.app.responses import snake_keys
-from pilot.app.runtime import assemble_runtime
+from pilot.app.answers import entry_kinds
+from pilot.app.answers.responses import snake_keys
+from pilot.app.runtime.runtime import assemble_runtime
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CREATE, call
@@ -30,7 +30,7 @@ class JournalAtSend:
         return getattr(self._inner, name)
 
     async def create_order(self, request: Any) -> Any:
-        entries = await self._journal.entries(kind=kinds.ORDER_SENT)
+        entries = await self._journal.entries(kind=entry_kinds.ORDER_SENT)
         self.sent_before_create.append([e.data["request"]["orderLinkId"] for e in entries])
         return await self._inner.create_order(request)
 
@@ -47,11 +47,11 @@ async def test_every_plan_attempt_and_outcome_is_journalled_in_order_without_sec
     entries = await journal.entries()
 
     assert [e.kind for e in entries] == [
-        kinds.PLAN,
-        kinds.PLAN,
-        kinds.ORDER_SENT,
-        kinds.ORDER_OUTCOME,
-        kinds.PLACE_REFUSED,
+        entry_kinds.PLAN,
+        entry_kinds.PLAN,
+        entry_kinds.ORDER_SENT,
+        entry_kinds.ORDER_OUTCOME,
+        entry_kinds.PLACE_REFUSED,
     ]
     plan_refused, plan_ok, sent, outcome, place_refused = entries
     assert plan_refused.data["status"] == refused["status"] == "refused" and plan_refused.plan_id is None
@@ -83,8 +83,8 @@ async def test_a_send_whose_outcome_is_unknown_is_journalled_as_sent_before_and_
         answer = await call(client, "place_order", {"plan_id": planned["plan_id"]})
     trail = await runtime.store.journal.entries(plan_id=planned["plan_id"])
     assert [(e.kind, e.data.get("status")) for e in trail] == [
-        (kinds.PLAN, "ok"),
-        (kinds.ORDER_SENT, None),
-        (kinds.ORDER_OUTCOME, "outcome_unknown"),
+        (entry_kinds.PLAN, "ok"),
+        (entry_kinds.ORDER_SENT, None),
+        (entry_kinds.ORDER_OUTCOME, "outcome_unknown"),
     ]
     assert answer["status"] == "outcome_unknown" and (await runtime.store.journal.verify()).ok

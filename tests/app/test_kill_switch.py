@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from pilot.app import kinds
+from pilot.app.answers import entry_kinds
 
 from .conftest import CREATE, call, plan_and_place
 
@@ -28,7 +28,7 @@ async def test_the_kill_switch_refuses_growing_orders_and_still_lets_a_position_
     assert closed["status"] == "filled" and paper.position("BTCUSDT").size == 0
     assert policy["data"]["kill_switch"] is True and policy["data"]["trading_state"] == "reducing"
     assert paper.request_count(CREATE) == 2
-    assert [e.data["on"] for e in await runtime.store.journal.entries(kind=kinds.KILL_SWITCH)] == [True]
+    assert [e.data["on"] for e in await runtime.store.journal.entries(kind=entry_kinds.KILL_SWITCH)] == [True]
 
 
 async def test_a_plan_made_before_the_kill_switch_is_refused_at_send(server, paper):

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from mcp import Client
 
-from pilot.app import kinds
+from pilot.app.answers import entry_kinds
 from pilot.server import build_server
 from tests.scenarios import article_scenario
 
@@ -47,7 +47,7 @@ async def test_a_send_with_an_unknown_outcome_counts_until_a_lookup_finds_it(tmp
                     break
                 await call(client, "get_ticker", {"symbol": "BTCUSDT"})
             after = await call(client, "plan_order", short)
-        resolved = await runtime.store.journal.entries(kind=kinds.ORDER_RESOLVED)
+        resolved = await runtime.store.journal.entries(kind=entry_kinds.ORDER_RESOLVED)
     assert [v["rule"] for v in after["violations"]] == ["maxNotionalUsd"]  # now it is a real position
     assert [entry.data["order_link_id"] for entry in resolved] == [unknown["order_link_id"]]
     assert paper.request_count(CREATE) == 1

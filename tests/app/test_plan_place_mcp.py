@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from pilot.app import kinds
+from pilot.app.answers import entry_kinds
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CREATE, call, open_test_runtime, plan_and_place, write_policy
@@ -129,7 +129,7 @@ async def test_a_plan_survives_a_restart_and_is_redeemed_exactly_once(tmp_path, 
         Client(build_server(third), raise_exceptions=True) as client,
     ):
         third_try = await call(client, "place_order", {"plan_id": plan["plan_id"]})
-        sent = await third.store.journal.entries(kind=kinds.ORDER_SENT)
+        sent = await third.store.journal.entries(kind=entry_kinds.ORDER_SENT)
     assert placed["status"] == "filled"
     assert again["violations"][0]["rule"] == third_try["violations"][0]["rule"] == "planAlreadyUsed"
     assert paper.request_count(CREATE) == 1 and [e.plan_id for e in sent] == [plan["plan_id"]]

@@ -20,8 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mcp import Client
 
-from pilot.app.human import init_home
-from pilot.app.policy_file import load_policy_file, read_policy_file
+from pilot.app.human.desk import init_home
+from pilot.app.runtime.policy_file import load_policy_file, read_policy_file
 from pilot.cli import main
 from pilot.core.policy import LoadedPolicy, PolicyInvalid, PolicyIssue
 

@@ -11,8 +11,8 @@ from decimal import Decimal
 import pytest
 from mcp import Client
 
-from pilot.app import kinds
-from pilot.app.gate import order_link_id
+from pilot.app.answers import entry_kinds
+from pilot.app.road.gate import order_link_id
 from pilot.exchange.models import OrderRequest
 from pilot.server import build_server
 
@@ -47,7 +47,7 @@ async def test_a_create_fault_gives_one_request_and_the_right_outcome(
         paper.add_fault(CREATE, kind, delay_ms=1500, interval_ms=1000)
         answer = await call(client, "place_order", {"plan_id": plan["plan_id"]})
         again = await call(client, "place_order", {"plan_id": plan["plan_id"]})
-        outcomes = await runtime.store.journal.entries(kind=kinds.ORDER_OUTCOME)
+        outcomes = await runtime.store.journal.entries(kind=entry_kinds.ORDER_OUTCOME)
 
     assert paper.request_count(CREATE) == 1
     assert answer["status"] == status and answer["sent"] is not None
@@ -99,7 +99,7 @@ async def test_cancel_and_leverage_faults_are_sorted_like_orders_by_the_one_gate
         assert answer["next_safe_action"]["tool"] is None
     if kind == "rate_limit":
         assert answer["next_safe_action"]["retry_after"]
-    outcomes = await runtime.store.journal.entries(kind=kinds.ACTION)
+    outcomes = await runtime.store.journal.entries(kind=entry_kinds.ACTION)
     assert [e.data["phase"] for e in outcomes] == ["sent", "outcome"]
 
 
@@ -113,7 +113,7 @@ async def test_an_order_accepted_but_not_yet_visible_counts_as_pending_until_a_r
         paper.set_ack_lag(0)
         more = await call(client, "plan_order", {**resting, "qty": "0.00025"})  # $27.30 with the first
         for _ in range(10):  # each plan reads the lists again, until the first order shows
-            settled = await runtime.store.journal.entries(kind=kinds.ORDER_RESOLVED)
+            settled = await runtime.store.journal.entries(kind=entry_kinds.ORDER_RESOLVED)
             if settled:
                 break
             await call(client, "plan_order", resting)

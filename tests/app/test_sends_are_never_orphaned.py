@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from pilot.app import kinds
-from pilot.app.pending import settle_sends, unsettled_sends
-from pilot.app.records import PlanOutcome
-from pilot.app.upkeep import STALE_CLAIM, upkeep
+from pilot.app.answers import entry_kinds
+from pilot.app.answers.plan_records import PlanOutcome
+from pilot.app.facts.pending import settle_sends, unsettled_sends
+from pilot.app.runtime.upkeep import STALE_CLAIM, upkeep
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CREATE, call, open_test_runtime, write_policy
@@ -60,7 +60,7 @@ async def test_a_client_that_quits_mid_order_does_not_end_the_sends_bookkeeping(
     await runtime.gate.drain()
 
     journal = runtime.store.journal
-    [outcome] = await journal.entries(kind=kinds.ORDER_OUTCOME, plan_id=planned["plan_id"])
+    [outcome] = await journal.entries(kind=entry_kinds.ORDER_OUTCOME, plan_id=planned["plan_id"])
     assert outcome.data["status"] == "filled"
     plan = await runtime.store.plans.get(planned["plan_id"])
     assert plan is not None and PlanOutcome.read(plan.outcome).status == "filled"  # type: ignore[union-attr]
@@ -72,11 +72,11 @@ CHILD = textwrap.dedent(
     import asyncio, sys
     from decimal import Decimal
     from pathlib import Path
-    from pilot.app.clock import SystemClock
-    from pilot.app.inputs import PlanRequest
-    from pilot.app.place import place_order
-    from pilot.app.plan import plan_order
-    from pilot.app.runtime import Home, assemble_runtime
+    from pilot.app.runtime.clock import SystemClock
+    from pilot.app.orders.inputs import PlanRequest
+    from pilot.app.orders.place import place_order
+    from pilot.app.orders.plan import plan_order
+    from pilot.app.runtime.runtime import Home, assemble_runtime
     from pilot.core.facts import OrderType, Side
     from pilot.exchange.bybit import BybitExchange
     from pilot.store import open_store
@@ -118,15 +118,17 @@ async def test_a_server_killed_mid_send_leaves_a_send_that_is_counted_then_looke
 
     async with open_test_runtime(tmp_path, paper, clock) as restarted:
         journal = restarted.store.journal
-        assert [e.plan_id for e in await journal.entries(kind=kinds.ORDER_SENT)] == [plan_id]
-        assert await journal.entries(kind=kinds.ORDER_OUTCOME) == []  # the server died before the answer
+        assert [e.plan_id for e in await journal.entries(kind=entry_kinds.ORDER_SENT)] == [plan_id]
+        assert (
+            await journal.entries(kind=entry_kinds.ORDER_OUTCOME) == []
+        )  # the server died before the answer
         async with Client(build_server(restarted)) as client:
             second = await call(client, "plan_order", BTC_SHORT)  # the create is still held: pending
             assert paper.position("BTCUSDT").size == 0, "the exchange executed before the check"
             await until(lambda: paper.position("BTCUSDT").size != 0)
             assert await settle_sends(restarted) == 0
             third = await call(client, "plan_order", BTC_SHORT)
-        [resolved] = await journal.entries(kind=kinds.ORDER_RESOLVED)
+        [resolved] = await journal.entries(kind=entry_kinds.ORDER_RESOLVED)
         plan = await restarted.store.plans.get(plan_id)
         assert await unsettled_sends(restarted, clock.now()) == []
     assert second["status"] == "refused", second
@@ -141,7 +143,7 @@ async def test_a_server_killed_mid_send_leaves_a_send_that_is_counted_then_looke
 async def test_a_send_never_found_is_given_up_as_never_executed_only_after_minutes(runtime, paper, clock):
     """kill -9 before the request left: the send is pending until lookups have missed it for minutes."""
     sent = await runtime.store.journal.append(
-        kinds.ORDER_SENT,
+        entry_kinds.ORDER_SENT,
         {
             "request": {
                 "category": "linear",
@@ -160,7 +162,7 @@ async def test_a_send_never_found_is_given_up_as_never_executed_only_after_minut
     assert await settle_sends(runtime) == 1
     clock.advance(2 * 60)
     assert await settle_sends(runtime) == 0
-    [resolved] = await runtime.store.journal.entries(kind=kinds.ORDER_RESOLVED)
+    [resolved] = await runtime.store.journal.entries(kind=entry_kinds.ORDER_RESOLVED)
     assert resolved.data["status"] == "never_executed" and json.dumps(sent.data)
 
 
@@ -168,9 +170,9 @@ CLAIMING_CHILD = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from pilot.app.clock import SystemClock
-    from pilot.app.place import place_order
-    from pilot.app.runtime import Home, assemble_runtime
+    from pilot.app.runtime.clock import SystemClock
+    from pilot.app.orders.place import place_order
+    from pilot.app.runtime.runtime import Home, assemble_runtime
     from pilot.exchange.bybit import BybitExchange
     from pilot.store import open_store
 
@@ -188,7 +190,7 @@ async def test_a_plan_claimed_by_a_server_killed_before_it_sent_is_released_at_t
     tmp_path: Path, paper: Any, clock: Any
 ) -> None:
     """kill -9 between the claim and the send: the plan said 'first use still in progress' for ever."""
-    from pilot.app.boot import open_runtime
+    from pilot.app.runtime.boot import open_runtime
     from tests.scenarios import ARTICLE
 
     write_policy(tmp_path)
@@ -231,7 +233,7 @@ async def test_a_plan_whose_answer_was_journaled_but_not_recorded_takes_it_at_th
     tmp_path: Path, paper: Any, clock: Any
 ) -> None:
     """kill -9 between journaling the exchange's answer and recording it on the plan."""
-    from pilot.app.boot import open_runtime
+    from pilot.app.runtime.boot import open_runtime
     from tests.scenarios import ARTICLE
 
     write_policy(tmp_path)
@@ -239,7 +241,7 @@ async def test_a_plan_whose_answer_was_journaled_but_not_recorded_takes_it_at_th
         plan_id = (await call(client, "plan_order", BTC_SHORT))["plan_id"]
         assert (await runtime.store.plans.claim(plan_id, now=clock.now())).status == "claimed"
         await runtime.store.journal.append(
-            kinds.ORDER_OUTCOME,
+            entry_kinds.ORDER_OUTCOME,
             {
                 "status": "filled",
                 "order_id": "o-1",

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from pilot.app import kinds
+from pilot.app.answers import entry_kinds
 from pilot.cli import main
 from pilot.exchange.sim import start_paper_exchange
 from pilot.server import build_server
@@ -69,7 +69,7 @@ async def test_a_stop_sent_with_the_order_is_on_the_position_and_closes_it_when_
     assert [f["side"] for f in fills["data"]["rows"]] == ["sell", "buy"]
     assert all("untrusted_text" in row for row in history["data"]["rows"])
     assert len(history["data"]["rows"]) == 2 and history["data"]["next_cursor"]
-    protection = await runtime.store.journal.entries(kind=kinds.PROTECTION)
+    protection = await runtime.store.journal.entries(kind=entry_kinds.PROTECTION)
     assert protection[0].data["missing_stop"] is False and protection[0].data["stop_loss"] == str(stop)
 
 
@@ -108,7 +108,7 @@ async def test_a_day_that_crosses_its_loss_limit_turns_reducing_by_itself(runtim
         assert day["limit"] == "5" and Decimal(day["attempted"]) > 6
         assert day["next"]["retry_after"].endswith("00:00:00+00:00")
 
-        latched = await runtime.store.journal.entries(kind=kinds.LOSS_LIMIT)
+        latched = await runtime.store.journal.entries(kind=entry_kinds.LOSS_LIMIT)
         assert len(latched) == 1 and latched[0].data["on"] is True
         assert latched[0].data["trading_state"] == "reducing" and Decimal(latched[0].data["loss_usd"]) > 6
 
@@ -121,7 +121,7 @@ async def test_a_day_that_crosses_its_loss_limit_turns_reducing_by_itself(runtim
         )
         closing = await call(client, "plan_order", {**small, "side": "sell", "reduce_only": True})
         assert closing["status"] == "ok"  # shrinking still works
-        assert len(await runtime.store.journal.entries(kind=kinds.LOSS_LIMIT)) == 1  # journaled once
+        assert len(await runtime.store.journal.entries(kind=entry_kinds.LOSS_LIMIT)) == 1  # journaled once
 
         status = await human("loss-limit", "status", "--home", str(tmp_path), "--format", "json")
         assert status.exit_code == 0 and json.loads(status.stdout)["reached"] is True
@@ -132,7 +132,7 @@ async def test_a_day_that_crosses_its_loss_limit_turns_reducing_by_itself(runtim
 
         after = await call(client, "plan_order", small)  # counted afresh from where the limit was reached
         assert after["status"] == "ok" and after["snapshot"]["trading_state"] == "active"
-    entries = await runtime.store.journal.entries(kind=kinds.LOSS_LIMIT)
+    entries = await runtime.store.journal.entries(kind=entry_kinds.LOSS_LIMIT)
     assert [(e.data["on"], e.actor) for e in entries] == [(True, "pilot"), (False, "human")]
 
 
@@ -222,7 +222,7 @@ async def test_plan_amend_is_redeemed_by_place_order_growing_judged_shrinking_fr
         missing = await call(client, "plan_amend", {"symbol": "BTCUSDT", "order_id": "nope", "qty": "0.0002"})
         assert missing["violations"][0]["rule"] == "orderNotOpen"
         assert missing["next_safe_action"]["tool"] == "get_open_orders"
-    actions = [e.data for e in await runtime.store.journal.entries(kind=kinds.ACTION)]
+    actions = [e.data for e in await runtime.store.journal.entries(kind=entry_kinds.ACTION)]
     assert [a["phase"] for a in actions if a["tool"] == "amend_order"] == ["sent", "outcome"] * 2
 
 
@@ -245,7 +245,7 @@ async def test_a_fill_without_its_stop_is_journaled_and_answered_with_the_call_t
                 "symbol": "BTCUSDT",
                 "stop_loss": "79000",
             }
-            missing = await runtime.store.journal.entries(kind=kinds.PROTECTION)
+            missing = await runtime.store.journal.entries(kind=entry_kinds.PROTECTION)
             assert missing[0].data["missing_stop"] is True and missing[0].plan_id == plan["plan_id"]
 
             done = await call(client, fix["tool"], fix["args"])

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from pilot.app import kinds
-from pilot.app.reads import ReadAnswer
-from pilot.app.responses import ActionAnswer, OrderAnswer, PlanAnswer
-from pilot.app.runtime import Home, Runtime, assemble_runtime
+from pilot.app.answers import entry_kinds
+from pilot.app.answers.responses import ActionAnswer, OrderAnswer, PlanAnswer
+from pilot.app.facts.reads import ReadAnswer
+from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.sim import PaperExchange
 from pilot.server import build_server
@@ -192,7 +192,7 @@ async def test_a_disk_that_fills_after_the_plan_is_claimed_refuses_the_send_and_
     assert [v["rule"] for v in again["violations"]] == ["planAlreadyUsed"] and step["tool"] == "plan_order"
     assert replanned["order"] == planned["order"]
     assert placed["status"] == "filled" and paper.request_count(CREATE) == 1
-    assert await runtime.store.journal.entries(plan_id=planned["plan_id"], kind=kinds.ORDER_SENT) == []
+    assert await runtime.store.journal.entries(plan_id=planned["plan_id"], kind=entry_kinds.ORDER_SENT) == []
 
 
 @pytest.mark.parametrize(

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from pilot.app.inputs import PlanRequest
-from pilot.app.place import place_order
-from pilot.app.plan import plan_order
-from pilot.app.runtime import Home, Runtime, assemble_runtime
-from pilot.app.stream_facts import StreamingReader, start_streams
+from pilot.app.facts.streams import StreamingReader, start_streams
+from pilot.app.orders.inputs import PlanRequest
+from pilot.app.orders.place import place_order
+from pilot.app.orders.plan import plan_order
+from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.sim import PaperExchange
@@ -192,7 +192,7 @@ async def test_after_a_drop_the_stream_is_trusted_again_only_after_a_rest_read(
 async def test_pilot_serve_streams_the_embedded_paper_exchange_unless_told_not_to(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    from pilot.app.boot import open_runtime
+    from pilot.app.runtime.boot import open_runtime
     from tests.scenarios import ARTICLE
 
     for streams_wanted, home in ((None, tmp_path / "auto"), (False, tmp_path / "off")):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pilot.app.inputs import InvalidInput, decimal_arg
+from pilot.app.orders.inputs import InvalidInput, decimal_arg
 
 ASCII_DECIMAL = st.from_regex(r"[0-9]{1,18}(\.[0-9]{1,18})?", fullmatch=True)
 

@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from benchmarks.bench_tools_list import LIMIT_BYTES, tools_list_line
-from pilot.app.human import init_home
+from pilot.app.human.desk import init_home
 from pilot.server import build_server
 from pilot.server.build import select_tools
 from pilot.server.tool_sets import TOOL_SETS

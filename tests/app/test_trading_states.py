@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from pilot.app import kinds
+from pilot.app.answers import entry_kinds
 from pilot.cli import main
 from pilot.exchange.sim import start_paper_exchange
 from tests.scenarios import article_scenario
@@ -157,8 +157,8 @@ async def test_plans_made_while_active_are_judged_again_in_the_state_at_send(ser
     assert (outcome(opened), outcome(reduced)) == (GROWS[state], SHRINKS[state])
     sent = (state == "active") + (state != "halted")
     assert paper.request_count(CREATE) == sent
-    assert len(await runtime.store.journal.entries(kind=kinds.ORDER_SENT)) == sent
-    refusals = await runtime.store.journal.entries(kind=kinds.PLACE_REFUSED)
+    assert len(await runtime.store.journal.entries(kind=entry_kinds.ORDER_SENT)) == sent
+    refusals = await runtime.store.journal.entries(kind=entry_kinds.PLACE_REFUSED)
     assert [e.data["violations"][0]["rule"] for e in refusals] == ["tradingState"] * (2 - sent)
 
 
@@ -214,7 +214,7 @@ async def test_only_the_human_turns_the_switch_off_and_every_change_is_journaled
         after = await call(client, "get_policy")
     assert outcome(refused) == "tradingState" and opened["status"] == "filled"
     assert after["data"]["trading_state"] == "reducing"
-    switches = await runtime.store.journal.entries(kind=kinds.KILL_SWITCH)
+    switches = await runtime.store.journal.entries(kind=entry_kinds.KILL_SWITCH)
     assert [(e.data["on"], e.data["by"], e.actor, e.data["reason"]) for e in switches] == [
         (True, "agent", "agent", "agent saw losses"),
         (False, "human", "human", "reviewed"),

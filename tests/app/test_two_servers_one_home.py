@@ -32,11 +32,11 @@ WORKER = textwrap.dedent(
     import asyncio, json, sys
     from decimal import Decimal
     from pathlib import Path
-    from pilot.app.clock import SystemClock
-    from pilot.app.inputs import PlanRequest
-    from pilot.app.place import place_order
-    from pilot.app.plan import plan_order
-    from pilot.app.runtime import Home, assemble_runtime
+    from pilot.app.runtime.clock import SystemClock
+    from pilot.app.orders.inputs import PlanRequest
+    from pilot.app.orders.place import place_order
+    from pilot.app.orders.plan import plan_order
+    from pilot.app.runtime.runtime import Home, assemble_runtime
     from pilot.core.facts import OrderType, Side
     from pilot.exchange.bybit import BybitExchange
     from pilot.store import open_store

@@ -12,11 +12,11 @@ import anyio
 import pytest
 from click.testing import CliRunner, Result
 
-from pilot.app.boot import open_runtime
-from pilot.app.human import init_home
-from pilot.app.inputs import PlanRequest
-from pilot.app.plan import plan_order
-from pilot.app.runtime import Runtime
+from pilot.app.human.desk import init_home
+from pilot.app.orders.inputs import PlanRequest
+from pilot.app.orders.plan import plan_order
+from pilot.app.runtime.boot import open_runtime
+from pilot.app.runtime.runtime import Runtime
 from pilot.cli import main
 from pilot.core.facts import OrderType, Side
 from tests.scenarios import ARTICLE, ARTICLE_POLICY

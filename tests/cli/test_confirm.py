@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pilot.app import kinds
-from pilot.app.approvals import ClientChannel, NoFormPossible
-from pilot.app.parked import run_approved
-from pilot.app.place import place_order
-from pilot.app.runtime import Runtime
+from pilot.app.answers import entry_kinds
+from pilot.app.human.approvals import ClientChannel, NoFormPossible
+from pilot.app.human.parked import run_approved
+from pilot.app.orders.place import place_order
+from pilot.app.runtime.runtime import Runtime
 
 from .conftest import edit_policy, pilot, pilot_json, planned_ok
 
@@ -44,7 +44,7 @@ async def test_approve_asks_then_decides_and_journals_as_the_human(home: Path, r
     assert "Approve?" in result.output
     record = await runtime.store.confirmations.get(confirmation_id)
     assert record is not None and record.status == "approved" and record.decided_by == "human:cli"
-    decided = (await runtime.store.journal.entries(kind=kinds.CONFIRMATION))[-1]
+    decided = (await runtime.store.journal.entries(kind=entry_kinds.CONFIRMATION))[-1]
     assert decided.actor == "human" and decided.plan_id == plan_id
     assert decided.data == {
         "event": "decided",
@@ -79,10 +79,10 @@ async def test_a_parked_order_is_journaled_as_pending_not_as_refused(home: Path,
     edit_policy(home, confirm=CLI_CHANNEL)
     plan_id, confirmation_id = await _parked(runtime)
 
-    [pending] = await runtime.store.journal.entries(kind=kinds.PLACE_PENDING)
+    [pending] = await runtime.store.journal.entries(kind=entry_kinds.PLACE_PENDING)
     [card] = (await pilot_json("journal", "--home", str(home), "--card", plan_id))["cards"]
 
-    assert await runtime.store.journal.entries(kind=kinds.PLACE_REFUSED) == []
+    assert await runtime.store.journal.entries(kind=entry_kinds.PLACE_REFUSED) == []
     assert pending.plan_id == plan_id and pending.data["confirmation_id"] == confirmation_id
     assert card["status"] == "pending_confirmation" and card["refusals"] == []
     assert [step["step"] for step in card["path"]] == ["planned", "parked"]
@@ -138,7 +138,7 @@ async def test_reject_decides_without_a_prompt(home: Path, runtime: Runtime) -> 
     assert result.exit_code == 0 and again.exit_code == 2
     record = await runtime.store.confirmations.get(confirmation_id)
     assert record is not None and record.status == "rejected"
-    assert (await runtime.store.journal.latest(kinds.CONFIRMATION)).data["approved"] is False  # type: ignore[union-attr]
+    assert (await runtime.store.journal.latest(entry_kinds.CONFIRMATION)).data["approved"] is False  # type: ignore[union-attr]
 
 
 async def test_approve_refuses_when_the_cli_channel_is_off(home: Path, runtime: Runtime) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pilot.app.runtime import Home
+from pilot.app.runtime.runtime import Home
 
 from .conftest import pilot
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pilot.app import kinds
-from pilot.app.human import DEFAULT_POLICY
-from pilot.app.killswitch import REASON_LIMIT
-from pilot.app.runtime import Runtime
+from pilot.app.answers import entry_kinds
+from pilot.app.human.desk import DEFAULT_POLICY
+from pilot.app.human.kill_switch import REASON_LIMIT
+from pilot.app.runtime.runtime import Runtime
 
 from .conftest import pilot, pilot_json
 
@@ -60,14 +60,14 @@ async def test_the_kill_switch_asked_twice_changes_nothing_and_keeps_its_time(
     assert again["since"] == first["since"] and again["reason"] == "going to bed"
     assert again["journal_seq"] == first["journal_seq"]
     assert (off["changed"], off_again["changed"], off_again["since"]) == (True, False, off["since"])
-    entries = await runtime.store.journal.entries(kind=kinds.KILL_SWITCH)
+    entries = await runtime.store.journal.entries(kind=entry_kinds.KILL_SWITCH)
     assert [e.data["on"] for e in entries] == [True, False]
 
 
 async def test_the_agent_turning_an_on_switch_on_again_does_not_reset_since(
     home: Path, runtime: Runtime
 ) -> None:
-    from pilot.app.killswitch import activate_kill_switch
+    from pilot.app.human.kill_switch import activate_kill_switch
 
     first = await pilot_json("kill-switch", "on", "--home", str(home))
     await activate_kill_switch(runtime, "the agent insists")

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from pilot.app.human import DEFAULT_POLICY
-from pilot.app.runtime import Home
+from pilot.app.human.desk import DEFAULT_POLICY
+from pilot.app.runtime.runtime import Home
 from pilot.core.policy import Policy, parse_policy
 
 from .conftest import edit_policy, pilot, pilot_json

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pilot.app.place import place_order
-from pilot.app.plan import plan_order
-from pilot.app.runtime import Home, Runtime
+from pilot.app.orders.place import place_order
+from pilot.app.orders.plan import plan_order
+from pilot.app.runtime.runtime import Home, Runtime
 from pilot.store import canonical_json
 from pilot.store.chain import entry_hash
 

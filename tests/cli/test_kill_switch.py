@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pilot.app import kinds
-from pilot.app.plan import plan_order
-from pilot.app.runtime import Runtime
+from pilot.app.answers import entry_kinds
+from pilot.app.orders.plan import plan_order
+from pilot.app.runtime.runtime import Runtime
 
 from .conftest import btc, pilot
 
@@ -21,7 +21,7 @@ async def test_on_and_off_are_journaled_with_actor_human(home: Path, runtime: Ru
     switched_off = await pilot("kill-switch", "off", "--home", str(home))
 
     assert switched_on.exit_code == 0 and switched_off.exit_code == 0
-    entries = await runtime.store.journal.entries(kind=kinds.KILL_SWITCH)
+    entries = await runtime.store.journal.entries(kind=entry_kinds.KILL_SWITCH)
     assert [(e.actor, e.data) for e in entries] == [
         ("human", {"on": True, "by": "human", "reason": "going to bed"}),
         ("human", {"on": False, "by": "human", "reason": ""}),

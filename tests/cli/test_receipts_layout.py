@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from pilot.app import kinds
-from pilot.app.approvals import ClientChannel, NoFormPossible
-from pilot.app.human import decide
-from pilot.app.parked import run_approved
-from pilot.app.place import place_order
-from pilot.app.plan import plan_order
-from pilot.app.runtime import Runtime
+from pilot.app.answers import entry_kinds
+from pilot.app.human.approvals import ClientChannel, NoFormPossible
+from pilot.app.human.desk import decide
+from pilot.app.human.parked import run_approved
+from pilot.app.orders.place import place_order
+from pilot.app.orders.plan import plan_order
+from pilot.app.runtime.runtime import Runtime
 
 from .conftest import btc, edit_policy, pilot, pilot_json, planned_ok
 
@@ -78,7 +78,9 @@ async def test_one_event_is_one_entry_in_the_list_and_every_row_stays_in_json(
     rows = (await pilot_json("journal", "--home", str(home)))["entries"]
 
     listed = [int(line.split()[0]) for line in text.splitlines()[2:] if re.match(r"\s*\d+ ", line)]
-    parking = [row["seq"] for row in rows if row["kind"] in (kinds.PLACE_PENDING, kinds.CONFIRMATION)]
+    parking = [
+        row["seq"] for row in rows if row["kind"] in (entry_kinds.PLACE_PENDING, entry_kinds.CONFIRMATION)
+    ]
     assert [row["seq"] for row in rows] == list(range(1, len(rows) + 1))  # every row, in JSON
     assert len(listed) == len(rows) - 3  # the parking told three times and the approval twice, once each
     assert text.count("parked") == 1 and "(also seq" in text
@@ -93,8 +95,8 @@ async def test_a_parking_is_journaled_pending_and_the_filled_card_shows_its_path
     [card] = (await pilot_json("journal", "--home", str(home), "--card", plan_id))["cards"]
     text = await text_of("journal", "--home", str(home), "--card", plan_id, columns=80)
 
-    assert await runtime.store.journal.entries(kind=kinds.PLACE_REFUSED) == []
-    assert len(await runtime.store.journal.entries(kind=kinds.PLACE_PENDING)) == 1
+    assert await runtime.store.journal.entries(kind=entry_kinds.PLACE_REFUSED) == []
+    assert len(await runtime.store.journal.entries(kind=entry_kinds.PLACE_PENDING)) == 1
     assert [step["step"] for step in card["path"]] == ["planned", "parked", "approved", "sent", "filled"]
     assert card["refusals"] == [] and [c["verdict"] for c in card["confirmations"]] == ["parked", "approved"]
     assert "planned → parked → approved → sent → filled" in text

@@ -41,7 +41,7 @@ import anyio  # noqa: E402
 import httpx2  # noqa: E402
 from anyio.abc import Process  # noqa: E402
 
-from pilot.app.human import init_home  # noqa: E402
+from pilot.app.human.desk import init_home  # noqa: E402
 
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -153,7 +153,7 @@ async def test_http_prints_a_banner_then_one_access_line_per_request(made_home: 
 
 
 async def _issue_token(home: Path) -> str:
-    from pilot.app.human import issue_token, open_desk
+    from pilot.app.human.desk import issue_token, open_desk
 
     async with open_desk(home) as runtime:
         return await issue_token(runtime, "tester")

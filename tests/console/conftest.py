@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pilot.app.runtime import Runtime
+from pilot.app.runtime.runtime import Runtime
 from pilot.console.app import build_app
 from pilot.console.login import issue_secret
 from pilot.console.serving import serving

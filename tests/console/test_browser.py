@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 from playwright.async_api import expect
 
-from pilot.app import kinds
-from pilot.app.upkeep import upkeep
+from pilot.app.answers import entry_kinds
+from pilot.app.runtime.upkeep import upkeep
 from pilot.server import build_server
 from tests.app.conftest import BTC_SHORT, CREATE, call, plan_and_place, write_policy
 
@@ -121,7 +121,7 @@ async def test_the_kill_switch_turned_on_in_the_console_refuses_the_next_plan(co
         refused = await call(client, "plan_order", BTC_SHORT)
     assert refused["status"] == "refused" and refused["plan_id"] is None
     assert [v["rule"] for v in refused["violations"]] == ["tradingState"]
-    latest = await console.runtime.store.journal.latest(kinds.KILL_SWITCH)
+    latest = await console.runtime.store.journal.latest(entry_kinds.KILL_SWITCH)
     assert latest is not None and latest.actor == "human"
     assert dict(latest.data) == {
         "on": True,

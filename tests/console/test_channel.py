@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from pilot.app.human import ChannelOff, decide
-from pilot.app.upkeep import upkeep
+from pilot.app.human.desk import ChannelOff, decide
+from pilot.app.runtime.upkeep import upkeep
 from pilot.server import build_server
 from tests.app.conftest import BTC_SHORT, CREATE, call, write_policy
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pilot.app.human import init_home
+from pilot.app.human.desk import init_home
 from pilot.console.login import secret_matches, secret_path
 from tests.cli.conftest import pilot
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pilot.app import kinds
-from pilot.app.human import init_home, open_desk
+from pilot.app.answers import entry_kinds
+from pilot.app.human.desk import init_home, open_desk
 from pilot.console import feed
 
 pytestmark = pytest.mark.anyio
@@ -31,7 +31,7 @@ async def test_pages_cover_every_entry_once_newest_first_with_and_without_filter
         )  # a sparse filter's page stops early; the next goes on from there
         for n in range(260):  # several entries share a time, as fast writes do
             await desk.store.journal.append(
-                kinds.PLAN,
+                entry_kinds.PLAN,
                 {
                     "status": "refused" if n % 4 == 0 else "ok",
                     "request": {"symbol": MARKETS[n % 3], "side": "buy", "qty": "1"},

@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 from playwright.async_api import expect
 
-from pilot.app import kinds
-from pilot.app.human import issue_token, kill_switch_state
+from pilot.app.answers import entry_kinds
+from pilot.app.human.desk import issue_token, kill_switch_state
 from pilot.server import build_server
 from tests.app.conftest import call
 
@@ -129,7 +129,7 @@ async def test_an_agents_script_renders_as_text_and_never_runs(console, browser)
     async with Client(build_server(console.runtime)) as client:
         await call(client, "activate_kill_switch", {"reason": SCRIPT})
     await console.runtime.store.journal.append(  # an order link id and exchange text as they could come back
-        kinds.ORDER_OUTCOME,
+        entry_kinds.ORDER_OUTCOME,
         {"status": "rejected", "order": {"symbol": "BTCUSDT", "orderLinkId": SCRIPT}, "detail": SCRIPT},
         now=console.runtime.now(),
     )

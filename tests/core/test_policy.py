@@ -146,7 +146,7 @@ def test_the_policy_is_frozen():
 
 
 def test_pilot_init_writes_the_same_policy_as_the_repository_example():
-    from pilot.app.human import DEFAULT_POLICY
+    from pilot.app.human.desk import DEFAULT_POLICY
 
     with open("policy.json") as handle:
         assert parse_policy(DEFAULT_POLICY).version == parse_policy(handle.read()).version

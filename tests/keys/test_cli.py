@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from pilot.app.keys import add_key, load_exchange_credentials
+from pilot.app.human.exchange_keys import add_key, load_exchange_credentials
 from pilot.cli.keys import command
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from tests.scenarios import article_scenario

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pilot.store.keys import ActiveKeyExists, PermissionCheck, StoredKey, open_keystore
+from pilot.store.keystore import ActiveKeyExists, PermissionCheck, StoredKey, open_keystore
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pilot.app.keys import (
+from pilot.app.human.exchange_keys import (
     add_key,
     check_ready_to_store,
     delete_key,

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from pilot.app import kinds
+from pilot.app.answers import entry_kinds
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.app.conftest import FakeClock, open_test_runtime, write_policy
@@ -84,7 +84,7 @@ async def test_random_faults_never_cause_a_resend_a_cap_breach_or_a_broken_journ
             report = await runtime.store.journal.verify()
             sent_ids = {
                 e.data["request"]["orderLinkId"]
-                for e in await runtime.store.journal.entries(kind=kinds.ORDER_SENT)
+                for e in await runtime.store.journal.entries(kind=entry_kinds.ORDER_SENT)
             }
     print(f"soak seed {seed}, {rounds} rounds: {dict(sorted(outcomes.items()))}")
     assert report.ok, seed

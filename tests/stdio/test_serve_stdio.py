@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from pilot.app import kinds
+from pilot.app.answers import entry_kinds
 from pilot.store import open_store
 from tests.scenarios import ARTICLE
 
@@ -66,7 +66,7 @@ async def test_the_refused_to_filled_flow_works_over_stdio(tmp_path):
     assert smuggled.structured_content["violations"][0]["rule"] == "invalidArgument"
     assert [(row["symbol"], row["size"]) for row in positions["data"]] == [("BTCUSDT", "-0.00031")]
     async with await open_store(tmp_path / "journal" / "pilot.db") as store:
-        sent = await store.journal.entries(kind=kinds.ORDER_SENT)
+        sent = await store.journal.entries(kind=entry_kinds.ORDER_SENT)
         assert [e.plan_id for e in sent] == [planned["plan_id"]]
         assert (await store.journal.verify()).ok
 
@@ -102,8 +102,8 @@ async def test_a_client_that_quits_while_place_order_waits_leaves_the_send_journ
         with anyio.move_on_after(0.5):  # the client stops waiting and quits while the create is held
             await client.call_tool("place_order", {"plan_id": planned["plan_id"]})
     async with await open_store(home / "journal" / "pilot.db") as store:
-        sent = await store.journal.entries(kind=kinds.ORDER_SENT)
-        outcomes = await store.journal.entries(kind=kinds.ORDER_OUTCOME)
+        sent = await store.journal.entries(kind=entry_kinds.ORDER_SENT)
+        outcomes = await store.journal.entries(kind=entry_kinds.ORDER_OUTCOME)
         plan = await store.plans.get(planned["plan_id"])
     assert [e.plan_id for e in sent] == [planned["plan_id"]]
     assert [(e.plan_id, e.data["status"]) for e in outcomes] == [(planned["plan_id"], "filled")]

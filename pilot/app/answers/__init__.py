@@ -1,0 +1,1 @@
+"""What tools answer and the journal records: answer models, refusals, receipts, plan records, entry kinds, store faults."""

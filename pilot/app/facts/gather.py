@@ -1,0 +1,320 @@
+"""Gathering facts: every read runs concurrently; a read that fails leaves its fact missing (fail closed)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, time, timedelta
+from decimal import Decimal
+from typing import TypeVar
+
+from pilot.app.answers.responses import Snapshot
+from pilot.app.facts.ledger import JournalState, Send
+from pilot.app.facts.pending import pending_orders
+from pilot.app.facts.streams import FACT_SOURCES
+from pilot.app.human.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
+from pilot.app.runtime.runtime import PolicyView, Runtime
+from pilot.core.facts import (
+    NO_DAY_PNL,
+    NO_PENDING,
+    UNLIMITED,
+    DayPnl,
+    Facts,
+    Funds,
+    InstrumentRules,
+    OrderIntent,
+    OrderType,
+    PendingOrders,
+    Position,
+    PriceBand,
+    Side,
+    Touch,
+    TradingState,
+)
+from pilot.core.risk import worst_case
+from pilot.core.violations import plain
+from pilot.exchange.errors import ExchangeError, ExchangeRejected, UnsupportedPositionMode
+from pilot.exchange.models import AccountBalance
+
+T = TypeVar("T")
+
+
+def utc_day(now: datetime) -> tuple[datetime, datetime]:
+    start = datetime.combine(now.date(), time(0), tzinfo=now.tzinfo)
+    return start, start + timedelta(days=1)
+
+
+@dataclass(frozen=True, slots=True)
+class _Account:
+    balance: AccountBalance | None
+    orders_today: int
+    trading_state: TradingState
+    day_pnl: DayPnl | None = NO_DAY_PNL
+    open_markets: frozenset[str] | None = frozenset()
+    latch: DayLatch = NO_LATCH
+
+
+@dataclass(frozen=True, slots=True)
+class _Market:
+    rules: InstrumentRules | None
+    touch: Touch | None
+    position: Position | None
+    pending: PendingOrders | None
+    # The same coin in the other category: the perpetual's position for a spot order (a linear order's
+    # counterpart, the spot holding, comes with the balance), and that market's pending orders.
+    other_position: Position | None
+    other_pending: PendingOrders | None
+    hedged: UnsupportedPositionMode | None = None
+    listed: bool = True
+    band: PriceBand | None = None
+
+
+OTHER_CATEGORY = {"linear": "spot", "spot": "linear"}
+
+
+@dataclass(frozen=True, slots=True)
+class Gathered:
+    """The facts for one order, and why its symbol cannot be traded at all when it is held in hedge mode.
+
+    In hedge mode the position is missing from `facts` (as for a failed read), but reading again will not
+    help: `hedged` says so, and the caller answers with the position-mode refusal instead of a retry.
+    """
+
+    facts: Facts
+    hedged: UnsupportedPositionMode | None = None
+
+
+async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Facts:
+    """Read everything evaluate() needs for `order`, concurrently. Exchange failures become missing facts."""
+    return (await gather(runtime, view, order)).facts
+
+
+async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gathered:
+    """gather_facts, saying also whether the symbol is held in hedge mode."""
+    FACT_SOURCES.set({})  # a stream-fed reader notes where each fact came from (pilot.app.facts.streams)
+    now = runtime.now()
+    journal = await runtime.ledger.state(now)
+    account, market = await asyncio.gather(
+        _account(runtime, view, now, journal),
+        _market(runtime, order.category, order.symbol, now, list(journal.unsettled)),
+    )
+    facts = _facts(order, account, market, now)
+    if await latch_if_reached(runtime.store.journal, view.policy, facts, account.latch) is not None:
+        facts = replace(
+            facts, trading_state=TradingState.strictest(facts.trading_state, TradingState.REDUCING)
+        )
+    return Gathered(facts, market.hedged)
+
+
+async def gather_market_facts(
+    runtime: Runtime, view: PolicyView, category: str, symbols: Sequence[str]
+) -> dict[str, Gathered]:
+    """Facts for each symbol at once (the account read once), each for a market buy of nothing."""
+    now = runtime.now()
+    journal = await runtime.ledger.state(now)
+    unsettled = list(journal.unsettled)
+    account, markets = await asyncio.gather(
+        _account(runtime, view, now, journal),
+        asyncio.gather(*(_market(runtime, category, symbol, now, unsettled) for symbol in symbols)),
+    )
+    return {
+        symbol: Gathered(
+            _facts(
+                OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category),
+                account,
+                market,
+                now,
+            ),
+            market.hedged,
+        )
+        for symbol, market in zip(symbols, markets, strict=True)
+    }
+
+
+async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: JournalState) -> _Account:
+    balance, state, (day_pnl, open_markets, latch) = await asyncio.gather(
+        _maybe(runtime.exchange.get_balance()),
+        runtime.trading_state(view.policy, journal),
+        _day(runtime, view, now, latch_of(journal.loss_limit, now)),
+    )
+    return _Account(balance, journal.sent_today, state, day_pnl, open_markets, latch)
+
+
+async def _day(
+    runtime: Runtime, view: PolicyView, now: datetime, latch: DayLatch
+) -> tuple[DayPnl | None, frozenset[str] | None, DayLatch]:
+    """The day's PnL and the markets with a position, read only when a loss rule needs them (None: the
+    read failed, and growing orders fail closed under that rule)."""
+    policy = view.policy
+    daily = policy.daily_loss_limit_usd is not None or policy.daily_loss_limit_pct is not None
+    if not daily and policy.max_open_positions is None:
+        return NO_DAY_PNL, frozenset(), NO_LATCH
+    since, _ = utc_day(now)
+    positions, closed = await asyncio.gather(
+        _maybe(runtime.exchange.get_positions("linear")),
+        _maybe(runtime.exchange.get_closed_pnl_since("linear", since)) if daily else _none(),
+    )
+    markets = frozenset(p.symbol for p in positions if p.size != 0) if positions is not None else None
+    if not daily:
+        return NO_DAY_PNL, markets, latch
+    if positions is None or closed is None:
+        return None, markets, latch
+    realised = sum((row.closed_pnl for row in closed), Decimal(0))
+    unrealised = sum((p.unrealised_pnl for p in positions), Decimal(0))
+    return counted(DayPnl(realised, unrealised), latch), markets, latch
+
+
+async def _market(
+    runtime: Runtime, category: str, symbol: str, now: datetime, unsettled: list[Send]
+) -> _Market:
+    exchange = runtime.exchange
+    other = OTHER_CATEGORY[category]
+    reads = asyncio.gather(
+        _instrument(runtime, category, symbol),
+        _maybe(exchange.get_touch(category, symbol)),
+        _position(runtime, symbol),  # the perpetual's: the order's own for linear, the other one for spot
+        pending_orders(runtime, category, symbol, now, unsettled),
+        _instrument(runtime, other, symbol),
+        pending_orders(runtime, other, symbol, now, unsettled),
+    )
+    (rules, touch, position, pending, other_listed, other_pending), band = await asyncio.gather(
+        reads, _maybe(exchange.get_price_band(category, symbol))
+    )
+    if other_listed is UNLISTED:  # no such market in the other category: nothing of the coin there
+        other_pending = NO_PENDING
+        if category == "spot":
+            position = Position.flat(symbol)
+    elif other_listed is None:
+        other_pending = None
+    listed = rules is not UNLISTED
+    known = rules if isinstance(rules, InstrumentRules) else None
+    limits = PriceBand(band.buy_limit, band.sell_limit) if band is not None else None
+    if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
+        return _Market(known, touch, None, pending, None, other_pending, position, listed, limits)
+    if category == "spot":  # the perpetual of the same coin is the spot order's other category
+        return _Market(known, touch, None, pending, position, other_pending, None, listed, limits)
+    return _Market(known, touch, position, pending, None, other_pending, None, listed, limits)
+
+
+UNLISTED = object()  # the exchange answered that it has no such instrument
+
+
+async def _instrument(runtime: Runtime, category: str, symbol: str) -> InstrumentRules | object | None:
+    """The instrument's rules; UNLISTED when the exchange says there is none; None when it could not say."""
+    try:
+        return await runtime.exchange.get_instrument(category, symbol)
+    except ExchangeRejected as refused:
+        return UNLISTED if refused.family in ("not_found", "params") else None
+    except ExchangeError:
+        return None
+
+
+async def _position(runtime: Runtime, symbol: str) -> Position | UnsupportedPositionMode | None:
+    """The linear position; the hedge-mode refusal as a value (it is no failed read); None if unread."""
+    try:
+        return await runtime.exchange.get_position("linear", symbol)
+    except UnsupportedPositionMode as hedged:
+        return hedged
+    except ExchangeError:
+        return None
+
+
+def _facts(order: OrderIntent, account: _Account, market: _Market, now: datetime) -> Facts:
+    position = market.position
+    if order.category == "spot":
+        position = _spot_position(order.symbol, market.rules, account.balance)
+        held = market.other_position.size if market.other_position is not None else None
+    else:
+        spot = _spot_position(order.symbol, market.rules, account.balance)
+        held = spot.size if spot is not None else None
+    elsewhere = None
+    if held is not None and market.other_pending is not None:
+        elsewhere = worst_case(held, market.other_pending)
+    return Facts(
+        order=order,
+        rules=market.rules,
+        touch=market.touch,
+        position=position,
+        equity=account.balance.total_equity_usd if account.balance is not None else None,
+        orders_today=account.orders_today,
+        trading_state=account.trading_state,
+        now=now,
+        pending=market.pending,
+        elsewhere=elsewhere,
+        listed=market.listed,
+        band=market.band,
+        funds=_funds(market.rules, account.balance),
+        day_pnl=account.day_pnl,
+        open_markets=account.open_markets,
+    )
+
+
+def _funds(rules: InstrumentRules | None, balance: AccountBalance | None) -> Funds | None:
+    """What the account may spend: None when the balance could not be read (growing orders fail closed).
+
+    An available balance the exchange does not report (some account modes) is not checked: the exchange
+    itself refuses an order it cannot fund, as a definite rejection.
+    """
+    if balance is None:
+        return None
+    available = balance.available_usd if balance.available_usd is not None else UNLIMITED
+    if rules is None:
+        return Funds(available, UNLIMITED, UNLIMITED)
+    return Funds(available, balance.free(rules.quote_coin), balance.free(rules.base))
+
+
+def snapshot(view: PolicyView, facts: Facts) -> Snapshot:
+    """What a decision was derived from: policy version, market data and its time, position, rules."""
+    touch, rules = facts.touch, facts.rules
+    return Snapshot(
+        policy_version=view.version,
+        trading_state=facts.trading_state.value,
+        market_data_at=touch.observed_at.isoformat() if touch else None,
+        bid=plain(touch.bid) if touch else None,
+        ask=plain(touch.ask) if touch else None,
+        mark=plain(touch.mark) if touch else None,
+        position_size=plain(facts.position.size) if facts.position else None,
+        equity_usd=plain(facts.equity) if facts.equity is not None else None,
+        orders_today=facts.orders_today,
+        pending_qty={"buy": plain(facts.pending.buy_qty), "sell": plain(facts.pending.sell_qty)}
+        if facts.pending is not None
+        else None,
+        elsewhere_qty=plain(facts.elsewhere) if facts.elsewhere is not None else None,
+        instrument=rules_dict(rules) if rules else None,
+        fact_sources=dict(sorted(sources.items())) if (sources := FACT_SOURCES.get()) else None,
+    )
+
+
+def rules_dict(rules: InstrumentRules) -> dict[str, str]:
+    """An instrument's rules as Bybit names them, amounts as decimal strings."""
+    return {
+        "tickSize": plain(rules.tick_size),
+        "qtyStep": plain(rules.qty_step),
+        "minOrderQty": plain(rules.min_qty),
+        "maxOrderQty": plain(rules.max_qty),
+        "minNotionalValue": plain(rules.min_notional),
+        "maxLeverage": plain(rules.max_leverage),
+        "maintenanceMarginRate": plain(rules.maintenance_margin_rate),
+    }
+
+
+def _spot_position(
+    symbol: str, rules: InstrumentRules | None, balance: AccountBalance | None
+) -> Position | None:
+    """On spot, the 'position' is the base coin held."""
+    if rules is None or balance is None:
+        return None
+    held = next((coin.wallet_balance for coin in balance.coins if coin.coin == rules.base), Decimal(0))
+    return Position(symbol=symbol, size=held, entry_price=Decimal(0), leverage=Decimal(1))
+
+
+async def _maybe(call: Awaitable[T]) -> T | None:
+    try:
+        return await call
+    except ExchangeError:
+        return None
+
+
+async def _none() -> None:
+    return None

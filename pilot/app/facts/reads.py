@@ -1,0 +1,248 @@
+"""Read-only tools: market data, account state, and the policy in force with the room left under each cap."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from decimal import Decimal
+from typing import Any
+
+from pilot.app.answers.refusals import position_mode_violation
+from pilot.app.answers.responses import (
+    Answer,
+    NextActionOut,
+    ViolationOut,
+    next_out,
+    snake_keys,
+    violations_out,
+)
+from pilot.app.facts.gather import Gathered, gather_market_facts, rules_dict
+from pilot.app.runtime.runtime import Runtime
+from pilot.core.facts import Facts, Side
+from pilot.core.policy import Policy
+from pilot.core.rules import GROWING_NEEDS
+from pilot.core.sizing import room_left
+from pilot.core.violations import plain
+from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
+from pilot.exchange.models import ExchangeOrder
+
+
+class ReadAnswer(Answer):
+    """A read tool's answer. Text the exchange controls (client order ids, reasons) is marked untrusted."""
+
+    status: str  # "ok" | "unavailable" (read again later) | "refused" (reading again will not help)
+    data: dict[str, Any] | list[dict[str, Any]] | None = None
+    detail: str | None = None
+    violations: list[ViolationOut] | None = None
+    next_safe_action: NextActionOut | None = None
+
+
+CENT = Decimal("0.01")
+
+
+def _num(value: Decimal | None) -> str | None:
+    return plain(value) if value is not None else None
+
+
+async def _read(call: Any, shape: Any) -> ReadAnswer:
+    try:
+        value = await call
+    except UnsupportedPositionMode as hedged:  # a symbol in hedge mode: a human must switch it
+        refused = position_mode_violation(hedged)
+        return ReadAnswer(
+            status="refused",
+            detail=refused.detail,
+            violations=violations_out([refused]),
+            next_safe_action=next_out(refused.next),
+        )
+    except ExchangeError as error:
+        return ReadAnswer(status="unavailable", detail=error.message)
+    return ReadAnswer(status="ok", data=shape(value))
+
+
+async def get_ticker(runtime: Runtime, symbol: str, category: str) -> ReadAnswer:
+    return await _read(
+        runtime.exchange.get_ticker(category, symbol),
+        lambda t: {
+            "symbol": t.symbol,
+            "category": t.category,
+            "bid": _num(t.bid),
+            "ask": _num(t.ask),
+            "last": _num(t.last),
+            "mark": _num(t.mark),
+            "observed_at": t.observed_at.isoformat(),
+        },
+    )
+
+
+async def get_orderbook(runtime: Runtime, symbol: str, category: str, depth: int) -> ReadAnswer:
+    return await _read(
+        runtime.exchange.get_orderbook(category, symbol, depth),
+        lambda b: {
+            "symbol": b.symbol,
+            "bids": [[_num(level.price), _num(level.size)] for level in b.bids],
+            "asks": [[_num(level.price), _num(level.size)] for level in b.asks],
+            "observed_at": b.observed_at.isoformat(),
+        },
+    )
+
+
+async def get_instrument_rules(runtime: Runtime, symbol: str, category: str) -> ReadAnswer:
+    return await _read(
+        runtime.exchange.get_instrument(category, symbol),
+        lambda r: {"symbol": r.symbol, "category": r.category, **snake_keys(rules_dict(r))},
+    )
+
+
+async def get_balances(runtime: Runtime) -> ReadAnswer:
+    return await _read(
+        runtime.exchange.get_balance(),
+        lambda b: {
+            "total_equity_usd": _num(b.total_equity_usd),
+            "coins": [
+                {
+                    "coin": c.coin,
+                    "wallet_balance": _num(c.wallet_balance),
+                    "equity": _num(c.equity),
+                    "usd_value": _num(c.usd_value),
+                }
+                for c in b.coins
+            ],
+        },
+    )
+
+
+async def get_positions(runtime: Runtime, category: str, symbol: str | None) -> ReadAnswer:
+    return await _read(
+        runtime.exchange.get_positions(category, symbol),
+        lambda rows: [
+            {
+                "symbol": p.symbol,
+                "size": _num(p.size),
+                "side": "long" if p.size > 0 else "short" if p.size < 0 else "flat",
+                "entry_price": _num(p.entry_price),
+                "mark_price": _num(p.mark_price),
+                "leverage": _num(p.leverage),
+                "unrealised_pnl": _num(p.unrealised_pnl),
+                "liquidation_price": _num(p.liq_price),
+                "position_value": _num(p.position_value),
+            }
+            for p in rows
+        ],
+    )
+
+
+def order_view(order: ExchangeOrder) -> dict[str, Any]:
+    return {
+        "order_id": order.order_id,
+        "symbol": order.symbol,
+        "side": order.side,
+        "order_type": order.order_type,
+        "price": _num(order.price),
+        "qty": _num(order.qty),
+        "filled_qty": _num(order.cum_exec_qty),
+        "status": order.status,
+        "time_in_force": order.time_in_force,
+        "reduce_only": order.reduce_only,
+        "created_at": order.created_at.isoformat(),
+        "untrusted_text": {"order_link_id": order.order_link_id, "reject_reason": order.reject_reason},
+    }
+
+
+async def get_open_orders(runtime: Runtime, category: str, symbol: str | None) -> ReadAnswer:
+    return await _read(
+        runtime.exchange.get_open_orders(category, symbol), lambda rows: [order_view(o) for o in rows]
+    )
+
+
+async def get_policy(runtime: Runtime) -> ReadAnswer:
+    """The limits in force, the policy version, trading state, orders left today, and room under each cap.
+
+    The room comes from the core's own valuation (pilot.core.sizing.room_left): worst fill, open orders and
+    unresolved sends counted as filled. A fact that could not be read is null, listed under `missing`.
+    Like every answer, its keys are snake_case: policy.json's `maxNotionalUsd` is `max_notional_usd` here.
+    """
+    view = runtime.policy()
+    policy = view.policy
+    journal = await runtime.journal_state()
+    facts, state, loss_limit_on = await asyncio.gather(
+        gather_market_facts(runtime, view, "linear", policy.allowed_markets),
+        runtime.trading_state(policy, journal),
+        runtime.loss_limit_on(journal),
+    )
+    sent, kill_switch = journal.sent_today, journal.kill_switch_on
+    equity = next(iter(facts.values())).facts.equity if facts else None
+    data = {
+        "policy_version": view.version,
+        "valid": view.valid,
+        "issues": [str(issue) for issue in view.issues],
+        "trading_state": state.value,
+        "policy_trading_state": policy.trading_state.value,
+        "kill_switch": kill_switch,
+        "allowed_markets": list(policy.allowed_markets),
+        "daily_order_cap": policy.daily_order_cap,
+        "orders_sent_today": sent,
+        "orders_left_today": max(policy.daily_order_cap - sent, 0),
+        "plan_ttl_seconds": policy.plan_ttl_seconds,
+        "confirm": {
+            "above_notional_usd": _num(policy.confirm.above_notional_usd),
+            "actions": list(policy.confirm.actions),
+            "cli_channel": policy.confirm.cli_channel,
+            "pending_ttl_seconds": policy.confirm.pending_ttl_seconds,
+        },
+        "loss_rules": {
+            "max_loss_per_trade_usd": _num(policy.max_loss_per_trade_usd),
+            "max_loss_per_trade_pct": _num(policy.max_loss_per_trade_pct),
+            "require_stop_loss": policy.require_stop_loss,
+            "daily_loss_limit_usd": _num(policy.daily_loss_limit_usd),
+            "daily_loss_limit_pct": _num(policy.daily_loss_limit_pct),
+            "daily_loss_limit_reached": loss_limit_on,
+            "max_open_positions": policy.max_open_positions,
+            "trading_hours_utc": [f"{w.start}-{w.end}" for w in policy.trading_hours],
+        },
+        "equity_usd": _num(equity),
+        "markets": {symbol: _market_view(policy, one) for symbol, one in facts.items()},
+    }
+    return ReadAnswer(status="ok", data=data)
+
+
+def _market_view(policy: Policy, gathered: Gathered) -> dict[str, Any]:
+    facts = gathered.facts
+    limits = policy.limits_for(facts.order.symbol)
+    missing = [name for name in ("rules", "touch", *GROWING_NEEDS) if getattr(facts, name) is None]
+    size = facts.position.size if facts.position is not None else None
+    mark = facts.touch.mark if facts.touch is not None else None
+    at_mark = abs(size) * mark if size is not None and mark is not None else None
+    return {
+        "max_notional_usd": plain(limits.max_notional_usd),
+        "max_order_notional_usd": plain(limits.max_order_notional_usd),
+        "max_leverage": plain(limits.max_leverage),
+        "min_liquidation_distance_pct": plain(limits.min_liquidation_distance_pct),
+        "max_slippage_pct": plain(limits.max_slippage_pct),
+        "position_size": _num(size),
+        "position_notional_usd_at_mark": _num(at_mark.quantize(CENT) if at_mark is not None else None),
+        "pending_qty": {"buy": plain(facts.pending.buy_qty), "sell": plain(facts.pending.sell_qty)}
+        if facts.pending is not None
+        else None,
+        "room": {side.value: _room_view(policy, facts, side) for side in Side} if not missing else None,
+        "missing": missing,
+        "blocked_by": _blocked_by(gathered),
+    }
+
+
+def _blocked_by(gathered: Gathered) -> dict[str, Any] | None:
+    """What stops every order on this market whatever its size (hedge mode), as plan_order would refuse it."""
+    if gathered.hedged is None:
+        return None
+    return violations_out([position_mode_violation(gathered.hedged)])[0].model_dump(mode="json")
+
+
+def _room_view(policy: Policy, facts: Facts, side: Side) -> dict[str, Any] | None:
+    room = room_left(policy, replace(facts, order=replace(facts.order, side=side)))
+    if room is None:
+        return None
+    return {
+        "qty": plain(room.qty),
+        "notional_usd_at_worst_fill": plain(room.notional_usd.quantize(CENT)),
+        "limited_by": [code.value for code in room.limited_by],
+    }

@@ -1,0 +1,491 @@
+"""The human's desk: what `pilot init`, `journal`, `kill-switch`, `confirm` and `token` do, with no exchange.
+
+These use cases never reach an exchange. They run on a Runtime whose exchange refuses every use, so the
+same rules as the server's (the kill switch entry, the policy read fresh) apply without starting one.
+Each problem a human can cause is a `HumanError` with a stable code, the problem and its fix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from pilot.app.answers import entry_kinds, receipts
+from pilot.app.human.kill_switch import REASON_LIMIT, set_kill_switch_by_human
+from pilot.app.road.ports import Exchange
+from pilot.app.runtime.clock import Clock, SystemClock
+from pilot.app.runtime.policy_file import read_policy_file
+from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
+from pilot.core.policy import LoadedPolicy, PolicyIssue, parse_policy
+from pilot.store import ConfirmationRecord, DuplicateRecord, JournalEntry, open_store
+
+# The repository's policy.json, sized for Bybit's real minimum orders (0.001 BTC is about $80, 0.01 ETH $31,
+# 0.1 SOL $10): $100 per market and per order, so each market's smallest order fits; BTCUSDT alone gets $150,
+# room for one 0.001 BTC lot with headroom for the price to rise, never two; a human confirms any order above
+# $50 (so every BTC order); no CLI channel. README.md, "The default policy", says why.
+DEFAULT_POLICY = """\
+{
+  "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
+  "maxNotionalUsd": 100,
+  "maxOrderNotionalUsd": 100,
+  "maxLeverage": 3,
+  "minLiquidationDistancePct": 20,
+  "dailyOrderCap": 20,
+  "maxSlippagePct": 0.5,
+  "planTtlSeconds": 60,
+  "maxFactAgeMs": 300,
+  "confirm": {
+    "aboveNotionalUsd": 50,
+    "actions": [],
+    "cliChannel": false,
+    "consoleChannel": false,
+    "pendingTtlSeconds": 300
+  },
+  "tradingState": "active",
+  "maxLossPerTradeUsd": null,
+  "maxLossPerTradePct": null,
+  "requireStopLoss": false,
+  "dailyLossLimitUsd": null,
+  "dailyLossLimitPct": null,
+  "maxOpenPositions": null,
+  "tradingHours": [],
+  "markets": {
+    "BTCUSDT": {"maxNotionalUsd": 150, "maxOrderNotionalUsd": 150}
+  }
+}
+"""
+
+
+class HumanError(Exception):
+    """Something a human asked for cannot be done: a stable `code`, the `problem` and its `fix`."""
+
+    code = "human_error"
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(f"{problem}; {fix}")
+        self.problem = problem
+        self.fix = fix
+
+
+class NoJournal(HumanError):
+    """The home has no journal database yet; `pilot init` creates one."""
+
+    code = "no_journal"
+
+    def __init__(self, home: Path) -> None:
+        super().__init__(
+            f"no journal at {Home(home).database_path}",
+            f"create it with `pilot init --home {home}` (it keeps an existing policy.json)",
+        )
+
+
+class _NoExchange:
+    """Stands in for the exchange in the human's commands: none of them may reach one."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise RuntimeError(f"the human's commands do not use the exchange (asked for {name})")
+
+
+@contextlib.asynccontextmanager
+async def open_desk(home: Path, *, clock: Clock | None = None) -> AsyncIterator[Runtime]:
+    """Open an existing home's store as a Runtime without an exchange.
+
+    Raises:
+        NoJournal: the home has no database; reading must not create one as a side effect.
+    """
+    path = Home(home).database_path
+    if not path.exists():
+        raise NoJournal(home)
+    store = await open_store(path)
+    try:
+        # cast: _NoExchange stands in for every port method by raising (see its docstring)
+        no_exchange = cast(Exchange, _NoExchange())
+        yield assemble_runtime(home, store, no_exchange, clock or SystemClock(), environment="none")
+    finally:
+        await store.close()
+
+
+@dataclass(frozen=True, slots=True)
+class InitReport:
+    """What `init_home` found and did."""
+
+    home: Path
+    policy_created: bool
+    journal_created: bool
+    policy: LoadedPolicy | tuple[PolicyIssue, ...]  # the policy.json now in the home, or why it is invalid
+
+
+async def init_home(home: Path) -> InitReport:
+    """Create policy.json (safe defaults) and the journal database; never overwrite an existing policy."""
+    home.mkdir(parents=True, exist_ok=True)
+    paths = Home(home)
+    policy_created = journal_created = False
+    if not paths.policy_path.exists():
+        with paths.policy_path.open("x", encoding="utf-8") as file:  # "x": lose a race rather than overwrite
+            file.write(DEFAULT_POLICY)
+        policy_created = True
+    if not paths.database_path.exists():
+        journal_created = True
+    store = await open_store(paths.database_path)
+    await store.close()
+    return InitReport(
+        home=home,
+        policy_created=policy_created,
+        journal_created=journal_created,
+        policy=read_policy_file(paths.policy_path),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class KillSwitchState:
+    """The kill switch as the journal says: on or off, and the entry that put it there (who, why, since when).
+
+    Switching it to the state it is already in changes nothing, so `at` is when it entered this state,
+    however often it was asked again since.
+    """
+
+    on: bool
+    by: str | None = None
+    reason: str | None = None
+    at: datetime | None = None
+    seq: int | None = None
+
+
+async def kill_switch_state(runtime: Runtime) -> KillSwitchState:
+    newest_first = await runtime.store.journal.entries(kind=entry_kinds.KILL_SWITCH, newest_first=True)
+    if not newest_first:
+        return KillSwitchState(on=False)
+    on = bool(newest_first[0].data.get("on"))
+    since = newest_first[0]
+    for entry in newest_first[1:]:  # back to the entry that switched it into this state
+        if bool(entry.data.get("on")) != on:
+            break
+        since = entry
+    data = since.data
+    return KillSwitchState(on=on, by=data.get("by"), reason=data.get("reason"), at=since.at, seq=since.seq)
+
+
+class ReasonTooLong(HumanError):
+    code = "reason_too_long"
+
+    def __init__(self, length: int) -> None:
+        super().__init__(
+            f"the reason is {length} characters long, above the limit of {REASON_LIMIT}",
+            f"say it in at most {REASON_LIMIT} characters",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class KillSwitchChange:
+    """The switch after a human's `on` or `off`, and whether that changed it (and wrote a journal entry)."""
+
+    state: KillSwitchState
+    changed: bool
+
+
+async def set_kill_switch(
+    runtime: Runtime, on: bool, reason: str = "", *, via: str | None = None
+) -> KillSwitchChange:
+    """Turn the kill switch on or off as the human (`via` "console" says where). Already so: nothing is
+    journaled, and it keeps its time.
+
+    Raises:
+        ReasonTooLong: the reason is over REASON_LIMIT characters (it is never cut).
+    """
+    if len(reason) > REASON_LIMIT:
+        raise ReasonTooLong(len(reason))
+    before = await kill_switch_state(runtime)
+    if before.on == on:
+        return KillSwitchChange(before, changed=False)
+    await set_kill_switch_by_human(runtime, on, reason, via)
+    return KillSwitchChange(await kill_switch_state(runtime), changed=True)
+
+
+Via = Literal["cli", "console"]  # where a human decides parked actions: `pilot confirm`, `pilot console`
+_CHANNEL_FIELD: dict[Via, str] = {"cli": "cliChannel", "console": "consoleChannel"}
+
+
+class ChannelOff(HumanError):
+    """policy.json does not enable this confirmation channel (or is invalid, which closes it)."""
+
+    code = "cli_channel_off"
+
+    def __init__(self, policy_valid: bool = True, via: Via = "cli") -> None:
+        name = "CLI" if via == "cli" else "console"
+        self.code = f"{via}_channel_off"
+        if policy_valid:
+            super().__init__(
+                f"the {name} confirmation channel is off",
+                f"set confirm.{_CHANNEL_FIELD[via]} to true in policy.json to decide here",
+            )
+        else:
+            super().__init__(
+                f"policy.json is invalid, which closes the {name} confirmation channel",
+                "fix it (`pilot policy check` lists each problem)",
+            )
+
+
+def require_cli_channel(runtime: Runtime, via: Via = "cli") -> None:
+    """Raise ChannelOff unless policy.json (read now, and valid) enables confirm.cliChannel (or, with `via`
+    "console", confirm.consoleChannel)."""
+    view = runtime.policy()
+    confirm = view.policy.confirm
+    if not (confirm.cli_channel if via == "cli" else confirm.console_channel):
+        raise ChannelOff(view.valid, via)
+
+
+async def pending_confirmations(runtime: Runtime, via: Via = "cli") -> list[ConfirmationRecord]:
+    """Parked actions a human may still decide, oldest first."""
+    require_cli_channel(runtime, via)
+    return await runtime.store.confirmations.list(status="pending", now=runtime.now())
+
+
+async def find_confirmation(runtime: Runtime, confirmation_id: str, via: Via = "cli") -> ConfirmationRecord:
+    """The confirmation named by its id or any unique prefix of it (UnknownId, AmbiguousId otherwise)."""
+    require_cli_channel(runtime, via)
+    records = await runtime.store.confirmations.list(now=runtime.now())
+    full = unique_match(confirmation_id, [record.confirmation_id for record in records], "confirmation")
+    record = await runtime.store.confirmations.get(full, now=runtime.now())
+    if record is None:  # pragma: no cover - it was listed a moment ago, and confirmations are never deleted
+        raise UnknownId("confirmation", confirmation_id)
+    return record
+
+
+class UnknownId(HumanError):
+    code = "unknown_id"
+
+    def __init__(self, what: str, given: str) -> None:
+        fix = {
+            "plan": "list plans with `pilot journal --kind plan`",
+            "confirmation": "list them with `pilot confirm list`",
+        }.get(what, "check the id")
+        super().__init__(f"no {what} {given!r} (nor one whose id starts with it)", fix)
+
+
+class AmbiguousId(HumanError):
+    code = "ambiguous_id"
+
+    def __init__(self, what: str, given: str, matches: list[str]) -> None:
+        shown = ", ".join(matches[:3]) + (", ..." if len(matches) > 3 else "")
+        super().__init__(
+            f"{len(matches)} {what}s start with {given!r} ({shown})", "give more of the id, or all of it"
+        )
+
+
+def unique_match(given: str, ids: list[str], what: str) -> str:
+    """The id equal to `given`, else the one id that starts with it. Raises UnknownId or AmbiguousId."""
+    if given in ids:
+        return given
+    matches = sorted({one for one in ids if given and one.startswith(given)})
+    if not matches:
+        raise UnknownId(what, given)
+    if len(matches) > 1:
+        raise AmbiguousId(what, given, matches)
+    return matches[0]
+
+
+async def resolve_plan_id(runtime: Runtime, given: str) -> str:
+    """The plan id equal to `given`, or the one plan id in the journal that starts with it."""
+    journal = runtime.store.journal
+    if await journal.entries(plan_id=given, kind=entry_kinds.PLAN, limit=1):
+        return given
+    plans = await journal.entries(kind=entry_kinds.PLAN)
+    return unique_match(given, [entry.plan_id for entry in plans if entry.plan_id], "plan")
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The result of `decide`: the record as decided (None if it was not decidable) and the journal seq."""
+
+    record: ConfirmationRecord | None
+    seq: int | None = None
+
+
+async def decide(runtime: Runtime, confirmation_id: str, *, approve: bool, via: Via = "cli") -> Decision:
+    """Approve or reject a pending confirmation (by its full id) as the human on the CLI (or in the
+    console, `via` "console"), and journal it.
+
+    The running server carries out an approved action itself, re-checked when it runs.
+    """
+    require_cli_channel(runtime, via)
+    record = await runtime.store.confirmations.decide(
+        confirmation_id, approve=approve, actor=f"human:{via}", now=runtime.now()
+    )
+    if record is None:
+        return Decision(record=None)
+    decided: dict[str, Any] = {
+        "event": "decided",
+        "approved": approve,
+        "confirmation_id": confirmation_id,
+        "tool": record.tool,
+    }
+    if via != "cli":
+        decided["via"] = via
+    entry = await runtime.store.journal.append(
+        entry_kinds.CONFIRMATION,
+        decided,
+        now=runtime.now(),
+        actor="human",
+        plan_id=record.action.get("plan_id") or None,
+    )
+    return Decision(record=record, seq=entry.seq)
+
+
+async def receipt_cards(
+    runtime: Runtime, *, card: str | None = None, last: int = 1
+) -> list[receipts.ReceiptCard]:
+    """The receipt card named by `card` (a plan id or a unique prefix of one, or "seq-N" for a refused
+    plan), else the last `last`. Cards come oldest first.
+
+    Raises:
+        UnknownId, AmbiguousId: `card` names no plan, or more than one.
+    """
+    journal = runtime.store.journal
+    if card is not None:
+        plans = [await _plan_entry(runtime, card)]
+    else:
+        plans = list(reversed(await journal.entries(kind=entry_kinds.PLAN, limit=last, newest_first=True)))
+    cards = []
+    for plan in plans:
+        entries = await journal.entries(plan_id=plan.plan_id) if plan.plan_id else [plan]
+        cards.append(receipts.receipt_card(entries))
+    return cards
+
+
+async def _plan_entry(runtime: Runtime, card: str) -> JournalEntry:
+    journal = runtime.store.journal
+    seq_text = card.removeprefix("seq-")
+    if card.startswith("seq-") and seq_text.isdigit():
+        entry = await journal.get(int(seq_text))
+        if entry is None or entry.kind != entry_kinds.PLAN:
+            raise UnknownId("plan", card)
+        return entry
+    plan_id = await resolve_plan_id(runtime, card)
+    found = await journal.entries(plan_id=plan_id, kind=entry_kinds.PLAN, limit=1)
+    return found[0]
+
+
+# --- bearer tokens for `pilot serve --transport http` ------------------------------------------------------
+
+TOKEN_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+
+
+class TokenExists(HumanError):
+    code = "token_exists"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"a token named {name!r} exists: revoke it first",
+            f"run `pilot token revoke {name}`, then issue it again (or choose another name)",
+        )
+
+
+class NoSuchToken(HumanError):
+    code = "no_such_token"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no token named {name!r}", "list the names with `pilot token list`")
+
+
+class BadTokenName(HumanError):
+    code = "bad_token_name"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"{name[:80]!r} is not a token name",
+            "use 1 to 64 letters, digits, '_', '.' or '-', e.g. inspector",
+        )
+
+
+async def issue_token(runtime: Runtime, name: str) -> str:
+    """A new bearer token for `name`, shown this once (only its hash is stored). TokenExists if taken."""
+    if not TOKEN_NAME.fullmatch(name):
+        raise BadTokenName(name)
+    try:
+        return await runtime.store.tokens.issue(name, now=runtime.now())
+    except DuplicateRecord:
+        raise TokenExists(name) from None
+
+
+async def list_tokens(runtime: Runtime) -> list[tuple[str, datetime]]:
+    """(name, issued at) of every token, by name; never the tokens."""
+    return await runtime.store.tokens.list()
+
+
+async def revoke_token(runtime: Runtime, name: str) -> None:
+    """Revoke `name`'s token at once (the next request with it is refused). NoSuchToken if there is none."""
+    if not await runtime.store.tokens.revoke(name):
+        raise NoSuchToken(name)
+
+
+# --- editing policy.json from the console ------------------------------------------------------------------
+
+
+class PolicyChangedMeanwhile(HumanError):
+    code = "policy_changed_meanwhile"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "policy.json changed since this draft was started; nothing was written",
+            "start again from the file as it is now, and review the difference again",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyWrite:
+    """policy.json as a human rewrote it: the versions before and after, and the journal entry."""
+
+    from_version: str | None
+    to_version: str
+    seq: int
+
+
+def policy_text(runtime: Runtime) -> str:
+    """policy.json's text as it is now ("" if it cannot be read as UTF-8 text)."""
+    try:
+        return runtime.home.policy_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+async def write_policy(runtime: Runtime, draft: str, *, base_digest: str, via: str) -> PolicyWrite:
+    """Replace policy.json with `draft` as the human (`via` says where), if the file is still the one the
+    draft was made from (`base_digest` of its text) and the draft is a valid policy; journal the change.
+
+    Raises:
+        PolicyInvalid: the draft is not a valid policy (each problem with its fix); nothing is written.
+        PolicyChangedMeanwhile: the file is no longer the one the draft started from; nothing is written.
+    """
+    loaded = parse_policy(draft)
+    if text_digest(policy_text(runtime)) != base_digest:
+        raise PolicyChangedMeanwhile()
+    before = runtime.policy()
+    path = runtime.home.policy_path.resolve()  # a policy.json linked in from elsewhere stays a link
+    partial = path.with_name(path.name + ".draft")
+    partial.write_text(draft, encoding="utf-8")
+    os.replace(partial, path)
+    entry = await runtime.store.journal.append(
+        entry_kinds.POLICY_CHANGED,
+        {
+            "by": "human",
+            "via": via,
+            "from_version": before.version if before.valid else None,
+            "to_version": loaded.version,
+        },
+        now=runtime.now(),
+        actor="human",
+    )
+    return PolicyWrite(
+        from_version=before.version if before.valid else None, to_version=loaded.version, seq=entry.seq
+    )

@@ -1,0 +1,316 @@
+"""Use cases for exchange keys: add, replace, delete, show, and load for the server with fresh checks.
+
+Each use case opens `HOME/keys.db`, does one thing and closes it. Time arrives as `now` from the
+caller; the only outside call is `read_key_info`, which asks the exchange what a key may do.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.errors import ExchangeError, ExchangeRejected
+from pilot.exchange.models import ApiKeyInfo
+from pilot.keys.credentials import Credentials, checked_address, key_hint, new_credentials, parse_environment
+from pilot.keys.environments import Environment
+from pilot.keys.errors import (
+    KeyAlreadyStored,
+    KeyPermissionsRejected,
+    KeyUnreadable,
+    NoKeyStored,
+    PermissionCheckFailed,
+)
+from pilot.keys.permissions import check_permissions
+from pilot.keys.vault import SealBroken, Vault, associated_data
+from pilot.keys.vault_files import check_master_key, vault_for_reading, vault_for_writing
+from pilot.store.keystore import ActiveKeyExists, KeyStore, PermissionCheck, StoredKey, open_keystore
+
+KEYS_DATABASE = "keys.db"
+PERMISSION_CHECK_INTERVAL = timedelta(hours=1)
+
+KeyInfoReader = Callable[[Credentials], Awaitable[ApiKeyInfo]]
+
+
+@dataclass(frozen=True, slots=True)
+class KeySummary:
+    """What may be shown about a stored key: never the secret, at most the API key's last four characters."""
+
+    key_id: str
+    environment: str
+    key_hint: str
+    base_url: str | None
+    added_at: datetime
+    check: PermissionCheck
+
+    @property
+    def accepted(self) -> bool:
+        return not self.check.disallowed
+
+
+async def read_key_info_from_exchange(credentials: Credentials) -> ApiKeyInfo:
+    """Ask the exchange (`/v5/user/query-api`) what the key may do."""
+    exchange = BybitExchange.connect(
+        credentials.environment.value,
+        api_key=credentials.api_key,
+        api_secret=credentials.api_secret,
+        base_url=credentials.base_url,
+    )
+    try:
+        return await exchange.get_api_key_info()
+    finally:
+        await exchange.close()
+
+
+async def check_ready_to_store(
+    home: Path, environment: str, *, base_url: str | None = None, replacing: bool = False
+) -> None:
+    """Raise now what `add_key` or `replace_key` would raise before the exchange is asked anything.
+
+    The CLI calls it before prompting, so nobody types a secret only to hear that the environment
+    already has a key or the master key file is unusable. Nothing is created.
+    """
+    environment = parse_environment(environment)
+    checked_address(environment, base_url)
+    stored = await _active_keys(home)
+    current = next((key for key in stored if key.environment == environment), None)
+    if current is not None and not replacing:
+        raise KeyAlreadyStored(environment, current.key_id)
+    if current is None and replacing:
+        raise NoKeyStored(environment)
+    check_master_key(home, has_stored_keys=bool(stored))
+
+
+async def add_key(
+    home: Path,
+    environment: str,
+    api_key: str,
+    api_secret: str,
+    *,
+    now: datetime,
+    base_url: str | None = None,
+    read_key_info: KeyInfoReader = read_key_info_from_exchange,
+) -> KeySummary:
+    """Store a key for an environment that has none, after the exchange confirms its permissions fit.
+
+    Raises:
+        KeyAlreadyStored: the environment has an active key (use `replace_key`).
+        KeyPermissionsRejected: the key may do something outside the allowlist; nothing is stored.
+        PermissionCheckFailed: the exchange refused the key or could not be reached; nothing is stored.
+        MasterKeyError: the master key file is unusable.
+    """
+    credentials = new_credentials(parse_environment(environment), api_key, api_secret, base_url)
+    async with _keystore(home) as store:
+        current = await store.active(credentials.environment)
+        if current is not None:
+            raise KeyAlreadyStored(credentials.environment, current.key_id)
+        vault = vault_for_writing(home, has_stored_keys=bool(await store.all_active()))
+        stored = await _checked_and_sealed(vault, credentials, read_key_info, now)
+        try:
+            await store.insert(stored)
+        except ActiveKeyExists:
+            raise KeyAlreadyStored(credentials.environment, "(added meanwhile)") from None
+    return _summary(stored)
+
+
+async def replace_key(
+    home: Path,
+    environment: str,
+    api_key: str,
+    api_secret: str,
+    *,
+    now: datetime,
+    base_url: str | None = None,
+    read_key_info: KeyInfoReader = read_key_info_from_exchange,
+) -> KeySummary:
+    """Swap the environment's active key for a new one; the old one is retired and its ciphertext erased.
+
+    The old key stays in place if the new one is rejected or cannot be checked.
+    """
+    credentials = new_credentials(parse_environment(environment), api_key, api_secret, base_url)
+    async with _keystore(home) as store:
+        current = await _active_or_raise(store, credentials.environment)
+        vault = vault_for_writing(home, has_stored_keys=True)
+        stored = await _checked_and_sealed(vault, credentials, read_key_info, now)
+        await store.replace(current.key_id, stored, at=now)
+    return _summary(stored)
+
+
+async def delete_key(home: Path, environment: str, *, now: datetime) -> str:
+    """Retire the environment's active key, erase its ciphertext and return its key id.
+
+    Needs no master key, so a key whose master key is lost can still be removed.
+    """
+    environment = parse_environment(environment)
+    async with _existing_keystore(home, environment) as store:
+        current = await _active_or_raise(store, environment)
+        await store.retire(current.key_id, at=now)
+    return current.key_id
+
+
+async def show_keys(home: Path) -> list[KeySummary]:
+    """Describe every active key. Reads no secret and needs no master key."""
+    return [_summary(stored) for stored in await _active_keys(home)]
+
+
+async def ensure_fresh_permissions(
+    home: Path,
+    environment: str,
+    *,
+    now: datetime,
+    read_key_info: KeyInfoReader = read_key_info_from_exchange,
+) -> KeySummary:
+    """Re-check the key's permissions on the exchange if the last check is over an hour old.
+
+    Call it when the server starts and before any trade. Every check is recorded, a failing one too.
+
+    Raises:
+        KeyPermissionsRejected: the key may now do more than the allowlist permits.
+        PermissionCheckFailed: a check was due and the exchange could not answer it.
+    """
+    stored, _ = await _fresh_key(home, parse_environment(environment), now, read_key_info)
+    return _summary(stored)
+
+
+async def load_exchange_credentials(
+    home: Path,
+    environment: str,
+    *,
+    now: datetime,
+    read_key_info: KeyInfoReader = read_key_info_from_exchange,
+) -> Credentials:
+    """Return the environment's decrypted credentials, re-checking permissions first if the check is stale.
+
+    Raises:
+        NoKeyStored: no active key for the environment; the message says how to add one.
+        KeyUnreadable, MasterKeyError, KeyPermissionsRejected, PermissionCheckFailed.
+    """
+    _, credentials = await _fresh_key(home, parse_environment(environment), now, read_key_info)
+    return credentials
+
+
+async def _fresh_key(
+    home: Path, environment: Environment, now: datetime, read_key_info: KeyInfoReader
+) -> tuple[StoredKey, Credentials]:
+    async with _existing_keystore(home, environment) as store:
+        stored = await _active_or_raise(store, environment)
+        credentials = _unseal(vault_for_reading(home), stored)
+        if not _is_fresh(stored.check, now):
+            check = await _check(credentials, read_key_info, now)
+            await store.record_check(stored.key_id, check)
+            stored = replace(stored, check=check)
+    _raise_if_rejected(environment, stored.check)
+    return stored, replace(credentials, read_only=stored.check.read_only)
+
+
+def _is_fresh(check: PermissionCheck, now: datetime) -> bool:
+    # A check dated in the future (clock moved back) counts as stale rather than as fresh forever.
+    return check.checked_at <= now < check.checked_at + PERMISSION_CHECK_INTERVAL
+
+
+async def _checked_and_sealed(
+    vault: Vault, credentials: Credentials, read_key_info: KeyInfoReader, now: datetime
+) -> StoredKey:
+    check = await _check(credentials, read_key_info, now)
+    _raise_if_rejected(credentials.environment, check)
+    secret = json.dumps({"api_key": credentials.api_key, "api_secret": credentials.api_secret}).encode()
+    return StoredKey(
+        key_id=credentials.key_id,
+        environment=credentials.environment,
+        base_url=credentials.base_url,
+        key_hint=key_hint(credentials.api_key),
+        sealed=vault.seal(secret, _associated(credentials.key_id, credentials.environment)),
+        added_at=now,
+        check=check,
+    )
+
+
+async def _check(credentials: Credentials, read_key_info: KeyInfoReader, now: datetime) -> PermissionCheck:
+    # `from None` everywhere: the adapter's exception must not ride along in a traceback.
+    try:
+        info = await read_key_info(credentials)
+    except ExchangeRejected as error:
+        reason = f"the exchange refused the key (retCode {error.ret_code})"
+        raise PermissionCheckFailed(credentials.environment, reason) from None
+    except ExchangeError:
+        raise PermissionCheckFailed(credentials.environment, "the exchange could not be reached") from None
+    verdict = check_permissions(info)
+    return PermissionCheck(
+        checked_at=now,
+        read_only=verdict.read_only,
+        permissions=verdict.granted,
+        disallowed=verdict.disallowed,
+        ip_bound=verdict.ip_bound,
+    )
+
+
+def _raise_if_rejected(environment: Environment, check: PermissionCheck) -> None:
+    if check.disallowed:
+        raise KeyPermissionsRejected(environment, check.disallowed)
+
+
+def _unseal(vault: Vault, stored: StoredKey) -> Credentials:
+    environment = Environment(stored.environment)
+    try:
+        secret = json.loads(vault.open(stored.sealed, _associated(stored.key_id, environment)))
+    except SealBroken:
+        raise KeyUnreadable(stored.key_id) from None
+    return Credentials(
+        environment=environment,
+        key_id=stored.key_id,
+        api_key=secret["api_key"],
+        api_secret=secret["api_secret"],
+        base_url=stored.base_url,
+        read_only=stored.check.read_only,
+    )
+
+
+def _associated(key_id: str, environment: Environment) -> bytes:
+    return associated_data(key_id, environment.value, environment.exchange)
+
+
+def _summary(stored: StoredKey) -> KeySummary:
+    return KeySummary(
+        key_id=stored.key_id,
+        environment=stored.environment,
+        key_hint=stored.key_hint,
+        base_url=stored.base_url,
+        added_at=stored.added_at,
+        check=stored.check,
+    )
+
+
+async def _active_or_raise(store: KeyStore, environment: Environment) -> StoredKey:
+    stored = await store.active(environment)
+    if stored is None:
+        raise NoKeyStored(environment)
+    return stored
+
+
+async def _active_keys(home: Path) -> list[StoredKey]:
+    if not (home / KEYS_DATABASE).exists():
+        return []
+    async with _keystore(home) as store:
+        return await store.all_active()
+
+
+@asynccontextmanager
+async def _keystore(home: Path) -> AsyncIterator[KeyStore]:
+    store = await open_keystore(home / KEYS_DATABASE)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+@asynccontextmanager
+async def _existing_keystore(home: Path, environment: Environment) -> AsyncIterator[KeyStore]:
+    # Reading must not create an empty database as a side effect.
+    if not (home / KEYS_DATABASE).exists():
+        raise NoKeyStored(environment)
+    async with _keystore(home) as store:
+        yield store

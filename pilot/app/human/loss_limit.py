@@ -1,0 +1,115 @@
+"""The daily loss limit's latch: past dailyLossLimitUsd/Pct trading turns reducing by itself until 00:00 UTC.
+
+Each change is a journal entry of kind `loss_limit`, with the day and the numbers. Pilot writes `on` when
+the facts it gathers show the day's loss at or past the limit; a human writes `off` (`pilot loss-limit
+reset`). After a reset the day's loss is counted from where it stood when the limit was reached, so the
+human grants one more allowance of the limit for the rest of that day, not an unbounded one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from pilot.app.answers import entry_kinds
+from pilot.core.facts import DayPnl, Facts
+from pilot.core.policy import Policy
+from pilot.core.rules import day_loss
+from pilot.core.violations import plain
+from pilot.store import Journal, JournalEntry
+
+
+@dataclass(frozen=True, slots=True)
+class DayLatch:
+    """Today's state of the latch: whether it holds, and the PnL a human reset counts from (0: none)."""
+
+    on: bool
+    baseline: Decimal
+    seq: int | None = None
+
+
+NO_LATCH = DayLatch(False, Decimal(0))
+
+
+def latch_of(latest: JournalEntry | None, now: datetime) -> DayLatch:
+    """The latch for the UTC day of `now`, given the newest loss limit entry: only an entry written that day
+    counts (it lapses at 00:00 UTC)."""
+    if latest is None or latest.data.get("day") != now.date().isoformat():
+        return NO_LATCH
+    on = bool(latest.data.get("on"))
+    # While on, the loss is counted as it was when the limit was reached; after a reset, from that point.
+    baseline = Decimal(str(latest.data.get("counted_from_pnl" if on else "reset_to_pnl") or 0))
+    return DayLatch(on, baseline, latest.seq)
+
+
+def counted(pnl: DayPnl, latch: DayLatch) -> DayPnl:
+    """The day's PnL as the limit counts it: from the human's reset on, if there was one today."""
+    return DayPnl(pnl.realised - latch.baseline, pnl.unrealised) if latch.baseline else pnl
+
+
+async def latch_if_reached(journal: Journal, policy: Policy, facts: Facts, latch: DayLatch) -> int | None:
+    """Journal `on` with the numbers when the day's loss has reached the limit and the latch is off."""
+    if latch.on or facts.day_pnl is None:
+        return None
+    loss = day_loss(policy, facts.equity, facts.day_pnl)
+    if loss is None or not loss.reached:
+        return None
+    entry = await journal.append(
+        entry_kinds.LOSS_LIMIT,
+        {
+            "on": True,
+            "by": "pilot",
+            "day": facts.now.date().isoformat(),
+            "rule": loss.rule.value,
+            "limit_usd": plain(loss.limit),
+            "loss_usd": plain(loss.loss),
+            "realised_usd": plain(loss.pnl.realised),
+            "unrealised_usd": plain(loss.pnl.unrealised),
+            "counted_from_pnl": plain(latch.baseline),  # the day's PnL is counted from here (a reset's)
+            "reset_to_pnl": plain(latch.baseline + loss.pnl.total),  # what a human reset counts from
+            "trading_state": "reducing",
+        },
+        now=facts.now,
+        actor="pilot",
+    )
+    return entry.seq
+
+
+async def reset_by_human(journal: Journal, now: datetime) -> tuple[int, DayLatch] | None:
+    """Lift today's latch (CLI only). None when it does not hold today. Returns the entry's seq."""
+    latest = await journal.latest(entry_kinds.LOSS_LIMIT)
+    latch = latch_of(latest, now)
+    if not latch.on or latest is None:
+        return None
+    entry = await journal.append(
+        entry_kinds.LOSS_LIMIT,
+        {
+            "on": False,
+            "by": "human",
+            "day": now.date().isoformat(),
+            "reset_to_pnl": str(latest.data.get("reset_to_pnl") or "0"),
+        },
+        now=now,
+        actor="human",
+    )
+    return entry.seq, latch
+
+
+@dataclass(frozen=True, slots=True)
+class LossLimitState:
+    """What `pilot loss-limit status` shows: whether today's latch holds, and the entry that set it."""
+
+    on: bool
+    day: str
+    entry: dict[str, object] | None
+    seq: int | None
+
+
+async def loss_limit_state(journal: Journal, now: datetime) -> LossLimitState:
+    latest = await journal.latest(entry_kinds.LOSS_LIMIT)
+    latch = latch_of(latest, now)
+    today = latest is not None and latest.data.get("day") == now.date().isoformat()
+    return LossLimitState(
+        latch.on, now.date().isoformat(), dict(latest.data) if latest and today else None, latch.seq
+    )

@@ -1,0 +1,270 @@
+"""plan_amend: judge a change to an open order's quantity or price, and issue a plan that place_order redeems.
+
+The amended order is judged as the order it becomes, in place of the one resting: the resting order's
+remaining quantity leaves the pending exposure and the amended remainder is evaluated as a limit order at
+its (new) price by the same evaluate() as any order. Shrinking the quantity at the same price is always
+allowed. A refusal's next action is the same amend, resized by the one sizing path. An amend is never
+parked for a human: one that would need approval is sized under confirm.aboveNotionalUsd instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any
+
+from pilot.app.answers import entry_kinds
+from pilot.app.answers.plan_records import AmendRecord
+from pilot.app.answers.refusals import position_mode_violation, violation
+from pilot.app.answers.responses import OrderAnswer, PlanAnswer, Refusal, next_out, violations_out
+from pilot.app.facts.gather import gather, snapshot
+from pilot.app.orders.plan import issue_plan, plan_payload, with_policy_issues
+from pilot.app.runtime.runtime import PolicyView, Runtime
+from pilot.core.codes import Code
+from pilot.core.evaluate import Evaluation, evaluate
+from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, Side
+from pilot.core.valuation import floor_to_step, price_on_tick
+from pilot.core.violations import NextAction, Violation, plain
+from pilot.exchange.errors import ExchangeError
+from pilot.exchange.models import ExchangeOrder
+
+
+@dataclass(frozen=True, slots=True)
+class AmendAsk:
+    """What the agent asked: which order, and its new total quantity and/or price (None: unchanged)."""
+
+    symbol: str
+    order_id: str | None
+    order_link_id: str | None
+    qty: Decimal | None
+    price: Decimal | None
+    category: str = "linear"
+
+    def args(self, qty: Decimal | None = None, price: Decimal | None = None) -> dict[str, Any]:
+        """plan_amend arguments for this order, with another quantity and/or price if given."""
+        args: dict[str, Any] = {"symbol": self.symbol, "category": self.category}
+        if self.order_id:
+            args["order_id"] = self.order_id
+        else:
+            args["order_link_id"] = self.order_link_id
+        new_qty, new_price = qty if qty is not None else self.qty, price if price is not None else self.price
+        if new_qty is not None:
+            args["qty"] = plain(new_qty)
+        if new_price is not None:
+            args["price"] = plain(new_price)
+        return args
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """An amend judged on fresh facts: the order as it stands, what it becomes, and the verdict."""
+
+    order: ExchangeOrder
+    qty: Decimal  # the new total quantity
+    price: Decimal  # the new price
+    facts: Facts
+    result: Evaluation
+    violations: list[Violation]
+    next_action: NextAction | None
+
+
+async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judged | Refusal:
+    """Read the open order and the facts, and judge the amended order in its place."""
+    try:
+        resting = await runtime.exchange.get_open_orders(ask.category, ask.symbol)
+    except ExchangeError:
+        return Refusal.of(_unreadable(ask), "the open orders could not be read; nothing was sent")
+    order = next(
+        (
+            o
+            for o in resting
+            if (ask.order_id and o.order_id == ask.order_id)
+            or (not ask.order_id and ask.order_link_id and o.order_link_id == ask.order_link_id)
+        ),
+        None,
+    )
+    if order is None:
+        return Refusal.of(_not_open(ask), "no such open order; nothing was sent")
+    side = Side.BUY if order.side.lower() == "buy" else Side.SELL
+    qty, price = (
+        ask.qty if ask.qty is not None else order.qty,
+        ask.price if ask.price is not None else order.price,
+    )
+    remaining = max(qty - order.cum_exec_qty, Decimal(0))
+    intent = OrderIntent(
+        ask.symbol, side, remaining, OrderType.LIMIT, price, order.reduce_only, category=ask.category
+    )
+    gathered = await gather(runtime, view, intent)
+    facts = gathered.facts
+    if facts.rules is not None:
+        tick, step = facts.rules.tick_size, facts.rules.qty_step
+        price = price_on_tick(price, tick, side)
+        qty = order.cum_exec_qty + floor_to_step(remaining, step)
+        intent = replace(intent, qty=qty - order.cum_exec_qty, limit_price=price)
+    # The resting order's remainder is replaced by the amended one: it no longer counts as pending.
+    if facts.pending is not None:
+        leaves = max(order.qty - order.cum_exec_qty, Decimal(0))
+        pending = facts.pending
+        pending = PendingOrders(
+            max(pending.buy_qty - (leaves if side is Side.BUY else 0), Decimal(0)),
+            max(pending.sell_qty - (leaves if side is Side.SELL else 0), Decimal(0)),
+        )
+        facts = replace(facts, pending=pending)
+    facts = replace(facts, order=intent, can_reach_human=False)
+    result = evaluate(view.policy, facts)
+    violations, next_action = with_policy_issues(view, result)
+    if gathered.hedged is not None:
+        hedged = position_mode_violation(gathered.hedged)
+        violations, next_action = [hedged], hedged.next
+    if qty <= order.qty and price == order.price:
+        violations, next_action = [], None  # shrinking at the same price: always allowed
+    if qty <= order.cum_exec_qty:
+        broken = _at_most_filled(ask, order)
+        violations, next_action = [broken], broken.next
+    violations = [replace(v, next=_as_amend(ask, order, v.next) or v.next) for v in violations]
+    return Judged(order, qty, price, facts, result, violations, _as_amend(ask, order, next_action))
+
+
+async def plan_amend(runtime: Runtime, ask: AmendAsk) -> PlanAnswer:
+    """Judge the amend on live facts; one that passes gets a single-use plan id for place_order."""
+    view = runtime.policy()
+    judged = await judge_amend(runtime, view, ask)
+    now = runtime.now()
+    if isinstance(judged, Refusal):
+        answer = PlanAnswer(
+            status="refused",
+            violations=violations_out(judged.violations),
+            next_safe_action=next_out(judged.next_safe_action),
+        )
+        await runtime.store.journal.append(entry_kinds.PLAN, _entry(answer, ask), now=now)
+        return answer
+    shot = snapshot(view, judged.facts)
+    if judged.violations or judged.result.situation is None:
+        answer = PlanAnswer(
+            status="refused",
+            violations=violations_out(judged.violations),
+            next_safe_action=next_out(judged.next_action),
+            snapshot=shot,
+        )
+        await runtime.store.journal.append(entry_kinds.PLAN, _entry(answer, ask), now=now)
+        return answer
+    payload = plan_payload(view, judged.result, shot, "place_order")
+    order = payload.order.model_copy(update={"qty": plain(judged.qty), "price": plain(judged.price)})
+    amend = AmendRecord(
+        order_id=judged.order.order_id,
+        qty=plain(judged.qty),
+        price=plain(judged.price),
+        was_qty=plain(judged.order.qty),
+        was_price=plain(judged.order.price),
+    )
+    payload = payload.model_copy(
+        update={"order": order, "amend": amend, "needs_confirmation": False, "confirmation_text": None}
+    )
+    answer = await issue_plan(runtime, view, payload, shot, now)
+    assert answer.plan_id is not None
+    await runtime.store.journal.append(entry_kinds.PLAN, _entry(answer, ask), now=now, plan_id=answer.plan_id)
+    return answer
+
+
+async def send_amend(
+    runtime: Runtime, plan_id: str, amend: AmendRecord, symbol: str, category: str
+) -> OrderAnswer | Refusal:
+    """place_order's road for an amend plan: judge it again on fresh facts, then amend once through the gate."""
+    view = runtime.policy()
+    ask = AmendAsk(symbol, amend.order_id, None, Decimal(amend.qty), Decimal(amend.price), category)
+    judged = await judge_amend(runtime, view, ask)
+    if isinstance(judged, Refusal):
+        return judged
+    if judged.violations:
+        detail = "the amended order no longer passes the policy on fresh facts; nothing was sent"
+        return Refusal("refused", detail, tuple(judged.violations), judged.next_action)
+    action = {
+        "symbol": symbol,
+        "category": category,
+        "order_id": amend.order_id,
+        "qty": amend.qty,
+        "price": amend.price,
+        "plan_id": plan_id,
+    }
+    done = await runtime.gate.amend_order(
+        category,
+        symbol,
+        order_id=amend.order_id,
+        order_link_id=None,
+        qty=Decimal(amend.qty) if amend.qty != amend.was_qty else None,
+        price=Decimal(amend.price) if amend.price != amend.was_price else None,
+        action=action,
+    )
+    status = {"done": "open", "rejected": "rejected", "outcome_unknown": "outcome_unknown"}.get(
+        done.status, "rejected"
+    )
+    return OrderAnswer(
+        status=status,  # type: ignore[arg-type]
+        plan_id=plan_id,
+        order_id=amend.order_id,
+        sent={"amend": action},
+        ret_code=done.ret_code,
+        reject_family=done.reject_family,
+        exchange=done.exchange,
+        detail=("amended: " if done.status == "done" else "") + done.detail,
+        next_safe_action=done.next_safe_action,
+        journal_seq=done.journal_seq,
+    )
+
+
+def _as_amend(ask: AmendAsk, order: ExchangeOrder, action: NextAction | None) -> NextAction | None:
+    """A size suggestion for the order (a plan_order call) as the same amend with that size and price."""
+    if action is None or action.tool != "plan_order" or action.args is None:
+        return action
+    args = action.args
+    remaining = Decimal(str(args["qty"]))
+    price = Decimal(str(args["price"])) if "price" in args else None
+    if args.get("reduce_only") != order.reduce_only or args.get("side") != order.side.lower():
+        return NextAction.stop(
+            "no amend of this order fits; cancel it (cancel_order) if your task allows",
+            human="see the violations: only a human can change what refuses them",
+        )
+    total = order.cum_exec_qty + remaining
+    return NextAction.call("plan_amend", ask.args(total, price), f"amend to {plain(total)} in all instead")
+
+
+def _not_open(ask: AmendAsk) -> Violation:
+    which = ask.order_id or ask.order_link_id or ""
+    return violation(
+        Code.ORDER_NOT_OPEN,
+        "an open order",
+        which[:64],
+        f"no open {ask.symbol} order has that id; it may have filled or been cancelled",
+        NextAction.call(
+            "get_open_orders", {"symbol": ask.symbol, "category": ask.category}, "check the open orders"
+        ),
+    )
+
+
+def _at_most_filled(ask: AmendAsk, order: ExchangeOrder) -> Violation:
+    least = order.cum_exec_qty
+    return violation(
+        Code.ORDER_NOT_OPEN,
+        f"more than the {plain(least)} already filled",
+        plain(ask.qty or order.qty),
+        f"the order has filled {plain(least)} already; a smaller total cannot be amended to",
+        NextAction.call(
+            "cancel_order",
+            {"symbol": ask.symbol, "order_id": order.order_id, "category": ask.category},
+            "cancel the rest of the order instead",
+        ),
+    )
+
+
+def _unreadable(ask: AmendAsk) -> Violation:
+    return violation(
+        Code.FACTS,
+        "all facts present",
+        "missing: open orders",
+        f"could not read the open {ask.symbol} orders, so the amend cannot be judged",
+        NextAction.call("plan_amend", ask.args(), "call plan_amend again in a few seconds"),
+    )
+
+
+def _entry(answer: PlanAnswer, ask: AmendAsk) -> dict[str, Any]:
+    return {**answer.model_dump(mode="json"), "request": {"plan_amend": ask.args()}}

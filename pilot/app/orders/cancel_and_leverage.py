@@ -1,0 +1,130 @@
+"""cancel_order and set_leverage: checked against the policy (leverage), approved if the policy asks, sent by the gate."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from decimal import Decimal
+
+from pilot.app.answers.refusals import journal_action_refusal, position_mode_violation
+from pilot.app.answers.responses import ActionAnswer, Refusal
+from pilot.app.human.approvals import ApprovalChannel, ApprovalRequest, refusal_of, seek_approval
+from pilot.app.runtime.runtime import Runtime
+from pilot.core.approval import needs_human
+from pilot.core.leverage import check_set_leverage
+from pilot.core.policy import ApprovalTool
+from pilot.core.violations import NextAction, plain
+from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
+
+
+async def set_leverage(
+    runtime: Runtime,
+    symbol: str,
+    leverage: Decimal,
+    category: str = "linear",
+    channel: ApprovalChannel | None = None,
+) -> ActionAnswer:
+    """Lowering is always allowed (unless halted); raising must fit maxLeverage and the instrument."""
+    view = runtime.policy()
+    state = await runtime.trading_state(view.policy)
+    action = {"symbol": symbol, "category": category, "leverage": plain(leverage)}
+    try:
+        current, instrument_max = await _leverage_facts(runtime, category, symbol)
+    except UnsupportedPositionMode as hedged:  # two legs, two leverages: a human must switch the mode
+        blocked = position_mode_violation(hedged)
+        return await _refuse_leverage(runtime, action, Refusal.of(blocked, blocked.detail))
+    # An invalid policy.json reads as the fail-closed policy, whose "reducing" state refuses any raise.
+    violations = check_set_leverage(view.policy, state, symbol, current, leverage, instrument_max)
+    if current is not None:
+        action["from"] = plain(current)
+    if violations:
+        refusal = Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
+        return await _refuse_leverage(runtime, action, refusal)
+    text = f"{leverage_summary(symbol, leverage)} (from {plain(current) if current else 'unknown'}x)"
+    again = NextAction.call(
+        "set_leverage", {"symbol": symbol, "leverage": plain(leverage), "category": category}, "ask again"
+    )
+    refused = await _approval(runtime, channel, "set_leverage", text, action, again)
+    if refused is not None:
+        return refused
+    return await runtime.gate.set_leverage(category, symbol, leverage, action)
+
+
+async def _refuse_leverage(runtime: Runtime, action: dict[str, str], refusal: Refusal) -> ActionAnswer:
+    return await journal_action_refusal(
+        runtime.store.journal, "set_leverage", action, refusal, now=runtime.now()
+    )
+
+
+async def cancel_order(
+    runtime: Runtime,
+    symbol: str,
+    order_id: str | None,
+    order_link_id: str | None,
+    category: str = "linear",
+    channel: ApprovalChannel | None = None,
+) -> ActionAnswer:
+    """Cancel one open order. Allowed in every trading state, including halted."""
+    action = {"symbol": symbol, "category": category, "order_id": order_id, "order_link_id": order_link_id}
+    args = {key: value for key, value in action.items() if value is not None}
+    again = NextAction.call("cancel_order", args, "ask again")
+    refused = await _approval(
+        runtime, channel, "cancel_order", cancel_summary(symbol, order_id, order_link_id), action, again
+    )
+    if refused is not None:
+        return refused
+    return await runtime.gate.cancel_order(category, symbol, order_id=order_id, order_link_id=order_link_id)
+
+
+def leverage_summary(symbol: str, leverage: Decimal) -> str:
+    """What a human approves for set_leverage (the form and the journal say the same)."""
+    return f"Set {symbol} leverage to {plain(leverage)}x"
+
+
+def cancel_summary(symbol: str, order_id: str | None, order_link_id: str | None) -> str:
+    """What a human approves for cancel_order. The ids are the agent's (possibly copied from exchange text),
+    so they are shown as quoted data."""
+    which = (
+        f"exchange order id «{order_id}»" if order_id else f"client order id «{order_link_id}» (untrusted)"
+    )
+    return f"Cancel the open {symbol} order with {which}"
+
+
+async def _approval(
+    runtime: Runtime,
+    channel: ApprovalChannel | None,
+    tool: ApprovalTool,
+    text: str,
+    action: Mapping[str, str | None],
+    again: NextAction,
+) -> ActionAnswer | None:
+    """None when no human is needed or one approved; else the journaled answer saying why nothing was sent."""
+    if not needs_human(runtime.policy().policy.confirm, tool):
+        return None
+    request = ApprovalRequest(tool=tool, text=text, action=dict(action))
+    refusal = refusal_of(await seek_approval(runtime, channel, request), again=again)
+    if refusal is None:
+        return None
+    return await journal_action_refusal(runtime.store.journal, tool, action, refusal, now=runtime.now())
+
+
+async def _leverage_facts(
+    runtime: Runtime, category: str, symbol: str
+) -> tuple[Decimal | None, Decimal | None]:
+    """The position's leverage now and the instrument's maximum, read at once; None where a read failed.
+
+    Raises:
+        UnsupportedPositionMode: the symbol is held in hedge mode (two legs, two leverages).
+    """
+    position, rules = await asyncio.gather(
+        runtime.exchange.get_position(category, symbol),
+        runtime.exchange.get_instrument(category, symbol),
+        return_exceptions=True,
+    )
+    current = None if isinstance(position, BaseException) else position.leverage
+    instrument_max = None if isinstance(rules, BaseException) else rules.max_leverage
+    for result in (position, rules):
+        hedged = isinstance(result, UnsupportedPositionMode)
+        if isinstance(result, BaseException) and (hedged or not isinstance(result, ExchangeError)):
+            raise result
+    return current, instrument_max

@@ -1,0 +1,214 @@
+"""close_position: shrink or close a position with a reduce-only Limit IOC, planned and sent like any order."""
+
+from __future__ import annotations
+
+import asyncio
+from decimal import Decimal
+
+from pilot.app.answers.refusals import journal_order_refusal, position_mode_violation, violation
+from pilot.app.answers.responses import CancelledOrder, NextActionOut, OrderAnswer, Refusal
+from pilot.app.facts.gather import gather_facts
+from pilot.app.human.approvals import ApprovalChannel
+from pilot.app.orders.inputs import PlanRequest
+from pilot.app.orders.place import execute_plan
+from pilot.app.orders.plan import plan_order
+from pilot.app.runtime.runtime import Runtime
+from pilot.core.codes import SIZE_CAP_CODES, Code
+from pilot.core.evaluate import Evaluation, evaluate
+from pilot.core.facts import Facts, InstrumentRules, OrderIntent, OrderType, Side, TradingState
+from pilot.core.rules import RETRY_MISSING_FACTS
+from pilot.core.valuation import floor_to_step
+from pilot.core.violations import NextAction, plain
+from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
+from pilot.exchange.models import ExchangeOrder
+
+
+async def close_position(
+    runtime: Runtime,
+    symbol: str,
+    qty: Decimal | None,
+    category: str = "linear",
+    channel: ApprovalChannel | None = None,
+) -> OrderAnswer:
+    """Plan a reduce-only order against the position (all of it, or `qty`) and execute it at once.
+
+    The plan goes through plan_order and place_order's execution, so the same evaluate, approval rule and
+    gate apply; its receipt says close_position. It runs to its end even if the client goes away.
+    """
+    return await runtime.gate.complete(_close(runtime, symbol, qty, category, channel))
+
+
+async def _close(
+    runtime: Runtime, symbol: str, qty: Decimal | None, category: str, channel: ApprovalChannel | None
+) -> OrderAnswer:
+    context = {"tool": "close_position", "symbol": symbol}
+    try:
+        size, rules = await _holding(runtime, category, symbol)
+    except UnsupportedPositionMode as hedged:  # two legs: no one-way close can be judged or sent
+        refusal = Refusal.of(
+            position_mode_violation(hedged), "the symbol is held in hedge mode; nothing was sent"
+        )
+        return await journal_order_refusal(runtime.store.journal, refusal, now=runtime.now(), context=context)
+    except ExchangeError:
+        unread = violation(
+            Code.FACTS,
+            "all facts present",
+            "missing: position",
+            f"could not read the {symbol} position, so nothing can be closed safely",
+            NextAction.wait(
+                "wait a few seconds and call close_position again",
+                runtime.now() + RETRY_MISSING_FACTS,
+                human="if this goes on, check the exchange's status page and this machine's network",
+            ),
+        )
+        refusal = Refusal.of(unread, "the position could not be read; nothing was sent")
+        return await journal_order_refusal(runtime.store.journal, refusal, now=runtime.now(), context=context)
+    if size == 0:
+        flat = violation(
+            Code.REDUCE_ONLY,
+            "0",
+            "close",
+            f"there is no {symbol} position to close",
+            NextAction.stop("nothing to close", human="nothing: there is no position to close"),
+        )
+        refusal = Refusal.of(flat, "there is no position to close; nothing was sent")
+        return await journal_order_refusal(runtime.store.journal, refusal, now=runtime.now(), context=context)
+    side = Side.SELL if size > 0 else Side.BUY
+    amount = closing_qty(size, qty, rules)
+    linear = category == "linear"  # spot takes no reduce-only orders: its close is a sell of what is held
+    request = PlanRequest(symbol, side, OrderType.MARKET, amount, None, None, linear, category)
+    cancelled = await _cancel_what_would_reopen(runtime, request)
+    planned = await plan_order(runtime, request, tool="close_position")
+    if planned.status != "ok" or planned.plan_id is None:
+        answer = OrderAnswer(
+            status="refused",
+            violations=planned.violations,
+            next_safe_action=_as_close(planned.next_safe_action, symbol, category),
+            detail="the close did not pass; nothing was sent",
+        )
+    else:
+        claim = await runtime.store.plans.claim(planned.plan_id, now=runtime.now())
+        assert claim.plan is not None, "just created by this call; nobody else has its id"
+        answer = await execute_plan(runtime, claim.plan, origin="close_position", channel=channel)
+        answer = _next_chunk(answer, size, amount, qty, symbol, category)
+    return answer.model_copy(update={"cancelled_first": cancelled or None})
+
+
+def _as_close(action: NextActionOut | None, symbol: str, category: str) -> NextActionOut | None:
+    """A resized close is offered as close_position with that qty: replayed as a plan_order it would be judged
+    as an order of place_order's (a confirmation threshold applies there, not to a close)."""
+    if action is None or action.tool != "plan_order" or action.args is None:
+        return action
+    args = {"symbol": symbol, "category": category, "qty": action.args["qty"]}
+    return action.model_copy(update={"tool": "close_position", "args": args})
+
+
+def closing_qty(size: Decimal, asked: Decimal | None, rules: InstrumentRules) -> Decimal:
+    """How much one close sends: what was asked (all by default), at most one maximum order.
+
+    On linear a position smaller than the minimum order (dust) is closed by a minimum-size reduce-only
+    order, which the exchange cuts to the position; on spot only what is held can be sold.
+    """
+    wanted = abs(size) if asked is None else min(asked, abs(size))
+    amount = min(floor_to_step(wanted, rules.qty_step), rules.max_qty)
+    if rules.category == "linear" and abs(size) < rules.min_qty:
+        return rules.min_qty
+    return amount
+
+
+def _next_chunk(
+    answer: OrderAnswer, size: Decimal, amount: Decimal, asked: Decimal | None, symbol: str, category: str
+) -> OrderAnswer:
+    """A position larger than one maximum order closes in chunks: the answer says what is left and how."""
+    filled = Decimal(answer.fill.filled_qty) if answer.fill is not None else Decimal(0)
+    left = abs(size) - filled
+    if asked is not None or amount >= abs(size) or filled == 0 or left <= 0:
+        return answer
+    again = NextActionOut(
+        tool="close_position",
+        args={"symbol": symbol, "category": category},
+        text=f"{plain(left)} is left, more than one order may close: call close_position again",
+    )
+    return answer.model_copy(update={"next_safe_action": again})
+
+
+async def _holding(runtime: Runtime, category: str, symbol: str) -> tuple[Decimal, InstrumentRules]:
+    """The signed position (on spot, the base coin held and not locked by open orders) and the rules.
+
+    Raises:
+        ExchangeError: a read failed (UnsupportedPositionMode: the symbol is held in hedge mode).
+    """
+    exchange = runtime.exchange
+    if category == "spot":
+        rules, balance = await asyncio.gather(
+            exchange.get_instrument(category, symbol), exchange.get_balance()
+        )
+        return balance.free(rules.base), rules
+    rules, position = await asyncio.gather(
+        exchange.get_instrument(category, symbol), exchange.get_position(category, symbol)
+    )
+    return position.size, rules
+
+
+async def _cancel_what_would_reopen(runtime: Runtime, request: PlanRequest) -> list[CancelledOrder]:
+    """Cancel resting orders on the close's side, newest first, while they would reopen past a cap.
+
+    Closing a long under resting sells leaves those sells free to open a short; evaluate() counts them
+    (pilot.core.risk), so the close itself would be refused. Pilot cancels them first, one at a time, until
+    the close passes or none is left, and says which it cancelled. Nothing is cancelled while trading is
+    halted (the close could not follow), nor when the close is refused for anything else.
+    """
+    cancelled: list[CancelledOrder] = []
+    view = runtime.policy()
+    intent = OrderIntent(
+        request.symbol,
+        request.side,
+        request.qty or Decimal(0),
+        OrderType.MARKET,
+        None,
+        request.reduce_only,
+        request.category,
+    )
+    while True:
+        facts = await gather_facts(runtime, view, intent)
+        result = evaluate(view.policy, facts)
+        if not _held_back_by_resting_orders(result, facts):
+            return cancelled
+        newest = await _newest_resting(runtime, intent)
+        if newest is None:
+            return cancelled
+        done = await runtime.gate.cancel_order(
+            intent.category, intent.symbol, order_id=newest.order_id, order_link_id=None
+        )
+        if done.status != "done":
+            return cancelled
+        cancelled.append(
+            CancelledOrder(
+                order_id=newest.order_id,
+                side=intent.side.value,
+                qty=plain(newest.qty - newest.cum_exec_qty),
+                price=plain(newest.price),
+            )
+        )
+
+
+def _held_back_by_resting_orders(result: Evaluation, facts: Facts) -> bool:
+    if result.passed or result.situation is None or result.situation.pending == 0:
+        return False
+    if facts.trading_state is TradingState.HALTED:
+        return False
+    return all(v.rule in SIZE_CAP_CODES or v.rule in GROWING_ONLY for v in result.violations)
+
+
+# Rules that refuse an order only because it counts as growing the position.
+GROWING_ONLY = frozenset({Code.TRADING_STATE, Code.DAILY_ORDER_CAP, Code.ALLOWED_MARKETS})
+
+
+async def _newest_resting(runtime: Runtime, intent: OrderIntent) -> ExchangeOrder | None:
+    side = "Buy" if intent.side is Side.BUY else "Sell"
+    try:
+        orders = await runtime.exchange.get_open_orders(intent.category, intent.symbol)
+    except ExchangeError:
+        return None
+    resting = [order for order in orders if order.side == side and not order.reduce_only]
+    return max(resting, key=lambda order: order.created_at, default=None)

@@ -1,0 +1,202 @@
+"""Stops and the tools traders expect around them: set_trading_stop, cancel_all_orders, the history reads,
+and the check after a fill that the stop asked for is on the position."""
+
+from __future__ import annotations
+
+import asyncio
+from decimal import Decimal
+from typing import Any
+
+from pilot.app.answers import entry_kinds
+from pilot.app.answers.refusals import journal_action_refusal
+from pilot.app.answers.responses import (
+    ActionAnswer,
+    NextActionOut,
+    OrderAnswer,
+    ProtectionOut,
+    Refusal,
+    next_out,
+)
+from pilot.app.facts.reads import ReadAnswer, order_view
+from pilot.app.runtime.runtime import Runtime
+from pilot.core.facts import OrderIntent
+from pilot.core.stops import check_trading_stop
+from pilot.core.violations import NextAction, plain
+from pilot.exchange.errors import ExchangeError
+from pilot.exchange.models import ClosedPnl, ExchangePosition, Execution, Page
+from pilot.store import StoreError
+
+MAX_PAGE = 50
+
+
+async def cancel_all_orders(runtime: Runtime, symbol: str | None, category: str = "linear") -> ActionAnswer:
+    """Cancel every open order (of one symbol, or of the category): allowed in every trading state."""
+    return await runtime.gate.cancel_all_orders(category, symbol)
+
+
+async def set_trading_stop(
+    runtime: Runtime,
+    symbol: str,
+    stop_loss: Decimal | None,
+    take_profit: Decimal | None,
+) -> ActionAnswer:
+    """Set the position's stop-loss and/or take-profit ("0" removes one). Closer or new stops always pass;
+    a stop moved away or removed must keep the position's loss within maxLossPerTradeUsd/Pct."""
+    view = runtime.policy()
+    action: dict[str, Any] = {
+        "symbol": symbol,
+        "category": "linear",
+        "stop_loss": plain(stop_loss) if stop_loss is not None else None,
+        "take_profit": plain(take_profit) if take_profit is not None else None,
+    }
+    if stop_loss is not None:
+        try:
+            position, balance, rules = await asyncio.gather(
+                _position(runtime, symbol),
+                runtime.exchange.get_balance(),
+                runtime.exchange.get_instrument("linear", symbol),
+            )
+        except ExchangeError:
+            return ActionAnswer(
+                status="rejected",
+                detail=f"could not read the {symbol} position to judge the stop; nothing was sent",
+                reject_family="unavailable",
+                next_safe_action=NextActionOut(
+                    tool=None, args=None, text="call set_trading_stop again shortly"
+                ),
+            )
+        if position is not None and position.size != 0:
+            action["stop_loss_before"] = plain(position.stop_loss) if position.stop_loss else None
+            new = stop_loss if stop_loss > 0 else None
+            violations = check_trading_stop(
+                view.policy,
+                symbol,
+                position.size,
+                position.entry_price,
+                balance.total_equity_usd,
+                position.stop_loss,
+                new,
+                rules.tick_size,
+            )
+            if violations:
+                refusal = Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
+                return await journal_action_refusal(
+                    runtime.store.journal, "set_trading_stop", action, refusal, now=runtime.now()
+                )
+    return await runtime.gate.set_trading_stop(
+        "linear", symbol, stop_loss=stop_loss, take_profit=take_profit, action=action
+    )
+
+
+async def _position(runtime: Runtime, symbol: str) -> ExchangePosition | None:
+    rows = await runtime.exchange.get_positions("linear", symbol)
+    return next((row for row in rows if row.symbol == symbol), None)
+
+
+async def after_fill(runtime: Runtime, intent: OrderIntent, answer: OrderAnswer) -> OrderAnswer:
+    """After a fill that asked for a stop: read the position's stop back. Journaled either way; a missing
+    stop is reported with the set_trading_stop call that sets it."""
+    if intent.stop_loss is None or answer.fill is None or Decimal(answer.fill.filled_qty) == 0:
+        return answer
+    set_with = NextAction.call(
+        "set_trading_stop",
+        {"symbol": intent.symbol, "stop_loss": plain(intent.stop_loss)},
+        f"the stop asked for is not on the position: set it at {plain(intent.stop_loss)} now",
+    )
+    try:
+        position = await _position(runtime, intent.symbol)
+    except ExchangeError:
+        position = None
+        seen: Decimal | None = None
+        read = False
+    else:
+        seen, read = (position.stop_loss if position is not None else None), True
+    if read and position is not None and position.size == 0:
+        return answer  # closed already (or the stop triggered at once): nothing to protect
+    missing = seen is None
+    protection = ProtectionOut(
+        stop_loss=plain(seen) if seen is not None else None,
+        take_profit=plain(position.take_profit) if position is not None and position.take_profit else None,
+        missing_stop=missing,
+        set_with=next_out(set_with) if missing else None,
+    )
+    data = {
+        "symbol": intent.symbol,
+        "asked_stop_loss": plain(intent.stop_loss),
+        "read": read,
+        **protection.model_dump(mode="json", exclude_none=True),
+    }
+    try:
+        entry = await runtime.store.journal.append(
+            entry_kinds.PROTECTION, data, now=runtime.now(), plan_id=answer.plan_id
+        )
+    except StoreError:
+        return answer.model_copy(update={"protection": protection})
+    return answer.model_copy(
+        update={"protection": protection, "journal_seq": [*answer.journal_seq, entry.seq]}
+    )
+
+
+# ---- paged history reads ------------------------------------------------------------------------------
+
+
+async def get_order_history(
+    runtime: Runtime, category: str, symbol: str | None, cursor: str | None, limit: int
+) -> ReadAnswer:
+    return await _paged(
+        runtime.exchange.get_order_history_page(category, symbol, cursor, min(limit, MAX_PAGE)), order_view
+    )
+
+
+async def get_fills(
+    runtime: Runtime, category: str, symbol: str | None, cursor: str | None, limit: int
+) -> ReadAnswer:
+    return await _paged(
+        runtime.exchange.get_executions_page(category, symbol, cursor, min(limit, MAX_PAGE)), _fill
+    )
+
+
+async def get_closed_pnl(runtime: Runtime, symbol: str | None, cursor: str | None, limit: int) -> ReadAnswer:
+    return await _paged(
+        runtime.exchange.get_closed_pnl_page("linear", symbol, cursor, min(limit, MAX_PAGE)), _closed
+    )
+
+
+async def _paged(call: Any, shape: Any) -> ReadAnswer:
+    try:
+        page: Page[Any] = await call
+    except ExchangeError as error:
+        return ReadAnswer(status="unavailable", detail=error.message)
+    data = {"rows": [shape(row) for row in page.rows], "next_cursor": page.next_cursor}
+    return ReadAnswer(status="ok", data=data)
+
+
+def _fill(row: Execution) -> dict[str, Any]:
+    return {
+        "exec_id": row.exec_id,
+        "order_id": row.order_id,
+        "symbol": row.symbol,
+        "side": row.side.lower(),
+        "price": plain(row.exec_price),
+        "qty": plain(row.exec_qty),
+        "fee": plain(row.exec_fee),
+        "fee_coin": row.fee_coin or None,
+        "at": row.exec_time.isoformat(),
+        "untrusted_text": {"order_link_id": row.order_link_id},
+    }
+
+
+def _closed(row: ClosedPnl) -> dict[str, Any]:
+    return {
+        "order_id": row.order_id,
+        "symbol": row.symbol,
+        "side": row.side.lower(),
+        "qty": plain(row.qty),
+        "closed_size": plain(row.closed_size),
+        "avg_entry_price": plain(row.avg_entry_price),
+        "avg_exit_price": plain(row.avg_exit_price),
+        "closed_pnl": plain(row.closed_pnl),
+        "order_type": row.order_type,
+        "at": row.updated_at.isoformat(),
+        "untrusted_text": {"exec_type": row.exec_type},
+    }

@@ -1,0 +1,514 @@
+"""The exchange gate: the one road to the exchange for every write (create, cancel, leverage; a close is a create).
+
+Only the gate holds the ExchangeWriter. For each write it checks the exchange key, journals the attempt
+before the request leaves, sends it once, and sorts what came back in one place (`sort_failure`):
+
+    rejected         a definite no from the exchange (a retCode), or the exchange could not take it
+                     (unreachable, rate limited: family "unavailable", with a retry time when known);
+                     nothing was executed
+    outcome_unknown  sent, result not known: an order is looked up by its client order id at once, and
+                     until found it counts as pending exposure; never resent
+
+Refusals decided before this point (policy, approvals, lifecycle) never reach the gate: nothing is sent
+for them. The gate's own refusal is a key that may no longer trade.
+
+Once a request has left, no StoreError escapes the gate: if the journal cannot record the outcome (disk
+full, I/O error), the answer still says what was sent and carries `journal_problem` (pilot.app.answers.store_faults).
+So a StoreError that reaches a tool always means nothing was sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any, Literal, TypeVar
+
+from pilot.app.answers import entry_kinds, store_faults
+from pilot.app.answers.refusals import journal_action_refusal, journal_order_refusal, key_violation
+from pilot.app.answers.responses import (
+    ActionAnswer,
+    ExchangeText,
+    Fill,
+    NextActionOut,
+    OrderAnswer,
+    Refusal,
+    next_out,
+)
+from pilot.app.road.ports import ExchangeReader, ExchangeWriter
+from pilot.app.runtime.clock import Clock
+from pilot.core.violations import NextAction, plain
+from pilot.exchange.errors import ExchangeError, ExchangeRejected, ExchangeUnavailable, OutcomeUnknown
+from pilot.exchange.models import ExchangeOrder, OrderRequest
+from pilot.store import Journal, Leases, StoreError
+
+ORDER_LINK_PREFIX = "pilot-"
+TURN_LEASE = "send-turn"
+# Longer than any one turn can take (evaluation, a create with its 10 s timeout, the lookups after it), so
+# a live holder never loses the lease; a crashed one loses it after this long.
+TURN_TTL = timedelta(minutes=2)
+TURN_WAIT = timedelta(seconds=60)
+TURN_POLL_SECONDS = 0.02
+DRAIN_TIMEOUT = timedelta(seconds=30)
+T = TypeVar("T")
+
+# Re-checks the exchange key's permissions when the last check is old; raises pilot.keys.errors.KeysError
+# when the key may now do more than the allowlist permits or cannot be checked. None on paper.
+KeyCheck = Callable[[datetime], Awaitable[object]]
+
+
+def order_link_id(plan_id: str) -> str:
+    """The client order id for a plan: derived, so the order can always be found again (36 chars max)."""
+    return ORDER_LINK_PREFIX + hashlib.sha256(plan_id.encode()).hexdigest()[:30]
+
+
+def look_up(symbol: str, category: str, text: str) -> NextAction:
+    """The next action after a send whose result is not fully known: read open orders, never resend."""
+    return NextAction.call("get_open_orders", {"symbol": symbol, "category": category}, text)
+
+
+def request_dict(request: OrderRequest) -> dict[str, Any]:
+    return {
+        "category": request.category,
+        "symbol": request.symbol,
+        "side": request.side,
+        "orderType": request.order_type,
+        "qty": plain(request.qty),
+        "price": plain(request.price),
+        "timeInForce": request.time_in_force,
+        "orderLinkId": request.order_link_id,
+        "reduceOnly": request.reduce_only,
+        **({"stopLoss": plain(request.stop_loss)} if request.stop_loss is not None else {}),
+        **({"takeProfit": plain(request.take_profit)} if request.take_profit is not None else {}),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A write that did not succeed, sorted: a definite no (rejected) or an unknown outcome."""
+
+    status: Literal["rejected", "outcome_unknown"]
+    detail: str
+    family: str
+    ret_code: int | None = None
+    retry_after: datetime | None = None
+    untrusted_text: str = ""
+
+    @property
+    def exchange_text(self) -> ExchangeText | None:
+        return ExchangeText(untrusted_text=self.untrusted_text) if self.untrusted_text else None
+
+    @property
+    def retry_text(self) -> str | None:
+        return self.retry_after.isoformat() if self.retry_after else None
+
+
+def sort_failure(error: ExchangeError, what: str) -> Failure:
+    """The one sorting of exchange errors for every write, in Pilot's own words.
+
+    The adapter's message may name the order by an id the agent gave (possibly copied from exchange text),
+    so the sentence is built from the error's type and code alone.
+    """
+    if isinstance(error, ExchangeRejected):
+        detail = f"{what}: the exchange refused it (retCode {error.ret_code}, {error.family}); nothing was executed"
+        return Failure("rejected", detail, error.family, error.ret_code, error.retry_at, error.untrusted_text)
+    if isinstance(error, OutcomeUnknown):
+        detail = f"{what}: sent, but the exchange's answer was lost or unclear, so the outcome is not known"
+        return Failure("outcome_unknown", detail, "unknown", untrusted_text=error.untrusted_text)
+    retry = error.retry_at if isinstance(error, ExchangeUnavailable) else None
+    detail = f"{what}: the exchange could not be reached or did not take it; nothing was executed"
+    return Failure("rejected", detail, "unavailable", retry_after=retry, untrusted_text=error.untrusted_text)
+
+
+class TurnBusy(Exception):
+    """Another process held the send turn for longer than a caller may wait; nothing was sent."""
+
+
+class ExchangeGate:
+    """Holds the only ExchangeWriter. One per Runtime."""
+
+    def __init__(
+        self,
+        writer: ExchangeWriter,
+        reader: ExchangeReader,
+        journal: Journal,
+        leases: Leases,
+        clock: Clock,
+        key_check: KeyCheck | None = None,
+    ) -> None:
+        self._writer = writer
+        self._reader = reader
+        self._journal = journal
+        self._leases = leases
+        self._clock = clock
+        self._key_check = key_check
+        self._turn = asyncio.Lock()
+        self._holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
+        self._in_flight: set[asyncio.Task[Any]] = set()
+
+    @property
+    def checks_key(self) -> bool:
+        """Whether writes re-check a stored exchange key's permissions first (False on paper)."""
+        return self._key_check is not None
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """Hold the send turn of this home from evaluating on fresh facts until the send's outcome is journaled.
+
+        Concurrent sends are then evaluated one after another, each seeing the order.sent entries and the
+        position the previous one left; otherwise each passes a cap alone and together they break it. The
+        turn is a lease in the store, so it holds across processes serving one home; within this process an
+        asyncio lock queues the tasks first.
+
+        Raises:
+            TurnBusy: another process kept the turn for longer than TURN_WAIT.
+        """
+        async with self._turn:
+            await self._take_lease()
+            try:
+                yield
+            finally:
+                await self._leases.release(TURN_LEASE, self._holder)
+
+    async def _take_lease(self) -> None:
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + TURN_WAIT.total_seconds()
+        while not await self._leases.try_acquire(
+            TURN_LEASE, self._holder, now=self._clock.now(), ttl=TURN_TTL
+        ):
+            if loop.time() >= give_up:
+                raise TurnBusy
+            await asyncio.sleep(TURN_POLL_SECONDS)  # another process holds it: a real wait, not a test's
+
+    async def complete(self, work: Awaitable[T]) -> T:
+        """Run `work` to its end even if the caller goes away (a client that quits mid-order).
+
+        The caller still gets the answer when it waits; when it is cancelled, the work goes on, so a send
+        is journaled with its outcome and its plan's status follows. `drain` waits for such work at exit.
+        """
+        task = asyncio.ensure_future(work)
+        self._in_flight.add(task)
+        task.add_done_callback(self._in_flight.discard)
+        return await asyncio.shield(task)
+
+    async def drain(self, timeout: timedelta = DRAIN_TIMEOUT) -> None:
+        """Wait, up to `timeout`, for work whose caller went away; call before closing the store."""
+        if self._in_flight:
+            await asyncio.wait(set(self._in_flight), timeout=timeout.total_seconds())
+
+    async def key_problem(self) -> str | None:
+        """None when the exchange key may trade; else why not, with the fix (never the key itself)."""
+        if self._key_check is None:
+            return None
+        from pilot.keys.errors import KeysError
+
+        try:
+            await self._key_check(self._clock.now())
+        except KeysError as error:
+            return str(error)
+        return None
+
+    # ---- orders ------------------------------------------------------------------------------------
+
+    async def send_order(self, request: OrderRequest, *, plan_id: str, origin: str) -> OrderAnswer:
+        """Send `request` exactly once and say what became of it."""
+        problem = await self.key_problem()
+        if problem is not None:
+            refusal = Refusal.of(key_violation(problem), "nothing was sent")
+            return await journal_order_refusal(self._journal, refusal, now=self._clock.now(), plan_id=plan_id)
+        journal, sent = self._journal, request_dict(request)
+        attempt = await journal.append(
+            entry_kinds.ORDER_SENT,
+            {"request": sent, "origin": origin},
+            now=self._clock.now(),
+            plan_id=plan_id,
+        )
+        try:
+            ack = await self._writer.create_order(request)
+        except ExchangeError as error:
+            failure = sort_failure(error, "the order")
+            if failure.status == "outcome_unknown":
+                answer = await self._reconnoitre(request, sent, failure)
+            else:
+                answer = _rejected_order(failure, sent)
+        else:
+            answer = await self._read_back(request, sent, ack.order_id)
+        # An outcome_unknown or accepted answer leaves the send unsettled: pending exposure until a lookup
+        # finds it (pilot.app.facts.pending).
+        answer = answer.model_copy(update={"plan_id": plan_id, "order_link_id": request.order_link_id})
+        try:
+            # Not durable: an outcome lost to a power cut leaves the (durable) send unsettled, and it is
+            # looked up by its client order id at start-up (pilot.app.facts.pending).
+            outcome = await journal.append(
+                entry_kinds.ORDER_OUTCOME,
+                answer.model_dump(mode="json", exclude_none=True),
+                now=self._clock.now(),
+                plan_id=plan_id,
+                durable=False,
+            )
+        except StoreError as error:  # sent all the same: say what was sent, never lose it in an exception
+            answer = answer.model_copy(update={"journal_seq": [attempt.seq]})
+            return store_faults.unrecorded(answer, error, "the outcome of this order", sent=True)
+        return answer.model_copy(update={"journal_seq": [attempt.seq, outcome.seq]})
+
+    async def _reconnoitre(
+        self, request: OrderRequest, sent: dict[str, Any], failure: Failure
+    ) -> OrderAnswer:
+        """The send may or may not have happened: look the order up by its client id. Never resend."""
+        try:
+            found = await self._reader.find_order(request.category, request.symbol, request.order_link_id)
+        except ExchangeError:
+            found, checked = None, "the lookup itself failed"
+        else:
+            checked = "open orders and order history were checked and it is not there (yet)"
+        if found is not None:
+            answer = _from_order(found, sent)
+            return answer.model_copy(
+                update={"found_by_reconnaissance": True, "detail": "accepted (found by lookup)"}
+            )
+        return OrderAnswer(
+            status="outcome_unknown",
+            sent=sent,
+            found_by_reconnaissance=False,
+            exchange=failure.exchange_text,
+            detail=f"{failure.detail}; {checked}",
+            next_safe_action=next_out(
+                look_up(
+                    request.symbol,
+                    request.category,
+                    f"do not resend: look for client order id {request.order_link_id} with get_open_orders "
+                    "and get_positions; the order may still appear",
+                )
+            ),
+        )
+
+    async def _read_back(self, request: OrderRequest, sent: dict[str, Any], order_id: str) -> OrderAnswer:
+        try:
+            found = await self._reader.find_order(request.category, request.symbol, request.order_link_id)
+        except ExchangeError:
+            found = None
+        if found is None:
+            return OrderAnswer(
+                status="accepted",
+                order_id=order_id,
+                sent=sent,
+                detail="accepted by the exchange; reading it back failed, so its fill is not known yet",
+                next_safe_action=next_out(
+                    look_up(
+                        request.symbol,
+                        request.category,
+                        "check the order's state with get_open_orders; do not resend",
+                    )
+                ),
+            )
+        return _from_order(found, sent)
+
+    # ---- cancel and leverage ---------------------------------------------------------------------------
+
+    async def cancel_order(
+        self, category: str, symbol: str, *, order_id: str | None, order_link_id: str | None
+    ) -> ActionAnswer:
+        """Cancel one order, once."""
+        action = {
+            "symbol": symbol,
+            "category": category,
+            "order_id": order_id,
+            "order_link_id": order_link_id,
+        }
+
+        async def call() -> object:
+            return await self._writer.cancel_order(
+                category, symbol, order_id=order_id, order_link_id=order_link_id
+            )
+
+        return await self.complete(self._write("cancel_order", action, call, check="get_open_orders"))
+
+    async def set_leverage(
+        self, category: str, symbol: str, leverage: Decimal, action: Mapping[str, Any]
+    ) -> ActionAnswer:
+        """Set one-way leverage, once. `action` is what the journal records of it (with the leverage before)."""
+
+        async def call() -> object:
+            await self._writer.set_leverage(category, symbol, leverage)
+            return None
+
+        return await self.complete(self._write("set_leverage", action, call, check="get_positions"))
+
+    async def cancel_all_orders(self, category: str, symbol: str | None) -> ActionAnswer:
+        """Cancel every open order of a category (or one symbol), once: allowed in every trading state."""
+        action = {"symbol": symbol, "category": category}
+
+        async def call() -> object:
+            cancelled = await self._writer.cancel_all_orders(category, symbol)
+            return ", ".join(cancelled)
+
+        return await self.complete(self._write("cancel_all_orders", action, call, check="get_open_orders"))
+
+    async def set_trading_stop(
+        self,
+        category: str,
+        symbol: str,
+        *,
+        stop_loss: Decimal | None,
+        take_profit: Decimal | None,
+        action: Mapping[str, Any],
+    ) -> ActionAnswer:
+        """Set (0: remove) the position's stop-loss and take-profit, once. `action` is what the journal keeps."""
+
+        async def call() -> object:
+            await self._writer.set_trading_stop(
+                category, symbol, stop_loss=stop_loss, take_profit=take_profit
+            )
+            return None
+
+        return await self.complete(self._write("set_trading_stop", action, call, check="get_positions"))
+
+    async def amend_order(
+        self,
+        category: str,
+        symbol: str,
+        *,
+        order_id: str | None,
+        order_link_id: str | None,
+        qty: Decimal | None,
+        price: Decimal | None,
+        action: Mapping[str, Any],
+    ) -> ActionAnswer:
+        """Amend one open order's quantity and/or price, once."""
+
+        async def call() -> object:
+            return await self._writer.amend_order(
+                category, symbol, order_id=order_id, order_link_id=order_link_id, qty=qty, price=price
+            )
+
+        return await self.complete(self._write("amend_order", action, call, check="get_open_orders"))
+
+    async def _write(
+        self, tool: str, action: Mapping[str, Any], call: Callable[[], Awaitable[object]], *, check: str
+    ) -> ActionAnswer:
+        journal = self._journal
+        problem = await self.key_problem()
+        if problem is not None:
+            refusal = Refusal.of(key_violation(problem), "nothing was sent")
+            return await journal_action_refusal(journal, tool, action, refusal, now=self._clock.now())
+        attempt = await journal.append(
+            entry_kinds.ACTION, {"tool": tool, "phase": "sent", **action}, now=self._clock.now()
+        )
+        try:
+            result = await call()
+        except ExchangeError as error:
+            answer = _failed_action(sort_failure(error, tool), action, check)
+        else:
+            done = {**action, "result": result if isinstance(result, str | None) else str(result)}
+            answer = ActionAnswer(status="done", detail=f"{tool} done", data=done)
+        try:
+            outcome = await journal.append(
+                entry_kinds.ACTION,
+                {"tool": tool, "phase": "outcome", **answer.model_dump(mode="json", exclude_none=True)},
+                now=self._clock.now(),
+            )
+        except StoreError as error:  # sent all the same: say what became of it
+            answer = answer.model_copy(update={"journal_seq": [attempt.seq]})
+            return store_faults.unrecorded(answer, error, f"the outcome of this {tool}", sent=True)
+        return answer.model_copy(update={"journal_seq": [attempt.seq, outcome.seq]})
+
+
+def _rejected_order(failure: Failure, sent: dict[str, Any]) -> OrderAnswer:
+    return OrderAnswer(
+        status="rejected",
+        sent=sent,
+        ret_code=failure.ret_code,
+        reject_family=failure.family,
+        exchange=failure.exchange_text,
+        detail=failure.detail,
+        next_safe_action=NextActionOut(
+            tool=None,
+            args=None,
+            text="the exchange refused this order and nothing was executed; plan again if it still makes sense",
+            retry_after=failure.retry_text,
+        ),
+    )
+
+
+def _failed_action(failure: Failure, action: Mapping[str, Any], check: str) -> ActionAnswer:
+    if failure.status == "outcome_unknown":
+        next_action = NextActionOut(
+            tool=check,
+            args={"symbol": action["symbol"], "category": action["category"]},
+            text="do not resend; check the current state first",
+        )
+    else:
+        next_action = NextActionOut(
+            tool=None,
+            args=None,
+            text="nothing was done; try again later if it still makes sense",
+            retry_after=failure.retry_text,
+        )
+    return ActionAnswer(
+        status=failure.status,
+        detail=failure.detail,
+        ret_code=failure.ret_code,
+        reject_family=failure.family if failure.status == "rejected" else None,
+        exchange=failure.exchange_text,
+        next_safe_action=next_action,
+    )
+
+
+STATUS_OF: dict[str, Literal["filled", "partially_filled", "open", "rejected"]] = {
+    "Filled": "filled",
+    "PartiallyFilled": "partially_filled",
+    "New": "open",
+    "Untriggered": "open",
+    "Created": "open",
+    "Rejected": "rejected",
+}
+
+
+def answer_status(
+    order: ExchangeOrder,
+) -> Literal["filled", "partially_filled", "open", "rejected", "cancelled"]:
+    """What an order the exchange reports means for the agent (Bybit's orderStatus, in Pilot's words)."""
+    # Cancelled, PartiallyFilledCanceled, Deactivated: an IOC remainder, or cancelled.
+    remainder: Literal["partially_filled", "cancelled"] = (
+        "partially_filled" if order.cum_exec_qty > 0 else "cancelled"
+    )
+    return STATUS_OF.get(order.status) or remainder
+
+
+def _from_order(order: ExchangeOrder, sent: dict[str, Any]) -> OrderAnswer:
+    filled = order.cum_exec_qty
+    status = answer_status(order)
+    text = (
+        order.reject_reason if order.reject_reason and order.reject_reason not in ("EC_NoError", "") else ""
+    )
+    return OrderAnswer(
+        status=status,
+        order_id=order.order_id,
+        sent=sent,
+        fill=Fill(
+            filled_qty=plain(filled),
+            avg_price=plain(order.avg_price) if order.avg_price and filled > 0 else None,
+            fee=plain(order.cum_exec_fee),
+        ),
+        exchange=ExchangeText(untrusted_text=text) if text else None,
+        detail=_fill_words(status, filled, order.qty),
+    )
+
+
+def _fill_words(status: str, filled: Decimal, qty: Decimal) -> str:
+    if status == "filled":
+        return f"filled {plain(filled)} of {plain(qty)}"
+    if status == "partially_filled":
+        return f"filled {plain(filled)} of {plain(qty)}; the rest was not filled within the price limit"
+    if status == "cancelled":
+        return "nothing filled within the price limit; the order was cancelled (Limit IOC)"
+    if status == "open":
+        return "resting on the book"
+    return "the exchange rejected the order after accepting it"

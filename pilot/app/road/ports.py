@@ -1,0 +1,87 @@
+"""The ports the use cases need: a reader any use case may hold, a writer only the exchange gate holds.
+
+Adapters in pilot.exchange implement both (one object); pilot.app.runtime.runtime.assemble_runtime splits it so
+that the Runtime exposes only the reader, and the writer lives inside the gate (pilot.app.road.gate).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Protocol
+
+from pilot.core.facts import InstrumentRules, Position, Touch
+from pilot.exchange.models import (
+    AccountBalance,
+    ApiKeyInfo,
+    ClosedPnl,
+    ExchangeOrder,
+    ExchangePosition,
+    Execution,
+    OrderAck,
+    OrderBook,
+    OrderRequest,
+    Page,
+    PriceBand,
+    Ticker,
+)
+
+
+class ExchangeReader(Protocol):
+    """Reads of one Bybit V5 account. Errors are pilot.exchange.errors types, nothing else."""
+
+    async def get_instrument(self, category: str, symbol: str) -> InstrumentRules: ...
+    async def get_ticker(self, category: str, symbol: str) -> Ticker: ...
+    async def get_touch(self, category: str, symbol: str) -> Touch: ...
+    async def get_orderbook(self, category: str, symbol: str, depth: int = 25) -> OrderBook: ...
+    async def get_position(self, category: str, symbol: str) -> Position: ...
+    async def get_positions(self, category: str, symbol: str | None = None) -> list[ExchangePosition]: ...
+    async def get_balance(self) -> AccountBalance: ...
+    async def get_open_orders(self, category: str, symbol: str | None = None) -> list[ExchangeOrder]: ...
+    async def get_order_history(
+        self, category: str, symbol: str | None = None, order_link_id: str | None = None
+    ) -> list[ExchangeOrder]: ...
+    async def find_order(self, category: str, symbol: str, order_link_id: str) -> ExchangeOrder | None: ...
+    async def get_executions(self, category: str, symbol: str, order_id: str) -> list[Execution]: ...
+    async def get_api_key_info(self) -> ApiKeyInfo: ...
+    async def get_price_band(self, category: str, symbol: str) -> PriceBand: ...
+    async def get_order_history_page(
+        self, category: str, symbol: str | None, cursor: str | None, limit: int
+    ) -> Page[ExchangeOrder]: ...
+    async def get_executions_page(
+        self, category: str, symbol: str | None, cursor: str | None, limit: int
+    ) -> Page[Execution]: ...
+    async def get_closed_pnl_page(
+        self, category: str, symbol: str | None, cursor: str | None, limit: int, since: datetime | None = None
+    ) -> Page[ClosedPnl]: ...
+    async def get_closed_pnl_since(self, category: str, since: datetime) -> list[ClosedPnl]: ...
+
+
+class ExchangeWriter(Protocol):
+    """Writes to the account, each sent exactly once: no automatic resend, ever. Only the gate holds one."""
+
+    async def create_order(self, request: OrderRequest) -> OrderAck: ...
+    async def cancel_order(
+        self, category: str, symbol: str, *, order_id: str | None = None, order_link_id: str | None = None
+    ) -> str: ...
+    async def set_leverage(self, category: str, symbol: str, leverage: Decimal) -> None: ...
+    async def amend_order(
+        self,
+        category: str,
+        symbol: str,
+        *,
+        order_id: str | None = None,
+        order_link_id: str | None = None,
+        qty: Decimal | None = None,
+        price: Decimal | None = None,
+    ) -> str: ...
+    async def cancel_all_orders(self, category: str, symbol: str | None = None) -> list[str]: ...
+    async def set_trading_stop(
+        self, category: str, symbol: str, *, stop_loss: Decimal | None, take_profit: Decimal | None
+    ) -> None: ...
+
+
+class Exchange(ExchangeReader, ExchangeWriter, Protocol):
+    """What an adapter provides as a whole; only the composition root (boot) sees it."""
+
+    async def close(self) -> None: ...

@@ -1,0 +1,241 @@
+"""Assembling a Runtime: the home's store, an exchange (embedded paper exchange or a stored Bybit key), a clock."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pilot.app.road.gate import KeyCheck
+from pilot.app.road.ports import ExchangeReader
+from pilot.app.runtime.clock import Clock, SystemClock
+from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime, read_policy
+from pilot.app.runtime.upkeep import upkeep
+from pilot.exchange.bybit import BybitExchange
+from pilot.store import StoreError, open_store
+
+if TYPE_CHECKING:
+    from pilot.exchange.sim import StateInUse
+
+EXCHANGES = ("paper", "bybit-demo", "bybit-testnet")
+log = logging.getLogger("pilot.boot")
+
+
+class StartupError(Exception):
+    """A problem that stops Pilot from starting, stated in one line, with a stable code and, apart, its fix
+    when the line does not already say it."""
+
+    def __init__(self, message: str, *, code: str = "cannot_start", fix: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.fix = fix
+
+
+@contextlib.asynccontextmanager
+async def open_runtime(
+    home: Path,
+    *,
+    exchange: str = "paper",
+    scenario: Path | None = None,
+    paper_url: str | None = None,
+    record_dir: Path | None = None,
+    clock: Clock | None = None,
+    streams: bool | None = None,
+    settle: bool = True,
+) -> AsyncIterator[Runtime]:
+    """Open everything a server needs and close it all on exit.
+
+    With exchange "paper" and no paper_url, an embedded paper exchange is started on 127.0.0.1 for the
+    runtime's lifetime, keeping its account in the home (HOME/paper/state.json), so positions, balances and
+    orders carry over to the next start; only one process at a time may embed it (StartupError otherwise,
+    naming `pilot sim` and `--paper-url`). With paper_url, Pilot attaches to that paper exchange (a running
+    `pilot sim`) with the paper key stored in the home, or else the scenario's key. bybit-demo and
+    bybit-testnet use the key stored with `pilot keys add`, whose permissions are re-checked when the last
+    check is over an hour old. With record_dir, every exchange request and answer is written there,
+    redacted (pilot.exchange.recording).
+
+    With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
+    (pilot.app.facts.streams). None (the default): on for the paper exchange, embedded or attached, unless
+    record_dir is given (a recording must hold every fact read); off for Bybit. An attached paper exchange
+    is asked where its streams are (GET /pilot/streams); one that does not say, or names a place off
+    loopback, is read over REST only, said once in the log; with streams True that is a StartupError
+    (code "no_streams") instead.
+
+    Before the runtime is handed out, sends left unsettled by a server that stopped are looked up; at exit,
+    work whose client went away is given time to finish before the store closes. With `settle` False
+    (`pilot console`, which only reads), that look-up is left to the servers.
+    """
+    if exchange not in EXCHANGES:
+        raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
+    if paper_url is not None and exchange != "paper":
+        raise StartupError(f"--paper-url attaches to a paper exchange; it cannot be used with {exchange}")
+    clock = clock or SystemClock()
+    venue = _Venue(home, exchange, scenario, paper_url, record_dir, clock)
+    async with contextlib.AsyncExitStack() as stack:
+        adapter, stored_key = await venue.connect(stack)
+        stack.push_async_callback(adapter.close)
+        try:
+            store = await open_store(Home(home).database_path)
+        except StoreError as error:  # damaged file, unusable journal key: one line with its fix
+            raise StartupError(str(error)) from None
+        stack.push_async_callback(store.close)
+        key_check = _key_check(home, exchange) if stored_key else None
+        reader = await venue.streams(stack, adapter, streams)
+        runtime = assemble_runtime(
+            home, store, adapter, clock, environment=exchange, key_check=key_check, reader=reader
+        )
+        stack.push_async_callback(runtime.gate.drain)  # runs first: sends whose client left finish
+        if settle:
+            await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
+        yield runtime
+
+
+def _key_check(home: Path, environment: str) -> KeyCheck:
+    from pilot.app.human.exchange_keys import ensure_fresh_permissions
+
+    async def check(now: datetime) -> object:
+        return await ensure_fresh_permissions(home, environment, now=now)
+
+    return check
+
+
+class _Venue:
+    """Where the Runtime's exchange comes from: the embedded paper exchange, a running one, or Bybit."""
+
+    def __init__(
+        self,
+        home: Path,
+        exchange: str,
+        scenario: Path | None,
+        url: str | None,
+        record_dir: Path | None,
+        clock: Clock,
+    ) -> None:
+        self.home, self.exchange, self.scenario, self.url = home, exchange, scenario, url
+        self.record_dir, self.clock = record_dir, clock
+        self.ws_url: str | None = None  # the embedded paper exchange's WebSocket side
+        self.credentials: tuple[str, str] | None = None
+
+    async def streams(
+        self, stack: contextlib.AsyncExitStack, adapter: BybitExchange, wanted: bool | None
+    ) -> ExchangeReader | None:
+        """The stream-fed reader when streams are on (see open_runtime), else None (REST only)."""
+        on = wanted if wanted is not None else self.exchange == "paper" and self.record_dir is None
+        if not on or self.credentials is None:
+            return None
+        if self.exchange == "paper" and self.ws_url is None:  # an attached paper exchange: ask it
+            self.ws_url = await self._discover(required=wanted is True)
+            if self.ws_url is None:
+                return None
+        from pilot.app.facts.streams import start_streams
+
+        policy_path = Home(self.home).policy_path
+
+        def max_age_ms() -> int:
+            return read_policy(policy_path).policy.max_fact_age_ms
+
+        return await start_streams(
+            stack,
+            adapter,
+            self.clock,
+            max_age_ms,
+            environment=self.exchange,
+            api_key=self.credentials[0],
+            api_secret=self.credentials[1],
+            symbols=read_policy(policy_path).policy.allowed_markets,
+            paper_ws_url=self.ws_url,
+        )
+
+    async def _discover(self, *, required: bool) -> str | None:
+        """The attached paper exchange's WebSocket URL, or None (said once) when it names none Pilot uses."""
+        from pilot.exchange.bybit_stream import NoStreams, discover_paper_streams
+
+        try:
+            return await asyncio.to_thread(discover_paper_streams, self.url or "")
+        except NoStreams as error:
+            if required:
+                raise StartupError(
+                    f"--streams: the paper exchange at {self.url} serves no streams Pilot can use: {error}",
+                    code="no_streams",
+                    fix="attach to a `pilot sim` of this version, or leave out --streams to read over REST",
+                ) from None
+            log.warning(
+                "streams off, facts are read over REST: the paper exchange at %s: %s", self.url, error
+            )
+            return None
+
+    async def connect(self, stack: contextlib.AsyncExitStack) -> tuple[BybitExchange, bool]:
+        """The adapter to use, and whether it uses a key stored in the home (whose permissions need checks)."""
+        if self.exchange == "paper" and self.url is None:
+            return self._embedded(stack), False
+        from pilot.keys.errors import KeysError, NoKeyStored
+
+        try:
+            return await self._stored_key(), True
+        except NoKeyStored as error:
+            if self.exchange != "paper":
+                raise StartupError(str(error)) from None
+            return self._scenario_key(), False
+        except KeysError as error:
+            raise StartupError(str(error)) from None
+
+    def _embedded(self, stack: contextlib.AsyncExitStack) -> BybitExchange:
+        from pilot.exchange.sim import ScenarioError, StateError, StateInUse, start_paper_exchange
+
+        state = Home(self.home).paper_state_path
+        try:
+            paper = start_paper_exchange(self.scenario, state_path=state)
+        except StateInUse as error:
+            raise StartupError(_in_use(self.home, error)) from None
+        except StateError as error:
+            raise StartupError(
+                f"cannot continue the paper account: {error}; start it afresh with "
+                f"`pilot sim reset --home {self.home}`"
+            ) from None
+        except (ScenarioError, OSError) as error:
+            raise StartupError(f"cannot start the paper exchange: {error}") from None
+        stack.callback(paper.stop)
+        self.ws_url = paper.ws_url
+        return self._adapter(paper.api_key, paper.api_secret, paper.url)
+
+    async def _stored_key(self) -> BybitExchange:
+        from pilot.app.human.exchange_keys import load_exchange_credentials
+
+        credentials = await load_exchange_credentials(self.home, self.exchange, now=self.clock.now())
+        return self._adapter(credentials.api_key, credentials.api_secret, self.url or credentials.base_url)
+
+    def _scenario_key(self) -> BybitExchange:
+        """No paper key stored: a `pilot sim` on the same scenario serves its first key, so use that."""
+        from pilot.exchange.sim import ScenarioError, load_scenario
+
+        try:
+            key = load_scenario(self.scenario).api_keys[0]
+        except ScenarioError as error:
+            raise StartupError(f"cannot read the scenario for the paper key: {error}") from None
+        return self._adapter(key.key, key.secret, self.url)
+
+    def _adapter(self, api_key: str, api_secret: str, base_url: str | None) -> BybitExchange:
+        self.credentials = (api_key, api_secret)
+        try:
+            return BybitExchange.connect(
+                self.exchange,
+                api_key=api_key,
+                api_secret=api_secret,
+                base_url=base_url,
+                record_dir=self.record_dir,
+            )
+        except ValueError as error:  # a base URL off the allowlist: mainnet, or not loopback for paper
+            raise StartupError(str(error)) from None
+
+
+def _in_use(home: Path, error: StateInUse) -> str:
+    attach = f"--paper-url {error.url}" if error.url else "--paper-url URL"
+    return (
+        f"{error}. Two paper exchanges on one account would fork it, so this one does not start. To share "
+        f"the paper account between processes, run `pilot sim --home {home}` once and start each server "
+        f"with `pilot serve --home {home} {attach}` (or stop the other process first)"
+    )

@@ -1,0 +1,212 @@
+"""`pilot doctor`: check a home before trusting it (policy, journal chain, key, exchange), each with its fix.
+
+Reading only: a missing journal is reported, not created, and no order is ever sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from pilot.app.human.exchange_keys import load_exchange_credentials, show_keys
+from pilot.app.runtime.boot import EXCHANGES
+from pilot.app.runtime.policy_file import read_policy_file
+from pilot.app.runtime.runtime import Home
+from pilot.core.policy import LoadedPolicy
+from pilot.core.violations import plain
+from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.errors import ExchangeError
+from pilot.keys.errors import KeysError
+from pilot.store import (
+    STORE_REPAIRED,
+    ChainReport,
+    JournalEntry,
+    JournalKeyUnusable,
+    OpenReport,
+    StoreCorrupt,
+    StoreError,
+    open_store,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of the doctor's report: what was checked, whether it is fine, and the fix if not."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+async def examine(home: Path, exchange: str, *, now: datetime, symbol: str | None = None) -> list[Check]:
+    """Run every check on `home` for `exchange` and return one or more Checks per area."""
+    if exchange not in EXCHANGES:
+        return [
+            Check("exchange", False, f"unknown exchange {exchange!r}", f"use one of {', '.join(EXCHANGES)}")
+        ]
+    checks = check_policy(Home(home).policy_path)
+    checks.append(await check_journal(Home(home).database_path))
+    key = await check_key(home, exchange)
+    checks.append(key)
+    if key.ok:
+        checks.append(await check_exchange(home, exchange, now=now, symbol=symbol or _first_market(home)))
+    else:
+        checks.append(Check("exchange", False, "not tried without a usable key", key.fix))
+    return checks
+
+
+def check_policy(path: Path) -> list[Check]:
+    """policy.json is there and valid; otherwise one failed check per issue, each with its fix."""
+    outcome = read_policy_file(path)
+    if not isinstance(outcome, LoadedPolicy):
+        return [
+            Check(
+                "policy",
+                False,
+                f"{issue.path}: {issue.problem}",
+                f"{issue.fix} (growing orders are refused until then)",
+            )
+            for issue in outcome
+        ]
+    markets = ", ".join(outcome.policy.allowed_markets) or "none"
+    return [Check("policy", True, f"policy.json valid, version {outcome.version[:19]}…, markets {markets}")]
+
+
+async def check_journal(path: Path) -> Check:
+    """The journal opens with its key, every entry's hash, seal and link recompute, and no guard was ever restored.
+
+    Opening restores missing guards and journals it (pilot.store.guards); a journal that holds such a
+    repair fails this check from then on, since the record of it is evidence a human should look at.
+    """
+    if not path.exists():
+        return Check("journal", False, f"no journal at {path}", "create the home with `pilot init`")
+    try:
+        store = await open_store(path)
+    except JournalKeyUnusable as error:
+        return Check("journal", False, error.problem, error.fix)
+    except StoreCorrupt as error:
+        return Check("journal", False, str(error), _CORRUPT_FIX)
+    except StoreError as error:
+        return Check("journal", False, f"{path} cannot be opened: {error}", "check the file and its folder")
+    try:
+        report = await store.journal.verify()
+        repairs = await store.journal.entries(kind=STORE_REPAIRED)
+    except StoreError as error:
+        return Check("journal", False, f"{path} cannot be read: {error}", _CORRUPT_FIX)
+    finally:
+        await store.close()
+    return _journal_verdict(report, repairs, store.opened)
+
+
+_CORRUPT_FIX = (
+    "move the file aside (keep it for inspection) and restore journal/pilot.db from a backup, "
+    "or start a new home with `pilot init --home NEW`"
+)
+
+
+def _journal_verdict(report: ChainReport, repairs: list[JournalEntry], opened: OpenReport) -> Check:
+    if not report.ok:
+        return Check(
+            "journal",
+            False,
+            f"chain broken at seq {report.first_broken_seq} ({report.reason}); {report.count} entries before it are intact",
+            "an entry was changed outside Pilot: keep this file for inspection and move it aside before trading again",
+        )
+    if repairs:
+        last = repairs[-1]
+        restored = ", ".join(sorted(last.data.get("restored") or {}))
+        return Check(
+            "journal",
+            False,
+            f"guards were removed outside Pilot and restored {len(repairs)} time(s), last at seq {last.seq} "
+            f"({last.at:%Y-%m-%d %H:%M} UTC): {restored}; chain and seals intact, {report.count} entries",
+            "someone wrote journal/pilot.db outside Pilot: keep a copy and run `pilot journal verify --anchor "
+            "SEQ:SEAL` with an anchor you kept; if it does not match, trade from a new home (`pilot init`)",
+        )
+    older = f", {report.unsealed} of them from before sealing" if report.unsealed else ""
+    return Check(
+        "journal",
+        True,
+        f"chain and seals intact, {report.count} entries{older}; journal key {opened.key_id} at {opened.key_path}",
+    )
+
+
+async def check_key(home: Path, exchange: str) -> Check:
+    """The environment's stored key is present, opens, and may do no more than Pilot allows."""
+    if exchange == "paper":
+        return Check("key", True, "the embedded paper exchange brings its own key; nothing to set up")
+    summaries = [summary for summary in await show_keys(home) if summary.environment == exchange]
+    if not summaries:
+        return Check(
+            "key", False, f"no key stored for {exchange}", f"run `pilot keys add --exchange {exchange}`"
+        )
+    summary = summaries[0]
+    if summary.check.disallowed:
+        return Check(
+            "key",
+            False,
+            f"key {summary.key_id} may also {', '.join(summary.check.disallowed)}",
+            f"create a narrower key and run `pilot keys replace --exchange {exchange}`",
+        )
+    access = "read-only" if summary.check.read_only else "read and trade"
+    bound = "IP-bound" if summary.check.ip_bound else "not IP-bound"
+    return Check(
+        "key", True, f"key {summary.key_id} ({access}, {bound}): {', '.join(summary.check.permissions)}"
+    )
+
+
+async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: str) -> Check:
+    """The exchange answers a ticker and a balance read with this home's key."""
+    try:
+        async with _connected(home, exchange, now) as adapter:
+            ticker = await adapter.get_ticker("linear", symbol)
+            balance = await adapter.get_balance()
+    except KeysError as error:
+        return Check("exchange", False, f"the {exchange} key cannot be used: {error.problem}", error.fix)
+    except OSError as error:  # the embedded paper exchange could not listen
+        return Check("exchange", False, f"cannot start the paper exchange ({error})", "free a loopback port")
+    except ExchangeError as error:
+        return Check(
+            "exchange",
+            False,
+            f"{exchange} did not answer: {error.message}",
+            "check the network and try again",
+        )
+    quote = f"{symbol} bid {plain(ticker.bid)} / ask {plain(ticker.ask)}"
+    return Check(
+        "exchange", True, f"{exchange} reachable: {quote}, equity ${plain(balance.total_equity_usd)}"
+    )
+
+
+@contextlib.asynccontextmanager
+async def _connected(home: Path, exchange: str, now: datetime) -> AsyncIterator[BybitExchange]:
+    with contextlib.ExitStack() as stack:
+        if exchange == "paper":
+            from pilot.exchange.sim import start_paper_exchange
+
+            paper = stack.enter_context(start_paper_exchange())
+            adapter = BybitExchange.connect(
+                "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
+            )
+        else:
+            credentials = await load_exchange_credentials(home, exchange, now=now)
+            adapter = BybitExchange.connect(
+                exchange,
+                api_key=credentials.api_key,
+                api_secret=credentials.api_secret,
+                base_url=credentials.base_url,
+            )
+        try:
+            yield adapter
+        finally:
+            await adapter.close()
+
+
+def _first_market(home: Path) -> str:
+    outcome = read_policy_file(Home(home).policy_path)
+    markets = outcome.policy.allowed_markets if isinstance(outcome, LoadedPolicy) else ()
+    return markets[0] if markets else "BTCUSDT"

@@ -1,0 +1,128 @@
+"""The running Pilot: its home folder, store, exchange and clock, and the policy read fresh on every use."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from pilot.app.facts.ledger import JournalState, Ledger
+from pilot.app.human.loss_limit import latch_of
+from pilot.app.road.gate import ExchangeGate, KeyCheck
+from pilot.app.road.ports import Exchange, ExchangeReader
+from pilot.app.runtime.clock import Clock
+from pilot.app.runtime.policy_file import read_policy_file
+from pilot.core.facts import TradingState
+from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
+from pilot.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Home:
+    """A Pilot home: policy.json (edited by a human), journal/ (the database) and paper/ (the paper account)."""
+
+    path: Path
+
+    @property
+    def policy_path(self) -> Path:
+        return self.path / "policy.json"
+
+    @property
+    def database_path(self) -> Path:
+        return self.path / "journal" / "pilot.db"
+
+    @property
+    def paper_state_path(self) -> Path:
+        """The embedded paper exchange's account (balances, positions, orders), kept across restarts."""
+        return self.path / "paper" / "state.json"
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyView:
+    """The policy in force right now: the file's if valid, else the fail-closed one with the file's errors."""
+
+    policy: Policy
+    version: str
+    issues: tuple[PolicyIssue, ...] = ()
+
+    @property
+    def valid(self) -> bool:
+        return not self.issues
+
+
+@dataclass
+class Runtime:
+    """What every use case needs. One per server process.
+
+    `exchange` only reads; every write goes through `gate`, which holds the only writer. Build one with
+    `assemble_runtime`.
+    """
+
+    home: Home
+    store: Store
+    exchange: ExchangeReader
+    gate: ExchangeGate
+    clock: Clock
+    environment: str = "paper"
+    ledger: Ledger = field(init=False)  # the journal's state for judgements, read on incrementally
+
+    def __post_init__(self) -> None:
+        self.ledger = Ledger(self.store.journal)
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    async def journal_state(self) -> JournalState:
+        return await self.ledger.state(self.now())
+
+    def policy(self) -> PolicyView:
+        """Read policy.json now; any change to it is seen on the next call. Never raises, never blocks."""
+        return _read_policy(self.home.policy_path)
+
+    async def kill_switch_on(self) -> bool:
+        return (await self.journal_state()).kill_switch_on
+
+    async def trading_state(self, policy: Policy, journal: JournalState | None = None) -> TradingState:
+        """The strictest of policy.json's tradingState, the kill switch and the daily loss limit's latch
+        (either on means reducing). `journal` is the journal's state when the caller has just read it."""
+        journal = journal if journal is not None else await self.journal_state()
+        if journal.kill_switch_on or await self.loss_limit_on(journal):
+            return TradingState.strictest(policy.trading_state, TradingState.REDUCING)
+        return policy.trading_state
+
+    async def loss_limit_on(self, journal: JournalState | None = None) -> bool:
+        """Whether the daily loss limit was reached today (UTC) and no human has reset it since."""
+        journal = journal if journal is not None else await self.journal_state()
+        return latch_of(journal.loss_limit, self.now()).on
+
+
+def assemble_runtime(
+    home: Path,
+    store: Store,
+    exchange: Exchange,
+    clock: Clock,
+    *,
+    environment: str = "paper",
+    key_check: KeyCheck | None = None,
+    reader: ExchangeReader | None = None,
+) -> Runtime:
+    """A Runtime over one adapter: the use cases get its reads, the gate alone gets its writes.
+
+    `reader` replaces the adapter's reads (pilot.app.facts.streams.StreamingReader: facts from the streams
+    when fresh); writes still go to the adapter, through the gate only.
+    """
+    reads = reader if reader is not None else exchange
+    gate = ExchangeGate(exchange, reads, store.journal, store.leases, clock, key_check)
+    return Runtime(Home(home), store, reads, gate, clock, environment)
+
+
+def read_policy(path: Path) -> PolicyView:
+    """policy.json at `path` as the policy in force (the fail-closed one when it is invalid)."""
+    return _read_policy(path)
+
+
+def _read_policy(path: Path) -> PolicyView:
+    outcome = read_policy_file(path)
+    if isinstance(outcome, LoadedPolicy):
+        return PolicyView(outcome.policy, outcome.version)
+    return PolicyView(Policy.fail_closed(), "invalid", outcome)
