@@ -1,166 +1,345 @@
-"""The closed set of codes an answer can carry, each in one group: agents and tests branch on these.
+"""The closed set of codes an answer can carry: each declared once, with everything known about it.
 
-    Group          what fixes it                                   codes
-    -------------  ----------------------------------------------  ----------------------------------------
-    size_cap       a smaller order                                 maxOrderNotionalUsd, maxNotionalUsd,
-                                                                   maxLeverage, minLiquidationDistancePct,
-                                                                   instrument.maxOrderQty, reduceOnlyQty,
-                                                                   account.availableBalance,
-                                                                   account.heldQty, confirm.aboveNotionalUsd,
-                                                                   maxLossPerTradeUsd, maxLossPerTradePct
-    size_grid      a size or price on the instrument's grid,       instrument.qtyStep, instrument.tickSize,
-                   at or above its minimums, inside its band       instrument.minOrderQty,
-                                                                   instrument.minNotionalValue,
-                                                                   instrument.priceBand
-    blocker        no size: another order, waiting, or a human     tradingState, allowedMarkets, reduceOnly,
-                                                                   dailyOrderCap, unknownSymbol,
-                                                                   dailyLossLimitUsd, dailyLossLimitPct,
-                                                                   maxOpenPositions, tradingHours,
-                                                                   orderNotOpen
-    protection     a stop-loss (or take-profit) price on the       requireStopLoss, stopLoss, takeProfit
-                   right side of the price, as the answer gives
-    facts          reading the exchange again                      facts
-    policy         a human mending policy.json                     policy
-    lifecycle      a fresh plan id                                 planNotFound, planExpired, planAlreadyUsed
-    confirmation   a human's approval                              confirmationRequired,
-                                                                   confirmationChannelUnavailable
-    idempotency    another idempotency key, or waiting             idempotencyConflict, idempotencyInProgress
-    keys           a human fixing the exchange key                 apiKeyPermissions
-    wait           waiting for another process on this home        sendTurnBusy
-    store          a human freeing disk space or repairing         storeUnavailable
-                   Pilot's database
-    account        a human changing the exchange account's         positionMode
-                   settings (Pilot reads one-way positions only)
-    arguments      the agent's own call, corrected as the answer   invalidArgument
-                   says (nothing was judged or sent)
-
-Sizing searches over the two size groups; "nothing fits" names a size_cap code.
+A `Code` member carries its value (what answers and the journal show), its `Group` (what kind of change
+fixes it), the sentence the README's table gives, and, for a size cap, the `Cap`: what "nothing fits"
+calls it and what only a human can change. Every other table (the groups' code sets, sizing's names, the
+README's table, rendered by `code_table`) is derived from these declarations. Agents and tests branch on
+the code, never on the sentence.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 
 
 class Group(StrEnum):
-    SIZE_CAP = "size_cap"
-    SIZE_GRID = "size_grid"
-    BLOCKER = "blocker"
-    FACTS = "facts"
-    POLICY = "policy"
-    LIFECYCLE = "lifecycle"
-    CONFIRMATION = "confirmation"
-    IDEMPOTENCY = "idempotency"
-    KEYS = "keys"
-    WAIT = "wait"
-    STORE = "store"
-    ACCOUNT = "account"
-    ARGUMENTS = "arguments"
-    PROTECTION = "protection"
+    """What kind of change fixes a code; sizing searches over the two size groups."""
+
+    SIZE_CAP = "size_cap", "a smaller order"
+    SIZE_GRID = (
+        "size_grid",
+        "a size or price on the instrument's grid, at or above its minimums, inside its band",
+    )
+    BLOCKER = "blocker", "no size: another order, waiting, or a human"
+    PROTECTION = (
+        "protection",
+        "a stop-loss (or take-profit) price on the right side of the price, as the answer gives",
+    )
+    FACTS = "facts", "reading the exchange again"
+    POLICY = "policy", "a human mending policy.json"
+    LIFECYCLE = "lifecycle", "a fresh plan id"
+    CONFIRMATION = "confirmation", "a human's approval"
+    IDEMPOTENCY = "idempotency", "another idempotency key, or waiting"
+    KEYS = "keys", "a human fixing the exchange key"
+    WAIT = "wait", "waiting for another process on this home"
+    STORE = "store", "a human freeing disk space or repairing Pilot's database"
+    ACCOUNT = (
+        "account",
+        "a human changing the exchange account's settings (Pilot reads one-way positions only)",
+    )
+    ARGUMENTS = "arguments", "the agent's own call, corrected as the answer says (nothing was judged or sent)"
+
+    fixed_by: str
+
+    def __new__(cls, value: str, fixed_by: str = "") -> Group:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.fixed_by = fixed_by
+        return member
+
+
+# What a size cap's "nothing fits" says a human can change when the cap declares nothing of its own.
+NO_HUMAN_FIX = "nothing in policy.json: the exchange's own limit decides"
+
+
+@dataclass(frozen=True, slots=True)
+class Cap:
+    """A size cap as "nothing fits" names it: `name` in "no order fits under {name}", `human` what only a
+    human can change to make room (`{symbol}` is filled in)."""
+
+    name: str
+    human: str = NO_HUMAN_FIX
 
 
 class Code(StrEnum):
-    """Every code a violation can carry. The value is what answers and the journal show."""
+    """Every code a violation can carry, declared once: value, group, the README's sentence, the cap.
 
-    FACTS = "facts"
-    TRADING_STATE = "tradingState"
-    ALLOWED_MARKETS = "allowedMarkets"
-    REDUCE_ONLY = "reduceOnly"
-    REDUCE_ONLY_QTY = "reduceOnlyQty"
-    UNKNOWN_SYMBOL = "unknownSymbol"
-    PRICE_BAND = "instrument.priceBand"
-    AVAILABLE_BALANCE = "account.availableBalance"
-    HELD_QTY = "account.heldQty"
-    CONFIRM_ABOVE = "confirm.aboveNotionalUsd"
-    QTY_STEP = "instrument.qtyStep"
-    TICK_SIZE = "instrument.tickSize"
-    MIN_ORDER_QTY = "instrument.minOrderQty"
-    MAX_ORDER_QTY = "instrument.maxOrderQty"
-    MIN_NOTIONAL = "instrument.minNotionalValue"
-    DAILY_ORDER_CAP = "dailyOrderCap"
-    MAX_ORDER_NOTIONAL = "maxOrderNotionalUsd"
-    MAX_NOTIONAL = "maxNotionalUsd"
-    MAX_LEVERAGE = "maxLeverage"
-    MIN_LIQUIDATION_DISTANCE = "minLiquidationDistancePct"
-    POLICY = "policy"
-    PLAN_NOT_FOUND = "planNotFound"
-    PLAN_EXPIRED = "planExpired"
-    PLAN_ALREADY_USED = "planAlreadyUsed"
-    CONFIRMATION_REQUIRED = "confirmationRequired"
-    CONFIRMATION_CHANNEL_UNAVAILABLE = "confirmationChannelUnavailable"
-    IDEMPOTENCY_CONFLICT = "idempotencyConflict"
-    IDEMPOTENCY_IN_PROGRESS = "idempotencyInProgress"
-    API_KEY_PERMISSIONS = "apiKeyPermissions"
-    SEND_TURN_BUSY = "sendTurnBusy"
-    STORE_UNAVAILABLE = "storeUnavailable"
-    POSITION_MODE = "positionMode"
-    INVALID_ARGUMENT = "invalidArgument"
-    MAX_LOSS_PER_TRADE_USD = "maxLossPerTradeUsd"
-    MAX_LOSS_PER_TRADE_PCT = "maxLossPerTradePct"
-    REQUIRE_STOP_LOSS = "requireStopLoss"
-    STOP_LOSS = "stopLoss"
-    TAKE_PROFIT = "takeProfit"
-    DAILY_LOSS_LIMIT_USD = "dailyLossLimitUsd"
-    DAILY_LOSS_LIMIT_PCT = "dailyLossLimitPct"
-    MAX_OPEN_POSITIONS = "maxOpenPositions"
-    TRADING_HOURS = "tradingHours"
-    ORDER_NOT_OPEN = "orderNotOpen"
+    `Code("maxNotionalUsd")` looks a member up by its value, as for any enum; the other arguments of
+    `__new__` are the declaration's and have no use outside this class.
+    """
 
-    @property
-    def group(self) -> Group:
-        return GROUP_OF[self]
+    MAX_ORDER_NOTIONAL = (
+        "maxOrderNotionalUsd",
+        Group.SIZE_CAP,
+        "the order at its worst fill is above the per-order cap",
+        Cap(
+            "the per-order cap",
+            "raise maxOrderNotionalUsd (or markets.{symbol}.maxOrderNotionalUsd) in policy.json",
+        ),
+    )
+    MAX_NOTIONAL = (
+        "maxNotionalUsd",
+        Group.SIZE_CAP,
+        "the coin's exposure the order leaves (worst case, linear and spot together) is above the cap",
+        Cap("the cap", "raise maxNotionalUsd (or markets.{symbol}.maxNotionalUsd) in policy.json"),
+    )
+    MAX_LEVERAGE = (
+        "maxLeverage",
+        Group.SIZE_CAP,
+        "the position it leaves is above this multiple of equity",
+        Cap("the leverage limit", "raise maxLeverage in policy.json, or add equity to the account"),
+    )
+    MIN_LIQUIDATION_DISTANCE = (
+        "minLiquidationDistancePct",
+        Group.SIZE_CAP,
+        "the estimated liquidation would sit too close to mark",
+        Cap(
+            "the liquidation-distance minimum",
+            "lower minLiquidationDistancePct in policy.json, or add equity to the account",
+        ),
+    )
+    MAX_ORDER_QTY = (
+        "instrument.maxOrderQty",
+        Group.SIZE_CAP,
+        "above the exchange's largest order",
+        Cap("the instrument's maximum order", "nothing in policy.json: the exchange sets the largest order"),
+    )
+    REDUCE_ONLY_QTY = (
+        "reduceOnlyQty",
+        Group.SIZE_CAP,
+        "a reduce-only order larger than the position (or than the minimum order, for dust)",
+        Cap("the position"),
+    )
+    AVAILABLE_BALANCE = (
+        "account.availableBalance",
+        Group.SIZE_CAP,
+        "the account cannot pay for it: margin at the position's leverage plus the fee, or a spot buy's quote coin",
+        Cap(
+            "the account's available balance", "add funds to the account, or close positions that hold margin"
+        ),
+    )
+    HELD_QTY = (
+        "account.heldQty",
+        Group.SIZE_CAP,
+        "a spot sell of more coin than is held and not already offered",
+        Cap("the coin held", "nothing: the coin held is all there is to sell"),
+    )
+    CONFIRM_ABOVE = (
+        "confirm.aboveNotionalUsd",
+        Group.SIZE_CAP,
+        "it would need a human's approval and this client cannot ask one",
+        Cap(
+            "the size a human must approve",
+            "use a client that can show confirmation forms, or set confirm.cliChannel to true",
+        ),
+    )
+    MAX_LOSS_PER_TRADE_USD = (
+        "maxLossPerTradeUsd",
+        Group.SIZE_CAP,
+        "the order would lose more than this if its stop is hit (qty × |worst fill − stop| plus taker fees both ways); the answer gives the size that fits, and the stop that fits the size as an option",
+        Cap("the loss a trade may take at its stop", "raise maxLossPerTradeUsd in policy.json"),
+    )
+    MAX_LOSS_PER_TRADE_PCT = (
+        "maxLossPerTradePct",
+        Group.SIZE_CAP,
+        "as above, with the limit a share of equity",
+        Cap(
+            "the loss a trade may take at its stop",
+            "raise maxLossPerTradePct in policy.json, or add equity to the account",
+        ),
+    )
+    QTY_STEP = (
+        "instrument.qtyStep",
+        Group.SIZE_GRID,
+        "not a whole number of lot steps",
+    )
+    TICK_SIZE = (
+        "instrument.tickSize",
+        Group.SIZE_GRID,
+        "a limit price off the tick",
+    )
+    MIN_ORDER_QTY = (
+        "instrument.minOrderQty",
+        Group.SIZE_GRID,
+        "below the exchange's smallest order",
+    )
+    MIN_NOTIONAL = (
+        "instrument.minNotionalValue",
+        Group.SIZE_GRID,
+        "below the exchange's smallest order value (reduce-only orders are exempt)",
+    )
+    PRICE_BAND = (
+        "instrument.priceBand",
+        Group.SIZE_GRID,
+        "a limit price outside the band the exchange accepts now",
+    )
+    TRADING_STATE = (
+        "tradingState",
+        Group.BLOCKER,
+        "halted (only cancels), or reducing (only what shrinks a position)",
+    )
+    ALLOWED_MARKETS = (
+        "allowedMarkets",
+        Group.BLOCKER,
+        "the symbol is not allowed to grow (decided from the policy alone)",
+    )
+    REDUCE_ONLY = (
+        "reduceOnly",
+        Group.BLOCKER,
+        "a reduce-only order with no position on the other side",
+    )
+    DAILY_ORDER_CAP = (
+        "dailyOrderCap",
+        Group.BLOCKER,
+        "the day's orders are used up (`retry_after` is 00:00 UTC)",
+    )
+    UNKNOWN_SYMBOL = (
+        "unknownSymbol",
+        Group.BLOCKER,
+        "the exchange lists no such instrument in that category",
+    )
+    DAILY_LOSS_LIMIT_USD = (
+        "dailyLossLimitUsd",
+        Group.BLOCKER,
+        "the day's realised PnL since 00:00 UTC plus the unrealised PnL now is a loss at or past the limit; trading turns `reducing` until 00:00 UTC (`retry_after`) or `pilot loss-limit reset`",
+    )
+    DAILY_LOSS_LIMIT_PCT = (
+        "dailyLossLimitPct",
+        Group.BLOCKER,
+        "as above, with the limit a share of the day's starting equity",
+    )
+    MAX_OPEN_POSITIONS = (
+        "maxOpenPositions",
+        Group.BLOCKER,
+        "the order would open a position in one market more than allowed (options: `close_position` for the others)",
+    )
+    ORDER_NOT_OPEN = (
+        "orderNotOpen",
+        Group.BLOCKER,
+        "`plan_amend` (or its `place_order`) names no open order, or a total at or below what has filled",
+    )
+    TRADING_HOURS = (
+        "tradingHours",
+        Group.BLOCKER,
+        "outside the UTC trading windows (`retry_after` is the next opening)",
+    )
+    REQUIRE_STOP_LOSS = (
+        "requireStopLoss",
+        Group.PROTECTION,
+        "a growing order without a `stop_loss`; the next action adds one that fits",
+    )
+    STOP_LOSS = (
+        "stopLoss",
+        Group.PROTECTION,
+        "the `stop_loss` is off the tick or not beyond the order's price, the mark and the touch (below all three for a buy)",
+    )
+    TAKE_PROFIT = (
+        "takeProfit",
+        Group.PROTECTION,
+        "the `take_profit` is off the tick or on the wrong side of the order's price",
+    )
+    FACTS = (
+        "facts",
+        Group.FACTS,
+        "a fact could not be read (`retry_after`); risk-reducing orders still work",
+    )
+    POLICY = (
+        "policy",
+        Group.POLICY,
+        "policy.json is invalid; only orders that shrink a position work",
+    )
+    PLAN_NOT_FOUND = (
+        "planNotFound",
+        Group.LIFECYCLE,
+        "no such plan (or one an older Pilot wrote)",
+    )
+    PLAN_EXPIRED = (
+        "planExpired",
+        Group.LIFECYCLE,
+        "the plan's time ran out",
+    )
+    PLAN_ALREADY_USED = (
+        "planAlreadyUsed",
+        Group.LIFECYCLE,
+        "a plan works once",
+    )
+    CONFIRMATION_REQUIRED = (
+        "confirmationRequired",
+        Group.CONFIRMATION,
+        "a human became necessary after the call came in",
+    )
+    CONFIRMATION_CHANNEL_UNAVAILABLE = (
+        "confirmationChannelUnavailable",
+        Group.CONFIRMATION,
+        "a human is needed and cannot be asked",
+    )
+    IDEMPOTENCY_CONFLICT = (
+        "idempotencyConflict",
+        Group.IDEMPOTENCY,
+        "the key was used with other arguments",
+    )
+    IDEMPOTENCY_IN_PROGRESS = (
+        "idempotencyInProgress",
+        Group.IDEMPOTENCY,
+        "the key's first call is still running",
+    )
+    API_KEY_PERMISSIONS = (
+        "apiKeyPermissions",
+        Group.KEYS,
+        "the exchange key may do more than Pilot allows, or could not be checked",
+    )
+    SEND_TURN_BUSY = (
+        "sendTurnBusy",
+        Group.WAIT,
+        "another Pilot process on this home held the send turn too long",
+    )
+    STORE_UNAVAILABLE = (
+        "storeUnavailable",
+        Group.STORE,
+        "Pilot's database failed (a full disk, an I/O error)",
+    )
+    POSITION_MODE = (
+        "positionMode",
+        Group.ACCOUNT,
+        "the symbol is held in hedge mode; Pilot reads one-way positions only",
+    )
+    INVALID_ARGUMENT = (
+        "invalidArgument",
+        Group.ARGUMENTS,
+        "the call itself is wrong (a number for an amount, an unknown or missing argument, a value outside an enum): an error result naming `field`, with the fixed call when Pilot can tell it; nothing was judged",
+    )
 
+    group: Group
+    refused_because: str
+    cap: Cap | None
 
-GROUP_OF: dict[Code, Group] = {
-    Code.FACTS: Group.FACTS,
-    Code.TRADING_STATE: Group.BLOCKER,
-    Code.ALLOWED_MARKETS: Group.BLOCKER,
-    Code.REDUCE_ONLY: Group.BLOCKER,
-    Code.REDUCE_ONLY_QTY: Group.SIZE_CAP,
-    Code.UNKNOWN_SYMBOL: Group.BLOCKER,
-    Code.PRICE_BAND: Group.SIZE_GRID,
-    Code.AVAILABLE_BALANCE: Group.SIZE_CAP,
-    Code.HELD_QTY: Group.SIZE_CAP,
-    Code.CONFIRM_ABOVE: Group.SIZE_CAP,
-    Code.QTY_STEP: Group.SIZE_GRID,
-    Code.TICK_SIZE: Group.SIZE_GRID,
-    Code.MIN_ORDER_QTY: Group.SIZE_GRID,
-    Code.MAX_ORDER_QTY: Group.SIZE_CAP,
-    Code.MIN_NOTIONAL: Group.SIZE_GRID,
-    Code.DAILY_ORDER_CAP: Group.BLOCKER,
-    Code.MAX_ORDER_NOTIONAL: Group.SIZE_CAP,
-    Code.MAX_NOTIONAL: Group.SIZE_CAP,
-    Code.MAX_LEVERAGE: Group.SIZE_CAP,
-    Code.MIN_LIQUIDATION_DISTANCE: Group.SIZE_CAP,
-    Code.POLICY: Group.POLICY,
-    Code.PLAN_NOT_FOUND: Group.LIFECYCLE,
-    Code.PLAN_EXPIRED: Group.LIFECYCLE,
-    Code.PLAN_ALREADY_USED: Group.LIFECYCLE,
-    Code.CONFIRMATION_REQUIRED: Group.CONFIRMATION,
-    Code.CONFIRMATION_CHANNEL_UNAVAILABLE: Group.CONFIRMATION,
-    Code.IDEMPOTENCY_CONFLICT: Group.IDEMPOTENCY,
-    Code.IDEMPOTENCY_IN_PROGRESS: Group.IDEMPOTENCY,
-    Code.API_KEY_PERMISSIONS: Group.KEYS,
-    Code.SEND_TURN_BUSY: Group.WAIT,
-    Code.STORE_UNAVAILABLE: Group.STORE,
-    Code.POSITION_MODE: Group.ACCOUNT,
-    Code.INVALID_ARGUMENT: Group.ARGUMENTS,
-    Code.MAX_LOSS_PER_TRADE_USD: Group.SIZE_CAP,
-    Code.MAX_LOSS_PER_TRADE_PCT: Group.SIZE_CAP,
-    Code.REQUIRE_STOP_LOSS: Group.PROTECTION,
-    Code.STOP_LOSS: Group.PROTECTION,
-    Code.TAKE_PROFIT: Group.PROTECTION,
-    Code.DAILY_LOSS_LIMIT_USD: Group.BLOCKER,
-    Code.DAILY_LOSS_LIMIT_PCT: Group.BLOCKER,
-    Code.MAX_OPEN_POSITIONS: Group.BLOCKER,
-    Code.TRADING_HOURS: Group.BLOCKER,
-    Code.ORDER_NOT_OPEN: Group.BLOCKER,
-}
+    def __new__(
+        cls, value: str, group: Group | None = None, refused_because: str = "", cap: Cap | None = None
+    ) -> Code:
+        if group is None:
+            raise TypeError(f"code {value!r} is declared without a group")
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.group = group
+        member.refused_because = refused_because
+        member.cap = cap
+        return member
 
 
 def codes_in(*groups: Group) -> frozenset[Code]:
     """Every code that belongs to one of `groups`."""
-    return frozenset(code for code, group in GROUP_OF.items() if group in groups)
+    return frozenset(code for code in Code if code.group in groups)
+
+
+def code_table() -> str:
+    """The README's table of codes, rendered from the declarations (tests/core/test_codes.py holds the
+    README to it; scripts/regenerate-code-table writes it)."""
+    rows = ["| Code | Group | Refused because |", "|---|---|---|"]
+    for code in Code:
+        because = code.refused_because.replace("|", "\\|")  # a bar inside a cell is escaped in Markdown
+        rows.append(f"| `{code.value}` | {code.group.value} | {because} |")
+    return "\n".join(rows)
 
 
 # A smaller order satisfies these: the room a position has left is bounded by them.

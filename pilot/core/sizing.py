@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from pilot.core.codes import RESIZE_CODES, SIZE_CAP_CODES, Code
+from pilot.core.codes import NO_HUMAN_FIX, RESIZE_CODES, SIZE_CAP_CODES, Code
 from pilot.core.facts import Facts, OrderIntent, OrderType, Side
 from pilot.core.policy import Policy
 from pilot.core.rules import (
@@ -25,32 +25,6 @@ from pilot.core.rules import (
 from pilot.core.valuation import ceil_to_step, floor_to_step, inside_band, price_on_tick
 from pilot.core.violations import Breach, NextAction, NothingFits, ToolCall, plain
 
-_HUMAN_FIX = {
-    Code.MAX_NOTIONAL: "raise maxNotionalUsd (or markets.{symbol}.maxNotionalUsd) in policy.json",
-    Code.MAX_ORDER_NOTIONAL: "raise maxOrderNotionalUsd (or markets.{symbol}.maxOrderNotionalUsd) in policy.json",
-    Code.MAX_LEVERAGE: "raise maxLeverage in policy.json, or add equity to the account",
-    Code.MIN_LIQUIDATION_DISTANCE: "lower minLiquidationDistancePct in policy.json, or add equity to the account",
-    Code.MAX_ORDER_QTY: "nothing in policy.json: the exchange sets the largest order",
-    Code.AVAILABLE_BALANCE: "add funds to the account, or close positions that hold margin",
-    Code.HELD_QTY: "nothing: the coin held is all there is to sell",
-    Code.CONFIRM_ABOVE: "use a client that can show confirmation forms, or set confirm.cliChannel to true",
-    Code.MAX_LOSS_PER_TRADE_USD: "raise maxLossPerTradeUsd in policy.json",
-    Code.MAX_LOSS_PER_TRADE_PCT: "raise maxLossPerTradePct in policy.json, or add equity to the account",
-}
-_NO_HUMAN_FIX = "nothing in policy.json: the exchange's own limit decides"
-_CAP_NAME = {
-    Code.MAX_NOTIONAL: "the cap",
-    Code.MAX_ORDER_NOTIONAL: "the per-order cap",
-    Code.MAX_LEVERAGE: "the leverage limit",
-    Code.MIN_LIQUIDATION_DISTANCE: "the liquidation-distance minimum",
-    Code.MAX_ORDER_QTY: "the instrument's maximum order",
-    Code.AVAILABLE_BALANCE: "the account's available balance",
-    Code.HELD_QTY: "the coin held",
-    Code.CONFIRM_ABOVE: "the size a human must approve",
-    Code.REDUCE_ONLY_QTY: "the position",
-    Code.MAX_LOSS_PER_TRADE_USD: "the loss a trade may take at its stop",
-    Code.MAX_LOSS_PER_TRADE_PCT: "the loss a trade may take at its stop",
-}
 # Where a stop goes when policy.json requires one and no loss limit says how far: this share of the price.
 DEFAULT_STOP_DISTANCE = Decimal("0.02")
 LOSS_CODES = frozenset({Code.MAX_LOSS_PER_TRADE_USD, Code.MAX_LOSS_PER_TRADE_PCT})
@@ -232,12 +206,13 @@ def _largest(low: int, high: int, passes: Callable[[int], bool]) -> int | None:
 def _nothing_fits(s: Situation, blocking: Breach, room: Decimal, minimum: Decimal) -> NextAction:
     base, symbol = s.base, s.order.symbol
     leaning = s.position_size != 0 and (s.position_size > 0) == (s.order.signed_qty > 0)
-    what = _CAP_NAME.get(blocking.rule, blocking.rule.value)
+    cap = blocking.rule.cap
+    what = cap.name if cap else blocking.rule.value
     text = (
         f"no {base} order fits under {what}: the room left is {plain(max(room, Decimal(0)))} {base}, "
         f"below the {base} minimum {plain(minimum)}; "
     )
-    human = _HUMAN_FIX.get(blocking.rule, _NO_HUMAN_FIX).format(symbol=symbol)
+    human = (cap.human if cap else NO_HUMAN_FIX).format(symbol=symbol)
     numbers = NothingFits(rule=blocking.rule, room=max(room, Decimal(0)), minimum=minimum)
     if leaning:
         return NextAction.stop(

@@ -1,27 +1,50 @@
-"""The closed set of codes: the README's table is the enum, group for group."""
+"""The closed set of codes: each declared once in pilot/core/codes.py, every other table derived from it."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from pilot.core.codes import GROUP_OF, RESIZE_CODES, SIZE_CAP_CODES, Code, Group
+import pytest
+
+from pilot.core.codes import NO_HUMAN_FIX, RESIZE_CODES, SIZE_CAP_CODES, Code, Group, code_table
 
 README = Path(__file__).resolve().parents[2] / "README.md"
+HEADING = "### Every code an answer can carry"
 
 
-def readme_codes() -> dict[str, str]:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("### Every code an answer can carry", 1)[1].split("\n## ", 1)[0]
-    rows = re.findall(r"^\| `([^`]+)` \| (\w+) \|", section, re.M)
-    return dict(rows)
+def readme_table() -> str:
+    section = README.read_text(encoding="utf-8").split(HEADING, 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("|")]
+    return "\n".join(lines)
 
 
-def test_the_readme_lists_every_code_with_its_group_and_nothing_else():
-    assert readme_codes() == {code.value: group.value for code, group in GROUP_OF.items()}
+def test_the_readme_table_is_the_one_rendered_from_the_declarations():
+    # On a failure: scripts/regenerate-code-table writes the table from pilot/core/codes.py.
+    assert readme_table() == code_table()
 
 
-def test_every_code_has_a_group_and_sizing_searches_exactly_the_size_groups():
-    assert set(GROUP_OF) == set(Code)
+def test_every_code_declares_a_group_and_the_sentence_the_readme_shows():
+    for code in Code:
+        assert isinstance(code.group, Group)
+        assert code.refused_because.strip(), code
+        assert code.group.fixed_by.strip(), code.group
+
+
+def test_every_size_cap_names_itself_for_nothing_fits_and_nothing_else_does():
+    assert {code for code in Code if code.cap is not None} == SIZE_CAP_CODES
+    for code in SIZE_CAP_CODES:
+        assert code.cap is not None and code.cap.name and code.cap.human
+        assert code.cap.human.format(symbol="ETHUSDT")  # every {placeholder} is one sizing fills in
+    assert Code.REDUCE_ONLY_QTY.cap is not None and Code.REDUCE_ONLY_QTY.cap.human == NO_HUMAN_FIX
+
+
+def test_sizing_searches_exactly_the_size_groups():
     assert {code.group for code in SIZE_CAP_CODES} == {Group.SIZE_CAP}
     assert {code.group for code in RESIZE_CODES} == {Group.SIZE_CAP, Group.SIZE_GRID}
+
+
+def test_a_code_is_looked_up_by_its_value_as_answers_and_the_journal_show_it():
+    assert Code("maxNotionalUsd") is Code.MAX_NOTIONAL
+    assert f"{Code.MAX_NOTIONAL}" == "maxNotionalUsd"
+    with pytest.raises(ValueError):
+        Code("noSuchCode")
