@@ -44,6 +44,7 @@ them at once (see pilot.core.sizing).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, time, timedelta
 from decimal import Decimal
 from typing import NamedTuple
@@ -845,6 +846,22 @@ def run_checks(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Bre
         if breach is not None:
             breaches.append(breach)
     return situation, breaches
+
+
+def refused_only_for_pending(policy: Policy, facts: Facts) -> bool:
+    """Whether the order is refused only because the orders pending on its side count as filled: judged
+    with none pending on its side, it passes.
+
+    The question a close under resting orders asks before it cancels them: the checks answer it themselves,
+    so no list of "the rules that bind growing orders" is kept anywhere but in the checks (a halted state,
+    a missing fact or a grid breach refuses the order either way, and nothing is cancelled for it).
+    """
+    situation, breaches = run_checks(policy, facts)
+    if not breaches or situation is None or situation.pending == 0 or facts.pending is None:
+        return False
+    pending = facts.pending
+    cleared = replace(pending, buy_qty=ZERO) if facts.order.side is Side.BUY else replace(pending, sell_qty=ZERO)
+    return not run_checks(policy, replace(facts, pending=cleared))[1]
 
 
 # --- helpers -------------------------------------------------------------------------------------

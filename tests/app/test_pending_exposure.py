@@ -97,3 +97,27 @@ async def test_the_same_coin_held_on_spot_counts_towards_the_linear_cap(tmp_path
     assert short["snapshot"]["elsewhere_qty"] == "0.0002"
     assert short["next_safe_action"]["args"]["qty"] == "0.00011"  # 0.00031 in all, $24.87
     assert policy["room"]["sell"]["qty"] == "0.00011"
+
+
+async def test_closing_under_resting_sells_past_the_daily_loss_limit_cancels_them_and_closes(
+    tmp_path, paper, clock
+):
+    """Issue 22: close_position kept its own list of the rules that bind only growing orders and missed the
+    daily loss limits, so under the loss latch a close held back by resting sells was refused, where the
+    same close under the kill switch cancels them and closes."""
+    write_policy(tmp_path, maxNotionalUsd=100, maxOrderNotionalUsd=100, dailyLossLimitUsd=1)
+    async with (
+        open_test_runtime(tmp_path, paper, clock) as runtime,
+        Client(build_server(runtime), raise_exceptions=True) as client,
+    ):
+        assert (await plan_and_place(client, LONG))["status"] == "filled"
+        for _ in range(2):
+            assert (await plan_and_place(client, RESTING_SELL))["status"] == "open"
+        paper.set_prices("BTCUSDT", bid="70000", ask="70000.1", mark="70000")  # about $3 lost: past $1
+        growing = await call(client, "plan_order", LONG)
+        closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
+    assert {v["rule"] for v in growing["violations"]} == {"tradingState", "dailyLossLimitUsd"}  # latched
+    assert closed["status"] == "filled"
+    assert [(c["side"], c["qty"]) for c in closed["cancelled_first"]] == [("sell", "0.0003")]
+    assert paper.position("BTCUSDT").size == 0
+    assert [(o.side, o.qty) for o in paper.open_orders("BTCUSDT")] == [("Sell", Decimal("0.0003"))]

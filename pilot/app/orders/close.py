@@ -13,10 +13,9 @@ from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import execute_plan
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Runtime
-from pilot.core.codes import SIZE_CAP_CODES, Code
-from pilot.core.evaluate import Evaluation, evaluate
-from pilot.core.facts import Facts, InstrumentRules, OrderIntent, OrderType, Side, TradingState
-from pilot.core.rules import RETRY_MISSING_FACTS
+from pilot.core.codes import Code
+from pilot.core.facts import InstrumentRules, OrderIntent, OrderType, Side
+from pilot.core.rules import RETRY_MISSING_FACTS, refused_only_for_pending
 from pilot.core.valuation import floor_to_step
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
@@ -171,8 +170,7 @@ async def _cancel_what_would_reopen(runtime: Runtime, request: PlanRequest) -> l
     )
     while True:
         facts = await gather_facts(runtime, view, intent)
-        result = evaluate(view.policy, facts)
-        if not _held_back_by_resting_orders(result, facts):
+        if not refused_only_for_pending(view.policy, facts):
             return cancelled
         newest = await _newest_resting(runtime, intent)
         if newest is None:
@@ -190,18 +188,6 @@ async def _cancel_what_would_reopen(runtime: Runtime, request: PlanRequest) -> l
                 price=plain(newest.price),
             )
         )
-
-
-def _held_back_by_resting_orders(result: Evaluation, facts: Facts) -> bool:
-    if result.passed or result.situation is None or result.situation.pending == 0:
-        return False
-    if facts.trading_state is TradingState.HALTED:
-        return False
-    return all(v.rule in SIZE_CAP_CODES or v.rule in GROWING_ONLY for v in result.violations)
-
-
-# Rules that refuse an order only because it counts as growing the position.
-GROWING_ONLY = frozenset({Code.TRADING_STATE, Code.DAILY_ORDER_CAP, Code.ALLOWED_MARKETS})
 
 
 async def _newest_resting(runtime: Runtime, intent: OrderIntent) -> ExchangeOrder | None:

@@ -1,0 +1,78 @@
+"""A close under resting orders on its side: refused only because they count as filled, or for more.
+
+`refused_only_for_pending` is what close_position asks before it cancels a resting order; the checks answer
+it, so every rule that spares shrinking orders (the caps, the kill switch's reducing state, the daily loss
+limits, maxOpenPositions, tradingHours) is counted, and nothing else is (halted, the grid, a missing fact).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from decimal import Decimal as D
+
+from pilot.core.evaluate import evaluate
+from pilot.core.facts import (
+    DayPnl,
+    Facts,
+    InstrumentRules,
+    OrderIntent,
+    OrderType,
+    PendingOrders,
+    Position,
+    Side,
+    Touch,
+    TradingState,
+)
+from pilot.core.policy import Policy, TradingWindow
+from pilot.core.rules import refused_only_for_pending
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+POLICY = Policy(allowed_markets=("BTCUSDT",), max_notional_usd=D(25), max_order_notional_usd=D(100))
+BTC = InstrumentRules(
+    "BTCUSDT", "linear", D("0.1"), D("0.00001"), D("0.00001"), D(100), D(1), D(100), D("0.005"), "BTC"
+)
+
+
+def close_under_two_resting_sells(qty: str = "0.0003", **changes: object) -> Facts:
+    """Long 0.0003 BTC with two resting sells of 0.0003: the close would leave them free to open a short."""
+    facts = Facts(
+        order=OrderIntent("BTCUSDT", Side.SELL, D(qty), OrderType.MARKET, reduce_only=True),
+        rules=BTC,
+        touch=Touch(bid=D("80220"), ask=D("80220.1"), mark=D("80220"), observed_at=NOW),
+        position=Position("BTCUSDT", D("0.0003"), D("80000"), D(1)),
+        equity=D(1000),
+        orders_today=0,
+        pending=PendingOrders(sell_qty=D("0.0006")),
+        trading_state=TradingState.ACTIVE,
+        now=NOW,
+    )
+    return replace(facts, **changes)  # type: ignore[arg-type]  # a test's changes, of Facts' own fields
+
+
+def test_a_close_refused_by_the_cap_only_for_its_resting_sells_is_held_back_by_them():
+    facts = close_under_two_resting_sells()
+    assert [v.rule.value for v in evaluate(POLICY, facts).violations] == ["maxNotionalUsd"]
+    assert refused_only_for_pending(POLICY, facts)
+
+
+def test_under_the_kill_switch_and_past_the_daily_loss_limit_the_resting_sells_hold_it_back_too():
+    loss = Policy(allowed_markets=("BTCUSDT",), max_notional_usd=D(100), daily_loss_limit_usd=D(1))
+    latched = close_under_two_resting_sells(trading_state=TradingState.REDUCING, day_pnl=DayPnl(D(0), D(-3)))
+    assert {v.rule.value for v in evaluate(loss, latched).violations} == {"tradingState", "dailyLossLimitUsd"}
+    assert refused_only_for_pending(loss, latched)
+    hours = Policy(
+        allowed_markets=("BTCUSDT",),
+        max_notional_usd=D(100),
+        trading_hours=(TradingWindow(start="00:00", end="01:00"),),
+    )
+    assert refused_only_for_pending(hours, close_under_two_resting_sells())
+
+
+def test_halted_off_the_grid_or_with_nothing_pending_it_is_not_held_back_by_resting_orders():
+    assert not refused_only_for_pending(
+        POLICY, close_under_two_resting_sells(trading_state=TradingState.HALTED)
+    )
+    assert not refused_only_for_pending(POLICY, close_under_two_resting_sells("0.000305"))
+    assert not refused_only_for_pending(POLICY, close_under_two_resting_sells(pending=PendingOrders()))
+    assert not refused_only_for_pending(POLICY, close_under_two_resting_sells(pending=None))
