@@ -22,12 +22,28 @@ class OrderType(StrEnum):
     LIMIT = "limit"
 
 
+class Effect(StrEnum):
+    """What an action does to the account's risk, as a trading state judges it."""
+
+    CANCEL = "cancel"  # takes an order off the book
+    REDUCE = "reduce"  # only shrinks the worst-case exposure: a reducing order, a lower leverage
+    GROW = "grow"  # anything else
+
+
 class TradingState(StrEnum):
     """As in NautilusTrader: ACTIVE trades, REDUCING only shrinks positions, HALTED only cancels."""
 
     ACTIVE = "active"
     REDUCING = "reducing"
     HALTED = "halted"
+
+    def permits(self, effect: Effect) -> bool:
+        """Whether an action of this effect may go ahead: the one statement of what each state allows."""
+        if effect is Effect.CANCEL:
+            return True
+        if self is TradingState.HALTED:
+            return False
+        return self is TradingState.ACTIVE or effect is Effect.REDUCE
 
     @property
     def strictness(self) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from pilot.core.codes import Code
-from pilot.core.facts import TradingState
+from pilot.core.facts import Effect, TradingState
 from pilot.core.policy import Policy
 from pilot.core.rules import RESUME_TRADING
 from pilot.core.violations import NextAction, Violation, plain
@@ -22,15 +22,10 @@ def check_set_leverage(
     """Judge a leverage change. A missing current leverage counts as raising (fail closed)."""
     lowering = current is not None and requested <= current
     human = RESUME_TRADING
-    if state is TradingState.HALTED:
-        return [
-            _violation(
-                Code.TRADING_STATE, "halted", plain(requested), "trading is halted: only cancels work", human
-            )
-        ]
-    if lowering:
-        return []
-    if state is TradingState.REDUCING:
+    if not state.permits(Effect.REDUCE if lowering else Effect.GROW):
+        if state is TradingState.HALTED:
+            detail = "trading is halted: only cancels work"
+            return [_violation(Code.TRADING_STATE, "halted", plain(requested), detail, human)]
         return [
             _violation(
                 Code.TRADING_STATE,
@@ -40,6 +35,8 @@ def check_set_leverage(
                 human,
             )
         ]
+    if lowering:
+        return []
     violations = []
     if symbol not in policy.allowed_markets:
         violations.append(

@@ -53,6 +53,7 @@ from pilot.core.approval import needs_human
 from pilot.core.codes import Code
 from pilot.core.facts import (
     DayPnl,
+    Effect,
     Facts,
     InstrumentRules,
     OrderIntent,
@@ -206,7 +207,7 @@ _FACT_NAMES = {
 
 def check_trading_state(s: Situation) -> Breach | None:
     state = s.facts.trading_state
-    if state is TradingState.ACTIVE or (state is TradingState.REDUCING and s.reducing):
+    if state.permits(Effect.REDUCE if s.reducing else Effect.GROW):
         return None
     human = RESUME_TRADING
     if state is TradingState.HALTED:
@@ -860,7 +861,9 @@ def refused_only_for_pending(policy: Policy, facts: Facts) -> bool:
     if not breaches or situation is None or situation.pending == 0 or facts.pending is None:
         return False
     pending = facts.pending
-    cleared = replace(pending, buy_qty=ZERO) if facts.order.side is Side.BUY else replace(pending, sell_qty=ZERO)
+    cleared = (
+        replace(pending, buy_qty=ZERO) if facts.order.side is Side.BUY else replace(pending, sell_qty=ZERO)
+    )
     return not run_checks(policy, replace(facts, pending=cleared))[1]
 
 

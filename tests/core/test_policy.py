@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pilot.core.facts import Effect, TradingState
 from pilot.core.policy import EXAMPLES, MAX_POLICY_BYTES, Policy, PolicyInvalid, PolicyIssue, parse_policy
 
 
@@ -316,3 +317,16 @@ def test_a_bad_loss_rule_names_its_path_and_a_valid_example(policy, path):
     found = issues_of(json.dumps(policy))
     assert list(found) == [path]
     assert "example" in found[path] or "known keys" in found[path] or "leave tradingHours out" in found[path]
+
+
+def test_each_trading_state_permits_exactly_what_its_name_says():
+    """The one statement of the states' permissions (orders, leverage and closes all ask it)."""
+    permitted = {(state, effect) for state in TradingState for effect in Effect if state.permits(effect)}
+    assert permitted == {
+        (TradingState.ACTIVE, Effect.CANCEL),
+        (TradingState.ACTIVE, Effect.REDUCE),
+        (TradingState.ACTIVE, Effect.GROW),
+        (TradingState.REDUCING, Effect.CANCEL),
+        (TradingState.REDUCING, Effect.REDUCE),
+        (TradingState.HALTED, Effect.CANCEL),
+    }
