@@ -149,8 +149,17 @@ class MarketOverrides(_Frozen):
     require_stop_loss: bool | None = Field(default=None, alias="requireStopLoss", strict=True)
 
 
+# Where a human decides parked actions outside the MCP client (`pilot confirm`, `pilot console`): what a
+# sentence calls each, and the switch under "confirm" in policy.json that opens it.
+Via = Literal["cli", "console"]
+CHANNELS: dict[Via, tuple[str, str]] = {
+    "cli": ("CLI", "cliChannel"),
+    "console": ("console", "consoleChannel"),
+}
+
+
 class ConfirmRule(_Frozen):
-    """When a human must confirm: above a notional, or for named tools; and whether the CLI may approve."""
+    """When a human must confirm: above a notional, or for named tools; and where a human may approve."""
 
     above_notional_usd: Decimal | None = Field(default=None, alias="aboveNotionalUsd", gt=0)
     actions: tuple[str, ...] = Field(default=())
@@ -158,6 +167,15 @@ class ConfirmRule(_Frozen):
     cli_channel: bool = Field(default=False, alias="cliChannel", strict=True)
     console_channel: bool = Field(default=False, alias="consoleChannel", strict=True)  # `pilot console`
     pending_ttl_seconds: int = Field(default=300, alias="pendingTtlSeconds", ge=30, le=3600)
+
+    def opens(self, via: Via) -> bool:
+        """Whether policy.json opens this channel for a human to decide parked actions."""
+        return bool(getattr(self, _SWITCHES[CHANNELS[via][1]]))
+
+    @property
+    def human_outside_client(self) -> bool:
+        """Whether a human can be asked outside the MCP client: some channel is open."""
+        return any(self.opens(via) for via in CHANNELS)
 
     @field_validator("actions")
     @classmethod
@@ -168,6 +186,10 @@ class ConfirmRule(_Frozen):
                 f"unknown tool {_quoted(unknown[0])}; choose from {', '.join(CONFIRMABLE_TOOLS)}"
             )
         return value
+
+
+# The ConfirmRule attribute of each channel's switch, read off the model so the alias is written once.
+_SWITCHES = {field.alias: name for name, field in ConfirmRule.model_fields.items() if field.alias}
 
 
 class Policy(_Frozen):

@@ -57,9 +57,8 @@ def shows_forms(ctx: Context) -> bool:
 
 
 def can_reach_human(runtime: Runtime, ctx: Context) -> bool:
-    """Whether an action of this client that needs a human can get one: a form, or the CLI channel."""
-    confirm = runtime.policy().policy.confirm
-    return shows_forms(ctx) or confirm.cli_channel or confirm.console_channel
+    """Whether an action of this client that needs a human can get one: a form, or a channel outside it."""
+    return shows_forms(ctx) or runtime.policy().policy.confirm.human_outside_client
 
 
 def channel(result: Any) -> ClientChannel:

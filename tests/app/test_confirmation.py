@@ -245,3 +245,22 @@ async def test_every_tool_without_a_way_to_ask_refuses_with_the_channel_code(run
     assert paper.request_count("/v5/order/cancel") == paper.request_count("/v5/position/set-leverage") == 0
     verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=entry_kinds.CONFIRMATION)]
     assert verdicts == ["unavailable"]
+
+
+@pytest.mark.parametrize("switch", ["cliChannel", "consoleChannel"])
+async def test_either_channel_outside_the_client_parks_an_order_and_get_policy_shows_both(
+    runtime, paper, switch
+):
+    """Issue 22: get_policy left out the console channel the CLI shows, and whether a human is reachable
+    outside the client was decided in two places; with either switch on, a client without forms parks."""
+    write_policy(runtime.home.path, confirm={"aboveNotionalUsd": 1, "actions": [], switch: True})
+    async with Client(build_server(runtime)) as client:  # no elicitation: this client shows no forms
+        shown = (await call(client, "get_policy"))["data"]["confirm"]
+        plan = await call(client, "plan_order", BTC_SHORT)
+        placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert (shown["cli_channel"], shown["console_channel"]) == (
+        switch == "cliChannel",
+        switch == "consoleChannel",
+    )
+    assert plan["status"] == "ok" and placed["status"] == "pending_confirmation"
+    assert paper.request_count(CREATE) == 0

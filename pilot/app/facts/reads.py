@@ -188,6 +188,7 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
             "above_notional_usd": _num(policy.confirm.above_notional_usd),
             "actions": list(policy.confirm.actions),
             "cli_channel": policy.confirm.cli_channel,
+            "console_channel": policy.confirm.console_channel,
             "pending_ttl_seconds": policy.confirm.pending_ttl_seconds,
         },
         "loss_rules": {

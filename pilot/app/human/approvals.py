@@ -122,10 +122,7 @@ class ClientChannel:
             return Approved() if answer.approved else Declined()
         if isinstance(answer, NoFormNeeded):
             return NotAsked()
-        confirm = runtime.policy().policy.confirm
-        if not (
-            confirm.cli_channel or confirm.console_channel
-        ):  # the queues a human decides outside the client
+        if not runtime.policy().policy.confirm.human_outside_client:
             return Unavailable()
         return Parked(await park(runtime, request))
 

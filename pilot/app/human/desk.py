@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from pilot.app.answers import entry_kinds, receipts
 from pilot.app.human.kill_switch import REASON_LIMIT, set_kill_switch_by_human
@@ -23,7 +23,7 @@ from pilot.app.road.ports import Exchange
 from pilot.app.runtime.clock import Clock, SystemClock
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
-from pilot.core.policy import LoadedPolicy, PolicyIssue, parse_policy
+from pilot.core.policy import CHANNELS, LoadedPolicy, PolicyIssue, Via, parse_policy
 from pilot.store import ConfirmationRecord, DuplicateRecord, JournalEntry, open_store
 
 # The repository's policy.json, sized for Bybit's real minimum orders (0.001 BTC is about $80, 0.01 ETH $31,
@@ -208,22 +208,18 @@ async def set_kill_switch(
     return KillSwitchChange(await kill_switch_state(runtime), changed=True)
 
 
-Via = Literal["cli", "console"]  # where a human decides parked actions: `pilot confirm`, `pilot console`
-_CHANNEL_FIELD: dict[Via, str] = {"cli": "cliChannel", "console": "consoleChannel"}
-
-
 class ChannelOff(HumanError):
     """policy.json does not enable this confirmation channel (or is invalid, which closes it)."""
 
     code = "cli_channel_off"
 
     def __init__(self, policy_valid: bool = True, via: Via = "cli") -> None:
-        name = "CLI" if via == "cli" else "console"
+        name, switch = CHANNELS[via]
         self.code = f"{via}_channel_off"
         if policy_valid:
             super().__init__(
                 f"the {name} confirmation channel is off",
-                f"set confirm.{_CHANNEL_FIELD[via]} to true in policy.json to decide here",
+                f"set confirm.{switch} to true in policy.json to decide here",
             )
         else:
             super().__init__(
@@ -236,8 +232,7 @@ def require_cli_channel(runtime: Runtime, via: Via = "cli") -> None:
     """Raise ChannelOff unless policy.json (read now, and valid) enables confirm.cliChannel (or, with `via`
     "console", confirm.consoleChannel)."""
     view = runtime.policy()
-    confirm = view.policy.confirm
-    if not (confirm.cli_channel if via == "cli" else confirm.console_channel):
+    if not view.policy.confirm.opens(via):
         raise ChannelOff(view.valid, via)
 
 
