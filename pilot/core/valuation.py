@@ -55,9 +55,9 @@ def send_price(
     factor = max_slippage_pct / HUNDRED
     if order.side is Side.BUY:
         price = ceil_to_step(touch.ask * (1 + factor), rules.tick_size)
-        return min(price, floor_to_step(band.buy_limit, rules.tick_size)) if band else price
-    price = max(floor_to_step(touch.bid * (1 - factor), rules.tick_size), rules.tick_size)
-    return max(price, ceil_to_step(band.sell_limit, rules.tick_size)) if band else price
+    else:
+        price = max(floor_to_step(touch.bid * (1 - factor), rules.tick_size), rules.tick_size)
+    return inside_band(price, order.side, band, rules.tick_size)
 
 
 def inside_band(price: Decimal, side: Side, band: PriceBand | None, tick: Decimal) -> Decimal:
