@@ -188,21 +188,27 @@ class ProtectionOut(_Answer):
     set_with: NextActionOut | None = None
 
 
+OrderStatus = Literal[
+    "filled",
+    "partially_filled",
+    "open",
+    "accepted",  # the exchange took it (retCode 0) but reading it back failed: fill not known yet
+    "cancelled",
+    "rejected",
+    "outcome_unknown",
+    "refused",
+    "declined",
+    "pending_confirmation",
+]
+ActionStatus = Literal[
+    "done", "refused", "rejected", "outcome_unknown", "declined", "pending_confirmation", "not_found"
+]
+
+
 class OrderAnswer(ToolAnswer):
     """The answer of every tool that may send an order (place_order, close_position)."""
 
-    status: Literal[
-        "filled",
-        "partially_filled",
-        "open",
-        "accepted",  # the exchange took it (retCode 0) but reading it back failed: fill not known yet
-        "cancelled",
-        "rejected",
-        "outcome_unknown",
-        "refused",
-        "declined",
-        "pending_confirmation",
-    ]
+    status: OrderStatus
     plan_id: str | None = None
     order_id: str | None = None
     order_link_id: str | None = None
@@ -246,9 +252,7 @@ class OrderAnswer(ToolAnswer):
 class ActionAnswer(ToolAnswer):
     """cancel_order, set_leverage, activate_kill_switch and the confirmation tools."""
 
-    status: Literal[
-        "done", "refused", "rejected", "outcome_unknown", "declined", "pending_confirmation", "not_found"
-    ]
+    status: ActionStatus
     detail: str
     data: dict[str, Any] | None = None
     ret_code: int | None = None

@@ -11,12 +11,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, assert_never
 
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import AmendRecord
 from pilot.app.answers.refusals import position_mode_violation, violation
-from pilot.app.answers.responses import OrderAnswer, PlanAnswer, Refusal, next_out, violations_out
+from pilot.app.answers.responses import (
+    ActionStatus,
+    OrderAnswer,
+    OrderStatus,
+    PlanAnswer,
+    Refusal,
+    next_out,
+    violations_out,
+)
 from pilot.app.facts.gather import gather, snapshot
 from pilot.app.orders.plan import issue_plan, plan_payload, with_policy_issues
 from pilot.app.runtime.runtime import PolicyView, Runtime
@@ -195,21 +203,33 @@ async def send_amend(
         price=Decimal(amend.price) if amend.price != amend.was_price else None,
         action=action,
     )
-    status = {"done": "open", "rejected": "rejected", "outcome_unknown": "outcome_unknown"}.get(
-        done.status, "rejected"
-    )
     return OrderAnswer(
-        status=status,  # type: ignore[arg-type]
+        status=_order_status(done.status),
         plan_id=plan_id,
         order_id=amend.order_id,
-        sent={"amend": action},
+        sent={"amend": action} if done.status != "refused" else None,
         ret_code=done.ret_code,
         reject_family=done.reject_family,
         exchange=done.exchange,
+        violations=done.violations,
         detail=("amended: " if done.status == "done" else "") + done.detail,
         next_safe_action=done.next_safe_action,
         journal_seq=done.journal_seq,
     )
+
+
+def _order_status(status: ActionStatus) -> OrderStatus:
+    """The gate's answer to an amend as place_order's status: done is the order resting at its new size;
+    refused (by Pilot, nothing sent), rejected and outcome_unknown stay what they are, never blurred."""
+    match status:
+        case "done":
+            return "open"
+        case "refused" | "rejected" | "outcome_unknown" | "declined" | "pending_confirmation":
+            return status
+        case "not_found":  # only the confirmation tools answer this; a write through the gate never does
+            raise AssertionError("the gate answered an amend with not_found")
+        case _:
+            assert_never(status)
 
 
 def _as_amend(ask: AmendAsk, order: ExchangeOrder, action: NextAction | None) -> NextAction | None:
