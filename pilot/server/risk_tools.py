@@ -1,5 +1,5 @@
-"""Tools around stops and history: cancel_all_orders, set_trading_stop (through the gate, journaled), and
-the paged reads get_order_history, get_fills, get_closed_pnl."""
+"""Tools around amends, stops and history: plan_amend, cancel_all_orders, set_trading_stop (through the gate,
+journaled), and the paged reads get_order_history, get_fills, get_closed_pnl."""
 
 # No `from __future__ import annotations`: the SDK evaluates tool signatures at runtime.
 
@@ -32,7 +32,13 @@ PAGE = 20
 
 
 def register_risk_tools(mcp: MCPServer, runtime: Runtime) -> None:
-    """cancel_all_orders, set_trading_stop, get_order_history, get_fills, get_closed_pnl."""
+    """plan_amend, cancel_all_orders, set_trading_stop, get_order_history, get_fills, get_closed_pnl."""
+    _register_amend_and_stops(mcp, runtime)
+    _register_history_reads(mcp, runtime)
+
+
+def _register_amend_and_stops(mcp: MCPServer, runtime: Runtime) -> None:
+    """plan_amend, cancel_all_orders and set_trading_stop: what changes resting orders and a position's stops."""
 
     @mcp.tool(annotations=PLAN)
     async def plan_amend(
@@ -76,6 +82,10 @@ def register_risk_tools(mcp: MCPServer, runtime: Runtime) -> None:
         stop = arguments.parsed(lambda: _price("stop_loss", stop_loss))
         target = arguments.parsed(lambda: _price("take_profit", take_profit))
         return await protection.set_trading_stop(runtime, checked_symbol(symbol), stop, target)
+
+
+def _register_history_reads(mcp: MCPServer, runtime: Runtime) -> None:
+    """get_order_history, get_fills and get_closed_pnl: the paged reads of what happened."""
 
     @mcp.tool(annotations=READ)
     async def get_order_history(

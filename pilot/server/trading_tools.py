@@ -47,7 +47,15 @@ SAFE_WRITE = ToolAnnotations(
 
 def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolvers) -> None:
     """plan_order and the state-changing tools; those that may need a human ask through `resolvers`."""
+    _register_plan_order(mcp, runtime)
+    _register_place_order(mcp, runtime, resolvers)
+    _register_close_position(mcp, runtime, resolvers)
+    _register_cancel_order(mcp, runtime, resolvers)
+    _register_set_leverage(mcp, runtime, resolvers)
+    _register_activate_kill_switch(mcp, runtime)
 
+
+def _register_plan_order(mcp: MCPServer, runtime: Runtime) -> None:
     @mcp.tool(annotations=PLAN)
     async def plan_order(
         symbol: Symbol,
@@ -80,6 +88,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
         request = parsed(lambda: PlanRequest.parse(args))
         return await plan.plan_order(runtime, request, can_reach_human=can_reach_human(runtime, ctx))
 
+
+def _register_place_order(mcp: MCPServer, runtime: Runtime, resolvers: Resolvers) -> None:
     @mcp.tool(annotations=TRADE)
     async def place_order(
         plan_id: PlanId, confirmation: Annotated[Confirmation, Resolve(resolvers.for_plan)]
@@ -88,6 +98,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
         outcome_unknown (look it up, never resend), refused, declined or pending_confirmation."""
         return await place.place_order(runtime, arguments.plan_id(plan_id), channel(confirmation))
 
+
+def _register_close_position(mcp: MCPServer, runtime: Runtime, resolvers: Resolvers) -> None:
     @mcp.tool(annotations=TRADE)
     async def close_position(
         symbol: Symbol,
@@ -109,6 +121,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
             OrderAnswer,
         )
 
+
+def _register_cancel_order(mcp: MCPServer, runtime: Runtime, resolvers: Resolvers) -> None:
     @mcp.tool(annotations=TRADE)
     async def cancel_order(
         symbol: Symbol,
@@ -132,6 +146,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
             ActionAnswer,
         )
 
+
+def _register_set_leverage(mcp: MCPServer, runtime: Runtime, resolvers: Resolvers) -> None:
     @mcp.tool(annotations=TRADE)
     async def set_leverage(
         symbol: Symbol,
@@ -154,6 +170,8 @@ def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
             ActionAnswer,
         )
 
+
+def _register_activate_kill_switch(mcp: MCPServer, runtime: Runtime) -> None:
     @mcp.tool(annotations=SAFE_WRITE)
     async def activate_kill_switch(
         reason: Annotated[str, Field(description="Why, in a few words", max_length=200)] = "",

@@ -1,0 +1,42 @@
+"""Answers the console's endpoints give: a Jinja page (autoescaped) with the session's flash, or plain text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
+
+from pilot.console.app_state import console_of
+from pilot.console.login import Session
+
+COOKIE = "pilot_console"
+TEMPLATES = Environment(
+    loader=PackageLoader("pilot.console", "templates"),
+    autoescape=select_autoescape(default=True, default_for_string=True),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def render(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+    """`template` rendered with `values`; a whole page for a session also takes the flash left for it."""
+    session: Session | None = values.pop("session", None)
+    # a fragment fetched by htmx (a poll, a card) never takes the message meant for the next whole page
+    whole_page = session is not None and "hx-request" not in request.headers
+    flashes = console_of(request).flashes
+    flash = flashes.pop(request.cookies.get(COOKIE, ""), None) if whole_page else None
+    body = TEMPLATES.get_template(template).render(
+        request=request, session=session, csrf=session.csrf if session else "", flash=flash, **values
+    )
+    return HTMLResponse(body, status_code=status)
+
+
+def flash(request: Request, text: str) -> None:
+    """Leave `text` for the next whole page this request's session loads."""
+    console_of(request).flashes[request.cookies.get(COOKIE, "")] = text
+
+
+def plain(status: int, text: str) -> Response:
+    return PlainTextResponse(text, status_code=status)
