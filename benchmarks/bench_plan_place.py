@@ -37,7 +37,7 @@ from typing import Any, cast
 
 from mcp import Client
 
-from pilot.app.facts.streams import StreamingReader, start_streams
+from pilot.app.facts.stream_cache import StreamingReader, start_streams
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order

@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 import click
 
-from pilot.app.facts.streams import StreamingReader
+from pilot.app.facts.stream_cache import StreamingReader
 from pilot.app.runtime.boot import EXCHANGES, StartupError, open_runtime
 from pilot.app.runtime.runtime import Home, Runtime
 from pilot.app.runtime.upkeep import UPKEEP_SECONDS, upkeep

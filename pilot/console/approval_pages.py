@@ -6,7 +6,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from pilot.app.human.desk import HumanError, decide
-from pilot.console import desk
+from pilot.console import decisions
 from pilot.console.access import page, posted, session_of
 from pilot.console.app_state import console_of
 from pilot.console.rendering import flash, plain, render
@@ -15,7 +15,7 @@ from pilot.console.rendering import flash, plain, render
 @page
 async def approvals(request: Request) -> Response:
     session = session_of(request)
-    view = await desk.approvals(console_of(request).desk)
+    view = await decisions.approvals(console_of(request).desk)
     part = request.query_params.get("part")
     if part not in ("pending", "decided") or "hx-request" not in request.headers:
         return render(request, "approvals.html", session=session, view=view, tab="approvals")

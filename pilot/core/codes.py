@@ -3,7 +3,7 @@
 A `Code` member carries its value (what answers and the journal show), its `Group` (what kind of change
 fixes it), the sentence the README's table gives, and, for a size cap, the `Cap`: what "nothing fits"
 calls it and what only a human can change. Every other table (the groups' code sets, sizing's names, the
-README's table, rendered by `code_table`) is derived from these declarations. Agents and tests branch on
+README's tables, rendered by `code_tables`) is derived from these declarations. Agents and tests branch on
 the code, never on the sentence.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+
+from pilot.core.channels import REACH_A_HUMAN
 
 
 class Group(StrEnum):
@@ -129,10 +131,7 @@ class Code(StrEnum):
         "confirm.aboveNotionalUsd",
         Group.SIZE_CAP,
         "it would need a human's approval and this client cannot ask one",
-        Cap(
-            "the size a human must approve",
-            "use a client that can show confirmation forms, or set confirm.cliChannel to true",
-        ),
+        Cap("the size a human must approve", REACH_A_HUMAN),
     )
     MAX_LOSS_PER_TRADE_USD = (
         "maxLossPerTradeUsd",
@@ -332,14 +331,19 @@ def codes_in(*groups: Group) -> frozenset[Code]:
     return frozenset(code for code in Code if code.group in groups)
 
 
-def code_table() -> str:
-    """The README's table of codes, rendered from the declarations (tests/core/test_codes.py holds the
-    README to it; scripts/regenerate-code-table writes it)."""
-    rows = ["| Code | Group | Refused because |", "|---|---|---|"]
+def code_tables() -> str:
+    """The README's tables of groups and codes, rendered from the declarations (tests/core/test_codes.py
+    holds the README to them; scripts/regenerate-code-table writes them)."""
+    groups = [
+        "| Group | Fixed by |",
+        "|---|---|",
+        *(f"| {group.value} | {group.fixed_by} |" for group in Group),
+    ]
+    codes = ["| Code | Group | Refused because |", "|---|---|---|"]
     for code in Code:
         because = code.refused_because.replace("|", "\\|")  # a bar inside a cell is escaped in Markdown
-        rows.append(f"| `{code.value}` | {code.group.value} | {because} |")
-    return "\n".join(rows)
+        codes.append(f"| `{code.value}` | {code.group.value} | {because} |")
+    return "\n".join([*groups, "", *codes])
 
 
 # A smaller order satisfies these: the room a position has left is bounded by them.

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from pilot.core.channels import CHANNELS, Via
 from pilot.core.facts import TradingState
 
 SYMBOL_PATTERN = re.compile(r"^[A-Z0-9]{2,30}$")
@@ -147,15 +148,6 @@ class MarketOverrides(_Frozen):
     )
     max_loss_per_trade_pct: Decimal | None = Field(default=None, alias="maxLossPerTradePct", gt=0, le=100)
     require_stop_loss: bool | None = Field(default=None, alias="requireStopLoss", strict=True)
-
-
-# Where a human decides parked actions outside the MCP client (`pilot confirm`, `pilot console`): what a
-# sentence calls each, and the switch under "confirm" in policy.json that opens it.
-Via = Literal["cli", "console"]
-CHANNELS: dict[Via, tuple[str, str]] = {
-    "cli": ("CLI", "cliChannel"),
-    "console": ("console", "consoleChannel"),
-}
 
 
 class ConfirmRule(_Frozen):

@@ -50,6 +50,7 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from pilot.core.approval import needs_human
+from pilot.core.channels import REACH_A_HUMAN
 from pilot.core.codes import Code
 from pilot.core.facts import (
     DayPnl,
@@ -524,7 +525,7 @@ def check_human_reach(s: Situation) -> Breach | None:
     if s.facts.can_reach_human or not needs_human(s.policy.confirm, "place_order", s.order_notional):
         return None
     above = s.policy.confirm.above_notional_usd
-    how = "use a client that can show confirmation forms, or set confirm.cliChannel to true in policy.json"
+    how = REACH_A_HUMAN
     if "place_order" in s.policy.confirm.actions or above is None:
         return Breach(
             rule=Code.CONFIRMATION_CHANNEL_UNAVAILABLE,
@@ -849,22 +850,26 @@ def run_checks(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Bre
     return situation, breaches
 
 
-def refused_only_for_pending(policy: Policy, facts: Facts) -> bool:
-    """Whether the order is refused only because the orders pending on its side count as filled: judged
-    with none pending on its side, it passes.
+def refused_only_for_pending(policy: Policy, facts: Facts, cancellable: Decimal) -> bool:
+    """Whether the order is refused only because orders pending on its side count as filled, so that
+    cancelling `cancellable` of them (the resting orders a cancel can take off the book) lets it pass.
 
     The question a close under resting orders asks before it cancels them: the checks answer it themselves,
-    so no list of "the rules that bind growing orders" is kept anywhere but in the checks (a halted state,
-    a missing fact or a grid breach refuses the order either way, and nothing is cancelled for it).
+    so no list of "the rules that bind growing orders" is kept anywhere but in the checks. A halted state, a
+    grid breach, or a part of the pending quantity no cancel can reach (a send whose outcome is unknown)
+    refuses the order either way; so does a missing fact, which no cancel brings back.
     """
     situation, breaches = run_checks(policy, facts)
-    if not breaches or situation is None or situation.pending == 0 or facts.pending is None:
-        return False
     pending = facts.pending
-    cleared = (
-        replace(pending, buy_qty=ZERO) if facts.order.side is Side.BUY else replace(pending, sell_qty=ZERO)
+    if not breaches or situation is None or pending is None or cancellable <= 0:
+        return False
+    if any(breach.rule is Code.FACTS for breach in breaches):
+        return False
+    left = max(pending.on_side(facts.order.side) - cancellable, ZERO)
+    fewer = (
+        replace(pending, buy_qty=left) if facts.order.side is Side.BUY else replace(pending, sell_qty=left)
     )
-    return not run_checks(policy, replace(facts, pending=cleared))[1]
+    return not run_checks(policy, replace(facts, pending=fewer))[1]
 
 
 # --- helpers -------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ This package is the only importer of the MCP server SDK. Its modules, by concern
     arguments.py       argument types and their checks: each problem is an ArgumentProblem naming the field
     strict.py          the shim that makes the SDK refuse unknown arguments instead of ignoring them
     input_errors.py    the one edge where an ArgumentProblem becomes the tool's answer (isError, the fix)
-    faults.py          the one edge where a failing store (disk full, I/O error) becomes the tool's answer
+    store_refusals.py  the one edge where a failing store (disk full, I/O error) becomes the tool's answer
     environment.py     every answer names its environment (paper, bybit-demo, bybit-testnet)
     schemas.py         what tools/list costs: one-paragraph descriptions, trimmed schemas
     stdio.py           MCP over stdio that answers what it read before it stops at the end of its input

@@ -15,11 +15,11 @@ from pilot.app.runtime.runtime import Runtime
 from pilot.server import input_errors
 from pilot.server.approval_tools import register_approval_tools
 from pilot.server.environment import name_the_environment
-from pilot.server.faults import answer_store_faults
 from pilot.server.forms import Resolvers
 from pilot.server.market_tools import register_market_tools
 from pilot.server.risk_tools import register_risk_tools
 from pilot.server.schemas import compact_schemas
+from pilot.server.store_refusals import answer_store_faults
 from pilot.server.strict import forbid_unknown_arguments
 from pilot.server.tool_sets import TOOL_SETS
 from pilot.server.trading_tools import register_trading_tools

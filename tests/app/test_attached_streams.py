@@ -22,7 +22,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from pilot.app.facts.streams import StreamingReader
+from pilot.app.facts.stream_cache import StreamingReader
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.boot import StartupError, open_runtime
 from pilot.app.runtime.runtime import Runtime

@@ -27,7 +27,7 @@ from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.sim import PaperExchange
 from pilot.server import build_server
-from pilot.server.faults import answer_for
+from pilot.server.store_refusals import answer_for
 from pilot.store import StoreBusy, StoreCorrupt, StoreError, StoreFull, open_store
 
 from .conftest import BTC_SHORT, CREATE, FakeClock, call, write_policy

@@ -21,7 +21,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from pilot.app.facts.streams import FINAL_STATUSES, OPEN_STATUSES, Resync, StreamFacts, Sync
+from pilot.app.facts.stream_cache import FINAL_STATUSES, OPEN_STATUSES, Resync, StreamFacts, Sync
 from pilot.exchange.models import AccountBalance, ExchangeOrder
 from pilot.exchange.stream_events import PRIVATE, Alive, Connected, OrderUpdate, Refused, Subscribed
 

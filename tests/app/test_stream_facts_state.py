@@ -20,7 +20,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from pilot.app.facts.streams import Resync, StreamFacts, Sync
+from pilot.app.facts.stream_cache import Resync, StreamFacts, Sync
 from pilot.core.facts import Position
 from pilot.exchange.bybit_stream import BybitStreams
 from pilot.exchange.models import AccountBalance

@@ -2,7 +2,8 @@
 
 `refused_only_for_pending` is what close_position asks before it cancels a resting order; the checks answer
 it, so every rule that spares shrinking orders (the caps, the kill switch's reducing state, the daily loss
-limits, maxOpenPositions, tradingHours) is counted, and nothing else is (halted, the grid, a missing fact).
+limits, maxOpenPositions, tradingHours) is counted, and nothing else is (halted, the grid, a missing fact,
+a send whose outcome is unknown, which no cancel reaches).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal as D
+
+import pytest
 
 from pilot.core.evaluate import evaluate
 from pilot.core.facts import (
@@ -28,6 +31,8 @@ from pilot.core.policy import Policy, TradingWindow
 from pilot.core.rules import refused_only_for_pending
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+RESTING = D("0.0006")  # both sells rest on the book: a cancel reaches all of it
+ZERO = D(0)
 POLICY = Policy(allowed_markets=("BTCUSDT",), max_notional_usd=D(25), max_order_notional_usd=D(100))
 BTC = InstrumentRules(
     "BTCUSDT", "linear", D("0.1"), D("0.00001"), D("0.00001"), D(100), D(1), D(100), D("0.005"), "BTC"
@@ -53,26 +58,40 @@ def close_under_two_resting_sells(qty: str = "0.0003", **changes: object) -> Fac
 def test_a_close_refused_by_the_cap_only_for_its_resting_sells_is_held_back_by_them():
     facts = close_under_two_resting_sells()
     assert [v.rule.value for v in evaluate(POLICY, facts).violations] == ["maxNotionalUsd"]
-    assert refused_only_for_pending(POLICY, facts)
+    assert refused_only_for_pending(POLICY, facts, RESTING)
 
 
 def test_under_the_kill_switch_and_past_the_daily_loss_limit_the_resting_sells_hold_it_back_too():
     loss = Policy(allowed_markets=("BTCUSDT",), max_notional_usd=D(100), daily_loss_limit_usd=D(1))
     latched = close_under_two_resting_sells(trading_state=TradingState.REDUCING, day_pnl=DayPnl(D(0), D(-3)))
     assert {v.rule.value for v in evaluate(loss, latched).violations} == {"tradingState", "dailyLossLimitUsd"}
-    assert refused_only_for_pending(loss, latched)
+    assert refused_only_for_pending(loss, latched, RESTING)
     hours = Policy(
         allowed_markets=("BTCUSDT",),
         max_notional_usd=D(100),
         trading_hours=(TradingWindow(start="00:00", end="01:00"),),
     )
-    assert refused_only_for_pending(hours, close_under_two_resting_sells())
+    assert refused_only_for_pending(hours, close_under_two_resting_sells(), RESTING)
 
 
 def test_halted_off_the_grid_or_with_nothing_pending_it_is_not_held_back_by_resting_orders():
-    assert not refused_only_for_pending(
-        POLICY, close_under_two_resting_sells(trading_state=TradingState.HALTED)
-    )
-    assert not refused_only_for_pending(POLICY, close_under_two_resting_sells("0.000305"))
-    assert not refused_only_for_pending(POLICY, close_under_two_resting_sells(pending=PendingOrders()))
-    assert not refused_only_for_pending(POLICY, close_under_two_resting_sells(pending=None))
+    halted = close_under_two_resting_sells(trading_state=TradingState.HALTED)
+    assert not refused_only_for_pending(POLICY, halted, RESTING)
+    assert not refused_only_for_pending(POLICY, close_under_two_resting_sells("0.000305"), RESTING)
+    assert not refused_only_for_pending(POLICY, close_under_two_resting_sells(pending=PendingOrders()), ZERO)
+    assert not refused_only_for_pending(POLICY, close_under_two_resting_sells(pending=None), RESTING)
+
+
+@pytest.mark.parametrize("missing", ["equity", "orders_today", "elsewhere", "funds"])
+def test_a_missing_fact_is_never_a_reason_to_cancel(missing):
+    """Counted as shrinking, the close would need fewer facts; a cancel brings none back, so nothing goes."""
+    facts = close_under_two_resting_sells(**{missing: None})
+    assert "facts" in {v.rule.value for v in evaluate(POLICY, facts).violations}
+    assert not refused_only_for_pending(POLICY, facts, RESTING)
+
+
+def test_only_what_a_cancel_can_reach_counts_a_send_whose_outcome_is_unknown_stays():
+    """0.0003 resting and 0.0006 sent with an unknown outcome: cancelling the resting sell frees too little."""
+    unknown = close_under_two_resting_sells(pending=PendingOrders(sell_qty=D("0.0009")))
+    assert not refused_only_for_pending(POLICY, unknown, D("0.0003"))
+    assert refused_only_for_pending(POLICY, unknown, D("0.0009"))

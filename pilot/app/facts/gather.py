@@ -12,7 +12,7 @@ from typing import TypeVar
 from pilot.app.answers.responses import Snapshot
 from pilot.app.facts.ledger import JournalState, Send
 from pilot.app.facts.pending import pending_orders
-from pilot.app.facts.streams import FACT_SOURCES
+from pilot.app.facts.stream_cache import FACT_SOURCES
 from pilot.app.human.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
 from pilot.app.runtime.runtime import PolicyView, Runtime
 from pilot.core.facts import (
@@ -92,7 +92,7 @@ async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -
 
 async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gathered:
     """gather_facts, saying also whether the symbol is held in hedge mode."""
-    FACT_SOURCES.set({})  # a stream-fed reader notes where each fact came from (pilot.app.facts.streams)
+    FACT_SOURCES.set({})  # a stream-fed reader notes where each fact came from (pilot.app.facts.stream_cache)
     now = runtime.now()
     journal = await runtime.ledger.state(now)
     account, market = await asyncio.gather(

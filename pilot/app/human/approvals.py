@@ -5,8 +5,8 @@ asked is the approval channel's business:
 
 * the MCP client's form: the server asks before the tool body runs (pilot.server) and hands the use case
   a ClientChannel holding the answer: a form approved or declined, no form needed, or no form possible;
-* the CLI queue: when the client cannot show forms and the human enabled confirm.cliChannel, the action is
-  parked for `pilot confirm approve`, and the server runs it once approved (pilot.app.human.parked).
+* the queue outside the client: when the client cannot show forms and the human opened a channel
+  (confirm.cliChannel or confirm.consoleChannel), the action is parked for `pilot confirm approve` or the console, and the server runs it once approved (pilot.app.human.parked).
 
 Only an explicit approval approves. Every verdict is journaled; a receipt says a human was asked only when
 one was. No MCP tool approves, rejects or changes anything here: the tools can only read or withdraw.
@@ -24,6 +24,7 @@ from pilot.app.answers.refusals import violation
 from pilot.app.answers.responses import ActionAnswer, Refusal
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.approval import may_need_human, needs_human
+from pilot.core.channels import REACH_A_HUMAN
 from pilot.core.codes import Code
 from pilot.core.policy import ApprovalTool
 from pilot.core.violations import NextAction
@@ -185,8 +186,7 @@ def refusal_of(verdict: Verdict, *, again: NextAction) -> Refusal | None:
         return Refusal.of(needed, "confirmation became necessary after the call came in; nothing was sent")
     stop = NextAction.stop(
         "stop: this needs a human, and this client cannot show a confirmation form",
-        human="use a client that supports MCP form elicitation, or enable confirm.cliChannel in "
-        "policy.json and approve with `pilot confirm approve`",
+        human=REACH_A_HUMAN,
     )
     unavailable = violation(
         Code.CONFIRMATION_CHANNEL_UNAVAILABLE,

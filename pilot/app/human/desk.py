@@ -23,7 +23,8 @@ from pilot.app.road.ports import Exchange
 from pilot.app.runtime.clock import Clock, SystemClock
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
-from pilot.core.policy import CHANNELS, LoadedPolicy, PolicyIssue, Via, parse_policy
+from pilot.core.channels import CHANNELS, Via
+from pilot.core.policy import LoadedPolicy, PolicyIssue, parse_policy
 from pilot.store import ConfirmationRecord, DuplicateRecord, JournalEntry, open_store
 
 # The repository's policy.json, sized for Bybit's real minimum orders (0.001 BTC is about $80, 0.01 ETH $31,

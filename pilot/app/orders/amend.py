@@ -214,6 +214,7 @@ async def send_amend(
         violations=done.violations,
         detail=("amended: " if done.status == "done" else "") + done.detail,
         next_safe_action=done.next_safe_action,
+        journal_problem=done.journal_problem,
         journal_seq=done.journal_seq,
     )
 
@@ -226,8 +227,10 @@ def _order_status(status: ActionStatus) -> OrderStatus:
             return "open"
         case "refused" | "rejected" | "outcome_unknown" | "declined" | "pending_confirmation":
             return status
-        case "not_found":  # only the confirmation tools answer this; a write through the gate never does
-            raise AssertionError("the gate answered an amend with not_found")
+        case "not_found":
+            # Only the confirmation tools answer this; a write through the gate never does. Were it ever to,
+            # nothing is assumed about the amend: its outcome is not known (look it up, never resend).
+            return "outcome_unknown"
         case _:
             assert_never(status)
 

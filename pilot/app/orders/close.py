@@ -170,11 +170,11 @@ async def _cancel_what_would_reopen(runtime: Runtime, request: PlanRequest) -> l
     )
     while True:
         facts = await gather_facts(runtime, view, intent)
-        if not refused_only_for_pending(view.policy, facts):
+        resting = await _resting(runtime, intent)
+        cancellable = sum((order.qty - order.cum_exec_qty for order in resting), Decimal(0))
+        if not resting or not refused_only_for_pending(view.policy, facts, cancellable):
             return cancelled
-        newest = await _newest_resting(runtime, intent)
-        if newest is None:
-            return cancelled
+        newest = max(resting, key=lambda order: order.created_at)
         done = await runtime.gate.cancel_order(
             intent.category, intent.symbol, order_id=newest.order_id, order_link_id=None
         )
@@ -190,11 +190,11 @@ async def _cancel_what_would_reopen(runtime: Runtime, request: PlanRequest) -> l
         )
 
 
-async def _newest_resting(runtime: Runtime, intent: OrderIntent) -> ExchangeOrder | None:
+async def _resting(runtime: Runtime, intent: OrderIntent) -> list[ExchangeOrder]:
+    """The orders resting on the close's side that a cancel can take off the book (none if unreadable)."""
     side = "Buy" if intent.side is Side.BUY else "Sell"
     try:
         orders = await runtime.exchange.get_open_orders(intent.category, intent.symbol)
     except ExchangeError:
-        return None
-    resting = [order for order in orders if order.side == side and not order.reduce_only]
-    return max(resting, key=lambda order: order.created_at, default=None)
+        return []
+    return [order for order in orders if order.side == side and not order.reduce_only]

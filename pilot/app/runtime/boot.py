@@ -59,7 +59,7 @@ async def open_runtime(
     redacted (pilot.exchange.recording).
 
     With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
-    (pilot.app.facts.streams). None (the default): on for the paper exchange, embedded or attached, unless
+    (pilot.app.facts.stream_cache). None (the default): on for the paper exchange, embedded or attached, unless
     record_dir is given (a recording must hold every fact read); off for Bybit. An attached paper exchange
     is asked where its streams are (GET /pilot/streams); one that does not say, or names a place off
     loopback, is read over REST only, said once in the log; with streams True that is a StartupError
@@ -131,7 +131,7 @@ class _Venue:
             self.ws_url = await self._discover(required=wanted is True)
             if self.ws_url is None:
                 return None
-        from pilot.app.facts.streams import start_streams
+        from pilot.app.facts.stream_cache import start_streams
 
         policy_path = Home(self.home).policy_path
 
