@@ -41,8 +41,8 @@ from pilot.app.facts.stream_cache import StreamingReader, start_streams
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
+from pilot.app.road.clock import SystemClock
 from pilot.app.road.ports import Exchange
-from pilot.app.runtime.clock import SystemClock
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.stream_events import PRIVATE

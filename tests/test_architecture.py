@@ -90,10 +90,10 @@ def layer(module: str) -> str | None:
     return parts[1]
 
 
-def documented_layers() -> dict[str, set[str]]:
+def documented_layers(block_name: str = "layers") -> dict[str, set[str]]:
     text = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
-    block = re.search(r"```layers\n(.*?)```", text, re.S)
-    assert block, "docs/ARCHITECTURE.md has no ```layers block"
+    block = re.search(rf"```{block_name}\n(.*?)```", text, re.S)
+    assert block, f"docs/ARCHITECTURE.md has no ```{block_name} block"
     table = {}
     for line in block.group(1).strip().splitlines():
         name, _, targets = line.partition(":")
@@ -149,13 +149,19 @@ def test_the_core_imports_only_the_pure_standard_library_and_pydantic_and_reads_
 
 
 def test_relative_imports_are_resolved():
-    """A relative import counts like an absolute one (checked on a made-up module, so the rule cannot rot)."""
-    tree = ast.parse(
-        "from . import gate\nfrom ..facts.ledger import Ledger\nfrom .ports import ExchangeWriter"
+    """A relative import counts like an absolute one (checked on made-up sources, so the rule cannot rot)."""
+    module = ast.parse(
+        "from . import clock\nfrom ..runtime.ledger import Ledger\nfrom .ports import ExchangeWriter"
     )
-    found = imports("pilot.app.road.idempotency", tree)
-    assert {"pilot.app.road.gate", "pilot.app.facts.ledger", "pilot.app.road.ports.ExchangeWriter"} <= set(
-        found
+    found = set(imports("pilot.app.road.gate", module))
+    assert {
+        "pilot.app.road.clock",
+        "pilot.app.runtime.ledger",
+        "pilot.app.road.ports.ExchangeWriter",
+    } <= found
+    package = ast.parse("from .gate import ExchangeGate\nfrom .. import answers")
+    assert {"pilot.app.road.gate.ExchangeGate", "pilot.app.answers"} <= set(
+        imports("pilot.app.road", package)
     )
 
 
@@ -217,7 +223,7 @@ def _names_the_writer(node: ast.AST) -> bool:
 
 def test_the_paper_exchange_reaches_the_app_only_where_it_is_started():
     users = {m for m in importers_of("pilot.exchange.sim") if m.startswith("pilot.app")}
-    assert users == {"pilot.app.runtime.boot", "pilot.app.runtime.doctor"}
+    assert users == {"pilot.app.service.boot", "pilot.app.service.doctor"}
 
 
 def test_the_use_cases_import_each_other_without_a_cycle():
@@ -251,8 +257,8 @@ def test_the_use_cases_live_in_sub_packages_that_say_what_they_hold():
 
 # One concept across layers may keep its name: a use case and its command, a use case and its table.
 SHARED_NAMES = {
-    "doctor": {"pilot.app.runtime.doctor", "pilot.cli.doctor"},
-    "idempotency": {"pilot.app.road.idempotency", "pilot.store.idempotency"},
+    "doctor": {"pilot.app.service.doctor", "pilot.cli.doctor"},
+    "idempotency": {"pilot.app.orders.idempotency", "pilot.store.idempotency"},
     "journal": {"pilot.cli.journal", "pilot.store.journal"},
     "policy": {"pilot.cli.policy", "pilot.core.policy"},
 }
@@ -269,3 +275,29 @@ def test_no_two_modules_share_a_name_unless_they_are_one_concept_across_layers()
             leaves[leaf].add(name)
     shared = {leaf: names for leaf, names in leaves.items() if len(names) > 1}
     assert shared == SHARED_NAMES
+
+
+def app_layers() -> dict[str, set[str]]:
+    """Which sub-package of pilot/app imports which other one."""
+    edges: dict[str, set[str]] = defaultdict(set)
+    for name, tree in modules().items():
+        parts = name.split(".")
+        if parts[:2] != ["pilot", "app"] or len(parts) < 3:
+            continue
+        edges[parts[2]]
+        for imported in imports(name, tree):
+            target = imported.split(".")
+            if target[:2] == ["pilot", "app"] and len(target) > 2 and target[2] != parts[2]:
+                edges[parts[2]].add(target[2])
+    return dict(edges)
+
+
+def test_the_app_sub_packages_import_only_those_below_them_as_docs_architecture_says():
+    """The sub-packages form layers, top down: a use case never reaches up into the service that runs it."""
+    actual, documented = app_layers(), documented_layers("app-layers")
+    assert set(actual) == set(documented)
+    for name, targets in actual.items():
+        assert targets <= documented[name], (name, targets - documented[name])
+    order = list(documented)
+    for name, targets in documented.items():
+        assert all(order.index(target) > order.index(name) for target in targets), name

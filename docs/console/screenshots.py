@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from pilot.app.human.desk import init_home  # noqa: E402
-from pilot.app.runtime.clock import SystemClock  # noqa: E402
+from pilot.app.road.clock import SystemClock  # noqa: E402
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime  # noqa: E402
 from pilot.console.app import build_app  # noqa: E402
 from pilot.console.login import issue_secret  # noqa: E402

@@ -82,7 +82,7 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
 
     reader = None
     if exchange is not None or paper_url is not None:
-        from pilot.app.runtime.boot import open_runtime
+        from pilot.app.service.boot import open_runtime
 
         def reader() -> contextlib.AbstractAsyncContextManager[Runtime]:
             return open_runtime(home, exchange=exchange or "paper", paper_url=paper_url, settle=False)

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import click
 
-from pilot.app.runtime.boot import EXCHANGES
-from pilot.app.runtime.doctor import examine
+from pilot.app.service.boot import EXCHANGES
+from pilot.app.service.doctor import examine
 from pilot.cli import render
 from pilot.cli.home import home_option, resolve_home, run
 from pilot.cli.output import emit_json, format_option, wants_json

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from pilot.app.human.loss_limit import LossLimitState, loss_limit_state, reset_by_human
+from pilot.app.runtime.loss_limit import LossLimitState, loss_limit_state, reset_by_human
 from pilot.app.runtime.runtime import Runtime
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CheckFailed, emit_json, format_option, wants_json

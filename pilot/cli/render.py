@@ -32,7 +32,7 @@ from pilot.app.answers.receipts import (
     ReceiptCard,
 )
 from pilot.app.human.desk import InitReport, KillSwitchChange, KillSwitchState
-from pilot.app.runtime.doctor import Check
+from pilot.app.service.doctor import Check
 from pilot.core.policy import LoadedPolicy, PolicyIssue
 from pilot.core.violations import plain
 from pilot.store import Anchor, ChainReport, ConfirmationRecord, JournalEntry, iso_utc

@@ -18,9 +18,9 @@ import anyio
 import click
 
 from pilot.app.facts.stream_cache import StreamingReader
-from pilot.app.runtime.boot import EXCHANGES, StartupError, open_runtime
 from pilot.app.runtime.runtime import Home, Runtime
-from pilot.app.runtime.upkeep import UPKEEP_SECONDS, upkeep
+from pilot.app.service.boot import EXCHANGES, StartupError, open_runtime
+from pilot.app.service.upkeep import UPKEEP_SECONDS, upkeep
 from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import CliError
 from pilot.server.build import select_tools
@@ -153,7 +153,7 @@ class ServeOptions:
     tool_count: int
     http: HttpOptions | None
     quiet: bool = False
-    streams: bool | None = None  # None: on for the paper exchange unless recording (pilot.app.runtime.boot)
+    streams: bool | None = None  # None: on for the paper exchange unless recording (pilot.app.service.boot)
 
 
 def _listen(http: HttpOptions) -> socket.socket:

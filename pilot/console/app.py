@@ -17,7 +17,7 @@ from pathlib import Path
 from starlette.applications import Starlette
 
 from pilot.app.human.desk import open_desk
-from pilot.app.runtime.clock import Clock
+from pilot.app.road.clock import Clock
 from pilot.console.app_state import Console, Reader
 from pilot.console.guard import Guard
 from pilot.console.login import LoginLimiter

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from starlette.requests import Request
 
-from pilot.app.runtime.clock import Clock
+from pilot.app.road.clock import Clock
 from pilot.app.runtime.runtime import Runtime
 from pilot.console.login import LoginLimiter, Sessions
 

@@ -1,7 +1,7 @@
 """What the Approvals and Kill switch pages show and do: the human's use cases in pilot.app, nothing more.
 
 Deciding goes through `pilot.app.human.desk.decide` with `via="console"` (confirm.consoleChannel), so the
-approved action is carried out by the running server through pilot.app.human.parked, re-evaluated then on fresh
+approved action is carried out by the running server through pilot.app.service.parked, re-evaluated then on fresh
 facts exactly as after `pilot confirm approve`. The switch goes through `pilot.app.human.desk.set_kill_switch`.
 """
 

@@ -12,8 +12,8 @@ from pydantic import Field
 from pilot.app.answers.responses import ActionAnswer, OrderAnswer, PlanAnswer
 from pilot.app.human import kill_switch
 from pilot.app.orders import cancel_and_leverage, close, place, plan
+from pilot.app.orders.idempotency import idempotent
 from pilot.app.orders.inputs import PlanRequest
-from pilot.app.road.idempotency import idempotent
 from pilot.app.runtime.runtime import Runtime
 from pilot.server import arguments
 from pilot.server.arguments import (

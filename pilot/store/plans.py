@@ -160,7 +160,7 @@ class Plans:
             InvalidTransition: the plan does not exist or was never claimed.
         """
         # Not durable: a claimed plan left without its outcome by a power cut is given it again from the
-        # journal and the exchange at start-up (pilot.app.runtime.upkeep).
+        # journal and the exchange at start-up (pilot.app.service.upkeep).
         changed = await self._db.change(
             "UPDATE plans SET status = 'done', outcome_json = ?, outcome_at = ?"
             " WHERE plan_id = ? AND status IN ('claimed', 'done')",

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from pilot.app.answers import entry_kinds
-from pilot.app.facts.ledger import JournalState
 from pilot.app.human.kill_switch import activate_kill_switch
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
+from pilot.app.runtime.ledger import JournalState
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
 from pilot.exchange.bybit import BybitExchange
@@ -33,7 +33,13 @@ from tests.app.conftest import FakeClock
 
 DEADLINE_SECONDS = 60
 NOON = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)  # today, far from midnight
-SETTLING = {"filled", "partially_filled", "cancelled", "rejected", "open"}  # pilot.app.facts.ledger, restated
+SETTLING = {
+    "filled",
+    "partially_filled",
+    "cancelled",
+    "rejected",
+    "open",
+}  # pilot.app.runtime.ledger, restated
 
 
 @dataclass(frozen=True)

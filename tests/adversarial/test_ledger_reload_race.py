@@ -1,5 +1,5 @@
 """A kill switch (or loss limit) entry appended while a ledger reads the journal afresh never hides the one
-before it (found here as a bug, fixed in pilot/app/facts/ledger.py: a fresh read reads on from its mark at once).
+before it (found here as a bug, fixed in pilot/app/runtime/ledger.py: a fresh read reads on from its mark at once).
 
 A fresh read takes the journal's end (`mark`), then the newest kill switch and loss limit entries with
 separate queries, leaving out what is newer than `mark`. When an entry of the same kind was appended between
@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from pilot.app.answers import entry_kinds
-from pilot.app.facts.ledger import Ledger
 from pilot.app.human.kill_switch import activate_kill_switch
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
+from pilot.app.runtime.ledger import Ledger
 from pilot.app.runtime.runtime import Home, assemble_runtime
 from pilot.core.facts import Side
 from pilot.exchange.bybit import BybitExchange

@@ -7,7 +7,7 @@ from mcp import Client
 from mcp.types import ElicitResult
 
 from pilot.app.answers import entry_kinds
-from pilot.app.human.parked import run_approved
+from pilot.app.service.parked import run_approved
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CONFIRM_EVERY_ORDER, CREATE, MODES, write_policy

@@ -24,8 +24,8 @@ from click.testing import CliRunner
 
 from pilot.app.facts.stream_cache import StreamingReader
 from pilot.app.orders.plan import plan_order
-from pilot.app.runtime.boot import StartupError, open_runtime
 from pilot.app.runtime.runtime import Runtime
+from pilot.app.service.boot import StartupError, open_runtime
 from pilot.cli import main
 from pilot.exchange.sim import PaperExchange
 from pilot.exchange.stream_events import PRIVATE

@@ -10,7 +10,7 @@ from mcp.types import ElicitResult
 
 from pilot.app.answers import entry_kinds
 from pilot.app.human.desk import receipt_cards
-from pilot.app.human.parked import run_approved
+from pilot.app.service.parked import run_approved
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CREATE, call, write_policy

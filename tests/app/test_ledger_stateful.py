@@ -24,7 +24,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from pilot.app.facts.ledger import Ledger
+from pilot.app.runtime.ledger import Ledger
 from pilot.store import GENESIS_HASH, Journal, Store, canonical_json, iso_utc, open_store
 from pilot.store.chain import entry_hash
 from pilot.store.schema import TRIGGERS

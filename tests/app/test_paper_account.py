@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner, Result
 from mcp import Client
 
-from pilot.app.human.parked import run_approved
-from pilot.app.runtime.boot import StartupError, open_runtime
 from pilot.app.runtime.runtime import Home, Runtime
+from pilot.app.service.boot import StartupError, open_runtime
+from pilot.app.service.parked import run_approved
 from pilot.cli import main
 from pilot.cli.sim import format_banner
 from pilot.exchange.sim import start_paper_exchange

@@ -25,7 +25,7 @@ from mcp import Client
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import PlanOutcome
 from pilot.app.facts.pending import settle_sends, unsettled_sends
-from pilot.app.runtime.upkeep import STALE_CLAIM, upkeep
+from pilot.app.service.upkeep import STALE_CLAIM, upkeep
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CREATE, call, open_test_runtime, write_policy
@@ -72,7 +72,7 @@ CHILD = textwrap.dedent(
     import asyncio, sys
     from decimal import Decimal
     from pathlib import Path
-    from pilot.app.runtime.clock import SystemClock
+    from pilot.app.road.clock import SystemClock
     from pilot.app.orders.inputs import PlanRequest
     from pilot.app.orders.place import place_order
     from pilot.app.orders.plan import plan_order
@@ -170,7 +170,7 @@ CLAIMING_CHILD = textwrap.dedent(
     """
     import asyncio, sys
     from pathlib import Path
-    from pilot.app.runtime.clock import SystemClock
+    from pilot.app.road.clock import SystemClock
     from pilot.app.orders.place import place_order
     from pilot.app.runtime.runtime import Home, assemble_runtime
     from pilot.exchange.bybit import BybitExchange
@@ -190,7 +190,7 @@ async def test_a_plan_claimed_by_a_server_killed_before_it_sent_is_released_at_t
     tmp_path: Path, paper: Any, clock: Any
 ) -> None:
     """kill -9 between the claim and the send: the plan said 'first use still in progress' for ever."""
-    from pilot.app.runtime.boot import open_runtime
+    from pilot.app.service.boot import open_runtime
     from tests.scenarios import ARTICLE
 
     write_policy(tmp_path)
@@ -233,7 +233,7 @@ async def test_a_plan_whose_answer_was_journaled_but_not_recorded_takes_it_at_th
     tmp_path: Path, paper: Any, clock: Any
 ) -> None:
     """kill -9 between journaling the exchange's answer and recording it on the plan."""
-    from pilot.app.runtime.boot import open_runtime
+    from pilot.app.service.boot import open_runtime
     from tests.scenarios import ARTICLE
 
     write_policy(tmp_path)

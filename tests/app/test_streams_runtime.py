@@ -192,7 +192,7 @@ async def test_after_a_drop_the_stream_is_trusted_again_only_after_a_rest_read(
 async def test_pilot_serve_streams_the_embedded_paper_exchange_unless_told_not_to(
     tmp_path: Path, clock: FakeClock
 ) -> None:
-    from pilot.app.runtime.boot import open_runtime
+    from pilot.app.service.boot import open_runtime
     from tests.scenarios import ARTICLE
 
     for streams_wanted, home in ((None, tmp_path / "auto"), (False, tmp_path / "off")):

@@ -32,7 +32,7 @@ WORKER = textwrap.dedent(
     import asyncio, json, sys
     from decimal import Decimal
     from pathlib import Path
-    from pilot.app.runtime.clock import SystemClock
+    from pilot.app.road.clock import SystemClock
     from pilot.app.orders.inputs import PlanRequest
     from pilot.app.orders.place import place_order
     from pilot.app.orders.plan import plan_order

@@ -15,8 +15,8 @@ from click.testing import CliRunner, Result
 from pilot.app.human.desk import init_home
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.plan import plan_order
-from pilot.app.runtime.boot import open_runtime
 from pilot.app.runtime.runtime import Runtime
+from pilot.app.service.boot import open_runtime
 from pilot.cli import main
 from pilot.core.facts import OrderType, Side
 from tests.scenarios import ARTICLE, ARTICLE_POLICY

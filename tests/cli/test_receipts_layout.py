@@ -11,10 +11,10 @@ import pytest
 from pilot.app.answers import entry_kinds
 from pilot.app.human.approvals import ClientChannel, NoFormPossible
 from pilot.app.human.desk import decide
-from pilot.app.human.parked import run_approved
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Runtime
+from pilot.app.service.parked import run_approved
 
 from .conftest import btc, edit_policy, pilot, pilot_json, planned_ok
 

@@ -12,7 +12,7 @@ from mcp import Client
 from playwright.async_api import expect
 
 from pilot.app.answers import entry_kinds
-from pilot.app.runtime.upkeep import upkeep
+from pilot.app.service.upkeep import upkeep
 from pilot.server import build_server
 from tests.app.conftest import BTC_SHORT, CREATE, call, plan_and_place, write_policy
 

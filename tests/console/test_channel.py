@@ -7,7 +7,7 @@ import pytest
 from mcp import Client
 
 from pilot.app.human.desk import ChannelOff, decide
-from pilot.app.runtime.upkeep import upkeep
+from pilot.app.service.upkeep import upkeep
 from pilot.server import build_server
 from tests.app.conftest import BTC_SHORT, CREATE, call, write_policy
 

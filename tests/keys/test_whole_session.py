@@ -15,8 +15,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from pilot.app.runtime.boot import open_runtime
-from pilot.app.runtime.clock import SystemClock
+from pilot.app.road.clock import SystemClock
+from pilot.app.service.boot import open_runtime
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from pilot.app.runtime.boot import open_runtime
 from pilot.app.runtime.runtime import Home
+from pilot.app.service.boot import open_runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.models import OrderRequest
 from pilot.exchange.recording import load

@@ -1,1 +1,1 @@
-"""What a judgement sees: facts read from the exchange (streams or REST) and from the journal's ledger, and the read-only tools."""
+"""What a judgement sees: facts read from the exchange (streams or REST), the sends not yet settled, and the read-only tools."""

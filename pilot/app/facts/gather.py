@@ -10,10 +10,10 @@ from decimal import Decimal
 from typing import TypeVar
 
 from pilot.app.answers.responses import Snapshot
-from pilot.app.facts.ledger import JournalState, Send
 from pilot.app.facts.pending import pending_orders
 from pilot.app.facts.stream_cache import FACT_SOURCES
-from pilot.app.human.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
+from pilot.app.runtime.ledger import JournalState, Send
+from pilot.app.runtime.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
 from pilot.app.runtime.runtime import PolicyView, Runtime
 from pilot.core.facts import (
     NO_DAY_PNL,

@@ -22,8 +22,8 @@ from decimal import Decimal
 
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import PlanOutcome
-from pilot.app.facts.ledger import Send
 from pilot.app.road.gate import answer_status
+from pilot.app.runtime.ledger import Send
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import PendingOrders
 from pilot.exchange.errors import ExchangeError
@@ -65,7 +65,7 @@ async def pending_orders(
 
 
 async def unsettled_sends(runtime: Runtime, now: datetime) -> list[Send]:
-    """Every send of the last day (pilot.app.facts.ledger.WINDOW) whose fate the journal does not know yet, oldest first."""
+    """Every send of the last day (pilot.app.runtime.ledger.WINDOW) whose fate the journal does not know yet, oldest first."""
     return list((await runtime.ledger.state(now)).unsettled)
 
 

@@ -44,8 +44,8 @@ from decimal import Decimal
 from enum import Enum
 from typing import Protocol
 
+from pilot.app.road.clock import Clock
 from pilot.app.road.ports import ExchangeReader
-from pilot.app.runtime.clock import Clock
 from pilot.core.facts import InstrumentRules, Position, Touch
 from pilot.core.freshness import FactSource, age_ms, as_of_ms, source_for
 from pilot.exchange.bybit_wire import ms_to_datetime

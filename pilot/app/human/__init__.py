@@ -1,1 +1,1 @@
-"""The human's side: approvals the model cannot give itself, parked actions, the kill switch, the loss latch, exchange keys and the human's desk."""
+"""The human's side: approvals the model cannot give itself, the kill switch, exchange keys and the human's desk (CLI and console)."""

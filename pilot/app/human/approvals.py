@@ -6,7 +6,7 @@ asked is the approval channel's business:
 * the MCP client's form: the server asks before the tool body runs (pilot.server) and hands the use case
   a ClientChannel holding the answer: a form approved or declined, no form needed, or no form possible;
 * the queue outside the client: when the client cannot show forms and the human opened a channel
-  (confirm.cliChannel or confirm.consoleChannel), the action is parked for `pilot confirm approve` or the console, and the server runs it once approved (pilot.app.human.parked).
+  (confirm.cliChannel or confirm.consoleChannel), the action is parked for `pilot confirm approve` or the console, and the server runs it once approved (pilot.app.service.parked).
 
 Only an explicit approval approves. Every verdict is journaled; a receipt says a human was asked only when
 one was. No MCP tool approves, rejects or changes anything here: the tools can only read or withdraw.

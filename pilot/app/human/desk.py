@@ -19,8 +19,8 @@ from typing import Any, cast
 
 from pilot.app.answers import entry_kinds, receipts
 from pilot.app.human.kill_switch import REASON_LIMIT, set_kill_switch_by_human
+from pilot.app.road.clock import Clock, SystemClock
 from pilot.app.road.ports import Exchange
-from pilot.app.runtime.clock import Clock, SystemClock
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.channels import CHANNELS, Via

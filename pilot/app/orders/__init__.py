@@ -1,1 +1,1 @@
-"""The order use cases: plan, place, amend, close, cancel, leverage, and the stops around a position."""
+"""The order use cases: plan, place, amend, close, cancel, leverage, the stops around a position, and idempotency keys in front of them."""

@@ -42,8 +42,8 @@ from pilot.app.answers.responses import (
     Refusal,
     next_out,
 )
+from pilot.app.road.clock import Clock
 from pilot.app.road.ports import ExchangeReader, ExchangeWriter
-from pilot.app.runtime.clock import Clock
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected, ExchangeUnavailable, OutcomeUnknown
 from pilot.exchange.models import ExchangeOrder, OrderRequest

@@ -1,1 +1,1 @@
-"""The running Pilot: its runtime and clock, the policy file, assembling it (boot), upkeep between calls, and the doctor."""
+"""The running Pilot's base: its Runtime and home, the policy file read fresh, and what the journal says every judgement needs (the ledger, the loss latch)."""

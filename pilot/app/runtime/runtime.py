@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from pilot.app.facts.ledger import JournalState, Ledger
-from pilot.app.human.loss_limit import latch_of
+from pilot.app.road.clock import Clock
 from pilot.app.road.gate import ExchangeGate, KeyCheck
 from pilot.app.road.ports import Exchange, ExchangeReader
-from pilot.app.runtime.clock import Clock
+from pilot.app.runtime.ledger import JournalState, Ledger
+from pilot.app.runtime.loss_limit import latch_of
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.core.facts import TradingState
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue

@@ -8,10 +8,10 @@ from datetime import timedelta
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import PlanOutcome
 from pilot.app.facts.pending import settle_sends
-from pilot.app.human.parked import run_approved
 from pilot.app.orders.place import release_unsent
 from pilot.app.road.gate import TURN_TTL, TURN_WAIT
 from pilot.app.runtime.runtime import Runtime
+from pilot.app.service.parked import run_approved
 
 UPKEEP_SECONDS = 1.0
 # A live use of a plan journals its send (or ends) within a turn's wait and one turn: a plan claimed longer

@@ -10,11 +10,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pilot.app.road.clock import Clock, SystemClock
 from pilot.app.road.gate import KeyCheck
 from pilot.app.road.ports import ExchangeReader
-from pilot.app.runtime.clock import Clock, SystemClock
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime, read_policy
-from pilot.app.runtime.upkeep import upkeep
+from pilot.app.service.upkeep import upkeep
 from pilot.exchange.bybit import BybitExchange
 from pilot.store import StoreError, open_store
 

@@ -12,9 +12,9 @@ from datetime import datetime
 from pathlib import Path
 
 from pilot.app.human.exchange_keys import load_exchange_credentials, show_keys
-from pilot.app.runtime.boot import EXCHANGES
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.runtime import Home
+from pilot.app.service.boot import EXCHANGES
 from pilot.core.policy import LoadedPolicy
 from pilot.core.violations import plain
 from pilot.exchange.bybit import BybitExchange
