@@ -1,9 +1,17 @@
-"""Shared hypothesis strategies: instruments, touches, positions, policies and whole Facts."""
+"""Shared hypothesis strategies: instruments, touches, positions, policies and whole Facts, and cases drawn
+straight into the region a property examines (the caps around the order's own size, a stop built from the
+size and the loss limit) instead of random cases filtered down to it.
+
+Strategies that do not depend on a drawn value are built once, here at module level: hypothesis validates a
+strategy the first time it draws from it, and a strategy built inside a composite is a new one every draw.
+Decimals are drawn as integers and scaled, which is what they are (cents, ticks, lot steps).
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from datetime import UTC, datetime, time, timedelta
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from functools import cache
 
 from hypothesis import strategies as st
 
@@ -20,31 +28,73 @@ from pilot.core.facts import (
     TradingState,
 )
 from pilot.core.policy import Policy, TradingWindow
+from tests.oracle import CENT, TAKER, position_after, stop_reference, worst_entry
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SYMBOLS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
 
 
+@cache
 def decimals(low: str, high: str, places: int) -> st.SearchStrategy[Decimal]:
-    return st.decimals(Decimal(low), Decimal(high), places=places, allow_nan=False, allow_infinity=False)
+    """Decimals from `low` to `high` with `places` decimal places: a scaled integer (one strategy per range)."""
+    unit = Decimal(1).scaleb(-places)
+    return st.integers(int(Decimal(low) / unit), int(Decimal(high) / unit)).map(lambda n: n * unit)
+
+
+SYMBOL = st.sampled_from(SYMBOLS)
+STEPS = st.sampled_from([Decimal("0.00001"), Decimal("0.001"), Decimal("0.01"), Decimal("0.1"), Decimal(1)])
+TICKS = st.sampled_from([Decimal("0.01"), Decimal("0.1"), Decimal("0.5"), Decimal(1)])
+MIN_STEPS = st.integers(1, 20)
+MAX_STEPS = st.integers(10_000, 10_000_000)
+LEVERAGES = st.sampled_from([10, 25, 50, 100])
+BID_TICKS = st.integers(10, 2_000_000)
+SPREAD_TICKS = st.integers(1, 5)
+MARK_TICKS = st.integers(-3, 3)
+POSITION_STEPS = st.integers(-2000, 2000) | st.just(0)
+HELD_STEPS = st.integers(1, 2000)  # a position that is there: long or short, never flat
+POSITION_LEVERAGE = st.integers(1, 10)
+SIDES = st.sampled_from(list(Side))
+ORDER_TYPES = st.sampled_from(list(OrderType))
+STATES = st.sampled_from(list(TradingState))
+LIMIT_TICKS = st.integers(-50, 50)
+ORDER_STEPS = st.integers(1, 5000)
+PENDING_STEPS = st.integers(0, 500)
+ORDERS_TODAY = st.integers(0, 60)
+SECONDS = st.integers(0, 86_000)
+ELSEWHERE = st.just(0) | st.integers(0, 500)
+MARKET_SETS = st.lists(st.sampled_from(SYMBOLS), unique=True)
+# How far from a limit a case lies, in ticks, lots or cents: mostly right at it, sometimes far.
+NEAR = st.integers(0, 3) | st.integers(0, 20) | st.integers(0, 3000)
+# A cap around a case's own size: its size times 10^(k/100), from a hundredth to ten times (1 shrinks to it).
+RATIOS = st.integers(-200, 100).map(lambda k: Decimal(10) ** (Decimal(k) / 100))
+ROOMY = st.integers(0, 100).map(lambda k: Decimal(10) ** (Decimal(k) / 100))
+# Each loss rule lies past its limit one time in eight, unless a property asks for it (shrinks to inside).
+PAST = st.sampled_from([False] * 7 + [True])
+POLICY_LEVERAGES = st.integers(1, 20)
+ORDER_CAPS = st.integers(0, 50)
+WINDOW_COUNTS = st.integers(1, 3)
+WINDOW_COUNTS_OR_NONE = st.integers(0, 3)
+MINUTES = st.integers(0, 1439)
+SECONDS_OF_A_MINUTE = st.integers(0, 59)
+DAYS = st.integers(0, 1)
+MAYBE_OPEN_POSITIONS = st.none() | st.integers(1, 3)
+A_FEW = st.integers(0, 2)
 
 
 @st.composite
 def instruments(draw: st.DrawFn, symbol: str | None = None) -> InstrumentRules:
-    symbol = symbol or draw(st.sampled_from(SYMBOLS))
-    step = draw(
-        st.sampled_from([Decimal("0.00001"), Decimal("0.001"), Decimal("0.01"), Decimal("0.1"), Decimal(1)])
-    )
-    tick = draw(st.sampled_from([Decimal("0.01"), Decimal("0.1"), Decimal("0.5"), Decimal(1)]))
+    symbol = symbol or draw(SYMBOL)
+    step = draw(STEPS)
+    tick = draw(TICKS)
     return InstrumentRules(
         symbol=symbol,
         category="linear",
         tick_size=tick,
         qty_step=step,
-        min_qty=step * draw(st.integers(1, 20)),
-        max_qty=step * draw(st.integers(10_000, 10_000_000)),
+        min_qty=step * draw(MIN_STEPS),
+        max_qty=step * draw(MAX_STEPS),
         min_notional=draw(decimals("0", "10", 0)),
-        max_leverage=Decimal(draw(st.sampled_from([10, 25, 50, 100]))),
+        max_leverage=Decimal(draw(LEVERAGES)),
         maintenance_margin_rate=draw(decimals("0.001", "0.05", 3)),
         base_coin=symbol.removesuffix("USDT"),
     )
@@ -52,48 +102,56 @@ def instruments(draw: st.DrawFn, symbol: str | None = None) -> InstrumentRules:
 
 @st.composite
 def touches(draw: st.DrawFn, rules: InstrumentRules) -> Touch:
-    ticks = draw(st.integers(10, 2_000_000))
-    bid = rules.tick_size * ticks
-    ask = bid + rules.tick_size * draw(st.integers(1, 5))
-    mark = bid + rules.tick_size * draw(st.integers(-3, 3))
+    bid = rules.tick_size * draw(BID_TICKS)
+    ask = bid + rules.tick_size * draw(SPREAD_TICKS)
+    mark = bid + rules.tick_size * draw(MARK_TICKS)
     return Touch(bid=bid, ask=ask, mark=max(mark, rules.tick_size), observed_at=NOW)
 
 
 @st.composite
 def positions(draw: st.DrawFn, rules: InstrumentRules, touch: Touch) -> Position:
-    steps = draw(st.integers(-2000, 2000) | st.just(0))
     return Position(
         symbol=rules.symbol,
-        size=rules.qty_step * steps,
+        size=rules.qty_step * draw(POSITION_STEPS),
         entry_price=touch.mark,
-        leverage=Decimal(draw(st.integers(1, 10))),
+        leverage=Decimal(draw(POSITION_LEVERAGE)),
     )
+
+
+@cache
+def _markets(symbols: tuple[str, ...]) -> st.SearchStrategy[list[str]]:
+    return st.lists(st.sampled_from(symbols), unique=True, min_size=1)
+
+
+@cache
+def maybe(strategy: st.SearchStrategy[Decimal]) -> st.SearchStrategy[Decimal | None]:
+    return st.none() | strategy
 
 
 @st.composite
 def policies(draw: st.DrawFn, symbols: tuple[str, ...] = SYMBOLS) -> Policy:
     return Policy(
-        allowed_markets=tuple(draw(st.lists(st.sampled_from(symbols), unique=True, min_size=1))),
+        allowed_markets=tuple(draw(_markets(symbols))),
         max_notional_usd=draw(decimals("1", "100000", 2)),
         max_order_notional_usd=draw(decimals("1", "100000", 2)),
-        max_leverage=Decimal(draw(st.integers(1, 20))),
+        max_leverage=Decimal(draw(POLICY_LEVERAGES)),
         min_liquidation_distance_pct=draw(decimals("0", "80", 1)),
-        daily_order_cap=draw(st.integers(0, 50)),
+        daily_order_cap=draw(ORDER_CAPS),
         max_slippage_pct=draw(decimals("0.01", "3", 2)),
     )
 
 
 @st.composite
 def orders(draw: st.DrawFn, rules: InstrumentRules, touch: Touch) -> OrderIntent:
-    order_type = draw(st.sampled_from(list(OrderType)))
-    side = draw(st.sampled_from(list(Side)))
+    order_type = draw(ORDER_TYPES)
+    side = draw(SIDES)
     limit = None
     if order_type is OrderType.LIMIT:
-        limit = max(touch.bid + rules.tick_size * draw(st.integers(-50, 50)), rules.tick_size)
+        limit = max(touch.bid + rules.tick_size * draw(LIMIT_TICKS), rules.tick_size)
     return OrderIntent(
         symbol=rules.symbol,
         side=side,
-        qty=rules.qty_step * draw(st.integers(1, 5000)),
+        qty=rules.qty_step * draw(ORDER_STEPS),
         order_type=order_type,
         limit_price=limit,
         reduce_only=draw(st.booleans()),
@@ -101,23 +159,34 @@ def orders(draw: st.DrawFn, rules: InstrumentRules, touch: Touch) -> OrderIntent
 
 
 @st.composite
-def facts(draw: st.DrawFn, *, state: TradingState | None = None, reduce_only: bool | None = None) -> Facts:
+def facts(
+    draw: st.DrawFn,
+    *,
+    state: TradingState | None = None,
+    reduce_only: bool | None = None,
+    held: bool = False,
+) -> Facts:
+    """Whole facts; `held`: the position is long or short, never flat."""
     rules = draw(instruments())
     touch = draw(touches(rules))
     order = draw(orders(rules, touch))
     if reduce_only is not None:
         order = OrderIntent(**{**_fields(order), "reduce_only": reduce_only})
+    position = draw(positions(rules, touch))
+    if held:
+        size = rules.qty_step * draw(HELD_STEPS) * (1 if draw(st.booleans()) else -1)
+        position = Position(position.symbol, size, position.entry_price, position.leverage)
     return Facts(
         order=order,
         rules=rules,
         touch=touch,
-        position=draw(positions(rules, touch)),
+        position=position,
         equity=draw(decimals("0", "1000000", 2)),
-        orders_today=draw(st.integers(0, 60)),
-        trading_state=state or draw(st.sampled_from(list(TradingState))),
-        now=NOW + timedelta(seconds=draw(st.integers(0, 86_000))),
+        orders_today=draw(ORDERS_TODAY),
+        trading_state=state or draw(STATES),
+        now=NOW + timedelta(seconds=draw(SECONDS)),
         pending=draw(pendings(rules)),
-        elsewhere=draw(st.just(Decimal(0)) | st.builds(lambda k: rules.qty_step * k, st.integers(0, 500))),
+        elsewhere=rules.qty_step * draw(ELSEWHERE),
     )
 
 
@@ -127,8 +196,8 @@ def pendings(draw: st.DrawFn, rules: InstrumentRules) -> PendingOrders:
     if draw(st.booleans()):
         return PendingOrders()
     return PendingOrders(
-        buy_qty=rules.qty_step * draw(st.integers(0, 500)),
-        sell_qty=rules.qty_step * draw(st.integers(0, 500)),
+        buy_qty=rules.qty_step * draw(PENDING_STEPS),
+        sell_qty=rules.qty_step * draw(PENDING_STEPS),
     )
 
 
@@ -136,19 +205,72 @@ def _fields(order: OrderIntent) -> dict[str, object]:
     return {name: getattr(order, name) for name in OrderIntent.__slots__}
 
 
+def _with(f: Facts, **changes: object) -> Facts:
+    return Facts(**{**{name: getattr(f, name) for name in Facts.__slots__}, **changes})
+
+
+def _cents(value: Decimal, rounding: str = ROUND_FLOOR) -> Decimal:
+    return value.quantize(CENT, rounding=rounding)
+
+
+@st.composite
+def sizing_cases(
+    draw: st.DrawFn,
+    *,
+    state: TradingState | None = None,
+    reduce_only: bool | None = None,
+    fits: bool = False,
+) -> tuple[Policy, Facts]:
+    """A policy and facts whose caps lie inside the order's own size, so that passing, a cut to fit and
+    "nothing fits" all happen often. Three times in four each cap is what is there before the order (the
+    position with its pending orders, the coin elsewhere) plus the order's notional at the mark times a ratio
+    from 0.01 to 10 (the order raised to the instrument's minimum, if it is below it): maxOrderNotionalUsd, maxNotionalUsd, maxLeverage through the equity, and
+    minLiquidationDistancePct around the distance the whole order leaves. Otherwise the policy is drawn on
+    its own, as policies() draws it. With `fits` the ratios are from 1 to 10 and the policy is always drawn
+    around the order: the caps leave room for it (for the properties whose region is past them)."""
+    f = draw(facts(state=state, reduce_only=reduce_only))
+    policy = draw(policies())
+    if not fits and not draw(MOSTLY):
+        return policy, f
+    ratios = ROOMY if fits else RATIOS
+    mark, side = f.touch.mark, f.order.side
+    order = max(f.order.qty * mark, f.rules.min_qty * mark, f.rules.min_notional)  # or what it is raised to
+    held = abs(f.position.size + f.pending.on_side(side) * side.sign) * mark
+    equity = _cents((held + order * draw(ratios)) / policy.max_leverage)
+    distance = Decimal(100) * equity / (held + order) / draw(ratios)
+    policy = policy.model_copy(
+        update={
+            "max_order_notional_usd": _cap(order * draw(ratios)),
+            "max_notional_usd": _cap(held + f.elsewhere * mark + order * draw(ratios)),
+            "min_liquidation_distance_pct": min(distance, Decimal(80)).quantize(Decimal("0.1")),
+        }
+    )
+    return policy, _with(f, equity=equity)
+
+
+def _cap(value: Decimal) -> Decimal:
+    """A USD limit policy.json accepts (more than zero, at most 10^9), to the cent."""
+    return min(max(_cents(value), CENT), Decimal(10) ** 9)
+
+
 @st.composite
 def trading_windows(draw: st.DrawFn) -> tuple[TradingWindow, ...]:
     """Zero to three UTC windows, some wrapping past midnight."""
-    count = draw(st.integers(0, 3))
+    count = draw(WINDOW_COUNTS_OR_NONE)
     windows = []
     for _ in range(count):
-        start, end = draw(st.integers(0, 1439)), draw(st.integers(0, 1439))
+        start, end = draw(MINUTES), draw(MINUTES)
         if start == end:
             continue
-        windows.append(
-            TradingWindow(start=f"{start // 60:02}:{start % 60:02}", end=f"{end // 60:02}:{end % 60:02}")
-        )
+        windows.append(TradingWindow(start=_hhmm(start), end=_hhmm(end)))
     return tuple(windows)
+
+
+NO_HOURS_OR_SOME = st.just(()) | trading_windows()
+
+
+def _hhmm(minute: int) -> str:
+    return f"{minute // 60:02}:{minute % 60:02}"
 
 
 @st.composite
@@ -157,15 +279,19 @@ def loss_policies(draw: st.DrawFn, symbols: tuple[str, ...] = SYMBOLS) -> Policy
     policy = draw(policies(symbols))
     return policy.model_copy(
         update={
-            "max_loss_per_trade_usd": draw(st.none() | decimals("0.5", "5000", 2)),
-            "max_loss_per_trade_pct": draw(st.none() | decimals("0.1", "20", 1)),
+            "max_loss_per_trade_usd": draw(maybe(decimals("0.5", "5000", 2))),
+            "max_loss_per_trade_pct": draw(maybe(decimals("0.1", "20", 1))),
             "require_stop_loss": draw(st.booleans()),
-            "daily_loss_limit_usd": draw(st.none() | decimals("1", "10000", 2)),
-            "daily_loss_limit_pct": draw(st.none() | decimals("0.5", "20", 1)),
-            "max_open_positions": draw(st.none() | st.integers(1, 3)),
-            "trading_hours": draw(st.just(()) | trading_windows()),
+            "daily_loss_limit_usd": draw(maybe(decimals("1", "10000", 2))),
+            "daily_loss_limit_pct": draw(maybe(decimals("0.5", "20", 1))),
+            "max_open_positions": draw(MAYBE_OPEN_POSITIONS),
+            "trading_hours": draw(NO_HOURS_OR_SOME),
         }
     )
+
+
+OFFSETS = st.integers(-3000, 3000) | st.integers(-20, 20)
+MAYBE_OFFSET = st.none() | OFFSETS
 
 
 @st.composite
@@ -175,24 +301,190 @@ def protected_facts(draw: st.DrawFn, *, state: TradingState | None = None) -> Fa
     f = draw(facts(state=state, reduce_only=False))
     tick, bid = f.rules.tick_size, f.touch.bid
 
-    def price_near() -> st.SearchStrategy[Decimal | None]:
-        offsets = st.integers(-3000, 3000) | st.integers(-20, 20)
-        return st.none() | offsets.map(lambda k: max(bid + tick * k, tick))
+    def price_near() -> Decimal | None:
+        offset = draw(MAYBE_OFFSET)
+        return None if offset is None else max(bid + tick * offset, tick)
 
-    order = OrderIntent(
-        **{**_fields(f.order), "stop_loss": draw(price_near()), "take_profit": draw(price_near())}
-    )
+    order = OrderIntent(**{**_fields(f.order), "stop_loss": price_near(), "take_profit": price_near()})
     pnl = DayPnl(draw(decimals("-20000", "5000", 2)), draw(decimals("-20000", "5000", 2)))
-    others = frozenset(draw(st.lists(st.sampled_from(SYMBOLS), unique=True)))
-    if f.position.size != 0:
-        others |= {f.rules.symbol}
-    else:
-        others -= {f.rules.symbol}
-    return Facts(
-        **{
-            **{name: getattr(f, name) for name in Facts.__slots__},
-            "order": order,
-            "day_pnl": pnl,
-            "open_markets": others,
+    others = frozenset(draw(MARKET_SETS))
+    return _with(f, order=order, day_pnl=pnl, open_markets=_open_markets(f, others))
+
+
+def _open_markets(f: Facts, others: frozenset[str]) -> frozenset[str]:
+    """The markets with a position: this order's exactly when its position is not flat."""
+    return others | {f.rules.symbol} if f.position.size != 0 else others - {f.rules.symbol}
+
+
+# --- the loss rules, each drawn on the side of its limit asked for -------------------------------------
+
+LOSS_RULES = ("hours", "day", "positions", "stop", "loss", "target")
+
+
+@st.composite
+def loss_cases(
+    draw: st.DrawFn, *, past: tuple[str, ...] = (), others_past: bool = True, fits: bool = False
+) -> tuple[Policy, Facts]:
+    """A policy and facts for the loss rules (issue 15) of an active account, each rule drawn at its limit:
+    right at it or far from it, inside it or past it. The rules named in `past` lie past their limit; each
+    other one does one time in eight (never with `others_past=False`), so every mix of refusals occurs.
+    `fits`: the size caps leave room for the order (sizing_cases), for properties of passing orders.
+
+    LOSS_RULES names them: tradingHours ("hours"), dailyLossLimitUsd/Pct ("day"), maxOpenPositions
+    ("positions"), requireStopLoss and the stop's side and tick ("stop"), maxLossPerTradeUsd/Pct at the
+    stop ("loss"), the take-profit's side ("target"). A rule inside its limit is often left out of the
+    policy altogether. Sizes, caps and markets are drawn as sizing_cases() draws them.
+    """
+    policy, f = draw(sizing_cases(state=TradingState.ACTIVE, reduce_only=False, fits=fits))
+    broken = {rule for rule in LOSS_RULES if rule in past or (others_past and draw(PAST))}
+    if "loss" in past:
+        broken.discard("stop")  # a loss is judged only at a stop that can be sent
+    windows, now = draw(_hours_case("hours" in broken))
+    policy = policy.model_copy(update={"trading_hours": windows})
+    f = _with(f, now=now)
+    usd, pct, pnl = draw(_day_case("day" in broken, f.equity))
+    most, markets = draw(_positions_case("positions" in broken, f))
+    policy = policy.model_copy(
+        update={
+            "daily_loss_limit_usd": usd,
+            "daily_loss_limit_pct": pct,
+            "max_open_positions": most,
         }
     )
+    f = _with(f, day_pnl=pnl, open_markets=markets)
+    loss_usd, loss_pct, require, stop = draw(_stop_case(broken, policy, f))
+    policy = policy.model_copy(
+        update={
+            "max_loss_per_trade_usd": loss_usd,
+            "max_loss_per_trade_pct": loss_pct,
+            "require_stop_loss": require,
+        }
+    )
+    target = draw(_target_case("target" in broken, policy, f))
+    order = OrderIntent(**{**_fields(f.order), "stop_loss": stop, "take_profit": target})
+    return policy, _with(f, order=order)
+
+
+@st.composite
+def _hours_case(draw: st.DrawFn, past: bool) -> tuple[tuple[TradingWindow, ...], datetime]:
+    """Trading windows and a time inside one of them (or no windows at all), or outside every one."""
+    windows: tuple[TradingWindow, ...] = ()
+    if past or draw(st.booleans()):
+        spans = [(draw(MINUTES), draw(MINUTES)) for _ in range(draw(WINDOW_COUNTS))]
+        windows = tuple(TradingWindow(start=_hhmm(a), end=_hhmm(b)) for a, b in spans if a != b)
+    covered = _covered(windows)
+    if past and len(covered) == 1440:
+        windows, covered = (TradingWindow(start="03:00", end="03:01"),), {180}
+    pool = sorted(set(range(1440)) - covered if past else covered or range(1440))
+    minute = pool[draw(MINUTES) * len(pool) // 1440]
+    day = datetime.combine(NOW.date() + timedelta(days=draw(DAYS)), time(0), tzinfo=UTC)
+    return windows, day + timedelta(minutes=minute, seconds=draw(SECONDS_OF_A_MINUTE))
+
+
+def _covered(windows: tuple[TradingWindow, ...]) -> set[int]:
+    minutes: set[int] = set()
+    for window in windows:
+        start, end = window.start_minute, window.end_minute
+        minutes |= set(range(start, end)) if start < end else set(range(start, 1440)) | set(range(end))
+    return minutes
+
+
+@st.composite
+def _day_case(draw: st.DrawFn, past: bool, equity: Decimal) -> tuple[Decimal | None, Decimal | None, DayPnl]:
+    """Daily loss limits and the day's PnL: a loss below the limit (or no limit), or at it and beyond.
+
+    The loss L reaches the limit when L >= the dollar limit, or L >= (equity + L) x pct / 100, that is
+    L >= equity x p / (1 - p) with p = pct / 100: the smallest loss in cents that reaches it is the threshold.
+    """
+    usd = draw(maybe(decimals("1", "10000", 2)))
+    pct = draw(maybe(decimals("0.5", "20", 1)))
+    if past and usd is None and pct is None:
+        usd = draw(decimals("1", "10000", 2))
+    thresholds = [usd] if usd is not None else []
+    if pct is not None:
+        share = pct / 100
+        thresholds.append(_cents(max(equity, Decimal(0)) * share / (1 - share), ROUND_CEILING))
+    if not thresholds:
+        return usd, pct, DayPnl(draw(decimals("-20000", "5000", 2)), draw(decimals("-20000", "5000", 2)))
+    margin = draw(NEAR) * CENT
+    loss = min(thresholds) + margin if past else min(thresholds) - CENT - margin
+    realised = draw(decimals("-20000", "5000", 2))
+    return usd, pct, DayPnl(realised, -loss - realised)
+
+
+@st.composite
+def _positions_case(draw: st.DrawFn, past: bool, f: Facts) -> tuple[int | None, frozenset[str]]:
+    """maxOpenPositions and the markets with a position: as many as it allows at most, or more."""
+    markets = _open_markets(f, frozenset(draw(MARKET_SETS)))
+    if past:
+        markets = _open_markets(f, frozenset(SYMBOLS))
+    count = len(markets - {f.order.symbol}) + (1 if position_after(f) != 0 else 0)
+    if past:
+        return max(count - 1 - draw(A_FEW), 1), markets
+    if draw(st.booleans()):
+        return None, markets
+    return max(count, 1) + draw(A_FEW), markets
+
+
+BAD_STOPS = st.sampled_from(["missing", "wrong side", "off tick"])
+MOSTLY = st.sampled_from([True, True, True, False])
+LOSS_SHARES = st.integers(-400, 0).map(lambda k: Decimal(10) ** (Decimal(k) / 100))
+
+
+@st.composite
+def _stop_case(
+    draw: st.DrawFn, broken: set[str], policy: Policy, f: Facts
+) -> tuple[Decimal | None, Decimal | None, bool, Decimal | None]:
+    """The loss limits, requireStopLoss and the stop: the stop built from the order's size and the loss limit.
+
+    A loss limit is three times in four drawn around this order (the loss of its size at a share of its price
+    from 0.0001 to all of it); the stop that loses exactly the limit is then solved for, and the stop is put
+    a few ticks (or many) inside it or past it. A stop "past" the stop rule is missing under requireStopLoss,
+    on the wrong side of the price, or off the tick.
+    """
+    tick, qty, buy = f.rules.tick_size, f.order.qty, f.order.side is Side.BUY
+    entry, reference = worst_entry(policy, f), stop_reference(policy, f)
+    usd = draw(maybe(decimals("0.5", "5000", 2)))
+    pct = draw(maybe(decimals("0.1", "20", 1)))
+    if "loss" in broken or draw(MOSTLY):
+        usd = _cap(qty * entry * draw(LOSS_SHARES))
+    require = draw(st.booleans())
+    if "stop" in broken:
+        how = draw(BAD_STOPS)
+        if how == "missing" and "loss" not in broken:
+            return usd, pct, True, None
+        side = 1 if buy else -1  # towards the price, from below for a buy
+        stop = reference + side * tick * draw(NEAR)
+        return usd, pct, require, stop + tick / 2 if how == "off tick" else max(stop, tick)
+    if "loss" not in broken and not require and draw(st.booleans()):
+        return usd, pct, require, None
+    caps = [usd] if usd is not None else []
+    if pct is not None:
+        caps.append(max(f.equity, Decimal(0)) * pct / 100)
+    nearest = reference / tick - 1 if buy else reference / tick + 1  # the stop's ticks nearest the price
+    if not caps:
+        return usd, pct, require, _stop_at(nearest - draw(NEAR) if buy else nearest + draw(NEAR), tick)
+    cap = min(caps)
+    # the boundary: qty x (|entry - stop| + fee x (entry + stop)) == cap, solved for the stop
+    if buy:
+        boundary = ((entry * (1 + TAKER) - cap / qty) / (1 - TAKER) / tick).to_integral_value(ROUND_CEILING)
+        ticks = boundary - 1 - draw(NEAR) if "loss" in broken else boundary + draw(NEAR)
+        return usd, pct, require, _stop_at(min(ticks, nearest), tick)
+    boundary = ((cap / qty + entry * (1 - TAKER)) / (1 + TAKER) / tick).to_integral_value(ROUND_FLOOR)
+    ticks = boundary + 1 + draw(NEAR) if "loss" in broken else boundary - draw(NEAR)
+    return usd, pct, require, _stop_at(max(ticks, nearest), tick)
+
+
+def _stop_at(ticks: Decimal, tick: Decimal) -> Decimal:
+    return max(ticks, Decimal(1)) * tick
+
+
+@st.composite
+def _target_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> Decimal | None:
+    """A take-profit beyond the worst entry (or none), or on the wrong side of it."""
+    if not past and draw(st.booleans()):
+        return None
+    tick, entry = f.rules.tick_size, worst_entry(policy, f)
+    towards = 1 if f.order.side is Side.BUY else -1  # the side a target must lie on
+    ticks = entry / tick + (-towards * draw(NEAR) if past else towards * (1 + draw(NEAR)))
+    return max(ticks, Decimal(1)) * tick

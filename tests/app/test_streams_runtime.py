@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pilot.app.facts.stream_cache import StreamingReader, start_streams
+from pilot.app.facts.stream_cache import StreamFacts, StreamHub, StreamingReader, start_streams
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
@@ -228,3 +228,18 @@ async def test_the_streams_come_back_after_an_outage_longer_than_pybit_would_wai
     after = await plan_order(runtime, SELL)
     assert after.snapshot is not None and after.snapshot.fact_sources is not None
     assert set(after.snapshot.fact_sources.values()) == {"stream"}
+
+
+async def test_a_wait_for_stream_events_cancelled_as_an_event_arrives_ends_cancelled(
+    clock: FakeClock,
+) -> None:
+    """Closing the streams cancels the loop waiting in changed(); an event arriving in the same turn must not
+    swallow the cancel (Python 3.11's wait_for did, and the loop ran on until close gave up 5 s later)."""
+    rest = None  # changed() reads nothing over REST
+    hub = StreamHub(StreamFacts({"linear": ("BTCUSDT",)}), rest, clock, lambda: 300)
+    waiting = asyncio.create_task(hub.changed(60.0))
+    await asyncio.sleep(0)  # it waits on the event now
+    hub._changed.set()  # an event arrives ...
+    waiting.cancel()  # ... as the streams close
+    await asyncio.wait([waiting], timeout=1.0)
+    assert waiting.cancelled()

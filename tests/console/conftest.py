@@ -1,5 +1,11 @@
 """Fixtures for the console: a home with the real paper exchange, the console served on 127.0.0.1, and the
-OS's Chromium driven by Playwright (pointed at the executable; no browser is downloaded)."""
+OS's Chromium driven by Playwright (pointed at the executable; no browser is downloaded).
+
+Chromium is launched once for the package and each test opens fresh contexts in it (their own cookies and
+storage), closed when the test ends. The browser lives on one event loop, so the anyio backend of this
+package is package-scoped too: its tests share that loop, and the rest of the suite keeps a loop per test.
+The tests that drive it are in the xdist group "chromium", so one worker runs them all with one launch.
+"""
 
 from __future__ import annotations
 
@@ -17,9 +23,9 @@ from pilot.console.app import build_app
 from pilot.console.login import issue_secret
 from pilot.console.serving import serving
 from pilot.store import open_store
-from tests.app.conftest import FakeClock, anyio_backend, clock, open_test_runtime, paper, write_policy
+from tests.app.conftest import FakeClock, clock, open_test_runtime, paper, write_policy
 
-__all__ = ["FakeClock", "anyio_backend", "clock", "paper"]
+__all__ = ["FakeClock", "clock", "paper"]
 
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome")
 
@@ -62,8 +68,14 @@ async def console(tmp_path: Path, paper: Any, clock: FakeClock) -> AsyncIterator
             yield Console(url=url, home=tmp_path, secret=secret, runtime=runtime)
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Any]:
+@pytest.fixture(scope="package")
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="package")
+async def chromium() -> AsyncIterator[Any]:
+    """One Chromium for the package: launching it took most of a page test's time."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
@@ -76,7 +88,33 @@ async def browser() -> AsyncIterator[Any]:
             await launched.close()
 
 
-async def logged_in(browser: Any, console: Console, **context_options: Any) -> Any:
+class FreshContexts:
+    """The shared Chromium as one test sees it: every context it opens is new and is closed after the test."""
+
+    def __init__(self, chromium: Any) -> None:
+        self._chromium = chromium
+        self._opened: list[Any] = []
+
+    async def new_context(self, **options: Any) -> Any:
+        context = await self._chromium.new_context(**options)
+        self._opened.append(context)
+        return context
+
+    async def close(self) -> None:
+        for context in self._opened:
+            await context.close()
+
+
+@pytest.fixture
+async def browser(chromium: Any) -> AsyncIterator[FreshContexts]:
+    contexts = FreshContexts(chromium)
+    try:
+        yield contexts
+    finally:
+        await contexts.close()
+
+
+async def logged_in(browser: FreshContexts, console: Console, **context_options: Any) -> Any:
     """A new page in a new browser context, logged in to the console; it shows the Live page."""
     context = await browser.new_context(**context_options)
     context.set_default_timeout(10_000)

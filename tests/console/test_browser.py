@@ -18,7 +18,7 @@ from tests.app.conftest import BTC_SHORT, CREATE, call, plan_and_place, write_po
 
 from .conftest import logged_in
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("chromium")]  # one launch: see conftest.py
 SEEN = 5_000  # ms: the bound on any wait (the one-second figure is measured by benchmarks/bench_console.py)
 
 

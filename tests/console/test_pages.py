@@ -12,7 +12,7 @@ from tests.app.conftest import call, plan_and_place
 
 from .conftest import logged_in
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("chromium")]  # one launch: see conftest.py
 
 
 async def test_the_policy_page_shows_the_room_left_that_get_policy_computes(console, browser, paper):

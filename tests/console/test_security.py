@@ -18,7 +18,7 @@ from tests.app.conftest import call
 
 from .conftest import logged_in
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("chromium")]  # one launch: see conftest.py
 SCRIPT = "<script>window.pwned = 1</script><img src=x onerror='window.pwned = 2'>"
 
 

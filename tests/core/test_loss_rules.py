@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, time, timedelta
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from decimal import Decimal
 
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pilot.core.codes import Code
@@ -30,10 +30,9 @@ from pilot.core.facts import (
 )
 from pilot.core.policy import Policy, TradingWindow
 from pilot.core.risk import is_risk_reducing
-from tests.strategies import NOW, loss_policies, protected_facts
+from tests.oracle import day_limit, in_hours, position_after, trade_loss, trade_loss_limit, worst_entry
+from tests.strategies import NOW, loss_cases, loss_policies, protected_facts
 
-# Bybit's standard (non-VIP) taker fee for linear perpetuals, restated: paid on the way in and on the way out.
-TAKER = Decimal("0.00055")
 LOSS_RULES = {
     Code.MAX_LOSS_PER_TRADE_USD,
     Code.MAX_LOSS_PER_TRADE_PCT,
@@ -45,60 +44,6 @@ LOSS_RULES = {
     Code.MAX_OPEN_POSITIONS,
     Code.TRADING_HOURS,
 }
-
-
-# --- the oracle ------------------------------------------------------------------------------------
-
-
-def worst_entry(policy: Policy, f: Facts) -> Decimal:
-    """The fill that makes the stop cost most: a buy at its highest possible price, a sell at its lowest."""
-    order, tick = f.order, f.rules.tick_size
-    if order.order_type is OrderType.LIMIT:
-        return order.limit_price
-    slip = policy.limits_for(order.symbol).max_slippage_pct / 100
-    if order.side is Side.BUY:
-        return (f.touch.ask * (1 + slip) / tick).to_integral_value(ROUND_CEILING) * tick
-    return max((f.touch.bid * (1 - slip) / tick).to_integral_value(ROUND_FLOOR) * tick, tick)
-
-
-def trade_loss(qty: Decimal, entry: Decimal, stop: Decimal) -> Decimal:
-    return qty * (abs(entry - stop) + TAKER * (entry + stop))
-
-
-def trade_loss_limit(policy: Policy, f: Facts) -> Decimal | None:
-    limits = policy.limits_for(f.order.symbol)
-    found = []
-    if limits.max_loss_per_trade_usd is not None:
-        found.append(limits.max_loss_per_trade_usd)
-    if limits.max_loss_per_trade_pct is not None:
-        found.append(max(f.equity, Decimal(0)) * limits.max_loss_per_trade_pct / 100)
-    return min(found) if found else None
-
-
-def day_limit(policy: Policy, f: Facts) -> Decimal | None:
-    pnl = f.day_pnl.realised + f.day_pnl.unrealised
-    found = []
-    if policy.daily_loss_limit_usd is not None:
-        found.append(policy.daily_loss_limit_usd)
-    if policy.daily_loss_limit_pct is not None:
-        found.append(max(f.equity - pnl, Decimal(0)) * policy.daily_loss_limit_pct / 100)
-    return min(found) if found else None
-
-
-def in_hours(windows: tuple[TradingWindow, ...], at: datetime) -> bool:
-    minute = at.hour * 60 + at.minute
-    for window in windows:
-        start = int(window.start[:2]) * 60 + int(window.start[3:])
-        end = int(window.end[:2]) * 60 + int(window.end[3:])
-        inside = start <= minute < end if start < end else (minute >= start or minute < end)
-        if inside:
-            return True
-    return False
-
-
-def position_after(f: Facts) -> Decimal:
-    signed = f.order.qty if f.order.side is Side.BUY else -f.order.qty
-    return f.position.size + signed + f.pending.on_side(f.order.side) * f.order.side.sign
 
 
 # --- helpers -----------------------------------------------------------------------------------------
@@ -135,16 +80,13 @@ def growing(f: Facts) -> bool:
 # --- properties ---------------------------------------------------------------------------------------
 
 
-# These properties examine one kind of refusal, which only about one drawn case in seven carries, so each
-# valid example costs seven: they run a fifth of the profile's examples (100 valid ones in ci, 2,000 in
-# thorough) to keep the default suite within its time.
-FILTERED = settings(max_examples=max(settings.default.max_examples // 5, 20))
+# Each property draws its cases where it looks (tests.strategies.loss_cases): a loss refusal, a time outside
+# the trading hours, a day past its loss limit, or every loss rule at its limit for the passing orders.
 
 
-@given(loss_policies(), protected_facts(state=TradingState.ACTIVE))
-@FILTERED
-def test_a_passing_order_never_breaks_a_loss_rule_at_its_worst_fill(policy, f):
-    policy, f = open_case(policy, f)
+@given(loss_cases(fits=True))
+def test_a_passing_order_never_breaks_a_loss_rule_at_its_worst_fill(case):
+    policy, f = open_case(*case)
     action = evaluate(policy, f).next_safe_action
     if action is not None and action.tool == "plan_order":
         f = replay(f, action.args)
@@ -175,9 +117,9 @@ def test_a_passing_order_never_breaks_a_loss_rule_at_its_worst_fill(policy, f):
         assert in_hours(policy.trading_hours, f.now)
 
 
-@given(loss_policies(), protected_facts())
-def test_every_suggested_call_replays_to_pass(policy, f):
-    policy, f = open_case(policy, f)
+@given(loss_cases())
+def test_every_suggested_call_replays_to_pass(case):
+    policy, f = open_case(*case)
     result = evaluate(policy, f)
     calls = [result.next_safe_action] if result.next_safe_action else []
     calls += [
@@ -190,10 +132,9 @@ def test_every_suggested_call_replays_to_pass(policy, f):
         assert again.passed, (call, [v.rule for v in again.violations])
 
 
-@given(loss_policies(), protected_facts())
-@FILTERED
-def test_the_size_suggested_for_a_loss_is_the_largest_one_more_lot_step_fails(policy, f):
-    policy, f = open_case(policy, f)
+@given(loss_cases(past=("loss",), others_past=False, fits=True))
+def test_the_size_suggested_for_a_loss_is_the_largest_one_more_lot_step_fails(case):
+    policy, f = open_case(*case)
     result = evaluate(policy, f)
     assume(
         any(v.rule in (Code.MAX_LOSS_PER_TRADE_USD, Code.MAX_LOSS_PER_TRADE_PCT) for v in result.violations)
@@ -207,10 +148,9 @@ def test_the_size_suggested_for_a_loss_is_the_largest_one_more_lot_step_fails(po
     assert not evaluate(policy, bigger).passed
 
 
-@given(loss_policies(), protected_facts(state=TradingState.ACTIVE))
-@FILTERED
-def test_a_loss_refusal_names_the_limit_and_the_loss_in_numbers(policy, f):
-    policy, f = open_case(policy, f)
+@given(loss_cases(past=("loss",)))
+def test_a_loss_refusal_names_the_limit_and_the_loss_in_numbers(case):
+    policy, f = open_case(*case)
     breaches = [
         v
         for v in evaluate(policy, f).violations
@@ -251,10 +191,9 @@ def test_tightening_a_loss_rule_never_turns_a_refusal_into_a_pass(policy, f, whi
     assert not evaluate(policy.model_copy(update=update), f).passed
 
 
-@given(loss_policies(), protected_facts(state=TradingState.ACTIVE))
-@FILTERED
-def test_outside_trading_hours_the_refusal_says_when_the_next_window_opens(policy, f):
-    policy, f = open_case(policy, f)
+@given(loss_cases(past=("hours",)))
+def test_outside_trading_hours_the_refusal_says_when_the_next_window_opens(case):
+    policy, f = open_case(*case)
     hours = [v for v in evaluate(policy, f).violations if v.rule is Code.TRADING_HOURS]
     assume(hours)
     opens = hours[0].next.retry_after
@@ -263,9 +202,9 @@ def test_outside_trading_hours_the_refusal_says_when_the_next_window_opens(polic
     assert not in_hours(policy.trading_hours, opens - timedelta(minutes=1))
 
 
-@given(loss_policies(), protected_facts(state=TradingState.ACTIVE))
-def test_past_the_daily_loss_limit_only_reducing_orders_pass_until_midnight(policy, f):
-    policy, f = open_case(policy, f)
+@given(loss_cases(past=("day",)))
+def test_past_the_daily_loss_limit_only_reducing_orders_pass_until_midnight(case):
+    policy, f = open_case(*case)
     limit = day_limit(policy, f)
     assume(limit is not None and -(f.day_pnl.realised + f.day_pnl.unrealised) >= limit)
     result = evaluate(policy, f)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from decimal import ROUND_FLOOR, Decimal
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
@@ -15,32 +15,8 @@ from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, Side,
 from pilot.core.policy import CONFIRMABLE_TOOLS, ConfirmRule, Policy
 from pilot.core.risk import is_risk_reducing
 from pilot.core.valuation import liquidation_distance_pct, round_price_safe, send_price
-from tests.strategies import facts, policies
-
-
-def worst_price(policy: Policy, f: Facts) -> Decimal:
-    """An independent restatement of worst-fill valuation (issue 2, deliverable 5)."""
-    order, tick = f.order, f.rules.tick_size
-    slip = policy.limits_for(order.symbol).max_slippage_pct / 100
-    if order.side is Side.BUY:
-        if order.order_type is OrderType.LIMIT:
-            return order.limit_price
-        return (f.touch.ask * (1 + slip) / tick).to_integral_value(ROUND_CEILING) * tick
-    if order.order_type is OrderType.LIMIT:
-        return max(order.limit_price, f.touch.bid)
-    return f.touch.bid
-
-
-def leaves(position: Decimal, order: OrderIntent) -> Decimal:
-    """The position an order leaves when it fills: a reduce-only order stops at zero."""
-    after = position + (order.qty if order.side is Side.BUY else -order.qty)
-    if order.reduce_only and (after == 0 or (after > 0) != (position > 0)):
-        return Decimal(0)
-    return after
-
-
-def worst(position: Decimal, buys: Decimal, sells: Decimal) -> Decimal:
-    return max(abs(position + buys), abs(position - sells))
+from tests.oracle import leaves, worst, worst_price
+from tests.strategies import facts, policies, sizing_cases
 
 
 def replay(f: Facts, args: dict) -> Facts:
@@ -63,7 +39,7 @@ def test_evaluate_never_raises_on_valid_facts_and_uses_only_the_documented_rule_
     assert all(isinstance(v.rule, Code) and v.detail and v.next.text for v in violations)
 
 
-@given(policies(), facts(reduce_only=False))
+@given(policies(), facts(reduce_only=False))  # caps drawn on their own: most orders then fit nothing
 def test_nothing_fits_only_when_the_smallest_valid_order_breaks_a_size_rule(policy, f):
     policy, f = open_case(policy, f)
     action = evaluate(policy, f).next_safe_action
@@ -108,9 +84,9 @@ def passing_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:
     return policy, f
 
 
-@given(policies(), facts(state=TradingState.ACTIVE))
-def test_a_passing_order_never_breaks_a_cap_at_worst_fill(policy, f):
-    policy, f = passing_case(policy, f)
+@given(sizing_cases(state=TradingState.ACTIVE))
+def test_a_passing_order_never_breaks_a_cap_at_worst_fill(case):
+    policy, f = passing_case(*case)
     assume(evaluate(policy, f).passed)
     if is_risk_reducing(f.position.size, f.order, f.pending):
         return
@@ -127,17 +103,17 @@ def test_a_passing_order_never_breaks_a_cap_at_worst_fill(policy, f):
     assert f.orders_today < policy.daily_order_cap
 
 
-@given(policies(), facts(reduce_only=False))
-def test_a_suggested_plan_passes_when_replayed_on_the_same_facts(policy, f):
-    policy, f = open_case(policy, f)
+@given(sizing_cases(reduce_only=False))
+def test_a_suggested_plan_passes_when_replayed_on_the_same_facts(case):
+    policy, f = open_case(*case)
     action = evaluate(policy, f).next_safe_action
     assume(action is not None and action.tool == "plan_order")
     assert evaluate(policy, replay(f, action.args)).passed
 
 
-@given(policies(), facts(reduce_only=False))
-def test_the_suggested_size_is_maximal_one_more_lot_step_fails(policy, f):
-    policy, f = open_case(policy, f)
+@given(sizing_cases(reduce_only=False))
+def test_the_suggested_size_is_maximal_one_more_lot_step_fails(case):
+    policy, f = open_case(*case)
     action = evaluate(policy, f).next_safe_action
     assume(action is not None and action.tool == "plan_order" and Decimal(action.args["qty"]) < f.order.qty)
     # A growing order turned into a reduce-only close is sized to the largest close that still shrinks the
@@ -171,10 +147,13 @@ def test_tightening_any_limit_never_turns_a_refusal_into_a_pass(policy, f, which
     assert not evaluate(tighter, f).passed
 
 
-@given(policies(), facts(reduce_only=True), st.sampled_from([TradingState.ACTIVE, TradingState.REDUCING]))
+@given(
+    policies(),
+    facts(reduce_only=True, held=True),
+    st.sampled_from([TradingState.ACTIVE, TradingState.REDUCING]),
+)
 def test_a_reduce_only_order_that_does_not_raise_the_worst_case_is_never_refused_by_a_cap(policy, f, state):
-    size = f.position.size
-    assume(size != 0)
+    size = f.position.size  # drawn long or short, never flat
     qty = min(f.order.qty, abs(size))
     side = Side.SELL if size > 0 else Side.BUY
     f = replace(f, order=replace(f.order, side=side, qty=qty), trading_state=state)
@@ -185,12 +164,26 @@ def test_a_reduce_only_order_that_does_not_raise_the_worst_case_is_never_refused
     assert not rules & (SIZE_CAP_CODES | {Code.TRADING_STATE, Code.ALLOWED_MARKETS, Code.DAILY_ORDER_CAP})
 
 
-@given(policies(), facts(reduce_only=True), st.integers(1, 5000), st.booleans(), st.integers(1, 500))
-def test_a_close_that_frees_resting_orders_to_reopen_past_the_cap_is_refused(policy, f, held, long, beyond):
+# The share of an exposure a cap below it allows: 10^(k/1000) for k from -7000 to -1 (1e-7 to 0.998).
+BELOW = st.integers(-7000, -1).map(lambda k: Decimal(10) ** (Decimal(k) / 1000))
+
+
+@given(
+    policies(),
+    facts(reduce_only=True),
+    st.integers(1, 5000),
+    st.booleans(),
+    st.integers(1, 500),
+    BELOW,
+)
+def test_a_close_that_frees_resting_orders_to_reopen_past_the_cap_is_refused(
+    policy, f, held, long, beyond, below
+):
     """Closing a long under resting sells leaves them free to open a short: the worst case counts them.
 
-    Drawn straight into that region (a position, and more resting on its closing side than it and the other
-    side together), instead of filtering random facts down to it.
+    Drawn straight into that region (a position, more resting on its closing side than it and the other
+    side together, and maxNotionalUsd below the exposure that leaves), instead of filtering random facts
+    down to it.
     """
     step = f.rules.qty_step
     size = held * step if long else -held * step
@@ -211,8 +204,11 @@ def test_a_close_that_frees_resting_orders_to_reopen_past_the_cap_is_refused(pol
     )
     after = f.pending.on_side(side) * side.sign  # the position is closed; the resting orders remain
     price = worst_price(policy, f)
+    exposure = (abs(after) + f.elsewhere) * price
+    cap = max((exposure * below).quantize(Decimal("0.01"), rounding=ROUND_FLOOR), Decimal("0.01"))
+    policy = policy.model_copy(update={"max_notional_usd": cap})
     assume(abs(after) > worst(size, f.pending.buy_qty, f.pending.sell_qty))
-    assume((abs(after) + f.elsewhere) * price > policy.limits_for(f.order.symbol).max_notional_usd)
+    assume(exposure > policy.limits_for(f.order.symbol).max_notional_usd)
     rules = {v.rule for v in evaluate(policy, f).violations}
     assert Code.MAX_NOTIONAL in rules
 
@@ -228,9 +224,9 @@ def test_reducing_refuses_whatever_can_grow_a_position(policy, f):
     assert ("tradingState" in rules) == (not is_risk_reducing(f.position.size, f.order, f.pending))
 
 
-@given(policies(), facts(reduce_only=False))
-def test_suggested_sizes_are_whole_lots_never_above_the_ask_unless_it_was_below_the_minimum(policy, f):
-    policy, f = open_case(policy, f)
+@given(sizing_cases(reduce_only=False))
+def test_suggested_sizes_are_whole_lots_never_above_the_ask_unless_it_was_below_the_minimum(case):
+    policy, f = open_case(*case)
     action = evaluate(policy, f).next_safe_action
     assume(action is not None and action.tool == "plan_order")
     qty, step = Decimal(action.args["qty"]), f.rules.qty_step

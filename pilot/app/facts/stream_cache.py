@@ -444,7 +444,10 @@ class StreamHub:
         """Wait until an event arrives (True) or `timeout_s` passes (False)."""
         self._changed.clear()
         try:
-            await asyncio.wait_for(self._changed.wait(), timeout_s)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result when a cancel and the
+            # event arrive in the same turn, and the cancelled loop ran on until close() gave up on it
+            async with asyncio.timeout(timeout_s):
+                await self._changed.wait()
         except TimeoutError:
             return False
         return True

@@ -1,0 +1,104 @@
+"""What an order costs and which loss rules it meets, restated here apart from pilot.core.
+
+The property tests check evaluate() against these functions, and tests/strategies.py draws its cases by them
+(a stop built from the order's size and the loss limit, a day's loss set against the daily limit), so a case
+lands on the side of a rule's limit it was drawn for without asking the code under test.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+
+from pilot.core.facts import Facts, OrderIntent, OrderType, Side
+from pilot.core.policy import Policy, TradingWindow
+
+# Bybit's standard (non-VIP) taker fee for linear perpetuals, restated: paid on the way in and on the way out.
+TAKER = Decimal("0.00055")
+CENT = Decimal("0.01")
+
+
+def worst_price(policy: Policy, f: Facts) -> Decimal:
+    """The price a cap values the order at (issue 2, deliverable 5): the highest it can fill at."""
+    order, tick = f.order, f.rules.tick_size
+    slip = policy.limits_for(order.symbol).max_slippage_pct / 100
+    if order.side is Side.BUY:
+        if order.order_type is OrderType.LIMIT:
+            return order.limit_price
+        return (f.touch.ask * (1 + slip) / tick).to_integral_value(ROUND_CEILING) * tick
+    if order.order_type is OrderType.LIMIT:
+        return max(order.limit_price, f.touch.bid)
+    return f.touch.bid
+
+
+def worst_entry(policy: Policy, f: Facts) -> Decimal:
+    """The fill that makes the stop cost most: a buy at its highest possible price, a sell at its lowest."""
+    order, tick = f.order, f.rules.tick_size
+    if order.order_type is OrderType.LIMIT:
+        return order.limit_price
+    slip = policy.limits_for(order.symbol).max_slippage_pct / 100
+    if order.side is Side.BUY:
+        return (f.touch.ask * (1 + slip) / tick).to_integral_value(ROUND_CEILING) * tick
+    return max((f.touch.bid * (1 - slip) / tick).to_integral_value(ROUND_FLOOR) * tick, tick)
+
+
+def stop_reference(policy: Policy, f: Facts) -> Decimal:
+    """What a stop must lie beyond: below the worst entry, the mark and the bid for a buy; above them and the
+    ask for a sell (Bybit checks a stop against the last price, between the bid and the ask)."""
+    entry, touch = worst_entry(policy, f), f.touch
+    if f.order.side is Side.BUY:
+        return min(entry, touch.mark, touch.bid)
+    return max(entry, touch.mark, touch.ask)
+
+
+def trade_loss(qty: Decimal, entry: Decimal, stop: Decimal) -> Decimal:
+    return qty * (abs(entry - stop) + TAKER * (entry + stop))
+
+
+def trade_loss_limit(policy: Policy, f: Facts) -> Decimal | None:
+    limits = policy.limits_for(f.order.symbol)
+    found = []
+    if limits.max_loss_per_trade_usd is not None:
+        found.append(limits.max_loss_per_trade_usd)
+    if limits.max_loss_per_trade_pct is not None:
+        found.append(max(f.equity, Decimal(0)) * limits.max_loss_per_trade_pct / 100)
+    return min(found) if found else None
+
+
+def day_limit(policy: Policy, f: Facts) -> Decimal | None:
+    pnl = f.day_pnl.realised + f.day_pnl.unrealised
+    found = []
+    if policy.daily_loss_limit_usd is not None:
+        found.append(policy.daily_loss_limit_usd)
+    if policy.daily_loss_limit_pct is not None:
+        found.append(max(f.equity - pnl, Decimal(0)) * policy.daily_loss_limit_pct / 100)
+    return min(found) if found else None
+
+
+def in_hours(windows: tuple[TradingWindow, ...], at: datetime) -> bool:
+    minute = at.hour * 60 + at.minute
+    for window in windows:
+        start = int(window.start[:2]) * 60 + int(window.start[3:])
+        end = int(window.end[:2]) * 60 + int(window.end[3:])
+        inside = start <= minute < end if start < end else (minute >= start or minute < end)
+        if inside:
+            return True
+    return False
+
+
+def position_after(f: Facts) -> Decimal:
+    """The position a (not reduce-only) order leaves with every order pending on its side filled too."""
+    signed = f.order.qty if f.order.side is Side.BUY else -f.order.qty
+    return f.position.size + signed + f.pending.on_side(f.order.side) * f.order.side.sign
+
+
+def leaves(position: Decimal, order: OrderIntent) -> Decimal:
+    """The position an order leaves when it fills: a reduce-only order stops at zero."""
+    after = position + (order.qty if order.side is Side.BUY else -order.qty)
+    if order.reduce_only and (after == 0 or (after > 0) != (position > 0)):
+        return Decimal(0)
+    return after
+
+
+def worst(position: Decimal, buys: Decimal, sells: Decimal) -> Decimal:
+    return max(abs(position + buys), abs(position - sells))
