@@ -4,6 +4,8 @@ size and the loss limit) instead of random cases filtered down to it.
 
 Strategies that do not depend on a drawn value are built once, here at module level: hypothesis validates a
 strategy the first time it draws from it, and a strategy built inside a composite is a new one every draw.
+For the same reason each composite here is a thin wrapper of a plain `draw_*` function, and composites call
+those functions rather than drawing from a freshly built composite.
 Decimals are drawn as integers and scaled, which is what they are (cents, ticks, lot steps).
 """
 
@@ -81,8 +83,7 @@ MAYBE_OPEN_POSITIONS = st.none() | st.integers(1, 3)
 A_FEW = st.integers(0, 2)
 
 
-@st.composite
-def instruments(draw: st.DrawFn, symbol: str | None = None) -> InstrumentRules:
+def draw_instruments(draw: st.DrawFn, symbol: str | None = None) -> InstrumentRules:
     symbol = symbol or draw(SYMBOL)
     step = draw(STEPS)
     tick = draw(TICKS)
@@ -101,7 +102,11 @@ def instruments(draw: st.DrawFn, symbol: str | None = None) -> InstrumentRules:
 
 
 @st.composite
-def touches(draw: st.DrawFn, rules: InstrumentRules) -> Touch:
+def instruments(draw: st.DrawFn, symbol: str | None = None) -> InstrumentRules:
+    return draw_instruments(draw, symbol)
+
+
+def draw_touches(draw: st.DrawFn, rules: InstrumentRules) -> Touch:
     bid = rules.tick_size * draw(BID_TICKS)
     ask = bid + rules.tick_size * draw(SPREAD_TICKS)
     mark = bid + rules.tick_size * draw(MARK_TICKS)
@@ -109,13 +114,22 @@ def touches(draw: st.DrawFn, rules: InstrumentRules) -> Touch:
 
 
 @st.composite
-def positions(draw: st.DrawFn, rules: InstrumentRules, touch: Touch) -> Position:
+def touches(draw: st.DrawFn, rules: InstrumentRules) -> Touch:
+    return draw_touches(draw, rules)
+
+
+def draw_positions(draw: st.DrawFn, rules: InstrumentRules, touch: Touch) -> Position:
     return Position(
         symbol=rules.symbol,
         size=rules.qty_step * draw(POSITION_STEPS),
         entry_price=touch.mark,
         leverage=Decimal(draw(POSITION_LEVERAGE)),
     )
+
+
+@st.composite
+def positions(draw: st.DrawFn, rules: InstrumentRules, touch: Touch) -> Position:
+    return draw_positions(draw, rules, touch)
 
 
 @cache
@@ -128,8 +142,7 @@ def maybe(strategy: st.SearchStrategy[Decimal]) -> st.SearchStrategy[Decimal | N
     return st.none() | strategy
 
 
-@st.composite
-def policies(draw: st.DrawFn, symbols: tuple[str, ...] = SYMBOLS) -> Policy:
+def draw_policies(draw: st.DrawFn, symbols: tuple[str, ...] = SYMBOLS) -> Policy:
     return Policy(
         allowed_markets=tuple(draw(_markets(symbols))),
         max_notional_usd=draw(decimals("1", "100000", 2)),
@@ -142,7 +155,11 @@ def policies(draw: st.DrawFn, symbols: tuple[str, ...] = SYMBOLS) -> Policy:
 
 
 @st.composite
-def orders(draw: st.DrawFn, rules: InstrumentRules, touch: Touch) -> OrderIntent:
+def policies(draw: st.DrawFn, symbols: tuple[str, ...] = SYMBOLS) -> Policy:
+    return draw_policies(draw, symbols)
+
+
+def draw_orders(draw: st.DrawFn, rules: InstrumentRules, touch: Touch) -> OrderIntent:
     order_type = draw(ORDER_TYPES)
     side = draw(SIDES)
     limit = None
@@ -159,7 +176,11 @@ def orders(draw: st.DrawFn, rules: InstrumentRules, touch: Touch) -> OrderIntent
 
 
 @st.composite
-def facts(
+def orders(draw: st.DrawFn, rules: InstrumentRules, touch: Touch) -> OrderIntent:
+    return draw_orders(draw, rules, touch)
+
+
+def draw_facts(
     draw: st.DrawFn,
     *,
     state: TradingState | None = None,
@@ -167,12 +188,12 @@ def facts(
     held: bool = False,
 ) -> Facts:
     """Whole facts; `held`: the position is long or short, never flat."""
-    rules = draw(instruments())
-    touch = draw(touches(rules))
-    order = draw(orders(rules, touch))
+    rules = draw_instruments(draw)
+    touch = draw_touches(draw, rules)
+    order = draw_orders(draw, rules, touch)
     if reduce_only is not None:
         order = OrderIntent(**{**_fields(order), "reduce_only": reduce_only})
-    position = draw(positions(rules, touch))
+    position = draw_positions(draw, rules, touch)
     if held:
         size = rules.qty_step * draw(HELD_STEPS) * (1 if draw(st.booleans()) else -1)
         position = Position(position.symbol, size, position.entry_price, position.leverage)
@@ -185,13 +206,23 @@ def facts(
         orders_today=draw(ORDERS_TODAY),
         trading_state=state or draw(STATES),
         now=NOW + timedelta(seconds=draw(SECONDS)),
-        pending=draw(pendings(rules)),
+        pending=draw_pendings(draw, rules),
         elsewhere=rules.qty_step * draw(ELSEWHERE),
     )
 
 
 @st.composite
-def pendings(draw: st.DrawFn, rules: InstrumentRules) -> PendingOrders:
+def facts(
+    draw: st.DrawFn,
+    *,
+    state: TradingState | None = None,
+    reduce_only: bool | None = None,
+    held: bool = False,
+) -> Facts:
+    return draw_facts(draw, state=state, reduce_only=reduce_only, held=held)
+
+
+def draw_pendings(draw: st.DrawFn, rules: InstrumentRules) -> PendingOrders:
     """Open orders (or unknown sends) on each side; mostly none, as on a quiet account."""
     if draw(st.booleans()):
         return PendingOrders()
@@ -199,6 +230,11 @@ def pendings(draw: st.DrawFn, rules: InstrumentRules) -> PendingOrders:
         buy_qty=rules.qty_step * draw(PENDING_STEPS),
         sell_qty=rules.qty_step * draw(PENDING_STEPS),
     )
+
+
+@st.composite
+def pendings(draw: st.DrawFn, rules: InstrumentRules) -> PendingOrders:
+    return draw_pendings(draw, rules)
 
 
 def _fields(order: OrderIntent) -> dict[str, object]:
@@ -213,8 +249,7 @@ def _cents(value: Decimal, rounding: str = ROUND_FLOOR) -> Decimal:
     return value.quantize(CENT, rounding=rounding)
 
 
-@st.composite
-def sizing_cases(
+def draw_sizing_cases(
     draw: st.DrawFn,
     *,
     state: TradingState | None = None,
@@ -228,8 +263,8 @@ def sizing_cases(
     minLiquidationDistancePct around the distance the whole order leaves. Otherwise the policy is drawn on
     its own, as policies() draws it. With `fits` the ratios are from 1 to 10 and the policy is always drawn
     around the order: the caps leave room for it (for the properties whose region is past them)."""
-    f = draw(facts(state=state, reduce_only=reduce_only))
-    policy = draw(policies())
+    f = draw_facts(draw, state=state, reduce_only=reduce_only)
+    policy = draw_policies(draw)
     if not fits and not draw(MOSTLY):
         return policy, f
     ratios = ROOMY if fits else RATIOS
@@ -248,13 +283,23 @@ def sizing_cases(
     return policy, _with(f, equity=equity)
 
 
+@st.composite
+def sizing_cases(
+    draw: st.DrawFn,
+    *,
+    state: TradingState | None = None,
+    reduce_only: bool | None = None,
+    fits: bool = False,
+) -> tuple[Policy, Facts]:
+    return draw_sizing_cases(draw, state=state, reduce_only=reduce_only, fits=fits)
+
+
 def _cap(value: Decimal) -> Decimal:
     """A USD limit policy.json accepts (more than zero, at most 10^9), to the cent."""
     return min(max(_cents(value), CENT), Decimal(10) ** 9)
 
 
-@st.composite
-def trading_windows(draw: st.DrawFn) -> tuple[TradingWindow, ...]:
+def draw_trading_windows(draw: st.DrawFn) -> tuple[TradingWindow, ...]:
     """Zero to three UTC windows, some wrapping past midnight."""
     count = draw(WINDOW_COUNTS_OR_NONE)
     windows = []
@@ -264,6 +309,11 @@ def trading_windows(draw: st.DrawFn) -> tuple[TradingWindow, ...]:
             continue
         windows.append(TradingWindow(start=_hhmm(start), end=_hhmm(end)))
     return tuple(windows)
+
+
+@st.composite
+def trading_windows(draw: st.DrawFn) -> tuple[TradingWindow, ...]:
+    return draw_trading_windows(draw)
 
 
 NO_HOURS_OR_SOME = st.just(()) | trading_windows()
@@ -276,7 +326,7 @@ def _hhmm(minute: int) -> str:
 @st.composite
 def loss_policies(draw: st.DrawFn, symbols: tuple[str, ...] = SYMBOLS) -> Policy:
     """policies() with the loss rules of issue 15 drawn too: each left out about half the time."""
-    policy = draw(policies(symbols))
+    policy = draw_policies(draw, symbols)
     return policy.model_copy(
         update={
             "max_loss_per_trade_usd": draw(maybe(decimals("0.5", "5000", 2))),
@@ -298,7 +348,7 @@ MAYBE_OFFSET = st.none() | OFFSETS
 def protected_facts(draw: st.DrawFn, *, state: TradingState | None = None) -> Facts:
     """facts() with a stop-loss and take-profit (on either side of the price, or none), the day's PnL and
     the markets with open positions drawn too."""
-    f = draw(facts(state=state, reduce_only=False))
+    f = draw_facts(draw, state=state, reduce_only=False)
     tick, bid = f.rules.tick_size, f.touch.bid
 
     def price_near() -> Decimal | None:
@@ -335,15 +385,15 @@ def loss_cases(
     stop ("loss"), the take-profit's side ("target"). A rule inside its limit is often left out of the
     policy altogether. Sizes, caps and markets are drawn as sizing_cases() draws them.
     """
-    policy, f = draw(sizing_cases(state=TradingState.ACTIVE, reduce_only=False, fits=fits))
+    policy, f = draw_sizing_cases(draw, state=TradingState.ACTIVE, reduce_only=False, fits=fits)
     broken = {rule for rule in LOSS_RULES if rule in past or (others_past and draw(PAST))}
     if "loss" in past:
         broken.discard("stop")  # a loss is judged only at a stop that can be sent
-    windows, now = draw(_hours_case("hours" in broken))
+    windows, now = _hours_case(draw, "hours" in broken)
     policy = policy.model_copy(update={"trading_hours": windows})
     f = _with(f, now=now)
-    usd, pct, pnl = draw(_day_case("day" in broken, f.equity))
-    most, markets = draw(_positions_case("positions" in broken, f))
+    usd, pct, pnl = _day_case(draw, "day" in broken, f.equity)
+    most, markets = _positions_case(draw, "positions" in broken, f)
     policy = policy.model_copy(
         update={
             "daily_loss_limit_usd": usd,
@@ -352,7 +402,7 @@ def loss_cases(
         }
     )
     f = _with(f, day_pnl=pnl, open_markets=markets)
-    loss_usd, loss_pct, require, stop = draw(_stop_case(broken, policy, f))
+    loss_usd, loss_pct, require, stop = _stop_case(draw, broken, policy, f)
     policy = policy.model_copy(
         update={
             "max_loss_per_trade_usd": loss_usd,
@@ -360,12 +410,11 @@ def loss_cases(
             "require_stop_loss": require,
         }
     )
-    target = draw(_target_case("target" in broken, policy, f))
+    target = _target_case(draw, "target" in broken, policy, f)
     order = OrderIntent(**{**_fields(f.order), "stop_loss": stop, "take_profit": target})
     return policy, _with(f, order=order)
 
 
-@st.composite
 def _hours_case(draw: st.DrawFn, past: bool) -> tuple[tuple[TradingWindow, ...], datetime]:
     """Trading windows and a time inside one of them (or no windows at all), or outside every one."""
     windows: tuple[TradingWindow, ...] = ()
@@ -389,7 +438,6 @@ def _covered(windows: tuple[TradingWindow, ...]) -> set[int]:
     return minutes
 
 
-@st.composite
 def _day_case(draw: st.DrawFn, past: bool, equity: Decimal) -> tuple[Decimal | None, Decimal | None, DayPnl]:
     """Daily loss limits and the day's PnL: a loss below the limit (or no limit), or at it and beyond.
 
@@ -412,7 +460,6 @@ def _day_case(draw: st.DrawFn, past: bool, equity: Decimal) -> tuple[Decimal | N
     return usd, pct, DayPnl(realised, -loss - realised)
 
 
-@st.composite
 def _positions_case(draw: st.DrawFn, past: bool, f: Facts) -> tuple[int | None, frozenset[str]]:
     """maxOpenPositions and the markets with a position: as many as it allows at most, or more."""
     markets = _open_markets(f, frozenset(draw(MARKET_SETS)))
@@ -431,7 +478,6 @@ MOSTLY = st.sampled_from([True, True, True, False])
 LOSS_SHARES = st.integers(-400, 0).map(lambda k: Decimal(10) ** (Decimal(k) / 100))
 
 
-@st.composite
 def _stop_case(
     draw: st.DrawFn, broken: set[str], policy: Policy, f: Facts
 ) -> tuple[Decimal | None, Decimal | None, bool, Decimal | None]:
@@ -479,7 +525,6 @@ def _stop_at(ticks: Decimal, tick: Decimal) -> Decimal:
     return max(ticks, Decimal(1)) * tick
 
 
-@st.composite
 def _target_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> Decimal | None:
     """A take-profit beyond the worst entry (or none), or on the wrong side of it."""
     if not past and draw(st.booleans()):

@@ -29,7 +29,7 @@ from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
 from pilot.exchange.bybit import BybitExchange
 from pilot.store import ChainReport, Journal, JournalEntry, open_store, parse_iso
-from tests.app.conftest import FakeClock
+from tests.clocks import FakeClock
 
 DEADLINE_SECONDS = 60
 NOON = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)  # today, far from midnight

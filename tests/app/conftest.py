@@ -5,8 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.exchange.sim.handlers import ROUTES
 from pilot.server import build_server
 from pilot.store import open_store
+from tests.clocks import FakeClock
 from tests.scenarios import ARTICLE
 
 POLICY: dict[str, Any] = {
@@ -30,19 +30,6 @@ POLICY: dict[str, Any] = {
     "maxSlippagePct": 0.5,
     "planTtlSeconds": 60,
 }
-
-
-@dataclass
-class FakeClock:
-    """A clock the test moves by hand (no sleeps)."""
-
-    moment: datetime
-
-    def now(self) -> datetime:
-        return self.moment
-
-    def advance(self, seconds: float) -> None:
-        self.moment += timedelta(seconds=seconds)
 
 
 @pytest.fixture
