@@ -170,6 +170,9 @@ async def _cancel_what_would_reopen(runtime: Runtime, request: PlanRequest) -> l
     )
     while True:
         facts = await gather_facts(runtime, view, intent)
+        pending = facts.pending.on_side(intent.side) if facts.pending is not None else Decimal(0)
+        if not refused_only_for_pending(view.policy, facts, pending):
+            return cancelled  # not even every pending order gone would let it pass: no read, no cancel
         resting = await _resting(runtime, intent)
         cancellable = sum((order.qty - order.cum_exec_qty for order in resting), Decimal(0))
         if not resting or not refused_only_for_pending(view.policy, facts, cancellable):
