@@ -102,3 +102,64 @@ def leaves(position: Decimal, order: OrderIntent) -> Decimal:
 
 def worst(position: Decimal, buys: Decimal, sells: Decimal) -> Decimal:
     return max(abs(position + buys), abs(position - sells))
+
+
+# --- the loss at a position's stops, restated (issue 23) -----------------------------------------------
+#
+# Bybit runs stops on the whole position: a stop-loss sent with an order (tpslMode Full) becomes the stop of
+# all of the position once the order fills; partial stops close their own size. The loss a trade may take is
+# the loss of the position the order leaves, at the stops that will then apply. Restated here as a sweep:
+# the price runs from the entry against the position, and at each stop level what triggers there closes.
+
+
+def lots_after(policy: Policy, f: Facts) -> list[tuple[Decimal, Decimal, Decimal | None]]:
+    """The fills a growing linear order's worst case assumes, in order: (signed qty, price, whole stop)."""
+    side, sign = f.order.side, f.order.side.sign
+    fill = worst_entry(policy, f)
+    known = [p for p in f.pending.fills if p.side is side]
+    lots = [(p.qty * sign, p.price or fill, p.stop_loss) for p in known]
+    rest = f.pending.on_side(side) - sum((p.qty for p in known), Decimal(0))
+    if rest > 0:
+        lots.append((rest * sign, fill, None))
+    lots.append((f.order.qty * sign, fill, f.order.stop_loss))
+    return lots
+
+
+def stops_after(policy: Policy, f: Facts) -> tuple[Decimal, Decimal, Decimal | None, list]:
+    """(signed size, average entry, whole stop, partial legs as (price, qty)) after every lot fills."""
+    size, cost = f.position.size, abs(f.position.size) * f.position.entry_price
+    whole, legs = f.position.stop_loss, [(leg.price, leg.qty) for leg in f.position.partial_stops]
+    carried: list[Decimal] = []
+    for qty, price, stop in lots_after(policy, f):
+        before, size = size, size + qty
+        if before == 0 or (before > 0) == (qty > 0):
+            cost += abs(qty) * price
+        elif size == 0 or (size > 0) != (before > 0):
+            cost, whole, legs, carried = abs(size) * price, None, [], []  # closed or flipped: stops cancelled
+        else:
+            cost -= abs(qty) * (cost / abs(before))
+        if stop is not None and size != 0 and (size > 0) == (qty > 0):
+            carried.append(stop)
+    if carried:
+        whole = min(carried) if size > 0 else max(carried)
+    entry = cost / abs(size) if size else Decimal(0)
+    return size, entry, whole, legs
+
+
+def sweep_loss(
+    size: Decimal, entry: Decimal, whole: Decimal | None, legs: list
+) -> tuple[Decimal, Decimal]:
+    """(loss of what the stops close, quantity left open) as the price runs from the entry through them."""
+    long = size > 0
+    levels = sorted({price for price, _ in legs} | ({whole} if whole is not None else set()), reverse=long)
+    left, loss = abs(size), Decimal(0)
+    for level in levels:
+        closing = left if level == whole else min(left, sum(q for p, q in legs if p == level))
+        if whole is not None and level == whole:
+            closing = left
+        per_unit = (entry - level if long else level - entry) + TAKER * (entry + level)
+        loss += closing * per_unit
+        left -= closing
+        if left == 0 or level == whole:
+            break
+    return loss, left

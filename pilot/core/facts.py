@@ -54,6 +54,12 @@ class TradingState(StrEnum):
         return max(states, key=lambda state: state.strictness)
 
 
+# What only a human can do about a halted or reducing trading state.
+RESUME_TRADING = (
+    "set tradingState to active in policy.json, and turn the kill switch off with `pilot kill-switch off`"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class InstrumentRules:
     """The exchange's rules for one instrument (Bybit instruments-info, with the maintenance margin rate)."""
@@ -89,13 +95,28 @@ class Touch:
 
 
 @dataclass(frozen=True, slots=True)
+class StopLeg:
+    """A partial stop-loss resting on the exchange (tpslMode Partial): it closes `qty` at `price`."""
+
+    price: Decimal
+    qty: Decimal
+    order_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Position:
-    """A one-way position: size is signed (positive long, negative short, zero flat)."""
+    """A one-way position: size is signed (positive long, negative short, zero flat).
+
+    `stop_loss` is the position's whole stop (Bybit's tpslMode Full: it closes all of the position, whatever
+    its size then); `partial_stops` are the partial stop-loss orders resting on it, each for its own size.
+    """
 
     symbol: str
     size: Decimal
     entry_price: Decimal
     leverage: Decimal
+    stop_loss: Decimal | None = None
+    partial_stops: tuple[StopLeg, ...] = ()
 
     @staticmethod
     def flat(symbol: str, leverage: Decimal = Decimal(1)) -> Position:
@@ -123,14 +144,30 @@ class OrderIntent:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingFill:
+    """One order that may still fill (not reduce-only): its side, quantity left, the worst price it can fill
+    at (a resting limit's own price; None: not known, valued like the order judged), and the stop-loss it
+    carries (tpslMode Full: once it fills, the whole position's stop)."""
+
+    side: Side
+    qty: Decimal
+    price: Decimal | None = None
+    stop_loss: Decimal | None = None
+    order_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class PendingOrders:
     """Quantity that may still fill on this symbol (resting orders, and sends whose outcome is unknown).
 
-    Caps assume the worst: every pending order on the new order's side fills too.
+    Caps assume the worst: every pending order on the new order's side fills too. `fills` are those orders
+    one by one where they are known (their sum on a side is at most its quantity; the rest is valued like
+    the order judged, without a stop of its own).
     """
 
     buy_qty: Decimal = Decimal(0)
     sell_qty: Decimal = Decimal(0)
+    fills: tuple[PendingFill, ...] = ()
 
     def on_side(self, side: Side) -> Decimal:
         return self.buy_qty if side is Side.BUY else self.sell_qty

@@ -5,9 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 from pilot.core.codes import Code
-from pilot.core.facts import Effect, TradingState
+from pilot.core.facts import RESUME_TRADING, Effect, TradingState
 from pilot.core.policy import Policy
-from pilot.core.rules import RESUME_TRADING
 from pilot.core.violations import NextAction, Violation, plain
 
 

@@ -53,6 +53,7 @@ from pilot.core.approval import needs_human
 from pilot.core.channels import REACH_A_HUMAN
 from pilot.core.codes import Code
 from pilot.core.facts import (
+    RESUME_TRADING,
     DayPnl,
     Effect,
     Facts,
@@ -65,17 +66,12 @@ from pilot.core.facts import (
 )
 from pilot.core.policy import EffectiveLimits, Policy, TradingWindow
 from pilot.core.risk import is_risk_reducing, worst_case_size
-from pilot.core.valuation import liquidation_distance_pct, send_price, worst_fill_for
+from pilot.core.stops import Exposure, Fill, after_fills, loss_at_stops, loss_cap, pending_fills
+from pilot.core.valuation import TAKER_FEE, liquidation_distance_pct, send_price, worst_fill_for
 from pilot.core.violations import Breach, NextAction, ToolCall, pct, plain, usd
 
 ZERO = Decimal(0)
 CENT = Decimal("0.01")
-# Bybit's standard taker fee rate (non-VIP, linear); part of what an order costs out of the balance.
-TAKER_FEE = Decimal("0.00055")
-# What only a human can do about a halted or reducing trading state.
-RESUME_TRADING = (
-    "set tradingState to active in policy.json, and turn the kill switch off with `pilot kill-switch off`"
-)
 RETRY_MISSING_FACTS = timedelta(seconds=5)
 
 
@@ -679,43 +675,51 @@ def check_open_positions(s: Situation) -> Breach | None:
     )
 
 
-def loss_at_stop(s: Situation, qty: Decimal, stop: Decimal) -> Decimal:
-    """What `qty` of the order loses if it fills at its worst price and the stop is hit: the move against it
-    plus the taker fee on the way in and on the way out."""
-    fill = s.sent_price  # a buy fills at most at it, a sell at least at it: the worst entry for the stop
-    move = fill - stop if s.order.side is Side.BUY else stop - fill
-    return qty * (move + TAKER_FEE * (fill + stop))
+def position_left(s: Situation, stop: Decimal | None = None, qty: Decimal | None = None) -> Exposure:
+    """The position the order leaves at its worst, as its stops will close it (pilot.core.stops): the
+    position with every order pending on its side filled too, at its own price and stop, and this order
+    filled last at its worst fill with `stop` (default: the stop it carries) and `qty` (default: its own).
+    Spot has no position stops: there the order stands alone."""
+    order = s.order
+    base = Exposure.of(s.facts.position) if order.category == "linear" else Exposure(ZERO, ZERO)
+    fills = pending_fills(s.facts.pending, order.side, s.sent_price) if order.category == "linear" else []
+    carried = order.stop_loss if stop is None else stop
+    signed = order.signed_qty if qty is None else qty * order.side.sign
+    return after_fills(base, [*fills, Fill(signed, s.sent_price, carried)])
 
 
 def loss_limit(s: Situation) -> tuple[Decimal, Code] | None:
     """The loss one trade may take (the smaller of the dollar and the equity share), or None: no limit."""
-    limits: list[tuple[Decimal, Code]] = []
-    if s.limits.max_loss_per_trade_usd is not None:
-        limits.append((s.limits.max_loss_per_trade_usd, Code.MAX_LOSS_PER_TRADE_USD))
-    if s.limits.max_loss_per_trade_pct is not None and s.facts.equity is not None:
-        share = max(s.facts.equity, ZERO) * s.limits.max_loss_per_trade_pct / 100
-        limits.append((share, Code.MAX_LOSS_PER_TRADE_PCT))
-    return min(limits, key=lambda pair: pair[0]) if limits else None
+    return loss_cap(s.limits, s.facts.equity)
 
 
 def check_loss_per_trade(s: Situation) -> Breach | None:
-    """maxLossPerTradeUsd/Pct: the loss at the stop must fit (an order without a stop: requireStopLoss)."""
-    stop = s.order.stop_loss
-    if s.reducing or stop is None or stop_problem(s) is not None:
+    """maxLossPerTradeUsd/Pct: the position the order leaves may lose at most the cap at the stops that will
+    then apply to it (a stop sent with the order becomes the whole position's). The quantity no stop closes
+    is requireStopLoss's concern: a position without any stop is not judged here."""
+    if s.reducing or stop_problem(s) is not None:
         return None
     limit = loss_limit(s)
     if limit is None:
         return None
-    cap, rule = limit
-    loss = loss_at_stop(s, s.order.qty, stop)
-    if loss <= cap:
+    left = position_left(s)
+    at_stops = loss_at_stops(left)
+    if at_stops.uncovered >= abs(left.size):
         return None
+    cap, rule = limit
+    if at_stops.loss <= cap:
+        return None
+    stops = (
+        f"its stop at {plain(left.stop_loss)} is" if left.stop_loss is not None else "its partial stops are"
+    )
     return _size_breach(
         rule,
         plain(cap.quantize(CENT)),
-        plain(loss.quantize(CENT)),
-        f"this order would lose {usd(loss)} if its stop at {plain(stop)} is hit (from the worst fill "
-        f"{plain(s.sent_price)}, taker fees both ways), above the {usd(cap)} a trade may lose",
+        plain(at_stops.loss.quantize(CENT)),
+        f"the {plain(abs(left.size))} {s.order.symbol} position this order leaves would lose "
+        f"{usd(at_stops.loss)} if {stops} hit (from its entry {plain(left.entry.quantize(s.rules.tick_size))} "
+        f"with this order at its worst fill {plain(s.sent_price)}, taker fees both ways), above the "
+        f"{usd(cap)} a trade may lose",
     )
 
 

@@ -10,11 +10,11 @@ from pilot.core.codes import NO_HUMAN_FIX, RESIZE_CODES, SIZE_CAP_CODES, Code
 from pilot.core.facts import Facts, OrderIntent, OrderType, Side
 from pilot.core.policy import Policy
 from pilot.core.rules import (
-    TAKER_FEE,
     Situation,
     close_option,
     loss_limit,
     plan_args,
+    position_left,
     reduce_only_limit,
     run_checks,
     situate,
@@ -22,6 +22,7 @@ from pilot.core.rules import (
     stop_reference,
     take_profit_problem,
 )
+from pilot.core.stops import loss_at_stops, whole_stop_that_fits
 from pilot.core.valuation import ceil_to_step, floor_to_step, inside_band, price_on_tick
 from pilot.core.violations import Breach, NextAction, NothingFits, ToolCall, plain
 
@@ -269,19 +270,19 @@ def room_left(policy: Policy, facts: Facts) -> Room | None:
 
 
 def stop_for_qty(s: Situation, qty: Decimal, cap: Decimal) -> Decimal | None:
-    """The farthest stop at which `qty` of the order loses at most `cap` (rules.loss_at_stop solved for the
-    stop, rounded to the tick towards the price), or None when no stop beyond the price fits."""
-    fill, tick, fee = s.sent_price, s.rules.tick_size, TAKER_FEE
+    """The farthest stop the order can carry with `qty` so that the position it leaves loses at most `cap` at
+    its stops (rules.position_left: the stop becomes the whole position's), rounded to the tick towards the
+    price; None when no stop beyond the price fits (a wider stop pending on the same side, say)."""
     if qty <= 0:
         return None
-    if s.order.side is Side.BUY:
-        stop = ceil_to_step((fill * (1 + fee) - cap / qty) / (1 - fee), tick)
-        stop = max(stop, tick)
-        fits = stop < stop_reference(s)
-    else:
-        stop = floor_to_step((cap / qty + fill * (1 - fee)) / (1 + fee), tick)
-        fits = stop > stop_reference(s)
-    return stop if fits else None
+    left = position_left(s, qty=qty)
+    stop = whole_stop_that_fits(left, cap, s.rules.tick_size)
+    if stop is None:
+        return None
+    reference = stop_reference(s)
+    if not (stop < reference if s.order.side is Side.BUY else stop > reference):
+        return None
+    return stop if loss_at_stops(position_left(s, stop, qty)).loss <= cap else None
 
 
 def _default_stop(s: Situation) -> Decimal | None:
@@ -338,6 +339,12 @@ def with_stop_option(facts: Facts, situation: Situation, action: NextAction, pol
     variant_order = replace(order, stop_loss=stop)
     if run_checks(policy, replace(facts, order=variant_order))[1]:
         return action
+    if action.tool is None:  # no size fits at the stop asked (the position's own loss there): a closer stop does
+        text = (
+            f"keep {plain(order.qty)} {situation.rules.base} with the stop_loss at {plain(stop)}: it becomes the "
+            "stop of the whole position"
+        )
+        return NextAction.call("plan_order", plan_args(variant_order, order.qty), text)
     option = ToolCall(
         "plan_order",
         plan_args(variant_order, order.qty),

@@ -1,92 +1,164 @@
-"""set_trading_stop judged: a stop moved closer or added is always allowed; moved away or removed, it must
-keep the position's loss at the stop within maxLossPerTradeUsd/Pct, and requireStopLoss keeps one in place."""
+"""Stops as Bybit runs them, and what a position loses at them.
+
+Bybit keeps a position's stop-loss as orders on the position. A whole stop (tpslMode Full, the default of a
+create's `stopLoss` and of trading-stop) closes all of the position, whatever its size when it triggers, and
+a new one replaces the old: a small order sent with a far stop becomes the far stop of the whole position.
+Partial stops (tpslMode Partial) each close their own size and add up beside the whole one. So the loss a
+rule caps is the loss of the position an action leaves, at the stops that will then apply to it:
+
+* an order that fills adds to the position at its worst price; the stop it carries replaces the whole stop;
+* every order pending on the same side is assumed to fill too, and the widest stop any of them carries is
+  the one assumed to apply (whichever fills last sets it);
+* moving, removing or cancelling a stop changes the stops; it may not widen the loss past the cap.
+
+As the price runs against a long, the stops trigger from the highest down: partial legs above the whole stop
+close their size first, the whole stop closes the rest, legs below it never trigger. The quantity no stop
+closes is uncovered: its loss is unbounded, which requireStopLoss refuses where a stop can be required.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from pilot.core.codes import Code
-from pilot.core.policy import Policy
-from pilot.core.rules import TAKER_FEE
-from pilot.core.valuation import ceil_to_step, floor_to_step
+from pilot.core.facts import RESUME_TRADING, Effect, PendingOrders, Position, Side, StopLeg, TradingState
+from pilot.core.policy import EffectiveLimits, Policy
+from pilot.core.valuation import TAKER_FEE, ceil_to_step, floor_to_step
 from pilot.core.violations import NextAction, Violation, plain, usd
 
 ZERO = Decimal(0)
+CENT = Decimal("0.01")
 
 
-def position_loss_at_stop(size: Decimal, entry: Decimal, stop: Decimal) -> Decimal:
-    """What a position loses from its entry if its stop is hit, with the taker fee both ways (as a trade)."""
-    move = entry - stop if size > 0 else stop - entry
-    return abs(size) * (move + TAKER_FEE * (entry + stop))
+@dataclass(frozen=True, slots=True)
+class Exposure:
+    """A position as its stops will close it: signed size, average entry, the whole stop, the partial legs."""
+
+    size: Decimal
+    entry: Decimal
+    stop_loss: Decimal | None = None
+    partial: tuple[StopLeg, ...] = ()
+
+    @staticmethod
+    def of(position: Position | None) -> Exposure:
+        if position is None or position.size == 0:
+            return FLAT
+        return Exposure(position.size, position.entry_price, position.stop_loss, position.partial_stops)
+
+    @property
+    def long(self) -> bool:
+        return self.size > 0
 
 
-def loosens(size: Decimal, current: Decimal | None, new: Decimal | None) -> bool:
-    """Whether the new stop (None: removed) lets the position lose more than the current one."""
-    if current is None:
-        return False  # adding a stop where there was none only ever limits the loss
-    if new is None:
-        return True
-    return new < current if size > 0 else new > current
+FLAT = Exposure(ZERO, ZERO)
 
 
-def check_trading_stop(
-    policy: Policy,
-    symbol: str,
-    size: Decimal,
-    entry: Decimal,
-    equity: Decimal | None,
-    current: Decimal | None,
-    new: Decimal | None,
-    tick: Decimal,
-) -> list[Violation]:
-    """Violations of moving a position's stop from `current` to `new` (None: no stop / removed)."""
-    if size == 0 or not loosens(size, current, new):
+@dataclass(frozen=True, slots=True)
+class Fill:
+    """A fill the worst case assumes: signed quantity, price, and the whole stop the order carries."""
+
+    qty: Decimal
+    price: Decimal
+    stop_loss: Decimal | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LossAtStops:
+    """What the stops let a position lose from its entry (taker fees both ways), and what they leave open."""
+
+    loss: Decimal  # of the quantity the stops close
+    uncovered: Decimal  # quantity no stop closes: its loss is unbounded
+
+
+def unit_loss(long: bool, entry: Decimal, price: Decimal) -> Decimal:
+    """What one unit bought (long) or sold at `entry` loses when closed at `price`, with the taker fee both ways."""
+    move = entry - price if long else price - entry
+    return move + TAKER_FEE * (entry + price)
+
+
+def loss_at_stops(exposure: Exposure) -> LossAtStops:
+    """The loss if the price runs through every stop of the position, in the order they trigger."""
+    if exposure.size == 0:
+        return LossAtStops(ZERO, ZERO)
+    long, whole = exposure.long, exposure.stop_loss
+    remaining, loss = abs(exposure.size), ZERO
+    for leg in sorted(exposure.partial, key=lambda leg: -leg.price if long else leg.price):
+        if remaining <= 0 or (whole is not None and not triggers_first(long, leg.price, whole)):
+            break
+        closed = min(leg.qty, remaining)
+        loss += closed * unit_loss(long, exposure.entry, leg.price)
+        remaining -= closed
+    if whole is not None and remaining > 0:
+        loss += remaining * unit_loss(long, exposure.entry, whole)
+        remaining = ZERO
+    return LossAtStops(loss, remaining)
+
+
+def triggers_first(long: bool, price: Decimal, other: Decimal) -> bool:
+    """Whether a stop at `price` triggers no later than one at `other` as the price runs against the position."""
+    return price >= other if long else price <= other
+
+
+def widest(long: bool, stops: Sequence[Decimal]) -> Decimal:
+    """The stop that lets the position run furthest: the lowest for a long, the highest for a short."""
+    return min(stops) if long else max(stops)
+
+
+def after_fills(exposure: Exposure, fills: Sequence[Fill]) -> Exposure:
+    """The position left when every fill happens. A fill that closes or flips the position takes its stops
+    with it (Bybit cancels a closed position's TP/SL); the widest stop carried by a fill on the side the
+    position is left replaces the whole stop."""
+    size, entry, whole, partial = exposure.size, exposure.entry, exposure.stop_loss, exposure.partial
+    carried: list[Decimal] = []
+    for fill in fills:
+        after = size + fill.qty
+        if size == 0 or (size > 0) == (fill.qty > 0):
+            entry = (abs(size) * entry + abs(fill.qty) * fill.price) / abs(after) if after else ZERO
+        elif after == 0 or (after > 0) != (size > 0):
+            entry = fill.price if after else ZERO
+            whole, partial, carried = None, (), []
+        size = after
+        if fill.stop_loss is not None and size != 0 and (size > 0) == (fill.qty > 0):
+            carried.append(fill.stop_loss)
+    if size == 0:
+        return FLAT
+    if carried:
+        whole = widest(size > 0, carried)
+    return Exposure(size, entry, whole, partial)
+
+
+def pending_fills(pending: PendingOrders | None, side: Side, price: Decimal) -> list[Fill]:
+    """The orders pending on `side` as fills, the known ones at their own price and stop; the rest of the
+    side's quantity at `price` without a stop."""
+    if pending is None:
         return []
-    limits = policy.limits_for(symbol)
-    keep = {"symbol": symbol, "stop_loss": plain(current)} if current is not None else None
-    if new is None and limits.require_stop_loss:
-        return [
-            Violation(
-                Code.REQUIRE_STOP_LOSS,
-                "a stop_loss",
-                "none",
-                "policy.json requires a stop on every position; it cannot be removed",
-                _keep(keep, "keep the stop where it is"),
-            )
-        ]
-    caps = []
+    known = [f for f in pending.fills if f.side is side]
+    fills = [Fill(f.qty * side.sign, f.price or price, f.stop_loss) for f in known]
+    rest = pending.on_side(side) - sum((f.qty for f in known), ZERO)
+    if rest > 0:
+        fills.append(Fill(rest * side.sign, price))
+    return fills
+
+
+def loss_cap(limits: EffectiveLimits, equity: Decimal | None) -> tuple[Decimal, Code] | None:
+    """The loss one position may take at its stops: the smaller of maxLossPerTradeUsd and the equity share of
+    maxLossPerTradePct (the latter unknown without the equity); None when no limit is set."""
+    caps: list[tuple[Decimal, Code]] = []
     if limits.max_loss_per_trade_usd is not None:
         caps.append((limits.max_loss_per_trade_usd, Code.MAX_LOSS_PER_TRADE_USD))
     if limits.max_loss_per_trade_pct is not None and equity is not None:
         caps.append((max(equity, ZERO) * limits.max_loss_per_trade_pct / 100, Code.MAX_LOSS_PER_TRADE_PCT))
-    if not caps:
-        return []
-    cap, rule = min(caps, key=lambda pair: pair[0])
-    if new is not None and position_loss_at_stop(size, entry, new) <= cap:
-        return []
-    farthest = stop_for_position(size, entry, cap, tick)
-    loss = (
-        "unbounded"
-        if new is None
-        else plain(position_loss_at_stop(size, entry, new).quantize(Decimal("0.01")))
-    )
-    detail = (
-        f"without a stop the {plain(abs(size))} {symbol} position's loss is unbounded, above the {usd(cap)} a trade may lose"
-        if new is None
-        else f"a stop at {plain(new)} would let the {plain(abs(size))} {symbol} position lose ${loss} from its "
-        f"entry {plain(entry)}, above the {usd(cap)} a trade may lose"
-    )
-    if farthest is not None:
-        args = {"symbol": symbol, "stop_loss": plain(farthest)}
-        action = NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(farthest)}")
-    else:
-        action = _keep(keep, "keep the stop where it is: no farther stop fits the loss limit")
-    return [Violation(rule, plain(cap.quantize(Decimal("0.01"))), loss, detail, action)]
+    return min(caps, key=lambda pair: pair[0]) if caps else None
 
 
 def stop_for_position(size: Decimal, entry: Decimal, cap: Decimal, tick: Decimal) -> Decimal | None:
-    """The farthest stop at which the position loses at most `cap` (on the tick towards the entry)."""
+    """The farthest whole stop at which the position loses at most `cap` (on the tick towards the entry),
+    or None when only a stop at or beyond the entry would."""
     qty, fee = abs(size), TAKER_FEE
+    if qty == 0:
+        return None
     if size > 0:
         stop = max(ceil_to_step((entry * (1 + fee) - cap / qty) / (1 - fee), tick), tick)
         return stop if stop < entry else None
@@ -94,7 +166,130 @@ def stop_for_position(size: Decimal, entry: Decimal, cap: Decimal, tick: Decimal
     return stop if stop > entry else None
 
 
-def _keep(args: dict[str, str] | None, text: str) -> NextAction:
-    if args is None:
-        return NextAction.stop(text, human="raise maxLossPerTradeUsd/Pct in policy.json")
-    return NextAction.call("set_trading_stop", args, text)
+def whole_stop_that_fits(exposure: Exposure, cap: Decimal, tick: Decimal) -> Decimal | None:
+    """The farthest whole stop for this position that keeps its loss at the stops within `cap`, or None.
+
+    Solved as if the whole stop closed everything (partial legs that trigger first only lose less), then
+    checked on the position with its legs."""
+    stop = stop_for_position(exposure.size, exposure.entry, cap, tick)
+    if stop is None or loss_at_stops(replace(exposure, stop_loss=stop)).loss > cap:
+        return None
+    return stop
+
+
+@dataclass(frozen=True, slots=True)
+class StopChange:
+    """A change to a position's stops, judged: the rule it breaks, the cap, and the loss before and after."""
+
+    rule: Code
+    cap: Decimal | None
+    before: LossAtStops
+    after: LossAtStops
+
+
+def widens(before: LossAtStops, after: LossAtStops) -> bool:
+    """Whether the stops after let the position lose more: more left uncovered, or the same and more lost."""
+    if after.uncovered != before.uncovered:
+        return after.uncovered > before.uncovered
+    return after.loss > before.loss
+
+
+def judge_stop_change(
+    limits: EffectiveLimits, equity: Decimal | None, before: Exposure, after: Exposure
+) -> StopChange | None:
+    """What is wrong with changing the stops from `before` to `after` (the same position), or None.
+
+    A change that does not widen the loss always passes (a stop added or moved closer); one that widens it
+    must keep a stop on every part under requireStopLoss, and keep the loss at the stops within the cap."""
+    old, new = loss_at_stops(before), loss_at_stops(after)
+    if before.size == 0 or not widens(old, new):
+        return None
+    if limits.require_stop_loss and new.uncovered > 0:
+        return StopChange(Code.REQUIRE_STOP_LOSS, None, old, new)
+    found = loss_cap(limits, equity)
+    if found is None:
+        return None
+    cap, rule = found
+    if new.uncovered > old.uncovered or new.loss > cap:
+        return StopChange(rule, cap, old, new)
+    return None
+
+
+def stop_violation(
+    change: StopChange, symbol: str, what: str, exposure: Exposure, fix: NextAction
+) -> Violation:
+    """The refusal of a stop change in numbers: `what` says the action ("cancelling the stop at 2700")."""
+    size = f"{plain(abs(exposure.size))} {symbol}"
+    if change.rule is Code.REQUIRE_STOP_LOSS:
+        detail = f"{what} would leave {plain(change.after.uncovered)} of the {size} position without a stop; policy.json requires one"
+        return Violation(change.rule, "a stop_loss on every position", "none", detail, fix)
+    assert change.cap is not None
+    cap = usd(change.cap)
+    if change.after.uncovered > 0:
+        detail = f"{what} would leave {plain(change.after.uncovered)} of the {size} position without a stop: its loss is unbounded, above the {cap} a trade may lose"
+        loss = "unbounded"
+    else:
+        loss = plain(change.after.loss.quantize(CENT))
+        detail = f"{what} would let the {size} position lose ${loss} at its stops from its entry {plain(exposure.entry)}, above the {cap} a trade may lose"
+    return Violation(change.rule, plain(change.cap.quantize(CENT)), loss, detail, fix)
+
+
+def check_stop_change(
+    policy: Policy,
+    state: TradingState,
+    symbol: str,
+    change: tuple[Exposure, Exposure],
+    equity: Decimal | None,
+    what: str,
+    fix: NextAction,
+) -> list[Violation]:
+    """Violations of changing a position's stops from `change[0]` to `change[1]`: one that widens the loss
+    is a risk-increasing action (refused unless trading is active) and must fit the stop rules; `fix` is
+    the next action a loss-rule refusal offers."""
+    before, after = change
+    if before.size == 0 or not widens(loss_at_stops(before), loss_at_stops(after)):
+        return []
+    if not state.permits(Effect.GROW):
+        detail = f"trading is {state.value}: {what} would widen the position's loss at its stops"
+        keep = NextAction.stop(
+            "keep the stops; closer stops, cancels of ordinary orders and reducing orders still work",
+            human=RESUME_TRADING,
+        )
+        return [Violation(Code.TRADING_STATE, state.value, what, detail, keep)]
+    judged = judge_stop_change(policy.limits_for(symbol), equity, before, after)
+    return [] if judged is None else [stop_violation(judged, symbol, what, before, fix)]
+
+
+def check_trading_stop(
+    policy: Policy,
+    state: TradingState,
+    position: Position,
+    equity: Decimal | None,
+    new: Decimal | None,
+    tick: Decimal,
+) -> list[Violation]:
+    """Violations of setting the position's whole stop to `new` (None: removed), as set_trading_stop does:
+    the next action moves it no farther than the farthest stop that fits, or keeps it where it is."""
+    symbol, before = position.symbol, Exposure.of(position)
+    cap = loss_cap(policy.limits_for(symbol), equity)
+    fits = whole_stop_that_fits(before, cap[0], tick) if cap is not None else None
+    if fits is not None and fits != position.stop_loss:
+        args = {"symbol": symbol, "stop_loss": plain(fits)}
+        fix = NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(fits)}")
+    elif position.stop_loss is not None:
+        keep = {"symbol": symbol, "stop_loss": plain(position.stop_loss)}
+        fix = NextAction.call("set_trading_stop", keep, "keep the stop where it is")
+    else:
+        fix = NextAction.stop("no farther stop fits the loss limit", human=RAISE_LOSS_CAP)
+    what = "removing the stop" if new is None else f"a stop at {plain(new)}"
+    after = replace(before, stop_loss=new)
+    return check_stop_change(policy, state, symbol, (before, after), equity, what, fix)
+
+
+RAISE_LOSS_CAP = "raise maxLossPerTradeUsd/Pct, or turn requireStopLoss off, in policy.json"
+
+
+def without_legs(exposure: Exposure, order_ids: frozenset[str], *, whole: bool) -> Exposure:
+    """The position's stops after cancelling the partial legs with these ids (and the whole stop if `whole`)."""
+    partial = tuple(leg for leg in exposure.partial if leg.order_id not in order_ids)
+    return replace(exposure, stop_loss=None if whole else exposure.stop_loss, partial=partial)

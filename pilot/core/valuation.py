@@ -8,6 +8,9 @@ from pilot.core.facts import InstrumentRules, OrderIntent, OrderType, PriceBand,
 
 HUNDRED = Decimal(100)
 ZERO = Decimal(0)
+# Bybit's standard taker fee rate (non-VIP, linear): what an order costs out of the balance, and what a stop
+# costs on the way in and on the way out.
+TAKER_FEE = Decimal("0.00055")
 
 
 def floor_to_step(value: Decimal, step: Decimal) -> Decimal:

@@ -191,7 +191,13 @@ def position(symbol: str, row: Row | None) -> Position:
     size = signed_size(row)
     if size == 0:
         return Position.flat(symbol, leverage)
-    return Position(symbol=symbol, size=size, entry_price=dec(row.get("avgPrice")), leverage=leverage)
+    return Position(
+        symbol=symbol,
+        size=size,
+        entry_price=dec(row.get("avgPrice")),
+        leverage=leverage,
+        stop_loss=_set_price(row.get("stopLoss")),  # the whole stop (tpslMode Full); partial legs are orders
+    )
 
 
 def exchange_position(category: str, row: Row) -> ExchangePosition:
@@ -299,7 +305,36 @@ def exchange_order(category: str, row: Row) -> ExchangeOrder:
         fee_coin=fee_coin,
         fees=fees,
         position_idx=position_idx(row),
+        stop_order_type=stop_order_type(row.get("stopOrderType")),
+        trigger_price=_set_price(row.get("triggerPrice")),
+        tpsl_mode=str(row.get("tpslMode") or ""),
+        stop_loss=_set_price(row.get("stopLoss")),
+        take_profit=_set_price(row.get("takeProfit")),
     )
+
+
+# Bybit's stopOrderType values (enum.mdx); anything else is read as an ordinary order's "UNKNOWN".
+STOP_ORDER_TYPES = frozenset(
+    {
+        "TakeProfit",
+        "StopLoss",
+        "TrailingStop",
+        "Stop",
+        "PartialTakeProfit",
+        "PartialStopLoss",
+        "tpslOrder",
+        "OcoOrder",
+        "MmRateClose",
+        "BidirectionalTpslOrder",
+    }
+)
+
+
+def stop_order_type(value: Any) -> str:
+    """An order's stopOrderType, one of Bybit's own values ("" for none): never text to pass on as it came."""
+    if not value:
+        return ""
+    return value if value in STOP_ORDER_TYPES else "UNKNOWN"
 
 
 def execution(row: Row) -> Execution:

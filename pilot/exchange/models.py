@@ -112,6 +112,28 @@ class ExchangeOrder:
     fee_coin: str = ""  # the coin of cum_exec_fee ("" when Bybit did not say: cumExecFee fallback)
     fees: tuple[tuple[str, Decimal], ...] = ()  # every coin of cumFeeDetail, sorted by coin
     position_idx: int = 0  # 0 one-way; 1/2 the Buy/Sell leg of a hedge-mode account
+    # Stops as Bybit lists them (order_open-order.mdx): a TP/SL or conditional order has a stopOrderType
+    # (StopLoss/TakeProfit: the whole position's, tpslMode Full; PartialStopLoss/PartialTakeProfit: its own
+    # size; Stop: a conditional order) and a trigger price; an ordinary order may carry the TP/SL it will
+    # set on the position when it fills.
+    stop_order_type: str = ""
+    trigger_price: Decimal | None = None
+    tpsl_mode: str = ""
+    stop_loss: Decimal | None = None
+    take_profit: Decimal | None = None
+
+    @property
+    def is_stop_leg(self) -> bool:
+        """A stop-loss resting on the position (whole or partial): cancelling it widens the loss."""
+        return self.stop_order_type in STOP_LOSS_TYPES
+
+    @property
+    def is_conditional(self) -> bool:
+        """Any order that waits for a trigger (TP/SL legs and conditional orders): not an ordinary order."""
+        return self.stop_order_type not in ("", "UNKNOWN")
+
+
+STOP_LOSS_TYPES = frozenset({"StopLoss", "PartialStopLoss"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,10 @@ journaled), and the paged reads get_order_history, get_fills, get_closed_pnl."""
 # No `from __future__ import annotations`: the SDK evaluates tool signatures at runtime.
 
 from decimal import Decimal
+from typing import Annotated
 
 from mcp.server.mcpserver import MCPServer
+from pydantic import Field
 
 from pilot.app.answers.responses import ActionAnswer, PlanAnswer
 from pilot.app.facts.reads import ReadAnswer
@@ -26,7 +28,7 @@ from pilot.server.arguments import (
     checked_symbol,
 )
 from pilot.server.market_tools import READ
-from pilot.server.trading_tools import PLAN, SAFE_WRITE
+from pilot.server.trading_tools import CANCEL, PLAN
 
 PAGE = 20
 
@@ -64,11 +66,18 @@ def _register_amend_and_stops(mcp: MCPServer, runtime: Runtime) -> None:
         )
         return await amend.plan_amend(runtime, ask)
 
-    @mcp.tool(annotations=SAFE_WRITE)
-    async def cancel_all_orders(symbol: Symbol | None = None, category: Category = "linear") -> ActionAnswer:
-        """Cancel every open order (of one symbol, or all). Works in every trading state."""
+    @mcp.tool(annotations=CANCEL)
+    async def cancel_all_orders(
+        symbol: Symbol | None = None,
+        category: Category = "linear",
+        include_stops: Annotated[
+            bool, Field(description="Also cancel TP/SL and conditional orders (judged by the stop rules)")
+        ] = False,
+    ) -> ActionAnswer:
+        """Cancel every open order (of one symbol, or all); the positions' stops stay unless include_stops.
+        Ordinary orders: every trading state."""
         return await protection.cancel_all_orders(
-            runtime, checked_symbol(symbol) if symbol else None, category
+            runtime, checked_symbol(symbol) if symbol else None, category, include_stops=include_stops
         )
 
     @mcp.tool(annotations=PLAN)

@@ -43,6 +43,10 @@ TRADE = ToolAnnotations(
 SAFE_WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+# Cancels take orders off the exchange (cancel_all_orders may take the stops too): destructive, idempotent.
+CANCEL = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=True
+)
 
 
 def register_trading_tools(mcp: MCPServer, runtime: Runtime, resolvers: Resolvers) -> None:

@@ -30,7 +30,16 @@ from pilot.core.facts import (
 )
 from pilot.core.policy import Policy, TradingWindow
 from pilot.core.risk import is_risk_reducing
-from tests.oracle import day_limit, in_hours, position_after, trade_loss, trade_loss_limit, worst_entry
+from tests.oracle import (
+    day_limit,
+    in_hours,
+    position_after,
+    stops_after,
+    sweep_loss,
+    trade_loss,
+    trade_loss_limit,
+    worst_entry,
+)
 from tests.strategies import NOW, loss_cases, loss_policies, protected_facts
 
 LOSS_RULES = {
@@ -73,6 +82,14 @@ def open_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:
     return policy, replace(f, orders_today=0, trading_state=TradingState.ACTIVE)
 
 
+def position_loss(policy: Policy, f: Facts) -> Decimal:
+    """The loss at the stops of what a growing order leaves: the position's on linear (tests.oracle), the
+    order's own on spot (no position stops there)."""
+    if f.order.category == "spot":
+        return trade_loss(f.order.qty, worst_entry(policy, f), f.order.stop_loss)
+    return sweep_loss(*stops_after(policy, f))[0]
+
+
 def growing(f: Facts) -> bool:
     return not is_risk_reducing(f.position.size, f.order, f.pending)
 
@@ -103,7 +120,7 @@ def test_a_passing_order_never_breaks_a_loss_rule_at_its_worst_fill(case):
         assert order.stop_loss % f.rules.tick_size == 0
         cap = trade_loss_limit(policy, f)
         if cap is not None:
-            assert trade_loss(order.qty, entry, order.stop_loss) <= cap
+            assert position_loss(policy, f) <= cap
     if order.take_profit is not None:
         assert (order.take_profit > entry) if order.side is Side.BUY else (order.take_profit < entry)
     limit = day_limit(policy, f)
@@ -157,8 +174,7 @@ def test_a_loss_refusal_names_the_limit_and_the_loss_in_numbers(case):
         if v.rule in (Code.MAX_LOSS_PER_TRADE_USD, Code.MAX_LOSS_PER_TRADE_PCT)
     ]
     assume(breaches)
-    entry = worst_entry(policy, f)
-    loss = trade_loss(f.order.qty, entry, f.order.stop_loss)
+    loss = position_loss(policy, f)
     cap = trade_loss_limit(policy, f)
     assert Decimal(breaches[0].attempted) == loss.quantize(Decimal("0.01"))
     assert Decimal(breaches[0].limit) == cap.quantize(Decimal("0.01"))

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import TypeVar
 
 from pilot.app.answers.responses import Snapshot
-from pilot.app.facts.pending import pending_orders
+from pilot.app.facts.pending import read_pending
 from pilot.app.facts.stream_cache import FACT_SOURCES
 from pilot.app.runtime.ledger import JournalState, Send
 from pilot.app.runtime.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
@@ -174,13 +174,18 @@ async def _market(
         _instrument(runtime, category, symbol),
         _maybe(exchange.get_touch(category, symbol)),
         _position(runtime, symbol),  # the perpetual's: the order's own for linear, the other one for spot
-        pending_orders(runtime, category, symbol, now, unsettled),
+        read_pending(runtime, category, symbol, now, unsettled),
         _instrument(runtime, other, symbol),
-        pending_orders(runtime, other, symbol, now, unsettled),
+        read_pending(runtime, other, symbol, now, unsettled),
     )
-    (rules, touch, position, pending, other_listed, other_pending), band = await asyncio.gather(
+    (rules, touch, position, read, other_listed, other_read), band = await asyncio.gather(
         reads, _maybe(exchange.get_price_band(category, symbol))
     )
+    pending = read.pending if read is not None else None
+    other_pending = other_read.pending if other_read is not None else None
+    linear = read if category == "linear" else other_read
+    if isinstance(position, Position) and linear is not None and linear.partial_stops:
+        position = replace(position, partial_stops=linear.partial_stops)
     if other_listed is UNLISTED:  # no such market in the other category: nothing of the coin there
         other_pending = NO_PENDING
         if category == "spot":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -25,13 +26,22 @@ from pilot.app.answers.plan_records import PlanOutcome
 from pilot.app.road.gate import answer_status
 from pilot.app.runtime.ledger import Send
 from pilot.app.runtime.runtime import Runtime
-from pilot.core.facts import PendingOrders
+from pilot.core.facts import PendingFill, PendingOrders, Side, StopLeg
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import ExchangeOrder
 
 GIVE_UP_AFTER = timedelta(minutes=5)
 NEVER_EXECUTED = "never_executed"
 RESTING = frozenset({"New", "PartiallyFilled", "Untriggered", "Created"})  # Bybit orderStatus on the book
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRead:
+    """What the open orders of one market say: the pending exposure, and the partial stop-loss legs resting
+    on its position (tpslMode Partial: orders of their own size; the whole stop comes with the position)."""
+
+    pending: PendingOrders
+    partial_stops: tuple[StopLeg, ...] = ()
 
 
 async def pending_orders(
@@ -41,14 +51,19 @@ async def pending_orders(
 
     `unsettled` is `unsettled_sends(runtime, now)`, read once by the caller for every market it looks at.
     """
+    read = await read_pending(runtime, category, symbol, now, unsettled)
+    return read.pending if read is not None else None
+
+
+async def read_pending(
+    runtime: Runtime, category: str, symbol: str, now: datetime, unsettled: list[Send]
+) -> PendingRead | None:
+    """pending_orders, with the partial stop legs the same read shows; None when it cannot be read."""
     try:
         open_orders = await runtime.exchange.get_open_orders(category, symbol)
     except ExchangeError:
         return None
-    pending = {"Buy": Decimal(0), "Sell": Decimal(0)}
-    for order in open_orders:
-        if not order.reduce_only:
-            pending[order.side] = pending.get(order.side, Decimal(0)) + (order.qty - order.cum_exec_qty)
+    fills = [fill for order in open_orders if (fill := _may_fill(order)) is not None]
     mine = [send for send in unsettled if (send.category, send.symbol) == (category, symbol)]
     listed = {order.order_link_id: order for order in open_orders}
     for send in mine:
@@ -56,12 +71,43 @@ async def pending_orders(
             await _settle(runtime, send, listed[send.order_link_id])
     unknown, found = await _look_up(runtime, [s for s in mine if s.order_link_id not in listed], now)
     for order in found:  # shown by the lookup but not by the list read before it: still resting, perhaps
-        if order.status in RESTING and not order.reduce_only:
-            pending[order.side] = pending.get(order.side, Decimal(0)) + (order.qty - order.cum_exec_qty)
-    for send in unknown:
-        if not send.reduce_only:
-            pending[send.side] = pending.get(send.side, Decimal(0)) + send.qty
-    return PendingOrders(buy_qty=pending["Buy"], sell_qty=pending["Sell"])
+        if order.status in RESTING and (fill := _may_fill(order)) is not None:
+            fills.append(fill)
+    fills += [
+        PendingFill(_side(send.side), send.qty, send.price, send.stop_loss, send.order_link_id)
+        for send in unknown
+        if not send.reduce_only
+    ]
+    pending = PendingOrders(
+        buy_qty=sum((f.qty for f in fills if f.side is Side.BUY), Decimal(0)),
+        sell_qty=sum((f.qty for f in fills if f.side is Side.SELL), Decimal(0)),
+        fills=tuple(fills),
+    )
+    return PendingRead(pending, partial_stop_legs(open_orders))
+
+
+def partial_stop_legs(open_orders: list[ExchangeOrder]) -> tuple[StopLeg, ...]:
+    """The partial stop-loss orders among the open ones, as legs of their position's stops."""
+    return tuple(
+        StopLeg(order.trigger_price, order.qty - order.cum_exec_qty, order.order_id)
+        for order in open_orders
+        if order.stop_order_type == "PartialStopLoss" and order.trigger_price is not None and order.qty > 0
+    )
+
+
+def _may_fill(order: ExchangeOrder) -> PendingFill | None:
+    """An open order as the fill the worst case assumes, or None when it can only shrink the position
+    (reduce-only, which every TP/SL leg is). A conditional order may trigger and fill at any moment: at its
+    limit price, or (a market one) at its trigger price."""
+    if order.reduce_only:
+        return None
+    price = order.price if order.price > 0 else order.trigger_price
+    leaves = order.qty - order.cum_exec_qty
+    return PendingFill(_side(order.side), leaves, price, order.stop_loss, order.order_id)
+
+
+def _side(side: str) -> Side:
+    return Side.BUY if side.lower() == "buy" else Side.SELL
 
 
 async def unsettled_sends(runtime: Runtime, now: datetime) -> list[Send]:

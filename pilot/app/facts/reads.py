@@ -126,6 +126,8 @@ async def get_positions(runtime: Runtime, category: str, symbol: str | None) -> 
                 "unrealised_pnl": _num(p.unrealised_pnl),
                 "liquidation_price": _num(p.liq_price),
                 "position_value": _num(p.position_value),
+                "stop_loss": _num(p.stop_loss),
+                "take_profit": _num(p.take_profit),
             }
             for p in rows
         ],
@@ -144,9 +146,24 @@ def order_view(order: ExchangeOrder) -> dict[str, Any]:
         "status": order.status,
         "time_in_force": order.time_in_force,
         "reduce_only": order.reduce_only,
+        **_stop_fields(order),
         "created_at": order.created_at.isoformat(),
         "untrusted_text": {"order_link_id": order.order_link_id, "reject_reason": order.reject_reason},
     }
+
+
+def _stop_fields(order: ExchangeOrder) -> dict[str, Any]:
+    """A TP/SL or conditional order's kind and trigger (stop_type: Bybit's stopOrderType, e.g. StopLoss for
+    the whole position's stop, PartialStopLoss for one of its own size, Stop for a conditional order); an
+    ordinary order's stop-loss and take-profit, set on the position when it fills. Only what is set."""
+    fields = {
+        "stop_type": order.stop_order_type if order.is_conditional else None,
+        "trigger_price": _num(order.trigger_price) if order.is_conditional else None,
+        "tpsl_mode": order.tpsl_mode or None,
+        "stop_loss": _num(order.stop_loss),
+        "take_profit": _num(order.take_profit),
+    }
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 async def get_open_orders(runtime: Runtime, category: str, symbol: str | None) -> ReadAnswer:

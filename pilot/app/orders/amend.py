@@ -93,14 +93,25 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
     )
     if order is None:
         return Refusal.of(_not_open(ask), "no such open order; nothing was sent")
+    if order.is_conditional:
+        return Refusal.of(_stop_order(ask, order), "a TP/SL or conditional order; nothing was sent")
     side = Side.BUY if order.side.lower() == "buy" else Side.SELL
     qty, price = (
         ask.qty if ask.qty is not None else order.qty,
         ask.price if ask.price is not None else order.price,
     )
     remaining = max(qty - order.cum_exec_qty, Decimal(0))
+    # The stop it carries becomes the whole position's once it fills (tpslMode Full): judged with it.
     intent = OrderIntent(
-        ask.symbol, side, remaining, OrderType.LIMIT, price, order.reduce_only, category=ask.category
+        ask.symbol,
+        side,
+        remaining,
+        OrderType.LIMIT,
+        price,
+        order.reduce_only,
+        category=ask.category,
+        stop_loss=order.stop_loss,
+        take_profit=order.take_profit,
     )
     gathered = await gather(runtime, view, intent)
     facts = gathered.facts
@@ -116,6 +127,7 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
         pending = PendingOrders(
             max(pending.buy_qty - (leaves if side is Side.BUY else 0), Decimal(0)),
             max(pending.sell_qty - (leaves if side is Side.SELL else 0), Decimal(0)),
+            tuple(fill for fill in pending.fills if fill.order_id != order.order_id),
         )
         facts = replace(facts, pending=pending)
     facts = replace(facts, order=intent, can_reach_human=False)
@@ -276,6 +288,28 @@ def _at_most_filled(ask: AmendAsk, order: ExchangeOrder) -> Violation:
             {"symbol": ask.symbol, "order_id": order.order_id, "category": ask.category},
             "cancel the rest of the order instead",
         ),
+    )
+
+
+def _stop_order(ask: AmendAsk, order: ExchangeOrder) -> Violation:
+    """plan_amend changes an ordinary order's size or price; a position's stop moves with set_trading_stop."""
+    if order.stop_order_type == "StopLoss" and order.trigger_price is not None:
+        action = NextAction.call(
+            "set_trading_stop",
+            {"symbol": ask.symbol, "stop_loss": plain(order.trigger_price)},
+            "move the position's stop with set_trading_stop (judged by the loss rules); this keeps it as it is",
+        )
+    else:
+        action = NextAction.call(
+            "get_open_orders", {"symbol": ask.symbol, "category": ask.category}, "check the open orders"
+        )
+    return violation(
+        Code.ORDER_NOT_OPEN,
+        "an ordinary open order",
+        order.stop_order_type[:32],
+        f"the order is a {order.stop_order_type[:32]} order waiting for its trigger; plan_amend changes only "
+        "ordinary orders",
+        action,
     )
 
 

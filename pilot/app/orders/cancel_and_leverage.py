@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import replace
 from decimal import Decimal
 
-from pilot.app.answers.refusals import journal_action_refusal, position_mode_violation
+from pilot.app.answers.refusals import journal_action_refusal, position_mode_violation, violation
 from pilot.app.answers.responses import ActionAnswer, Refusal
+from pilot.app.facts.pending import partial_stop_legs
 from pilot.app.human.approvals import ApprovalChannel, ApprovalRequest, refusal_of, seek_approval
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.approval import needs_human
+from pilot.core.codes import Code
+from pilot.core.facts import TradingState
 from pilot.core.leverage import check_set_leverage
-from pilot.core.policy import ApprovalTool
+from pilot.core.policy import ApprovalTool, Policy
+from pilot.core.stops import RAISE_LOSS_CAP, Exposure, check_stop_change, without_legs
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 
@@ -64,9 +69,16 @@ async def cancel_order(
     category: str = "linear",
     channel: ApprovalChannel | None = None,
 ) -> ActionAnswer:
-    """Cancel one open order. Allowed in every trading state, including halted."""
+    """Cancel one open order. Allowed in every trading state, including halted, unless the order is one of
+    the position's stop-losses: cancelling that widens the loss and is judged as such."""
     action = {"symbol": symbol, "category": category, "order_id": order_id, "order_link_id": order_link_id}
     args = {key: value for key, value in action.items() if value is not None}
+    if category == "linear":
+        judged = await judge_stop_cancel(runtime, symbol, order_id, order_link_id)
+        if judged is not None:
+            return await journal_action_refusal(
+                runtime.store.journal, "cancel_order", action, judged, now=runtime.now()
+            )
     again = NextAction.call("cancel_order", args, "ask again")
     refused = await _approval(
         runtime, channel, "cancel_order", cancel_summary(symbol, order_id, order_link_id), action, again
@@ -128,3 +140,68 @@ async def _leverage_facts(
         if isinstance(result, BaseException) and (hedged or not isinstance(result, ExchangeError)):
             raise result
     return current, instrument_max
+
+
+async def judge_stop_cancel(
+    runtime: Runtime, symbol: str, order_id: str | None, order_link_id: str | None
+) -> Refusal | None:
+    """Why cancelling this order may not go ahead (it is a stop-loss whose removal widens the loss past a
+    rule), or None. When the open orders cannot be read and a stop rule could apply, the cancel waits."""
+    view = runtime.policy()
+    state = await runtime.trading_state(view.policy)
+    try:
+        orders, position, balance = await asyncio.gather(
+            runtime.exchange.get_open_orders("linear", symbol),
+            runtime.exchange.get_position("linear", symbol),
+            runtime.exchange.get_balance(),
+        )
+    except ExchangeError:
+        if state is TradingState.ACTIVE and not _stops_matter(view.policy, symbol):
+            return None
+        which = {"order_id": order_id} if order_id else {"order_link_id": order_link_id}
+        missing = violation(
+            Code.FACTS,
+            "all facts present",
+            "missing: open orders, position",
+            f"could not read the {symbol} orders and position: whether this cancel removes a stop is unknown",
+            NextAction.call(
+                "cancel_order",
+                {"symbol": symbol, **which, "category": "linear"},
+                "call cancel_order again shortly",
+            ),
+        )
+        return Refusal.of(missing, "nothing was sent")
+    order = next(
+        (
+            o
+            for o in orders
+            if (order_id and o.order_id == order_id) or (not order_id and o.order_link_id == order_link_id)
+        ),
+        None,
+    )
+    if order is None or not order.is_stop_leg or order.trigger_price is None:
+        return None
+    held = replace(position, partial_stops=partial_stop_legs(orders))
+    before = Exposure.of(held)
+    after = without_legs(before, frozenset({order.order_id}), whole=order.stop_order_type == "StopLoss")
+    keep = NextAction.stop(
+        "keep this stop; to move it, call set_trading_stop with a stop the loss rules allow",
+        human=RAISE_LOSS_CAP,
+    )
+    what = f"cancelling the stop at {plain(order.trigger_price)}"
+    violations = check_stop_change(
+        view.policy, state, symbol, (before, after), balance.total_equity_usd, what, keep
+    )
+    if not violations:
+        return None
+    return Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
+
+
+def _stops_matter(policy: Policy, symbol: str) -> bool:
+    """Whether a stop rule applies to the market: a removed stop could then break it."""
+    limits = policy.limits_for(symbol)
+    return (
+        limits.require_stop_loss
+        or limits.max_loss_per_trade_usd is not None
+        or limits.max_loss_per_trade_pct is not None
+    )

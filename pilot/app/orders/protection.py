@@ -4,6 +4,7 @@ and the check after a fill that the stop asked for is on the position."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -17,10 +18,11 @@ from pilot.app.answers.responses import (
     Refusal,
     next_out,
 )
+from pilot.app.facts.pending import partial_stop_legs
 from pilot.app.facts.reads import ReadAnswer, order_view
 from pilot.app.runtime.runtime import Runtime
-from pilot.core.facts import OrderIntent
-from pilot.core.stops import check_trading_stop
+from pilot.core.facts import OrderIntent, Position
+from pilot.core.stops import Exposure, check_stop_change, check_trading_stop
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import ClosedPnl, ExchangePosition, Execution, Page
@@ -29,9 +31,55 @@ from pilot.store import StoreError
 MAX_PAGE = 50
 
 
-async def cancel_all_orders(runtime: Runtime, symbol: str | None, category: str = "linear") -> ActionAnswer:
-    """Cancel every open order (of one symbol, or of the category): allowed in every trading state."""
-    return await runtime.gate.cancel_all_orders(category, symbol)
+async def cancel_all_orders(
+    runtime: Runtime, symbol: str | None, category: str = "linear", *, include_stops: bool = False
+) -> ActionAnswer:
+    """Cancel every ordinary open order (of one symbol, or of the category): allowed in every trading state.
+
+    Bybit's cancel-all on linear cancels every kind of order unless told otherwise, the position's stops
+    included; Pilot sends orderFilter=Order so the stops stay. With `include_stops` the TP/SL and
+    conditional orders go too: that removes the stops of every position it covers, judged as any removal of
+    a stop (refused unless trading is active, and where it breaks requireStopLoss or the loss cap)."""
+    if not include_stops or category != "linear":
+        return await runtime.gate.cancel_all_orders(category, symbol, order_filter="Order")
+    refused = await _judge_cancel_all(runtime, symbol)
+    if refused is not None:
+        return refused
+    return await runtime.gate.cancel_all_orders(category, symbol, order_filter=None)
+
+
+async def _judge_cancel_all(runtime: Runtime, symbol: str | None) -> ActionAnswer | None:
+    view = runtime.policy()
+    action: dict[str, Any] = {"symbol": symbol, "category": "linear", "include_stops": True}
+    try:
+        rows, balance, state = await asyncio.gather(
+            runtime.exchange.get_positions("linear", symbol),
+            runtime.exchange.get_balance(),
+            runtime.trading_state(view.policy),
+        )
+        held = sorted({row.symbol for row in rows if row.size != 0})
+        positions = await asyncio.gather(*(position_with_stops(runtime, held_symbol) for held_symbol in held))
+    except ExchangeError:
+        return _unread(symbol or "linear", "cancel_all_orders")
+    keep = NextAction.call(
+        "cancel_all_orders",
+        {"symbol": symbol, "category": "linear"} if symbol else {"category": "linear"},
+        "cancel the ordinary orders and keep the stops",
+    )
+    for position in positions:
+        before = Exposure.of(position)
+        after = replace(before, stop_loss=None, partial=())
+        what = f"cancelling the {position.symbol} stops"
+        change = (before, after)
+        violations = check_stop_change(
+            view.policy, state, position.symbol, change, balance.total_equity_usd, what, keep
+        )
+        if violations:
+            refusal = Refusal("refused", violations[0].detail, tuple(violations), keep)
+            return await journal_action_refusal(
+                runtime.store.journal, "cancel_all_orders", action, refusal, now=runtime.now()
+            )
+    return None
 
 
 async def set_trading_stop(
@@ -40,9 +88,10 @@ async def set_trading_stop(
     stop_loss: Decimal | None,
     take_profit: Decimal | None,
 ) -> ActionAnswer:
-    """Set the position's stop-loss and/or take-profit ("0" removes one). Closer or new stops always pass;
-    a stop moved away or removed must keep the position's loss within maxLossPerTradeUsd/Pct."""
-    view = runtime.policy()
+    """Set the position's whole stop-loss and/or take-profit ("0" removes one), as Bybit's trading-stop
+    does in tpslMode Full. Closer or new stops always pass; a stop moved away or removed widens the loss:
+    refused unless trading is active, and it must keep the position's loss at its stops (with any partial
+    legs) within maxLossPerTradeUsd/Pct, and a stop in place under requireStopLoss."""
     action: dict[str, Any] = {
         "symbol": symbol,
         "category": "linear",
@@ -50,41 +99,60 @@ async def set_trading_stop(
         "take_profit": plain(take_profit) if take_profit is not None else None,
     }
     if stop_loss is not None:
-        try:
-            position, balance, rules = await asyncio.gather(
-                _position(runtime, symbol),
-                runtime.exchange.get_balance(),
-                runtime.exchange.get_instrument("linear", symbol),
-            )
-        except ExchangeError:
-            return ActionAnswer(
-                status="rejected",
-                detail=f"could not read the {symbol} position to judge the stop; nothing was sent",
-                reject_family="unavailable",
-                next_safe_action=NextActionOut(
-                    tool=None, args=None, text="call set_trading_stop again shortly"
-                ),
-            )
-        if position is not None and position.size != 0:
-            action["stop_loss_before"] = plain(position.stop_loss) if position.stop_loss else None
-            new = stop_loss if stop_loss > 0 else None
-            violations = check_trading_stop(
-                view.policy,
-                symbol,
-                position.size,
-                position.entry_price,
-                balance.total_equity_usd,
-                position.stop_loss,
-                new,
-                rules.tick_size,
-            )
-            if violations:
-                refusal = Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
-                return await journal_action_refusal(
-                    runtime.store.journal, "set_trading_stop", action, refusal, now=runtime.now()
-                )
+        refused = await _judge_stop(runtime, symbol, stop_loss if stop_loss > 0 else None, action)
+        if refused is not None:
+            return refused
     return await runtime.gate.set_trading_stop(
         "linear", symbol, stop_loss=stop_loss, take_profit=take_profit, action=action
+    )
+
+
+async def _judge_stop(
+    runtime: Runtime, symbol: str, new: Decimal | None, action: dict[str, Any]
+) -> ActionAnswer | None:
+    """The journaled refusal of moving the whole stop to `new`, or None when it may be sent."""
+    view = runtime.policy()
+    try:
+        position, balance, rules, state = await asyncio.gather(
+            position_with_stops(runtime, symbol),
+            runtime.exchange.get_balance(),
+            runtime.exchange.get_instrument("linear", symbol),
+            runtime.trading_state(view.policy),
+        )
+    except ExchangeError:
+        return _unread(symbol, "set_trading_stop")
+    if position.size == 0:
+        return None  # the exchange refuses a stop on no position (10001): nothing of ours to judge
+    action["stop_loss_before"] = plain(position.stop_loss) if position.stop_loss else None
+    violations = check_trading_stop(
+        view.policy, state, position, balance.total_equity_usd, new, rules.tick_size
+    )
+    if not violations:
+        return None
+    refusal = Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
+    return await journal_action_refusal(
+        runtime.store.journal, "set_trading_stop", action, refusal, now=runtime.now()
+    )
+
+
+async def position_with_stops(runtime: Runtime, symbol: str) -> Position:
+    """The linear position with its whole stop and the partial stop legs resting on it.
+
+    Raises:
+        ExchangeError: the position or the open orders could not be read (hedge mode included).
+    """
+    position, orders = await asyncio.gather(
+        runtime.exchange.get_position("linear", symbol), runtime.exchange.get_open_orders("linear", symbol)
+    )
+    return replace(position, partial_stops=partial_stop_legs(orders))
+
+
+def _unread(symbol: str, tool: str) -> ActionAnswer:
+    return ActionAnswer(
+        status="rejected",
+        detail=f"could not read the {symbol} position and its stops to judge this; nothing was sent",
+        reject_family="unavailable",
+        next_safe_action=NextActionOut(tool=None, args=None, text=f"call {tool} again shortly"),
     )
 
 

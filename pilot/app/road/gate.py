@@ -341,12 +341,15 @@ class ExchangeGate:
 
         return await self.complete(self._write("set_leverage", action, call, check="get_positions"))
 
-    async def cancel_all_orders(self, category: str, symbol: str | None) -> ActionAnswer:
-        """Cancel every open order of a category (or one symbol), once: allowed in every trading state."""
-        action = {"symbol": symbol, "category": category}
+    async def cancel_all_orders(
+        self, category: str, symbol: str | None, *, order_filter: str | None
+    ) -> ActionAnswer:
+        """Cancel the open orders of a category (or one symbol), once. `order_filter` is Bybit's: "Order"
+        keeps the TP/SL and conditional orders; None sends none, which on linear cancels every kind."""
+        action = {"symbol": symbol, "category": category, "order_filter": order_filter}
 
         async def call() -> object:
-            cancelled = await self._writer.cancel_all_orders(category, symbol)
+            cancelled = await self._writer.cancel_all_orders(category, symbol, order_filter=order_filter)
             return ", ".join(cancelled)
 
         return await self.complete(self._write("cancel_all_orders", action, call, check="get_open_orders"))

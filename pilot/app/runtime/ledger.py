@@ -42,6 +42,8 @@ class Send:
     qty: Decimal
     reduce_only: bool
     sent_at: datetime
+    price: Decimal | None = None  # the limit price sent (every create is a limit: market ones are IOC)
+    stop_loss: Decimal | None = None  # the stop sent with it (tpslMode Full: the whole position's)
 
     @staticmethod
     def of(entry: JournalEntry) -> Send:
@@ -55,6 +57,8 @@ class Send:
             qty=Decimal(request["qty"]),
             reduce_only=bool(request.get("reduceOnly")),
             sent_at=entry.at,
+            price=Decimal(request["price"]) if request.get("price") else None,
+            stop_loss=Decimal(request["stopLoss"]) if request.get("stopLoss") else None,
         )
 
 

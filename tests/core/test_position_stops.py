@@ -1,0 +1,269 @@
+"""The loss at a position's stops, judged as Bybit will apply them (issue 23).
+
+Bybit's default tpslMode is Full: a stop-loss sent with a create becomes the stop of the whole position once
+the order fills, replacing the position's stop (order_create-order.mdx, `tpslMode`; position_trading-stop.mdx).
+Partial stops close their own size. So a small order sent with a far stop can multiply the loss at the stop of
+everything held; the worked cases below are the ones the issue measured, on the default ETHUSDT instrument
+(tick 0.01, step 0.01; pilot/exchange/sim/scenarios/default.json).
+
+The oracle is tests/oracle.py (`stops_after`, `sweep_loss`): a restatement written apart from pilot.core.stops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from decimal import Decimal as D
+
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from pilot.core.codes import Code
+from pilot.core.evaluate import evaluate
+from pilot.core.facts import (
+    Facts,
+    InstrumentRules,
+    OrderIntent,
+    OrderType,
+    PendingFill,
+    PendingOrders,
+    Position,
+    Side,
+    StopLeg,
+    Touch,
+    TradingState,
+)
+from pilot.core.policy import Policy
+from pilot.core.stops import Exposure, check_stop_change, check_trading_stop, loss_at_stops, without_legs
+from pilot.core.violations import NextAction
+from tests.oracle import stops_after, sweep_loss, trade_loss_limit
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+ETH = InstrumentRules(
+    "ETHUSDT", "linear", D("0.01"), D("0.01"), D("0.01"), D(7240), D(5), D(100), D("0.005"), "ETH"
+)
+TOUCH = Touch(bid=D("3100.00"), ask=D("3100.01"), mark=D("3100.00"), observed_at=NOW)
+POLICY = Policy(
+    allowed_markets=("ETHUSDT",),
+    max_notional_usd=D(10_000),
+    max_order_notional_usd=D(10_000),
+    max_leverage=D(20),
+    max_loss_per_trade_usd=D(5),
+    daily_order_cap=100,
+)
+KEEP = NextAction.stop("keep it", human="nothing")
+
+
+def eth(order: OrderIntent, position: Position | None = None, pending: PendingOrders | None = None) -> Facts:
+    return Facts(
+        order=order,
+        rules=ETH,
+        touch=TOUCH,
+        position=position or Position.flat("ETHUSDT"),
+        equity=D(10_000),
+        orders_today=0,
+        trading_state=TradingState.ACTIVE,
+        now=NOW,
+        pending=pending or PendingOrders(),
+    )
+
+
+def buy(qty: str, stop: str | None, price: str = "3100.01") -> OrderIntent:
+    return OrderIntent(
+        "ETHUSDT",
+        Side.BUY,
+        D(qty),
+        OrderType.LIMIT,
+        limit_price=D(price),
+        stop_loss=D(stop) if stop else None,
+    )
+
+
+def loss_breach(facts: Facts):
+    result = evaluate(POLICY, facts)
+    return next((v for v in result.violations if v.rule is Code.MAX_LOSS_PER_TRADE_USD), None), result
+
+
+# --- the issue's cases, before and after ----------------------------------------------------------------
+
+
+def test_a_small_buy_with_a_far_stop_is_judged_on_the_whole_position_it_becomes_the_stop_of():
+    # 0.2 ETH held at 3100.01 with its stop at 3099 (within $5); a 0.01 buy with its stop at 2700 alone loses
+    # $4.19, but its stop replaces 3099 for all 0.21 ETH: $84.67 at 2700.
+    first, _ = loss_breach(eth(buy("0.2", "3099")))
+    assert first is None
+    held = Position("ETHUSDT", D("0.2"), D("3100.01"), D(1), stop_loss=D("3099"))
+    breach, result = loss_breach(eth(buy("0.01", "2700"), held))
+    assert breach is not None
+    assert D(breach.attempted) == D("84.67")
+    assert sweep_loss(*stops_after(POLICY, eth(buy("0.01", "2700"), held)))[0].quantize(D("0.01")) == D(
+        "84.67"
+    )
+    # The next action passes as given: the same order, sized or with a stop that fits the whole position.
+    action = result.next_safe_action
+    assert action is not None and action.tool == "plan_order"
+    again = eth(replace(buy("0.01", None), stop_loss=D(action.args["stop_loss"])), held)
+    if "qty" in action.args:
+        again = replace(again, order=replace(again.order, qty=D(action.args["qty"])))
+    assert evaluate(POLICY, again).passed
+
+
+def test_an_order_without_a_stop_is_covered_by_the_position_stop_and_judged_at_it():
+    held = Position("ETHUSDT", D("0.2"), D("3100.01"), D(1), stop_loss=D("3090"))
+    breach, _ = loss_breach(eth(buy("0.2", None), held))
+    assert breach is not None  # 0.4 ETH at 3090: $7.36 against $5
+    assert D(breach.attempted) == sweep_loss(*stops_after(POLICY, eth(buy("0.2", None), held)))[0].quantize(
+        D("0.01")
+    )
+
+
+def test_a_resting_buy_with_a_wider_stop_counts_as_the_stop_that_applies():
+    # A resting 0.1 buy at 3000 carries a stop at 2900: if it fills last, 2900 is the position's stop.
+    pending = PendingOrders(
+        buy_qty=D("0.1"), fills=(PendingFill(Side.BUY, D("0.1"), D("3000"), D("2900"), "resting"),)
+    )
+    breach, _ = loss_breach(eth(buy("0.01", "3090"), pending=pending))
+    assert breach is not None
+    loss = sweep_loss(*stops_after(POLICY, eth(buy("0.01", "3090"), pending=pending)))[0]
+    assert D(breach.attempted) == loss.quantize(D("0.01")) and loss > 5
+
+
+def test_moving_the_stop_away_past_the_cap_is_refused_and_the_fix_fits():
+    held = Position("ETHUSDT", D("0.2"), D("3100.01"), D(1), stop_loss=D("3099"))
+    violations = check_trading_stop(POLICY, TradingState.ACTIVE, held, D(10_000), D("2700"), ETH.tick_size)
+    assert [v.rule for v in violations] == [Code.MAX_LOSS_PER_TRADE_USD]
+    assert D(violations[0].attempted) == D("80.64")  # 0.2 x (400.01 + 0.00055 x 5800.01)
+    fix = violations[0].next
+    assert fix.tool == "set_trading_stop"
+    moved = D(fix.args["stop_loss"])
+    assert not check_trading_stop(POLICY, TradingState.ACTIVE, held, D(10_000), moved, ETH.tick_size)
+    assert check_trading_stop(
+        POLICY, TradingState.ACTIVE, held, D(10_000), moved - ETH.tick_size, ETH.tick_size
+    )
+
+
+def test_a_closer_stop_always_passes_even_halted_and_a_wider_one_halted_never():
+    held = Position("ETHUSDT", D("0.2"), D("3100.01"), D(1), stop_loss=D("3090"))
+    for state in TradingState:
+        assert not check_trading_stop(POLICY, state, held, D(10_000), D("3095"), ETH.tick_size)
+    wider = check_trading_stop(POLICY, TradingState.HALTED, held, D(10_000), D("3089"), ETH.tick_size)
+    assert [v.rule for v in wider] == [Code.TRADING_STATE]
+
+
+def test_cancelling_the_only_stop_under_a_cap_is_refused_and_a_spare_partial_leg_is_not():
+    legs = (StopLeg(D("3095"), D("0.1"), "leg-1"),)
+    held = Position("ETHUSDT", D("0.2"), D("3100.01"), D(1), stop_loss=D("3090"), partial_stops=legs)
+    before = Exposure.of(held)
+    whole_gone = without_legs(before, frozenset(), whole=True)
+    refused = check_stop_change(
+        POLICY, TradingState.ACTIVE, "ETHUSDT", (before, whole_gone), D(10_000), "x", KEEP
+    )
+    assert [v.rule for v in refused] == [Code.MAX_LOSS_PER_TRADE_USD] and refused[0].attempted == "unbounded"
+    leg_gone = without_legs(before, frozenset({"leg-1"}), whole=False)
+    assert not check_stop_change(
+        POLICY, TradingState.ACTIVE, "ETHUSDT", (before, leg_gone), D(10_000), "x", KEEP
+    )
+
+
+def test_require_stop_loss_refuses_leaving_part_of_a_position_without_a_stop():
+    policy = POLICY.model_copy(update={"require_stop_loss": True, "max_loss_per_trade_usd": None})
+    legs = (StopLeg(D("3095"), D("0.1"), "leg-1"),)
+    held = Position("ETHUSDT", D("0.2"), D("3100.01"), D(1), stop_loss=D("3090"), partial_stops=legs)
+    before = Exposure.of(held)
+    after = without_legs(before, frozenset(), whole=True)
+    refused = check_stop_change(policy, TradingState.ACTIVE, "ETHUSDT", (before, after), D(10_000), "x", KEEP)
+    assert [v.rule for v in refused] == [Code.REQUIRE_STOP_LOSS]
+
+
+# --- properties ------------------------------------------------------------------------------------------
+
+prices = st.integers(250_000, 350_000).map(lambda cents: D(cents) / 100)
+sizes = st.integers(1, 100).map(lambda k: D(k) / 100)
+
+
+@st.composite
+def positions_with_stops(draw: st.DrawFn) -> Position:
+    size = draw(sizes) * draw(st.sampled_from([1, -1]))
+    entry = draw(prices)
+    long = size > 0
+
+    def stop_near() -> D:
+        distance = draw(st.integers(1, 30_000)) / D(100)
+        return entry - distance if long else entry + distance
+
+    whole = stop_near() if draw(st.booleans()) else None
+    legs = tuple(StopLeg(stop_near(), draw(sizes), f"leg-{i}") for i in range(draw(st.integers(0, 2))))
+    return Position("ETHUSDT", size, entry, D(1), stop_loss=whole, partial_stops=legs)
+
+
+@st.composite
+def stop_cases(draw: st.DrawFn) -> Facts:
+    position = draw(positions_with_stops())
+    side = draw(st.sampled_from(list(Side)))
+    limit = (
+        draw(prices.filter(lambda p: p <= TOUCH.ask))
+        if side is Side.BUY
+        else draw(prices.filter(lambda p: p >= TOUCH.bid))
+    )
+    distance = draw(st.integers(1, 30_000)) / D(100)
+    stop = (min(limit, TOUCH.bid) - distance) if side is Side.BUY else (max(limit, TOUCH.ask) + distance)
+    order = OrderIntent(
+        "ETHUSDT",
+        side,
+        draw(sizes),
+        OrderType.LIMIT,
+        limit_price=limit,
+        stop_loss=stop if draw(st.booleans()) else None,
+    )
+    fills = tuple(
+        PendingFill(side, draw(sizes), draw(prices), draw(st.none() | prices), f"p{i}")
+        for i in range(draw(st.integers(0, 2)))
+    )
+    pending = PendingOrders(
+        buy_qty=sum((f.qty for f in fills), D(0)) if side is Side.BUY else D(0),
+        sell_qty=sum((f.qty for f in fills), D(0)) if side is Side.SELL else D(0),
+        fills=fills,
+    )
+    return eth(order, position, pending)
+
+
+@given(stop_cases())
+def test_a_passing_growing_order_leaves_a_position_within_the_cap_at_its_stops(f):
+    result = evaluate(POLICY, f)
+    assume(result.passed and result.situation is not None and not result.situation.reducing)
+    loss, uncovered = sweep_loss(*stops_after(POLICY, f))
+    size = stops_after(POLICY, f)[0]
+    assume(uncovered < abs(size))  # a position left without any stop is requireStopLoss's concern
+    assert loss <= trade_loss_limit(POLICY, f)
+
+
+@given(stop_cases())
+def test_a_loss_refusal_names_the_oracle_loss_of_the_position_left(f):
+    breach, _ = loss_breach(f)
+    assume(breach is not None)
+    loss, _ = sweep_loss(*stops_after(POLICY, f))
+    assert D(breach.attempted) == loss.quantize(D("0.01"))
+    assert loss > trade_loss_limit(POLICY, f)
+
+
+@given(positions_with_stops(), st.integers(-30_000, 30_000))
+def test_moving_the_whole_stop_passes_exactly_when_it_narrows_or_stays_within_the_cap(position, move):
+    assume(position.stop_loss is not None)
+    new = position.stop_loss + D(move) / 100
+    assume(new > 0)
+    violations = check_trading_stop(POLICY, TradingState.ACTIVE, position, D(10_000), new, ETH.tick_size)
+    before = sweep_loss(position.size, position.entry_price, position.stop_loss, _legs(position))
+    after = sweep_loss(position.size, position.entry_price, new, _legs(position))
+    wider = after[1] > before[1] or (after[1] == before[1] and after[0] > before[0])
+    assert bool(violations) == (wider and (after[1] > 0 or after[0] > 5))
+
+
+@given(positions_with_stops())
+def test_the_core_loss_at_stops_is_the_oracle_sweep(position):
+    core = loss_at_stops(Exposure.of(position))
+    loss, uncovered = sweep_loss(position.size, position.entry_price, position.stop_loss, _legs(position))
+    assert (core.loss, core.uncovered) == (loss, uncovered)
+
+
+def _legs(position: Position) -> list:
+    return [(leg.price, leg.qty) for leg in position.partial_stops]
