@@ -1,0 +1,90 @@
+"""Issue 23 through a real MCP client on the paper exchange: the loss at the stops Bybit will apply.
+
+The cases the issue measured against Bybit's V5 docs (tpslMode Full: a create's stop-loss becomes the whole
+position's once it fills, order_create-order.mdx; cancel-all without orderFilter cancels TP/SL orders too,
+order_cancel-all.mdx), with `maxLossPerTradeUsd` 5 on ETHUSDT at 3100.00 / 3100.01.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from pilot.server import build_server
+
+from .conftest import CREATE, call, write_policy
+
+pytestmark = pytest.mark.anyio
+ETH = {"symbol": "ETHUSDT", "side": "buy", "order_type": "limit", "price": "3100.01"}
+ROOMY = {
+    "maxNotionalUsd": 5000,
+    "maxOrderNotionalUsd": 5000,
+    "maxLeverage": 10,
+    "minLiquidationDistancePct": 5,
+}
+
+
+async def _hold(client: Any, qty: str, stop: str) -> None:
+    planned = await call(client, "plan_order", {**ETH, "qty": qty, "stop_loss": stop})
+    assert planned["status"] == "ok", planned
+    placed = await call(client, "place_order", {"plan_id": planned["plan_id"]})
+    assert placed["status"] == "filled", placed
+
+
+async def test_a_small_buy_whose_stop_would_become_the_whole_positions_is_refused_with_a_stop_that_fits(
+    runtime, paper, tmp_path
+):
+    write_policy(tmp_path, maxLossPerTradeUsd=5, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        await _hold(client, "0.2", "3099")
+        assert paper.position("ETHUSDT").stop_loss == Decimal("3099")
+        sends = paper.request_count(CREATE)
+
+        refused = await call(client, "plan_order", {**ETH, "qty": "0.01", "stop_loss": "2700"})
+        assert refused["status"] == "refused"
+        loss = refused["violations"][0]
+        assert loss["rule"] == "maxLossPerTradeUsd" and loss["limit"] == "5"
+        assert Decimal(loss["attempted"]) == Decimal("84.67")  # 0.21 ETH run down to 2700, fees both ways
+        fix = refused["next_safe_action"]
+        assert fix["tool"] == "plan_order" and fix["args"]["qty"] == "0.01"
+        assert Decimal(fix["args"]["stop_loss"]) > Decimal("3000")
+        planned = await call(client, "plan_order", fix["args"])
+        assert planned["status"] == "ok"
+        assert paper.request_count(CREATE) == sends  # nothing was sent for the refusal
+
+
+async def test_an_amend_of_a_resting_buy_is_judged_at_the_stop_it_carries(runtime, paper, tmp_path):
+    write_policy(tmp_path, maxLossPerTradeUsd=5, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        planned = await call(
+            client, "plan_order", {**ETH, "qty": "0.01", "price": "3000", "stop_loss": "2970"}
+        )
+        placed = await call(client, "place_order", {"plan_id": planned["plan_id"]})
+        assert placed["status"] == "open"
+        grown = await call(
+            client, "plan_amend", {"symbol": "ETHUSDT", "order_id": placed["order_id"], "qty": "0.2"}
+        )
+    assert grown["status"] == "refused"
+    breach = grown["violations"][0]
+    assert breach["rule"] == "maxLossPerTradeUsd" and Decimal(breach["attempted"]) > 5  # was never judged
+    fits = grown["next_safe_action"]
+    assert fits["tool"] == "plan_amend" and Decimal(fits["args"]["qty"]) < Decimal("0.2")
+
+
+async def test_cancel_all_keeps_the_stops_unless_asked_and_asking_is_judged(runtime, paper, tmp_path):
+    write_policy(tmp_path, maxLossPerTradeUsd=5, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        await _hold(client, "0.2", "3090")
+        cancelled = await call(client, "cancel_all_orders", {"symbol": "ETHUSDT"})
+        assert cancelled["status"] == "done"
+        assert paper.position("ETHUSDT").stop_loss == Decimal("3090")
+        wipe = await call(client, "cancel_all_orders", {"symbol": "ETHUSDT", "include_stops": True})
+        assert wipe["status"] == "refused"
+        assert wipe["violations"][0]["rule"] == "maxLossPerTradeUsd"
+        assert wipe["violations"][0]["attempted"] == "unbounded"
+        assert wipe["next_safe_action"]["tool"] == "cancel_all_orders"
+        assert "include_stops" not in wipe["next_safe_action"]["args"]
+    assert paper.position("ETHUSDT").stop_loss == Decimal("3090")
