@@ -136,7 +136,7 @@ class Code(StrEnum):
     MAX_LOSS_PER_TRADE_USD = (
         "maxLossPerTradeUsd",
         Group.SIZE_CAP,
-        "the order would lose more than this if its stop is hit (qty × |worst fill − stop| plus taker fees both ways); the answer gives the size that fits, and the stop that fits the size as an option",
+        "the position the action leaves would lose more than this at the stops Bybit will then apply (a stop sent with an order becomes the whole position's; orders pending on its side fill too; partial stops close their own size), from its entry with taker fees both ways; a stop moved away, cancelled or removed is judged the same way; the answer gives the size that fits, or the stop that fits",
         Cap("the loss a trade may take at its stop", "raise maxLossPerTradeUsd in policy.json"),
     )
     MAX_LOSS_PER_TRADE_PCT = (
