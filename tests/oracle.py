@@ -112,12 +112,15 @@ def worst(position: Decimal, buys: Decimal, sells: Decimal) -> Decimal:
 # the price runs from the entry against the position, and at each stop level what triggers there closes.
 
 
-def lots_after(policy: Policy, f: Facts) -> list[tuple[Decimal, Decimal, Decimal | None]]:
-    """The fills a growing linear order's worst case assumes, in order: (signed qty, price, whole stop)."""
+def lots_after(
+    policy: Policy, f: Facts, *, bare: bool = False
+) -> list[tuple[Decimal, Decimal, Decimal | None]]:
+    """The fills a growing linear order's worst case assumes, in order: (signed qty, price, whole stop).
+    `bare`: only the pending orders without a stop of their own fill (the ones carrying one never do)."""
     side, sign = f.order.side, f.order.side.sign
     fill = worst_entry(policy, f)
     known = [p for p in f.pending.fills if p.side is side]
-    lots = [(p.qty * sign, p.price or fill, p.stop_loss) for p in known]
+    lots = [(p.qty * sign, p.price or fill, p.stop_loss) for p in known if not (bare and p.stop_loss)]
     rest = f.pending.on_side(side) - sum((p.qty for p in known), Decimal(0))
     if rest > 0:
         lots.append((rest * sign, fill, None))
@@ -125,12 +128,14 @@ def lots_after(policy: Policy, f: Facts) -> list[tuple[Decimal, Decimal, Decimal
     return lots
 
 
-def stops_after(policy: Policy, f: Facts) -> tuple[Decimal, Decimal, Decimal | None, list]:
+def stops_after(
+    policy: Policy, f: Facts, *, bare: bool = False
+) -> tuple[Decimal, Decimal, Decimal | None, list]:
     """(signed size, average entry, whole stop, partial legs as (price, qty)) after every lot fills."""
     size, cost = f.position.size, abs(f.position.size) * f.position.entry_price
     whole, legs = f.position.stop_loss, [(leg.price, leg.qty) for leg in f.position.partial_stops]
     carried: list[Decimal] = []
-    for qty, price, stop in lots_after(policy, f):
+    for qty, price, stop in lots_after(policy, f, bare=bare):
         before, size = size, size + qty
         if before == 0 or (before > 0) == (qty > 0):
             cost += abs(qty) * price
@@ -146,9 +151,7 @@ def stops_after(policy: Policy, f: Facts) -> tuple[Decimal, Decimal, Decimal | N
     return size, entry, whole, legs
 
 
-def sweep_loss(
-    size: Decimal, entry: Decimal, whole: Decimal | None, legs: list
-) -> tuple[Decimal, Decimal]:
+def sweep_loss(size: Decimal, entry: Decimal, whole: Decimal | None, legs: list) -> tuple[Decimal, Decimal]:
     """(loss of what the stops close, quantity left open) as the price runs from the entry through them."""
     long = size > 0
     levels = sorted({price for price, _ in legs} | ({whole} if whole is not None else set()), reverse=long)
@@ -163,3 +166,12 @@ def sweep_loss(
         if left == 0 or level == whole:
             break
     return loss, left
+
+
+def worst_stops_loss(policy: Policy, f: Facts) -> Decimal:
+    """The loss a growing linear order is judged at: every pending order filling (the widest stop any carries
+    applying), or, for an order without a stop, only the pending ones without a stop filling too."""
+    losses = [sweep_loss(*stops_after(policy, f))[0]]
+    if f.order.stop_loss is None:
+        losses.append(sweep_loss(*stops_after(policy, f, bare=True))[0])
+    return max(losses)

@@ -66,7 +66,15 @@ from pilot.core.facts import (
 )
 from pilot.core.policy import EffectiveLimits, Policy, TradingWindow
 from pilot.core.risk import is_risk_reducing, worst_case_size
-from pilot.core.stops import Exposure, Fill, after_fills, loss_at_stops, loss_cap, pending_fills
+from pilot.core.stops import (
+    Exposure,
+    Fill,
+    LossAtStops,
+    after_fills,
+    loss_at_stops,
+    loss_cap,
+    pending_fills,
+)
 from pilot.core.valuation import TAKER_FEE, liquidation_distance_pct, send_price, worst_fill_for
 from pilot.core.violations import Breach, NextAction, ToolCall, pct, plain, usd
 
@@ -688,6 +696,23 @@ def position_left(s: Situation, stop: Decimal | None = None, qty: Decimal | None
     return after_fills(base, [*fills, Fill(signed, s.sent_price, carried)])
 
 
+def worst_at_stops(s: Situation, left: Exposure) -> tuple[Exposure, LossAtStops]:
+    """The position left and its loss at the stops, at their worst. With every pending order filled, the
+    widest stop any of them carries applies (position_left); but an order without a stop of its own may fill
+    while the ones carrying a stop never do, and then the position's stops now apply to it: that case is
+    judged too, and the one that loses more is the answer."""
+    cases = [left]
+    pending = s.facts.pending
+    if s.order.stop_loss is None and s.order.category == "linear" and pending is not None:
+        fills = pending_fills(pending, s.order.side, s.sent_price)
+        if any(fill.stop_loss is not None for fill in fills):
+            bare = [fill for fill in fills if fill.stop_loss is None]
+            order = Fill(s.order.signed_qty, s.sent_price)
+            cases.append(after_fills(Exposure.of(s.facts.position), [*bare, order]))
+    losses = [(case, loss_at_stops(case)) for case in cases]
+    return max(losses, key=lambda pair: pair[1].loss)
+
+
 def loss_limit(s: Situation) -> tuple[Decimal, Code] | None:
     """The loss one trade may take (the smaller of the dollar and the equity share), or None: no limit."""
     return loss_cap(s.limits, s.facts.equity)
@@ -702,8 +727,7 @@ def check_loss_per_trade(s: Situation) -> Breach | None:
     limit = loss_limit(s)
     if limit is None:
         return None
-    left = position_left(s)
-    at_stops = loss_at_stops(left)
+    left, at_stops = worst_at_stops(s, position_left(s))
     if at_stops.uncovered >= abs(left.size):
         return None
     cap, rule = limit

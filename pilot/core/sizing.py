@@ -339,7 +339,9 @@ def with_stop_option(facts: Facts, situation: Situation, action: NextAction, pol
     variant_order = replace(order, stop_loss=stop)
     if run_checks(policy, replace(facts, order=variant_order))[1]:
         return action
-    if action.tool is None:  # no size fits at the stop asked (the position's own loss there): a closer stop does
+    if (
+        action.tool is None
+    ):  # no size fits at the stop asked (the position's own loss there): a closer stop does
         text = (
             f"keep {plain(order.qty)} {situation.rules.base} with the stop_loss at {plain(stop)}: it becomes the "
             "stop of the whole position"

@@ -129,6 +129,18 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill]) -> Exposure:
     return Exposure(size, entry, whole, partial)
 
 
+def with_pending(position: Position | None, pending: PendingOrders | None) -> Exposure:
+    """The position with every order pending on its side that carries no stop of its own filled too: what
+    the position's own stops must hold, and what changing them is judged on. (An order that carries a stop
+    replaces them when it fills, so it does not count here; an order judged with it counts it.)"""
+    base = Exposure.of(position)
+    if base.size == 0:
+        return base
+    side = Side.BUY if base.long else Side.SELL
+    bare = [fill for fill in pending_fills(pending, side, base.entry) if fill.stop_loss is None]
+    return after_fills(base, bare)
+
+
 def pending_fills(pending: PendingOrders | None, side: Side, price: Decimal) -> list[Fill]:
     """The orders pending on `side` as fills, the known ones at their own price and stop; the rest of the
     side's quantity at `price` without a stop."""
@@ -267,10 +279,12 @@ def check_trading_stop(
     equity: Decimal | None,
     new: Decimal | None,
     tick: Decimal,
+    pending: PendingOrders | None = None,
 ) -> list[Violation]:
-    """Violations of setting the position's whole stop to `new` (None: removed), as set_trading_stop does:
-    the next action moves it no farther than the farthest stop that fits, or keeps it where it is."""
-    symbol, before = position.symbol, Exposure.of(position)
+    """Violations of setting the position's whole stop to `new` (None: removed), as set_trading_stop does,
+    judged on the position with the orders pending on its side that carry no stop (with_pending): the next
+    action moves it no farther than the farthest stop that fits, or keeps it where it is."""
+    symbol, before = position.symbol, with_pending(position, pending)
     cap = loss_cap(policy.limits_for(symbol), equity)
     fits = whole_stop_that_fits(before, cap[0], tick) if cap is not None else None
     if fits is not None and fits != position.stop_loss:

@@ -34,11 +34,10 @@ from tests.oracle import (
     day_limit,
     in_hours,
     position_after,
-    stops_after,
-    sweep_loss,
     trade_loss,
     trade_loss_limit,
     worst_entry,
+    worst_stops_loss,
 )
 from tests.strategies import NOW, loss_cases, loss_policies, protected_facts
 
@@ -87,7 +86,7 @@ def position_loss(policy: Policy, f: Facts) -> Decimal:
     order's own on spot (no position stops there)."""
     if f.order.category == "spot":
         return trade_loss(f.order.qty, worst_entry(policy, f), f.order.stop_loss)
-    return sweep_loss(*stops_after(policy, f))[0]
+    return worst_stops_loss(policy, f)
 
 
 def growing(f: Facts) -> bool:

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -26,8 +27,8 @@ from pilot.app.answers.plan_records import PlanOutcome
 from pilot.app.road.gate import answer_status
 from pilot.app.runtime.ledger import Send
 from pilot.app.runtime.runtime import Runtime
-from pilot.core.facts import PendingFill, PendingOrders, Side, StopLeg
-from pilot.exchange.errors import ExchangeError
+from pilot.core.facts import PendingFill, PendingOrders, Position, Side, StopLeg
+from pilot.exchange.errors import ExchangeError, ExchangeUnavailable
 from pilot.exchange.models import ExchangeOrder
 
 GIVE_UP_AFTER = timedelta(minutes=5)
@@ -42,6 +43,7 @@ class PendingRead:
 
     pending: PendingOrders
     partial_stops: tuple[StopLeg, ...] = ()
+    open_orders: tuple[ExchangeOrder, ...] = ()
 
 
 async def pending_orders(
@@ -83,10 +85,10 @@ async def read_pending(
         sell_qty=sum((f.qty for f in fills if f.side is Side.SELL), Decimal(0)),
         fills=tuple(fills),
     )
-    return PendingRead(pending, partial_stop_legs(open_orders))
+    return PendingRead(pending, partial_stop_legs(open_orders), tuple(open_orders))
 
 
-def partial_stop_legs(open_orders: list[ExchangeOrder]) -> tuple[StopLeg, ...]:
+def partial_stop_legs(open_orders: Sequence[ExchangeOrder]) -> tuple[StopLeg, ...]:
     """The partial stop-loss orders among the open ones, as legs of their position's stops."""
     return tuple(
         StopLeg(order.trigger_price, order.qty - order.cum_exec_qty, order.order_id)
@@ -174,3 +176,20 @@ async def _settle(runtime: Runtime, send: Send, order: ExchangeOrder | None) -> 
             await runtime.store.plans.record_outcome(
                 send.plan_id, outcome.model_dump(mode="json", exclude_none=True), now=runtime.now()
             )
+
+
+async def position_with_stops(runtime: Runtime, symbol: str) -> tuple[Position, PendingRead]:
+    """The linear position with its whole stop and the partial stop legs resting on it, and what its open
+    orders say (pending exposure included): what a change to its stops is judged on.
+
+    Raises:
+        ExchangeError: the position or the open orders could not be read (hedge mode included).
+    """
+    now = runtime.now()
+    position, read = await asyncio.gather(
+        runtime.exchange.get_position("linear", symbol),
+        read_pending(runtime, "linear", symbol, now, await unsettled_sends(runtime, now)),
+    )
+    if read is None:
+        raise ExchangeUnavailable(f"could not read the open {symbol} orders")
+    return replace(position, partial_stops=read.partial_stops), read

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import replace
 from decimal import Decimal
 
 from pilot.app.answers.refusals import journal_action_refusal, position_mode_violation, violation
 from pilot.app.answers.responses import ActionAnswer, Refusal
-from pilot.app.facts.pending import partial_stop_legs
+from pilot.app.facts.pending import position_with_stops
 from pilot.app.human.approvals import ApprovalChannel, ApprovalRequest, refusal_of, seek_approval
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.approval import needs_human
@@ -17,7 +16,7 @@ from pilot.core.codes import Code
 from pilot.core.facts import TradingState
 from pilot.core.leverage import check_set_leverage
 from pilot.core.policy import ApprovalTool, Policy
-from pilot.core.stops import RAISE_LOSS_CAP, Exposure, check_stop_change, without_legs
+from pilot.core.stops import RAISE_LOSS_CAP, check_stop_change, with_pending, without_legs
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 
@@ -150,10 +149,8 @@ async def judge_stop_cancel(
     view = runtime.policy()
     state = await runtime.trading_state(view.policy)
     try:
-        orders, position, balance = await asyncio.gather(
-            runtime.exchange.get_open_orders("linear", symbol),
-            runtime.exchange.get_position("linear", symbol),
-            runtime.exchange.get_balance(),
+        (held, read), balance = await asyncio.gather(
+            position_with_stops(runtime, symbol), runtime.exchange.get_balance()
         )
     except ExchangeError:
         if state is TradingState.ACTIVE and not _stops_matter(view.policy, symbol):
@@ -174,15 +171,14 @@ async def judge_stop_cancel(
     order = next(
         (
             o
-            for o in orders
+            for o in read.open_orders
             if (order_id and o.order_id == order_id) or (not order_id and o.order_link_id == order_link_id)
         ),
         None,
     )
     if order is None or not order.is_stop_leg or order.trigger_price is None:
         return None
-    held = replace(position, partial_stops=partial_stop_legs(orders))
-    before = Exposure.of(held)
+    before = with_pending(held, read.pending)
     after = without_legs(before, frozenset({order.order_id}), whole=order.stop_order_type == "StopLoss")
     keep = NextAction.stop(
         "keep this stop; to move it, call set_trading_stop with a stop the loss rules allow",

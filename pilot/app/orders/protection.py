@@ -18,11 +18,11 @@ from pilot.app.answers.responses import (
     Refusal,
     next_out,
 )
-from pilot.app.facts.pending import partial_stop_legs
+from pilot.app.facts.pending import position_with_stops
 from pilot.app.facts.reads import ReadAnswer, order_view
 from pilot.app.runtime.runtime import Runtime
-from pilot.core.facts import OrderIntent, Position
-from pilot.core.stops import Exposure, check_stop_change, check_trading_stop
+from pilot.core.facts import OrderIntent
+from pilot.core.stops import check_stop_change, check_trading_stop, with_pending
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import ClosedPnl, ExchangePosition, Execution, Page
@@ -66,8 +66,8 @@ async def _judge_cancel_all(runtime: Runtime, symbol: str | None) -> ActionAnswe
         {"symbol": symbol, "category": "linear"} if symbol else {"category": "linear"},
         "cancel the ordinary orders and keep the stops",
     )
-    for position in positions:
-        before = Exposure.of(position)
+    for position, read in positions:
+        before = with_pending(position, read.pending)
         after = replace(before, stop_loss=None, partial=())
         what = f"cancelling the {position.symbol} stops"
         change = (before, after)
@@ -113,7 +113,7 @@ async def _judge_stop(
     """The journaled refusal of moving the whole stop to `new`, or None when it may be sent."""
     view = runtime.policy()
     try:
-        position, balance, rules, state = await asyncio.gather(
+        (position, read), balance, rules, state = await asyncio.gather(
             position_with_stops(runtime, symbol),
             runtime.exchange.get_balance(),
             runtime.exchange.get_instrument("linear", symbol),
@@ -124,27 +124,14 @@ async def _judge_stop(
     if position.size == 0:
         return None  # the exchange refuses a stop on no position (10001): nothing of ours to judge
     action["stop_loss_before"] = plain(position.stop_loss) if position.stop_loss else None
-    violations = check_trading_stop(
-        view.policy, state, position, balance.total_equity_usd, new, rules.tick_size
-    )
+    equity = balance.total_equity_usd
+    violations = check_trading_stop(view.policy, state, position, equity, new, rules.tick_size, read.pending)
     if not violations:
         return None
     refusal = Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
     return await journal_action_refusal(
         runtime.store.journal, "set_trading_stop", action, refusal, now=runtime.now()
     )
-
-
-async def position_with_stops(runtime: Runtime, symbol: str) -> Position:
-    """The linear position with its whole stop and the partial stop legs resting on it.
-
-    Raises:
-        ExchangeError: the position or the open orders could not be read (hedge mode included).
-    """
-    position, orders = await asyncio.gather(
-        runtime.exchange.get_position("linear", symbol), runtime.exchange.get_open_orders("linear", symbol)
-    )
-    return replace(position, partial_stops=partial_stop_legs(orders))
 
 
 def _unread(symbol: str, tool: str) -> ActionAnswer:
