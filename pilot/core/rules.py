@@ -27,7 +27,8 @@ They run in this fixed order; each is a small function returning a Breach (a bro
 20. check_trading_hours       tradingHours: growing orders only inside a UTC window (retry_after: the next one)
 21. check_daily_loss          dailyLossLimitUsd/Pct: the day's realised plus unrealised loss below the limit
 22. check_open_positions      maxOpenPositions: markets with a non-zero position, this order's included
-23. check_loss_per_trade      maxLossPerTradeUsd/Pct: qty x |worst fill - stop| plus taker fees both ways
+23. check_loss_per_trade      maxLossPerTradeUsd/Pct: the loss of the position the order leaves at the stops
+                              Bybit will then apply (pilot.core.stops), taker fees both ways
 24. check_protection          requireStopLoss, and stop_loss / take_profit on the right side of the price
 
 Checks 20 to 23 also apply only to orders that can grow the worst-case exposure; 24 requires a stop only of
