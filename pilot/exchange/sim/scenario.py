@@ -496,13 +496,15 @@ def _tape(data: Any, path: str, base: Path | None) -> TapeSpec:
         speed = _decimal(spec.get("speed", 1), f"{path}.speed", minimum=Decimal("1e-9"))
         bar_ms = Decimal(tape.interval_ms) / speed
     points = tape.points()
-    if "start" in spec:
-        scale = _decimal(spec["start"], f"{path}.start", minimum=Decimal("1e-18")) / points[0]
+    if "start" in spec:  # times the start, then divided by the first: the first point is the start exactly
+        start = _decimal(spec["start"], f"{path}.start", minimum=Decimal("1e-18"))
+        scaled = tuple(point * start / points[0] for point in points)
     else:
         scale = _decimal(spec.get("scale", 1), f"{path}.scale", minimum=Decimal("1e-18"))
+        scaled = tuple(point * scale for point in points)
     return TapeSpec(
         file=file,
-        points=tuple(point * scale for point in points),
+        points=scaled,
         step_ms=bar_ms / POINTS_PER_BAR,
         loop=_switch(spec.get("loop", False), f"{path}.loop"),
         spread_ticks=_int(spec.get("spreadTicks", 1), f"{path}.spreadTicks", minimum=1),
