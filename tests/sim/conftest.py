@@ -77,6 +77,11 @@ def bar_points(row: list[str]) -> list[Decimal]:
 
 
 @pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
 def hourly() -> Iterator[PaperExchange]:
     """BTCUSDT replays the hourly tape at its own pace (a point every 15 minutes), funding off."""
     with still(world({"BTCUSDT": tape()})) as paper:

@@ -7,9 +7,14 @@ The wallet moves by the opposite of execFee."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import time
 from decimal import Decimal
 
 import pytest
+from websockets.sync.client import connect
 
 from tests.exchange.conftest import raw_session
 from tests.sim.conftest import still, with_funding, world
@@ -101,3 +106,38 @@ def test_the_position_realised_pnl_carries_the_funding():
         paper.advance(paper.next_funding_ms("BTCUSDT") - paper.now_ms())
         (row,) = funding_rows(session)
         assert paper.position("BTCUSDT").cum_realised_pnl == before - Decimal(row["execFee"])
+
+
+def receive(ws, match) -> dict:
+    """The next message that `match`es, within five seconds (a bounded receive, not a sleep)."""
+    deadline = time.monotonic() + 5
+    while True:
+        message = json.loads(ws.recv(timeout=max(deadline - time.monotonic(), 0.001)))
+        if match(message):
+            return message
+
+
+def test_the_private_stream_pushes_the_funding_row_to_a_client_that_signed_in_wall_clock_time():
+    with still(with_funding(world(), "0.0001")) as paper:
+        hold(raw_session(paper), "Buy")
+        paper.advance(paper.next_funding_ms("BTCUSDT") - paper.now_ms() - 1000)  # the market is hours ahead
+        with connect(f"{paper.ws_url}/v5/private") as ws:
+            expires = paper.server_ms() + 10_000  # as pybit sets it: the caller's clock, not the market's
+            signature = hmac.new(paper.api_secret.encode(), f"GET/realtime{expires}".encode(), hashlib.sha256)
+            ws.send(json.dumps({"op": "auth", "args": [paper.api_key, expires, signature.hexdigest()]}))
+            assert receive(ws, lambda m: m.get("op") == "auth")["success"] is True
+            ws.send(json.dumps({"op": "subscribe", "req_id": "s", "args": ["execution"]}))
+            receive(ws, lambda m: m.get("op") == "subscribe")
+            paper.advance(1000)
+            pushed = receive(
+                ws,
+                lambda m: (
+                    m.get("topic") == "execution" and any(r["execType"] == "Funding" for r in m["data"])
+                ),
+            )["data"]
+    (row,) = [r for r in pushed if r["execType"] == "Funding"]
+    assert (row["category"], row["side"], Decimal(row["execFee"])) == (
+        "linear",
+        "Buy",
+        Decimal("0.01") * Decimal("80220.0") * Decimal("0.0001"),
+    )

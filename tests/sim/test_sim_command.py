@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from pilot.app.human.desk import init_home
+from pilot.app.service.boot import open_runtime
 from pilot.cli import main
 from pilot.cli.sim import DEFAULT_TAPE, moving_scenario
 
@@ -51,3 +55,20 @@ def test_a_bad_switch_is_a_usage_error_before_anything_starts():
     assert result.exit_code == 2
     result = CliRunner().invoke(main, ["sim", "--tape", "BTCUSDT=no-such-tape.json", "--format", "json"])
     assert result.exit_code == 2 and json.loads(result.stdout)["error"]["code"] == "bad_scenario"
+
+
+@pytest.mark.anyio
+async def test_the_embedded_exchange_of_pilot_serve_takes_a_moving_scenario(tmp_path):
+    from importlib import resources
+
+    moving = Path(str(resources.files("pilot.exchange.sim").joinpath("scenarios", "moving.json")))
+    await init_home(tmp_path)
+    async with open_runtime(tmp_path, scenario=moving, streams=False) as runtime:
+        touch = await runtime.exchange.get_touch("linear", "ETHUSDT")
+    assert abs(touch.ask - Decimal("3100.01")) < Decimal("100")  # the tape's first bar, scaled to ETH
+    state = json.loads((tmp_path / "paper" / "state.json").read_text())
+    assert set(state["market"]["paths"]) == {
+        "BTCUSDT",
+        "ETHUSDT",
+        "SOLUSDT",
+    }  # paths kept in the home's account

@@ -237,6 +237,11 @@ class Market:
                 self._next_funding[symbol] = int(at)
         if saved.get("moved_to_ms") is not None:
             self.moved_to_ms = int(saved["moved_to_ms"])
+        reached = self.moved_to_ms or 0
+        for schedule in self._schedules.values():  # a step interval changed in the scenario: from here on
+            if schedule.next_ms <= reached:
+                done = (schedule.step_ms * schedule.played).to_integral_value(rounding=ROUND_CEILING)
+                schedule.origin_ms = reached - int(done)
 
     # ---- the book ---------------------------------------------------------------------------------
 
