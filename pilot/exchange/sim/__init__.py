@@ -202,17 +202,7 @@ class PaperExchange:
         return played.events > 0
 
     def _play(self, limit: int | None) -> timeline.Played:
-        until = self.now_ms()
-        if limit is None:
-            total = timeline.Played(0, False)
-            while True:
-                step = timeline.play_until(self._engine, self.clock, until)
-                total = timeline.Played(
-                    total.events + step.events, total.account_changed or step.account_changed
-                )
-                if step.events < timeline.MAX_EVENTS_PER_LOOK:
-                    return total
-        return timeline.play_until(self._engine, self.clock, until, limit)
+        return timeline.play_until(self._engine, self.clock, self.now_ms(), limit)
 
     async def _tick_forever(self) -> None:
         """The server loop's ticker: the market moves, and the streams push it, with nobody asking."""

@@ -36,13 +36,14 @@ def after_move(engine: Engine, symbols: list[str]) -> None:
 
 
 def play_until(
-    engine: Engine, clock: ExchangeClock, until_ms: int, limit: int = MAX_EVENTS_PER_LOOK
+    engine: Engine, clock: ExchangeClock, until_ms: int, limit: int | None = MAX_EVENTS_PER_LOOK
 ) -> Played:
-    """Play the market's events due up to market time `until_ms`, in time order (at most `limit` of them)."""
+    """Play the market's events due up to market time `until_ms`, in time order (at most `limit` of them;
+    None: every one)."""
     market = engine.market
     before = _account_mark(engine)
     played = 0
-    while played < limit:
+    while limit is None or played < limit:
         event = market.next_event(until_ms)
         if event is None:
             market.moved_to(until_ms)
