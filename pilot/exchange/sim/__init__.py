@@ -14,17 +14,28 @@ so the real Bybit adapter runs against it unchanged. Start it in-process::
         paper.add_fault("/v5/order/create", "drop")  # the next create is executed, then the socket is closed
         paper.request_count("/v5/order/create")      # every request received, faulted ones included
         paper.set_prices("BTCUSDT", bid=80000, ask=80000.1)  # resting orders the new quote crosses fill
-        paper.tick()                                 # one deterministic step of every random-walk price
+        paper.tick()                                 # one deterministic step of every price path
+        paper.advance(60_000)                        # a minute of exchange time: paths, funding, liquidations
         paper.set_ack_lag(2)                         # new orders show only after two list reads
         paper.orders(), paper.position("BTCUSDT"), paper.balance("USDT")
 
-`start_paper_exchange(scenario=None, port=0, state_path=None)` takes a scenario path, a dict or None (the
-default scenario, see SCENARIOS.md). With `state_path`, the account (balances, positions, orders, fills,
-prices) is loaded from that file when it exists and saved to it after every change, so a restarted paper
-exchange continues where the last one stopped (pilot.exchange.sim.state; `reset_state` forgets it). Only
-one running exchange serves a state file: a second is refused with StateInUse, naming the first's URL. The
-server runs on its own thread and event loop, so it serves sync callers (pybit in worker threads) and async
-tests alike; `with` and `async with` both stop it on exit.
+`start_paper_exchange(scenario=None, port=0, state_path=None, *, speed=None, wall_clock=None)` takes a
+scenario path, a packaged scenario's name ("default", "moving"), a dict or None (the default scenario, see
+SCENARIOS.md). With `state_path`, the account (balances, positions, orders, fills, prices, the paths'
+positions and the exchange's time) is loaded from that file when it exists and saved to it after every
+change, so a restarted paper exchange continues where the last one stopped (pilot.exchange.sim.state;
+`reset_state` forgets it). Only one running exchange serves a state file: a second is refused with
+StateInUse, naming the first's URL. The server runs on its own thread and event loop, so it serves sync
+callers (pybit in worker threads) and async tests alike; `with` and `async with` both stop it on exit.
+
+Time (pilot.exchange.sim.clocks): the market runs `speed` times faster than the wall clock (the scenario's
+`speed`, or `speed=`; 0 stands still until `advance(ms)`), and prices that follow a path move with it
+(pilot.exchange.sim.market, .path, .tape): before each request is answered, and every `ticker_ms` of wall
+time on the server's own loop, so the WebSocket streams push moves nobody asked for. Each move fills the
+resting orders it crosses and triggers stops (Engine.rematch), then liquidates the positions whose mark
+reached their liqPrice (.liquidation); funding settles at each funding time (.funding). Signed requests are
+still checked against the wall clock the callers sign with (`wall_clock=` injects one; `set_clock_offset`
+drifts it). `now_ms()` is the market's time, `server_ms()` the server clock's.
 
 Fault kinds (`add_fault(path, kind, nth=None, every=False, delay_ms=0, status=None, interval_ms=1000)`):
 ``latency`` (wait delay_ms, then process and answer), ``drop`` (process, close without answering),
@@ -37,19 +48,23 @@ one byte every interval_ms), ``non_json`` (process, answer an HTML page with HTT
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import logging
 import threading
-import time
 from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from pilot.exchange.sim import state as state_file
+from pilot.exchange.sim import timeline
 from pilot.exchange.sim.accounts import SimPosition
+from pilot.exchange.sim.clocks import ExchangeClock, WallClock, wall_clock_ms
 from pilot.exchange.sim.dispatch import Dispatcher
-from pilot.exchange.sim.engine import Engine, SimExecution, SimOrder
+from pilot.exchange.sim.engine import Engine, SimClosedPnl, SimExecution, SimOrder
 from pilot.exchange.sim.faults import FaultBook
+from pilot.exchange.sim.market import Quote
 from pilot.exchange.sim.scenario import FAULT_KINDS, FaultSpec, Scenario, ScenarioError, load_scenario
 from pilot.exchange.sim.server import HttpServer
 from pilot.exchange.sim.state import StateError, StateInUse, StateLock
@@ -65,22 +80,38 @@ __all__ = [
     "load_scenario",
     "reset_state",
     "start_paper_exchange",
+    "wall_clock_ms",
 ]
 
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
+LOG = logging.getLogger(__name__)
+TICKER_MS = 100  # how often, in wall time, the server's loop moves the market on its own
+SAVE_EVERY_MS = 1000  # moves that changed no account are saved at most this often (wall time)
 
 
 class PaperExchange:
     """A running paper exchange. Create it with start_paper_exchange()."""
 
-    def __init__(self, scenario: Scenario, port: int = 0, state_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        port: int = 0,
+        state_path: Path | None = None,
+        *,
+        speed: Decimal | None = None,
+        wall_clock: WallClock | None = None,
+        ticker_ms: float = TICKER_MS,
+    ) -> None:
         self.scenario = scenario
         self.state_path = Path(state_path) if state_path is not None else None
         self._lock = threading.Lock()
-        self._clock_offset_ms = 0
+        self._wall = wall_clock or wall_clock_ms
+        self.clock = ExchangeClock(self._wall, scenario.speed if speed is None else Decimal(speed))
         self._engine = Engine(scenario, self.now_ms)
+        self._engine.market.start(self.now_ms())
+        self._ticker_ms = ticker_ms
+        self._ticker: concurrent.futures.Future[None] | None = None
+        self._saved_at = self._wall()
+        self._unsaved = False
         self._state_lock = StateLock(self.state_path) if self.state_path is not None else None
         if self._state_lock is not None:
             self._state_lock.acquire()
@@ -91,7 +122,9 @@ class PaperExchange:
                 raise
         self._faults = FaultBook(scenario.faults)
         keys = {spec.key: spec for spec in scenario.api_keys}
-        self.streams = StreamServer(self._engine, self._lock, keys, self.now_ms)
+        self.streams = StreamServer(
+            self._engine, self._lock, keys, self.now_ms, server_clock_ms=self.server_ms
+        )
         dispatcher = Dispatcher(
             self._engine,
             scenario,
@@ -99,8 +132,11 @@ class PaperExchange:
             self.now_ms,
             on_change=self._changed,
             streams_url=self._streams_url,
+            server_clock_ms=self.server_ms,
         )
-        self._server = HttpServer(dispatcher, self._faults, self._latency_for, self.now_ms, port)
+        self._server = HttpServer(
+            dispatcher, self._faults, self._latency_for, self.server_ms, port, before_request=self.catch_up
+        )
 
     def _streams_url(self) -> str:
         return self.ws_url if self.streams.port else ""
@@ -113,17 +149,69 @@ class PaperExchange:
         assert self.state_path is not None
         if self.state_path.exists():
             state_file.load(self._engine, self.state_path)
-        else:
-            self._save()
+            market = self._engine.market
+            # the saved market time goes on (the market never runs behind the wall clock it started from)
+            market.resume(self.clock.resume_at(market.moved_to_ms or self.now_ms()))
+        self._save()
 
     def _save(self) -> None:
         """Write the state file (callers hold the lock, or run before the server starts)."""
         if self.state_path is not None:
             state_file.save(self._engine, self.state_path)
+        self._saved_at, self._unsaved = self._wall(), False
 
     def now_ms(self) -> int:
-        """The exchange's clock: wall time plus the offset set with set_clock_offset()."""
-        return wall_clock_ms() + self._clock_offset_ms
+        """The exchange's time (the market clock): what it stamps, schedules and answers."""
+        return self.clock.market_ms()
+
+    def server_ms(self) -> int:
+        """The server clock, in the callers' frame: their wall clock plus set_clock_offset()'s drift."""
+        return self.clock.server_ms()
+
+    @property
+    def speed(self) -> Decimal:
+        """Exchange time per wall-clock time (0: the market moves only on advance())."""
+        return self.clock.speed
+
+    def set_speed(self, speed: Any) -> None:
+        """Run the market at `speed` from now on (what is due at the old speed is played first)."""
+        self.catch_up()
+        with self._lock:
+            self.clock.set_speed(Decimal(str(speed)))
+
+    def advance(self, ms: int) -> None:
+        """Move the exchange's time `ms` ahead now and play what falls due meanwhile, in time order: price
+        steps (with the fills, stops and liquidations they cause) and funding. The server clock signed
+        requests are checked against does not move."""
+        with self._lock:
+            self.clock.advance(int(ms))
+            self._play(limit=None)
+            self._save()
+        self.streams.changed()
+
+    def catch_up(self) -> bool:
+        """Play what is due by the market clock now (done before each request and by the ticker)."""
+        with self._lock:
+            played = self._play(limit=timeline.MAX_EVENTS_PER_LOOK)
+            if played.account_changed or (played.events and self._wall() - self._saved_at >= SAVE_EVERY_MS):
+                self._save()
+            elif played.events:
+                self._unsaved = True
+        if played.events:
+            self.streams.changed()
+        return played.events > 0
+
+    def _play(self, limit: int | None) -> timeline.Played:
+        return timeline.play_until(self._engine, self.clock, self.now_ms(), limit)
+
+    async def _tick_forever(self) -> None:
+        """The server loop's ticker: the market moves, and the streams push it, with nobody asking."""
+        while True:
+            await asyncio.sleep(self._ticker_ms / 1000)
+            try:
+                self.catch_up()
+            except Exception:  # a bug in a move must not stop the ticker (requests would still catch up)
+                LOG.exception("the paper exchange's market ticker failed; it goes on")
 
     @property
     def working(self) -> int:
@@ -132,8 +220,10 @@ class PaperExchange:
 
     def set_clock_offset(self, offset_ms: int) -> None:
         """Run the exchange's clock ahead (or behind) of the callers': signed requests then fall outside the
-        recv window and are refused with retCode 10002, as Bybit does for a drifting client clock."""
-        self._clock_offset_ms = offset_ms
+        recv window and are refused with retCode 10002, as Bybit does for a drifting client clock. The
+        market's time moves by the same amount (never backwards)."""
+        with self._lock:
+            self.clock.offset_ms = int(offset_ms)
 
     def _latency_for(self, path: str) -> float:
         latency = self.scenario.latency_ms
@@ -143,6 +233,8 @@ class PaperExchange:
         try:
             self._server.start()
             asyncio.run_coroutine_threadsafe(self.streams.start(), self._server.loop).result(timeout=5)
+            if self._ticker_ms > 0:
+                self._ticker = asyncio.run_coroutine_threadsafe(self._tick_forever(), self._server.loop)
         except BaseException:
             self._release_state()
             raise
@@ -152,10 +244,15 @@ class PaperExchange:
 
     def stop(self) -> None:
         """Stop serving, join the server thread and let another exchange serve the state file (idempotent)."""
+        if self._ticker is not None:
+            self._ticker.cancel()
         if self._server.loop.is_running():
             with contextlib.suppress(Exception):
                 asyncio.run_coroutine_threadsafe(self.streams.stop(), self._server.loop).result(timeout=5)
         self._server.stop()
+        if self._unsaved and self._state_lock is not None:
+            with self._lock:
+                self._save()
         self._release_state()
 
     def _release_state(self) -> None:
@@ -224,19 +321,32 @@ class PaperExchange:
     # ---- prices -------------------------------------------------------------------------------
 
     def set_prices(self, symbol: str, *, bid: Any = None, ask: Any = None, mark: Any = None) -> None:
-        """Set a symbol's quote (numbers or strings); resting orders the new quote crosses are filled."""
+        """Set a symbol's quote (numbers or strings): resting orders the new quote crosses fill, stops it
+        reaches trigger, positions whose mark reached their liqPrice are liquidated. A random walk goes on
+        from the new price; a tape's next point replaces it."""
+        self.catch_up()
         with self._lock:
             self._engine.market.set_prices(symbol, _dec(bid), _dec(ask), _dec(mark))
-            self._engine.rematch([symbol])
+            timeline.after_move(self._engine, [symbol])
             self._save()
         self.streams.changed()
 
     def tick(self) -> None:
-        """Advance every random-walk price one seeded step and fill what the move crosses."""
+        """Move every price path (walks and tapes) one step now, off its schedule, with what the move causes."""
         with self._lock:
-            self._engine.step()
+            timeline.after_move(self._engine, self._engine.market.step_walks())
             self._save()
         self.streams.changed()
+
+    def quote(self, symbol: str) -> Quote:
+        """A symbol's quote now (bid, ask, mark), as the market has moved it so far."""
+        with self._lock:
+            return self._engine.market.quote(symbol)
+
+    def next_funding_ms(self, symbol: str) -> int:
+        """When `symbol` settles funding next, in the exchange's time (the ticker's nextFundingTime)."""
+        with self._lock:
+            return self._engine.market.next_funding_ms(symbol)
 
     # ---- read access for assertions ---------------------------------------------------------------
 
@@ -252,6 +362,11 @@ class PaperExchange:
     def executions(self) -> list[SimExecution]:
         with self._lock:
             return list(self._engine.executions)
+
+    def closed_pnl(self) -> list[SimClosedPnl]:
+        """The /v5/position/closed-pnl rows, oldest first."""
+        with self._lock:
+            return list(self._engine.closed_pnl)
 
     def position(self, symbol: str) -> SimPosition:
         with self._lock:
@@ -282,9 +397,19 @@ class PaperExchange:
 
 
 def start_paper_exchange(
-    scenario: Path | str | dict[str, Any] | None = None, port: int = 0, state_path: Path | None = None
+    scenario: Scenario | Path | str | dict[str, Any] | None = None,
+    port: int = 0,
+    state_path: Path | None = None,
+    *,
+    speed: Any = None,
+    wall_clock: WallClock | None = None,
+    ticker_ms: float = TICKER_MS,
 ) -> PaperExchange:
     """Start a paper exchange on 127.0.0.1 (`port` 0: an ephemeral one) and return it, already listening.
+
+    `speed` (exchange time per wall time) replaces the scenario's; `wall_clock` (ms since the epoch) stands
+    in for the wall clock (the server clock and the market's pace); `ticker_ms` 0 turns the background
+    ticker off (the market then moves only when a request arrives or on advance()).
 
     Raises:
         ScenarioError: the scenario cannot be used.
@@ -292,7 +417,10 @@ def start_paper_exchange(
         StateError: `state_path` holds a state this scenario cannot continue (reset it with reset_state).
     """
     loaded = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
-    return PaperExchange(loaded, port, state_path).start()
+    chosen = None if speed is None else Decimal(str(speed))
+    return PaperExchange(
+        loaded, port, state_path, speed=chosen, wall_clock=wall_clock, ticker_ms=ticker_ms
+    ).start()
 
 
 def reset_state(state_path: Path) -> bool:

@@ -47,6 +47,7 @@ class Dispatcher:
         clock_ms: Callable[[], int],
         on_change: Callable[[], None] | None = None,
         streams_url: Callable[[], str] = lambda: "",
+        server_clock_ms: Callable[[], int] | None = None,
     ) -> None:
         self.engine = engine
         self.on_change = on_change  # called under the lock after every write that was carried out
@@ -55,7 +56,9 @@ class Dispatcher:
         self.key_list = scenario.api_keys
         self.limiter = RateLimiter(scenario.rate_limits)
         self.lock = lock
-        self.clock_ms = clock_ms
+        self.clock_ms = clock_ms  # the exchange's time: what answers, stamps and history windows use
+        # the callers' frame, for the checks of their own clock (recv window, rate limits): sim/clocks.py
+        self.server_clock_ms = server_clock_ms or clock_ms
 
     def handle(
         self,
@@ -67,19 +70,19 @@ class Dispatcher:
         *,
         processing: bool = False,
     ) -> Reply:
-        now = self.clock_ms()
+        now, stamp = self.clock_ms(), self.server_clock_ms()
         route = ROUTES.get(path)
         if route is None:
             return Reply(404, envelope(10017, "route not found", {}, now))
         if method != route.method:
             return Reply(400, envelope(10001, f"{path} expects {route.method}", {}, now))
         payload = query if method == "GET" else body.decode("utf-8", "replace")
-        status = public_status(now)
+        status = public_status(stamp)
         try:
-            key = self._authenticate(route, headers, payload, now)
+            key = self._authenticate(route, headers, payload, stamp)
             params = self._params(method, query, body)
             if key is not None:
-                status = self.limiter.hit(key.key, path, str(params.get("category") or ""), now)
+                status = self.limiter.hit(key.key, path, str(params.get("category") or ""), stamp)
                 if not status.allowed:
                     raise SimReject(10006, "Too many visits!")
                 self._check_permission(route, key, params)

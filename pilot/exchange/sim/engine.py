@@ -63,6 +63,7 @@ class SimOrder:
     take_profit: Decimal = ZERO  # TP/SL on create (tpslMode Full): set on the position once it fills
     stop_loss: Decimal = ZERO
     stop_order_type: str = ""  # "StopLoss" / "TakeProfit" for the closing order a trigger creates
+    create_type: str = "CreateByUser"  # moving market: "CreateByTakeOver_PassThrough" (liquidation.py)
 
     @property
     def leaves_qty(self) -> Decimal:
@@ -91,6 +92,7 @@ class SimClosedPnl:
     fill_count: int
     created_ms: int
     updated_ms: int
+    exec_type: str = "Trade"  # moving market: "BustTrade" for a liquidation's row (liquidation.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,7 @@ class SimExecution:
     seq: int
     order_qty: Decimal
     leaves_after: Decimal
+    exec_type: str = "Trade"  # moving market: "BustTrade" (liquidation.py), "Funding" (funding.py)
 
 
 class Engine:
@@ -278,8 +281,10 @@ class Engine:
             order = self.orders.pop(order_id)
             if order.order_link_id:
                 self.links.pop((order.category, order.order_link_id), None)
-        if drop:
-            self.executions = [e for e in self.executions if e.order.order_id in self.orders]
+        if drop:  # funding rows (funding.py) belong to no listed order: they stay
+            self.executions = [
+                e for e in self.executions if e.order.order_id in self.orders or e.exec_type == "Funding"
+            ]
         del self.executions[: max(len(self.executions) - MAX_EXECUTIONS, 0)]
 
     def _market_units(self, instrument: InstrumentSpec, new: NewOrder, ask: Decimal) -> NewOrder:

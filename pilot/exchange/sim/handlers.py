@@ -101,8 +101,13 @@ def tickers(ctx: Context, params: Params) -> dict:
     rows = []
     for spec in _symbol_rows(ctx, params, category):
         bids, _ = ctx.engine.market.book(spec, 1)
-        rows.append(
-            views.ticker_view(spec, ctx.engine.market.quote(spec.symbol), bids[0][1] if bids else ZERO)
+        rows.append(  # funding (rate, next time, interval) as the scenario has it: market.py
+            views.ticker_view(
+                spec,
+                ctx.engine.market.quote(spec.symbol),
+                bids[0][1] if bids else ZERO,
+                ctx.engine.market.funding_view(spec.symbol),
+            )
         )
     if params.get("symbol") and not rows:
         raise SimReject(10001, "params error: symbol invalid")

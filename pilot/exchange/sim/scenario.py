@@ -9,7 +9,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pilot.exchange.sim.tape import POINTS_PER_BAR, TapeError, load_tape
+
 CATEGORIES = ("linear", "spot")
+PACKAGED = ("default", "moving")  # scenarios shipped in pilot/exchange/sim/scenarios/, by name
+DEFAULT_FUNDING_INTERVAL_MIN = 480  # instruments-info fundingInterval of Bybit's USDT perpetuals
 FAULT_KINDS = ("latency", "drop", "http_5xx", "http_4xx", "rate_limit", "processing", "drip", "non_json")
 
 
@@ -33,13 +37,33 @@ class InstrumentSpec:
     price_limit_ratio_x: Decimal  # riskParameters.priceLimitRatioX
     price_limit_ratio_y: Decimal  # riskParameters.priceLimitRatioY (>= X)
     risk_tiers: tuple[tuple[Decimal, Decimal, Decimal], ...] = ()  # (riskLimitValue, mmr, max leverage)
+    funding_interval_min: int = DEFAULT_FUNDING_INTERVAL_MIN  # linear: minutes between funding settlements
+    funding_rate: Decimal = Decimal(0)  # linear: the rate settled at each funding time (0: none settles)
 
 
 @dataclass(frozen=True, slots=True)
 class WalkSpec:
     start: Decimal
-    volatility_pct: Decimal
+    volatility_pct: Decimal  # per step, or per `per_ms` of exchange time when that is set
     seed: int
+    spread_ticks: int
+    step_ms: int | None = None  # exchange time between steps; None: it steps only on tick()
+    per_ms: int | None = None
+
+    @property
+    def step_volatility_pct(self) -> Decimal:
+        """The standard deviation of one step's log return, in percent (a random walk's sqrt-time scaling)."""
+        if self.per_ms is None or self.step_ms is None:
+            return self.volatility_pct
+        return self.volatility_pct * (Decimal(self.step_ms) / Decimal(self.per_ms)).sqrt()
+
+
+@dataclass(frozen=True, slots=True)
+class TapeSpec:
+    file: str
+    points: tuple[Decimal, ...]  # the mids the replay visits, scaled (four a bar, tape.py)
+    step_ms: Decimal  # exchange time between two points
+    loop: bool
     spread_ticks: int
 
 
@@ -52,6 +76,7 @@ class PriceSpec:
     depth_levels: int
     depth_size: Decimal | None  # base-coin size per level; None: about 50,000 quote per level
     depth_step_ticks: int
+    tape: TapeSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +126,7 @@ class Scenario:
     rate_limits: bool | dict[str, int] = True
     ack_lag_reads: int = 0  # an order stays out of realtime/history/executions for this many list reads
     tpsl_on_create: bool = True  # False: TP/SL sent with a create are accepted and not applied (a lost stop)
+    speed: Decimal = Decimal(1)  # exchange time per wall-clock time (0: it moves only on advance())
 
     @property
     def hedge_symbols(self) -> frozenset[str]:
@@ -108,22 +134,137 @@ class Scenario:
 
 
 def load_scenario(source: Path | str | dict[str, Any] | None = None) -> Scenario:
-    """Load a scenario from a file path, an already-parsed dict, or (None) the packaged default."""
-    if source is None:
-        text = resources.files("pilot.exchange.sim").joinpath("scenarios/default.json").read_text()
-        return parse_scenario(json.loads(text))
+    """Load a scenario from a file path, a packaged scenario's name ("default", "moving"), an already-parsed
+    dict, or (None) the packaged default. A tape's relative `file` is read from the scenario's folder."""
     if isinstance(source, dict):
         return parse_scenario(source)
+    return parse_scenario(scenario_document(source), base=_folder(source))
+
+
+def scenario_document(source: Path | str | None = None) -> dict[str, Any]:
+    """The JSON document of a scenario file or packaged scenario (None: the default), to change and parse."""
+    name = _packaged(source)
+    if name is not None:
+        text = resources.files("pilot.exchange.sim").joinpath(f"scenarios/{name}.json").read_text()
+        return dict(json.loads(text))
+    assert source is not None
     path = Path(source)
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as error:
         raise ScenarioError(f"$: {path} is not valid JSON ({error.msg} at line {error.lineno})") from None
-    return parse_scenario(data)
+    if not isinstance(data, dict):
+        raise ScenarioError("$: must be an object")
+    return data
 
 
-def parse_scenario(data: Any) -> Scenario:
-    """Validate a parsed scenario document and freeze it."""
+def _packaged(source: Path | str | None) -> str | None:
+    """The packaged scenario `source` names (a file of that name, if there is one, wins), or None."""
+    if source is None:
+        return "default"
+    if isinstance(source, str) and source in PACKAGED and not Path(source).exists():
+        return source
+    return None
+
+
+def _folder(source: Path | str | None) -> Path | None:
+    return None if _packaged(source) is not None or source is None else Path(source).parent
+
+
+def with_moves(
+    document: dict[str, Any],
+    *,
+    walks: dict[str, Decimal] | None = None,
+    tapes: dict[str, str] | None = None,
+    funding_rate: Decimal | None = None,
+    speed: Decimal | None = None,
+    seed: int = 1,
+) -> dict[str, Any]:
+    """A copy of a scenario document with moving prices (what `pilot sim --walk/--tape/--funding/--speed` do).
+
+    `walks`: symbol -> volatility in percent per hour, a walk stepping every second from the symbol's
+    current price. `tapes`: symbol -> tape file, replayed one bar per minute of exchange time and scaled to
+    start at the symbol's current price. `funding_rate`: settled on every linear instrument at its interval.
+    """
+    changed = json.loads(json.dumps(document))
+    prices = changed.setdefault("prices", {})
+    for index, (symbol, per_hour) in enumerate((walks or {}).items()):
+        walk = {"start": _start_of(prices, symbol), "volatilityPct": str(per_hour), "perMs": 3_600_000}
+        prices[symbol] = _keep_depth(prices.get(symbol), walk=walk | {"stepMs": 1000, "seed": seed + index})
+    for symbol, file in (tapes or {}).items():
+        tape = {"file": file, "barMs": 60_000, "start": _start_of(prices, symbol)}
+        prices[symbol] = _keep_depth(prices.get(symbol), tape=tape)
+    if funding_rate is not None:
+        for instrument in changed.get("instruments", []):
+            if isinstance(instrument, dict) and instrument.get("category") == "linear":
+                instrument["fundingRate"] = str(funding_rate)
+    if speed is not None:
+        changed["speed"] = str(speed)
+    return changed
+
+
+def load_moving_scenario(
+    source: Path | str | None,
+    *,
+    walks: dict[str, Decimal] | None = None,
+    tapes: dict[str, str] | None = None,
+    funding_rate: Decimal | None = None,
+    speed: Decimal | None = None,
+    seed: int = 1,
+) -> Scenario:
+    """A scenario file or packaged scenario with the moves of `with_moves` put in (see there)."""
+    document = with_moves(
+        scenario_document(source), walks=walks, tapes=tapes, funding_rate=funding_rate, speed=speed, seed=seed
+    )
+    return parse_scenario(document, base=_folder(source))
+
+
+def describe_moves(scenario: Scenario) -> list[str]:
+    """One line per moving thing in a scenario, for people: each path, and funding where it settles."""
+    lines = []
+    for symbol, price in scenario.prices.items():
+        if price.walk is not None:
+            walk = price.walk
+            pace = f"every {walk.step_ms} ms" if walk.step_ms is not None else "on tick() only"
+            per = f" per {walk.per_ms} ms" if walk.per_ms is not None else " per step"
+            lines.append(
+                f"{symbol}: random walk from {walk.start}, {walk.volatility_pct}%{per}, a step {pace}"
+            )
+        elif price.tape is not None:
+            tape = price.tape
+            bar = tape.step_ms * 4
+            end = "then again from the start" if tape.loop else "then holds its last price"
+            lines.append(f"{symbol}: replays {tape.file}, a bar every {bar.normalize():f} ms, {end}")
+    for instrument in scenario.instruments:
+        if instrument.category == "linear" and instrument.funding_rate != 0:
+            every = instrument.funding_interval_min
+            lines.append(f"{instrument.symbol}: funding rate {instrument.funding_rate} every {every} min")
+    return lines
+
+
+def _start_of(prices: dict[str, Any], symbol: str) -> str:
+    """Where a symbol's price stands in a scenario document: its static quote's mid, or its path's start."""
+    item = prices.get(symbol)
+    if not isinstance(item, dict):
+        raise ScenarioError(f"prices.{symbol}: the scenario does not price {symbol}")
+    for kind in ("walk", "tape"):
+        if isinstance(item.get(kind), dict) and "start" in item[kind]:
+            return str(item[kind]["start"])
+    if "bid" in item and "ask" in item:
+        return str(
+            (_decimal(item["bid"], f"prices.{symbol}.bid") + _decimal(item["ask"], f"prices.{symbol}.ask"))
+            / 2
+        )
+    raise ScenarioError(f"prices.{symbol}: cannot tell where its price starts (give its path a start)")
+
+
+def _keep_depth(item: Any, **path: dict[str, Any]) -> dict[str, Any]:
+    depth = item.get("depth") if isinstance(item, dict) else None
+    return path | ({"depth": depth} if depth is not None else {})
+
+
+def parse_scenario(data: Any, base: Path | None = None) -> Scenario:
+    """Validate a parsed scenario document and freeze it (`base`: where a tape's relative file is)."""
     root = _obj(data, "$")
     _no_unknown(
         root,
@@ -140,6 +281,7 @@ def parse_scenario(data: Any) -> Scenario:
             "rateLimits",
             "ackLagReads",
             "tpslOnCreate",
+            "speed",
             "description",
             "sources",
         },
@@ -155,7 +297,7 @@ def parse_scenario(data: Any) -> Scenario:
             raise ScenarioError(f"instruments[{i}]: {spec.category} {spec.symbol} is listed twice")
         seen.add((spec.category, spec.symbol))
     prices = {
-        symbol: _price(value, f"prices.{symbol}")
+        symbol: _price(value, f"prices.{symbol}", base)
         for symbol, value in _obj(root.get("prices"), "prices").items()
     }
     for spec in instruments:
@@ -190,6 +332,7 @@ def parse_scenario(data: Any) -> Scenario:
         rate_limits=_rate_limits(root.get("rateLimits", True), "rateLimits"),
         ack_lag_reads=_int(root.get("ackLagReads", 0), "ackLagReads", minimum=0),
         tpsl_on_create=_switch(root.get("tpslOnCreate", True), "tpslOnCreate"),
+        speed=_decimal(root.get("speed", 1), "speed", minimum=Decimal(0)),
     )
 
 
@@ -237,7 +380,23 @@ def _instrument(data: Any, path: str) -> InstrumentSpec:
         price_limit_ratio_x=ratio_x,
         price_limit_ratio_y=ratio_y,
         risk_tiers=_risk_tiers(item.get("riskTiers", []), f"{path}.riskTiers"),
+        **_funding(item, path, spot),
     )
+
+
+def _funding(item: dict[str, Any], path: str, spot: bool) -> dict[str, Any]:
+    """fundingInterval (minutes, as instruments-info serves it) and fundingRate: linear only."""
+    if spot:
+        for name in ("fundingInterval", "fundingRate"):
+            if name in item:
+                raise ScenarioError(f"{path}.{name}: spot has no funding (linear instruments only)")
+        return {}
+    return {
+        "funding_interval_min": _int(
+            item.get("fundingInterval", DEFAULT_FUNDING_INTERVAL_MIN), f"{path}.fundingInterval", minimum=1
+        ),
+        "funding_rate": _decimal(item.get("fundingRate", 0), f"{path}.fundingRate"),
+    }
 
 
 def _risk_tiers(value: Any, path: str) -> tuple[tuple[Decimal, Decimal, Decimal], ...]:
@@ -266,24 +425,18 @@ def _risk_tiers(value: Any, path: str) -> tuple[tuple[Decimal, Decimal, Decimal]
     return tuple(tiers)
 
 
-def _price(data: Any, path: str) -> PriceSpec:
+def _price(data: Any, path: str, base: Path | None) -> PriceSpec:
     item = _obj(data, path)
     depth = _obj(item.get("depth", {}), f"{path}.depth")
-    walk = None
-    bid = ask = mark = None
-    if "walk" in item:
-        spec = _obj(item["walk"], f"{path}.walk")
-        walk = WalkSpec(
-            start=_decimal(
-                _need(spec, "start", f"{path}.walk"), f"{path}.walk.start", minimum=Decimal("1e-18")
-            ),
-            volatility_pct=_decimal(
-                spec.get("volatilityPct", "0.1"), f"{path}.walk.volatilityPct", minimum=Decimal(0)
-            ),
-            seed=_int(spec.get("seed", 1), f"{path}.walk.seed"),
-            spread_ticks=_int(spec.get("spreadTicks", 1), f"{path}.walk.spreadTicks", minimum=1),
+    kinds = [name for name in ("walk", "tape", "bid") if name in item]
+    if len(kinds) > 1:
+        raise ScenarioError(
+            f"{path}: give one of a static quote (bid/ask), walk or tape, not {' and '.join(kinds)}"
         )
-    else:
+    walk = _walk(item["walk"], f"{path}.walk") if "walk" in item else None
+    tape = _tape(item["tape"], f"{path}.tape", base) if "tape" in item else None
+    bid = ask = mark = None
+    if walk is None and tape is None:
         bid = _decimal(_need(item, "bid", path), f"{path}.bid", minimum=Decimal("1e-18"))
         ask = _decimal(_need(item, "ask", path), f"{path}.ask", minimum=Decimal("1e-18"))
         if ask <= bid:
@@ -299,6 +452,62 @@ def _price(data: Any, path: str) -> PriceSpec:
         if "size" in depth
         else None,
         depth_step_ticks=_int(depth.get("stepTicks", 1), f"{path}.depth.stepTicks", minimum=1),
+        tape=tape,
+    )
+
+
+def _walk(data: Any, path: str) -> WalkSpec:
+    """{start, volatilityPct, seed, spreadTicks, stepMs?, perMs?}: without stepMs the walk steps only on
+    tick() (volatilityPct per step); with it, every stepMs of exchange time; perMs makes volatilityPct the
+    move over that much time (each step's share: volatilityPct x sqrt(stepMs / perMs))."""
+    spec = _obj(data, path)
+    _no_unknown(spec, path, {"start", "volatilityPct", "seed", "spreadTicks", "stepMs", "perMs"})
+    per_ms = _int(spec["perMs"], f"{path}.perMs", minimum=1) if "perMs" in spec else None
+    step_ms = _int(spec["stepMs"], f"{path}.stepMs", minimum=1) if "stepMs" in spec else None
+    if per_ms is not None and step_ms is None:
+        step_ms = min(per_ms, 1000)
+    return WalkSpec(
+        start=_decimal(_need(spec, "start", path), f"{path}.start", minimum=Decimal("1e-18")),
+        volatility_pct=_decimal(
+            spec.get("volatilityPct", "0.1"), f"{path}.volatilityPct", minimum=Decimal(0)
+        ),
+        seed=_int(spec.get("seed", 1), f"{path}.seed"),
+        spread_ticks=_int(spec.get("spreadTicks", 1), f"{path}.spreadTicks", minimum=1),
+        step_ms=step_ms,
+        per_ms=per_ms,
+    )
+
+
+def _tape(data: Any, path: str, base: Path | None) -> TapeSpec:
+    """{file, barMs | speed, loop, scale | start, spreadTicks}: a recorded tape replayed (tape.py)."""
+    spec = _obj(data, path)
+    _no_unknown(spec, path, {"file", "barMs", "speed", "loop", "scale", "start", "spreadTicks"})
+    file = _str(spec, "file", path)
+    try:
+        tape = load_tape(file, base)
+    except TapeError as error:
+        raise ScenarioError(f"{path}.file: {error}") from None
+    for pair in (("barMs", "speed"), ("scale", "start")):
+        if all(name in spec for name in pair):
+            raise ScenarioError(f"{path}: give {pair[0]} or {pair[1]}, not both")
+    if "barMs" in spec:
+        bar_ms = Decimal(_int(spec["barMs"], f"{path}.barMs", minimum=1))
+    else:
+        speed = _decimal(spec.get("speed", 1), f"{path}.speed", minimum=Decimal("1e-9"))
+        bar_ms = Decimal(tape.interval_ms) / speed
+    points = tape.points()
+    if "start" in spec:  # times the start, then divided by the first: the first point is the start exactly
+        start = _decimal(spec["start"], f"{path}.start", minimum=Decimal("1e-18"))
+        scaled = tuple(point * start / points[0] for point in points)
+    else:
+        scale = _decimal(spec.get("scale", 1), f"{path}.scale", minimum=Decimal("1e-18"))
+        scaled = tuple(point * scale for point in points)
+    return TapeSpec(
+        file=file,
+        points=scaled,
+        step_ms=bar_ms / POINTS_PER_BAR,
+        loop=_switch(spec.get("loop", False), f"{path}.loop"),
+        spread_ticks=_int(spec.get("spreadTicks", 1), f"{path}.spreadTicks", minimum=1),
     )
 
 

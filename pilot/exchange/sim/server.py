@@ -45,11 +45,13 @@ class HttpServer:
         latency_ms: Callable[[str], float],
         clock_ms: Callable[[], int],
         port: int = 0,
+        before_request: Callable[[], object] = lambda: None,
     ) -> None:
         self.dispatcher = dispatcher
         self.faults = faults
         self.latency_ms = latency_ms
-        self.clock_ms = clock_ms
+        self.clock_ms = clock_ms  # the server clock (an injected 10006's reset time is in the callers' frame)
+        self.before_request = before_request  # the market catches up with its clock before each answer
         self.port = port
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="paper-exchange", daemon=True)
@@ -147,6 +149,7 @@ class HttpServer:
         headers: dict[str, str],
     ) -> Reply:
         kind = fault.kind if fault else None
+        self.before_request()
         if kind in ("http_5xx", "http_4xx"):
             assert fault is not None
             status = fault.status or (503 if kind == "http_5xx" else 429)

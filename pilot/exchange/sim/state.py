@@ -18,7 +18,6 @@ import contextlib
 import fcntl
 import json
 import os
-import random
 from dataclasses import fields
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -139,7 +138,7 @@ def snapshot(engine: Engine) -> dict[str, Any]:
         "quotes": {
             s: {"bid": str(q.bid), "ask": str(q.ask), "mark": str(q.mark)} for s, q in market.quotes().items()
         },
-        "walks": {s: {"mid": str(mid), "rng": _rng_state(rng)} for s, (rng, mid) in market.walks().items()},
+        "market": market.snapshot(),  # paths, their schedule, funding times, the market time reached
         "seq": max((e.seq for e in engine.executions), default=0),
     }
 
@@ -169,7 +168,7 @@ def restore(engine: Engine, data: dict[str, Any]) -> None:
             s: Quote(Decimal(q["bid"]), Decimal(q["ask"]), Decimal(q["mark"]))
             for s, q in data["quotes"].items()
         },
-        {s: (_rng(w["rng"]), Decimal(w["mid"])) for s, w in data["walks"].items()},
+        data.get("market") or {"paths": data.get("walks", {})},  # "walks": a file saved before time moved
     )
     engine.restart_seq(int(data["seq"]) + 1)
 
@@ -180,7 +179,8 @@ def _plain(item: Any) -> dict[str, Any]:
 
 def _plain_execution(execution: SimExecution) -> dict[str, Any]:
     data = _plain(execution)
-    data["order"] = execution.order.order_id
+    # a funding row's order is its own, in no order list (funding.py): it is saved with the row
+    data["order"] = _plain(execution.order) if execution.exec_type == "Funding" else execution.order.order_id
     return data
 
 
@@ -200,21 +200,11 @@ def _build(kind: type, item: dict[str, Any]) -> Any:
 
 def _build_execution(item: dict[str, Any], orders: dict[str, SimOrder]) -> SimExecution:
     data = dict(item)
-    order = orders[data.pop("order")]
+    saved = data.pop("order")
+    order = _build(SimOrder, saved) if isinstance(saved, dict) else orders[saved]
     values: dict[str, Any] = {
         f.name: (Decimal(data[f.name]) if f.type in ("Decimal", Decimal) else data[f.name])
         for f in fields(SimExecution)
-        if f.name != "order"
+        if f.name != "order" and f.name in data
     }
     return SimExecution(order=order, **values)
-
-
-def _rng_state(rng: random.Random) -> list[Any]:
-    version, internal, gauss = rng.getstate()
-    return [version, list(internal), gauss]
-
-
-def _rng(state: list[Any]) -> random.Random:
-    rng = random.Random()
-    rng.setstate((state[0], tuple(state[1]), state[2]))
-    return rng

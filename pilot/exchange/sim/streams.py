@@ -96,11 +96,13 @@ class StreamServer:
         keys: dict[str, ApiKeySpec],
         clock_ms: Callable[[], int],
         interval_ms: float = 100,
+        server_clock_ms: Callable[[], int] | None = None,
     ) -> None:
         self.engine = engine
         self.lock = lock
         self.keys = keys
-        self.clock_ms = clock_ms
+        self.clock_ms = clock_ms  # the exchange's time, in every message's ts (sim/clocks.py)
+        self.server_clock_ms = server_clock_ms or clock_ms  # the callers' frame: an auth request's expiry
         self.interval_ms = interval_ms
         self.faults = StreamFaults()
         self.port = 0
@@ -271,7 +273,7 @@ class StreamServer:
         spec = self.keys.get(api_key)
         if not problem and spec is None:
             problem = "API key is invalid."
-        elif not problem and expires < self.clock_ms():
+        elif not problem and expires < self.server_clock_ms():
             problem = "Params Error"  # Bybit answers an expired auth request this way
         elif not problem and spec is not None:
             expected = hmac.new(spec.secret.encode(), f"GET/realtime{expires}".encode(), hashlib.sha256)

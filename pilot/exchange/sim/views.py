@@ -50,7 +50,7 @@ def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
         "isLeverage": "0" if order.category == "spot" else "",
         "positionIdx": order.position_idx,
         "orderStatus": order.status,
-        "createType": "CreateByUser",
+        "createType": order.create_type,
         "cancelType": order.cancel_type,
         "rejectReason": order.reject_reason,
         "avgPrice": num(avg) if avg else "",
@@ -104,7 +104,7 @@ def execution_view(execution: SimExecution, instrument: InstrumentSpec) -> dict[
         "orderPrice": step(order.price, instrument.tick_size) if order.price else "0",
         "orderQty": step(execution.order_qty, instrument.qty_step),
         "leavesQty": step(execution.leaves_after, instrument.qty_step),
-        "createType": "CreateByUser",
+        "createType": order.create_type,
         "orderType": order.order_type,
         "stopOrderType": "UNKNOWN",
         "execFee": num(execution.fee),
@@ -112,7 +112,7 @@ def execution_view(execution: SimExecution, instrument: InstrumentSpec) -> dict[
         "execId": execution.exec_id,
         "execPrice": step(execution.price, instrument.tick_size),
         "execQty": step(execution.qty, instrument.qty_step),
-        "execType": "Trade",
+        "execType": execution.exec_type,
         "execValue": num(execution.qty * execution.price),
         "execTime": str(execution.time_ms),
         "feeCurrency": execution.fee_coin if order.category == "spot" else "",
@@ -241,7 +241,7 @@ def instrument_view(instrument: InstrumentSpec, symbol_id: int) -> dict[str, Any
             "minNotionalValue": num(instrument.min_notional),
         },
         "unifiedMarginTrade": True,
-        "fundingInterval": 480,
+        "fundingInterval": instrument.funding_interval_min,
         "settleCoin": instrument.quote_coin,
         "copyTrading": "both",
         "upperFundingRate": "0.00375",
@@ -258,7 +258,12 @@ def last_price(quote: Quote, instrument: InstrumentSpec) -> Decimal:
     return (quote.mid / tick).to_integral_value(rounding="ROUND_FLOOR") * tick
 
 
-def ticker_view(instrument: InstrumentSpec, quote: Quote, book_size: Decimal) -> dict[str, Any]:
+def ticker_view(
+    instrument: InstrumentSpec,
+    quote: Quote,
+    book_size: Decimal,
+    funding: tuple[Decimal, int, int] = (Decimal(0), 0, 8),  # linear: rate, next funding ms, interval hours
+) -> dict[str, Any]:
     tick = instrument.tick_size
     last = step(last_price(quote, instrument), tick)
     common = {
@@ -285,8 +290,8 @@ def ticker_view(instrument: InstrumentSpec, quote: Quote, book_size: Decimal) ->
         "openInterestValue": "0",
         "singleOpenInterest": "0",
         "singleOpenInterestValue": "0",
-        "fundingRate": "0.0001",
-        "nextFundingTime": "0",
+        "fundingRate": num(funding[0]),
+        "nextFundingTime": str(funding[1]),
         "predictedDeliveryPrice": "",
         "basisRate": "",
         "basis": "",
@@ -295,7 +300,7 @@ def ticker_view(instrument: InstrumentSpec, quote: Quote, book_size: Decimal) ->
         "preOpenPrice": "",
         "preQty": "",
         "curPreListingPhase": "",
-        "fundingIntervalHour": "8",
+        "fundingIntervalHour": str(funding[2]),
         "fundingCap": "0.005",
         "basisRateYear": "",
     }
@@ -366,7 +371,7 @@ def closed_pnl_view(row: SimClosedPnl, instrument: InstrumentSpec) -> dict[str, 
         "qty": step(row.qty, lot),
         "orderPrice": step(row.order_price, tick) if row.order_price else "0",
         "orderType": row.order_type,
-        "execType": "Trade",
+        "execType": row.exec_type,
         "closedSize": step(row.closed_size, lot),
         "cumEntryValue": num(row.avg_entry_price * row.closed_size),
         "avgEntryPrice": num(row.avg_entry_price),
