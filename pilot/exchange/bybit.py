@@ -800,9 +800,13 @@ class BybitExchange:
 
     async def set_trading_stop(
         self, category: str, symbol: str, *, stop_loss: Decimal | None, take_profit: Decimal | None
-    ) -> None:
+    ) -> bool:
         """Set (or with 0, remove) the position's stop-loss and take-profit: /v5/position/trading-stop,
-        tpslMode Full (the whole position, closed at market when triggered)."""
+        tpslMode Full (the whole position, closed at market when triggered).
+
+        Returns False when the exchange answers that nothing was modified (34040): the stop-loss and
+        take-profit already are the asked values. That is no refusal.
+        """
         action = f"set the {symbol} trading stop"
         params: dict[str, Any] = {
             "category": category,
@@ -814,7 +818,13 @@ class BybitExchange:
             params["stopLoss"] = wire_.wire(stop_loss)
         if take_profit is not None:
             params["takeProfit"] = wire_.wire(take_profit)
-        await self._call("set_trading_stop", action, operation="amend", **params)
+        try:
+            await self._call("set_trading_stop", action, operation="stop", **params)
+        except ExchangeRejected as refusal:
+            if codes.verdict(refusal.ret_code, "stop") is not Verdict.UNCHANGED:
+                raise
+            return False
+        return True
 
     async def set_leverage(self, category: str, symbol: str, leverage: Decimal) -> None:
         """Set one-way leverage; an unchanged leverage (retCode 110043) is success."""

@@ -13,7 +13,7 @@ from pilot.exchange.errors import ExchangeUnavailable
 from pilot.exchange.recording import Exchange
 from pilot.exchange.replay import ReplayServer
 
-DOC_PAGES = {codes.ERRORS, codes.RATE_LIMIT, codes.LEVERAGE, codes.CREATE}
+DOC_PAGES = {codes.ERRORS, codes.RATE_LIMIT, codes.LEVERAGE, codes.CREATE, codes.DEMO}
 
 
 def test_every_row_cites_a_documentation_page_and_codes_are_unique():
@@ -33,6 +33,11 @@ def test_every_row_cites_a_documentation_page_and_codes_are_unique():
         (110072, "create", Verdict.DUPLICATE),
         (170141, "create", Verdict.DUPLICATE),
         (10014, "create", Verdict.DUPLICATE),
+        (170234, "create", Verdict.UNKNOWN),
+        (170234, "read", Verdict.UNAVAILABLE),
+        (34040, "stop", Verdict.UNCHANGED),
+        (34040, "amend", Verdict.REJECTED),
+        (10032, "read", Verdict.REJECTED),
         (110043, "leverage", Verdict.UNCHANGED),
         (110043, "create", Verdict.REJECTED),
         (10006, "create", Verdict.REJECTED),

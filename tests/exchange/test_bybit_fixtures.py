@@ -268,6 +268,7 @@ async def test_an_acknowledged_order_not_yet_visible_is_none_not_a_failed_read()
         (170035, OutcomeUnknown, None),
         (10000, OutcomeUnknown, None),
         (10016, OutcomeUnknown, None),
+        (170234, OutcomeUnknown, None),  # error.mdx Spot Trade "System Error"
         (110072, DuplicateOrderLinkId, None),
         (170141, DuplicateOrderLinkId, None),
         (10014, DuplicateOrderLinkId, None),

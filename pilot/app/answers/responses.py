@@ -201,7 +201,14 @@ OrderStatus = Literal[
     "pending_confirmation",
 ]
 ActionStatus = Literal[
-    "done", "refused", "rejected", "outcome_unknown", "declined", "pending_confirmation", "not_found"
+    "done",
+    "unchanged",  # the exchange answered "not modified": it already was as asked; nothing was refused
+    "refused",
+    "rejected",
+    "outcome_unknown",
+    "declined",
+    "pending_confirmation",
+    "not_found",
 ]
 
 

@@ -223,7 +223,7 @@ def _order_status(status: ActionStatus) -> OrderStatus:
     """The gate's answer to an amend as place_order's status: done is the order resting at its new size;
     refused (by Pilot, nothing sent), rejected and outcome_unknown stay what they are, never blurred."""
     match status:
-        case "done":
+        case "done" | "unchanged":  # unchanged: the order already rests as asked
             return "open"
         case "refused" | "rejected" | "outcome_unknown" | "declined" | "pending_confirmation":
             return status

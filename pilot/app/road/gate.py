@@ -58,6 +58,9 @@ TURN_WAIT = timedelta(seconds=60)
 TURN_POLL_SECONDS = 0.02
 DRAIN_TIMEOUT = timedelta(seconds=30)
 T = TypeVar("T")
+# What a write returns when the exchange answered "not modified" (a trading stop's 34040): what was asked
+# already holds.
+ALREADY_SO = object()
 
 # Re-checks the exchange key's permissions when the last check is old; raises pilot.keys.errors.KeysError
 # when the key may now do more than the allowlist permits or cannot be checked. None on paper.
@@ -363,10 +366,10 @@ class ExchangeGate:
         """Set (0: remove) the position's stop-loss and take-profit, once. `action` is what the journal keeps."""
 
         async def call() -> object:
-            await self._writer.set_trading_stop(
+            changed = await self._writer.set_trading_stop(
                 category, symbol, stop_loss=stop_loss, take_profit=take_profit
             )
-            return None
+            return None if changed else ALREADY_SO
 
         return await self.complete(self._write("set_trading_stop", action, call, check="get_positions"))
 
@@ -406,8 +409,7 @@ class ExchangeGate:
         except ExchangeError as error:
             answer = _failed_action(sort_failure(error, tool), action, check)
         else:
-            done = {**action, "result": result if isinstance(result, str | None) else str(result)}
-            answer = ActionAnswer(status="done", detail=f"{tool} done", data=done)
+            answer = _done(tool, action, result)
         try:
             outcome = await journal.append(
                 entry_kinds.ACTION,
@@ -418,6 +420,16 @@ class ExchangeGate:
             answer = answer.model_copy(update={"journal_seq": [attempt.seq]})
             return store_faults.unrecorded(answer, error, f"the outcome of this {tool}", sent=True)
         return answer.model_copy(update={"journal_seq": [attempt.seq, outcome.seq]})
+
+
+def _done(tool: str, action: Mapping[str, Any], result: object) -> ActionAnswer:
+    if result is ALREADY_SO:  # the exchange changed nothing because nothing needed changing
+        data = {**action, "result": "unchanged"}
+        return ActionAnswer(
+            status="unchanged", detail=f"{tool}: already as asked; nothing changed", data=data
+        )
+    done = {**action, "result": result if isinstance(result, str | None) else str(result)}
+    return ActionAnswer(status="done", detail=f"{tool} done", data=done)
 
 
 def _rejected_order(failure: Failure, sent: dict[str, Any]) -> OrderAnswer:
