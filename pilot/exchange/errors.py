@@ -18,6 +18,7 @@ Messages here are Pilot's own words. Whatever the exchange said travels only in 
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 
 
 class ExchangeError(Exception):
@@ -90,10 +91,13 @@ class UnsupportedPositionMode(ExchangeError):
 
     Reading the first leg as "the position" would be wrong (Buy 0.01 + Sell 0.03 is net -0.02), so no
     position is returned. The fix is the human's: switch the account to one-way mode for `symbol`.
+    `gross_size` is what the legs hold together (0.04 there): the coin's exposure in that market for an
+    order that has no position mode of its own (spot).
     """
 
-    def __init__(self, message: str, *, symbol: str, category: str) -> None:
+    def __init__(self, message: str, *, symbol: str, category: str, gross_size: Decimal = Decimal(0)) -> None:
         super().__init__(message)
         self.symbol = symbol
         self.category = category
+        self.gross_size = gross_size
         self.human_fix = f"switch the Bybit account to one-way mode for {symbol} ({category})"

@@ -143,6 +143,7 @@ class ExchangePosition:
     position_value: Decimal
     stop_loss: Decimal | None = None  # the position's stop-loss (None: none set)
     take_profit: Decimal | None = None
+    settle_coin: str = ""  # USDT or USDC for linear (the coin of its PnL); "" when read by symbol
 
 
 @dataclass(frozen=True, slots=True)

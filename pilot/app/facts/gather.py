@@ -190,11 +190,28 @@ async def _market(
     listed = rules is not UNLISTED
     known = rules if isinstance(rules, InstrumentRules) else None
     limits = PriceBand(band.buy_limit, band.sell_limit) if band is not None else None
+    if category == "spot":  # the perpetual of the same coin is the spot order's other category
+        if isinstance(position, UnsupportedPositionMode):  # spot has no position mode: legs count gross
+            position, other_pending = _legs_held(position, other_pending)
+        return _Market(known, touch, None, pending, position, other_pending, None, listed, limits)
     if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
         return _Market(known, touch, None, pending, None, other_pending, position, listed, limits)
-    if category == "spot":  # the perpetual of the same coin is the spot order's other category
-        return _Market(known, touch, None, pending, position, other_pending, None, listed, limits)
     return _Market(known, touch, position, pending, None, other_pending, None, listed, limits)
+
+
+def _legs_held(
+    hedged: UnsupportedPositionMode, pending: PendingOrders | None
+) -> tuple[Position, PendingOrders | None]:
+    """A perpetual held in hedge mode, as the spot order's other category sees it: the coin's exposure there.
+
+    Both legs count in full (a hedge does not offset, as between spot and linear), and so does every pending
+    order on either side, since in hedge mode a buy can grow the long leg and a sell the short one. Given
+    as a long position with every pending order a buy, so the worst case `_facts` takes is that sum.
+    """
+    position = Position(hedged.symbol, hedged.gross_size, Decimal(0), Decimal(1))
+    if pending is None:
+        return position, None
+    return position, PendingOrders(buy_qty=pending.buy_qty + pending.sell_qty, sell_qty=Decimal(0))
 
 
 UNLISTED = object()  # the exchange answered that it has no such instrument

@@ -126,6 +126,7 @@ async def get_positions(runtime: Runtime, category: str, symbol: str | None) -> 
                 "unrealised_pnl": _num(p.unrealised_pnl),
                 "liquidation_price": _num(p.liq_price),
                 "position_value": _num(p.position_value),
+                "settle_coin": p.settle_coin or None,  # USDT or USDC: the coin of the PnL and the value
             }
             for p in rows
         ],
