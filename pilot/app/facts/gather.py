@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 from decimal import Decimal
@@ -38,6 +39,20 @@ from pilot.exchange.errors import ExchangeError, ExchangeRejected, UnsupportedPo
 from pilot.exchange.models import AccountBalance
 
 T = TypeVar("T")
+
+# The times until which failed reads said reading again will fail too (an IP ban's end, a rate limit's
+# reset), noted by each read of one gathering: the facts' `unavailable_until` is the latest.
+_RETRY_AT: ContextVar[list[datetime] | None] = ContextVar("retry_at", default=None)
+
+
+def _note(error: ExchangeError) -> None:
+    noted = _RETRY_AT.get()
+    if noted is not None and error.retry_at is not None:
+        noted.append(error.retry_at)
+
+
+def _unavailable_until() -> datetime | None:
+    return max(_RETRY_AT.get() or (), default=None)
 
 
 def utc_day(now: datetime) -> tuple[datetime, datetime]:
@@ -93,6 +108,7 @@ async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -
 async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gathered:
     """gather_facts, saying also whether the symbol is held in hedge mode."""
     FACT_SOURCES.set({})  # a stream-fed reader notes where each fact came from (pilot.app.facts.stream_cache)
+    _RETRY_AT.set([])
     now = runtime.now()
     journal = await runtime.ledger.state(now)
     account, market = await asyncio.gather(
@@ -111,6 +127,7 @@ async def gather_market_facts(
     runtime: Runtime, view: PolicyView, category: str, symbols: Sequence[str]
 ) -> dict[str, Gathered]:
     """Facts for each symbol at once (the account read once), each for a market buy of nothing."""
+    _RETRY_AT.set([])
     now = runtime.now()
     journal = await runtime.ledger.state(now)
     unsettled = list(journal.unsettled)
@@ -222,8 +239,10 @@ async def _instrument(runtime: Runtime, category: str, symbol: str) -> Instrumen
     try:
         return await runtime.exchange.get_instrument(category, symbol)
     except ExchangeRejected as refused:
+        _note(refused)
         return UNLISTED if refused.family in ("not_found", "params") else None
-    except ExchangeError:
+    except ExchangeError as error:
+        _note(error)
         return None
 
 
@@ -233,7 +252,8 @@ async def _position(runtime: Runtime, symbol: str) -> Position | UnsupportedPosi
         return await runtime.exchange.get_position("linear", symbol)
     except UnsupportedPositionMode as hedged:
         return hedged
-    except ExchangeError:
+    except ExchangeError as error:
+        _note(error)
         return None
 
 
@@ -264,6 +284,7 @@ def _facts(order: OrderIntent, account: _Account, market: _Market, now: datetime
         funds=_funds(market.rules, account.balance),
         day_pnl=account.day_pnl,
         open_markets=account.open_markets,
+        unavailable_until=_unavailable_until(),
     )
 
 
@@ -329,7 +350,8 @@ def _spot_position(
 async def _maybe(call: Awaitable[T]) -> T | None:
     try:
         return await call
-    except ExchangeError:
+    except ExchangeError as error:
+        _note(error)
         return None
 
 

@@ -44,6 +44,19 @@ def _num(value: Decimal | None) -> str | None:
     return plain(value) if value is not None else None
 
 
+def unavailable(error: ExchangeError) -> ReadAnswer:
+    """A read that failed and may work later; `retry_after` is when the exchange said it will (an IP ban's
+    end, a rate limit's reset), else absent: read again in a few seconds."""
+    retry = error.retry_at.isoformat() if error.retry_at is not None else None
+    return ReadAnswer(
+        status="unavailable",
+        detail=error.message,
+        next_safe_action=NextActionOut(
+            tool=None, args=None, text="read again later (after retry_after when given)", retry_after=retry
+        ),
+    )
+
+
 async def _read(call: Any, shape: Any) -> ReadAnswer:
     try:
         value = await call
@@ -56,7 +69,7 @@ async def _read(call: Any, shape: Any) -> ReadAnswer:
             next_safe_action=next_out(refused.next),
         )
     except ExchangeError as error:
-        return ReadAnswer(status="unavailable", detail=error.message)
+        return unavailable(error)
     return ReadAnswer(status="ok", data=shape(value))
 
 

@@ -80,8 +80,8 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
     """Read the open order and the facts, and judge the amended order in its place."""
     try:
         resting = await runtime.exchange.get_open_orders(ask.category, ask.symbol)
-    except ExchangeError:
-        return Refusal.of(_unreadable(ask), "the open orders could not be read; nothing was sent")
+    except ExchangeError as error:
+        return Refusal.of(_unreadable(ask, error), "the open orders could not be read; nothing was sent")
     order = next(
         (
             o
@@ -279,13 +279,14 @@ def _at_most_filled(ask: AmendAsk, order: ExchangeOrder) -> Violation:
     )
 
 
-def _unreadable(ask: AmendAsk) -> Violation:
+def _unreadable(ask: AmendAsk, error: ExchangeError) -> Violation:
+    again = NextAction.call("plan_amend", ask.args(), "call plan_amend again in a few seconds")
     return violation(
         Code.FACTS,
         "all facts present",
         "missing: open orders",
         f"could not read the open {ask.symbol} orders, so the amend cannot be judged",
-        NextAction.call("plan_amend", ask.args(), "call plan_amend again in a few seconds"),
+        replace(again, retry_after=error.retry_at),  # the exchange's own time when it gave one (an IP ban)
     )
 
 

@@ -17,7 +17,7 @@ from pilot.app.answers.responses import (
     Refusal,
     next_out,
 )
-from pilot.app.facts.reads import ReadAnswer, order_view
+from pilot.app.facts.reads import ReadAnswer, order_view, unavailable
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import OrderIntent
 from pilot.core.stops import check_trading_stop
@@ -56,13 +56,16 @@ async def set_trading_stop(
                 runtime.exchange.get_balance(),
                 runtime.exchange.get_instrument("linear", symbol),
             )
-        except ExchangeError:
+        except ExchangeError as error:
             return ActionAnswer(
                 status="rejected",
                 detail=f"could not read the {symbol} position to judge the stop; nothing was sent",
                 reject_family="unavailable",
                 next_safe_action=NextActionOut(
-                    tool=None, args=None, text="call set_trading_stop again shortly"
+                    tool=None,
+                    args=None,
+                    text="call set_trading_stop again shortly (after retry_after when given)",
+                    retry_after=error.retry_at.isoformat() if error.retry_at is not None else None,
                 ),
             )
         if position is not None and position.size != 0:
@@ -166,7 +169,7 @@ async def _paged(call: Any, shape: Any) -> ReadAnswer:
     try:
         page: Page[Any] = await call
     except ExchangeError as error:
-        return ReadAnswer(status="unavailable", detail=error.message)
+        return unavailable(error)
     data = {"rows": [shape(row) for row in page.rows], "next_cursor": page.next_cursor}
     return ReadAnswer(status="ok", data=data)
 
