@@ -155,6 +155,9 @@ def order_view(order: ExchangeOrder) -> dict[str, Any]:
         "price": _num(order.price),
         "qty": _num(order.qty),
         "filled_qty": _num(order.cum_exec_qty),
+        "fee": _num(order.cum_exec_fee),
+        "fee_coin": order.fee_coin or None,  # a spot buy pays in the coin bought
+        **({"fees": {coin: plain(fee) for coin, fee in order.fees}} if len(order.fees) > 1 else {}),
         "status": order.status,
         "time_in_force": order.time_in_force,
         "reduce_only": order.reduce_only,

@@ -154,9 +154,18 @@ async def get_order_history(
 async def get_fills(
     runtime: Runtime, category: str, symbol: str | None, cursor: str | None, limit: int
 ) -> ReadAnswer:
-    return await _paged(
-        runtime.exchange.get_executions_page(category, symbol, cursor, min(limit, MAX_PAGE)), _fill
-    )
+    """One page of executions: the fills in `rows`; funding and other rows that trade nothing (enum.mdx
+    execType) apart in `not_fills`, never counted as fills."""
+    try:
+        page = await runtime.exchange.get_executions_page(category, symbol, cursor, min(limit, MAX_PAGE))
+    except ExchangeError as error:
+        return unavailable(error)
+    data = {
+        "rows": [_fill(row) for row in page.rows if row.is_fill],
+        "not_fills": [_not_fill(row) for row in page.rows if not row.is_fill],
+        "next_cursor": page.next_cursor,
+    }
+    return ReadAnswer(status="ok", data=data)
 
 
 async def get_closed_pnl(runtime: Runtime, symbol: str | None, cursor: str | None, limit: int) -> ReadAnswer:
@@ -186,6 +195,19 @@ def _fill(row: Execution) -> dict[str, Any]:
         "fee_coin": row.fee_coin or None,
         "at": row.exec_time.isoformat(),
         "untrusted_text": {"order_link_id": row.order_link_id},
+    }
+
+
+def _not_fill(row: Execution) -> dict[str, Any]:
+    """A payment with no trade: funding's `amount` is what was paid (negative: received)."""
+    return {
+        "exec_id": row.exec_id,
+        "kind": "funding" if row.exec_type == "Funding" else "other",
+        "symbol": row.symbol,
+        "amount": plain(row.exec_fee),
+        "coin": row.fee_coin or None,
+        "at": row.exec_time.isoformat(),
+        "untrusted_text": {"exec_type": row.exec_type},
     }
 
 

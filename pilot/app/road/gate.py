@@ -508,6 +508,8 @@ def _from_order(order: ExchangeOrder, sent: dict[str, Any]) -> OrderAnswer:
             filled_qty=plain(filled),
             avg_price=plain(order.avg_price) if order.avg_price and filled > 0 else None,
             fee=plain(order.cum_exec_fee),
+            fee_coin=order.fee_coin or None,
+            fees={coin: plain(fee) for coin, fee in order.fees} if len(order.fees) > 1 else None,
         ),
         exchange=ExchangeText(untrusted_text=text) if text else None,
         detail=_fill_words(status, filled, order.qty),
