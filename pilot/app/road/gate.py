@@ -9,6 +9,9 @@ before the request leaves, sends it once, and sorts what came back in one place 
     outcome_unknown  sent, result not known: an order is looked up by its client order id at once, and
                      until found it counts as pending exposure; never resent
 
+A write the exchange answers "not modified" (a trading stop's 34040) is no failure: its status is
+"unchanged", the asked state already holds.
+
 Refusals decided before this point (policy, approvals, lifecycle) never reach the gate: nothing is sent
 for them. The gate's own refusal is a key that may no longer trade.
 
