@@ -339,8 +339,17 @@ def _outcome_words(data: Mapping[str, Any]) -> str:
         return f"rejected by the exchange{code}{family}"
     if fill:
         price = f" at average {fill.get('avg_price')}" if fill.get("avg_price") else ""
-        return f"{status}: {fill.get('filled_qty')} filled{price}, fee {fill.get('fee')}"
+        return f"{status}: {fill.get('filled_qty')} filled{price}, fee {fee_words(fill)}"
     return str(status)
+
+
+def fee_words(fill: Mapping[str, Any]) -> str:
+    """A fill's fee with its coin ("0.00000006 BTC"), each coin's when paid in several."""
+    several = fill.get("fees")
+    if several:
+        return ", ".join(f"{amount} {coin}" for coin, amount in sorted(several.items()))
+    coin = fill.get("fee_coin")
+    return f"{fill.get('fee')} {coin}" if coin else str(fill.get("fee"))
 
 
 def _order_words(order: dict[str, Any]) -> str:

@@ -255,3 +255,6 @@ class Facts:
     day_pnl: DayPnl | None = NO_DAY_PNL
     # Symbols with a non-zero linear position now (None: could not be read; maxOpenPositions fails closed).
     open_markets: frozenset[str] | None = frozenset()
+    # When a read failed and the exchange said until when reading again will fail too (an IP ban's end, a
+    # rate limit's reset): a missing fact's retry_after is then no earlier. None: it said nothing.
+    unavailable_until: datetime | None = None

@@ -145,6 +145,12 @@ def situate(policy: Policy, facts: Facts) -> Situation | None:
 # --- 1 to 4: who may trade what -------------------------------------------------------------------
 
 
+def retry_missing(now: datetime, unavailable_until: datetime | None) -> datetime:
+    """When to read a missing fact again: in a few seconds, or when the exchange said reads work again."""
+    soon = now + RETRY_MISSING_FACTS
+    return max(soon, unavailable_until) if unavailable_until is not None else soon
+
+
 def check_facts(facts: Facts, reducing: bool) -> Breach | None:
     if facts.rules is not None and facts.touch is not None and (reducing or _has_growing_needs(facts)):
         return None  # the common case, kept cheap: evaluate runs on every plan and every send
@@ -159,8 +165,8 @@ def check_facts(facts: Facts, reducing: bool) -> Breach | None:
         attempted="missing: " + ", ".join(missing),
         detail=f"could not read {names} for {facts.order.symbol}, so the order cannot be judged",
         next=NextAction.wait(
-            "wait a few seconds and call plan_order again; if this persists, the exchange is unreachable",
-            facts.now + RETRY_MISSING_FACTS,
+            "wait until retry_after and call plan_order again; if this persists, the exchange is unreachable",
+            retry_missing(facts.now, facts.unavailable_until),
             human="if this goes on, check the exchange's status page and this machine's network",
         ),
     )
@@ -821,8 +827,8 @@ def _missing(facts: Facts, name: str, what: str) -> Breach:
         attempted=f"missing: {name}",
         detail=f"could not read {what}, so the order cannot be judged",
         next=NextAction.wait(
-            "wait a few seconds and call plan_order again; if this persists, the exchange is unreachable",
-            facts.now + RETRY_MISSING_FACTS,
+            "wait until retry_after and call plan_order again; if this persists, the exchange is unreachable",
+            retry_missing(facts.now, facts.unavailable_until),
             human="if this goes on, check the exchange's status page and this machine's network",
         ),
     )

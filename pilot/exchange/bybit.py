@@ -30,7 +30,15 @@ after MAX_PAGES (then the read fails as ExchangeUnavailable rather than return a
 and rows seen twice are dropped (orders by orderId, positions by symbol and positionIdx, fills by execId).
 
 Hedge mode is refused: a symbol with positionIdx 1/2 rows raises UnsupportedPositionMode from
-get_position/get_positions, naming the symbol and the human's fix (switch it to one-way mode).
+get_position/get_positions, naming the symbol and the human's fix (switch it to one-way mode), and what the
+legs hold together (for a spot order on the coin, which has no position mode).
+
+Linear is USDT and USDC contracts alike (enum.mdx category): a list read without a symbol needs a settle
+coin (position.mdx, open-order.mdx), so positions and open orders are read for each of SETTLE_COINS and
+joined, each row once.
+
+"Not modified" is success: an unchanged leverage (110043) and an unchanged trading stop (34040); the
+trading stop says which (`set_trading_stop` returns False when nothing changed).
 
 Maintenance margin: instruments-info has no maintenance margin rate; get_instrument reads the lowest-risk
 tier of /v5/market/risk-limit (`isLowestRisk`, else the smallest `riskLimitValue`) and falls back to
@@ -43,8 +51,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from functools import partial
@@ -91,6 +100,7 @@ INSTRUMENT_TTL_SECONDS = 300.0
 MAX_PAGES = 20
 UNTRUSTED_LIMIT = 500
 SETTLE_COIN = "USDT"
+SETTLE_COINS = ("USDT", "USDC")  # linear: USDT and USDC perpetuals and futures (position.mdx: settleCoin)
 PAGE_LIMITS = {  # the largest page each list endpoint serves (its docs page)
     "get_open_orders": 50,
     "get_order_history": 50,
@@ -504,17 +514,21 @@ class BybitExchange:
         )
 
     async def get_positions(self, category: str, symbol: str | None = None) -> list[ExchangePosition]:
-        """Every open position (or the one of `symbol`), one-way only.
+        """Every open position (or the one of `symbol`), one-way only; linear for every settle coin.
 
         Raises:
             UnsupportedPositionMode: a symbol is held in hedge mode.
         """
         action = "read positions"
-        where = {"symbol": symbol} if symbol else {"settleCoin": SETTLE_COIN}
-        rows = await self._position_rows(action, category, **where)
-        return [
-            self._parse(r, partial(wire_.exchange_position, category), action, operation="read") for r in rows
-        ]
+        scopes = _list_scopes(category, symbol)
+        lists = await asyncio.gather(*(self._position_rows(action, category, **scope) for scope in scopes))
+        # A list read by settle coin says the coin of its rows (the rows themselves do not).
+        coins = [scope.get("settleCoin", "") if category == "linear" else "" for scope in scopes]
+        positions = []
+        for coin, row in _each_once(wire_.position_key, zip(coins, lists, strict=True)):
+            parsed = self._parse(row, partial(wire_.exchange_position, category), action, operation="read")
+            positions.append(replace(parsed, settle_coin=coin))
+        return positions
 
     async def _position_rows(self, action: str, category: str, **where: Any) -> list[dict[str, Any]]:
         limit = PAGE_LIMITS["get_positions"]
@@ -532,15 +546,24 @@ class BybitExchange:
         )
         for row in rows:
             if self._parse(row, wire_.position_idx, action, operation="read") != 0:
-                symbol = str(row.get("symbol", ""))
-                raise UnsupportedPositionMode(
-                    f"{action}: {symbol} is held in hedge mode (two position legs); Pilot reads one-way "
-                    f"positions only and will not guess the net. A human must switch the account to "
-                    f"one-way mode for {symbol}.",
-                    symbol=symbol,
-                    category=category,
-                )
+                raise self._hedged(action, category, str(row.get("symbol", "")), rows)
         return rows
+
+    def _hedged(
+        self, action: str, category: str, symbol: str, rows: list[dict[str, Any]]
+    ) -> UnsupportedPositionMode:
+        legs = [row for row in rows if row.get("symbol") == symbol]
+        gross = sum(
+            (abs(self._parse(r, wire_.signed_size, action, operation="read")) for r in legs), Decimal(0)
+        )
+        return UnsupportedPositionMode(
+            f"{action}: {symbol} is held in hedge mode (two position legs); Pilot reads one-way "
+            f"positions only and will not guess the net. A human must switch the account to "
+            f"one-way mode for {symbol}.",
+            symbol=symbol,
+            category=category,
+            gross_size=gross,
+        )
 
     async def get_balance(self) -> AccountBalance:
         return await self._read(
@@ -579,17 +602,22 @@ class BybitExchange:
         until: Callable[[dict[str, Any]], bool] | None = None,
         **extra: Any,
     ) -> list[ExchangeOrder]:
-        where = {"symbol": symbol} if symbol else ({"settleCoin": SETTLE_COIN} if category != "spot" else {})
-        rows = await self._pages(
-            action,
-            method,
-            wire_.order_key,
-            until=until,
-            category=category,
-            limit=PAGE_LIMITS[method],
-            **where,
-            **extra,
+        lists = await asyncio.gather(
+            *(
+                self._pages(
+                    action,
+                    method,
+                    wire_.order_key,
+                    until=until,
+                    category=category,
+                    limit=PAGE_LIMITS[method],
+                    **where,
+                    **extra,
+                )
+                for where in _list_scopes(category, symbol)
+            )
         )
+        rows = [row for _, row in _each_once(wire_.order_key, ((None, rows) for rows in lists))]
         return [
             self._parse(r, partial(wire_.exchange_order, category), action, operation="read") for r in rows
         ]
@@ -808,9 +836,13 @@ class BybitExchange:
 
     async def set_trading_stop(
         self, category: str, symbol: str, *, stop_loss: Decimal | None, take_profit: Decimal | None
-    ) -> None:
+    ) -> bool:
         """Set (or with 0, remove) the position's stop-loss and take-profit: /v5/position/trading-stop,
-        tpslMode Full (the whole position, closed at market when triggered)."""
+        tpslMode Full (the whole position, closed at market when triggered).
+
+        Returns False when the exchange answers that nothing was modified (34040): the stop-loss and
+        take-profit already are the asked values. That is no refusal.
+        """
         action = f"set the {symbol} trading stop"
         params: dict[str, Any] = {
             "category": category,
@@ -822,7 +854,13 @@ class BybitExchange:
             params["stopLoss"] = wire_.wire(stop_loss)
         if take_profit is not None:
             params["takeProfit"] = wire_.wire(take_profit)
-        await self._call("set_trading_stop", action, operation="amend", **params)
+        try:
+            await self._call("set_trading_stop", action, operation="stop", **params)
+        except ExchangeRejected as refusal:
+            if codes.verdict(refusal.ret_code, "stop") is not Verdict.UNCHANGED:
+                raise
+            return False
+        return True
 
     async def set_leverage(self, category: str, symbol: str, leverage: Decimal) -> None:
         """Set one-way leverage; an unchanged leverage (retCode 110043) is success."""
@@ -840,6 +878,30 @@ class BybitExchange:
         except ExchangeRejected as refusal:
             if codes.verdict(refusal.ret_code, "leverage") is not Verdict.UNCHANGED:
                 raise
+
+
+def _list_scopes(category: str, symbol: str | None) -> list[dict[str, str]]:
+    """What narrows a list read: the symbol; else, on linear, each settle coin (one of them is required)."""
+    if symbol:
+        return [{"symbol": symbol}]
+    if category == "spot":
+        return [{}]
+    coins = SETTLE_COINS if category == "linear" else (SETTLE_COIN,)
+    return [{"settleCoin": coin} for coin in coins]
+
+
+def _each_once(
+    key: Callable[[dict[str, Any]], Hashable], lists: Iterable[tuple[T, list[dict[str, Any]]]]
+) -> list[tuple[T, dict[str, Any]]]:
+    """The rows of several list reads, each with its list's tag, a row seen in an earlier list dropped."""
+    seen: set[Hashable] = set()
+    joined = []
+    for tag, rows in lists:
+        for row in rows:
+            if key(row) not in seen:
+                seen.add(key(row))
+                joined.append((tag, row))
+    return joined
 
 
 __all__ = ["ENVIRONMENTS", "LOOPBACK_HOSTS", "BybitExchange", "check_base_url", "translate"]

@@ -8,10 +8,11 @@ A retCode answer is one of four verdicts, and which one depends on what was aske
 * ``DUPLICATE``: create only. An order with this client order id exists, so an earlier send got
   through: raised as DuplicateOrderLinkId (an OutcomeUnknown), looked up, never "nothing executed".
 * ``UNAVAILABLE``: nothing was processed and it is worth trying again later (busy, rate limited reads).
-* ``UNCHANGED``: leverage only. 110043 "not modified" means the leverage already is the asked value.
+* ``UNCHANGED``: "not modified": the setting already is the asked value, so nothing was changed and nothing
+  refused. Leverage 110043; a trading stop 34040.
 
 Operations: ``create`` (/v5/order/create), ``cancel`` (/v5/order/cancel), ``amend`` (/v5/order/amend),
-``leverage`` (/v5/position/set-leverage) and ``read`` (every GET). Each row cites the page of Bybit's V5
+``leverage`` (/v5/position/set-leverage), ``stop`` (/v5/position/trading-stop) and ``read`` (every GET). Each row cites the page of Bybit's V5
 documentation it comes from (bybit-exchange/docs, docs/v5/...; copies in ../shared/reference/bybit-v5-docs).
 A code missing from the table is a definite rejection of family "other" on writes and reads alike:
 Bybit's in-flight and timeout codes are all listed here, every other code documents a refusal.
@@ -33,13 +34,17 @@ class Verdict(Enum):
     UNCHANGED = "unchanged"
 
 
-OPERATIONS = ("create", "cancel", "amend", "leverage", "read")
+OPERATIONS = ("create", "cancel", "amend", "leverage", "stop", "read")
+WRITES = ("create", "cancel", "amend", "leverage", "stop")
 R, U, D, A, N = Verdict.REJECTED, Verdict.UNKNOWN, Verdict.DUPLICATE, Verdict.UNAVAILABLE, Verdict.UNCHANGED
 
 ERRORS = "error.mdx"  # docs/v5/error.mdx: UTA (10000-110137) and Spot Trade (170001-170810) tables
 RATE_LIMIT = "rate-limit/rate-limit.mdx"
 LEVERAGE = "position/leverage.mdx"
 CREATE = "order/create-order.mdx"
+DEMO = "demo.mdx"  # demo trading serves only the endpoints it lists; others answer 10032
+
+UNSUPPORTED = "unsupported"  # the family of an endpoint this environment does not serve (10032 on demo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,7 @@ class CodeRule:
     cancel: Verdict
     amend: Verdict
     leverage: Verdict
+    stop: Verdict
     read: Verdict
     source: str
     meaning: str
@@ -62,25 +68,29 @@ class CodeRule:
 
 def _no(code: int, family: str, meaning: str, source: str = ERRORS) -> CodeRule:
     """A definite refusal whatever was asked."""
-    return CodeRule(code, family, R, R, R, R, R, source, meaning)
+    return CodeRule(code, family, R, R, R, R, R, R, source, meaning)
 
 
-def _in_flight(
-    code: int, meaning: str, *, writes: tuple[str, ...] = ("create", "cancel", "amend", "leverage")
-) -> CodeRule:
+def _in_flight(code: int, meaning: str, *, writes: tuple[str, ...] = WRITES) -> CodeRule:
     """A write that may have happened (listed operations) and a read that did not get through."""
-    verdicts = {op: (U if op in writes else R) for op in ("create", "cancel", "amend", "leverage")}
+    verdicts = {op: (U if op in writes else R) for op in WRITES}
     return CodeRule(code, "processing", **verdicts, read=A, source=ERRORS, meaning=meaning)
 
 
 def _busy(code: int, family: str, meaning: str, *, write: Verdict = R, source: str = ERRORS) -> CodeRule:
     """Not processed, try later: a rejection with a retry time on writes, unavailable on reads."""
-    return CodeRule(code, family, write, write, write, write, A, source, meaning)
+    return CodeRule(code, family, write, write, write, write, write, A, source, meaning)
 
 
 def _duplicate(code: int, meaning: str) -> CodeRule:
     """A client order id already in use: on create, the earlier send got through."""
-    return CodeRule(code, "duplicate", D, U, U, R, R, ERRORS, meaning)
+    return CodeRule(code, "duplicate", D, U, U, R, R, R, ERRORS, meaning)
+
+
+def _unchanged(code: int, operation: str, meaning: str, source: str) -> CodeRule:
+    """What "not modified" means for `operation` (the value already is the asked one); else a refusal."""
+    verdicts = {op: (N if op == operation else R) for op in WRITES}
+    return CodeRule(code, "unchanged", **verdicts, read=R, source=source, meaning=meaning)
 
 
 RULES: tuple[CodeRule, ...] = (
@@ -99,6 +109,9 @@ RULES: tuple[CodeRule, ...] = (
     _duplicate(10014, "Invalid duplicate request"),
     _in_flight(10016, "Server error / service is restarting"),
     _no(10017, "params", "Route not found"),
+    # Not in error.mdx: what api-demo.bybit.com answers for an endpoint demo trading does not serve
+    # ("Demo trading are not supported."); demo.mdx lists the ones it does. Nothing was done.
+    _no(10032, UNSUPPORTED, "Demo trading does not support this endpoint", source=DEMO),
     _busy(10018, "rate_limit", "Exceeded the IP rate limit (deprecated code)"),
     _no(10024, "permission", "Compliance rules triggered"),
     _no(10027, "permission", "Transactions are banned"),
@@ -129,7 +142,7 @@ RULES: tuple[CodeRule, ...] = (
     _no(110036, "position", "Leverage cannot change in cross margin mode"),
     _no(110038, "position", "Leverage cannot change in portfolio margin mode"),
     _no(110042, "trading", "Pre-delivery: only reducing orders are accepted"),
-    CodeRule(110043, "unchanged", R, R, R, N, R, LEVERAGE, "Set leverage has not been modified"),
+    _unchanged(110043, "leverage", "Set leverage has not been modified", LEVERAGE),
     _no(110044, "balance", "Available margin is insufficient"),
     _no(110045, "balance", "Wallet balance is insufficient"),
     _no(110051, "balance", "Available balance cannot cover the lowest price of the current market"),
@@ -146,6 +159,9 @@ RULES: tuple[CodeRule, ...] = (
     _no(110094, "params", "Order notional value below the lower limit"),
     _no(110120, "params", "Order price below the price limitation"),
     _no(110121, "params", "Order price above the price limitation"),
+    # error.mdx also says 34040 when a required parameter is missing; Pilot always sends tpslMode and
+    # positionIdx with a stopLoss or takeProfit, so for its requests it means "already so".
+    _unchanged(34040, "stop", "Not modified: the TP/SL already is the asked value", ERRORS),
     # ---- spot (error.mdx "Spot Trade", 170xxx) ------------------------------------------------------
     _in_flight(170001, "Internal error"),
     _busy(170005, "rate_limit", "Too many new orders"),
@@ -182,7 +198,8 @@ RULES: tuple[CodeRule, ...] = (
     _no(170193, "params", "Buy order price above the limit"),
     _no(170194, "params", "Sell order price below the limit"),
     _in_flight(170212, "Cancel order request processing", writes=("cancel",)),
-    _no(170213, "not_found", "Order does not exist"),
+    _no(170213, "not_found", "Order does not exist"),  # a definite answer about an order id, not a fault
+    _in_flight(170234, "System Error"),
     _busy(170222, "rate_limit", "Too many requests in this time frame"),
     _in_flight(170310, "Order modification timeout", writes=("amend",)),
     _no(170311, "other", "Order modification failed"),
@@ -201,7 +218,7 @@ UNLISTED = "other"
 
 def rule_for(code: int) -> CodeRule:
     """The row for a retCode; an unlisted code is a definite refusal of family "other"."""
-    return TABLE.get(code) or CodeRule(code, UNLISTED, R, R, R, R, R, ERRORS, "not in Pilot's table")
+    return TABLE.get(code) or _no(code, UNLISTED, "not in Pilot's table")
 
 
 def verdict(code: int, operation: str) -> Verdict:

@@ -349,6 +349,7 @@ def execution(row: Row) -> Execution:
         exec_fee=dec(row.get("execFee"), Decimal(0)),
         exec_time=ms_to_datetime(row.get("execTime")),
         fee_coin=str(row.get("feeCurrency") or ""),
+        exec_type=str(row.get("execType") or "Trade"),
     )
 
 

@@ -13,20 +13,25 @@
                                   reads and sizes one-way positions only, so it refuses instead of guessing
 
 Messages here are Pilot's own words. Whatever the exchange said travels only in `untrusted_text`.
+
+Every error has `retry_at`: the time before which asking again will not help (a rate limit's reset, the
+end of an IP ban), None when the exchange gave none. Reads and writes carry it alike.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from decimal import Decimal
 
 
 class ExchangeError(Exception):
     """Base of every exchange failure Pilot reports."""
 
-    def __init__(self, message: str, *, untrusted_text: str = "") -> None:
+    def __init__(self, message: str, *, untrusted_text: str = "", retry_at: datetime | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.untrusted_text = untrusted_text
+        self.retry_at = retry_at
 
 
 class ExchangeRejected(ExchangeError):
@@ -41,10 +46,9 @@ class ExchangeRejected(ExchangeError):
         untrusted_text: str = "",
         retry_at: datetime | None = None,
     ) -> None:
-        super().__init__(message, untrusted_text=untrusted_text)
+        super().__init__(message, untrusted_text=untrusted_text, retry_at=retry_at)
         self.ret_code = ret_code
         self.family = family  # e.g. "auth", "rate_limit", "balance", "params", "not_found", "position"
-        self.retry_at = retry_at
 
 
 class ExchangeUnavailable(ExchangeError):
@@ -59,8 +63,7 @@ class ExchangeUnavailable(ExchangeError):
         http_status: int | None = None,
         ret_code: int | None = None,
     ) -> None:
-        super().__init__(message, untrusted_text=untrusted_text)
-        self.retry_at = retry_at
+        super().__init__(message, untrusted_text=untrusted_text, retry_at=retry_at)
         self.http_status = http_status  # e.g. 403: Bybit's IP ban (ten minutes)
         self.ret_code = ret_code
 
@@ -90,10 +93,13 @@ class UnsupportedPositionMode(ExchangeError):
 
     Reading the first leg as "the position" would be wrong (Buy 0.01 + Sell 0.03 is net -0.02), so no
     position is returned. The fix is the human's: switch the account to one-way mode for `symbol`.
+    `gross_size` is what the legs hold together (0.04 there): the coin's exposure in that market for an
+    order that has no position mode of its own (spot).
     """
 
-    def __init__(self, message: str, *, symbol: str, category: str) -> None:
+    def __init__(self, message: str, *, symbol: str, category: str, gross_size: Decimal = Decimal(0)) -> None:
         super().__init__(message)
         self.symbol = symbol
         self.category = category
+        self.gross_size = gross_size
         self.human_fix = f"switch the Bybit account to one-way mode for {symbol} ({category})"

@@ -136,8 +136,21 @@ class ExchangeOrder:
 STOP_LOSS_TYPES = frozenset({"StopLoss", "PartialStopLoss"})
 
 
+# Executions that trade a quantity at a price (enum.mdx execType): the rest, Funding above all, move money
+# or settle a position without a trade, and are never counted as fills.
+FILL_EXEC_TYPES = frozenset(
+    {"Trade", "AdlTrade", "BustTrade", "BlockTrade", "MovePosition", "Delivery", "FutureSpread"}
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Execution:
+    """One /v5/execution/list row: a fill, or (exec_type Funding, Settle, ...) a payment that is not one.
+
+    `exec_fee` is what the row cost in `fee_coin`: a fill's trading fee, or a funding payment (positive:
+    paid, negative: received).
+    """
+
     exec_id: str
     order_id: str
     order_link_id: str
@@ -147,7 +160,12 @@ class Execution:
     exec_qty: Decimal
     exec_fee: Decimal
     exec_time: datetime
-    fee_coin: str = ""  # Bybit's feeCurrency ("" on derivatives: the settle coin)
+    fee_coin: str = ""  # Bybit's feeCurrency ("" when the answer has none)
+    exec_type: str = "Trade"  # Bybit's execType (a row without one, as old recordings are, is a trade)
+
+    @property
+    def is_fill(self) -> bool:
+        return self.exec_type in FILL_EXEC_TYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +183,7 @@ class ExchangePosition:
     position_value: Decimal
     stop_loss: Decimal | None = None  # the position's stop-loss (None: none set)
     take_profit: Decimal | None = None
+    settle_coin: str = ""  # USDT or USDC for linear (the coin of its PnL); "" when read by symbol
 
 
 @dataclass(frozen=True, slots=True)

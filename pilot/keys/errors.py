@@ -6,6 +6,7 @@
      ├── KeyAlreadyStored        `add` while a key is active (use `replace`)
      ├── KeyPermissionsRejected  the key may do more than the allowlist permits
      ├── PermissionCheckFailed   the exchange could not tell what the key may do
+     │    └── PermissionCheckUnsupported  the environment does not serve the permission read at all
      ├── KeyUnreadable           the stored ciphertext does not open under this master key and row
      └── InvalidKeyInput         an empty key or secret, or a paper exchange without a URL
 
@@ -81,6 +82,29 @@ class PermissionCheckFailed(KeysError):
             f"Could not read the key's permissions from {environment}: {reason}.",
             "check that the key and secret belong to this environment and that the exchange is "
             "reachable, then try again. A key whose permissions cannot be read is not used.",
+        )
+        self.environment = environment
+
+
+class PermissionCheckUnsupported(PermissionCheckFailed):
+    """The environment does not answer the permission read (/v5/user/query-api): bybit-demo answers
+    endpoints its demo trading does not serve with retCode 10032 (demo.mdx lists the ones it serves).
+
+    Trying again will not help, and the key is not used: Pilot never trades with a key whose permissions
+    it could not read.
+    """
+
+    code = "key_permission_check_unsupported"
+
+    def __init__(self, environment: str) -> None:
+        KeysError.__init__(
+            self,
+            f"{environment} does not let Pilot read what this key may do: the permission read "
+            "(/v5/user/query-api) is not among the endpoints it serves (retCode 10032), so the key is "
+            "not used.",
+            "trade on bybit-testnet, which answers the check (`pilot keys add --exchange bybit-testnet`), "
+            "or on the paper exchange (`pilot serve --exchange paper`, no key needed). If Bybit starts "
+            f"serving the read on {environment}, `pilot keys add --exchange {environment}` works as it is.",
         )
         self.environment = environment
 

@@ -108,7 +108,8 @@ def _register_history_reads(mcp: MCPServer, runtime: Runtime) -> None:
     async def get_fills(
         category: Category = "linear", symbol: Symbol | None = None, cursor: Cursor = None
     ) -> ReadAnswer:
-        """Fills (executions), newest first, 20 a page; next_cursor gets the next."""
+        """Fills, newest first, 20 a page; funding and other rows that trade nothing are in not_fills;
+        next_cursor gets the next."""
         checked = checked_symbol(symbol) if symbol else None
         return await protection.get_fills(runtime, category, checked, _cursor(cursor), PAGE)
 

@@ -92,3 +92,24 @@ async def test_other_symbols_trade_as_usual_and_the_refusals_are_journaled(runti
     assert rules == [["positionMode"], []]
     refusals = await runtime.store.journal.entries(kind=entry_kinds.PLACE_REFUSED)
     assert [entry.data["violations"][0]["rule"] for entry in refusals] == ["positionMode"]
+
+
+async def test_a_spot_order_is_never_refused_for_the_perpetuals_position_mode(
+    tmp_path, hedged: PaperExchange, clock: FakeClock
+):
+    """Spot has no position mode (position.mdx positionIdx is a derivatives field): the coin's hedged
+    perpetual counts in maxNotionalUsd with both legs in full (0.01 + 0.03 BTC), a hedge never offsetting."""
+    write_policy(tmp_path, maxNotionalUsd=5000, maxOrderNotionalUsd=100)
+    async with open_test_runtime(tmp_path, hedged, clock) as opened, Client(build_server(opened)) as client:
+        spot = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0002", "category": "spot"}
+        planned = await call(client, "plan_order", spot)
+        placed = await call(client, "place_order", {"plan_id": planned["plan_id"]})
+        write_policy(tmp_path, maxNotionalUsd=3000, maxOrderNotionalUsd=100)  # below the legs' 0.04 BTC
+        capped = await call(client, "plan_order", spot)
+        linear = await call(client, "plan_order", BTC_SHORT)
+    assert planned["status"] == "ok", planned["violations"]
+    assert planned["snapshot"]["elsewhere_qty"] == "0.04"
+    assert placed["status"] == "filled" and hedged.request_count(CREATE) == 1
+    assert "maxNotionalUsd" in [v["rule"] for v in capped["violations"]]
+    assert "positionMode" not in [v["rule"] for v in capped["violations"]]
+    position_mode_refusal(linear)  # the perpetual itself still is

@@ -13,7 +13,7 @@ from pilot.exchange.errors import ExchangeUnavailable
 from pilot.exchange.recording import Exchange
 from pilot.exchange.replay import ReplayServer
 
-DOC_PAGES = {codes.ERRORS, codes.RATE_LIMIT, codes.LEVERAGE, codes.CREATE}
+DOC_PAGES = {codes.ERRORS, codes.RATE_LIMIT, codes.LEVERAGE, codes.CREATE, codes.DEMO}
 
 
 def test_every_row_cites_a_documentation_page_and_codes_are_unique():
@@ -33,6 +33,11 @@ def test_every_row_cites_a_documentation_page_and_codes_are_unique():
         (110072, "create", Verdict.DUPLICATE),
         (170141, "create", Verdict.DUPLICATE),
         (10014, "create", Verdict.DUPLICATE),
+        (170234, "create", Verdict.UNKNOWN),
+        (170234, "read", Verdict.UNAVAILABLE),
+        (34040, "stop", Verdict.UNCHANGED),
+        (34040, "amend", Verdict.REJECTED),
+        (10032, "read", Verdict.REJECTED),
         (110043, "leverage", Verdict.UNCHANGED),
         (110043, "create", Verdict.REJECTED),
         (10006, "create", Verdict.REJECTED),
@@ -56,11 +61,13 @@ def test_http_statuses_refused_at_the_gateway_are_unavailable_and_5xx_writes_unk
         codes.verdict(10001, "withdraw")
 
 
-def endless_pages(count: int) -> list[Exchange]:
-    """Open orders on `count` pages, each with a new cursor and a new order: a list that never ends."""
+def endless_pages(count: int, **scope: str) -> list[Exchange]:
+    """Open orders on `count` pages, each with a new cursor and a new order: a list that never ends.
+
+    `scope` narrows the requests they answer (settleCoin="USDT": the USDT list; the USDC list is empty)."""
     pages = []
     for page in range(count):
-        query = {"category": "linear"} | ({"cursor": f"page-{page}"} if page else {})
+        query = {"category": "linear", **scope} | ({"cursor": f"page-{page}"} if page else {})
         row = {
             "orderId": f"order-{page}",
             "orderLinkId": "",
@@ -79,16 +86,26 @@ def endless_pages(count: int) -> list[Exchange]:
             "result": {"category": "linear", "list": [row], "nextPageCursor": f"page-{page + 1}"},
         }
         pages.append(Exchange("GET", "/v5/order/realtime", query=query, answer=answer))
-    return pages
+    usdc = {"category": "linear", "settleCoin": "USDC"}
+    return [*pages, Exchange("GET", "/v5/order/realtime", query=usdc, answer=EMPTY)]
+
+
+EMPTY = {
+    "retCode": 0,
+    "retMsg": "OK",
+    "time": 1,
+    "result": {"category": "linear", "list": [], "nextPageCursor": ""},
+}
 
 
 @pytest.mark.anyio
 async def test_a_list_that_keeps_paging_fails_instead_of_being_cut_short():
-    with ReplayServer(endless_pages(MAX_PAGES + 5)).start() as stub:
+    with ReplayServer(endless_pages(MAX_PAGES + 5, settleCoin="USDT")).start() as stub:
         adapter = BybitExchange.connect("paper", api_key="k", api_secret="s", base_url=stub.url)
         with pytest.raises(ExchangeUnavailable):
             await adapter.get_open_orders("linear")
-        assert len(stub.requests("/v5/order/realtime")) == MAX_PAGES
+        usdt = [r for r in stub.requests("/v5/order/realtime") if r.params["settleCoin"] == "USDT"]
+        assert len(usdt) == MAX_PAGES
         await adapter.close()
 
 

@@ -25,7 +25,7 @@ from pilot.exchange.errors import (
     UnsupportedPositionMode,
 )
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.replay import ReplayServer
+from pilot.exchange.replay import Received, ReplayServer
 
 pytestmark = pytest.mark.anyio
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bybit"
@@ -47,6 +47,11 @@ async def replayed(name: str) -> AsyncIterator[tuple[ReplayServer, BybitExchange
             yield stub, adapter
         finally:
             await adapter.close()
+
+
+def settled_in(stub: ReplayServer, path: str, coin: str) -> list[Received]:
+    """The requests to `path` for one settle coin (linear lists are read once per settle coin)."""
+    return [request for request in stub.requests(path) if request.params.get("settleCoin") == coin]
 
 
 def order(link: str, category: str = "linear", symbol: str = "BTCUSDT") -> OrderRequest:
@@ -74,13 +79,14 @@ async def test_a_cursor_pointing_back_at_its_own_page_counts_the_open_order_once
         ("3606515b-e4d7-4ea4-b096-bb247d0661ae", Decimal("0.001"), Decimal("102000"), "New")
     ]
     assert orders[0].avg_price is None and orders[0].cum_exec_fee == 0  # avgPrice "" and cumFeeDetail {}
-    assert len(stub.requests("/v5/order/realtime")) == 2  # the page, and the cursor once: then it stops
+    # The page, and the cursor once: then it stops. The USDC list (its own read) is empty.
+    assert [len(settled_in(stub, "/v5/order/realtime", coin)) for coin in ("USDT", "USDC")] == [2, 1]
 
 
 async def test_an_empty_page_ends_the_list():
     async with replayed("open_order_then_empty_page.json") as (stub, adapter):
         orders = await adapter.get_open_orders("linear")
-    assert len(orders) == 1 and len(stub.requests("/v5/order/realtime")) == 2
+    assert len(orders) == 1 and len(settled_in(stub, "/v5/order/realtime", "USDT")) == 2
 
 
 async def test_a_fill_listed_on_two_pages_is_counted_once():
@@ -127,7 +133,7 @@ async def test_one_symbols_position_is_one_request_though_real_bybit_sends_a_cur
         one_symbol = len(stub.requests("/v5/position/list"))
         await adapter.get_positions("linear")
     assert one_symbol == 1
-    assert len(stub.requests("/v5/position/list")) == 1 + 2
+    assert [len(settled_in(stub, "/v5/position/list", coin)) for coin in ("USDT", "USDC")] == [2, 1]
 
 
 async def test_a_hedge_mode_symbol_is_refused_with_the_symbol_and_never_read_as_its_first_leg():
@@ -268,6 +274,7 @@ async def test_an_acknowledged_order_not_yet_visible_is_none_not_a_failed_read()
         (170035, OutcomeUnknown, None),
         (10000, OutcomeUnknown, None),
         (10016, OutcomeUnknown, None),
+        (170234, OutcomeUnknown, None),  # error.mdx Spot Trade "System Error"
         (110072, DuplicateOrderLinkId, None),
         (170141, DuplicateOrderLinkId, None),
         (10014, DuplicateOrderLinkId, None),

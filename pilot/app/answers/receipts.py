@@ -115,6 +115,8 @@ class CardFill(_Card):
     filled_qty: str | None = None
     avg_price: str | None = None
     fee: str | None = None
+    fee_coin: str | None = None  # the coin of `fee` (a spot buy pays in the coin bought); older rows: none
+    fees: dict[str, str] | None = None  # each coin's fee, when paid in several
 
 
 class CardAnswer(_Card):

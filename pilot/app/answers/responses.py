@@ -162,6 +162,13 @@ class Fill(_Answer):
     filled_qty: str
     avg_price: str | None
     fee: str
+    fee_coin: str | None = Field(
+        default=None,
+        description="The coin of `fee` (a spot buy pays in the coin bought); null when the exchange did not say",
+    )
+    fees: dict[str, str] | None = Field(
+        default=None, description="When paid in several coins: each coin's fee"
+    )
 
 
 class ExchangeText(_Answer):
@@ -201,7 +208,14 @@ OrderStatus = Literal[
     "pending_confirmation",
 ]
 ActionStatus = Literal[
-    "done", "refused", "rejected", "outcome_unknown", "declined", "pending_confirmation", "not_found"
+    "done",
+    "unchanged",  # the exchange answered "not modified": it already was as asked; nothing was refused
+    "refused",
+    "rejected",
+    "outcome_unknown",
+    "declined",
+    "pending_confirmation",
+    "not_found",
 ]
 
 

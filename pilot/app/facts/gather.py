@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 from decimal import Decimal
@@ -38,6 +39,20 @@ from pilot.exchange.errors import ExchangeError, ExchangeRejected, UnsupportedPo
 from pilot.exchange.models import AccountBalance
 
 T = TypeVar("T")
+
+# The times until which failed reads said reading again will fail too (an IP ban's end, a rate limit's
+# reset), noted by each read of one gathering: the facts' `unavailable_until` is the latest.
+_RETRY_AT: ContextVar[list[datetime] | None] = ContextVar("retry_at", default=None)
+
+
+def _note(error: ExchangeError) -> None:
+    noted = _RETRY_AT.get()
+    if noted is not None and error.retry_at is not None:
+        noted.append(error.retry_at)
+
+
+def _unavailable_until() -> datetime | None:
+    return max(_RETRY_AT.get() or (), default=None)
 
 
 def utc_day(now: datetime) -> tuple[datetime, datetime]:
@@ -93,6 +108,7 @@ async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -
 async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gathered:
     """gather_facts, saying also whether the symbol is held in hedge mode."""
     FACT_SOURCES.set({})  # a stream-fed reader notes where each fact came from (pilot.app.facts.stream_cache)
+    _RETRY_AT.set([])
     now = runtime.now()
     journal = await runtime.ledger.state(now)
     account, market = await asyncio.gather(
@@ -111,6 +127,7 @@ async def gather_market_facts(
     runtime: Runtime, view: PolicyView, category: str, symbols: Sequence[str]
 ) -> dict[str, Gathered]:
     """Facts for each symbol at once (the account read once), each for a market buy of nothing."""
+    _RETRY_AT.set([])
     now = runtime.now()
     journal = await runtime.ledger.state(now)
     unsettled = list(journal.unsettled)
@@ -195,11 +212,28 @@ async def _market(
     listed = rules is not UNLISTED
     known = rules if isinstance(rules, InstrumentRules) else None
     limits = PriceBand(band.buy_limit, band.sell_limit) if band is not None else None
+    if category == "spot":  # the perpetual of the same coin is the spot order's other category
+        if isinstance(position, UnsupportedPositionMode):  # spot has no position mode: legs count gross
+            position, other_pending = _legs_held(position, other_pending)
+        return _Market(known, touch, None, pending, position, other_pending, None, listed, limits)
     if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
         return _Market(known, touch, None, pending, None, other_pending, position, listed, limits)
-    if category == "spot":  # the perpetual of the same coin is the spot order's other category
-        return _Market(known, touch, None, pending, position, other_pending, None, listed, limits)
     return _Market(known, touch, position, pending, None, other_pending, None, listed, limits)
+
+
+def _legs_held(
+    hedged: UnsupportedPositionMode, pending: PendingOrders | None
+) -> tuple[Position, PendingOrders | None]:
+    """A perpetual held in hedge mode, as the spot order's other category sees it: the coin's exposure there.
+
+    Both legs count in full (a hedge does not offset, as between spot and linear), and so does every pending
+    order on either side, since in hedge mode a buy can grow the long leg and a sell the short one. Given
+    as a long position with every pending order a buy, so the worst case `_facts` takes is that sum.
+    """
+    position = Position(hedged.symbol, hedged.gross_size, Decimal(0), Decimal(1))
+    if pending is None:
+        return position, None
+    return position, PendingOrders(buy_qty=pending.buy_qty + pending.sell_qty, sell_qty=Decimal(0))
 
 
 UNLISTED = object()  # the exchange answered that it has no such instrument
@@ -210,8 +244,10 @@ async def _instrument(runtime: Runtime, category: str, symbol: str) -> Instrumen
     try:
         return await runtime.exchange.get_instrument(category, symbol)
     except ExchangeRejected as refused:
+        _note(refused)
         return UNLISTED if refused.family in ("not_found", "params") else None
-    except ExchangeError:
+    except ExchangeError as error:
+        _note(error)
         return None
 
 
@@ -221,7 +257,8 @@ async def _position(runtime: Runtime, symbol: str) -> Position | UnsupportedPosi
         return await runtime.exchange.get_position("linear", symbol)
     except UnsupportedPositionMode as hedged:
         return hedged
-    except ExchangeError:
+    except ExchangeError as error:
+        _note(error)
         return None
 
 
@@ -252,6 +289,7 @@ def _facts(order: OrderIntent, account: _Account, market: _Market, now: datetime
         funds=_funds(market.rules, account.balance),
         day_pnl=account.day_pnl,
         open_markets=account.open_markets,
+        unavailable_until=_unavailable_until(),
     )
 
 
@@ -317,7 +355,8 @@ def _spot_position(
 async def _maybe(call: Awaitable[T]) -> T | None:
     try:
         return await call
-    except ExchangeError:
+    except ExchangeError as error:
+        _note(error)
         return None
 
 

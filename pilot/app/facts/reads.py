@@ -44,6 +44,19 @@ def _num(value: Decimal | None) -> str | None:
     return plain(value) if value is not None else None
 
 
+def unavailable(error: ExchangeError) -> ReadAnswer:
+    """A read that failed and may work later; `retry_after` is when the exchange said it will (an IP ban's
+    end, a rate limit's reset), else absent: read again in a few seconds."""
+    retry = error.retry_at.isoformat() if error.retry_at is not None else None
+    return ReadAnswer(
+        status="unavailable",
+        detail=error.message,
+        next_safe_action=NextActionOut(
+            tool=None, args=None, text="read again later (after retry_after when given)", retry_after=retry
+        ),
+    )
+
+
 async def _read(call: Any, shape: Any) -> ReadAnswer:
     try:
         value = await call
@@ -56,7 +69,7 @@ async def _read(call: Any, shape: Any) -> ReadAnswer:
             next_safe_action=next_out(refused.next),
         )
     except ExchangeError as error:
-        return ReadAnswer(status="unavailable", detail=error.message)
+        return unavailable(error)
     return ReadAnswer(status="ok", data=shape(value))
 
 
@@ -128,6 +141,7 @@ async def get_positions(runtime: Runtime, category: str, symbol: str | None) -> 
                 "position_value": _num(p.position_value),
                 "stop_loss": _num(p.stop_loss),
                 "take_profit": _num(p.take_profit),
+                "settle_coin": p.settle_coin or None,  # USDT or USDC: the coin of the PnL and the value
             }
             for p in rows
         ],
@@ -143,6 +157,9 @@ def order_view(order: ExchangeOrder) -> dict[str, Any]:
         "price": _num(order.price),
         "qty": _num(order.qty),
         "filled_qty": _num(order.cum_exec_qty),
+        "fee": _num(order.cum_exec_fee),
+        "fee_coin": order.fee_coin or None,  # a spot buy pays in the coin bought
+        **({"fees": {coin: plain(fee) for coin, fee in order.fees}} if len(order.fees) > 1 else {}),
         "status": order.status,
         "time_in_force": order.time_in_force,
         "reduce_only": order.reduce_only,

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit_codes import UNSUPPORTED
 from pilot.exchange.errors import ExchangeError, ExchangeRejected
 from pilot.exchange.models import ApiKeyInfo
 from pilot.keys.credentials import Credentials, checked_address, key_hint, new_credentials, parse_environment
@@ -24,6 +25,7 @@ from pilot.keys.errors import (
     KeyUnreadable,
     NoKeyStored,
     PermissionCheckFailed,
+    PermissionCheckUnsupported,
 )
 from pilot.keys.permissions import check_permissions
 from pilot.keys.vault import SealBroken, Vault, associated_data
@@ -101,6 +103,7 @@ async def add_key(
         KeyAlreadyStored: the environment has an active key (use `replace_key`).
         KeyPermissionsRejected: the key may do something outside the allowlist; nothing is stored.
         PermissionCheckFailed: the exchange refused the key or could not be reached; nothing is stored.
+            PermissionCheckUnsupported when the environment does not serve the check (bybit-demo).
         MasterKeyError: the master key file is unusable.
     """
     credentials = new_credentials(parse_environment(environment), api_key, api_secret, base_url)
@@ -170,7 +173,8 @@ async def ensure_fresh_permissions(
 
     Raises:
         KeyPermissionsRejected: the key may now do more than the allowlist permits.
-        PermissionCheckFailed: a check was due and the exchange could not answer it.
+        PermissionCheckFailed: a check was due and the exchange could not answer it (the key is not used
+            until one passes); PermissionCheckUnsupported when the environment no longer serves it.
     """
     stored, _ = await _fresh_key(home, parse_environment(environment), now, read_key_info)
     return _summary(stored)
@@ -234,6 +238,8 @@ async def _check(credentials: Credentials, read_key_info: KeyInfoReader, now: da
     try:
         info = await read_key_info(credentials)
     except ExchangeRejected as error:
+        if error.family == UNSUPPORTED:  # bybit-demo's 10032: no answer will come, the key stays unused
+            raise PermissionCheckUnsupported(credentials.environment) from None
         reason = f"the exchange refused the key (retCode {error.ret_code})"
         raise PermissionCheckFailed(credentials.environment, reason) from None
     except ExchangeError:

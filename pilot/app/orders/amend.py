@@ -80,8 +80,8 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
     """Read the open order and the facts, and judge the amended order in its place."""
     try:
         resting = await runtime.exchange.get_open_orders(ask.category, ask.symbol)
-    except ExchangeError:
-        return Refusal.of(_unreadable(ask), "the open orders could not be read; nothing was sent")
+    except ExchangeError as error:
+        return Refusal.of(_unreadable(ask, error), "the open orders could not be read; nothing was sent")
     order = next(
         (
             o
@@ -235,7 +235,7 @@ def _order_status(status: ActionStatus) -> OrderStatus:
     """The gate's answer to an amend as place_order's status: done is the order resting at its new size;
     refused (by Pilot, nothing sent), rejected and outcome_unknown stay what they are, never blurred."""
     match status:
-        case "done":
+        case "done" | "unchanged":  # unchanged: the order already rests as asked
             return "open"
         case "refused" | "rejected" | "outcome_unknown" | "declined" | "pending_confirmation":
             return status
@@ -313,13 +313,14 @@ def _stop_order(ask: AmendAsk, order: ExchangeOrder) -> Violation:
     )
 
 
-def _unreadable(ask: AmendAsk) -> Violation:
+def _unreadable(ask: AmendAsk, error: ExchangeError) -> Violation:
+    again = NextAction.call("plan_amend", ask.args(), "call plan_amend again in a few seconds")
     return violation(
         Code.FACTS,
         "all facts present",
         "missing: open orders",
         f"could not read the open {ask.symbol} orders, so the amend cannot be judged",
-        NextAction.call("plan_amend", ask.args(), "call plan_amend again in a few seconds"),
+        replace(again, retry_after=error.retry_at),  # the exchange's own time when it gave one (an IP ban)
     )
 
 

@@ -15,7 +15,7 @@ from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.codes import Code
 from pilot.core.facts import InstrumentRules, OrderIntent, OrderType, Side
-from pilot.core.rules import RETRY_MISSING_FACTS, refused_only_for_pending
+from pilot.core.rules import refused_only_for_pending, retry_missing
 from pilot.core.valuation import floor_to_step
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
@@ -48,15 +48,15 @@ async def _close(
             position_mode_violation(hedged), "the symbol is held in hedge mode; nothing was sent"
         )
         return await journal_order_refusal(runtime.store.journal, refusal, now=runtime.now(), context=context)
-    except ExchangeError:
+    except ExchangeError as error:
         unread = violation(
             Code.FACTS,
             "all facts present",
             "missing: position",
             f"could not read the {symbol} position, so nothing can be closed safely",
             NextAction.wait(
-                "wait a few seconds and call close_position again",
-                runtime.now() + RETRY_MISSING_FACTS,
+                "wait until retry_after and call close_position again",
+                retry_missing(runtime.now(), error.retry_at),
                 human="if this goes on, check the exchange's status page and this machine's network",
             ),
         )

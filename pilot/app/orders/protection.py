@@ -19,7 +19,7 @@ from pilot.app.answers.responses import (
     next_out,
 )
 from pilot.app.facts.pending import position_with_stops
-from pilot.app.facts.reads import ReadAnswer, order_view
+from pilot.app.facts.reads import ReadAnswer, order_view, unavailable
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import OrderIntent
 from pilot.core.stops import check_stop_change, check_trading_stop, with_pending
@@ -59,8 +59,8 @@ async def _judge_cancel_all(runtime: Runtime, symbol: str | None) -> ActionAnswe
         )
         held = sorted({row.symbol for row in rows if row.size != 0})
         positions = await asyncio.gather(*(position_with_stops(runtime, held_symbol) for held_symbol in held))
-    except ExchangeError:
-        return _unread(symbol or "linear", "cancel_all_orders")
+    except ExchangeError as error:
+        return _unread(symbol or "linear", "cancel_all_orders", error)
     keep = NextAction.call(
         "cancel_all_orders",
         {"symbol": symbol, "category": "linear"} if symbol else {"category": "linear"},
@@ -119,8 +119,8 @@ async def _judge_stop(
             runtime.exchange.get_instrument("linear", symbol),
             runtime.trading_state(view.policy),
         )
-    except ExchangeError:
-        return _unread(symbol, "set_trading_stop")
+    except ExchangeError as error:
+        return _unread(symbol, "set_trading_stop", error)
     if position.size == 0:
         return None  # the exchange refuses a stop on no position (10001): nothing of ours to judge
     action["stop_loss_before"] = plain(position.stop_loss) if position.stop_loss else None
@@ -134,12 +134,17 @@ async def _judge_stop(
     )
 
 
-def _unread(symbol: str, tool: str) -> ActionAnswer:
+def _unread(symbol: str, tool: str, error: ExchangeError) -> ActionAnswer:
     return ActionAnswer(
         status="rejected",
         detail=f"could not read the {symbol} position and its stops to judge this; nothing was sent",
         reject_family="unavailable",
-        next_safe_action=NextActionOut(tool=None, args=None, text=f"call {tool} again shortly"),
+        next_safe_action=NextActionOut(
+            tool=None,
+            args=None,
+            text=f"call {tool} again shortly (after retry_after when given)",
+            retry_after=error.retry_at.isoformat() if error.retry_at is not None else None,
+        ),
     )
 
 
@@ -206,9 +211,18 @@ async def get_order_history(
 async def get_fills(
     runtime: Runtime, category: str, symbol: str | None, cursor: str | None, limit: int
 ) -> ReadAnswer:
-    return await _paged(
-        runtime.exchange.get_executions_page(category, symbol, cursor, min(limit, MAX_PAGE)), _fill
-    )
+    """One page of executions: the fills in `rows`; funding and other rows that trade nothing (enum.mdx
+    execType) apart in `not_fills`, never counted as fills."""
+    try:
+        page = await runtime.exchange.get_executions_page(category, symbol, cursor, min(limit, MAX_PAGE))
+    except ExchangeError as error:
+        return unavailable(error)
+    data = {
+        "rows": [_fill(row) for row in page.rows if row.is_fill],
+        "not_fills": [_not_fill(row) for row in page.rows if not row.is_fill],
+        "next_cursor": page.next_cursor,
+    }
+    return ReadAnswer(status="ok", data=data)
 
 
 async def get_closed_pnl(runtime: Runtime, symbol: str | None, cursor: str | None, limit: int) -> ReadAnswer:
@@ -221,7 +235,7 @@ async def _paged(call: Any, shape: Any) -> ReadAnswer:
     try:
         page: Page[Any] = await call
     except ExchangeError as error:
-        return ReadAnswer(status="unavailable", detail=error.message)
+        return unavailable(error)
     data = {"rows": [shape(row) for row in page.rows], "next_cursor": page.next_cursor}
     return ReadAnswer(status="ok", data=data)
 
@@ -238,6 +252,19 @@ def _fill(row: Execution) -> dict[str, Any]:
         "fee_coin": row.fee_coin or None,
         "at": row.exec_time.isoformat(),
         "untrusted_text": {"order_link_id": row.order_link_id},
+    }
+
+
+def _not_fill(row: Execution) -> dict[str, Any]:
+    """A payment with no trade: funding's `amount` is what was paid (negative: received)."""
+    return {
+        "exec_id": row.exec_id,
+        "kind": "funding" if row.exec_type == "Funding" else "other",
+        "symbol": row.symbol,
+        "amount": plain(row.exec_fee),
+        "coin": row.fee_coin or None,
+        "at": row.exec_time.isoformat(),
+        "untrusted_text": {"exec_type": row.exec_type},
     }
 
 

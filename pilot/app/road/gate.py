@@ -9,6 +9,9 @@ before the request leaves, sends it once, and sorts what came back in one place 
     outcome_unknown  sent, result not known: an order is looked up by its client order id at once, and
                      until found it counts as pending exposure; never resent
 
+A write the exchange answers "not modified" (a trading stop's 34040) is no failure: its status is
+"unchanged", the asked state already holds.
+
 Refusals decided before this point (policy, approvals, lifecycle) never reach the gate: nothing is sent
 for them. The gate's own refusal is a key that may no longer trade.
 
@@ -58,6 +61,9 @@ TURN_WAIT = timedelta(seconds=60)
 TURN_POLL_SECONDS = 0.02
 DRAIN_TIMEOUT = timedelta(seconds=30)
 T = TypeVar("T")
+# What a write returns when the exchange answered "not modified" (a trading stop's 34040): what was asked
+# already holds.
+ALREADY_SO = object()
 
 # Re-checks the exchange key's permissions when the last check is old; raises pilot.keys.errors.KeysError
 # when the key may now do more than the allowlist permits or cannot be checked. None on paper.
@@ -366,10 +372,10 @@ class ExchangeGate:
         """Set (0: remove) the position's stop-loss and take-profit, once. `action` is what the journal keeps."""
 
         async def call() -> object:
-            await self._writer.set_trading_stop(
+            changed = await self._writer.set_trading_stop(
                 category, symbol, stop_loss=stop_loss, take_profit=take_profit
             )
-            return None
+            return None if changed else ALREADY_SO
 
         return await self.complete(self._write("set_trading_stop", action, call, check="get_positions"))
 
@@ -409,8 +415,7 @@ class ExchangeGate:
         except ExchangeError as error:
             answer = _failed_action(sort_failure(error, tool), action, check)
         else:
-            done = {**action, "result": result if isinstance(result, str | None) else str(result)}
-            answer = ActionAnswer(status="done", detail=f"{tool} done", data=done)
+            answer = _done(tool, action, result)
         try:
             outcome = await journal.append(
                 entry_kinds.ACTION,
@@ -421,6 +426,16 @@ class ExchangeGate:
             answer = answer.model_copy(update={"journal_seq": [attempt.seq]})
             return store_faults.unrecorded(answer, error, f"the outcome of this {tool}", sent=True)
         return answer.model_copy(update={"journal_seq": [attempt.seq, outcome.seq]})
+
+
+def _done(tool: str, action: Mapping[str, Any], result: object) -> ActionAnswer:
+    if result is ALREADY_SO:  # the exchange changed nothing because nothing needed changing
+        data = {**action, "result": "unchanged"}
+        return ActionAnswer(
+            status="unchanged", detail=f"{tool}: already as asked; nothing changed", data=data
+        )
+    done = {**action, "result": result if isinstance(result, str | None) else str(result)}
+    return ActionAnswer(status="done", detail=f"{tool} done", data=done)
 
 
 def _rejected_order(failure: Failure, sent: dict[str, Any]) -> OrderAnswer:
@@ -499,6 +514,8 @@ def _from_order(order: ExchangeOrder, sent: dict[str, Any]) -> OrderAnswer:
             filled_qty=plain(filled),
             avg_price=plain(order.avg_price) if order.avg_price and filled > 0 else None,
             fee=plain(order.cum_exec_fee),
+            fee_coin=order.fee_coin or None,
+            fees={coin: plain(fee) for coin, fee in order.fees} if len(order.fees) > 1 else None,
         ),
         exchange=ExchangeText(untrusted_text=text) if text else None,
         detail=_fill_words(status, filled, order.qty),

@@ -80,7 +80,7 @@ class ExchangeWriter(Protocol):
     ) -> list[str]: ...
     async def set_trading_stop(
         self, category: str, symbol: str, *, stop_loss: Decimal | None, take_profit: Decimal | None
-    ) -> None: ...
+    ) -> bool: ...  # False: nothing changed, the stops already were the asked values
 
 
 class Exchange(ExchangeReader, ExchangeWriter, Protocol):

@@ -1,0 +1,182 @@
+"""A loopback stub in front of the paper exchange: chosen requests get Bybit's own answers, the rest pass on.
+
+The paper exchange answers what it models; some of Bybit's answers it does not give (a create answered
+170234, a trading stop answered 34040, a USDC position list). Tests that need one put an `Interposer`
+between the adapter and the paper exchange:
+
+    with Interposer(paper, [Rule("POST", "/v5/order/create", ret_code(170234, "System Error"))]) as front:
+        adapter = BybitExchange.connect("paper", api_key=front.api_key, api_secret=front.api_secret,
+                                        base_url=front.url)
+
+A request a rule matches gets the rule's answer: instead of the paper exchange's (`forward=False`: the
+paper exchange never sees it) or after it (`forward=True`: it was carried out, and its answer replaced, as
+when Bybit executes a request and answers an error). Every other request is forwarded as it came,
+headers and signature included, so the paper exchange judges it as usual. Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from pilot.exchange.sim import PaperExchange
+
+Params = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An HTTP answer as Bybit gives it: a status, a JSON body (or text) and a few headers."""
+
+    body: Any
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def ret_code(code: int, message: str, result: Any = None) -> Answer:
+    """Bybit's envelope with a retCode (error.mdx): HTTP 200, the code, its text, an empty result."""
+    return Answer({"retCode": code, "retMsg": message, "result": result or {}, "retExtInfo": {}, "time": 0})
+
+
+def ok(result: Any) -> Answer:
+    return Answer({"retCode": 0, "retMsg": "OK", "result": result, "retExtInfo": {}, "time": 0})
+
+
+@dataclass(slots=True)
+class Rule:
+    """Requests of `method` to `path` whose parameters `when` accepts get `answer` (at most `times` times)."""
+
+    method: str
+    path: str
+    answer: Answer
+    when: Callable[[Params], bool] = lambda params: True
+    forward: bool = False
+    times: int | None = None
+    used: int = 0
+
+    def takes(self, method: str, path: str, params: Params) -> bool:
+        spent = self.times is not None and self.used >= self.times
+        return not spent and (method, path) == (self.method, self.path) and self.when(params)
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    method: str
+    path: str
+    params: Params
+    answered_by_rule: bool
+
+
+class Interposer:
+    """Serves on 127.0.0.1 (an ephemeral port) in front of `paper` until stopped."""
+
+    def __init__(self, paper: PaperExchange, rules: Iterable[Rule] = ()) -> None:
+        self.paper = paper
+        self.rules = list(rules)
+        self.api_key, self.api_secret = paper.api_key, paper.api_secret
+        self._seen: list[Seen] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def add(self, rule: Rule) -> None:
+        with self._lock:
+            self.rules.append(rule)
+
+    def seen(self, path: str | None = None) -> list[Seen]:
+        """Every request received (or those to `path`), oldest first."""
+        with self._lock:
+            return [s for s in self._seen if path is None or s.path == path]
+
+    def choose(self, method: str, path: str, params: Params) -> Rule | None:
+        with self._lock:
+            rule = next((r for r in self.rules if r.takes(method, path, params)), None)
+            if rule is not None:
+                rule.used += 1
+            self._seen.append(Seen(method, path, params, rule is not None))
+            return rule
+
+    def __enter__(self) -> Interposer:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._server.shutdown()
+        self._thread.join(timeout=5)
+        self._server.server_close()
+
+
+def _forward(paper_url: str, method: str, target: str, headers: dict[str, str], raw: bytes) -> Answer:
+    parts = urlsplit(paper_url)
+    connection = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
+    try:
+        connection.request(method, target, body=raw or None, headers=headers)
+        reply = connection.getresponse()
+        body = reply.read()
+        kept = {k: v for k, v in reply.getheaders() if k.lower().startswith("x-bapi")}
+        return Answer(body.decode(), reply.status, kept)
+    finally:
+        connection.close()
+
+
+def _handler(front: Interposer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self._serve("GET", b"")
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self._serve("POST", self.rfile.read(length) if length else b"")
+
+        def _serve(self, method: str, raw: bytes) -> None:
+            parts = urlsplit(self.path)
+            if method == "GET":
+                params: Params = dict(parse_qsl(parts.query, keep_blank_values=True))
+            else:
+                params = json.loads(raw or b"{}")
+            rule = front.choose(method, parts.path, params)
+            if rule is None or rule.forward:
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                answer = _forward(front.paper.url, method, self.path, headers, raw)
+            if rule is not None:
+                answer = rule.answer
+            self._send(answer)
+
+        def _send(self, answer: Answer) -> None:
+            body = answer.body if isinstance(answer.body, str) else json.dumps(answer.body)
+            data = body.encode()
+            self.send_response(answer.status)
+            kind = (
+                "text/html"
+                if isinstance(answer.body, str) and not body.startswith("{")
+                else "application/json"
+            )
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in answer.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    return Handler
