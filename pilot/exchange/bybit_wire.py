@@ -76,7 +76,7 @@ def order_params(request: OrderRequest) -> dict[str, Any]:
     if request.reduce_only:
         params["reduceOnly"] = True
     if request.stop_loss is not None or request.take_profit is not None:
-        params["tpslMode"] = "Full"  # on the whole position, closed at market when triggered
+        params["tpslMode"] = request.tpsl_mode  # Full: on the whole position, closed at market
         if request.stop_loss is not None:
             params["stopLoss"] = wire(request.stop_loss)
         if request.take_profit is not None:
@@ -299,7 +299,22 @@ def exchange_order(category: str, row: Row) -> ExchangeOrder:
         fee_coin=fee_coin,
         fees=fees,
         position_idx=position_idx(row),
+        stop_order_type=_named(row.get("stopOrderType")),
+        trigger_price=maybe_dec(row.get("triggerPrice")),
+        trigger_direction=int(row.get("triggerDirection") or 0),
+        trigger_by=_named(row.get("triggerBy")),
+        tpsl_mode=_named(row.get("tpslMode")),
+        take_profit=_set_price(row.get("takeProfit")),
+        stop_loss=_set_price(row.get("stopLoss")),
+        close_on_trigger=row.get("closeOnTrigger") in (True, "true"),
+        create_type=_named(row.get("createType")),
     )
+
+
+def _named(value: Any) -> str:
+    """An enum field as Bybit writes it, with its ways of saying "none" ("", "UNKNOWN") made ""."""
+    text = str(value or "")
+    return "" if text == "UNKNOWN" else text
 
 
 def execution(row: Row) -> Execution:
