@@ -158,3 +158,16 @@ def test_order_lists_filter_by_kind_and_history_shows_deactivated_stops():
         cancel(w, conditional)
         assert [row["orderStatus"] for row in w.history(orderFilter="StopOrder")] == ["Deactivated"]
         assert all(row["stopOrderType"] == "" for row in w.history(orderFilter="Order"))
+
+
+def test_a_refused_amend_of_a_stop_changes_nothing():
+    with stop_world() as w:
+        w.create(qty="0.004")
+        w.trading_stop(tpslMode="Partial", stopLoss="79000", slSize="0.002")
+        [leg] = w.legs()["PartialStopLoss"]
+        params = {"category": "linear", "symbol": "BTCUSDT", "orderId": leg["orderId"]}
+        assert ret_code(w.session.amend_order, **params, triggerPrice="79500", qty="0.005") == 110058
+        assert w.legs()["PartialStopLoss"] == [leg]
+        amend(w, leg["orderId"], triggerPrice="79500", qty="0.003")
+        [moved] = w.legs()["PartialStopLoss"]
+        assert (dec(moved["triggerPrice"]), dec(moved["qty"])) == (dec("79500"), dec("0.003"))

@@ -132,3 +132,13 @@ def test_a_random_walk_step_triggers_through_engine_rematch():
         assert w.paper.position("BTCUSDT").size == 0
         fired = [o for o in w.paper.orders("BTCUSDT") if o.stop_order_type and o.status == "Filled"]
         assert len(fired) == 1 and fired[0].cum_exec_qty == Decimal("0.002")
+
+
+def test_a_stop_its_fill_places_beyond_the_price_fires_at_once():
+    with stop_world() as w:
+        # a buy limit above the market fills at the ask; its stop sits below the limit (valid on create)
+        # but above the last price: it triggers as soon as it exists
+        w.create(qty="0.002", price="81000", timeInForce="IOC", stopLoss="80500")
+        assert w.paper.position("BTCUSDT").size == 0
+        [stop] = [o for o in w.paper.orders("BTCUSDT") if o.stop_order_type == "StopLoss"]
+        assert stop.status == "Filled" and stop.cum_exec_qty == dec("0.002")

@@ -170,13 +170,14 @@ class Engine:
             base = new.price or (trigger.price if trigger else last_price(quote, instrument))
             attach_tpsl(order, tpsl, base)
         if trigger is not None:
-            self.stop_book.place_conditional(instrument, new, trigger, params, order)
+            self.stop_book.place_conditional(instrument, trigger, params, order)
         self.prune(now)
         self.orders[order.order_id] = order
         if order.order_link_id:
             self.links[(category, order.order_link_id)] = order.order_id
         if trigger is None:
             self.match_new(instrument, order, limit)
+            self.trigger_stops([order.symbol])  # TP/SL its fill placed beyond today's price fire at once
         return order
 
     def _attached_tpsl(

@@ -46,7 +46,6 @@ from pilot.exchange.sim.orders import (
 from pilot.exchange.sim.scenario import InstrumentSpec
 from pilot.exchange.sim.validation import (
     Leg,
-    NewOrder,
     SimReject,
     Tpsl,
     Trigger,
@@ -73,6 +72,9 @@ MAX_TRIGGER_PASSES = 10  # a fill can set TP/SL that the same prices trigger: lo
 FULL_KIND = {"tp": TAKE_PROFIT, "sl": STOP_LOSS}
 PARTIAL_KIND = {"tp": PARTIAL_TAKE_PROFIT, "sl": PARTIAL_STOP_LOSS}
 TAKES = (TAKE_PROFIT, PARTIAL_TAKE_PROFIT)
+# a leg's tpslMode as listed; a whole-position trailing stop was recorded with UNKNOWN
+TPSL_MODE_OF = {TAKE_PROFIT: "Full", STOP_LOSS: "Full", TRAILING_STOP: "UNKNOWN"}
+TPSL_MODE_OF |= {kind: "Partial" for kind in PARTIAL_LEGS}
 # Bybit's cancel types for the other leg of a pair when one triggers (enum.mdx cancelType)
 PARTNER_CANCEL = {True: "CancelByOCOSlCanceledByTpTriggered", False: "CancelByOCOTpCanceledBySlTriggered"}
 CLEARED = "CancelByTpSlTsClear"  # enum.mdx: TP/SL order cancelled when the position is cleared
@@ -138,11 +140,7 @@ class StopBook:
             trigger_direction=(RISE if long else FALL) if kind in TAKES else (FALL if long else RISE),
             trigger_by=by,
             close_on_trigger=True,
-            tpsl_mode="Full"
-            if kind in (TAKE_PROFIT, STOP_LOSS)
-            else "Partial"
-            if kind in PARTIAL_LEGS
-            else "UNKNOWN",
+            tpsl_mode=TPSL_MODE_OF[kind],
             **extra,
         )
         engine.orders[order.order_id] = order
@@ -374,19 +372,14 @@ class StopBook:
     # ---- conditional orders -----------------------------------------------------------------------
 
     def place_conditional(
-        self,
-        instrument: InstrumentSpec,
-        new: NewOrder,
-        trigger: Trigger,
-        params: dict[str, Any],
-        order: SimOrder,
+        self, instrument: InstrumentSpec, trigger: Trigger, params: dict[str, Any], order: SimOrder
     ) -> None:
         """A create with triggerPrice (create-order.mdx): the trigger on the right side of the market for its
         direction (110092 / 110093), at most 10 per symbol (110009); no margin is taken until it triggers."""
         current = self.reference_price(instrument, trigger.by)
         check_trigger_direction(trigger.price, trigger.direction, current, trigger.by)
         mine = [
-            o for o in self.waiting.values() if o.symbol == new.symbol and o.stop_order_type == CONDITIONAL
+            o for o in self.waiting.values() if o.symbol == order.symbol and o.stop_order_type == CONDITIONAL
         ]
         if len(mine) >= MAX_CONDITIONAL:
             raise SimReject(110009, "The number of stop orders exceeds the maximum allowable limit")
@@ -506,40 +499,30 @@ class StopBook:
 
     def amend(self, instrument: InstrumentSpec, order: SimOrder, params: dict[str, Any]) -> None:
         """Amend a waiting order (amend-order.mdx): its triggerPrice (and triggerBy), a conditional order's
-        qty and price, a Partial leg's size and limit price, a conditional order's attached TP/SL."""
-        changed = self._amend_trigger(instrument, order, params)
-        if given(params, "qty"):
-            qty = to_decimal(params["qty"], "qty", 10001)
-            if order.stop_order_type in FULL_LEGS:
-                raise SimReject(10001, "params error: a Full TP/SL follows the position's size")
-            if order.stop_order_type == CONDITIONAL:
-                check_qty(instrument, qty)
-            else:
-                _check_leg_qty(instrument, qty)
-            if order.stop_order_type in PARTIAL_LEGS:
-                others = sum(
-                    (o.qty for o in self.legs(order.symbol, (order.stop_order_type,)) if o is not order), ZERO
-                )
-                if others + qty > abs(self._position(order.symbol)):
-                    raise SimReject(110058, "insufficient size of the remaining position for this TP/SL")
-            changed |= qty != order.qty
-            order.qty = qty
+        qty, price and attached TP/SL, a Partial leg's size and limit price. Everything is checked first;
+        nothing changes when anything is refused."""
+        trigger, by = self._amended_trigger(instrument, order, params)
+        qty = self._amended_qty(instrument, order, params)
+        price = order.price
         if given(params, "price") and order.order_type == "Limit":
             price = to_decimal(params["price"], "price", 10001)
             check_price(instrument, price)
-            changed |= price != order.price
-            order.price = price
-        if order.stop_order_type == CONDITIONAL:
-            changed |= self.amend_attached(instrument, order, params, order.price or order.trigger_price)
+        changed = (trigger, by, qty, price) != (order.trigger_price, order.trigger_by, order.qty, order.price)
+        if order.stop_order_type == CONDITIONAL:  # last: it applies what it checked
+            changed |= self.amend_attached(instrument, order, params, price or trigger)
         if not changed:
             raise SimReject(10001, "params error: nothing to amend")
+        order.trigger_price, order.trigger_by, order.qty, order.price = trigger, by, qty, price
         order.updated_ms = self.engine.clock_ms()
         if order.position_leg:
             self.sync_position(order.symbol)
 
-    def _amend_trigger(self, instrument: InstrumentSpec, order: SimOrder, params: dict[str, Any]) -> bool:
+    def _amended_trigger(
+        self, instrument: InstrumentSpec, order: SimOrder, params: dict[str, Any]
+    ) -> tuple[Decimal, str]:
+        """The trigger price and type an amend asks for, checked as on create."""
         if not given(params, "triggerPrice") and not given(params, "triggerBy"):
-            return False
+            return order.trigger_price, order.trigger_by
         if order.stop_order_type == TRAILING_STOP:
             raise SimReject(10001, "params error: a trailing stop is changed with trading-stop")
         price = to_decimal(params.get("triggerPrice") or order.trigger_price, "triggerPrice", 10001)
@@ -549,12 +532,28 @@ class StopBook:
         if order.stop_order_type == CONDITIONAL:
             check_trigger_direction(price, order.trigger_direction, current, by)
         else:
-            long = not order.is_buy
             take = order.stop_order_type in TAKES
-            check_tpsl_side(long, price if take else ZERO, ZERO if take else price, current)
-        changed = (price, by) != (order.trigger_price, order.trigger_by)
-        order.trigger_price, order.trigger_by = price, by
-        return changed
+            check_tpsl_side(not order.is_buy, price if take else ZERO, ZERO if take else price, current)
+        return price, by
+
+    def _amended_qty(self, instrument: InstrumentSpec, order: SimOrder, params: dict[str, Any]) -> Decimal:
+        """The qty an amend asks for: a conditional order's as on create; a Partial leg's on the lot step and
+        within what the position leaves its side (110058); a Full leg's follows the position (10001)."""
+        if not given(params, "qty"):
+            return order.qty
+        qty = to_decimal(params["qty"], "qty", 10001)
+        if order.stop_order_type in FULL_LEGS:
+            raise SimReject(10001, "params error: a Full TP/SL follows the position's size")
+        if order.stop_order_type == CONDITIONAL:
+            check_qty(instrument, qty)
+            return qty
+        _check_leg_qty(instrument, qty)
+        others = sum(
+            (o.qty for o in self.legs(order.symbol, (order.stop_order_type,)) if o is not order), ZERO
+        )
+        if others + qty > abs(self._position(order.symbol)):
+            raise SimReject(110058, "insufficient size of the remaining position for this TP/SL")
+        return qty
 
     def amend_attached(
         self, instrument: InstrumentSpec, order: SimOrder, params: dict[str, Any], base: Decimal
