@@ -238,11 +238,12 @@ def format_outcome(done: Rehearsal) -> str:
         return f"  no stop triggered within {done.ask.hours} h of exchange time"
     close = done.close
     assert done.opened_ms is not None
-    after = (close.created_ms - done.opened_ms) / MINUTE_MS
+    at, mark = trigger_moment(done)
+    after = (at - done.opened_ms) / MINUTE_MS
     kind = close.stop_order_type or close.create_type
     lines = [
-        f"  trigger  {kind} at {_when(close.created_ms)}, {after:.0f} min of exchange time after the market "
-        f"opened: last price {close.last_price_on_created.normalize():f} reached the stop {done.ask.stop}",
+        f"  trigger  {kind} at {_when(at)}, {after:.0f} min of exchange time after the market "
+        f"opened: mark {mark.normalize():f}, past the stop {done.ask.stop}",
     ]
     for fill in done.fills:
         lines.append(
@@ -252,6 +253,15 @@ def format_outcome(done: Rehearsal) -> str:
     if done.closed_pnl is not None:
         lines.append(f"  result   closed PnL {done.closed_pnl:.4f} USDT; wallet {done.wallet:.4f} USDT")
     return "\n".join(lines)
+
+
+def trigger_moment(done: Rehearsal) -> tuple[int, Decimal]:
+    """When the closing order traded and the mark then. A stop keeps its id and creation time when it fires
+    (it is the order that waited), so its first fill says when the price reached it."""
+    assert done.close is not None
+    if done.fills:
+        return done.fills[0].time_ms, done.fills[0].mark
+    return done.close.updated_ms, done.close.last_price_on_created
 
 
 def rehearsal_record(done: Rehearsal) -> dict[str, Any]:
@@ -270,8 +280,8 @@ def rehearsal_record(done: Rehearsal) -> dict[str, Any]:
             "order_id": close.order_id,
             "stop_order_type": close.stop_order_type,
             "create_type": close.create_type,
-            "time_ms": close.created_ms,
-            "last_price": str(close.last_price_on_created),
+            "time_ms": trigger_moment(done)[0],
+            "mark_price": str(trigger_moment(done)[1]),
             "stop_loss": done.ask.stop,
         },
         "fills": [

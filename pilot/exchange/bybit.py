@@ -815,13 +815,14 @@ class BybitExchange:
         return self._parse(answer, lambda a: str(a["result"]["orderId"]), action, operation="amend")
 
     async def cancel_all_orders(
-        self, category: str, symbol: str | None = None, *, order_filter: str | None = "Order"
+        self, category: str, symbol: str | None = None, order_filter: str | None = "Order"
     ) -> list[str]:
         """Cancel the open orders of a category (or of one symbol): /v5/order/cancel-all. The order ids.
 
-        `order_filter` is Bybit's orderFilter: "Order" (the default here) cancels ordinary orders only; None
-        leaves it out, which on linear cancels every kind, TP/SL and conditional orders included
-        (order_cancel-all.mdx)."""
+        `order_filter` is Bybit's orderFilter: "Order" (the default here) cancels the ordinary orders only.
+        Without it (None) Bybit cancels every kind on linear, the position's TP/SL and trailing stop and the
+        conditional orders too (cancel-all.mdx); "StopOrder" cancels only those.
+        """
         action = f"cancel all {category} orders" + (f" on {symbol}" if symbol else "")
         where = {"symbol": symbol} if symbol else ({"settleCoin": SETTLE_COIN} if category != "spot" else {})
         if order_filter is not None:

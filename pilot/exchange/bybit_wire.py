@@ -76,7 +76,7 @@ def order_params(request: OrderRequest) -> dict[str, Any]:
     if request.reduce_only:
         params["reduceOnly"] = True
     if request.stop_loss is not None or request.take_profit is not None:
-        params["tpslMode"] = "Full"  # on the whole position, closed at market when triggered
+        params["tpslMode"] = request.tpsl_mode  # Full: on the whole position, closed at market
         if request.stop_loss is not None:
             params["stopLoss"] = wire(request.stop_loss)
         if request.take_profit is not None:
@@ -307,13 +307,23 @@ def exchange_order(category: str, row: Row) -> ExchangeOrder:
         position_idx=position_idx(row),
         stop_order_type=stop_order_type(row.get("stopOrderType")),
         trigger_price=_set_price(row.get("triggerPrice")),
-        tpsl_mode=str(row.get("tpslMode") or ""),
-        stop_loss=_set_price(row.get("stopLoss")),
+        trigger_direction=int(row.get("triggerDirection") or 0),
+        trigger_by=_named(row.get("triggerBy")),
+        tpsl_mode=_named(row.get("tpslMode")),
         take_profit=_set_price(row.get("takeProfit")),
+        stop_loss=_set_price(row.get("stopLoss")),
+        close_on_trigger=row.get("closeOnTrigger") in (True, "true"),
+        create_type=_named(row.get("createType")),
     )
 
 
-# Bybit's stopOrderType values (enum.mdx); anything else is read as an ordinary order's "UNKNOWN".
+def _named(value: Any) -> str:
+    """An enum field as Bybit writes it, with its ways of saying "none" ("", "UNKNOWN") made ""."""
+    text = str(value or "")
+    return "" if text == "UNKNOWN" else text
+
+
+# Bybit's stopOrderType values (enum.mdx). Bybit writes "UNKNOWN" (or nothing) for an ordinary order.
 STOP_ORDER_TYPES = frozenset(
     {
         "TakeProfit",
@@ -331,10 +341,12 @@ STOP_ORDER_TYPES = frozenset(
 
 
 def stop_order_type(value: Any) -> str:
-    """An order's stopOrderType, one of Bybit's own values ("" for none): never text to pass on as it came."""
-    if not value:
+    """An order's stopOrderType: "" for an ordinary order, one of Bybit's own values, or "Other" for a
+    kind this code does not know (never the exchange's text as it came: and never taken for ordinary)."""
+    text = str(value or "")
+    if text in ("", "UNKNOWN"):
         return ""
-    return value if value in STOP_ORDER_TYPES else "UNKNOWN"
+    return text if text in STOP_ORDER_TYPES else "Other"
 
 
 def execution(row: Row) -> Execution:

@@ -75,9 +75,12 @@ class OrderRequest:
     order_link_id: str
     reduce_only: bool = False
     order_type: str = "Limit"
-    # Bybit's TP/SL on create (tpslMode Full: on the whole position once it fills); None: not sent.
+    # Bybit's TP/SL on create; None: not sent. With tpsl_mode "Full" they become the whole position's TP/SL
+    # once the order fills; with "Partial", TP/SL orders for the quantity that filled (create-order.mdx).
+    # The mode is sent whenever a TP/SL is: the docs do not say which mode a create without it gets.
     stop_loss: Decimal | None = None
     take_profit: Decimal | None = None
+    tpsl_mode: str = "Full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +89,10 @@ class OrderAck:
 
     order_id: str
     order_link_id: str
+
+
+STOP_LEG_TYPES = frozenset({"TakeProfit", "StopLoss", "TrailingStop", "PartialTakeProfit", "PartialStopLoss"})
+STOP_LOSS_TYPES = frozenset({"StopLoss", "PartialStopLoss"})  # the legs that limit the loss
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,28 +119,44 @@ class ExchangeOrder:
     fee_coin: str = ""  # the coin of cum_exec_fee ("" when Bybit did not say: cumExecFee fallback)
     fees: tuple[tuple[str, Decimal], ...] = ()  # every coin of cumFeeDetail, sorted by coin
     position_idx: int = 0  # 0 one-way; 1/2 the Buy/Sell leg of a hedge-mode account
-    # Stops as Bybit lists them (order_open-order.mdx): a TP/SL or conditional order has a stopOrderType
-    # (StopLoss/TakeProfit: the whole position's, tpslMode Full; PartialStopLoss/PartialTakeProfit: its own
-    # size; Stop: a conditional order) and a trigger price; an ordinary order may carry the TP/SL it will
-    # set on the position when it fills.
+    # What kind of order it is (Bybit's stopOrderType, "" for an ordinary order): TakeProfit, StopLoss,
+    # TrailingStop, PartialTakeProfit, PartialStopLoss belong to the position; Stop is a conditional order.
     stop_order_type: str = ""
-    trigger_price: Decimal | None = None
-    tpsl_mode: str = ""
+    trigger_price: Decimal | None = None  # a conditional / TP/SL order's trigger (None: none)
+    trigger_direction: int = 0  # 1 rises to the trigger, 2 falls to it, 0 none
+    trigger_by: str = ""  # LastPrice, MarkPrice or IndexPrice ("" none)
+    tpsl_mode: str = ""  # Full or Partial: a TP/SL order's mode, or the mode of TP/SL attached to an order
+    take_profit: Decimal | None = None  # TP/SL attached to an ordinary or conditional order
     stop_loss: Decimal | None = None
-    take_profit: Decimal | None = None
+    close_on_trigger: bool = False
+    create_type: str = ""  # Bybit's createType: CreateByUser, CreateByStopLoss, ... ("" when not said)
 
     @property
     def is_stop_leg(self) -> bool:
-        """A stop-loss resting on the position (whole or partial): cancelling it widens the loss."""
+        """A take-profit, stop-loss or trailing stop of the position (any mode, any state): the exchange made
+        it, it only closes, and it goes when the position closes. Not an order Pilot placed to rest."""
+        return self.stop_order_type in STOP_LEG_TYPES
+
+    @property
+    def is_stop_loss(self) -> bool:
+        """A stop-loss of the position, whole (StopLoss) or partial (PartialStopLoss): what limits its loss,
+        so cancelling it widens the loss."""
         return self.stop_order_type in STOP_LOSS_TYPES
 
     @property
     def is_conditional(self) -> bool:
-        """Any order that waits for a trigger (TP/SL legs and conditional orders): not an ordinary order."""
-        return self.stop_order_type not in ("", "UNKNOWN")
+        """A conditional order (stopOrderType Stop): it enters the book only when its trigger is reached."""
+        return self.stop_order_type == "Stop"
 
+    @property
+    def is_untriggered(self) -> bool:
+        """Waiting for its trigger price: no part of it is on the book yet."""
+        return self.status == "Untriggered"
 
-STOP_LOSS_TYPES = frozenset({"StopLoss", "PartialStopLoss"})
+    @property
+    def is_ordinary(self) -> bool:
+        """An ordinary order (a limit or market order of the account's), neither a TP/SL nor conditional."""
+        return not self.stop_order_type
 
 
 # Executions that trade a quantity at a price (enum.mdx execType): the rest, Funding above all, move money

@@ -34,8 +34,8 @@ def test_a_stop_on_create_lands_on_the_position_and_closes_it_when_the_last_pric
     assert paper.position("BTCUSDT").size == Decimal("0.001")
     paper.set_prices("BTCUSDT", bid="78900", ask="78900.1", mark="78900")
     assert paper.position("BTCUSDT").size == 0 and paper.position("BTCUSDT").stop_loss == 0
-    trigger = paper.orders("BTCUSDT")[-1]
-    assert trigger.stop_order_type == "StopLoss" and trigger.reduce_only and trigger.side == "Sell"
+    [trigger] = [o for o in paper.orders("BTCUSDT") if o.stop_order_type == "StopLoss"]
+    assert trigger.status == "Filled" and trigger.reduce_only and trigger.side == "Sell"
 
     closed = session.get_closed_pnl(category="linear", symbol="BTCUSDT")["result"]["list"]
     assert (
@@ -52,7 +52,9 @@ def test_a_take_profit_triggers_too_and_a_short_stop_sits_above(paper, session):
     create(session, side="Sell", stopLoss="81000", takeProfit="79500")
     paper.set_prices("BTCUSDT", bid="79400", ask="79400.1", mark="79400")
     assert paper.position("BTCUSDT").size == 0
-    assert paper.orders("BTCUSDT")[-1].stop_order_type == "TakeProfit"
+    legs = {o.stop_order_type: o for o in paper.orders("BTCUSDT") if o.stop_order_type}
+    assert legs["TakeProfit"].status == "Filled" and legs["TakeProfit"].side == "Buy"
+    assert (legs["StopLoss"].status, legs["StopLoss"].cancel_type) == ("Deactivated", "CancelByTpSlTsClear")
 
 
 def test_a_stop_on_the_wrong_side_of_the_base_price_is_refused_with_10001(paper, session):

@@ -22,7 +22,7 @@ def test_the_rehearsal_shows_the_agents_stop_triggering_and_its_fill():
     done = json.loads(result.stdout)
     assert (done["plan"]["status"], done["placed"]["status"], done["triggered"]) == ("ok", "filled", True)
     trigger = done["trigger"]
-    assert trigger["stop_order_type"] == "StopLoss" and Decimal(trigger["last_price"]) <= Decimal("3000")
+    assert trigger["stop_order_type"] == "StopLoss" and Decimal(trigger["mark_price"]) <= Decimal("3000")
     (fill,) = done["fills"]
     assert fill["side"] == "Sell" and fill["qty"] == "0.01" and Decimal(fill["price"]) < Decimal("3000")
     assert Decimal(done["closed_pnl"]) < 0  # the crash went through the stop: a loss, as on Bybit

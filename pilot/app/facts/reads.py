@@ -174,8 +174,8 @@ def _stop_fields(order: ExchangeOrder) -> dict[str, Any]:
     the whole position's stop, PartialStopLoss for one of its own size, Stop for a conditional order); an
     ordinary order's stop-loss and take-profit, set on the position when it fills. Only what is set."""
     fields = {
-        "stop_type": order.stop_order_type if order.is_conditional else None,
-        "trigger_price": _num(order.trigger_price) if order.is_conditional else None,
+        "stop_type": order.stop_order_type if not order.is_ordinary else None,
+        "trigger_price": _num(order.trigger_price) if not order.is_ordinary else None,
         "tpsl_mode": order.tpsl_mode or None,
         "stop_loss": _num(order.stop_loss),
         "take_profit": _num(order.take_profit),

@@ -93,7 +93,7 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
     )
     if order is None:
         return Refusal.of(_not_open(ask), "no such open order; nothing was sent")
-    if order.is_conditional:
+    if not order.is_ordinary:
         return Refusal.of(_stop_order(ask, order), "a TP/SL or conditional order; nothing was sent")
     side = Side.BUY if order.side.lower() == "buy" else Side.SELL
     qty, price = (

@@ -176,7 +176,7 @@ async def judge_stop_cancel(
         ),
         None,
     )
-    if order is None or not order.is_stop_leg or order.trigger_price is None:
+    if order is None or not order.is_stop_loss or order.trigger_price is None:
         return None
     before = with_pending(held, read.pending)
     after = without_legs(before, frozenset({order.order_id}), whole=order.stop_order_type == "StopLoss")

@@ -12,66 +12,34 @@ from typing import Any
 
 from pilot.exchange.sim.accounts import ZERO, Accounts
 from pilot.exchange.sim.market import Market, floor_to
+from pilot.exchange.sim.orders import ACTIVE, DEACTIVATED, OPEN, SHORT_LIVED, SimOrder
 from pilot.exchange.sim.scenario import InstrumentSpec, Scenario
+from pilot.exchange.sim.stop_book import StopBook, attach_tpsl
 from pilot.exchange.sim.validation import (
     NewOrder,
     SimReject,
+    Tpsl,
     apply_price_limit,
     check_notional,
     check_price,
     check_qty,
+    last_price,
+    order_filter_of,
     parse_new_order,
+    parse_tpsl,
+    parse_trigger,
     pick,
     price_limits,
-    to_decimal,
 )
 
-OPEN = ("New", "PartiallyFilled")
-SHORT_LIVED = ("Cancelled", "Rejected", "Deactivated")  # order-list.mdx: queryable for 24 hours only
+__all__ = ["ACTIVE", "OPEN", "Engine", "SimClosedPnl", "SimExecution", "SimOrder"]
+
 DAY_MS = 86_400_000
 SHORT_RETENTION_MS = DAY_MS
 RETENTION_MS = 7 * DAY_MS  # order-list.mdx: other closed orders 7 days; beyond, only orders with fills
 MAX_CLOSED_ORDERS = 5_000  # the paper exchange's own bound on what it keeps
 MAX_EXECUTIONS = 20_000
 MODE_MISMATCH = "position idx not match position mode"
-
-
-@dataclass(slots=True)
-class SimOrder:
-    order_id: str
-    order_link_id: str
-    category: str
-    symbol: str
-    side: str
-    order_type: str
-    price: Decimal
-    qty: Decimal
-    time_in_force: str
-    reduce_only: bool
-    created_ms: int
-    updated_ms: int
-    status: str = "New"
-    cum_exec_qty: Decimal = ZERO
-    cum_exec_value: Decimal = ZERO
-    cum_exec_fee: Decimal = ZERO
-    reject_reason: str = "EC_NoError"
-    cancel_type: str = "UNKNOWN"
-    fee_coin: str = ""
-    last_price_on_created: Decimal = ZERO
-    position_idx: int = 0
-    hidden_reads: int = 0  # list reads left before the order shows (the acknowledgement lag)
-    take_profit: Decimal = ZERO  # TP/SL on create (tpslMode Full): set on the position once it fills
-    stop_loss: Decimal = ZERO
-    stop_order_type: str = ""  # "StopLoss" / "TakeProfit" for the closing order a trigger creates
-    create_type: str = "CreateByUser"  # moving market: "CreateByTakeOver_PassThrough" (liquidation.py)
-
-    @property
-    def leaves_qty(self) -> Decimal:
-        return self.qty - self.cum_exec_qty if self.status in OPEN else ZERO
-
-    @property
-    def is_buy(self) -> bool:
-        return self.side == "Buy"
 
 
 @dataclass(slots=True)
@@ -133,6 +101,8 @@ class Engine:
         self.ack_lag_reads = scenario.ack_lag_reads
         self.tpsl_on_create = scenario.tpsl_on_create
         self.seq = itertools.count(1)
+        self.stop_book = StopBook(self)
+        self.stop_book.adopt_position_stops()  # a scenario position's stopLoss / takeProfit: Full TP/SL
 
     def restart_seq(self, first: int) -> None:
         """Number fills from `first` on (after a restored state)."""
@@ -150,28 +120,36 @@ class Engine:
     # ---- create -------------------------------------------------------------------------------
 
     def create_order(self, category: str, params: dict[str, Any]) -> SimOrder:
-        """Validate like Bybit, then match: IOC/FOK take what they can, GTC rests, PostOnly never takes."""
+        """Validate like Bybit, then match: IOC/FOK take what they can, GTC rests, PostOnly never takes; an
+        order with triggerPrice waits, Untriggered, for its trigger (stop_book.py)."""
         new = parse_new_order(category, params)
         instrument = self.instrument(category, new.symbol)
         position_idx = self._position_idx(instrument, params)
         quote = self.market.quote(new.symbol)
         new = self._market_units(instrument, new, quote.ask)
         check_qty(instrument, new.qty)
+        trigger = parse_trigger(category, params, instrument)
         if new.price is not None:
             check_price(instrument, new.price)
-            new = _with_price(new, apply_price_limit(instrument, quote, new.side, new.price))
+            if trigger is None:  # a conditional order meets the band when it triggers
+                new = _with_price(new, apply_price_limit(instrument, quote, new.side, new.price))
         buy_limit, sell_limit = price_limits(instrument, quote)
         limit = new.price if new.price is not None else (buy_limit if new.side == "Buy" else sell_limit)
+        fill_price = new.price or (
+            trigger.price if trigger else (quote.ask if new.side == "Buy" else quote.bid)
+        )
         if not new.reduce_only:  # Bybit takes a closing order below the minimum value (dust closes)
-            check_notional(instrument, new.qty, new.price or (quote.ask if new.side == "Buy" else quote.bid))
+            check_notional(instrument, new.qty, fill_price)
         if new.order_link_id and (category, new.order_link_id) in self.links:
             raise SimReject(
                 pick(category, 110072, 170141),
                 "OrderLinkedID is duplicate" if category != "spot" else "Duplicate clientOrderId.",
             )
-        qty = self._reduce_only_qty(instrument, new) if new.reduce_only else new.qty
-        take_profit, stop_loss = self._tpsl_on_create(instrument, new, params, quote.mid)
-        self._check_balance(instrument, new, qty, limit)
+        tpsl = self._attached_tpsl(instrument, new, params)
+        qty = new.qty
+        if trigger is None:
+            qty = self._reduce_only_qty(instrument, new) if new.reduce_only else new.qty
+            self._check_balance(instrument, new.side == "Buy", new.reduce_only, qty, limit)
         now = self.clock_ms()
         order = SimOrder(
             str(uuid.uuid4()),
@@ -186,53 +164,37 @@ class Engine:
             new.reduce_only,
             now,
             now,
-            last_price_on_created=floor_to(quote.mid, instrument.tick_size),
+            last_price_on_created=last_price(quote, instrument),
             position_idx=position_idx,
             hidden_reads=self.ack_lag_reads,
-            take_profit=take_profit,
-            stop_loss=stop_loss,
         )
+        if tpsl is not None:
+            base = new.price or (trigger.price if trigger else last_price(quote, instrument))
+            attach_tpsl(order, tpsl, base)
+        if trigger is not None:
+            self.stop_book.place_conditional(instrument, trigger, params, order)
         self.prune(now)
         self.orders[order.order_id] = order
         if order.order_link_id:
             self.links[(category, order.order_link_id)] = order.order_id
-        self._match_new(instrument, order, limit)
+        if trigger is None:
+            self.match_new(instrument, order, limit)
+            self.trigger_stops([order.symbol])  # TP/SL its fill placed beyond today's price fire at once
         return order
 
-    def _tpsl_on_create(
-        self, instrument: InstrumentSpec, new: NewOrder, params: dict[str, Any], last: Decimal
-    ) -> tuple[Decimal, Decimal]:
-        """takeProfit / stopLoss on create (create-order.mdx): linear only, on the tick, on the right side of
-        the base price (the limit price, or the last price for a market order); 10001 otherwise."""
-        wanted = {name: params.get(name) for name in ("takeProfit", "stopLoss")}
-        if all(value in (None, "", "0") for value in wanted.values()):
-            return ZERO, ZERO
+    def _attached_tpsl(
+        self, instrument: InstrumentSpec, new: NewOrder, params: dict[str, Any]
+    ) -> Tpsl | None:
+        """takeProfit / stopLoss on create (create-order.mdx): linear only here, not on a reduce-only order
+        ("When reduceOnly is true, take profit/stop loss cannot be set"), tpslMode Full by default; the prices
+        are checked against the base price when they are attached."""
+        if not any(params.get(name) not in (None, "", "0", 0) for name in ("takeProfit", "stopLoss")):
+            return None
         if instrument.category != "linear":
             raise SimReject(170130, "params error: takeProfit/stopLoss are not supported here")
-        base = new.price if new.price is not None else last
-        prices = {}
-        for name, value in wanted.items():
-            if value in (None, "", "0"):
-                prices[name] = ZERO
-                continue
-            price = to_decimal(value, name, 10001)
-            check_price(instrument, price)
-            prices[name] = price
-        buy = new.side == "Buy"
-        take_profit, stop_loss = prices["takeProfit"], prices["stopLoss"]
-        if take_profit and (take_profit <= base if buy else take_profit >= base):
-            side = "higher" if buy else "lower"
-            raise SimReject(
-                10001,
-                f"TakeProfit:{take_profit} set for {new.side} position should be {side} than base_price:{base}",
-            )
-        if stop_loss and (stop_loss >= base if buy else stop_loss <= base):
-            side = "lower" if buy else "higher"
-            raise SimReject(
-                10001,
-                f"StopLoss:{stop_loss} set for {new.side} position should be {side} than base_price:{base}",
-            )
-        return take_profit, stop_loss
+        if new.reduce_only:
+            raise SimReject(10001, "params error: take profit/stop loss cannot be set on a reduce-only order")
+        return parse_tpsl(params, instrument)
 
     def _position_idx(self, instrument: InstrumentSpec, params: dict[str, Any]) -> int:
         """positionIdx as Bybit checks it: 0 in one-way mode, 1/2 (the legs) in hedge mode (10001 otherwise).
@@ -317,20 +279,28 @@ class Engine:
             )
         return min(new.qty, abs(size))
 
-    def _check_balance(self, instrument: InstrumentSpec, new: NewOrder, qty: Decimal, price: Decimal) -> None:
+    def _check_balance(
+        self, instrument: InstrumentSpec, buy: bool, reduce_only: bool, qty: Decimal, price: Decimal
+    ) -> None:
         if instrument.category == "spot":
-            self._check_spot_balance(instrument, new.side == "Buy", qty, price)
+            self._check_spot_balance(instrument, buy, qty, price)
             return
-        if new.reduce_only:
+        if reduce_only:
             return
         position = self.accounts.positions[instrument.symbol]
-        closable = (
-            abs(position.size) if position.size and (position.size > 0) != (new.side == "Buy") else ZERO
-        )
+        closable = abs(position.size) if position.size and (position.size > 0) != buy else ZERO
         opening = max(qty - closable, ZERO)
         required = opening * price / position.leverage + qty * price * self.taker_fee
         if required > self.available_margin():
             raise SimReject(110007, "ab not enough for new order")
+
+    def can_afford(self, instrument: InstrumentSpec, order: SimOrder, price: Decimal) -> bool:
+        """Whether the account has the margin for `order` at `price` now (a conditional order at its trigger)."""
+        try:
+            self._check_balance(instrument, order.is_buy, order.reduce_only, order.qty, price)
+        except SimReject:
+            return False
+        return True
 
     def _check_spot_balance(
         self, instrument: InstrumentSpec, buy: bool, qty: Decimal, price: Decimal
@@ -367,7 +337,7 @@ class Engine:
 
     # ---- matching ----------------------------------------------------------------------------
 
-    def _match_new(self, instrument: InstrumentSpec, order: SimOrder, limit: Decimal) -> None:
+    def match_new(self, instrument: InstrumentSpec, order: SimOrder, limit: Decimal) -> None:
         levels = self._crossing_levels(instrument, order, limit)
         if order.time_in_force == "PostOnly" and levels:
             self._close(order, "Cancelled", reason="EC_PostOnlyWillTakeLiquidity")
@@ -382,7 +352,7 @@ class Engine:
         if order.status not in OPEN:
             return
         if order.time_in_force in ("IOC", "FOK"):
-            self._cancel_rest(order, "EC_NoImmediateQtyToFill" if order.cum_exec_qty == 0 else "EC_NoError")
+            self.cancel_rest(order, "EC_NoImmediateQtyToFill" if order.cum_exec_qty == 0 else "EC_NoError")
         else:
             self.open_orders[order.order_id] = order
 
@@ -394,9 +364,18 @@ class Engine:
 
     def rematch(self, symbols: list[str]) -> None:
         """Fill resting orders whose price the new quotes cross, as maker at the order's own price; then
-        trigger the stops and targets the new prices reach."""
+        trigger the conditional and TP/SL orders the new prices reach. The one call after any price move."""
         self._rematch(symbols)
         self.trigger_stops(symbols)
+
+    def trigger_stops(self, symbols: list[str]) -> None:
+        """Fire the Untriggered orders of `symbols` whose trigger the prices now reach (stop_book.py)."""
+        self.stop_book.trigger(symbols)
+
+    def position_changed(self, symbol: str, before: Decimal) -> None:
+        """Call after anything changes a linear position's size (a fill here; a liquidation or an ADL
+        elsewhere): its TP/SL follow the size, and a position that closed or flipped loses them."""
+        self.stop_book.position_changed(symbol, before)
 
     def _rematch(self, symbols: list[str]) -> None:
         for order in list(self.open_orders.values()):
@@ -413,7 +392,7 @@ class Engine:
         if order.reduce_only:
             qty = min(qty, abs(self.accounts.positions[order.symbol].size))
             if qty <= 0:
-                self._cancel_rest(order, "EC_NoError", cancel_type="CancelByReduceOnly")
+                self.cancel_rest(order, "EC_NoError", cancel_type="CancelByReduceOnly")
                 return
         rate = self.maker_fee if maker else self.taker_fee
         now = self.clock_ms()
@@ -426,7 +405,8 @@ class Engine:
             closed = self.accounts.apply_linear_fill(order.symbol, signed, price, fee, now)
             if closed:
                 self._book_closed_pnl(order, closed, entry, before, price, fee, qty, now)
-            self._protect(order)
+            self.position_changed(order.symbol, before)
+            self.stop_book.attach(order, qty)
         else:
             fee = (qty if order.is_buy else qty * price) * rate
             fee_coin = instrument.base_coin if order.is_buy else instrument.quote_coin
@@ -458,7 +438,7 @@ class Engine:
         if order.status == "Filled":
             self.open_orders.pop(order.order_id, None)
         elif order.reduce_only and self.accounts.positions[order.symbol].size == 0:
-            self._cancel_rest(order, "EC_NoError", cancel_type="CancelByReduceOnly")
+            self.cancel_rest(order, "EC_NoError", cancel_type="CancelByReduceOnly")
 
     def _book_closed_pnl(
         self,
@@ -508,65 +488,7 @@ class Engine:
             row.fill_count, row.updated_ms = row.fill_count + 1, now
         del self.closed_pnl[: max(len(self.closed_pnl) - MAX_EXECUTIONS, 0)]
 
-    def _protect(self, order: SimOrder) -> None:
-        """TP/SL sent with a create apply to the whole position once it fills (tpslMode Full); a closed
-        position loses its TP/SL (trading-stop.mdx: the system cancels them when the position closes)."""
-        position = self.accounts.positions[order.symbol]
-        if position.size == 0:
-            position.take_profit = position.stop_loss = ZERO
-            return
-        if not self.tpsl_on_create:  # the scenario's lost stop: accepted with the create, never applied
-            return
-        if order.take_profit:
-            position.take_profit = order.take_profit
-        if order.stop_loss:
-            position.stop_loss = order.stop_loss
-
-    def trigger_stops(self, symbols: list[str]) -> None:
-        """Close a position whose stop-loss or take-profit the last price has reached (Bybit's default
-        trigger, LastPrice), with a reduce-only market order, as Bybit's system does."""
-        for symbol in symbols:
-            instrument = self.instruments.get(("linear", symbol))
-            position = self.accounts.positions.get(symbol)
-            if instrument is None or position is None or position.size == 0:
-                continue
-            last = floor_to(self.market.quote(symbol).mid, instrument.tick_size)
-            long = position.size > 0
-            hit = ""
-            if position.stop_loss and (last <= position.stop_loss if long else last >= position.stop_loss):
-                hit = "StopLoss"
-            elif position.take_profit and (
-                last >= position.take_profit if long else last <= position.take_profit
-            ):
-                hit = "TakeProfit"
-            if hit:
-                self._close_by_trigger(instrument, position.size, hit)
-
-    def _close_by_trigger(self, instrument: InstrumentSpec, size: Decimal, kind: str) -> None:
-        quote = self.market.quote(instrument.symbol)
-        buy_limit, sell_limit = price_limits(instrument, quote)
-        side = "Sell" if size > 0 else "Buy"
-        now = self.clock_ms()
-        order = SimOrder(
-            str(uuid.uuid4()),
-            "",
-            "linear",
-            instrument.symbol,
-            side,
-            "Market",
-            ZERO,
-            abs(size),
-            "IOC",
-            True,
-            now,
-            now,
-            last_price_on_created=floor_to(quote.mid, instrument.tick_size),
-            stop_order_type=kind,
-        )
-        self.orders[order.order_id] = order
-        self._match_new(instrument, order, sell_limit if side == "Sell" else buy_limit)
-
-    def _cancel_rest(self, order: SimOrder, reason: str, cancel_type: str = "UNKNOWN") -> None:
+    def cancel_rest(self, order: SimOrder, reason: str, cancel_type: str = "UNKNOWN") -> None:
         partly = order.cum_exec_qty > 0
         status = "PartiallyFilledCanceled" if partly and order.category == "spot" else "Cancelled"
         self._close(order, status, reason=reason, cancel_type=cancel_type)
@@ -598,39 +520,66 @@ class Engine:
         order = self.find(category, symbol, params.get("orderId"), params.get("orderLinkId"))
         if order is not None and order.status in OPEN:
             return order
-        if order is not None and order.status in ("Cancelled", "PartiallyFilledCanceled"):
+        if order is not None and order.status in ("Cancelled", "PartiallyFilledCanceled", DEACTIVATED):
             raise SimReject(pick(category, 110010, 170142), "Order has been cancelled")
         raise SimReject(pick(category, 110001, 170213), f"order not exists or too late to {verb}")
 
     def cancel_order(self, category: str, params: dict[str, Any]) -> SimOrder:
+        """Cancel one open order; a conditional or TP/SL order is Deactivated (with the leg bound to it)."""
         order = self._open_order(category, params, "cancel")
-        self._cancel_rest(order, "EC_NoError", cancel_type="CancelByUser")
+        if order.untriggered:
+            self.stop_book.cancel(order)
+        else:
+            self.cancel_rest(order, "EC_NoError", cancel_type="CancelByUser")
         return order
 
-    def cancel_all(self, category: str, symbol: str | None) -> list[SimOrder]:
-        orders = [
-            o
-            for o in self.open_orders.values()
-            if o.category == category and (symbol is None or o.symbol == symbol)
-        ]
-        for order in orders:
-            self._cancel_rest(order, "EC_NoError", cancel_type="CancelByUser")
-        return orders
+    def cancel_all(
+        self,
+        category: str,
+        symbol: str | None,
+        order_filter: str | None = None,
+        stop_order_type: str | None = None,
+    ) -> list[SimOrder]:
+        """cancel-all.mdx: on linear without orderFilter every kind (active, conditional, TP/SL, trailing);
+        Order the active orders; StopOrder the conditional and TP/SL orders, with stopOrderType Stop the
+        conditional ones only. Spot cancels its active orders by default."""
+        if category == "spot":
+            order_filter = order_filter or "Order"
+        wanted = order_filter_of(category, order_filter, stop_order_type)
+
+        def mine(order: SimOrder) -> bool:
+            return order.category == category and (symbol is None or order.symbol == symbol) and wanted(order)
+
+        active = [o for o in self.open_orders.values() if mine(o)]
+        waiting = [o for o in self.stop_book.waiting.values() if mine(o)]
+        for order in active:
+            self.cancel_rest(order, "EC_NoError", cancel_type="CancelByUser")
+        for order in waiting:
+            self.stop_book.cancel(order, with_pair=False)
+        return active + waiting
 
     def amend_order(self, category: str, params: dict[str, Any]) -> SimOrder:
+        """amend-order.mdx: an active order's qty, price and TP/SL ("0" cancels one); a conditional or TP/SL
+        order's trigger price (stop_book.py)."""
         order = self._open_order(category, params, "replace")
         instrument = self.instruments[(category, order.symbol)]
+        if order.untriggered:
+            self.stop_book.amend(instrument, order, params)
+            return order
         bad = pick(category, 10001, 170130)
         qty = Decimal(str(params["qty"])) if params.get("qty") not in (None, "") else order.qty
         price = Decimal(str(params["price"])) if params.get("price") not in (None, "") else order.price
-        if qty == order.qty and price == order.price:
-            raise SimReject(bad, "params error: nothing to amend")
         check_qty(instrument, qty)
         check_price(instrument, price)
         if qty <= order.cum_exec_qty:
             raise SimReject(
                 pick(category, 110064, 170313), "The modified qty must be greater than the filled qty"
             )
+        if category != "linear" and any(params.get(n) not in (None, "") for n in ("takeProfit", "stopLoss")):
+            raise SimReject(bad, "params error: takeProfit/stopLoss are not supported here")
+        tpsl_changed = self.stop_book.amend_attached(instrument, order, params, price)
+        if qty == order.qty and price == order.price and not tpsl_changed:
+            raise SimReject(bad, "params error: nothing to amend")
         order.qty, order.price, order.updated_ms = qty, price, self.clock_ms()
         self.rematch([order.symbol])
         return order
@@ -654,37 +603,12 @@ class Engine:
         position.updated_ms = self.clock_ms()
 
     def trading_stop(self, category: str, params: dict[str, Any]) -> None:
+        """/v5/position/trading-stop on a one-way linear position (stop_book.py has the rules)."""
         if category != "linear":
             raise SimReject(10001, "params error: category only support linear")
         instrument = self.instrument(category, str(params.get("symbol") or ""))
         self._position_idx(instrument, params)
-        position = self.accounts.positions[instrument.symbol]
-        if position.size == 0:
-            raise SimReject(10001, "can not set tp/sl/ts for zero position")
-        last = floor_to(self.market.quote(instrument.symbol).mid, instrument.tick_size)
-        long = position.size > 0
-        for name, attribute in (
-            ("takeProfit", "take_profit"),
-            ("stopLoss", "stop_loss"),
-            ("trailingStop", "trailing_stop"),
-        ):
-            if params.get(name) in (None, ""):
-                continue
-            value = Decimal(str(params[name]))
-            if value < 0:
-                raise SimReject(10001, f"params error: {name} cannot be less than 0")
-            if value and name != "trailingStop":
-                check_price(instrument, value)
-                above = name == "takeProfit" if long else name == "stopLoss"
-                if value <= last if above else value >= last:
-                    side, way = ("Buy" if long else "Sell"), ("higher" if above else "lower")
-                    label = "TakeProfit" if name == "takeProfit" else "StopLoss"
-                    raise SimReject(
-                        10001,
-                        f"{label}:{value} set for {side} position should be {way} than base_price:{last}",
-                    )
-            setattr(position, attribute, value)
-        position.updated_ms = self.clock_ms()
+        self.stop_book.trading_stop(instrument, params)
 
     def step(self) -> None:
         """Advance the random walks one step and fill what the new prices cross."""

@@ -11,7 +11,7 @@ from pilot.exchange.sim import views
 from pilot.exchange.sim.accounts import SETTLE_COIN, ZERO
 from pilot.exchange.sim.engine import OPEN, Engine
 from pilot.exchange.sim.scenario import ApiKeySpec
-from pilot.exchange.sim.validation import SimReject
+from pilot.exchange.sim.validation import SimReject, order_filter_of
 
 Params = dict[str, Any]
 KLINE_MS = {
@@ -210,7 +210,9 @@ def cancel_all(ctx: Context, params: Params) -> dict:
         params.get("symbol") or params.get("settleCoin") or params.get("baseCoin")
     ):
         raise SimReject(10001, "params error: symbol, baseCoin or settleCoin is required")
-    orders = ctx.engine.cancel_all(category, params.get("symbol") or None)
+    orders = ctx.engine.cancel_all(
+        category, params.get("symbol") or None, params.get("orderFilter"), params.get("stopOrderType")
+    )
     return {"list": [_ack(order) for order in orders], "success": "1"}
 
 
@@ -221,6 +223,7 @@ def _order_rows(ctx: Context, params: Params, category: str, open_orders: bool) 
     ):
         raise SimReject(10001, "params error: symbol, baseCoin or settleCoin is required")
     wanted_status = params.get("orderStatus")
+    kind = order_filter_of(category, params.get("orderFilter"))  # none sent: every kind of order
     rows = []
     for order in reversed(engine.orders.values()):
         if order.category != category or (order.status in OPEN) != open_orders:
@@ -233,7 +236,7 @@ def _order_rows(ctx: Context, params: Params, category: str, open_orders: bool) 
             continue
         if params.get("orderLinkId") and order.order_link_id != params["orderLinkId"]:
             continue
-        if wanted_status and order.status != wanted_status:
+        if (wanted_status and order.status != wanted_status) or not kind(order):
             continue
         rows.append(order)
     return rows

@@ -72,7 +72,7 @@ def liquidate(engine: Engine, symbol: str) -> SimOrder:
     """Take the position over: cancel the account's open linear orders, close it at its bankruptcy price."""
     for order in list(engine.open_orders.values()):
         if order.category == "linear":
-            engine._cancel_rest(order, "EC_NoError", cancel_type=CANCEL_BEFORE_LIQ)
+            engine.cancel_rest(order, "EC_NoError", cancel_type=CANCEL_BEFORE_LIQ)
     position = engine.accounts.positions[symbol]
     instrument = engine.instruments[("linear", symbol)]
     price = bankruptcy_price(engine, position)

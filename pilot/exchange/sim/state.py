@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pilot.exchange.sim.accounts import SimPosition
-from pilot.exchange.sim.engine import OPEN, Engine, SimClosedPnl, SimExecution, SimOrder
+from pilot.exchange.sim.engine import ACTIVE, Engine, SimClosedPnl, SimExecution, SimOrder
 from pilot.exchange.sim.market import Quote
 
 VERSION = 1
@@ -159,7 +159,8 @@ def restore(engine: Engine, data: dict[str, Any]) -> None:
             accounts.positions[position.symbol] = position
     orders = [_build(SimOrder, item) for item in data["orders"]]
     engine.orders = {o.order_id: o for o in orders}
-    engine.open_orders = {o.order_id: o for o in orders if o.status in OPEN}
+    engine.open_orders = {o.order_id: o for o in orders if o.status in ACTIVE}
+    engine.stop_book.waiting = {o.order_id: o for o in orders if o.untriggered}
     engine.links = {(o.category, o.order_link_id): o.order_id for o in orders if o.order_link_id}
     engine.executions = [_build_execution(item, engine.orders) for item in data["executions"]]
     engine.closed_pnl = [_build(SimClosedPnl, item) for item in data.get("closed_pnl", [])]
@@ -171,6 +172,7 @@ def restore(engine: Engine, data: dict[str, Any]) -> None:
         data.get("market") or {"paths": data.get("walks", {})},  # "walks": a file saved before time moved
     )
     engine.restart_seq(int(data["seq"]) + 1)
+    engine.stop_book.adopt_position_stops()  # a file from before TP/SL were orders kept them on the position
 
 
 def _plain(item: Any) -> dict[str, Any]:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from pilot.exchange.sim.market import Quote
+from pilot.exchange.sim.market import Quote, floor_to
+from pilot.exchange.sim.orders import CONDITIONAL, FALL, RISE, TRIGGER_BY, ZERO, SimOrder
 from pilot.exchange.sim.scenario import InstrumentSpec
 
 LINK_ID = re.compile(r"^[A-Za-z0-9_-]{1,36}$")
 TIME_IN_FORCE = ("GTC", "IOC", "FOK", "PostOnly")
+TPSL_MODES = ("Full", "Partial")
 
 
 class SimReject(Exception):
@@ -62,7 +65,7 @@ def parse_new_order(category: str, params: dict[str, Any]) -> NewOrder:
     link = str(params.get("orderLinkId") or "")
     if link and not LINK_ID.match(link):
         raise SimReject(bad, "params error: orderLinkId invalid")
-    reduce_only = params.get("reduceOnly") in (True, "true", "True", 1, "1")
+    reduce_only = is_true(params.get("reduceOnly"))
     if reduce_only and category == "spot":
         raise SimReject(bad, "params error: reduceOnly is not supported for spot")
     unit = str(
@@ -163,3 +166,174 @@ def check_notional(instrument: InstrumentSpec, qty: Decimal, price: Decimal) -> 
             if spot
             else f"The order value is below the minimum: {instrument.min_notional}",
         )
+
+
+def last_price(quote: Quote, instrument: InstrumentSpec) -> Decimal:
+    """The paper exchange's last traded price: the mid, floored to the tick."""
+    return floor_to(quote.mid, instrument.tick_size)
+
+
+def is_true(value: Any) -> bool:
+    """A boolean parameter as pybit and raw JSON send it."""
+    return value in (True, "true", "True", 1, "1")
+
+
+def given(params: dict[str, Any], name: str) -> bool:
+    """Whether a parameter was sent with a value ("" and null mean "not sent", as Bybit reads them)."""
+    return params.get(name) not in (None, "")
+
+
+def price_or_zero(params: dict[str, Any], name: str, instrument: InstrumentSpec) -> Decimal:
+    """A price parameter where "0" means none (takeProfit, stopLoss): ZERO, or a price on the tick."""
+    value = params.get(name)
+    if value in (None, "", "0", 0):
+        return ZERO
+    try:
+        price = Decimal(str(value))
+    except InvalidOperation:
+        raise SimReject(10001, f"params error: {name} invalid") from None
+    if not price.is_finite() or price < 0:
+        raise SimReject(10001, f"params error: {name} cannot be less than 0")
+    if price:
+        check_price(instrument, price)
+    return price
+
+
+def trigger_by(params: dict[str, Any], name: str, default: str = "LastPrice") -> str:
+    """tpTriggerBy / slTriggerBy / triggerBy: one of enum.mdx's triggerBy values (10001 otherwise)."""
+    value = str(params.get(name) or default)
+    if value not in TRIGGER_BY:
+        raise SimReject(10001, f"params error: {name} invalid")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Leg:
+    """One side of a TP/SL as sent: its trigger price (ZERO: cancel / none), what triggers it, and the order
+    it becomes (Market, or Limit at `limit_price`: Partial mode only)."""
+
+    price: Decimal
+    trigger_by: str
+    order_type: str = "Market"
+    limit_price: Decimal = ZERO
+
+
+@dataclass(frozen=True, slots=True)
+class Tpsl:
+    """TP/SL as sent with a create, an amend or to trading-stop; None for a side that was not sent."""
+
+    mode: str
+    take_profit: Leg | None
+    stop_loss: Leg | None
+
+    @property
+    def legs(self) -> tuple[tuple[str, Leg], ...]:
+        """("tp", leg) and ("sl", leg) for the sides that were sent."""
+        sides = (("tp", self.take_profit), ("sl", self.stop_loss))
+        return tuple((side, leg) for side, leg in sides if leg is not None)
+
+
+TPSL_NAMES = {"tp": ("takeProfit", "tpTriggerBy", "tpOrderType", "tpLimitPrice")}
+TPSL_NAMES["sl"] = ("stopLoss", "slTriggerBy", "slOrderType", "slLimitPrice")
+
+
+def parse_tpsl(params: dict[str, Any], instrument: InstrumentSpec, *, mode_required: bool = False) -> Tpsl:
+    """Read takeProfit / stopLoss with their trigger, order type and limit price (create-order.mdx,
+    trading-stop.mdx): tpslMode Full (the default on create) or Partial; a Limit TP/SL only in Partial mode,
+    with its limit price on the tick; 10001 for anything else."""
+    if mode_required and not given(params, "tpslMode"):
+        raise SimReject(10001, "params error: tpslMode is required")
+    mode = str(params.get("tpslMode") or "Full")
+    if mode not in TPSL_MODES:
+        raise SimReject(10001, "params error: tpslMode invalid")
+    legs: dict[str, Leg | None] = {}
+    for side, (name, trigger, kind, limit) in TPSL_NAMES.items():
+        if not given(params, name):
+            legs[side] = None
+            continue
+        order_type = str(params.get(kind) or "Market")
+        if order_type not in ("Market", "Limit"):
+            raise SimReject(10001, f"params error: {kind} invalid")
+        if order_type == "Limit" and mode == "Full":
+            raise SimReject(10001, f"{kind} only support Market when tpSlMode is Full")
+        limit_price = price_or_zero(params, limit, instrument) if order_type == "Limit" else ZERO
+        if order_type == "Limit" and not limit_price:
+            raise SimReject(10001, f"params error: {limit} is required for a Limit {name}")
+        legs[side] = Leg(
+            price_or_zero(params, name, instrument), trigger_by(params, trigger), order_type, limit_price
+        )
+    return Tpsl(mode, legs["tp"], legs["sl"])
+
+
+def check_tpsl_side(buy: bool, take_profit: Decimal, stop_loss: Decimal, base: Decimal) -> None:
+    """A take-profit beyond the base price in the position's favour, a stop-loss against it (10001), as
+    Bybit checks TP/SL on create, in trading-stop and in an amend. `buy`: the position is (or will be) long."""
+    side = "Buy" if buy else "Sell"
+    if take_profit and (take_profit <= base if buy else take_profit >= base):
+        way = "higher" if buy else "lower"
+        raise SimReject(
+            10001, f"TakeProfit:{take_profit} set for {side} position should be {way} than base_price:{base}"
+        )
+    if stop_loss and (stop_loss >= base if buy else stop_loss <= base):
+        way = "lower" if buy else "higher"
+        raise SimReject(
+            10001, f"StopLoss:{stop_loss} set for {side} position should be {way} than base_price:{base}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """A conditional order's trigger (create-order.mdx): price, direction (1 rise, 2 fall) and price type."""
+
+    price: Decimal
+    direction: int
+    by: str
+
+
+def parse_trigger(category: str, params: dict[str, Any], instrument: InstrumentSpec) -> Trigger | None:
+    """triggerPrice / triggerDirection / triggerBy on create: None for an ordinary order. Linear only here
+    (spot conditional and TP/SL orders are not traded by the paper exchange: 170130)."""
+    if params.get("triggerPrice") in (None, "", "0", 0):
+        return None
+    if category == "spot":
+        raise SimReject(170130, "paper exchange: spot conditional orders are not supported")
+    price = to_decimal(params.get("triggerPrice"), "triggerPrice", 10001)
+    check_price(instrument, price)
+    try:
+        direction = int(params.get("triggerDirection") or 0)
+    except (TypeError, ValueError):
+        direction = 0
+    if direction not in (RISE, FALL):
+        raise SimReject(10001, "params error: triggerDirection must be 1 (rise) or 2 (fall)")
+    return Trigger(price, direction, trigger_by(params, "triggerBy"))
+
+
+def check_trigger_direction(trigger: Decimal, direction: int, current: Decimal, by: str) -> None:
+    """A rising trigger above the market, a falling one below it (110092 / 110093, error.mdx)."""
+    if direction == RISE and trigger <= current:
+        raise SimReject(110092, f"expect Rising, but trigger_price[{trigger}] <= current[{current}]??{by}")
+    if direction == FALL and trigger >= current:
+        raise SimReject(110093, f"expect Falling, but trigger_price[{trigger}] >= current[{current}]??{by}")
+
+
+ORDER_FILTERS = ("Order", "StopOrder", "OpenOrder", "tpslOrder", "OcoOrder", "BidirectionalTpslOrder")
+
+
+def order_filter_of(
+    category: str, order_filter: str | None, stop_order_type: str | None = None
+) -> Callable[[SimOrder], bool]:
+    """The orders an orderFilter names (open-order.mdx, order-list.mdx, cancel-all.mdx): none sent, every
+    kind; `Order` (and cancel-all's `OpenOrder`) the ordinary orders; `StopOrder` the conditional and
+    TP/SL orders, with stopOrderType `Stop` the conditional ones only. An order keeps its kind after it
+    triggers. Spot's tpslOrder, OcoOrder and BidirectionalTpslOrder name nothing on paper."""
+    if not order_filter:
+        return lambda order: True
+    if order_filter not in ORDER_FILTERS:
+        raise SimReject(pick(category, 10001, 170130), "params error: orderFilter invalid")
+    if order_filter in ("Order", "OpenOrder"):
+        return lambda order: not order.stop_order_type
+    if order_filter == "StopOrder" and stop_order_type == CONDITIONAL:
+        return lambda order: order.stop_order_type == CONDITIONAL
+    if order_filter == "StopOrder":
+        return lambda order: bool(order.stop_order_type)
+    return lambda order: False

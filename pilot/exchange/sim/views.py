@@ -9,7 +9,7 @@ from pilot.exchange.sim.accounts import ZERO, Accounts, SimPosition
 from pilot.exchange.sim.engine import SimClosedPnl, SimExecution, SimOrder
 from pilot.exchange.sim.market import Quote
 from pilot.exchange.sim.scenario import ApiKeySpec, InstrumentSpec
-from pilot.exchange.sim.validation import price_limits
+from pilot.exchange.sim.validation import last_price, price_limits
 
 
 def num(value: Decimal) -> str:
@@ -35,16 +35,24 @@ def _decimals(step: Decimal) -> int:
 
 def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
     """An order as /v5/order/realtime and /v5/order/history write it (fields as in Bybit's 2025 answers:
-    "" for unset prices and for the average price of an order without fills, cumFeeDetail per coin)."""
+    "" for unset prices and for the average price of an order without fills, cumFeeDetail per coin).
+
+    A conditional or TP/SL order shows its trigger as the recorded ones do (a whole-position trailing stop
+    on Bybit's order stream, 2024-09: stopOrderType, triggerPrice, triggerBy, triggerDirection, createType,
+    reduceOnly and closeOnTrigger true, price "0" for a Market one, qty the position's size)."""
     tick, lot = instrument.tick_size, instrument.qty_step
     avg = order.cum_exec_value / order.cum_exec_qty if order.cum_exec_qty else ZERO
+
+    def price(value: Decimal, unset: str = "") -> str:
+        return step(value, tick) if value else unset
+
     return {
         "orderId": order.order_id,
         "orderLinkId": order.order_link_id,
-        "parentOrderLinkId": "",
+        "parentOrderLinkId": order.parent_order_link_id,
         "blockTradeId": "",
         "symbol": order.symbol,
-        "price": step(order.price, tick) if order.price else "0",
+        "price": price(order.price, "0"),
         "qty": step(order.qty, lot),
         "side": order.side,
         "isLeverage": "0" if order.category == "spot" else "",
@@ -66,21 +74,21 @@ def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
         "marketUnit": "",
         "slippageToleranceType": "UNKNOWN",
         "slippageTolerance": "0",
-        "triggerPrice": "",
-        "takeProfit": step(order.take_profit, tick) if order.take_profit else "",
-        "stopLoss": step(order.stop_loss, tick) if order.stop_loss else "",
-        "tpslMode": "Full" if order.take_profit or order.stop_loss else "",
+        "triggerPrice": price(order.trigger_price),
+        "takeProfit": price(order.take_profit),
+        "stopLoss": price(order.stop_loss),
+        "tpslMode": order.tpsl_mode,
         "ocoTriggerBy": "",
-        "tpLimitPrice": "0",
-        "slLimitPrice": "0",
-        "tpTriggerBy": "",
-        "slTriggerBy": "",
-        "triggerDirection": 0,
-        "triggerBy": "",
+        "tpLimitPrice": price(order.tp_limit_price, "0"),
+        "slLimitPrice": price(order.sl_limit_price, "0"),
+        "tpTriggerBy": order.tp_trigger_by,
+        "slTriggerBy": order.sl_trigger_by,
+        "triggerDirection": order.trigger_direction,
+        "triggerBy": order.trigger_by,
         "lastPriceOnCreated": step(order.last_price_on_created, tick) if order.last_price_on_created else "",
         "basePrice": "",
         "reduceOnly": order.reduce_only,
-        "closeOnTrigger": False,
+        "closeOnTrigger": order.close_on_trigger,
         "placeType": "",
         "smpType": "None",
         "smpGroup": 0,
@@ -106,7 +114,7 @@ def execution_view(execution: SimExecution, instrument: InstrumentSpec) -> dict[
         "leavesQty": step(execution.leaves_after, instrument.qty_step),
         "createType": order.create_type,
         "orderType": order.order_type,
-        "stopOrderType": "UNKNOWN",
+        "stopOrderType": order.stop_order_type or "UNKNOWN",
         "execFee": num(execution.fee),
         "execFeeV2": "",
         "execId": execution.exec_id,
@@ -251,11 +259,6 @@ def instrument_view(instrument: InstrumentSpec, symbol_id: int) -> dict[str, Any
         "isPreListing": False,
         "preListingInfo": None,
     }
-
-
-def last_price(quote: Quote, instrument: InstrumentSpec) -> Decimal:
-    tick = instrument.tick_size
-    return (quote.mid / tick).to_integral_value(rounding="ROUND_FLOOR") * tick
 
 
 def ticker_view(
