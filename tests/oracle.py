@@ -7,6 +7,7 @@ lands on the side of a rule's limit it was drawn for without asking the code und
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
@@ -112,45 +113,6 @@ def worst(position: Decimal, buys: Decimal, sells: Decimal) -> Decimal:
 # the price runs from the entry against the position, and at each stop level what triggers there closes.
 
 
-def lots_after(
-    policy: Policy, f: Facts, *, bare: bool = False
-) -> list[tuple[Decimal, Decimal, Decimal | None]]:
-    """The fills a growing linear order's worst case assumes, in order: (signed qty, price, whole stop).
-    `bare`: only the pending orders without a stop of their own fill (the ones carrying one never do)."""
-    side, sign = f.order.side, f.order.side.sign
-    fill = worst_entry(policy, f)
-    known = [p for p in f.pending.fills if p.side is side]
-    lots = [(p.qty * sign, p.price or fill, p.stop_loss) for p in known if not (bare and p.stop_loss)]
-    rest = f.pending.on_side(side) - sum((p.qty for p in known), Decimal(0))
-    if rest > 0:
-        lots.append((rest * sign, fill, None))
-    lots.append((f.order.qty * sign, fill, f.order.stop_loss))
-    return lots
-
-
-def stops_after(
-    policy: Policy, f: Facts, *, bare: bool = False
-) -> tuple[Decimal, Decimal, Decimal | None, list]:
-    """(signed size, average entry, whole stop, partial legs as (price, qty)) after every lot fills."""
-    size, cost = f.position.size, abs(f.position.size) * f.position.entry_price
-    whole, legs = f.position.stop_loss, [(leg.price, leg.qty) for leg in f.position.partial_stops]
-    carried: list[Decimal] = []
-    for qty, price, stop in lots_after(policy, f, bare=bare):
-        before, size = size, size + qty
-        if before == 0 or (before > 0) == (qty > 0):
-            cost += abs(qty) * price
-        elif size == 0 or (size > 0) != (before > 0):
-            cost, whole, legs, carried = abs(size) * price, None, [], []  # closed or flipped: stops cancelled
-        else:
-            cost -= abs(qty) * (cost / abs(before))
-        if stop is not None and size != 0 and (size > 0) == (qty > 0):
-            carried.append(stop)
-    if carried:
-        whole = min(carried) if size > 0 else max(carried)
-    entry = cost / abs(size) if size else Decimal(0)
-    return size, entry, whole, legs
-
-
 def sweep_loss(size: Decimal, entry: Decimal, whole: Decimal | None, legs: list) -> tuple[Decimal, Decimal]:
     """(loss of what the stops close, quantity left open) as the price runs from the entry through them."""
     long = size > 0
@@ -169,9 +131,71 @@ def sweep_loss(size: Decimal, entry: Decimal, whole: Decimal | None, legs: list)
 
 
 def worst_stops_loss(policy: Policy, f: Facts) -> Decimal:
-    """The loss a growing linear order is judged at: every pending order filling (the widest stop any carries
-    applying), or, for an order without a stop, only the pending ones without a stop filling too."""
-    losses = [sweep_loss(*stops_after(policy, f))[0]]
-    if f.order.stop_loss is None:
-        losses.append(sweep_loss(*stops_after(policy, f, bare=True))[0])
-    return max(losses)
+    """The loss a growing linear order is judged at, by brute force: the order fills at its worst entry; each
+    order pending on its side fills not at all, in full, or up to where the position reaches a partial leg's
+    size (between those the loss is linear); and whichever of the filled stop-carrying orders fills last sets
+    the whole stop (none: the position's stop now). The largest loss of all those ways."""
+    size, cost, whole, legs, _ = _after(f.position, worst_entry(policy, f), f.order)
+    if size == 0:
+        return Decimal(0)
+    side, fill = f.order.side, worst_entry(policy, f)
+    known = [p for p in f.pending.fills if p.side is side]
+    lots = [(p.qty, p.price or fill, p.stop_loss) for p in known]
+    rest = f.pending.on_side(side) - sum((p.qty for p in known), Decimal(0))
+    if rest > 0:
+        lots.append((rest, fill, None))
+    if (size > 0) != (side is Side.BUY):
+        lots = []  # the order shrank the position: its side's pending orders only shrink or flip it (no stops)
+    edges = sorted(_leg_edges(legs))
+    worst = Decimal(0)
+    for amounts in _amounts(lots, abs(size), edges, f.rules.qty_step):
+        taken = [(a, price, stop) for a, (_, price, stop) in zip(amounts, lots, strict=True) if a > 0]
+        total = abs(size) + sum(a for a, _, _ in taken)
+        entry = (cost + sum(a * price for a, price, _ in taken)) / total
+        carriers = [stop for _, _, stop in taken if stop is not None]
+        if f.order.stop_loss is not None and (size > 0) == (side is Side.BUY):
+            carriers.append(f.order.stop_loss)  # a stop sent with an order that only shrinks it sets nothing
+        for last in carriers or [whole]:
+            worst = max(worst, sweep_loss(total if size > 0 else -total, entry, last, legs)[0])
+    return worst
+
+
+def _after(position, fill: Decimal, order: OrderIntent):
+    """(signed size, cost, whole stop, legs, flipped) once the order fills on top of the position."""
+    signed = order.qty * order.side.sign
+    size, entry = position.size, position.entry_price
+    whole, legs = position.stop_loss, [(leg.price, leg.qty) for leg in position.partial_stops]
+    after = size + signed
+    if size == 0 or (size > 0) == (signed > 0):
+        return after, abs(size) * entry + abs(signed) * fill, order.stop_loss or whole, legs, False
+    if after == 0 or (after > 0) != (size > 0):
+        return after, abs(after) * fill, order.stop_loss, [], True
+    return after, abs(after) * entry, whole, legs, False
+
+
+def _leg_edges(legs: list) -> list[Decimal]:
+    """The position sizes at which one more partial leg is used up (sums of the legs' sizes)."""
+    edges, total = [], Decimal(0)
+    for _, qty in legs:
+        total += qty
+        edges.append(total)
+    sums = set(edges)
+    for i in range(len(legs)):  # any subset would do; two legs at most in the strategies
+        for j in range(i + 1, len(legs)):
+            sums.add(legs[i][1] + legs[j][1])
+        sums.add(legs[i][1])
+    return sorted(sums)
+
+
+def _amounts(lots: list, start: Decimal, edges: list[Decimal], step: Decimal):
+    """Every combination of fill amounts worth judging: each lot none, one lot step (enough for its stop to
+    be the one that applies) or all of it, and then any one lot cut where the position reaches a leg edge
+    instead (the loss is linear in each amount between those)."""
+    for picks in itertools.product(*[sorted({Decimal(0), min(step, qty), qty}) for qty, _, _ in lots]):
+        amounts = list(picks)
+        yield amounts
+        for i, (qty, _, _) in enumerate(lots):
+            others = start + sum(amounts) - amounts[i]
+            for edge in edges:
+                if others < edge < others + qty:
+                    yield [*amounts[:i], edge - others, *amounts[i + 1 :]]

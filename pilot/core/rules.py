@@ -67,15 +67,7 @@ from pilot.core.facts import (
 )
 from pilot.core.policy import EffectiveLimits, Policy, TradingWindow
 from pilot.core.risk import is_risk_reducing, worst_case_size
-from pilot.core.stops import (
-    Exposure,
-    Fill,
-    LossAtStops,
-    after_fills,
-    loss_at_stops,
-    loss_cap,
-    pending_fills,
-)
+from pilot.core.stops import Exposure, Fill, LossAtStops, loss_cap, pending_fills, worst_case
 from pilot.core.valuation import TAKER_FEE, liquidation_distance_pct, send_price, worst_fill_for
 from pilot.core.violations import Breach, NextAction, ToolCall, pct, plain, usd
 
@@ -690,34 +682,20 @@ def check_open_positions(s: Situation) -> Breach | None:
     )
 
 
-def position_left(s: Situation, stop: Decimal | None = None, qty: Decimal | None = None) -> Exposure:
-    """The position the order leaves at its worst, as its stops will close it (pilot.core.stops): the
-    position with every order pending on its side filled too, at its own price and stop, and this order
-    filled last at its worst fill with `stop` (default: the stop it carries) and `qty` (default: its own).
-    Spot has no position stops: there the order stands alone."""
+def position_left(
+    s: Situation, stop: Decimal | None = None, qty: Decimal | None = None
+) -> tuple[Exposure, LossAtStops]:
+    """The position the order leaves at its worst, with its loss at the stops Bybit will then apply
+    (pilot.core.stops.worst_case): the order filled at its worst fill with `stop` (default: the stop it
+    carries) and `qty` (default: its own), and the orders pending on its side filled as far, and in the
+    order, that loses most. Spot has no position stops: there the order stands alone."""
     order = s.order
-    base = Exposure.of(s.facts.position) if order.category == "linear" else Exposure(ZERO, ZERO)
-    fills = pending_fills(s.facts.pending, order.side, s.sent_price) if order.category == "linear" else []
+    linear = order.category == "linear"
+    base = Exposure.of(s.facts.position) if linear else Exposure(ZERO, ZERO)
+    pending = pending_fills(s.facts.pending, order.side, s.sent_price) if linear else []
     carried = order.stop_loss if stop is None else stop
     signed = order.signed_qty if qty is None else qty * order.side.sign
-    return after_fills(base, [*fills, Fill(signed, s.sent_price, carried)])
-
-
-def worst_at_stops(s: Situation, left: Exposure) -> tuple[Exposure, LossAtStops]:
-    """The position left and its loss at the stops, at their worst. With every pending order filled, the
-    widest stop any of them carries applies (position_left); but an order without a stop of its own may fill
-    while the ones carrying a stop never do, and then the position's stops now apply to it: that case is
-    judged too, and the one that loses more is the answer."""
-    cases = [left]
-    pending = s.facts.pending
-    if s.order.stop_loss is None and s.order.category == "linear" and pending is not None:
-        fills = pending_fills(pending, s.order.side, s.sent_price)
-        if any(fill.stop_loss is not None for fill in fills):
-            bare = [fill for fill in fills if fill.stop_loss is None]
-            order = Fill(s.order.signed_qty, s.sent_price)
-            cases.append(after_fills(Exposure.of(s.facts.position), [*bare, order]))
-    losses = [(case, loss_at_stops(case)) for case in cases]
-    return max(losses, key=lambda pair: pair[1].loss)
+    return worst_case(base, Fill(signed, s.sent_price, carried), pending, s.rules.qty_step)
 
 
 def loss_limit(s: Situation) -> tuple[Decimal, Code] | None:
@@ -734,7 +712,7 @@ def check_loss_per_trade(s: Situation) -> Breach | None:
     limit = loss_limit(s)
     if limit is None:
         return None
-    left, at_stops = worst_at_stops(s, position_left(s))
+    left, at_stops = position_left(s)
     if at_stops.uncovered >= abs(left.size):
         return None
     cap, rule = limit

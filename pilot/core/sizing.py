@@ -22,7 +22,7 @@ from pilot.core.rules import (
     stop_reference,
     take_profit_problem,
 )
-from pilot.core.stops import loss_at_stops, whole_stop_that_fits
+from pilot.core.stops import farthest_stop
 from pilot.core.valuation import ceil_to_step, floor_to_step, inside_band, price_on_tick
 from pilot.core.violations import Breach, NextAction, NothingFits, ToolCall, plain
 
@@ -271,18 +271,16 @@ def room_left(policy: Policy, facts: Facts) -> Room | None:
 
 def stop_for_qty(s: Situation, qty: Decimal, cap: Decimal) -> Decimal | None:
     """The farthest stop the order can carry with `qty` so that the position it leaves loses at most `cap` at
-    its stops (rules.position_left: the stop becomes the whole position's), rounded to the tick towards the
-    price; None when no stop beyond the price fits (a wider stop pending on the same side, say)."""
+    its stops (rules.position_left: the stop becomes the whole position's), on the tick beyond the price;
+    None when no stop beyond the price fits (a wider stop pending on the same side, say)."""
     if qty <= 0:
         return None
-    left = position_left(s, qty=qty)
-    stop = whole_stop_that_fits(left, cap, s.rules.tick_size)
-    if stop is None:
-        return None
-    reference = stop_reference(s)
-    if not (stop < reference if s.order.side is Side.BUY else stop > reference):
-        return None
-    return stop if loss_at_stops(position_left(s, stop, qty)).loss <= cap else None
+    long = s.order.side is Side.BUY
+
+    def loss(stop: Decimal) -> Decimal:
+        return position_left(s, stop, qty)[1].loss
+
+    return farthest_stop(loss, cap, long, stop_reference(s), s.rules.tick_size)
 
 
 def _default_stop(s: Situation) -> Decimal | None:

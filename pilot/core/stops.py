@@ -18,7 +18,7 @@ closes is uncovered: its loss is unbounded, which requireStopLoss refuses where 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
@@ -130,15 +130,83 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill]) -> Exposure:
 
 
 def with_pending(position: Position | None, pending: PendingOrders | None) -> Exposure:
-    """The position with every order pending on its side that carries no stop of its own filled too: what
-    the position's own stops must hold, and what changing them is judged on. (An order that carries a stop
-    replaces them when it fills, so it does not count here; an order judged with it counts it.)"""
+    """The position with the orders pending on its side that carry no stop of its own, filled as far as
+    makes its loss at its own stops worst (worst_fill_of): what the position's stops must hold, and what
+    changing them is judged on. (An order that carries a stop replaces them when it fills: it is judged
+    with them when it is planned, and a change to them then no longer applies.)"""
     base = Exposure.of(position)
     if base.size == 0:
         return base
     side = Side.BUY if base.long else Side.SELL
     bare = [fill for fill in pending_fills(pending, side, base.entry) if fill.stop_loss is None]
-    return after_fills(base, bare)
+    return worst_fill_of(base, base.stop_loss, bare)[0]
+
+
+def worst_case(
+    base: Exposure, order: Fill, pending: Sequence[Fill], step: Decimal
+) -> tuple[Exposure, LossAtStops]:
+    """The position an order leaves at its worst, with its loss at the stops, over every way the orders
+    pending on its side may fill (each in part, by whole lot steps of `step`, in full or not at all, and in
+    any order).
+
+    The order fills. The whole stop that then applies is the one of whichever stop-carrying order fills
+    last: the order's own, or a pending one's (which then filled at least one lot step); without either,
+    the position's stop now (and then no pending order carrying a stop filled). For each such stop the worst
+    is found by worst_fill_of.
+    """
+    forced = after_fills(base, [order])
+    if forced.size == 0:
+        return forced, LossAtStops(ZERO, ZERO)
+    same = [fill for fill in pending if (fill.qty > 0) == forced.long]
+    bare = [fill for fill in same if fill.stop_loss is None]
+    # The order filling last: its own stop (after_fills gave it to the position) with anything before it;
+    # without one, the stop now, and then no order carrying a stop may have filled.
+    cases = [worst_fill_of(forced, forced.stop_loss, same if order.stop_loss is not None else bare)]
+    for fill in same:  # a pending order carrying a stop fills last (one lot step at least) and sets it
+        if fill.stop_loss is None:
+            continue
+        least = min(step, abs(fill.qty)) if step > 0 else abs(fill.qty)
+        sign = 1 if fill.qty > 0 else -1
+        last = after_fills(forced, [Fill(least * sign, fill.price)])
+        rest = [other for other in same if other is not fill]
+        if abs(fill.qty) > least:
+            rest.append(Fill(fill.qty - least * sign, fill.price))
+        cases.append(worst_fill_of(last, fill.stop_loss, rest))
+    return max(cases, key=lambda case: (case[1].loss, case[1].uncovered))
+
+
+def worst_fill_of(
+    forced: Exposure, stop: Decimal | None, optional: Sequence[Fill]
+) -> tuple[Exposure, LossAtStops]:
+    """With `stop` as the whole stop, the worst of `forced` plus any part of the `optional` fills.
+
+    What the stops pay back depends only on how much there is to close, so for a given quantity the worst is
+    made of the worst entries (the highest for a long): the worst case is a prefix of the optional fills
+    sorted worst first, cut at a fill's end or where the quantity passes a partial leg's size (the loss is
+    linear in between). Each of those cuts is judged."""
+    start = replace(forced, stop_loss=stop)
+    long = start.long
+    ordered = sorted(optional, key=lambda fill: -fill.price if long else fill.price)
+    legs = sorted(start.partial, key=lambda leg: -leg.price if long else leg.price)
+    edges: list[Decimal] = []
+    total = ZERO
+    for leg in legs:
+        if stop is not None and not triggers_first(long, leg.price, stop):
+            break
+        total += leg.qty
+        edges.append(total)
+    best = (start, loss_at_stops(start))
+    current = start
+    for fill in ordered:
+        size = abs(current.size)
+        cuts = [edge - size for edge in edges if size < edge < size + abs(fill.qty)] + [abs(fill.qty)]
+        for cut in cuts:
+            probe = after_fills(current, [Fill(cut if long else -cut, fill.price)])
+            loss = loss_at_stops(probe)
+            if (loss.loss, loss.uncovered) > (best[1].loss, best[1].uncovered):
+                best = (probe, loss)
+        current = after_fills(current, [Fill(fill.qty, fill.price)])
+    return best
 
 
 def pending_fills(pending: PendingOrders | None, side: Side, price: Decimal) -> list[Fill]:
@@ -163,30 +231,6 @@ def loss_cap(limits: EffectiveLimits, equity: Decimal | None) -> tuple[Decimal, 
     if limits.max_loss_per_trade_pct is not None and equity is not None:
         caps.append((max(equity, ZERO) * limits.max_loss_per_trade_pct / 100, Code.MAX_LOSS_PER_TRADE_PCT))
     return min(caps, key=lambda pair: pair[0]) if caps else None
-
-
-def stop_for_position(size: Decimal, entry: Decimal, cap: Decimal, tick: Decimal) -> Decimal | None:
-    """The farthest whole stop at which the position loses at most `cap` (on the tick towards the entry),
-    or None when only a stop at or beyond the entry would."""
-    qty, fee = abs(size), TAKER_FEE
-    if qty == 0:
-        return None
-    if size > 0:
-        stop = max(ceil_to_step((entry * (1 + fee) - cap / qty) / (1 - fee), tick), tick)
-        return stop if stop < entry else None
-    stop = floor_to_step((cap / qty + entry * (1 - fee)) / (1 + fee), tick)
-    return stop if stop > entry else None
-
-
-def whole_stop_that_fits(exposure: Exposure, cap: Decimal, tick: Decimal) -> Decimal | None:
-    """The farthest whole stop for this position that keeps its loss at the stops within `cap`, or None.
-
-    Solved as if the whole stop closed everything (partial legs that trigger first only lose less), then
-    checked on the position with its legs."""
-    stop = stop_for_position(exposure.size, exposure.entry, cap, tick)
-    if stop is None or loss_at_stops(replace(exposure, stop_loss=stop)).loss > cap:
-        return None
-    return stop
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,9 +328,16 @@ def check_trading_stop(
     """Violations of setting the position's whole stop to `new` (None: removed), as set_trading_stop does,
     judged on the position with the orders pending on its side that carry no stop (with_pending): the next
     action moves it no farther than the farthest stop that fits, or keeps it where it is."""
-    symbol, before = position.symbol, with_pending(position, pending)
+    symbol = position.symbol
+    before, after = with_pending(position, pending), with_pending(replace(position, stop_loss=new), pending)
     cap = loss_cap(policy.limits_for(symbol), equity)
-    fits = whole_stop_that_fits(before, cap[0], tick) if cap is not None else None
+    fits = None
+    if cap is not None and before.size != 0:
+
+        def loss(stop: Decimal) -> Decimal:
+            return loss_at_stops(with_pending(replace(position, stop_loss=stop), pending)).loss
+
+        fits = farthest_stop(loss, cap[0], before.long, position.entry_price, tick)
     if fits is not None and fits != position.stop_loss:
         args = {"symbol": symbol, "stop_loss": plain(fits)}
         fix = NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(fits)}")
@@ -296,14 +347,41 @@ def check_trading_stop(
     else:
         fix = NextAction.stop("no farther stop fits the loss limit", human=RAISE_LOSS_CAP)
     what = "removing the stop" if new is None else f"a stop at {plain(new)}"
-    after = replace(before, stop_loss=new)
     return check_stop_change(policy, state, symbol, (before, after), equity, what, fix)
 
 
 RAISE_LOSS_CAP = "raise maxLossPerTradeUsd/Pct, or turn requireStopLoss off, in policy.json"
 
 
-def without_legs(exposure: Exposure, order_ids: frozenset[str], *, whole: bool) -> Exposure:
+def without_legs(position: Position, order_ids: frozenset[str], *, whole: bool) -> Position:
     """The position's stops after cancelling the partial legs with these ids (and the whole stop if `whole`)."""
-    partial = tuple(leg for leg in exposure.partial if leg.order_id not in order_ids)
-    return replace(exposure, stop_loss=None if whole else exposure.stop_loss, partial=partial)
+    partial = tuple(leg for leg in position.partial_stops if leg.order_id not in order_ids)
+    return replace(position, stop_loss=None if whole else position.stop_loss, partial_stops=partial)
+
+
+def farthest_stop(
+    loss: Callable[[Decimal], Decimal], cap: Decimal, long: bool, reference: Decimal, tick: Decimal
+) -> Decimal | None:
+    """The farthest stop on the tick strictly beyond `reference` (below it for a long) whose `loss` is at most
+    `cap`, or None when not even the nearest one fits. `loss` must grow as the stop moves away."""
+    if tick <= 0:
+        return None
+    nearest = ceil_to_step(reference, tick) - tick if long else floor_to_step(reference, tick) + tick
+    if nearest <= 0 or loss(nearest) > cap:
+        return None
+    steps = int(nearest / tick) - 1 if long else 1
+    if not long:  # no floor above: widen until it breaks
+        while loss(nearest + steps * tick) <= cap:
+            if steps > 2**64:  # the stop no longer matters (partial legs close it all first): any fits
+                return nearest + steps * tick
+            steps *= 2
+    fits, breaks = 0, steps + (1 if long else 0)
+    if long and loss(tick) <= cap:
+        return tick
+    while breaks - fits > 1:
+        middle = (fits + breaks) // 2
+        if loss(nearest - middle * tick if long else nearest + middle * tick) <= cap:
+            fits = middle
+        else:
+            breaks = middle
+    return nearest - fits * tick if long else nearest + fits * tick

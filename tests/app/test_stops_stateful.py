@@ -32,12 +32,14 @@ from typing import Any
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from pybit.exceptions import InvalidRequestError
 
 from pilot.app.orders import amend, cancel_and_leverage, close, place, plan, protection
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import OrderType, Side
 from pilot.exchange.sim import start_paper_exchange
+from tests.exchange.conftest import raw_session
 from tests.scenarios import article_scenario
 
 from .conftest import POLICY, FakeClock, open_test_runtime
@@ -167,7 +169,7 @@ class StopInvariant(RuleBasedStateMachine):
 
     @rule(pick=st.integers(0, 10))
     def cancel_one(self, pick: int) -> None:
-        resting = self.paper.open_orders(SYMBOL)
+        resting = self.paper.open_orders(SYMBOL) + self.paper.waiting_orders(SYMBOL)
         if not resting:
             return
         order = resting[pick % len(resting)]
@@ -202,6 +204,30 @@ class StopInvariant(RuleBasedStateMachine):
         closed = self.run(close.close_position(self.runtime, SYMBOL, Decimal(part) if part else None))
         self.story.append(f"close {part}: {closed.status}")
 
+    @rule(ticks=st.integers(10, 20_000), part=st.sampled_from(["0.001", "0.01", "0.05"]))
+    def human_adds_a_partial_stop(self, ticks: int, part: str) -> None:
+        """A human sets a partial stop-loss in the exchange's app (trading-stop, tpslMode Partial): Pilot
+        sees it as one of the position's legs. It only ever limits the loss."""
+        position = self.paper.position(SYMBOL)
+        if position.size == 0 or Decimal(part) > abs(position.size):
+            return
+        long = position.size > 0
+        stop = self.price - ticks * TICK if long else self.price + ticks * TICK
+        if stop <= 0:
+            return
+        session = raw_session(self.paper)
+        try:
+            session.set_trading_stop(
+                category="linear", symbol=SYMBOL, tpslMode="Partial", positionIdx=0,
+                stopLoss=str(stop), slSize=part,
+            )  # fmt: skip
+            said = "done"
+        except InvalidRequestError as refused:  # e.g. the stop on the wrong side of the last price
+            said = f"refused {refused.status_code}"
+        finally:
+            session.client.close()
+        self.story.append(f"human partial stop {part} at {stop}: {said}")
+
     # ---- what the market and the machine do -------------------------------------------------------
 
     @rule(moves=st.lists(st.integers(-30, 30), min_size=1, max_size=8))
@@ -234,7 +260,7 @@ class StopInvariant(RuleBasedStateMachine):
             return
         legs = [
             (o.trigger_price, o.qty - o.cum_exec_qty)
-            for o in self.paper.open_orders(SYMBOL)
+            for o in self.paper.waiting_orders(SYMBOL)
             if o.stop_order_type == "PartialStopLoss"
         ]
         whole = position.stop_loss or None

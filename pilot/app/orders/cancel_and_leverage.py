@@ -178,8 +178,8 @@ async def judge_stop_cancel(
     )
     if order is None or not order.is_stop_loss or order.trigger_price is None:
         return None
-    before = with_pending(held, read.pending)
-    after = without_legs(before, frozenset({order.order_id}), whole=order.stop_order_type == "StopLoss")
+    cancelled = without_legs(held, frozenset({order.order_id}), whole=order.stop_order_type == "StopLoss")
+    before, after = with_pending(held, read.pending), with_pending(cancelled, read.pending)
     keep = NextAction.stop(
         "keep this stop; to move it, call set_trading_stop with a stop the loss rules allow",
         human=RAISE_LOSS_CAP,

@@ -68,7 +68,7 @@ async def _judge_cancel_all(runtime: Runtime, symbol: str | None) -> ActionAnswe
     )
     for position, read in positions:
         before = with_pending(position, read.pending)
-        after = replace(before, stop_loss=None, partial=())
+        after = with_pending(replace(position, stop_loss=None, partial_stops=()), read.pending)
         what = f"cancelling the {position.symbol} stops"
         change = (before, after)
         violations = check_stop_change(

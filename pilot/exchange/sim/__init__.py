@@ -359,6 +359,12 @@ class PaperExchange:
         with self._lock:
             return [o for o in self._engine.open_orders.values() if symbol is None or o.symbol == symbol]
 
+    def waiting_orders(self, symbol: str | None = None) -> list[SimOrder]:
+        """The orders waiting for their trigger (TP/SL, trailing stops, conditional orders: Untriggered)."""
+        with self._lock:
+            waiting = self._engine.stop_book.waiting.values()
+            return [o for o in waiting if o.untriggered and (symbol is None or o.symbol == symbol)]
+
     def executions(self) -> list[SimExecution]:
         with self._lock:
             return list(self._engine.executions)
