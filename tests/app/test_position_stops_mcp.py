@@ -14,6 +14,7 @@ import pytest
 from mcp import Client
 
 from pilot.server import build_server
+from tests.exchange.conftest import raw_session
 
 from .conftest import CREATE, call, write_policy
 
@@ -88,3 +89,50 @@ async def test_cancel_all_keeps_the_stops_unless_asked_and_asking_is_judged(runt
         assert wipe["next_safe_action"]["tool"] == "cancel_all_orders"
         assert "include_stops" not in wipe["next_safe_action"]["args"]
     assert paper.position("ETHUSDT").stop_loss == Decimal("3090")
+
+
+async def test_the_positions_stop_is_listed_as_an_order_and_cancelling_it_is_judged(runtime, paper, tmp_path):
+    # order_open-order.mdx: a TP/SL is an order (stopOrderType StopLoss, Untriggered, with its triggerPrice).
+    write_policy(tmp_path, maxLossPerTradeUsd=5, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        await _hold(client, "0.2", "3090")
+        listed = await call(client, "get_open_orders", {"symbol": "ETHUSDT"})
+        (stop,) = [row for row in listed["data"] if row.get("stop_type") == "StopLoss"]
+        assert stop["trigger_price"] == "3090" and stop["status"] == "Untriggered"
+        positions = await call(client, "get_positions", {"symbol": "ETHUSDT"})
+        assert positions["data"][0]["stop_loss"] == "3090"
+
+        refused = await call(client, "cancel_order", {"symbol": "ETHUSDT", "order_id": stop["order_id"]})
+        assert refused["status"] == "refused"
+        assert refused["violations"][0]["rule"] == "maxLossPerTradeUsd"
+        assert refused["violations"][0]["attempted"] == "unbounded"
+        assert paper.position("ETHUSDT").stop_loss == Decimal("3090")  # nothing was sent
+
+        write_policy(tmp_path, **ROOMY)  # no stop rule: a stop is the trader's to cancel
+        done = await call(client, "cancel_order", {"symbol": "ETHUSDT", "order_id": stop["order_id"]})
+        assert done["status"] == "done"
+    assert paper.position("ETHUSDT").stop_loss == 0
+
+
+async def test_a_humans_partial_stop_counts_as_one_of_the_positions_stops(runtime, paper, tmp_path):
+    # position_trading-stop.mdx: tpslMode Partial adds a stop-loss for slSize beside the whole one.
+    write_policy(tmp_path, maxLossPerTradeUsd=5, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        await _hold(client, "0.2", "3090")
+        session = raw_session(paper)
+        try:
+            session.set_trading_stop(
+                category="linear", symbol="ETHUSDT", tpslMode="Partial", positionIdx=0,
+                stopLoss="3095", slSize="0.1",
+            )  # fmt: skip
+        finally:
+            session.client.close()
+        # With half of it closed at 3095 first, the whole stop may move to where 0.1 more of loss fits.
+        refused = await call(client, "set_trading_stop", {"symbol": "ETHUSDT", "stop_loss": "3000"})
+        assert refused["status"] == "refused"
+        fix = refused["next_safe_action"]["args"]["stop_loss"]
+        # Alone, the whole stop of 0.2 ETH from 3100.01 may go down to 3078.41 within $5; with 0.1 of it
+        # closed at 3095 first (losing $0.84), to 3061.82: 0.84 + 0.1 x (3100.01 - 3061.82 + fees) = 5.
+        assert Decimal(fix) == Decimal("3061.82")
+        moved = await call(client, "set_trading_stop", {"symbol": "ETHUSDT", "stop_loss": fix})
+        assert moved["status"] == "done"
