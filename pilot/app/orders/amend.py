@@ -120,17 +120,7 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
         price = price_on_tick(price, tick, side)
         qty = order.cum_exec_qty + floor_to_step(remaining, step)
         intent = replace(intent, qty=qty - order.cum_exec_qty, limit_price=price)
-    # The resting order's remainder is replaced by the amended one: it no longer counts as pending.
-    if facts.pending is not None:
-        leaves = max(order.qty - order.cum_exec_qty, Decimal(0))
-        pending = facts.pending
-        pending = PendingOrders(
-            max(pending.buy_qty - (leaves if side is Side.BUY else 0), Decimal(0)),
-            max(pending.sell_qty - (leaves if side is Side.SELL else 0), Decimal(0)),
-            tuple(fill for fill in pending.fills if fill.order_id != order.order_id),
-        )
-        facts = replace(facts, pending=pending)
-    facts = replace(facts, order=intent, can_reach_human=False)
+    facts = replace(facts, pending=_without(facts.pending, order, side), order=intent, can_reach_human=False)
     result = evaluate(view.policy, facts)
     violations, next_action = with_policy_issues(view, result)
     if gathered.hedged is not None:
@@ -143,6 +133,18 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
         violations, next_action = [broken], broken.next
     violations = [replace(v, next=_as_amend(ask, order, v.next) or v.next) for v in violations]
     return Judged(order, qty, price, facts, result, violations, _as_amend(ask, order, next_action))
+
+
+def _without(pending: PendingOrders | None, order: ExchangeOrder, side: Side) -> PendingOrders | None:
+    """The pending exposure with the resting order's remainder taken out: the amended order replaces it."""
+    if pending is None:
+        return None
+    leaves = max(order.qty - order.cum_exec_qty, Decimal(0))
+    return PendingOrders(
+        max(pending.buy_qty - (leaves if side is Side.BUY else 0), Decimal(0)),
+        max(pending.sell_qty - (leaves if side is Side.SELL else 0), Decimal(0)),
+        tuple(fill for fill in pending.fills if fill.order_id != order.order_id),
+    )
 
 
 async def plan_amend(runtime: Runtime, ask: AmendAsk) -> PlanAnswer:
