@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal as D
 
@@ -34,14 +35,23 @@ def facts(qty: str, order_type: OrderType = OrderType.MARKET) -> Facts:
     return Facts(order, BTC, TOUCH, Position.flat("BTCUSDT"), D(1000), 3, TradingState.ACTIVE, NOW)
 
 
-def rate(label: str, subject: Facts, seconds: float = 1.5) -> float:
+# The loss rule judged on the position it leaves, at its stops (pilot.core.stops): a short with its stop.
+LOSS_POLICY = POLICY.model_copy(update={"max_loss_per_trade_usd": D(5)})
+SHORT = Position("BTCUSDT", D("-0.0001"), D("80300"), D(1), stop_loss=D("81000"))
+
+
+def with_stop(subject: Facts) -> Facts:
+    return replace(subject, order=replace(subject.order, stop_loss=D("80500")), position=SHORT)
+
+
+def rate(label: str, subject: Facts, seconds: float = 1.5, policy: Policy = POLICY) -> float:
     count, start = 0, time.perf_counter()
     while time.perf_counter() - start < seconds:
         for _ in range(500):
-            evaluate(POLICY, subject)
+            evaluate(policy, subject)
         count += 500
     per_second = count / (time.perf_counter() - start)
-    print(f"{label:<48} {per_second:>10,.0f} evaluations/s")
+    print(f"{label:<54} {per_second:>10,.0f} evaluations/s")
     return per_second
 
 
@@ -49,6 +59,9 @@ def main() -> None:
     passing = rate("passing market sell (typical)", facts("0.0003"))
     rate("passing limit sell", facts("0.0003", OrderType.LIMIT))
     rate("refused over the cap (with a size suggestion)", facts("0.0005"))
+    rate(
+        "passing with its stop, adding to a short (loss rule)", with_stop(facts("0.0002")), policy=LOSS_POLICY
+    )
     print(f"target 50,000/s for a typical passing order: {passing / 50_000:.2f}x the target")
 
 

@@ -158,6 +158,8 @@ def worst_case(
     if forced.size == 0:
         return forced, LossAtStops(ZERO, ZERO)
     same = [fill for fill in pending if (fill.qty > 0) == forced.long]
+    if not same:
+        return forced, loss_at_stops(forced)
     bare = [fill for fill in same if fill.stop_loss is None]
     # The order filling last: its own stop (after_fills gave it to the position) with anything before it;
     # without one, the stop now, and then no order carrying a stop may have filled.
@@ -184,7 +186,9 @@ def worst_fill_of(
     made of the worst entries (the highest for a long): the worst case is a prefix of the optional fills
     sorted worst first, cut at a fill's end or where the quantity passes a partial leg's size (the loss is
     linear in between). Each of those cuts is judged."""
-    start = replace(forced, stop_loss=stop)
+    start = forced if stop == forced.stop_loss else replace(forced, stop_loss=stop)
+    if not optional:  # the common case: nothing pending on the side, one position to judge
+        return start, loss_at_stops(start)
     long = start.long
     ordered = sorted(optional, key=lambda fill: -fill.price if long else fill.price)
     legs = sorted(start.partial, key=lambda leg: -leg.price if long else leg.price)
@@ -212,7 +216,7 @@ def worst_fill_of(
 def pending_fills(pending: PendingOrders | None, side: Side, price: Decimal) -> list[Fill]:
     """The orders pending on `side` as fills, the known ones at their own price and stop; the rest of the
     side's quantity at `price` without a stop."""
-    if pending is None:
+    if pending is None or (not pending.fills and not pending.on_side(side)):
         return []
     known = [f for f in pending.fills if f.side is side]
     fills = [Fill(f.qty * side.sign, f.price or price, f.stop_loss) for f in known]
