@@ -134,7 +134,8 @@ def worst_stops_loss(policy: Policy, f: Facts) -> Decimal:
     """The loss a growing linear order is judged at, by brute force: the order fills at its worst entry; each
     order pending on its side fills not at all, in full, or up to where the position reaches a partial leg's
     size (between those the loss is linear); and whichever of the filled stop-carrying orders fills last sets
-    the whole stop (none: the position's stop now). The largest loss of all those ways."""
+    the whole stop, or none does (the rest of an order filled after its first part brings no stop) and the
+    position's stop now applies. The largest loss of all those ways."""
     size, cost, whole, legs, _ = _after(f.position, worst_entry(policy, f), f.order)
     if size == 0:
         return Decimal(0)
@@ -155,7 +156,7 @@ def worst_stops_loss(policy: Policy, f: Facts) -> Decimal:
         carriers = [stop for _, _, stop in taken if stop is not None]
         if f.order.stop_loss is not None and (size > 0) == (side is Side.BUY):
             carriers.append(f.order.stop_loss)  # a stop sent with an order that only shrinks it sets nothing
-        for last in carriers or [whole]:
+        for last in [*carriers, whole]:  # a filled order carrying a stop may not have set it (a later part)
             worst = max(worst, sweep_loss(total if size > 0 else -total, entry, last, legs)[0])
     return worst
 

@@ -130,15 +130,14 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill]) -> Exposure:
 
 
 def with_pending(position: Position | None, pending: PendingOrders | None) -> Exposure:
-    """The position with the orders pending on its side that carry no stop of its own, filled as far as
-    makes its loss at its own stops worst (worst_fill_of): what the position's stops must hold, and what
-    changing them is judged on. (An order that carries a stop replaces them when it fills: it is judged
-    with them when it is planned, and a change to them then no longer applies.)"""
+    """The position with the orders pending on its side filled as far as makes its loss at its own stops
+    worst (worst_fill_of): what the position's stops must hold, and what changing them is judged on. A
+    pending order's own stop is not counted on: what is left of it may fill after its first part set it."""
     base = Exposure.of(position)
     if base.size == 0:
         return base
     side = Side.BUY if base.long else Side.SELL
-    bare = [fill for fill in pending_fills(pending, side, base.entry) if fill.stop_loss is None]
+    bare = [replace(fill, stop_loss=None) for fill in pending_fills(pending, side, base.entry)]
     return worst_fill_of(base, base.stop_loss, bare)[0]
 
 
@@ -160,10 +159,10 @@ def worst_case(
     same = [fill for fill in pending if (fill.qty > 0) == forced.long]
     if not same:
         return forced, loss_at_stops(forced)
-    bare = [fill for fill in same if fill.stop_loss is None]
     # The order filling last: its own stop (after_fills gave it to the position) with anything before it;
-    # without one, the stop now, and then no order carrying a stop may have filled.
-    cases = [worst_fill_of(forced, forced.stop_loss, same if order.stop_loss is not None else bare)]
+    # without one, the stop now. A pending order carrying a stop may fill without setting it too (a rest
+    # filled after its first part: the stop came with the first fill), so any of them may fill here.
+    cases = [worst_fill_of(forced, forced.stop_loss, [replace(fill, stop_loss=None) for fill in same])]
     for fill in same:  # a pending order carrying a stop fills last (one lot step at least) and sets it
         if fill.stop_loss is None:
             continue

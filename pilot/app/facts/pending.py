@@ -89,11 +89,16 @@ async def read_pending(
 
 
 def partial_stop_legs(open_orders: Sequence[ExchangeOrder]) -> tuple[StopLeg, ...]:
-    """The partial stop-loss orders among the open ones, as legs of their position's stops."""
+    """The partial stop-loss orders among the open ones, as legs of their position's stops. A leg that
+    becomes a limit order when it triggers (slOrderType Limit) is no sure exit: its limit may never fill,
+    so it is not counted."""
     return tuple(
         StopLeg(order.trigger_price, order.qty - order.cum_exec_qty, order.order_id)
         for order in open_orders
-        if order.stop_order_type == "PartialStopLoss" and order.trigger_price is not None and order.qty > 0
+        if order.stop_order_type == "PartialStopLoss"
+        and order.trigger_price is not None
+        and order.qty > 0
+        and order.order_type != "Limit"
     )
 
 
