@@ -327,10 +327,12 @@ def check_trading_stop(
     new: Decimal | None,
     tick: Decimal,
     pending: PendingOrders | None = None,
+    market: Decimal | None = None,
 ) -> list[Violation]:
     """Violations of setting the position's whole stop to `new` (None: removed), as set_trading_stop does,
-    judged on the position with the orders pending on its side that carry no stop (with_pending): the next
-    action moves it no farther than the farthest stop that fits, or keeps it where it is."""
+    judged on the position with the orders pending on its side (with_pending): the next action moves it no
+    farther than the farthest stop that fits, beyond both the entry and `market` (the price now: Bybit
+    refuses a long's stop at or above it), or keeps it where it is."""
     symbol = position.symbol
     before, after = with_pending(position, pending), with_pending(replace(position, stop_loss=new), pending)
     cap = loss_cap(policy.limits_for(symbol), equity)
@@ -340,7 +342,9 @@ def check_trading_stop(
         def loss(stop: Decimal) -> Decimal:
             return loss_at_stops(with_pending(replace(position, stop_loss=stop), pending)).loss
 
-        fits = farthest_stop(loss, cap[0], before.long, position.entry_price, tick)
+        edge = [position.entry_price] + ([market] if market is not None else [])
+        reference = min(edge) if before.long else max(edge)
+        fits = farthest_stop(loss, cap[0], before.long, reference, tick)
     if fits is not None and fits != position.stop_loss:
         args = {"symbol": symbol, "stop_loss": plain(fits)}
         fix = NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(fits)}")

@@ -136,3 +136,26 @@ async def test_a_humans_partial_stop_counts_as_one_of_the_positions_stops(runtim
         assert Decimal(fix) == Decimal("3061.82")
         moved = await call(client, "set_trading_stop", {"symbol": "ETHUSDT", "stop_loss": fix})
         assert moved["status"] == "done"
+
+
+async def test_cancelling_a_take_profit_bound_to_the_stop_is_judged_and_the_fix_keeps_the_stop(
+    runtime, paper, tmp_path
+):
+    # position_trading-stop.mdx: a TP and an SL set together are bound; cancelling one cancels both. (Found
+    # by an attack from outside: the take-profit's cancel left the position without its stop.)
+    write_policy(tmp_path, requireStopLoss=True, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        planned = await call(
+            client, "plan_order", {**ETH, "qty": "0.2", "stop_loss": "3090", "take_profit": "3200"}
+        )
+        assert (await call(client, "place_order", {"plan_id": planned["plan_id"]}))["status"] == "filled"
+        listed = await call(client, "get_open_orders", {"symbol": "ETHUSDT"})
+        (target,) = [row for row in listed["data"] if row.get("stop_type") == "TakeProfit"]
+        refused = await call(client, "cancel_order", {"symbol": "ETHUSDT", "order_id": target["order_id"]})
+        assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "requireStopLoss"
+        fix = refused["next_safe_action"]
+        assert fix["tool"] == "set_trading_stop" and fix["args"]["take_profit"] == "0"
+        assert (await call(client, "set_trading_stop", fix["args"]))["status"] == "done"
+    assert (
+        paper.position("ETHUSDT").stop_loss == Decimal("3090") and paper.position("ETHUSDT").take_profit == 0
+    )

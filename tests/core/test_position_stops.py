@@ -260,3 +260,14 @@ def test_the_core_loss_at_stops_is_the_oracle_sweep(position):
 
 def _legs(position: Position) -> list:
     return [(leg.price, leg.qty) for leg in position.partial_stops]
+
+
+def test_a_refused_stop_move_never_offers_a_stop_beyond_the_price_now():
+    # Found by an attack from outside: the stop that fits from the entry (3078.41) lay above the price
+    # (3050), and Bybit refuses a long's stop above its last price: the fix keeps the stop instead.
+    held = Position("ETHUSDT", D("0.2"), D("3100.01"), D(1), stop_loss=D("3000"))
+    violations = check_trading_stop(
+        POLICY, TradingState.ACTIVE, held, D(10_000), D("2990"), ETH.tick_size, None, D("3050")
+    )
+    fix = violations[0].next
+    assert fix.tool == "set_trading_stop" and fix.args == {"symbol": "ETHUSDT", "stop_loss": "3000"}

@@ -13,12 +13,13 @@ from pilot.app.human.approvals import ApprovalChannel, ApprovalRequest, refusal_
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
-from pilot.core.facts import TradingState
+from pilot.core.facts import Position, TradingState
 from pilot.core.leverage import check_set_leverage
 from pilot.core.policy import ApprovalTool, Policy
 from pilot.core.stops import RAISE_LOSS_CAP, check_stop_change, with_pending, without_legs
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
+from pilot.exchange.models import ExchangeOrder
 
 
 async def set_leverage(
@@ -176,21 +177,42 @@ async def judge_stop_cancel(
         ),
         None,
     )
-    if order is None or not order.is_stop_loss or order.trigger_price is None:
+    if order is None or not order.is_stop_leg or order.trigger_price is None:
         return None
-    cancelled = without_legs(held, frozenset({order.order_id}), whole=order.stop_order_type == "StopLoss")
+    cancelled = _cancelled_stops(held, order)
     before, after = with_pending(held, read.pending), with_pending(cancelled, read.pending)
     keep = NextAction.stop(
         "keep this stop; to move it, call set_trading_stop with a stop the loss rules allow",
         human=RAISE_LOSS_CAP,
     )
-    what = f"cancelling the stop at {plain(order.trigger_price)}"
+    if order.stop_order_type == "TakeProfit":  # trading-stop with only the target changes only the target
+        keep = NextAction.call(
+            "set_trading_stop",
+            {"symbol": symbol, "take_profit": "0"},
+            "remove only the take-profit: cancelling its order also cancels the stop-loss set with it",
+        )
+    what = f"cancelling the {order.stop_order_type} at {plain(order.trigger_price)}"
     violations = check_stop_change(
         view.policy, state, symbol, (before, after), balance.total_equity_usd, what, keep
     )
     if not violations:
         return None
     return Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
+
+
+def _cancelled_stops(held: Position, order: ExchangeOrder) -> Position:
+    """The position's stops once this TP/SL order is cancelled. A take-profit and a stop-loss set together
+    are bound (position_trading-stop.mdx): cancelling one cancels the other, and which stop-loss a take-profit
+    is bound to is not listed, so a whole take-profit takes the whole stop with it, and a partial one every
+    partial stop-loss of its size."""
+    kind = order.stop_order_type
+    if kind in ("StopLoss", "TakeProfit"):
+        return without_legs(held, frozenset({order.order_id}), whole=True)
+    if kind == "PartialTakeProfit":
+        size = order.qty - order.cum_exec_qty
+        paired = frozenset(leg.order_id for leg in held.partial_stops if leg.qty == size)
+        return without_legs(held, paired, whole=False)
+    return without_legs(held, frozenset({order.order_id}), whole=False)
 
 
 def _stops_matter(policy: Policy, symbol: str) -> bool:

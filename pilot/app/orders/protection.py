@@ -113,11 +113,12 @@ async def _judge_stop(
     """The journaled refusal of moving the whole stop to `new`, or None when it may be sent."""
     view = runtime.policy()
     try:
-        (position, read), balance, rules, state = await asyncio.gather(
+        (position, read), balance, rules, state, touch = await asyncio.gather(
             position_with_stops(runtime, symbol),
             runtime.exchange.get_balance(),
             runtime.exchange.get_instrument("linear", symbol),
             runtime.trading_state(view.policy),
+            runtime.exchange.get_touch("linear", symbol),
         )
     except ExchangeError as error:
         return _unread(symbol, "set_trading_stop", error)
@@ -125,7 +126,10 @@ async def _judge_stop(
         return None  # the exchange refuses a stop on no position (10001): nothing of ours to judge
     action["stop_loss_before"] = plain(position.stop_loss) if position.stop_loss else None
     equity = balance.total_equity_usd
-    violations = check_trading_stop(view.policy, state, position, equity, new, rules.tick_size, read.pending)
+    market = min(touch.bid, touch.mark) if position.size > 0 else max(touch.ask, touch.mark)
+    violations = check_trading_stop(
+        view.policy, state, position, equity, new, rules.tick_size, read.pending, market
+    )
     if not violations:
         return None
     refusal = Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
