@@ -11,7 +11,7 @@ import itertools
 from datetime import datetime
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 
-from pilot.core.facts import Facts, OrderIntent, OrderType, Side
+from pilot.core.facts import Facts, OrderIntent, OrderType, Position, Side
 from pilot.core.policy import Policy, TradingWindow
 
 # Bybit's standard (non-VIP) taker fee for linear perpetuals, restated: paid on the way in and on the way out.
@@ -131,12 +131,26 @@ def sweep_loss(size: Decimal, entry: Decimal, whole: Decimal | None, legs: list)
 
 
 def worst_stops_loss(policy: Policy, f: Facts) -> Decimal:
+    """_worst_from the position held; and, for a resting (limit) order that is not reduce-only and goes
+    against the position, from flat too: if the position is closed first (by its stop, say), Bybit keeps
+    the order, which then opens a position of its own."""
+    order, held = f.order, f.position.size
+    after = position_after(f)
+    shrinks = held != 0 and (after == 0 or ((after > 0) == (held > 0) and abs(after) < abs(held)))
+    losses = [] if shrinks else [_worst_from(policy, f, f.position)]  # what shrinks is never capped
+    against = held != 0 and (held > 0) != (order.side is Side.BUY)
+    if order.order_type is OrderType.LIMIT and not order.reduce_only and against:
+        losses.append(_worst_from(policy, f, Position.flat(order.symbol)))
+    return max(losses, default=Decimal(0))
+
+
+def _worst_from(policy: Policy, f: Facts, position: Position) -> Decimal:
     """The loss a growing linear order is judged at, by brute force: the order fills at its worst entry; each
     order pending on its side fills not at all, in full, or up to where the position reaches a partial leg's
     size (between those the loss is linear); and whichever of the filled stop-carrying orders fills last sets
     the whole stop, or none does (the rest of an order filled after its first part brings no stop) and the
     position's stop now applies. The largest loss of all those ways."""
-    size, cost, whole, legs, _ = _after(f.position, worst_entry(policy, f), f.order)
+    size, cost, whole, legs, _ = _after(position, worst_entry(policy, f), f.order)
     if size == 0:
         return Decimal(0)
     side, fill = f.order.side, worst_entry(policy, f)

@@ -698,6 +698,23 @@ def position_left(
     return worst_case(base, Fill(signed, s.sent_price, carried), pending, s.rules.qty_step)
 
 
+def outlives(s: Situation) -> bool:
+    """Whether the order may fill after the position it now closes is gone: a linear limit order, not
+    reduce-only, against the position. If the position's stop (or anything else) closes it first, the
+    order then opens a position of its own, and Bybit keeps it resting to do so."""
+    order, size = s.order, s.position_size
+    if order.category != "linear" or order.reduce_only or order.order_type is not OrderType.LIMIT:
+        return False
+    return size != 0 and (size > 0) != (order.side is Side.BUY)
+
+
+def from_flat(s: Situation) -> tuple[Exposure, LossAtStops]:
+    """The position the order and the orders pending on its side open once the one held now is gone."""
+    pending = pending_fills(s.facts.pending, s.order.side, s.sent_price)
+    order = Fill(s.order.signed_qty, s.sent_price, s.order.stop_loss)
+    return worst_case(Exposure(ZERO, ZERO), order, pending, s.rules.qty_step)
+
+
 def loss_limit(s: Situation) -> tuple[Decimal, Code] | None:
     """The loss one trade may take (the smaller of the dollar and the equity share), or None: no limit."""
     return loss_cap(s.limits, s.facts.equity)
@@ -706,13 +723,17 @@ def loss_limit(s: Situation) -> tuple[Decimal, Code] | None:
 def check_loss_per_trade(s: Situation) -> Breach | None:
     """maxLossPerTradeUsd/Pct: the position the order leaves may lose at most the cap at the stops that will
     then apply to it (a stop sent with the order becomes the whole position's). The quantity no stop closes
-    is requireStopLoss's concern: a position without any stop is not judged here."""
-    if s.reducing or stop_problem(s) is not None:
+    is requireStopLoss's concern: a position without any stop is not judged here. An order that may outlive
+    the position (outlives) is judged as opening one from flat too."""
+    if (s.reducing and not outlives(s)) or stop_problem(s) is not None:
         return None
     limit = loss_limit(s)
     if limit is None:
         return None
-    left, at_stops = position_left(s)
+    cases = [from_flat(s)] if s.reducing else [position_left(s)]
+    if outlives(s) and not s.reducing:
+        cases.append(from_flat(s))
+    left, at_stops = max(cases, key=lambda case: case[1].loss)
     if at_stops.uncovered >= abs(left.size):
         return None
     cap, rule = limit
@@ -781,13 +802,29 @@ def check_protection(s: Situation) -> Breach | None:
         return None
     # A stop is required only of an order that can grow the position and can carry one (not reduce-only);
     # a stop or target an order does carry is checked whatever the order does: the exchange checks it too.
-    if order.stop_loss is None and s.limits.require_stop_loss and not s.reducing and not order.reduce_only:
-        return Breach(
-            rule=Code.REQUIRE_STOP_LOSS,
-            limit="a stop_loss",
-            attempted="none",
-            detail="policy.json requires a stop_loss on every order that opens or adds to a position",
-        )
+    if order.stop_loss is None and s.limits.require_stop_loss and not order.reduce_only:
+        if not s.reducing:
+            return Breach(
+                rule=Code.REQUIRE_STOP_LOSS,
+                limit="a stop_loss",
+                attempted="none",
+                detail="policy.json requires a stop_loss on every order that opens or adds to a position",
+            )
+        if outlives(s):
+            most = reduce_only_limit(s.position_size, s.rules)
+            closing = replace(order, reduce_only=True, qty=max(min(order.qty, most), s.rules.min_qty))
+            return Breach(
+                rule=Code.REQUIRE_STOP_LOSS,
+                limit="a stop_loss, or reduce_only",
+                attempted="none",
+                detail="this order closes the position now, but left resting it opens one without a stop "
+                "once the position is gone (its stop, say): policy.json requires a stop on every position",
+                next=NextAction.call(
+                    "plan_order",
+                    plan_args(closing, closing.qty),
+                    "make it reduce_only: it then only ever closes",
+                ),
+            )
     problem = stop_problem(s)
     if problem is not None:
         return Breach(Code.STOP_LOSS, plain(stop_reference(s)), plain(order.stop_loss or ZERO), problem)
