@@ -14,7 +14,7 @@ import os
 from hypothesis import HealthCheck, Phase, settings
 
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
-WORLDS = int(os.environ.get("PILOT_WORLDS", {"ci": 25, "dev": 10, "thorough": 400}.get(PROFILE, 25)))
+WORLDS = int(os.environ.get("PILOT_WORLDS", {"ci": 20, "dev": 10, "thorough": 400}.get(PROFILE, 25)))
 CASES_PER_WORLD = (6, 12)
 # the oracle's own check (pure, every size tried): its examples per profile
 ORACLE_EXAMPLES = {"thorough": 2000, "dev": 50}.get(PROFILE, 120)

@@ -12,7 +12,15 @@ the facts the oracle saw, and the answers):
   the same client, so "false nothing fits" is confirmed by Pilot's own verdict;
 * suggestions never turn an order that shrinks the position into one that grows it;
 * what a plan passes, the oracle passes too (margin, spot balance, price band, caps), and the exchange
-  does not reject it; every fill leaves the position under its caps at the planned worst price;
+  does not reject it; every fill leaves the position under its caps at the worst price it was sent at;
+* the market moves while the agent acts: the harness advances the exchange's time (its prices follow
+  seeded walks, standing still otherwise) between a plan and its place_order and between cases, so resting
+  orders fill and stops trigger. place_order judges the plan again on the facts it then reads: the oracle,
+  reading the same facts at that moment, expects a refusal exactly where they break a rule (a cap the new
+  price breaks, a stop now on the wrong side), and a send everywhere else;
+* after every fill, whoever made it (place_order, close_position, the market crossing a resting order),
+  every position with a stop loses at most maxLossPerTradeUsd at the stops the exchange holds on it, where
+  the policy sets that limit (restated in tests/worlds/at_stops.py);
 * a size that needs a human is not a dead end for a client that cannot confirm when a smaller size that
   needs no human passes; close_position closes what can be closed, and is offered only when it can;
 * an unknown symbol is a terminal answer, never "retry".
@@ -39,9 +47,9 @@ from pilot.exchange.models import OrderRequest
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.app.conftest import FakeClock, open_test_runtime
-from tests.worlds.oracle import Account, OpenOrder, Oracle, Order, Position
+from tests.worlds.oracle import Account, Miss, OpenOrder, Oracle, Order, Position
 from tests.worlds.strategies import Case, CloseCase, PlanCase
-from tests.worlds.world import World, plain
+from tests.worlds.world import Quote, World, plain
 
 CREATE = "/v5/order/create"
 CODES = frozenset(code.value for code in Code)
@@ -76,25 +84,76 @@ class WorldRun:
     findings: list[Finding] = field(default_factory=list)
     stats: Counter[str] = field(default_factory=Counter)
     case_index: int = 0
+    pause_ms: int = 0  # exchange time to let pass before placing a plan, in the case being played
 
     # --- state -------------------------------------------------------------------------------------
 
     def account(self) -> Account:
+        """The exchange's state now: what Pilot reads if it asks at this moment (the market stands still)."""
+        listed = [o for o in reversed(self.paper.orders()) if o.leaves_qty > 0]  # newest first, as listed
         positions = {}
         for instrument in self.world.instruments:
             if instrument.category == "linear":
                 p = self.paper.position(instrument.symbol)
-                positions[instrument.symbol] = Position(p.size, p.avg_price, p.leverage)
+                legs = tuple(
+                    (o.trigger_price, o.qty - o.cum_exec_qty)
+                    for o in listed
+                    if o.symbol == p.symbol and o.stop_order_type == "PartialStopLoss"
+                )
+                positions[p.symbol] = Position(p.size, p.avg_price, p.leverage, p.stop_loss or None, legs)
         coins = {"USDT", *(i.base for i in self.world.instruments), *self.world.balances}
         wallet = {coin: self.paper.balance(coin) for coin in coins}
         orders = tuple(
-            OpenOrder(o.category, o.symbol, o.side.lower(), o.leaves_qty, o.price, o.reduce_only)
-            for o in self.paper.open_orders()
+            OpenOrder(
+                o.category,
+                o.symbol,
+                o.side.lower(),
+                o.leaves_qty,
+                o.price,
+                o.reduce_only,
+                o.stop_loss or None,
+            )
+            for o in listed
         )
-        return Account(positions, wallet, orders, self.paper.request_count(CREATE) - self.seeded)
+        quotes = {}
+        for symbol in self.world.symbols:
+            quote = self.paper.quote(symbol)
+            quotes[symbol] = Quote(quote.bid, quote.ask, quote.mark)
+        return Account(positions, wallet, orders, self.paper.request_count(CREATE) - self.seeded, quotes)
 
     def oracle(self) -> Oracle:
         return Oracle(self.world, self.account())
+
+    # --- the market moving -------------------------------------------------------------------------
+
+    def advance(self, ms: int, when: str) -> None:
+        """Let `ms` of exchange time pass: the walks step, resting orders the prices cross fill, stops they
+        reach trigger, positions past their liquidation price are taken over. Then check every position's
+        loss at its stops."""
+        if ms <= 0:
+            return
+        seen = len(self.paper.executions())
+        self.paper.advance(ms)
+        self.stats["exchange seconds"] += ms // 1000
+        for execution in self.paper.executions()[seen:]:
+            kind = execution.order.stop_order_type or execution.exec_type
+            self.stats[f"market fills {kind}" if kind != "Trade" else "market fills resting"] += 1
+        self.check_stops(f"after {when}")
+
+    def check_stops(self, when: str) -> None:
+        """Every position with a stop can lose at most maxLossPerTradeUsd at the stops the exchange holds."""
+        oracle = self.oracle()
+        for symbol in oracle.account.positions:
+            breach = oracle.stops_breach(symbol)
+            if breach is not None:
+                self.fail(
+                    f"loss-at-stops-above-limit[{when}]",
+                    {
+                        "symbol": symbol,
+                        "loss": breach,
+                        "facts": oracle.facts(Order(symbol, "linear", "buy", "market")),
+                    },
+                )
 
     # --- calls -------------------------------------------------------------------------------------
 
@@ -124,6 +183,8 @@ class WorldRun:
         if answer is not None:
             self.stats["plans"] += 1
             self.stats[f"plans {answer['status']}"] += 1
+            if args.get("stop_loss") is not None:
+                self.stats[f"plans with a stop {rules(answer)}"] += 1
             self.check_facts(args, answer, oracle)
         return answer
 
@@ -159,8 +220,10 @@ class WorldRun:
         self.case_index += 1
         self.stats["cases"] += 1
         if isinstance(case, CloseCase):
+            self.pause_ms = 0
             await self.close_case(case)
         else:
+            self.pause_ms = case.pause_ms
             await self.plan_case(case)
 
     async def plan_case(self, case: PlanCase) -> None:
@@ -396,38 +459,72 @@ class WorldRun:
             self.fail("confirmation-flag-mismatch", {**detail, "oracle_needs_human": needs})
 
     async def place(self, plan: dict[str, Any], oracle: Oracle) -> None:
-        """Place an ok plan; check the exchange took it, the fill is under its caps, and no dead end."""
+        """Place an ok plan once the case's pause has passed, and check place_order judged it on the facts as
+        they then are (the oracle's): refused exactly where they break a rule, sent and not rejected where
+        they do not, and every fill under its caps."""
         planned = plan["order"]
-        order = as_sent(planned)
-        qty, price = Decimal(planned["qty"]), Decimal(planned["price"])
-        growing = not oracle.reducing(order, qty)
+        qty, planned_price = Decimal(planned["qty"]), Decimal(planned["price"])
+        if self.pause_ms:
+            self.advance(self.pause_ms, "the pause before place_order")
+            oracle = self.oracle()  # what place_order reads
+        intent = as_planned(planned)
+        expected = oracle.place_misses(intent, qty, planned_price)
+        sent = as_sent({**planned, "price": plain(oracle.sent_price(intent, planned_price))})
+        growing = not oracle.reducing(sent, qty)
         answer = await self.call("place_order", {"plan_id": plan["plan_id"]})
         if answer is None:
             return
         self.stats[f"placed {answer['status']}"] += 1
-        detail = {"facts": oracle.facts(order), "plan": brief(plan), "placed": brief(answer)}
+        detail = {
+            "paused_ms": self.pause_ms,
+            "facts": oracle.facts(intent),
+            "plan": brief(plan),
+            "placed": brief(answer),
+            "oracle": [str(miss) for miss in expected],
+        }
         if answer["status"] == "rejected":
             self.fail(f"exchange-rejected[{answer.get('ret_code')}]", detail)
-            return
-        if answer["status"] == "refused":
-            code = rules(answer)
-            if code in CONFIRMATION_CODES:
-                await self.check_confirmation(order, qty, answer, oracle, detail)
-            else:
-                self.fail(f"place-refused-on-same-facts[{code}]", detail)
-            return
+        elif answer["status"] == "refused":
+            await self.check_place_refusal(sent, qty, answer, expected, oracle, detail)
+        elif expected:
+            self.fail(f"place-sent-what-the-oracle-refuses[{'+'.join(m.name for m in expected)}]", detail)
         fill = answer.get("fill") or {}
         filled = Decimal(fill.get("filled_qty") or "0")
-        if filled <= 0 or not growing:
+        if filled <= 0:
             return
-        self.check_fill(order, price, filled, oracle, detail)
+        self.stats["placed fills with a stop" if sent.stop_loss is not None else "placed fills"] += 1
+        self.check_stops("place_order")
+        if growing:
+            self.check_fill(sent, filled, oracle, detail)
 
-    def check_fill(
-        self, order: Order, price: Decimal, filled: Decimal, before: Oracle, detail: dict[str, Any]
+    async def check_place_refusal(
+        self,
+        sent: Order,
+        qty: Decimal,
+        answer: dict[str, Any],
+        expected: list[Miss],
+        oracle: Oracle,
+        detail: dict[str, Any],
     ) -> None:
+        """A refusal at place_order: the oracle must refuse too, for the same kind of reason."""
+        code = rules(answer)
+        if self.pause_ms:
+            self.stats["place refused after a move"] += 1
+        judged = [miss for miss in expected if miss.kind != "confirm"]
+        if code not in CONFIRMATION_CODES:
+            if not judged:
+                self.fail(f"place-refused-on-fresh-facts[{code}]", detail)
+            return
+        if judged or not expected:  # a human is asked only for an order that passes, and only when needed
+            self.fail(f"place-confirmation-unexpected[{code}]", detail)
+        await self.check_confirmation(sent, qty, answer, oracle, detail)
+
+    def check_fill(self, order: Order, filled: Decimal, before: Oracle, detail: dict[str, Any]) -> None:
+        """A growing fill leaves the position under its caps, valued at the worst price it was sent at."""
         after = self.oracle()
         limits = before.policy.limits(order.symbol)
-        worst = price if order.side == "buy" else max(price, before.quote(order.symbol).bid)
+        assert order.price is not None
+        worst = order.price if order.side == "buy" else max(order.price, before.quote(order.symbol).bid)
         exposure = abs(after.held(order) + order.sign * after.pending(order)) * worst
         numbers = {**detail, "exposure_after": plain(exposure), "worst": plain(worst)}
         if filled * worst > limits.max_order_notional:
@@ -445,7 +542,8 @@ class WorldRun:
     async def check_confirmation(
         self, order: Order, qty: Decimal, answer: dict[str, Any], oracle: Oracle, detail: dict[str, Any]
     ) -> None:
-        """Refused for want of a human: when a size that needs none passes, that is the next action."""
+        """Refused for want of a human: when a size that needs none passes, the next action leads to it
+        within two hops (after a move, place_order's "plan it again" is refused with the size that fits)."""
         self.stats["confirmation refusals"] += 1
         above = oracle.policy.above_notional
         if "place_order" in oracle.policy.confirm_actions or above is None:
@@ -453,8 +551,13 @@ class WorldRun:
         nxt = answer.get("next_safe_action") or {}
         if nxt.get("tool") == "plan_order":
             replay = await self.plan(nxt["args"], oracle)
+            hops = [brief(replay)]
+            again = (replay or {}).get("next_safe_action") or {}
+            if replay is not None and replay["status"] == "refused" and again.get("tool") == "plan_order":
+                replay = await self.plan(again["args"], oracle)
+                hops.append(brief(replay))
             if replay is None or replay["status"] != "ok" or replay.get("needs_confirmation"):
-                self.fail("confirmation-next-does-not-fit", {**detail, "replay": brief(replay)})
+                self.fail("confirmation-next-does-not-fit", {**detail, "hops": hops})
             return
 
         def unconfirmed(variant: Order, size: Decimal) -> bool:
@@ -488,6 +591,7 @@ class WorldRun:
             self.fail(f"close-rejected[{answer.get('ret_code')}]", detail)
             return
         if answer["status"] in FILLED:
+            self.check_stops("close_position")
             after = self.oracle().held(Order(case.symbol, case.category, "sell", "market"))
             if abs(after) >= abs(held) or (after != 0 and (after > 0) != (held > 0)):
                 self.fail("close-made-no-progress", {**detail, "position_after": plain(after)})
@@ -555,7 +659,7 @@ async def open_world(world: World, home: Path) -> AsyncIterator[WorldRun]:
     home.mkdir(parents=True, exist_ok=True)
     (home / "policy.json").write_text(world.policy_text())
     clock = FakeClock(datetime(2026, 11, 30, 12, 0, tzinfo=UTC))
-    with start_paper_exchange(world.scenario()) as paper:
+    with start_paper_exchange(world.scenario(), ticker_ms=0) as paper:  # it moves only when advanced
         seeded = await seed(paper, world)
         async with (
             open_test_runtime(home, paper, clock) as runtime,
@@ -576,6 +680,21 @@ def as_sent(planned: dict[str, Any]) -> Order:
         planned["side"],
         "limit",
         Decimal(planned["price"]),
+        planned["reduce_only"],
+        stop_loss=Decimal(stop) if stop is not None else None,
+    )
+
+
+def as_planned(planned: dict[str, Any]) -> Order:
+    """A planned order as place_order judges it again: a market order as a market order (priced afresh), a
+    limit order at its price."""
+    stop = planned.get("stop_loss")
+    return Order(
+        planned["symbol"],
+        planned["category"],
+        planned["side"],
+        planned["order_type"],
+        Decimal(planned["price"]) if planned["order_type"] == "limit" else None,
         planned["reduce_only"],
         stop_loss=Decimal(stop) if stop is not None else None,
     )

@@ -2,7 +2,8 @@
 Bybit's documentation. It imports nothing of pilot (not the rules, sizing or valuation), so a bug there
 cannot hide here.
 
-What passes, for one order at one size `q` (lot steps of the instrument), on the exchange's state now:
+What passes, for one order at one size `q` (lot steps of the instrument), on the exchange's state now (its
+quotes as the exchange serves them at that moment: prices move between an agent's steps):
 
 * the instrument exists on the exchange (else nothing passes: an unknown symbol);
 * trading state: `halted` passes nothing; `reducing` passes only orders that shrink a position;
@@ -28,8 +29,10 @@ The loss rules (issue 15), for orders that can grow a linear position: `tradingH
 world's clock at 12:00), `maxOpenPositions` (linear markets with a position once this order and its side
 fill, this one included), `requireStopLoss` (a stop is given), a `stop_loss` on the tick and below the
 order's price, the mark and the bid for a buy (above its price, the mark and the ask for a sell: Bybit
-checks it against the last price, inside the touch), and `maxLossPerTradeUsd` / `Pct`: q x (|price - stop|
-+ 0.00055 x (price + stop)) at most the smaller limit, at the sent price (a buy's highest, a sell's lowest).
+checks it against the last price, inside the touch), and `maxLossPerTradeUsd` / `Pct`: the position the
+order leaves, at the stops that will then apply to it (a stop sent with an order becomes the whole
+position's: tests/worlds/at_stops.py), loses at most the smaller limit, the order filled at its sent price
+(a buy's highest, a sell's lowest) after every order resting on its side.
 
 An order shrinks a position when it is reduce-only, or on the other side of the position and, with the
 open orders on its side, no larger than it (spot: a sell of at most the base coin held).
@@ -42,13 +45,11 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
+from tests.worlds.at_stops import Fill, Protected, loss_at_stops, worst_left
 from tests.worlds.world import Instrument, Quote, World, plain
 
 ZERO = Decimal(0)
 HUNDRED = Decimal(100)
-STANDARD_TAKER_FEE = Decimal(
-    "0.00055"
-)  # Bybit's non-VIP linear taker fee: the loss rule's, whatever the venue's
 WORLD_MINUTE = 12 * 60  # the worlds' clock stands at 12:00 UTC (harness.open_world)
 DEFAULTS: dict[str, Any] = {
     "maxNotionalUsd": Decimal(25),
@@ -126,13 +127,19 @@ class PolicyRules:
     def loss_limit(self, symbol: str, equity: Decimal) -> Decimal | None:
         override = (self.raw.get("markets") or {}).get(symbol, {})
         found = []
-        usd = override.get("maxLossPerTradeUsd", self.raw.get("maxLossPerTradeUsd"))
+        usd = self.usd_loss_limit(symbol)
         pct = override.get("maxLossPerTradePct", self.raw.get("maxLossPerTradePct"))
         if usd is not None:
-            found.append(Decimal(usd))
+            found.append(usd)
         if pct is not None:
             found.append(max(equity, ZERO) * Decimal(pct) / HUNDRED)
         return min(found) if found else None
+
+    def usd_loss_limit(self, symbol: str) -> Decimal | None:
+        """maxLossPerTradeUsd for the market (its override, else the top level), or None."""
+        override = (self.raw.get("markets") or {}).get(symbol, {})
+        usd = override.get("maxLossPerTradeUsd", self.raw.get("maxLossPerTradeUsd"))
+        return None if usd is None else Decimal(usd)
 
     def require_stop(self, symbol: str) -> bool:
         override = (self.raw.get("markets") or {}).get(symbol, {})
@@ -161,6 +168,8 @@ class Position:
     size: Decimal  # signed
     avg_price: Decimal
     leverage: Decimal
+    stop_loss: Decimal | None = None  # the whole stop (tpslMode Full), as the position list shows it
+    partial_stops: tuple[tuple[Decimal, Decimal], ...] = ()  # (trigger price, qty) of its partial stop-losses
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +180,7 @@ class OpenOrder:
     leaves: Decimal
     price: Decimal
     reduce_only: bool
+    stop_loss: Decimal | None = None  # the stop it carries: the position's whole stop once it fills
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,8 +189,9 @@ class Account:
 
     positions: Mapping[str, Position]  # linear symbols
     wallet: Mapping[str, Decimal]
-    open_orders: tuple[OpenOrder, ...]
+    open_orders: tuple[OpenOrder, ...]  # newest first, as the exchange lists them
     orders_today: int  # orders Pilot sent today (a send counts whatever the exchange answered)
+    quotes: Mapping[str, Quote]  # every symbol's quote now, as the exchange serves it
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +269,7 @@ class Oracle:
         return self.world.instrument(order.category, order.symbol)
 
     def quote(self, symbol: str) -> Quote:
-        return self.world.quotes[symbol]
+        return self.account.quotes[symbol]
 
     def band(self, instrument: Instrument) -> tuple[Decimal, Decimal]:
         """(highest buy, lowest sell) the exchange accepts now (SCENARIOS.md, priceLimitRatioX / Y)."""
@@ -317,7 +328,7 @@ class Oracle:
     def usd_price(self, coin: str) -> Decimal:
         if coin in ("USDT", "USDC", "USD"):
             return Decimal(1)
-        quote = self.world.quotes.get(f"{coin}USDT")
+        quote = self.account.quotes.get(f"{coin}USDT")
         return quote.mid if quote is not None else ZERO
 
     def settle_equity(self) -> Decimal:
@@ -565,18 +576,58 @@ class Oracle:
             if count > int(most):
                 out.append(Miss("positions", "maxOpenPositions", f"{count} > {most}"))
         stop = self.stop(order)
-        if stop is None:
-            if rules.require_stop(order.symbol) and not order.reduce_only:
-                out.append(Miss("protection", "requireStopLoss", "no stop_loss"))
-            return out
-        misplaced = self._stop_misses(order, instrument, price)
-        if misplaced:
-            return out + misplaced
+        if stop is None and rules.require_stop(order.symbol) and not order.reduce_only:
+            out.append(Miss("protection", "requireStopLoss", "no stop_loss"))
+        if stop is not None:
+            misplaced = self._stop_misses(order, instrument, price)
+            if misplaced:
+                return out + misplaced
         cap = rules.loss_limit(order.symbol, self.equity())
-        loss = qty * (abs(price - stop) + STANDARD_TAKER_FEE * (price + stop))
-        if cap is not None and loss > cap:
-            out.append(Miss("cap", "maxLossPerTrade", f"{plain(loss)} > {plain(cap)}"))
+        left, loss, uncovered = self.left_at_stops(order, qty, price)
+        # a position no stop closes at all is requireStopLoss's concern, not the loss limit's
+        if cap is not None and uncovered < abs(left.size) and loss > cap:
+            numbers = f"{plain(abs(left.size))} left at stop {left.stop}: {plain(loss)} > {plain(cap)}"
+            out.append(Miss("cap", "maxLossPerTrade", numbers))
         return out
+
+    # --- stops ------------------------------------------------------------------------------------
+
+    def protected(self, symbol: str) -> Protected:
+        """The linear position of `symbol` with the stops the exchange holds on it now."""
+        position = self.account.positions.get(symbol)
+        if position is None or position.size == 0:
+            return Protected(ZERO, ZERO)
+        return Protected(position.size, position.avg_price, position.stop_loss, position.partial_stops)
+
+    def resting_fills(self, order: Order) -> list[Fill]:
+        """The orders resting on the order's side (its market) that may fill, as the exchange lists them."""
+        return [
+            Fill(o.leaves * order.sign, o.price, o.stop_loss)
+            for o in self.account.open_orders
+            if (o.category, o.symbol, o.side) == (order.category, order.symbol, order.side)
+            and not o.reduce_only
+        ]
+
+    def left_at_stops(self, order: Order, qty: Decimal, price: Decimal) -> tuple[Protected, Decimal, Decimal]:
+        """The linear position `qty` of the order leaves at its worst, with its loss and uncovered quantity at
+        the stops that will then apply to it (tests/worlds/at_stops.py)."""
+        this = Fill(qty * order.sign, price, self.stop(order))
+        return worst_left(self.protected(order.symbol), self.resting_fills(order), this)
+
+    def stops_breach(self, symbol: str) -> str | None:
+        """Whether the position of `symbol` can lose more than maxLossPerTradeUsd at the stops it has now:
+        the numbers if so. A position no stop closes at all is not the loss limit's to judge."""
+        cap = self.policy.usd_loss_limit(symbol)
+        position = self.protected(symbol)
+        if cap is None or position.size == 0:
+            return None
+        loss, uncovered = loss_at_stops(position)
+        if uncovered >= abs(position.size) or loss <= cap:
+            return None
+        return (
+            f"{plain(position.size)} from {plain(position.entry)} at stop {position.stop} and legs "
+            f"{[(plain(p), plain(q)) for p, q in position.legs]}: loses {plain(loss)} > {plain(cap)}"
+        )
 
     def _stop_misses(self, order: Order, instrument: Instrument, price: Decimal) -> list[Miss]:
         """A stop that is off the tick, or not below the price, the mark and the bid (a buy's)."""
@@ -631,6 +682,26 @@ class Oracle:
 
     def passes(self, order: Order, qty: Decimal) -> bool:
         return not self.misses(order, qty)
+
+    def sent_price(self, order: Order, planned: Decimal) -> Decimal:
+        """The price place_order sends a plan at: its price on these facts, never worse than the plan's (a
+        buy pays at most the planned price, a sell takes at least it)."""
+        fresh = self.price(order)
+        return min(planned, fresh) if order.side == "buy" else max(planned, fresh)
+
+    def place_misses(self, order: Order, qty: Decimal, planned: Decimal) -> list[Miss]:
+        """Why place_order refuses a plan of `qty` of `order` (planned at `planned`) on these facts: the order
+        judged again as it was planned (a market order at its price now), then a human asked for when its
+        notional at the price it will be sent at needs one."""
+        out = [miss for miss in self.misses(order, qty) if miss.kind != "confirm"]
+        sent = self.sent_price(order, planned)
+        worst = sent if order.side == "buy" else max(sent, self.quote(order.symbol).bid)
+        needs = self.policy.needs_human("place_order", qty * worst)
+        if not order.closing and not self.reaches_human and needs:
+            out.append(
+                Miss("confirm", "aboveNotionalUsd", f"{plain(qty * worst)} needs a human, none reachable")
+            )
+        return out
 
     # --- searching sizes --------------------------------------------------------------------------
 

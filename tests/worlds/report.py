@@ -2,7 +2,8 @@
 
 FILE holds what `PILOT_WORLDS_REPORT=FILE pytest tests/worlds/test_random_worlds.py` wrote: one JSON line
 per world with its figures and findings. Prints the totals (worlds, cases, replay pass rate, loops, false
-"nothing fits") and, for every kind of finding, how often it occurred and its smallest reproduction.
+"nothing fits", what the moving market did) and, for every kind of finding, how often it occurred and its
+smallest reproduction.
 """
 
 from __future__ import annotations
@@ -49,6 +50,10 @@ def summary(worlds: list[dict[str, Any]], examples: int = 1) -> str:
         f"{stats['dust close not offered']}",
         f"unknown symbols asked: {stats['unknown symbols']}; confirmation refusals at place: "
         f"{stats['confirmation refusals']}",
+        f"the market: {stats['exchange seconds']} s of exchange time; fills it made: resting orders "
+        f"{stats['market fills resting']}, stop-losses {stats['market fills StopLoss']}, liquidations "
+        f"{stats['market fills BustTrade']}; placed fills with a stop {stats['placed fills with a stop']}; "
+        f"place_order refused after a move {stats['place refused after a move']}",
         "",
         "findings by kind (count, worlds):",
     ]

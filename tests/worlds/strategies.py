@@ -1,10 +1,12 @@
 """Hypothesis strategies for random worlds and the orders an agent sends in them.
 
 A world has one to three symbols, each linear, spot or both, with Bybit-like filters (tick, lot step,
-minimum and maximum order, minimum notional, leverage, maintenance margin, price band) and a static quote;
-positions long, short, dust (below the minimum order) or oversized (above the maximum order); spot coins
-held; resting orders left by another client; and a random valid policy.json whose caps are drawn relative to
-the instruments' minimum orders, so that cuts, minimums and "nothing fits" all happen often.
+minimum and maximum order, minimum notional, leverage, maintenance margin, price band) and a price on a
+seeded random walk (from a quiet market to a wild one); positions long, short, dust (below the minimum order)
+or oversized (above the maximum order); spot coins held; resting orders left by another client; and a random
+valid policy.json whose caps are drawn relative to the instruments' minimum orders, so that cuts, minimums
+and "nothing fits" all happen often. An agent's orders are drawn from the market as it is when they are
+sent (its quote now), each with the exchange time that passes before its plan is placed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tests.worlds.oracle import Oracle, Order, ceil_steps, floor_steps
-from tests.worlds.world import Holding, Instrument, Quote, Resting, World, plain
+from tests.worlds.world import STEP_MS, Holding, Instrument, Quote, Resting, Walk, World, plain
 
 BASES = ("BTC", "ETH", "SOL", "XRP", "DOGE", "LINK", "PEPE")
 UNKNOWN_SYMBOLS = ("BTCUSD", "FOOUSDT", "ETHUSDC")
@@ -24,6 +26,11 @@ TICKS = tuple(
     Decimal(t)
     for t in ("0.0000001", "0.000001", "0.0001", "0.001", "0.005", "0.01", "0.05", "0.1", "0.5", "1")
 )
+# A walk's volatility, in % a step (a step a second of exchange time): from a quiet market to a wild one.
+VOLATILITIES = (Decimal("0.01"), Decimal("0.05"), Decimal("0.2"), Decimal(1))
+# Exchange time the harness lets pass between two cases, and between a plan and its place_order (ms).
+GAPS = (0, 0, 0, STEP_MS, 3 * STEP_MS, 10 * STEP_MS, 60 * STEP_MS)
+PAUSES = (0, 0, STEP_MS, 5 * STEP_MS, 30 * STEP_MS)
 BANDS = (
     (Decimal("0.05"), Decimal("0.05")),
     (Decimal("0.01"), Decimal("0.02")),
@@ -55,6 +62,7 @@ class Market:
     step: Decimal
     min_steps: int
     max_steps: int
+    walk: Walk
 
 
 @st.composite
@@ -62,9 +70,9 @@ def markets(draw: st.DrawFn, base: str) -> Market:
     tick = draw(st.sampled_from(TICKS))
     ticks = draw(log_int(2_000, 2_000_000))  # a 0.5 % price band spans ten ticks or more
     bid = tick * ticks
-    spread = draw(st.integers(1, 5))
+    spread = draw(st.sampled_from([2, 2, 4, 6]))  # even: the walk's mark, its mid, sits on the tick
     ask = bid + tick * spread
-    mark = max(bid + tick * draw(st.integers(-3, spread + 3)), tick)
+    walk = Walk(draw(st.sampled_from(VOLATILITIES)), draw(st.integers(1, 2**31)), spread)
     # one lot step is worth between about $0.0001 and $20
     exponent = bid.adjusted()
     step = Decimal(1).scaleb(draw(st.integers(-4 - exponent, 1 - exponent)))
@@ -72,7 +80,7 @@ def markets(draw: st.DrawFn, base: str) -> Market:
     # the largest order is worth from $50 (so positions above it happen) to $10M (Bybit's BTCUSDT: 100+ BTC)
     largest = Decimal(draw(st.sampled_from([50, 1000, 100_000, 10_000_000])))
     max_steps = max(min_steps * 2, int(largest / (step * bid)))
-    return Market(base + "USDT", tick, Quote(bid, ask, mark), step, min_steps, max_steps)
+    return Market(base + "USDT", tick, Quote(bid, ask, (bid + ask) / 2), step, min_steps, max_steps, walk)
 
 
 def min_notional(draw: st.DrawFn, market: Market) -> Decimal:
@@ -171,6 +179,8 @@ def policies(
         "planTtlSeconds": 300,
         "tradingState": draw(st.sampled_from(["active"] * 7 + ["reducing"] * 2 + ["halted"])),
     }
+    if draw(st.integers(0, 3)) == 0:  # a desk that trades: orders pass, positions and their stops build up
+        policy.update(allowedMarkets=symbols, dailyOrderCap=1000, tradingState="active")
     markets: dict[str, Any] = {}
     for i in instruments:
         # An override for a market outside allowedMarkets is an invalid policy.json (issue 14).
@@ -229,11 +239,17 @@ def loss_rules(draw: st.DrawFn, unit: Decimal) -> dict[str, Any]:
 
 
 def stop_for(draw: st.DrawFn, chosen: Instrument, quote: Quote, side: str) -> Decimal | None:
-    """A stop-loss near the price: on its side (mostly), on the wrong side, or off the tick; or none."""
-    if chosen.spot or draw(st.integers(0, 2)) > 0:
+    """A stop-loss near the price, a few ticks or a share of the price away: on its side (mostly), on the
+    wrong side, or off the tick; or none (half the time: the moving market triggers the stops of the orders
+    that carry one)."""
+    if chosen.spot or draw(st.booleans()):
         return None
     tick = chosen.tick
-    away = tick * draw(log_int(1, 3000))
+    if draw(st.booleans()):
+        away = tick * draw(log_int(1, 3000))
+    else:
+        share = draw(st.sampled_from([Decimal("0.001"), Decimal("0.003"), Decimal("0.01"), Decimal("0.03")]))
+        away = max(floor_steps(quote.bid * share, tick), 1) * tick
     kind = draw(st.sampled_from(["right"] * 5 + ["wrong", "off_tick"]))
     if kind == "wrong":
         away = -away
@@ -292,7 +308,8 @@ def worlds(draw: st.DrawFn) -> World:
             draw(resting_orders(chosen, quotes[chosen.symbol], by_symbol[chosen.symbol].min_steps))
         )
     policy = draw(policies(tuple(instruments), quotes, balances["USDT"]))
-    return World(tuple(instruments), quotes, policy, tuple(positions), balances, tuple(resting))
+    walks = {symbol: market.walk for symbol, market in by_symbol.items()}
+    return World(tuple(instruments), quotes, policy, tuple(positions), balances, tuple(resting), walks=walks)
 
 
 # --- the orders an agent sends --------------------------------------------------------------------
@@ -300,10 +317,12 @@ def worlds(draw: st.DrawFn) -> World:
 
 @dataclass(frozen=True, slots=True)
 class PlanCase:
-    """plan_order with these arguments; `place` says whether to place a plan that passes."""
+    """plan_order with these arguments; `place` says whether to place a plan that passes, and `pause_ms` how
+    much exchange time passes between the plan and its place_order (prices move meanwhile)."""
 
     args: dict[str, Any]
     place: bool
+    pause_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,23 +413,25 @@ def cases(draw: st.DrawFn, world: World, oracle: Oracle) -> Case:
         }
         return PlanCase(args, place=False)
     chosen = draw(st.sampled_from(world.instruments))
+    quote = oracle.quote(chosen.symbol)
     probe = Order(chosen.symbol, chosen.category, "buy", "market")
     held = oracle.held(probe)
     side = draw(st.sampled_from(["buy", "sell"]))
     if held and draw(st.booleans()):
         side = "sell" if held > 0 else "buy"
     order_type = draw(st.sampled_from(["market"] * 3 + ["limit"] * 2))
-    price = limit_price(draw, chosen, world.quotes[chosen.symbol], side) if order_type == "limit" else None
+    price = limit_price(draw, chosen, quote, side) if order_type == "limit" else None
     opposite = held != 0 and (held > 0) == (side == "sell")
     reduce_only = draw(st.integers(0, 9)) < (4 if opposite else 1)
-    stop = None if reduce_only else stop_for(draw, chosen, world.quotes[chosen.symbol], side)
+    stop = None if reduce_only else stop_for(draw, chosen, quote, side)
     order = Order(chosen.symbol, chosen.category, side, order_type, price, reduce_only, stop_loss=stop)
     args = order.args(Decimal(1))
     if draw(st.integers(0, 4)) == 0:
         qty = sizes(draw, oracle, order, chosen) if oracle.instrument(order) else Decimal(1)
-        notional = significant(qty * world.quotes[chosen.symbol].ask, 3)
+        notional = significant(qty * quote.ask, 3)
         del args["qty"]
         args["notional_usd"] = plain(max(notional, Decimal("0.01")))
     else:
         args["qty"] = plain(sizes(draw, oracle, order, chosen))
-    return PlanCase(args, place=draw(st.booleans()))
+    place = draw(st.integers(0, 3)) > (0 if stop is not None else 1)  # mostly place an order with a stop
+    return PlanCase(args, place=place, pause_ms=draw(st.sampled_from(PAUSES)))

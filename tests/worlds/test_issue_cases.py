@@ -1,4 +1,4 @@
-"""The cases issue 12 lists, one world each, pinned to the behaviour the issue asks for.
+"""The cases issues 12 and 23 list, one world each, pinned to the behaviour the issue asks for.
 
 Each test builds a small world (Bybit's BTCUSDT filters unless the case needs others), talks to Pilot
 through a real MCP client that cannot show forms, and asserts on codes, sizes and the exchange's state.
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from tests.worlds.harness import CREATE, WorldRun, open_world
+from tests.worlds.harness import CREATE, WorldRun, as_planned, open_world
 from tests.worlds.oracle import Order
-from tests.worlds.world import Holding, Instrument, Quote, World, plain
+from tests.worlds.world import Holding, Instrument, Quote, Walk, World, plain
 
 pytestmark = pytest.mark.anyio
 # Bybit's linear BTCUSDT (pilot/exchange/sim/scenarios/bybit-filters.json): tick 0.1, step 0.001, min 0.001.
@@ -336,4 +336,104 @@ async def test_a_limit_price_outside_the_price_band_is_refused_at_plan(tmp_path:
         outside = await run.plan({**args, "order_type": "limit", "price": "81600"}, run.oracle())  # +2 %
         assert outside is not None and outside["status"] == "refused"
         assert run.paper.request_count(CREATE) == 0
+        clean(run)
+
+
+# --- a market that moves, and stops as Bybit applies them (issue 23) --------------------------------------
+
+# BTCUSDT on a walk of 0.2 % a step (a step a second) from 80000.1, two ticks wide. Seed 10's bid falls
+# (79847.5, 79774.2, 79678.7, 79627.7, 79742.7, 79469.3, ... in its first steps); seed 8's rises (80059.7,
+# 80466.3, 80642.8, ...). Worked out from pilot.exchange.sim.path.WalkPath with these seeds.
+WALK_QUOTES = {"BTCUSDT": Quote(Decimal(80000), Decimal("80000.2"), Decimal("80000.1"))}
+FALLING, RISING = 10, 8
+# ETHUSDT as the issue writes it: Bybit's linear filters (tick 0.01, step and minimum 0.01, minimum value 5)
+ETH = Instrument(
+    "ETHUSDT", "linear", Decimal("0.01"), Decimal("0.01"), Decimal("0.01"), Decimal(1000), Decimal(5)
+)
+ETH_QUOTES = {"ETHUSDT": Quote(Decimal(3100), Decimal("3100.01"), Decimal(3100))}
+
+
+def moving(seed: int, policy: dict[str, Any] | None = None) -> World:
+    return World(
+        (BTC,),
+        WALK_QUOTES,
+        {**POLICY, **(policy or {})},
+        balances={"USDT": Decimal(10_000)},
+        walks={"BTCUSDT": Walk(Decimal("0.2"), seed, 2)},
+    )
+
+
+async def test_the_market_runs_into_a_stop_and_the_exchange_closes_the_position_within_its_limit(
+    tmp_path: Path,
+):
+    # 0.005 BTC from a worst fill of 80400.2 (0.5 % over the ask) with its stop at 79700: $3.94 at most
+    async with open_world(moving(FALLING, {"maxLossPerTradeUsd": Decimal(5)}), tmp_path) as run:
+        args = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.005", "stop_loss": "79700"}
+        planned = await run.plan(args, run.oracle())
+        assert planned is not None and planned["status"] == "ok", planned and rules(planned)
+        placed = await place(run, planned)
+        assert placed["status"] == "filled" and run.paper.position("BTCUSDT").stop_loss == Decimal(79700)
+        run.check_stops("place_order")
+        run.advance(10_000, "the test's ten steps")  # the bid falls through 79700 on the sixth
+        assert run.paper.position("BTCUSDT").size == 0
+        assert run.stats["market fills StopLoss"] == 1
+        (closed,) = run.paper.closed_pnl()
+        assert -5 < closed.closed_pnl < 0
+        clean(run)
+
+
+async def test_a_plan_placed_after_the_price_rose_is_refused_for_the_cap_the_new_price_breaks(
+    tmp_path: Path,
+):
+    # 0.001 BTC at a worst fill of 80400.2 is $80.40, under $80.50; three steps later the ask is 80642.9
+    async with open_world(moving(RISING, {"maxOrderNotionalUsd": Decimal("80.5")}), tmp_path) as run:
+        planned = await run.plan({"symbol": "BTCUSDT", "side": "buy", "qty": "0.001"}, run.oracle())
+        assert planned is not None and planned["status"] == "ok", planned and rules(planned)
+        run.advance(3000, "the pause before place_order")
+        fresh = run.oracle()
+        expected = fresh.place_misses(as_planned(planned["order"]), Decimal("0.001"), Decimal("80400.2"))
+        assert [miss.name for miss in expected] == ["maxOrderNotionalUsd"]
+        placed = await place(run, planned)
+        assert (placed["status"], rules(placed)) == ("refused", ["maxOrderNotionalUsd"])
+        assert run.paper.request_count(CREATE) == 0
+        clean(run)
+
+
+async def test_a_plan_whose_stop_the_price_fell_through_is_refused_at_place(tmp_path: Path):
+    async with open_world(moving(FALLING), tmp_path) as run:
+        args = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.001", "stop_loss": "79900"}
+        planned = await run.plan(args, run.oracle())
+        assert planned is not None and planned["status"] == "ok", planned and rules(planned)
+        run.advance(1000, "the pause before place_order")  # the bid is 79847.5, under the stop
+        expected = run.oracle().place_misses(
+            as_planned(planned["order"]), Decimal("0.001"), Decimal("80400.2")
+        )
+        assert [miss.name for miss in expected] == ["stopLoss"]
+        placed = await place(run, planned)
+        assert (placed["status"], rules(placed)) == ("refused", ["stopLoss"])
+        clean(run)
+
+
+async def test_a_small_order_with_a_far_stop_is_judged_as_the_stop_of_the_whole_position(tmp_path: Path):
+    """Issue 23: with maxLossPerTradeUsd 5, 0.2 ETH with its stop at 3099 passes ($3.99 from its worst fill);
+    then 0.01 ETH with its stop at 2700 is refused, for the 0.21 ETH position its stop would close."""
+    policy = {**POLICY, "allowedMarkets": ["ETHUSDT"], "maxLossPerTradeUsd": Decimal(5)}
+    scene = World((ETH,), ETH_QUOTES, policy, balances={"USDT": Decimal(10_000)})
+    async with open_world(scene, tmp_path) as run:
+        args = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.2", "stop_loss": "3099"}
+        before = run.oracle()
+        first = await run.plan(args, before)
+        assert first is not None and first["status"] == "ok", first and rules(first)
+        _, alone, _ = before.left_at_stops(Order.of(args), Decimal("0.2"), Decimal("3115.52"))
+        assert alone.quantize(Decimal("0.01")) == Decimal("3.99")
+        assert (await place(run, first))["status"] == "filled"
+        run.check_stops("place_order")
+        oracle = run.oracle()
+        small = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.01", "stop_loss": "2700"}
+        answer = await run.plan(small, oracle)
+        assert answer is not None and rules(answer) == ["maxLossPerTradeUsd"]
+        left, loss, _ = oracle.left_at_stops(Order.of(small), Decimal("0.01"), Decimal("3115.52"))
+        assert (left.size, left.stop) == (Decimal("0.21"), Decimal(2700))
+        assert answer["violations"][0]["attempted"] == plain(loss.quantize(Decimal("0.01")))
+        assert run.paper.request_count(CREATE) == 1
         clean(run)

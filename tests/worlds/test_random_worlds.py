@@ -1,7 +1,9 @@
 """Refusal as interface in every case (issue 12): random worlds through a real MCP client on the paper exchange.
 
 One paper exchange, one Runtime and one in-memory MCP client per world; many orders per world, drawn from
-its state as it evolves (plans that pass are sometimes placed). Every answer is checked as
+its state as it evolves (plans that pass are sometimes placed). The world's prices follow seeded walks:
+between two orders, and between a plan and its place_order, a drawn amount of exchange time passes, so
+resting orders fill and stops trigger while the agent acts. Every answer is checked as
 tests/worlds/harness.py describes. A failure lists every finding of the world with its reproduction.
 """
 
@@ -18,7 +20,7 @@ from hypothesis import strategies as st
 
 from tests.worlds.conftest import CASES_PER_WORLD, REPORT, WORLD_SETTINGS
 from tests.worlds.harness import WorldRun, open_world
-from tests.worlds.strategies import cases, worlds
+from tests.worlds.strategies import GAPS, cases, worlds
 from tests.worlds.world import World
 
 
@@ -27,6 +29,7 @@ async def explore(world: World, data: st.DataObject) -> WorldRun:
         async with open_world(world, Path(home)) as run:
             for _ in range(data.draw(st.integers(*CASES_PER_WORLD), label="orders")):
                 await run.run(data.draw(cases(world, run.oracle()), label="order"))
+                run.advance(data.draw(st.sampled_from(GAPS), label="exchange ms to the next order"), "a case")
             return run
 
 

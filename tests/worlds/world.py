@@ -1,8 +1,12 @@
-"""A world: what the paper exchange starts from (instruments, quotes, positions, balances, resting orders) and
-the policy.json a human wrote for it. Plain data, shared by the strategies, the oracle and the harness.
+"""A world: what the paper exchange starts from (instruments, quotes and how they move, positions, balances,
+resting orders) and the policy.json a human wrote for it. Plain data, shared by the strategies, the oracle and
+the harness.
 
 Numbers are Decimals throughout. Quotes sit on every tick of their symbol, so what the paper exchange serves
-(rounded to the tick) is exactly what the world says.
+(rounded to the tick) is exactly what the world says. A symbol with a `Walk` follows a seeded random walk
+(SCENARIOS.md, `prices.S.walk`) that steps every STEP_MS of exchange time; the exchange stands still (speed 0)
+until the harness advances it, so the same world and the same advances give the same prices. A walk's quote
+is an even number of ticks wide, so its mark (the mid) is on the tick too.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 QUOTE_COIN = "USDT"
 PAPER_KEY = "worldsPaperKey000001"
 PAPER_SECRET = "worldsPaperSecret00000000000000000001"
+STEP_MS = 1000  # exchange time between two steps of a walk
 
 
 def plain(value: Decimal | int) -> str:
@@ -89,6 +94,27 @@ class Quote:
 
 
 @dataclass(frozen=True, slots=True)
+class Walk:
+    """How a symbol's price moves: each step multiplies the mid by exp(N(0, volatility_pct %)), drawn from
+    `seed`, around which the quote is `spread_ticks` wide (even)."""
+
+    volatility_pct: Decimal
+    seed: int
+    spread_ticks: int
+
+    def spec(self, start: Decimal) -> dict[str, Any]:
+        return {
+            "walk": {
+                "start": plain(start),
+                "volatilityPct": plain(self.volatility_pct),
+                "seed": self.seed,
+                "spreadTicks": self.spread_ticks,
+                "stepMs": STEP_MS,
+            }
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Holding:
     """A linear one-way position at the start (Bybit's position/list names)."""
 
@@ -124,6 +150,7 @@ class World:
     balances: Mapping[str, Decimal] = field(default_factory=dict)
     resting: tuple[Resting, ...] = ()
     taker_fee: Decimal = Decimal("0.00055")
+    walks: Mapping[str, Walk] = field(default_factory=dict)  # symbols whose price moves; the rest stand still
 
     def instrument(self, category: str, symbol: str) -> Instrument | None:
         return next((i for i in self.instruments if i.category == category and i.symbol == symbol), None)
@@ -133,14 +160,13 @@ class World:
         return tuple(dict.fromkeys(i.symbol for i in self.instruments))
 
     def scenario(self) -> dict[str, Any]:
-        """The paper exchange's scenario (SCENARIOS.md): static quotes, no faults, no rate limits."""
+        """The paper exchange's scenario (SCENARIOS.md): walks or static quotes, standing still until advanced,
+        no faults, no rate limits."""
         return {
             "description": "a random world of tests/worlds",
+            "speed": "0",
             "instruments": [i.spec() for i in self.instruments],
-            "prices": {
-                symbol: {"bid": plain(q.bid), "ask": plain(q.ask), "mark": plain(q.mark)}
-                for symbol, q in self.quotes.items()
-            },
+            "prices": {symbol: self._price(symbol, q) for symbol, q in self.quotes.items()},
             "positions": [
                 {
                     "symbol": h.symbol,
@@ -163,6 +189,12 @@ class World:
             "fees": {"taker": plain(self.taker_fee), "maker": "0.0002"},
             "rateLimits": False,
         }
+
+    def _price(self, symbol: str, quote: Quote) -> dict[str, Any]:
+        walk = self.walks.get(symbol)
+        if walk is not None:
+            return walk.spec(quote.mid)
+        return {"bid": plain(quote.bid), "ask": plain(quote.ask), "mark": plain(quote.mark)}
 
     def policy_text(self) -> str:
         """policy.json with every amount a plain JSON number (exactly the Decimal given)."""
