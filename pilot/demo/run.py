@@ -1,7 +1,10 @@
-"""Running the demo: start `pilot serve` in a temporary home as an MCP host would, play the story, read the receipts.
+"""Running the demo: start the demo's paper exchange, and `pilot serve` attached to it in a temporary home as an
+MCP host would; play the story, read the receipts.
 
 The first step that does not behave as shown ends the run, with the reason; a server that stops answering
-fails the step it was in. Each step has its own time limit, so a stuck server cannot hang the demo.
+fails the step it was in. Each step has its own time limit, so a stuck server cannot hang the demo. The
+server reads every fact over REST (`--no-streams`): the market moves only when the story moves it, and each
+answer then follows the exchange's state at once, with no stream delivery in between to wait for.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pilot.app.answers import entry_kinds
 from pilot.app.answers.receipts import ReceiptCard
 from pilot.app.human.desk import init_home, open_desk, receipt_cards
 from pilot.demo.agent import Agent, Call, Human, StepFailed
+from pilot.demo.paper_market import open_market
 from pilot.demo.story import EXPECTED_CARDS, RECEIPTS, STORY, Story, demo_policy
 from pilot.store import ChainReport
 
@@ -76,15 +80,16 @@ async def run_demo(home: Path, policy: dict[str, Any] | None = None) -> DemoRun:
 
 
 async def _play_story(home: Path) -> list[Step]:
-    """Start `pilot serve` as an MCP host would and play each step until one differs from the story."""
+    """Start the market and `pilot serve` on it as an MCP host would; play each step until one differs."""
     human, steps = Human(), list[Step]()
-    server = StdioServerParameters(
-        command=sys.executable, args=["-m", "pilot", "serve", "--home", str(home), "--quiet"], cwd=str(home)
-    )
     try:
-        with anyio.fail_after(STEP_TIMEOUT_SECONDS * (len(STORY) + 1)):
+        with open_market() as market, anyio.fail_after(STEP_TIMEOUT_SECONDS * (len(STORY) + 1)):
+            serve = ["serve", "--home", str(home), "--quiet", "--paper-url", market.url, "--no-streams"]
+            server = StdioServerParameters(
+                command=sys.executable, args=["-m", "pilot", *serve], cwd=str(home)
+            )
             async with Client(server, elicitation_callback=human.answer) as client:
-                await _play_steps(Story(Agent(client, human)), steps)
+                await _play_steps(Story(Agent(client, human), market), steps)
     except* (MCPError, OSError, TimeoutError) as lost:
         if all(step.failure is None for step in steps):  # else the failed step already says why
             cause = _innermost(lost)

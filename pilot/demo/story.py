@@ -2,31 +2,41 @@
 
 An oversized short is refused with the size that fits; the agent re-plans with exactly that call; a human
 approves it in a form and it fills; an add where nothing fits stops the agent; a buy whose stop would lose
-too much is sized to its stop and fills with the stop on the position; the kill switch lets only a close
-through. Statuses, rule codes and quantities are checked exactly: these numbers come from the paper
-exchange's default scenario, which has Bybit's real BTCUSDT filters (bid 80220, step and minimum 0.001), and
-from `pilot init`'s policy (BTCUSDT capped at $150 a position and an order, a human above $50) with one loss
-limit added: a trade may lose at most $2 at its stop.
+too much is sized to its stop and fills with the stop on the position; a small add with a far stop is
+refused, because its stop would become the whole position's; the market falls and the exchange closes the
+position at its stop; the kill switch lets only a close through. Statuses, rule codes and quantities are
+checked exactly: these numbers come from the paper exchange's default scenario, which has Bybit's real
+BTCUSDT filters (bid 80220, step and minimum 0.001), with ETHUSDT on a seeded walk that stands still until
+the story runs it (pilot/demo/paper_market.py), and from `pilot init`'s policy (BTCUSDT capped at $150 a position
+and an order, a human above $50) with one loss limit added: a trade may lose at most $2 at its stop.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+import anyio
+
 from pilot.app.human.desk import DEFAULT_POLICY
 from pilot.demo.agent import Agent, StepFailed, next_call
+from pilot.demo.paper_market import Moment, run_until_flat
+from pilot.exchange.sim import PaperExchange
 
 BTC_SHORT = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.002"}
 BTC_ADD = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.001"}
 ETH_BUY = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.01"}
 ETH_WITH_STOP = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.03", "stop_loss": "3000"}
+ETH_FAR_STOP = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.01", "stop_loss": "2950"}
 MAX_LOSS_PER_TRADE_USD = 2
 BTC_CAPS = ("maxOrderNotionalUsd", "maxNotionalUsd")  # BTCUSDT's $150 caps, per order and per position
+# What the seeded ETHUSDT walk does to the 0.01 ETH long bought at 3100.01 with its stop at 3000.
+STOP_FILL = {"price": "2999.64", "closed_pnl": "-1.037248075"}
 # The receipt cards the run must leave, oldest first: one per plan_order (close_position plans too).
-EXPECTED_CARDS = ("refused", "filled", "refused", "refused", "filled", "refused", "filled")
+EXPECTED_CARDS = ("refused", "filled", "refused", "refused", "filled", "refused", "refused", "filled")
 
 
 def demo_policy() -> dict[str, Any]:
@@ -36,7 +46,8 @@ def demo_policy() -> dict[str, Any]:
     both: 0.001 BTC ($80.22), the venue's minimum, which asks a human because it is above $50. A second
     0.001 would leave $160.44, so with one lot held nothing fits. An ETH buy of 0.03 with its stop at 3000
     would lose $3.57 at the stop (from its worst fill 3115.52, fees both ways), above the $2 a trade may
-    lose: 0.01 ETH ($1.19) fits.
+    lose: 0.01 ETH ($1.19) fits. Holding it, another 0.01 with its stop at 2950 would lose $1.69 on its own,
+    but its stop becomes the whole position's: the 0.02 ETH left would lose $3.22 at 2950.
     """
     policy: dict[str, Any] = json.loads(DEFAULT_POLICY)
     policy["maxLossPerTradeUsd"] = MAX_LOSS_PER_TRADE_USD
@@ -44,10 +55,12 @@ def demo_policy() -> dict[str, Any]:
 
 
 class Story:
-    """The five steps the agent plays, each checking Pilot's answers exactly."""
+    """The steps the agent plays, each checking Pilot's answers exactly; `market` is the paper exchange
+    `pilot serve` is attached to, which the story runs when the market is to move."""
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, market: PaperExchange) -> None:
         self.agent = agent
+        self.market = market
         self.suggested: tuple[str, dict[str, Any]] | None = None
         self.plan_id: str | None = None
 
@@ -147,6 +160,64 @@ class Story:
             f"expected the stop at 3000 on the position, got {protection}",
         )
 
+    async def far_stop_is_the_positions(self) -> None:
+        agent = self.agent
+        agent.say(
+            "holding 0.01 ETH with its stop at 3000, the agent adds 0.01 with its stop at 2950: on its own it "
+            "would lose $1.69 there, within the $2"
+        )
+        answer = await agent.call("plan_order", ETH_FAR_STOP)
+        _status(answer, "refused")
+        [loss] = _only_violations(answer, ("maxLossPerTradeUsd",))
+        _expect(
+            (loss["limit"], loss["attempted"]) == ("2", "3.22"),
+            f"expected limit 2 and attempted 3.22, got {loss['limit']} and {loss['attempted']}",
+        )
+        agent.say(
+            "the agent does not add: its task was this stop, and the closer one offered would be the stop of "
+            "all 0.02 ETH; it keeps 0.01 ETH with its stop at 3000"
+        )
+
+    async def stop_triggers(self) -> None:
+        agent = self.agent
+        orders = await agent.call("get_open_orders", {"symbol": "ETHUSDT"})
+        stops = [row for row in orders.get("data") or [] if row.get("stop_type") == "StopLoss"]
+        _expect(
+            [(row.get("trigger_price"), row.get("status")) for row in stops] == [("3000", "Untriggered")],
+            f"expected the position's stop waiting at 3000, got {stops}",
+        )
+        agent.say("the market runs: the demo moves the paper exchange's clock on, five minutes at a time")
+        opened_ms = self.market.now_ms()
+        moments = await anyio.to_thread.run_sync(run_until_flat, self.market, "ETHUSDT")
+        for moment in moments:
+            agent.say(_moment_line(moment))
+        _expect(moments[-1].size == 0, "expected the stop to close the ETH position as the price fell")
+        history = await agent.call("get_order_history", {"symbol": "ETHUSDT"})
+        [fired] = [row for row in history.get("data", {}).get("rows") or [] if row.get("stop_type")]
+        _expect(
+            (fired["stop_type"], fired["trigger_price"], fired["status"], fired["filled_qty"])
+            == ("StopLoss", "3000", "Filled", "0.01"),
+            f"expected the StopLoss at 3000 filled for 0.01, got {fired}",
+        )
+        fills = await agent.call("get_fills", {"symbol": "ETHUSDT"})
+        fill = (fills.get("data", {}).get("rows") or [{}])[0]
+        _expect(
+            (fill.get("side"), fill.get("qty"), fill.get("price")) == ("sell", "0.01", STOP_FILL["price"]),
+            f"expected a sell of 0.01 at {STOP_FILL['price']}, got {fill}",
+        )
+        seconds = (round(datetime.fromisoformat(fill["at"]).timestamp() * 1000) - opened_ms) // 1000
+        agent.say(
+            f"the stop triggered {seconds // 60} min {seconds % 60} s into the run, when the last price reached "
+            f"3000: the exchange sold the 0.01 ETH at the bid, {fill['price']}"
+        )
+        closed = await agent.call("get_closed_pnl", {"symbol": "ETHUSDT"})
+        pnl = (closed.get("data", {}).get("rows") or [{}])[0].get("closed_pnl")
+        _expect(
+            pnl == STOP_FILL["closed_pnl"], f"expected a closed PnL of {STOP_FILL['closed_pnl']}, got {pnl}"
+        )
+        lost = Decimal(pnl).copy_abs().quantize(Decimal("0.01"))
+        agent.say(f"the trade lost ${lost}, fees included: within the $2 it was sized to")
+
     async def kill_switch(self) -> None:
         agent = self.agent
         switched = await agent.call("activate_kill_switch", {"reason": "demo: the agent halts itself"})
@@ -161,7 +232,7 @@ class Story:
         _expect((closed.get("sent") or {}).get("reduce_only") is True, "expected the close to be reduce-only")
         positions = await agent.call("get_positions", {})
         held = {row["symbol"]: row["size"] for row in positions.get("data") or []}
-        _expect(held == {"ETHUSDT": "0.01"}, f"expected only the ETH long with its stop left, got {held}")
+        _expect(held == {}, f"expected no position left, got {held}")
 
 
 Play = Callable[[Story], Awaitable[None]]
@@ -193,6 +264,18 @@ STORY: tuple[tuple[str, str, Play], ...] = (
         Story.sized_to_its_stop,
     ),
     (
+        "A small add whose far stop would become the whole position's",
+        "a stop sent with an order becomes the stop of the whole position, as Bybit applies it: Pilot judges "
+        "the loss of all of it at that stop, not of the small order alone",
+        Story.far_stop_is_the_positions,
+    ),
+    (
+        "The market falls and the stop closes the position",
+        "a stop is an order on the exchange that waits for its price: as the market moves it triggers, fills, "
+        "and the loss is what the stop was sized to, with nobody asking",
+        Story.stop_triggers,
+    ),
+    (
         "The kill switch: new orders refused, closing allowed",
         "with the kill switch on only what shrinks a position works, and closing still does",
         Story.kill_switch,
@@ -202,6 +285,11 @@ RECEIPTS = (
     "Receipt cards and a verified journal",
     "every decision, refusals included, is a receipt in a hash-chained journal anyone can verify",
 )
+
+
+def _moment_line(moment: Moment) -> str:
+    held = f"{moment.size} ETH held" if moment.size else "the position is closed"
+    return f"market +{moment.minutes} min: ETHUSDT bid {moment.bid}, ask {moment.ask}; {held}"
 
 
 def _expect(condition: bool, why: str) -> None:

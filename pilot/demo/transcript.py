@@ -74,13 +74,56 @@ def answer_summary(tool: str, answer: dict[str, Any]) -> str:
             f"{status}: {fill['filled_qty']} at average price {fill['avg_price']}, fee {fill['fee']} "
             f"(order {answer.get('order_id')}){stop}"
         )
-    if tool == "get_positions":
-        rows = answer.get("data") or []
-        held = ", ".join(f"{row['symbol']} {row['size']}" for row in rows) or "none"
-        return f"open positions: {held}"
+    if status == "ok" and tool in READ_SUMMARIES:
+        data = answer.get("data")
+        rows = data.get("rows") if isinstance(data, dict) else data
+        return READ_SUMMARIES[tool](rows or [])
     if answer.get("detail"):
         return f"{status}: {answer['detail']}"
-    return f"{status}" + (f": {answer['detail']}" if answer.get("detail") else "")
+    return f"{status}"
+
+
+SHOWN_ROWS = 3  # of a read's rows, newest first
+
+
+def _rows(rows: list[dict[str, Any]], line: Any) -> str:
+    shown = [line(row) for row in rows[:SHOWN_ROWS]]
+    more = f"; and {len(rows) - SHOWN_ROWS} more" if len(rows) > SHOWN_ROWS else ""
+    return "; ".join(shown) + more if shown else "none"
+
+
+def _order(row: dict[str, Any]) -> str:
+    """An order as a reader needs it: a stop by its kind and trigger, an ordinary order by its price."""
+    what = f"{row['side']} {row['qty']} {row['symbol']}"
+    if row.get("stop_type"):
+        kind = f"{row['stop_type']} {what}, trigger {row.get('trigger_price')}"
+    else:
+        kind = f"{row['order_type']} {what} at {row['price']}"
+        kind += f" with stop-loss {row['stop_loss']}" if row.get("stop_loss") else ""
+    filled = f" {row['filled_qty']}" if row.get("filled_qty") not in (None, "0") else ""
+    return f"{kind}: {row['status']}{filled}"
+
+
+def _fill(row: dict[str, Any]) -> str:
+    return f"{row['side']} {row['qty']} {row['symbol']} at {row['price']}, fee {row['fee']}, at {row['at']}"
+
+
+def _closed(row: dict[str, Any]) -> str:
+    return (
+        f"{row['symbol']} {row['closed_size']} closed from {row['avg_entry_price']} at {row['avg_exit_price']}: "
+        f"PnL {row['closed_pnl']} USDT after fees"
+    )
+
+
+READ_SUMMARIES = {
+    "get_positions": lambda rows: (
+        "open positions: " + (", ".join(f"{row['symbol']} {row['size']}" for row in rows) or "none")
+    ),
+    "get_open_orders": lambda rows: f"open orders: {_rows(rows, _order)}",
+    "get_order_history": lambda rows: f"order history, newest first: {_rows(rows, _order)}",
+    "get_fills": lambda rows: f"fills, newest first: {_rows(rows, _fill)}",
+    "get_closed_pnl": lambda rows: f"closed PnL, newest first: {_rows(rows, _closed)}",
+}
 
 
 def next_lines(action: dict[str, Any] | None) -> list[Line]:
@@ -118,7 +161,8 @@ def format_run(run: DemoRun) -> Group:
     parts: list[RenderableType] = [
         Text(
             "Pilot demo: a scripted agent, a real MCP client over stdio, `pilot serve` on the paper exchange "
-            f"(offline, Bybit's real instrument filters), `pilot init`'s policy.json in {run.home}",
+            "(offline, Bybit's real instrument filters, ETHUSDT on a seeded walk the demo runs), `pilot init`'s "
+            f"policy.json with a $2 loss limit a trade, in {run.home}",
             style="dim",
         )
     ]
@@ -153,11 +197,13 @@ def format_markdown(run: DemoRun) -> str:
         f"with Pilot {version('pilot')}. Do not edit by hand: run it again. Plan ids, order ids, times and "
         "hashes differ on every run; statuses, rule codes and quantities are checked and do not.",
         "",
-        "A scripted agent drives a real MCP client over stdio against `pilot serve` on the built-in paper "
-        "exchange (default scenario: Bybit's real instrument filters, so BTCUSDT trades in steps of 0.001 "
-        "BTC, about $80; loopback only), in a temporary home with `pilot init`'s policy.json, unchanged "
-        "(BTCUSDT capped at $150 per position and per order, other markets at $100, a human confirming "
-        "orders above $50):",
+        "A scripted agent drives a real MCP client over stdio against `pilot serve`, attached to the built-in "
+        "paper exchange (default scenario: Bybit's real instrument filters, so BTCUSDT trades in steps of "
+        "0.001 BTC, about $80; loopback only). ETHUSDT follows a seeded random walk (2 % an hour) whose clock "
+        "stands still until the demo runs it, so every step sees the same prices on every run. The home is "
+        "temporary, with `pilot init`'s policy.json and one loss limit added, a trade may lose at most $2 at "
+        "its stop (BTCUSDT capped at $150 per position and per order, other markets at $100, a human "
+        "confirming orders above $50):",
         "",
         "```json",
         json.dumps(run.policy, indent=2),
