@@ -1,23 +1,26 @@
 """What a position loses if the price runs through its stops: restated for the oracle apart from pilot.core.
 
-From Bybit's documentation as the paper exchange follows it (SCENARIOS.md, "Stops"; trading-stop.mdx,
-create-order.mdx, enum.mdx):
+From Bybit's documentation as the paper exchange follows it (SCENARIOS.md, "Stops"; create-order.mdx and
+open-order.mdx: tpslMode Full is "entire position for TP/SL"; trading-stop.mdx; enum.mdx):
 
 * a position's whole stop (tpslMode Full) closes all of the position, whatever its size when it triggers;
   an order sent with a `stopLoss` makes it the position's whole stop once it fills, replacing the one before;
 * a partial stop (tpslMode Partial) closes its own size; partial stops add up;
 * a position that closes or flips loses its stops (CancelByTpSlTsClear);
-* the average entry price moves only when the position grows (a fill that shrinks it leaves the entry).
+* the entry is the weighted average of what opened the position (SCENARIOS.md, "Matching, in short"):
+  it moves only when the position grows; a fill that shrinks it leaves the entry.
 
 The loss is measured from the entry, with Bybit's standard taker fee both ways (the loss rule's fee,
 whatever the venue charges). Stops trigger in the order the price reaches them: for a long, the highest
 first; partial stops past the whole stop never trigger (the whole stop has closed everything by then). What
 no stop closes is uncovered.
 
-What Pilot's policy means by "the position an order leaves" (README, the loss rules): every order resting
-on the order's side fills too, at its own price and with its own stop, the order last at its sent price; if
-any of them carries a stop, the widest one applies (whichever fills last sets it). An order without a stop
-may also fill while the ones with stops never do: the position's stops as they are then apply to it.
+What Pilot's policy means by "the position an order leaves" (README, maxLossPerTradeUsd): every order
+resting on the order's side fills too, at its own price and with its own stop, the order last at its sent
+price; if any of them carries a stop, the widest one applies (whichever fills last sets it). An order
+without a stop may also fill while the ones with stops never do, and then the position's stops as they are
+apply to it: the worse of the two is the one judged (the worst case pilot.core's docstrings describe; only
+the reading is shared, never the code).
 """
 
 from __future__ import annotations
