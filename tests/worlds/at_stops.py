@@ -15,16 +15,18 @@ whatever the venue charges). Stops trigger in the order the price reaches them: 
 first; partial stops past the whole stop never trigger (the whole stop has closed everything by then). What
 no stop closes is uncovered.
 
-What Pilot's policy means by "the position an order leaves" (README, maxLossPerTradeUsd): every order
-resting on the order's side fills too, at its own price and with its own stop, the order last at its sent
-price; if any of them carries a stop, the widest one applies (whichever fills last sets it). An order
-without a stop may also fill while the ones with stops never do, and then the position's stops as they are
-apply to it: the worse of the two is the one judged (the worst case pilot.core's docstrings describe; only
-the reading is shared, never the code).
+What Pilot's policy means by "the position an order leaves" (README, maxLossPerTradeUsd): the order fills
+at its sent price, and every order resting on the side of the position it leaves may fill too, in part (by
+whole lot steps), in full or not at all, at its own price; whichever filled order carrying a stop fills last
+sets the whole stop (the order's own, or a resting one's, which then filled a lot step at least; with none,
+the position's stop as it is). The loss judged is the worst of all those ways. Without partial stops the loss
+at a whole stop is a sum over the units filled, so for each stop that may apply the worst takes each resting
+order in full when it adds to the loss and not at all otherwise; with partial stops every cut is tried.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -108,16 +110,79 @@ def loss_at_stops(position: Protected) -> tuple[Decimal, Decimal]:
 
 
 def worst_left(
-    position: Protected, resting: Sequence[Fill], order: Fill
+    position: Protected, resting: Sequence[Fill], order: Fill, step: Decimal
 ) -> tuple[Protected, Decimal, Decimal]:
-    """The position an order leaves at its worst (the policy's reading above), and its loss and uncovered
-    quantity at its stops. `resting` are the orders on the order's side, as the exchange lists them."""
-    cases = [after(position, [*resting, order])]
-    if order.stop is None and any(fill.stop is not None for fill in resting):
-        cases.append(after(position, [*(fill for fill in resting if fill.stop is None), order]))
-    worst, (loss, uncovered) = cases[0], loss_at_stops(cases[0])
+    """The position an order leaves at its worst (the policy's reading above), with its loss and uncovered
+    quantity at its stops. `resting` are the orders resting on the order's side; `step` is the lot step."""
+    forced = after(position, [order])
+    if forced.size == 0:
+        return forced, ZERO, ZERO
+    same = [fill for fill in resting if (fill.qty > 0) == forced.long]
+    optional = same if order.stop is not None else [fill for fill in same if fill.stop is None]
+    cases = [_worst_with(forced, forced.stop, optional)]  # the order's stop applies, or the one now
+    for fill in same:  # a resting order carrying a stop fills last: a lot step of it at least
+        if fill.stop is None:
+            continue
+        sign = 1 if fill.qty > 0 else -1
+        least = min(step, abs(fill.qty))
+        last = after(forced, [Fill(least * sign, fill.price)])
+        others = [other for other in same if other is not fill]
+        if abs(fill.qty) > least:
+            others.append(Fill(fill.qty - least * sign, fill.price))
+        cases.append(_worst_with(last, fill.stop, others))
+    worst = cases[0]
     for case in cases[1:]:
-        case_loss, case_uncovered = loss_at_stops(case)
-        if case_loss > loss:
-            worst, loss, uncovered = case, case_loss, case_uncovered
-    return worst, loss, uncovered
+        if (case[1], case[2]) > (worst[1], worst[2]):
+            worst = case
+    return worst
+
+
+def _worst_with(
+    start: Protected, stop: Decimal | None, optional: Sequence[Fill]
+) -> tuple[Protected, Decimal, Decimal]:
+    """The worst of `start` (with `stop` as its whole stop) and any of the optional fills."""
+    start = Protected(start.size, start.entry, stop, start.legs)
+    if start.legs:
+        return _tried(start, optional)
+    worst = start
+    for fill in optional:  # without partial stops each fill adds its own share: take the ones that hurt
+        more = after(worst, [Fill(fill.qty, fill.price)])
+        if loss_at_stops(more) > loss_at_stops(worst):
+            worst = more
+    return (worst, *loss_at_stops(worst))
+
+
+def _tried(start: Protected, optional: Sequence[Fill]) -> tuple[Protected, Decimal, Decimal]:
+    """With partial stops: every resting order none, all, or cut where the position reaches the sizes its
+    partial stops add up to (between those the loss is linear), each way tried."""
+    assert len(optional) <= 8, "the worlds never rest this many orders beside partial stops"
+    edges, total = set(), ZERO
+    for _, qty in sorted(start.legs, key=lambda leg: -leg[0] if start.long else leg[0]):
+        total += qty
+        edges.add(total)
+    best = (start, *loss_at_stops(start))
+    for picks in itertools.product((False, True), repeat=len(optional)):
+        chosen = [fill for fill, pick in zip(optional, picks, strict=True) if pick]
+        full = after(start, [Fill(fill.qty, fill.price) for fill in chosen])
+        probes = [full]
+        for edge in edges:
+            if abs(start.size) < edge < abs(full.size):
+                cut = edge - abs(start.size)
+                probes.append(_cut(start, chosen, cut))
+        for probe in probes:
+            found = (probe, *loss_at_stops(probe))
+            if (found[1], found[2]) > (best[1], best[2]):
+                best = found
+    return best
+
+
+def _cut(start: Protected, fills: Sequence[Fill], amount: Decimal) -> Protected:
+    """`start` with the first `amount` of these fills, the worst priced first."""
+    position, left = start, amount
+    for fill in sorted(fills, key=lambda fill: -fill.price if start.long else fill.price):
+        take = min(abs(fill.qty), left)
+        if take <= 0:
+            break
+        position = after(position, [Fill(take if start.long else -take, fill.price)])
+        left -= take
+    return position

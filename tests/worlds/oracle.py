@@ -612,7 +612,9 @@ class Oracle:
         """The linear position `qty` of the order leaves at its worst, with its loss and uncovered quantity at
         the stops that will then apply to it (tests/worlds/at_stops.py)."""
         this = Fill(qty * order.sign, price, self.stop(order))
-        return worst_left(self.protected(order.symbol), self.resting_fills(order), this)
+        instrument = self.instrument(order)
+        assert instrument is not None
+        return worst_left(self.protected(order.symbol), self.resting_fills(order), this, instrument.step)
 
     def stops_breach(self, symbol: str) -> str | None:
         """Whether the position of `symbol` can lose more than maxLossPerTradeUsd at the stops it has now:

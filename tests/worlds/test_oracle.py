@@ -139,10 +139,16 @@ def test_partial_stops_close_their_size_first_and_a_flip_takes_the_stops_away():
     assert flipped == Protected(Decimal(-2), Decimal(101))
 
 
-def test_an_order_without_a_stop_is_judged_at_the_worse_of_the_stops_that_may_then_apply():
+def test_an_order_is_judged_at_the_worst_way_the_orders_resting_on_its_side_may_fill():
+    step = Decimal("0.01")
     position = Protected(Decimal(1), Decimal(100), Decimal(99))  # loses $1.11 at its stop
-    resting = [Fill(Decimal(1), Decimal(100), Decimal(90))]  # may fill and bring its stop at 90
-    left, loss, _ = worst_left(position, resting, Fill(Decimal(1), Decimal(100)))
-    assert (left.size, left.stop) == (Decimal(3), Decimal(90))  # all three fill: the resting order's stop
-    alone, alone_loss, _ = worst_left(position, [], Fill(Decimal(1), Decimal(100)))
+    resting = [Fill(Decimal(1), Decimal(100), Decimal(90))]  # may fill last and bring its stop at 90
+    left, loss, _ = worst_left(position, resting, Fill(Decimal(1), Decimal(100)), step)
+    assert (left.size, left.stop) == (Decimal(3), Decimal(90))  # all three, the resting order's stop last
+    alone, alone_loss, _ = worst_left(position, [], Fill(Decimal(1), Decimal(100)), step)
     assert (alone.size, alone.stop) == (Decimal(2), Decimal(99)) and alone_loss < loss
+    # a resting buy far below the stop only makes the entry better: the worst leaves it unfilled
+    cheap = [Fill(Decimal(5), Decimal(50))]
+    order = Fill(Decimal(1), Decimal(100), Decimal(95))
+    worst, _, _ = worst_left(position, cheap, order, step)
+    assert (worst.size, worst.stop) == (Decimal(2), Decimal(95))
