@@ -17,9 +17,10 @@ no stop closes is uncovered.
 
 What Pilot's policy means by "the position an order leaves" (README, maxLossPerTradeUsd): the order fills
 at its sent price, and every order resting on the side of the position it leaves may fill too, in part (by
-whole lot steps), in full or not at all, at its own price; whichever filled order carrying a stop fills last
-sets the whole stop (the order's own, or a resting one's, which then filled a lot step at least; with none,
-the position's stop as it is). The loss judged is the worst of all those ways. Without partial stops the loss
+whole lot steps), in full or not at all, at its own price. The whole stop that then applies is the
+order's own (with none, the position's stop as it is), or the stop of a resting order one lot step of which
+fills after all the rest; a resting order's stop is never counted on otherwise, since the rest of an order
+may fill after its first part set the stop. The loss judged is the worst of all those ways. Without partial stops the loss
 at a whole stop is a sum over the units filled, so for each stop that may apply the worst takes each resting
 order in full when it adds to the loss and not at all otherwise; with partial stops every cut is tried.
 """
@@ -118,8 +119,9 @@ def worst_left(
     if forced.size == 0:
         return forced, ZERO, ZERO
     same = [fill for fill in resting if (fill.qty > 0) == forced.long]
-    optional = same if order.stop is not None else [fill for fill in same if fill.stop is None]
-    cases = [_worst_with(forced, forced.stop, optional)]  # the order's stop applies, or the one now
+    # the order's stop applies, or the one now: any resting order may have filled, its stop not set by it
+    # (what is left of an order may fill after its first part set the stop)
+    cases = [_worst_with(forced, forced.stop, same)]
     for fill in same:  # a resting order carrying a stop fills last: a lot step of it at least
         if fill.stop is None:
             continue

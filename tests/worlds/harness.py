@@ -682,6 +682,7 @@ def as_sent(planned: dict[str, Any]) -> Order:
         Decimal(planned["price"]),
         planned["reduce_only"],
         stop_loss=Decimal(stop) if stop is not None else None,
+        ioc=planned["time_in_force"] == "IOC",
     )
 
 

@@ -32,7 +32,10 @@ order's price, the mark and the bid for a buy (above its price, the mark and the
 checks it against the last price, inside the touch), and `maxLossPerTradeUsd` / `Pct`: the position the
 order leaves, at the stops that will then apply to it (a stop sent with an order becomes the whole
 position's: tests/worlds/at_stops.py), loses at most the smaller limit, the order filled at its sent price
-(a buy's highest, a sell's lowest) after every order resting on its side.
+(a buy's highest, a sell's lowest) and the orders resting on its side filled in the way that loses most. A
+resting limit order against the position (not reduce-only) may fill after the position is gone, its stop
+say, and open one of its own: whatever it does now, it is judged from flat too (requireStopLoss and the loss
+limit), as Bybit keeps it resting.
 
 An order shrinks a position when it is reduce-only, or on the other side of the position and, with the
 open orders on its side, no larger than it (spot: a sell of at most the base coin held).
@@ -206,6 +209,7 @@ class Order:
     reduce_only: bool = False
     closing: bool = False  # planned by close_position, whose plan no notional threshold holds back
     stop_loss: Decimal | None = None
+    ioc: bool = False  # sent Immediate-or-Cancel (a market order as a Limit IOC): it never rests
 
     @property
     def sign(self) -> int:
@@ -489,6 +493,8 @@ class Oracle:
             out.extend(self._loss_misses(order, instrument, qty, held, pending, price))
         elif self.stop(order) is not None and not instrument.spot:
             out.extend(self._stop_misses(order, instrument, price))
+        if reducing and self.outlives(order):
+            out.extend(self._outliving_misses(order, instrument, qty, price))
         out.extend(self._exchange_misses(order, instrument, qty, price, held))
         if not order.closing and not self.reaches_human and rules.needs_human("place_order", qty * worst):
             out.append(
@@ -582,13 +588,49 @@ class Oracle:
             misplaced = self._stop_misses(order, instrument, price)
             if misplaced:
                 return out + misplaced
-        cap = rules.loss_limit(order.symbol, self.equity())
-        left, loss, uncovered = self.left_at_stops(order, qty, price)
+        return out + self._loss_miss(order, qty, price, grows=True)
+
+    def _outliving_misses(
+        self, order: Order, instrument: Instrument, qty: Decimal, price: Decimal
+    ) -> list[Miss]:
+        """An order that closes the position now but may rest on after it is gone (outlives): what it opens
+        then needs a stop under requireStopLoss, and may lose at most the loss limit at it."""
+        if self.stop(order) is None:
+            if self.policy.require_stop(order.symbol):
+                return [
+                    Miss("protection", "requireStopLoss", "no stop_loss on an order that may open from flat")
+                ]
+        elif self._stop_misses(order, instrument, price):
+            return []  # already counted
+        return self._loss_miss(order, qty, price, grows=False)
+
+    def _loss_miss(self, order: Order, qty: Decimal, price: Decimal, *, grows: bool) -> list[Miss]:
+        """maxLossPerTradeUsd/Pct at the stops: on the position the order leaves (an order that grows it),
+        and from flat for an order that may outlive the position; the worse of the two is judged."""
+        cap = self.policy.loss_limit(order.symbol, self.equity())
+        if cap is None:
+            return []
+        cases = [self.left_at_stops(order, qty, price)] if grows else []
+        if self.outlives(order):
+            cases.append(self.left_at_stops(order, qty, price, from_flat=True))
+        left, loss, uncovered = cases[0]
+        for case in cases[1:]:
+            if case[1] > loss:
+                left, loss, uncovered = case
         # a position no stop closes at all is requireStopLoss's concern, not the loss limit's
-        if cap is not None and uncovered < abs(left.size) and loss > cap:
+        if uncovered < abs(left.size) and loss > cap:
             numbers = f"{plain(abs(left.size))} left at stop {left.stop}: {plain(loss)} > {plain(cap)}"
-            out.append(Miss("cap", "maxLossPerTrade", numbers))
-        return out
+            return [Miss("cap", "maxLossPerTrade", numbers)]
+        return []
+
+    def outlives(self, order: Order) -> bool:
+        """Whether the order may fill after the position it now closes is gone (its stop, say): a linear
+        limit order that rests (not IOC) and is not reduce-only, against the position. Bybit keeps it resting,
+        and it then opens a position of its own."""
+        instrument = self.instrument(order)
+        if instrument is None or instrument.spot or order.reduce_only:
+            return False
+        return order.order_type == "limit" and not order.ioc and self.opposite(order)
 
     # --- stops ------------------------------------------------------------------------------------
 
@@ -608,13 +650,17 @@ class Oracle:
             and not o.reduce_only
         ]
 
-    def left_at_stops(self, order: Order, qty: Decimal, price: Decimal) -> tuple[Protected, Decimal, Decimal]:
+    def left_at_stops(
+        self, order: Order, qty: Decimal, price: Decimal, *, from_flat: bool = False
+    ) -> tuple[Protected, Decimal, Decimal]:
         """The linear position `qty` of the order leaves at its worst, with its loss and uncovered quantity at
-        the stops that will then apply to it (tests/worlds/at_stops.py)."""
+        the stops that will then apply to it (tests/worlds/at_stops.py); `from_flat`: once the position held
+        now is gone."""
         this = Fill(qty * order.sign, price, self.stop(order))
         instrument = self.instrument(order)
         assert instrument is not None
-        return worst_left(self.protected(order.symbol), self.resting_fills(order), this, instrument.step)
+        held = Protected(ZERO, ZERO) if from_flat else self.protected(order.symbol)
+        return worst_left(held, self.resting_fills(order), this, instrument.step)
 
     def stops_breach(self, symbol: str) -> str | None:
         """Whether the position of `symbol` can lose more than maxLossPerTradeUsd at the stops it has now:

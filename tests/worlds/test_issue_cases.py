@@ -437,3 +437,20 @@ async def test_a_small_order_with_a_far_stop_is_judged_as_the_stop_of_the_whole_
         assert answer["violations"][0]["attempted"] == plain(loss.quantize(Decimal("0.01")))
         assert run.paper.request_count(CREATE) == 1
         clean(run)
+
+
+async def test_a_resting_limit_against_the_position_is_judged_as_opening_one_from_flat_too(tmp_path: Path):
+    """It closes the long now, but left resting after the long's stop closed it, it opens a short: under
+    requireStopLoss it needs a stop, or reduce_only (then it only ever closes)."""
+    scene = world(position=Decimal("0.01"), policy={"requireStopLoss": True})
+    async with open_world(scene, tmp_path) as run:
+        oracle = run.oracle()
+        args = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.005", "order_type": "limit", "price": "80100"}
+        answer = await run.plan(args, oracle)
+        assert answer is not None and rules(answer) == ["requireStopLoss"]
+        assert [miss.name for miss in oracle.misses(Order.of(args), Decimal("0.005"))] == ["requireStopLoss"]
+        closing = await run.plan({**args, "reduce_only": True}, oracle)
+        assert closing is not None and closing["status"] == "ok"
+        market = await run.plan({"symbol": "BTCUSDT", "side": "sell", "qty": "0.005"}, oracle)
+        assert market is not None and market["status"] == "ok"  # an IOC never rests: it cannot outlive it
+        clean(run)
