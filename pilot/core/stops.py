@@ -7,8 +7,9 @@ Partial stops (tpslMode Partial) each close their own size and add up beside the
 rule caps is the loss of the position an action leaves, at the stops that will then apply to it:
 
 * an order that fills adds to the position at its worst price; the stop it carries replaces the whole stop;
-* every order pending on the same side is assumed to fill too, and the widest stop any of them carries is
-  the one assumed to apply (whichever fills last sets it);
+* the orders pending on the same side may fill in part, in full or not at all, in any order; whichever
+  stop-carrying one fills last sets the whole stop, or none does (what is left of an order fills after its
+  first part brought the stop): the worst of all those ways is judged (worst_case);
 * moving, removing or cancelling a stop changes the stops; it may not widen the loss past the cap.
 
 As the price runs against a long, the stops trigger from the highest down: partial legs above the whole stop
