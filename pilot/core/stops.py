@@ -355,7 +355,28 @@ def check_trading_stop(
     else:
         fix = NextAction.stop("no farther stop fits the loss limit", human=RAISE_LOSS_CAP)
     what = "removing the stop" if new is None else f"a stop at {plain(new)}"
+    if new is not None and market is not None and (new >= market if position.size > 0 else new <= market):
+        return [_wrong_side(position, new, market, tick, fix)]
     return check_stop_change(policy, state, symbol, (before, after), equity, what, fix)
+
+
+def _wrong_side(
+    position: Position, new: Decimal, market: Decimal, tick: Decimal, fix: NextAction
+) -> Violation:
+    """A stop at or past the price now: Bybit refuses it (10001), so it is not sent. The next action is the
+    one a loss refusal gives, or, with no rule to say how far, a stop 1 % beyond the price."""
+    long = position.size > 0
+    if fix.tool is None:
+        away = (
+            floor_to_step(market * Decimal("0.99"), tick)
+            if long
+            else ceil_to_step(market * Decimal("1.01"), tick)
+        )
+        args = {"symbol": position.symbol, "stop_loss": plain(away)}
+        fix = NextAction.call("set_trading_stop", args, f"a stop 1 % beyond the price: {plain(away)}")
+    way = "below" if long else "above"
+    detail = f"a {'long' if long else 'short'}'s stop must be {way} the price now ({plain(market)}); {plain(new)} is not"
+    return Violation(Code.STOP_LOSS, f"{way} {plain(market)}", plain(new), detail, fix)
 
 
 RAISE_LOSS_CAP = "raise maxLossPerTradeUsd/Pct, or turn requireStopLoss off, in policy.json"

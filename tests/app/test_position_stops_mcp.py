@@ -159,3 +159,25 @@ async def test_cancelling_a_take_profit_bound_to_the_stop_is_judged_and_the_fix_
     assert (
         paper.position("ETHUSDT").stop_loss == Decimal("3090") and paper.position("ETHUSDT").take_profit == 0
     )
+
+
+async def test_an_amend_that_needs_a_stop_leads_to_cancel_and_plan_again_not_to_itself(
+    runtime, paper, tmp_path
+):
+    # Issue 24: a resting order without a stop, then requireStopLoss turned on: the next action of every
+    # amend was that same amend, which cannot carry a stop (a loop). Now: cancel it, then plan it with one.
+    write_policy(tmp_path, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        planned = await call(client, "plan_order", {**ETH, "qty": "0.1", "price": "3000"})
+        placed = await call(client, "place_order", {"plan_id": planned["plan_id"]})
+        assert placed["status"] == "open"
+        write_policy(tmp_path, requireStopLoss=True, **ROOMY)
+        ask = {"symbol": "ETHUSDT", "order_id": placed["order_id"], "price": "3001"}
+        refused = await call(client, "plan_amend", ask)
+        assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "requireStopLoss"
+        fix = refused["next_safe_action"]
+        assert fix["tool"] == "cancel_order" and fix["args"]["order_id"] == placed["order_id"]
+        (again,) = fix["options"]
+        assert again["tool"] == "plan_order" and "stop_loss" in again["args"]
+        assert (await call(client, "cancel_order", fix["args"]))["status"] == "done"
+        assert (await call(client, "plan_order", again["args"]))["status"] == "ok"

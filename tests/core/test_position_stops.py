@@ -271,3 +271,24 @@ def test_a_refused_stop_move_never_offers_a_stop_beyond_the_price_now():
     )
     fix = violations[0].next
     assert fix.tool == "set_trading_stop" and fix.args == {"symbol": "ETHUSDT", "stop_loss": "3000"}
+
+
+def test_a_stop_at_or_past_the_price_now_is_refused_before_the_exchange_would():
+    # Issue 24: a wrong-side stop from the agent went to Bybit, which refuses it (10001).
+    held = Position("ETHUSDT", D("0.2"), D("3100.01"), D(1), stop_loss=D("3090"))
+    for new in (D("3100"), D("3150")):
+        (wrong,) = check_trading_stop(
+            POLICY, TradingState.ACTIVE, held, D(10_000), new, ETH.tick_size, None, D("3100")
+        )
+        assert wrong.rule is Code.STOP_LOSS and wrong.next.tool == "set_trading_stop"
+        assert D(wrong.next.args["stop_loss"]) < D("3100")
+    free = POLICY.model_copy(update={"max_loss_per_trade_usd": None})
+    (wrong,) = check_trading_stop(
+        free, TradingState.ACTIVE, held, D(10_000), D("3200"), ETH.tick_size, None, D("3100")
+    )
+    assert wrong.next.args["stop_loss"] == "3090"  # keeps the stop it has
+    bare = Position("ETHUSDT", D("0.2"), D("3100.01"), D(1))
+    (wrong,) = check_trading_stop(
+        free, TradingState.ACTIVE, bare, D(10_000), D("3200"), ETH.tick_size, None, D("3100")
+    )
+    assert wrong.next.args["stop_loss"] == "3069"  # 1 % below the price

@@ -32,7 +32,7 @@ from pilot.core.codes import Code
 from pilot.core.evaluate import Evaluation, evaluate
 from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, Side
 from pilot.core.valuation import floor_to_step, price_on_tick
-from pilot.core.violations import NextAction, Violation, plain
+from pilot.core.violations import NextAction, ToolCall, Violation, plain
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import ExchangeOrder
 
@@ -254,6 +254,15 @@ def _as_amend(ask: AmendAsk, order: ExchangeOrder, action: NextAction | None) ->
     if action is None or action.tool != "plan_order" or action.args is None:
         return action
     args = action.args
+    stop = args.get("stop_loss")
+    if stop is not None and Decimal(str(stop)) != order.stop_loss:
+        # An amend cannot add or move the stop an order carries: cancel it, then plan it with the stop.
+        return NextAction(
+            tool="cancel_order",
+            args={"symbol": ask.symbol, "order_id": order.order_id, "category": ask.category},
+            text="an amend cannot give this order a stop: cancel it, then plan it again with the stop_loss",
+            options=(ToolCall("plan_order", dict(args), "then plan it with the stop_loss that fits"),),
+        )
     remaining = Decimal(str(args["qty"]))
     price = Decimal(str(args["price"])) if "price" in args else None
     if args.get("reduce_only") != order.reduce_only or args.get("side") != order.side.lower():
