@@ -216,7 +216,7 @@ class Code(StrEnum):
     ORDER_NOT_OPEN = (
         "orderNotOpen",
         Group.BLOCKER,
-        "`plan_amend` (or its `place_order`) names no open order, or a total at or below what has filled",
+        "`plan_amend` (or its `place_order`) names no open order or a TP/SL or conditional one, a total at or below what has filled, or changes nothing",
     )
     TRADING_HOURS = (
         "tradingHours",

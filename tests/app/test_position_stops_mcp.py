@@ -181,3 +181,25 @@ async def test_an_amend_that_needs_a_stop_leads_to_cancel_and_plan_again_not_to_
         assert again["tool"] == "plan_order" and "stop_loss" in again["args"]
         assert (await call(client, "cancel_order", fix["args"]))["status"] == "done"
         assert (await call(client, "plan_order", again["args"]))["status"] == "ok"
+
+
+async def test_an_amend_the_exchange_would_refuse_is_not_planned(runtime, paper, tmp_path):
+    # Issue 24: plan_amend passed a total below the instrument's minimum (SOLUSDT: 0.1) and an amend that
+    # changes nothing, both of which Bybit refuses (10001).
+    write_policy(tmp_path, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        planned = await call(
+            client,
+            "plan_order",
+            {"symbol": "SOLUSDT", "side": "buy", "qty": "0.5", "order_type": "limit", "price": "100"},
+        )
+        placed = await call(client, "place_order", {"plan_id": planned["plan_id"]})
+        assert placed["status"] == "open"
+        which = {"symbol": "SOLUSDT", "order_id": placed["order_id"]}
+        small = await call(client, "plan_amend", {**which, "qty": "0.05"})
+        assert small["status"] == "refused" and small["violations"][0]["rule"] == "instrument.minOrderQty"
+        assert small["next_safe_action"]["tool"] == "cancel_order"
+        same = await call(client, "plan_amend", {**which, "qty": "0.5", "price": "100"})
+        assert same["status"] == "refused" and same["violations"][0]["rule"] == "orderNotOpen"
+        assert (await call(client, "plan_amend", {**which, "qty": "0.2"}))["status"] == "ok"
+    assert paper.request_count("/v5/order/amend") == 0

@@ -128,11 +128,38 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
         violations, next_action = [hedged], hedged.next
     if qty <= order.qty and price == order.price:
         violations, next_action = [], None  # shrinking at the same price: always allowed
+        grid = _off_grid(ask, order, qty, facts)
+        if grid is not None:  # ... but what the exchange refuses (10001) is not planned
+            violations, next_action = [grid], grid.next
     if qty <= order.cum_exec_qty:
         broken = _at_most_filled(ask, order)
         violations, next_action = [broken], broken.next
     violations = [replace(v, next=_as_amend(ask, order, v.next) or v.next) for v in violations]
     return Judged(order, qty, price, facts, result, violations, _as_amend(ask, order, next_action))
+
+
+def _off_grid(ask: AmendAsk, order: ExchangeOrder, qty: Decimal, facts: Facts) -> Violation | None:
+    """An amend to the same total and price (nothing to send: Bybit answers 10001), or to a total below the
+    instrument's minimum (Bybit checks the new total): refused, the way out named."""
+    rules = facts.rules
+    keep = NextAction.call(
+        "get_open_orders",
+        {"symbol": ask.symbol, "category": ask.category},
+        "nothing to change: it rests as it is",
+    )
+    cancel = NextAction.call(
+        "cancel_order",
+        {"symbol": ask.symbol, "order_id": order.order_id, "category": ask.category},
+        "to hold less than the minimum order, cancel it instead",
+    )
+    if qty == order.qty:
+        return violation(
+            Code.ORDER_NOT_OPEN, "a new qty or price", plain(qty), "the amend changes nothing", keep
+        )
+    if rules is not None and qty < rules.min_qty:
+        detail = f"the new total {plain(qty)} is below the instrument's minimum order {plain(rules.min_qty)}"
+        return violation(Code.MIN_ORDER_QTY, plain(rules.min_qty), plain(qty), detail, cancel)
+    return None
 
 
 def _without(pending: PendingOrders | None, order: ExchangeOrder, side: Side) -> PendingOrders | None:
