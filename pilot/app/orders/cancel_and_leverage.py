@@ -149,36 +149,28 @@ async def judge_stop_cancel(
     rule), or None. When the open orders cannot be read and a stop rule could apply, the cancel waits."""
     view = runtime.policy()
     state = await runtime.trading_state(view.policy)
+    if state is TradingState.ACTIVE and not _stops_matter(view.policy, symbol):
+        return None  # no rule a removed stop could break: nothing to read
     try:
-        (held, read), balance = await asyncio.gather(
-            position_with_stops(runtime, symbol), runtime.exchange.get_balance()
-        )
+        orders = await runtime.exchange.get_open_orders("linear", symbol)
     except ExchangeError:
-        if state is TradingState.ACTIVE and not _stops_matter(view.policy, symbol):
-            return None
-        which = {"order_id": order_id} if order_id else {"order_link_id": order_link_id}
-        missing = violation(
-            Code.FACTS,
-            "all facts present",
-            "missing: open orders, position",
-            f"could not read the {symbol} orders and position: whether this cancel removes a stop is unknown",
-            NextAction.call(
-                "cancel_order",
-                {"symbol": symbol, **which, "category": "linear"},
-                "call cancel_order again shortly",
-            ),
-        )
-        return Refusal.of(missing, "nothing was sent")
+        return _unjudged(symbol, order_id, order_link_id)
     order = next(
         (
             o
-            for o in read.open_orders
+            for o in orders
             if (order_id and o.order_id == order_id) or (not order_id and o.order_link_id == order_link_id)
         ),
         None,
     )
     if order is None or not order.is_stop_leg or order.trigger_price is None:
-        return None
+        return None  # an ordinary order (or none): the cancel only takes risk away
+    try:
+        (held, read), balance = await asyncio.gather(
+            position_with_stops(runtime, symbol), runtime.exchange.get_balance()
+        )
+    except ExchangeError:
+        return _unjudged(symbol, order_id, order_link_id)
     cancelled = _cancelled_stops(held, order)
     before, after = with_pending(held, read.pending), with_pending(cancelled, read.pending)
     keep = NextAction.stop(
@@ -198,6 +190,23 @@ async def judge_stop_cancel(
     if not violations:
         return None
     return Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
+
+
+def _unjudged(symbol: str, order_id: str | None, order_link_id: str | None) -> Refusal:
+    """The orders or the position could not be read: whether the cancel removes a stop is unknown."""
+    which = {"order_id": order_id} if order_id else {"order_link_id": order_link_id}
+    missing = violation(
+        Code.FACTS,
+        "all facts present",
+        "missing: open orders, position",
+        f"could not read the {symbol} orders and position: whether this cancel removes a stop is unknown",
+        NextAction.call(
+            "cancel_order",
+            {"symbol": symbol, **which, "category": "linear"},
+            "call cancel_order again shortly",
+        ),
+    )
+    return Refusal.of(missing, "nothing was sent")
 
 
 def _cancelled_stops(held: Position, order: ExchangeOrder) -> Position:
