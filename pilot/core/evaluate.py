@@ -15,6 +15,7 @@ from pilot.core.sizing import (
     protect,
     reducing_alternative,
     suggest,
+    with_close_option,
     with_stop_option,
 )
 from pilot.core.valuation import liquidation_distance_pct
@@ -72,6 +73,8 @@ def evaluate(policy: Policy, facts: Facts) -> Evaluation:
             or close_instead(policy, facts, situation)
             or next_action
         )
+    elif next_action is not None and facts.order.reduce_only:
+        next_action = with_close_option(policy, facts, situation, next_action)
     return Evaluation(violations, next_action, situation)
 
 

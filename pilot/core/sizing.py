@@ -223,6 +223,23 @@ def close_instead(policy: Policy, facts: Facts, situation: Situation | None) -> 
     return NextAction.call("close_position", args, text)
 
 
+def with_close_option(
+    policy: Policy, facts: Facts, situation: Situation | None, action: NextAction
+) -> NextAction:
+    """A reduce-only order cut smaller than asked, with the other way out as an option: close_position closes
+    what was asked, cancelling the resting orders that made the cut necessary."""
+    if (
+        action.tool != "plan_order"
+        or action.args is None
+        or Decimal(str(action.args["qty"])) >= facts.order.qty
+    ):
+        return action
+    close = close_instead(policy, facts, situation)
+    if close is None or close.tool is None or close.args is None:
+        return action
+    return replace(action, options=(*action.options, ToolCall(close.tool, close.args, "or " + close.text)))
+
+
 def _lowest_valid_steps(facts: Facts, situation: Situation) -> int:
     """The fewest lot steps that meet the instrument's minimum quantity and minimum order value."""
     rules = situation.rules
