@@ -8,7 +8,7 @@ from decimal import Decimal
 
 from pilot.core.approval import needs_human
 from pilot.core.codes import NO_HUMAN_FIX, RESIZE_CODES, SIZE_CAP_CODES, Code
-from pilot.core.facts import Facts, OrderIntent, OrderType, Side
+from pilot.core.facts import Facts, InstrumentRules, OrderIntent, OrderType, Side
 from pilot.core.policy import Policy
 from pilot.core.rules import (
     Situation,
@@ -186,6 +186,19 @@ def reducing_alternative(policy: Policy, facts: Facts, situation: Situation | No
     return NextAction.call("plan_order", plan_args(cut, cut.qty), text)
 
 
+def closing_qty(size: Decimal, asked: Decimal | None, rules: InstrumentRules) -> Decimal:
+    """How much one close_position sends: what was asked (all by default), at most one maximum order.
+
+    On linear a position smaller than the minimum order (dust) is closed by a minimum-size reduce-only
+    order, which the exchange cuts to the position; on spot only what is held (`size`: free) can be sold.
+    """
+    wanted = abs(size) if asked is None else min(asked, abs(size))
+    amount = min(floor_to_step(wanted, rules.qty_step), rules.max_qty)
+    if rules.category == "linear" and abs(size) < rules.min_qty:
+        return rules.min_qty
+    return amount
+
+
 def close_instead(policy: Policy, facts: Facts, situation: Situation | None) -> NextAction | None:
     """For an order meant to shrink the position (reduce-only, or against it) that nothing of plan_order
     lets through, close_position when it would close as much: it waits on no confirmation threshold (only on
@@ -200,10 +213,7 @@ def close_instead(policy: Policy, facts: Facts, situation: Situation | None) -> 
     if not facts.can_reach_human and needs_human(policy.confirm, "close_position"):
         return None
     linear = rules.category == "linear"
-    most = (
-        reduce_only_limit(size, rules) if linear else floor_to_step(size - situation.pending, rules.qty_step)
-    )
-    qty = min(order.qty, most, rules.max_qty)  # close_position closes more than one maximum order in chunks
+    qty = closing_qty(size if linear else size - situation.pending, order.qty, rules)
     if qty <= 0:
         return None
     close = OrderIntent(

@@ -16,7 +16,7 @@ import pytest
 from tests.worlds.harness import WorldRun, open_world
 from tests.worlds.test_issue_cases import BTC, POLICY, QUOTES, clean, rules
 from tests.worlds.tools import succeeded
-from tests.worlds.world import Holding, Instrument, Resting, World
+from tests.worlds.world import Holding, Instrument, Quote, Resting, World
 
 pytestmark = pytest.mark.anyio
 STOP_PATH = "/v5/position/trading-stop"
@@ -221,4 +221,47 @@ async def test_an_amend_above_a_cap_is_cut_to_the_largest_total_that_fits(tmp_pa
         assert more["status"] == "refused"
         placed = await call(run, "place_order", {"plan_id": plan["plan_id"]})
         assert placed["status"] == "open" and run.paper.open_orders("BTCUSDT")[0].qty == Decimal("0.005")
+        clean(run)
+
+
+async def test_a_dust_close_blocked_by_a_resting_order_and_the_daily_cap_leads_to_close_position(
+    tmp_path: Path,
+):
+    fine = Instrument(
+        "BTCUSDT", "linear", Decimal("0.1"), Decimal("0.0001"), Decimal("0.001"), Decimal(100), Decimal(5)
+    )
+    sell = Resting("linear", "BTCUSDT", "Sell", Decimal("0.001"), Decimal(81000))
+    world = scene(Decimal("0.0005"), policy={"dailyOrderCap": 0}, resting=(sell,), instrument=fine)
+    async with open_world(world, tmp_path) as run:
+        refused = await call(run, "plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0006"})
+        assert "dailyOrderCap" in rules(refused)
+        closed = await follow(run, refused)
+        assert closed["status"] == "filled" and run.paper.position("BTCUSDT").size == 0
+        clean(run)
+
+
+async def test_an_order_raised_to_the_minimum_that_would_open_one_market_too_many_says_so_at_once(
+    tmp_path: Path,
+):
+    eth = Instrument(
+        "ETHUSDT", "linear", Decimal("0.01"), Decimal("0.01"), Decimal("0.01"), Decimal(1000), Decimal(5)
+    )
+    quotes = {**QUOTES, "ETHUSDT": Quote(Decimal(3000), Decimal("3000.01"), Decimal("3000.005"))}
+    held = (Holding("ETHUSDT", "Buy", Decimal("0.1"), Decimal(3000), Decimal(5)),)
+    policy = {**POLICY, "allowedMarkets": ["BTCUSDT", "ETHUSDT"], "maxOpenPositions": 1}
+    world = World((BTC, eth), quotes, policy, held, {"USDT": Decimal(10_000)})
+    async with open_world(world, tmp_path) as run:
+        tiny = {"symbol": "BTCUSDT", "side": "buy", "notional_usd": "1"}  # below one lot: a size of 0
+        refused = await call(run, "plan_order", tiny)
+        nxt = refused["next_safe_action"]
+        assert nxt["tool"] is None and nxt["human"]  # not a minimum order that maxOpenPositions refuses
+        clean(run)
+
+
+async def test_a_leverage_cut_that_would_need_a_human_this_client_cannot_reach_is_terminal(tmp_path: Path):
+    world = scene(policy={"confirm": {"actions": ["set_leverage"]}})
+    async with open_world(world, tmp_path) as run:
+        refused = await call(run, "set_leverage", {"symbol": "BTCUSDT", "leverage": "50"})
+        assert rules(refused) == ["maxLeverage"]
+        assert refused["next_safe_action"]["tool"] is None and refused["next_safe_action"]["human"]
         clean(run)

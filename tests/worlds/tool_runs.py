@@ -56,6 +56,7 @@ MAY_REFUSE_REDUCING = frozenset(
         "reduceOnly",
         "reduceOnlyQty",
         "account.heldQty",
+        "account.availableBalance",  # a plain order pays its fee; the next action makes it reduce-only
         "positionMode",
         "facts",
         "stopLoss",
