@@ -53,6 +53,7 @@ from typing import NamedTuple
 from pilot.core.approval import needs_human
 from pilot.core.channels import REACH_A_HUMAN
 from pilot.core.codes import Code
+from pilot.core.controls import authority_breach, drawdown, drawdown_sentence, resting_breach, throttle
 from pilot.core.facts import (
     RESUME_TRADING,
     DayPnl,
@@ -68,7 +69,13 @@ from pilot.core.facts import (
 from pilot.core.policy import EffectiveLimits, Policy, TradingWindow
 from pilot.core.risk import is_risk_reducing, worst_case_size
 from pilot.core.stops import Exposure, Fill, LossAtStops, loss_cap, pending_fills, worst_case
-from pilot.core.valuation import TAKER_FEE, liquidation_distance_pct, send_price, worst_fill_for
+from pilot.core.valuation import (
+    TAKER_FEE,
+    collar_edge,
+    liquidation_distance_pct,
+    send_price,
+    worst_fill_for,
+)
 from pilot.core.violations import Breach, NextAction, ToolCall, pct, plain, usd
 
 ZERO = Decimal(0)
@@ -684,6 +691,188 @@ def check_open_positions(s: Situation) -> Breach | None:
     )
 
 
+# --- the platform's pre-trade controls (pilot.core.controls) -----------------------------------------
+
+
+def check_message_rate(s: Situation) -> Breach | None:
+    """maxOrderMessagesPerSecond/Minute: one more message stays within the throttle. Every order counts, a
+    reducing one too: the exchange counts every request, and waiting `retry_after` (a second or a minute at
+    most) is all it takes."""
+    policy = s.policy
+    if policy.max_order_messages_per_second is None and policy.max_order_messages_per_minute is None:
+        return None
+    return throttle(policy, s.facts.messages, s.facts.now)
+
+
+def check_price_collar(s: Situation) -> Breach | None:
+    """priceCollarPct/Ticks: a limit price no farther from mark than the collar on the side where a mistake
+    costs money (a buy above mark, a sell below it); the next action is the same order at the edge."""
+    order, limits = s.order, s.limits
+    if order.order_type is not OrderType.LIMIT or order.limit_price is None:
+        return None
+    if limits.price_collar_pct is None and limits.price_collar_ticks is None:
+        return None
+    edge = price_collar(s, order.side)
+    price = order.limit_price
+    if edge is None or (price <= edge if order.side is Side.BUY else price >= edge):
+        return None
+    way = "above" if order.side is Side.BUY else "below"
+    return _size_breach(
+        Code.PRICE_COLLAR,
+        plain(edge),
+        plain(price),
+        f"the limit price {plain(price)} is {way} the price collar's edge {plain(edge)} "
+        f"({_collar_words(s.limits)} {way} the mark {plain(s.touch.mark)})",
+    )
+
+
+def price_collar(s: Situation, side: Side) -> Decimal | None:
+    """The collar's edge for a price on `side` (a buy's limit, or a sell's: also a long's stop trigger)."""
+    limits = s.limits
+    return collar_edge(
+        s.touch.mark, side, s.rules.tick_size, limits.price_collar_pct, limits.price_collar_ticks
+    )
+
+
+def _collar_words(limits: EffectiveLimits) -> str:
+    parts = []
+    if limits.price_collar_pct is not None:
+        parts.append(f"{plain(limits.price_collar_pct)}%")
+    if limits.price_collar_ticks is not None:
+        parts.append(f"{limits.price_collar_ticks} ticks")
+    return " or ".join(parts)
+
+
+def check_resting_orders(s: Situation) -> Breach | None:
+    """maxRestingOrdersPerMarket and maxRestingOrders: a limit order rests (Pilot sends it GTC); a market
+    order is a Limit IOC and never rests. A reducing one is judged too (close_position then closes it)."""
+    per_market, total = s.limits.max_resting_orders_per_market, s.policy.max_resting_orders
+    if (per_market is None and total is None) or s.order.order_type is not OrderType.LIMIT:
+        return None
+    resting = s.facts.resting
+    if resting is None or (total is not None and resting.total is None):
+        return None if s.reducing else _missing(s.facts, "resting", "the orders resting on the account")
+    args = {"symbol": s.order.symbol, "category": s.order.category}
+    options = (ToolCall("get_open_orders", args, "see the orders resting there"),)
+    return resting_breach(s.policy, per_market, resting, s.order.symbol, options)
+
+
+def check_turnover_day(s: Situation) -> Breach | None:
+    """maxTurnoverUsdPerDay: the notional this home sent since 00:00 UTC plus this order at its worst fill."""
+    cap = s.policy.max_turnover_usd_per_day
+    if cap is None or s.reducing:
+        return None
+    turnover = s.facts.turnover
+    if turnover is None:
+        return _missing(s.facts, "turnover", "the notional sent today")
+    total = turnover.day_usd + s.order_notional
+    if total <= cap:
+        return None
+    return _size_breach(
+        Code.MAX_TURNOVER_DAY,
+        plain(cap),
+        plain(total.quantize(CENT)),
+        f"this order's {usd(s.order_notional)} at its worst fill would bring the notional sent today (UTC) "
+        f"to {usd(total)}, above the {usd(cap)} a day allows",
+        retry_after=_next_midnight(s.facts.now),
+    )
+
+
+def check_turnover_24h(s: Situation) -> Breach | None:
+    """maxTurnoverUsd24h: as check_turnover_day, over the last 24 hours."""
+    cap = s.policy.max_turnover_usd_24h
+    if cap is None or s.reducing:
+        return None
+    turnover = s.facts.turnover
+    if turnover is None:
+        return _missing(s.facts, "turnover", "the notional sent in the last 24 hours")
+    total = turnover.rolling_usd + s.order_notional
+    if total <= cap:
+        return None
+    return _size_breach(
+        Code.MAX_TURNOVER_24H,
+        plain(cap),
+        plain(total.quantize(CENT)),
+        f"this order's {usd(s.order_notional)} at its worst fill would bring the notional sent in the last "
+        f"24 hours to {usd(total)}, above the {usd(cap)} allowed",
+        retry_after=turnover.rolling_frees_at,
+    )
+
+
+def check_authority(s: Situation) -> Breach | None:
+    """validUntil and maxSessionMinutes: past either, only orders that shrink a position pass."""
+    policy = s.policy
+    if s.reducing or (policy.valid_until is None and policy.max_session_minutes is None):
+        return None
+    breach = authority_breach(policy, s.facts.now, s.facts.session_age)
+    if breach is None or breach.next is None:
+        return breach
+    return replace(breach, next=replace(breach.next, options=close_option(s)))
+
+
+def check_drawdown(s: Situation) -> Breach | None:
+    """maxDrawdownUsd/Pct: past the drawdown from the window's peak equity, only orders that shrink a
+    position pass until the window passes or a human resets it (the latch is the app's: pilot.app.runtime)."""
+    policy = s.policy
+    if s.reducing or (policy.max_drawdown_usd is None and policy.max_drawdown_pct is None):
+        return None
+    state = s.facts.drawdown
+    if state is None or s.facts.equity is None:
+        return _missing(s.facts, "drawdown", "the account equity and its peak")
+    found = drawdown(policy, s.facts.equity, state)
+    if found is None or not (found.reached or state.latched):
+        return None
+    until = state.until
+    detail = drawdown_sentence(found)
+    if not found.reached:
+        was = f" ({usd(state.reached_at_usd)} below the peak then)" if state.reached_at_usd else ""
+        detail = f"the drawdown limit was reached in this window{was}; trading stays reducing until it passes"
+    when = f"until {until.isoformat()}" if until is not None else "until a human resets it"
+    return Breach(
+        rule=found.rule,
+        limit=plain(found.limit.quantize(CENT)),
+        attempted=plain(max(found.drawdown, state.reached_at_usd or ZERO).quantize(CENT)),
+        detail=detail,
+        next=NextAction(
+            tool=None,
+            args=None,
+            text=f"do not open or add {when}; reducing orders and close_position still work",
+            human="reset it with `pilot drawdown reset`, or raise maxDrawdownUsd/Pct in policy.json",
+            retry_after=until,
+            options=close_option(s),
+        ),
+    )
+
+
+def check_cooldown(s: Situation) -> Breach | None:
+    """cooldown: after enough losing trades, no order that can grow a position until the cooldown ends."""
+    rule = s.policy.cooldown
+    if rule is None or s.reducing:
+        return None
+    state = s.facts.cooldown
+    if state is None:
+        return _missing(s.facts, "cooldown", "the account's closed trades")
+    until = state.until
+    if until is None or s.facts.now >= until:
+        return None
+    within = f" within {rule.within_minutes} minutes" if rule.within_minutes is not None else " in a row"
+    return Breach(
+        rule=Code.COOLDOWN,
+        limit=str(rule.after_losses),
+        attempted=str(state.losses),
+        detail=f"{state.losses} closed trades were losses{within}: no order that opens or adds for "
+        f"{rule.minutes} minutes, until {until.isoformat()}",
+        next=NextAction(
+            tool=None,
+            args=None,
+            text=f"wait until {until.isoformat()}; reducing orders and close_position still work",
+            human="shorten cooldown.minutes, or raise cooldown.afterLosses, in policy.json",
+            retry_after=until,
+            options=close_option(s),
+        ),
+    )
+
+
 def position_left(
     s: Situation, stop: Decimal | None = None, qty: Decimal | None = None
 ) -> tuple[Exposure, LossAtStops]:
@@ -779,6 +968,19 @@ def stop_problem(s: Situation) -> str | None:
     return None
 
 
+def collared_stop(s: Situation, stop: Decimal) -> Decimal:
+    """`stop` moved no farther from mark than the price collar allows, for an order that can grow the
+    position (its stop becomes the whole position's: a mistake there costs money); as it is otherwise."""
+    limits = s.limits
+    if s.reducing or (limits.price_collar_pct is None and limits.price_collar_ticks is None):
+        return stop
+    buy = s.order.side is Side.BUY
+    edge = price_collar(s, Side.SELL if buy else Side.BUY)  # the stop closes: it is the other side's price
+    if edge is None:
+        return stop
+    return max(stop, edge) if buy else min(stop, edge)
+
+
 def take_profit_problem(s: Situation) -> str | None:
     """Why the order's take_profit cannot be sent as it is, or None."""
     target, tick, fill = s.order.take_profit, s.rules.tick_size, s.sent_price
@@ -823,6 +1025,15 @@ def check_protection(s: Situation) -> Breach | None:
     problem = stop_problem(s)
     if problem is not None:
         return Breach(Code.STOP_LOSS, plain(stop_reference(s)), plain(order.stop_loss or ZERO), problem)
+    if order.stop_loss is not None and collared_stop(s, order.stop_loss) != order.stop_loss:
+        edge = collared_stop(s, order.stop_loss)
+        return Breach(
+            Code.PRICE_COLLAR_STOP,
+            plain(edge),
+            plain(order.stop_loss),
+            f"the stop_loss {plain(order.stop_loss)} is farther from the mark {plain(s.touch.mark)} than the "
+            f"price collar allows ({_collar_words(s.limits)}): at most {plain(edge)}",
+        )
     problem = take_profit_problem(s)
     if problem is not None:
         return Breach(Code.TAKE_PROFIT, plain(s.sent_price), plain(order.take_profit or ZERO), problem)
@@ -851,24 +1062,32 @@ def _next_midnight(now: datetime) -> datetime:
 CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
     check_trading_state,
     check_allowed_market,
+    check_authority,
     check_reduce_only,
+    check_message_rate,
     check_qty_step,
     check_price_tick,
     check_price_band,
+    check_price_collar,
     check_min_qty,
     check_max_qty,
     check_reduce_only_qty,
     check_min_notional,
     check_held_qty,
+    check_resting_orders,
     check_daily_order_cap,
     check_order_notional,
     check_position_notional,
+    check_turnover_day,
+    check_turnover_24h,
     check_leverage,
     check_liquidation,
     check_funds,
     check_human_reach,
     check_trading_hours,
     check_daily_loss,
+    check_drawdown,
+    check_cooldown,
     check_open_positions,
     check_loss_per_trade,
     check_protection,
@@ -922,9 +1141,12 @@ def refused_only_for_pending(policy: Policy, facts: Facts, cancellable: Decimal)
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def _size_breach(rule: Code, limit: str, attempted: str, detail: str) -> Breach:
-    """A breach that one suggested size fixes; evaluate() gives it that size as its next action."""
-    return Breach(rule=rule, limit=limit, attempted=attempted, detail=detail)
+def _size_breach(
+    rule: Code, limit: str, attempted: str, detail: str, retry_after: datetime | None = None
+) -> Breach:
+    """A breach that one suggested size fixes; evaluate() gives it that size as its next action.
+    `retry_after`: when time frees room under this cap (a "nothing fits" then says so)."""
+    return Breach(rule=rule, limit=limit, attempted=attempted, detail=detail, retry_after=retry_after)
 
 
 def _reducing(facts: Facts) -> bool:

@@ -13,10 +13,12 @@ from pilot.core.policy import Policy
 from pilot.core.rules import (
     Situation,
     close_option,
+    collared_stop,
     loss_limit,
     outlives,
     plan_args,
     position_left,
+    price_collar,
     reduce_only_limit,
     refused_only_for_pending,
     run_checks,
@@ -26,7 +28,7 @@ from pilot.core.rules import (
     take_profit_problem,
 )
 from pilot.core.stops import farthest_stop
-from pilot.core.valuation import ceil_to_step, floor_to_step, inside_band, price_on_tick
+from pilot.core.valuation import ceil_to_step, floor_to_step, inside_band, inside_collar, price_on_tick
 from pilot.core.violations import Breach, NextAction, NothingFits, ToolCall, plain
 
 # Where a stop goes when policy.json requires one and no loss limit says how far: this share of the price.
@@ -52,9 +54,9 @@ def suggest(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
     rules, order = situation.rules, facts.order
     price = order.limit_price
     if order.order_type is OrderType.LIMIT and price is not None:
-        price = price_on_tick(
-            inside_band(price, order.side, facts.band, rules.tick_size), rules.tick_size, order.side
-        )
+        inside = inside_band(price, order.side, facts.band, rules.tick_size)
+        inside = inside_collar(inside, order.side, price_collar(situation, order.side))
+        price = price_on_tick(inside, rules.tick_size, order.side)
     base = replace(order, limit_price=price)
 
     def fails(steps: int, codes: frozenset[Code]) -> list[Breach]:
@@ -287,16 +289,22 @@ def _nothing_fits(s: Situation, blocking: Breach, room: Decimal, minimum: Decima
     )
     human = (cap.human if cap else NO_HUMAN_FIX).format(symbol=symbol)
     numbers = NothingFits(rule=blocking.rule, room=max(room, Decimal(0)), minimum=minimum)
+    if blocking.retry_after is not None:  # time frees room under this cap (turnover): say when
+        text += f"room grows again at {blocking.retry_after.isoformat()}; "
     if leaning:
-        return NextAction.stop(
+        stop = NextAction.stop(
             text + "close_position or a reducing order frees room",
             human=human,
             options=close_option(s),
             nothing_fits=numbers,
         )
-    return NextAction.stop(
-        text + "pick another market, or ask a human to change policy.json", human=human, nothing_fits=numbers
-    )
+    else:
+        stop = NextAction.stop(
+            text + "pick another market, or ask a human to change policy.json",
+            human=human,
+            nothing_fits=numbers,
+        )
+    return replace(stop, retry_after=blocking.retry_after)
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,6 +386,8 @@ def protect(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
         limit = loss_limit(situation)
         stop = stop_for_qty(situation, order.qty, limit[0]) if limit is not None else None
         stop = stop or _default_stop(situation)
+    if stop is not None:
+        stop = collared_stop(situation, stop)  # no farther than the price collar allows
     target = order.take_profit if take_profit_problem(situation) is None else None
     if stop is None:
         return NextAction.stop(
@@ -409,6 +419,7 @@ def with_stop_option(facts: Facts, situation: Situation, action: NextAction, pol
     stop = stop_for_qty(situation, order.qty, limit[0])
     if stop is None:
         return action
+    stop = collared_stop(situation, stop)  # nearer than the farthest that fits: it fits too
     variant_order = replace(order, stop_loss=stop)
     if run_checks(policy, replace(facts, order=variant_order))[1]:
         return action
