@@ -273,13 +273,14 @@ def load_cases(
 
 
 def case_files() -> list[CaseFile]:
-    """The packaged case files, parsed, sorted by name."""
+    """The packaged case files, parsed, in the order of KINDS (the seeds' stories first)."""
     folder = resources.files("pilot.evals").joinpath("cases")
-    books = []
-    for entry in sorted(folder.iterdir(), key=lambda item: item.name):
-        if entry.name.endswith(".json"):
-            books.append(parse_case_file(entry.name, entry.read_text(encoding="utf-8")))
-    return books
+    books = [
+        parse_case_file(entry.name, entry.read_text(encoding="utf-8"))
+        for entry in folder.iterdir()
+        if entry.name.endswith(".json")
+    ]
+    return sorted(books, key=lambda book: KINDS.index(book.kind))
 
 
 def parse_case_file(name: str, text: str) -> CaseFile:

@@ -98,6 +98,8 @@ class Stage:
 @contextlib.asynccontextmanager
 async def open_stage(case: Case, workdir: Path | None = None) -> AsyncIterator[Stage]:
     """Set up `case`'s world in a new home under `workdir` (a temporary folder when None); tear it down."""
+    if workdir is not None:
+        workdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f"pilot-eval-{case.spec.id}-", dir=workdir) as folder:
         home = Path(folder)
         world = case.spec.world
