@@ -71,9 +71,9 @@ def test_a_case_file_with_a_mistake_is_refused_naming_the_file_and_the_field() -
         parse_case_file("bad.json", json.dumps(wrong_mode))
     one_language = json.loads(json.dumps(good))
     one_language["cases"][0]["instruction"] = {"en": "a"}
-    with pytest.raises(CaseError, match="one.json"):
+    with pytest.raises(CaseError, match=r"one\.json"):
         parse_case_file("one.json", json.dumps(one_language))
     task_without_end = json.loads(json.dumps(good))
     task_without_end["cases"][0]["mode"] = "task"
-    with pytest.raises(CaseError, match="expect.end"):
+    with pytest.raises(CaseError, match=r"expect\.end"):
         parse_case_file("task.json", json.dumps(task_without_end))
