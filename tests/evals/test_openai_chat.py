@@ -5,6 +5,7 @@ failures sorted, and the key only ever in the Authorization header."""
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -197,10 +198,10 @@ async def test_a_local_server_without_a_key_gets_no_authorization_header() -> No
 
 @pytest.mark.anyio
 async def test_no_server_listening_is_a_network_error() -> None:
-    with openai_stub(ScriptedProvider(()).reply) as stub:
-        url = stub.url
-    provider = OpenAIChat("m", KEY, url, retries=0)
-    with pytest.raises(ProviderError) as error:
-        await provider.reply(REQUEST)
-    await provider.aclose()
+    with socket.socket() as bound:  # a port held but not listening: the connection is refused
+        bound.bind(("127.0.0.1", 0))
+        provider = OpenAIChat("m", KEY, f"http://127.0.0.1:{bound.getsockname()[1]}", retries=0)
+        with pytest.raises(ProviderError) as error:
+            await provider.reply(REQUEST)
+        await provider.aclose()
     assert error.value.kind == "network"

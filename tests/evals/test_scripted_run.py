@@ -16,19 +16,20 @@ from tests.evals.conftest import one_case_per_kind
 @pytest.mark.anyio
 async def test_the_careful_agent_passes_every_case(cases: tuple[Case, ...], tmp_path: Path) -> None:
     """In English: the Spanish cases are the same worlds and scripts (tests/evals/test_cases.py), played
-    in the soak test below."""
+    in the soak test below, in full at PILOT_SOAK_SCALE=4."""
     english = tuple(case for case in cases if case.lang == "en")
     await _careful_passes(english, cases, tmp_path)
 
 
 @pytest.mark.soak
 @pytest.mark.anyio
-async def test_the_careful_agent_passes_every_case_in_spanish_too(
+async def test_the_careful_agent_passes_the_cases_in_spanish_too(
     cases: tuple[Case, ...], tmp_path: Path
 ) -> None:
-    spanish = tuple(case for case in cases if case.lang == "es")
-    for _ in range(int(os.environ.get("PILOT_SOAK_SCALE", "1"))):
-        await _careful_passes(spanish, cases, tmp_path)
+    """Bounded in CI (PILOT_SOAK_SCALE=1: every fourth Spanish case); every one from a scale of 4 up."""
+    scale = int(os.environ.get("PILOT_SOAK_SCALE", "1"))
+    spanish = tuple(case for case in cases if case.lang == "es")[:: max(1, 4 // scale)]
+    await _careful_passes(spanish, cases, tmp_path)
 
 
 async def _careful_passes(chosen: tuple[Case, ...], cases: tuple[Case, ...], tmp_path: Path) -> None:
