@@ -90,8 +90,8 @@ def command(**given: object) -> None:
     if given["list_only"]:
         _list(cases)
         return
-    provider = _provider(given, cases)
-    budget = _budget(given)
+    budget = _budget(given)  # before the provider: a mistake here leaves no client open
+    provider = _provider(given)
     limits = Limits(turns=int(str(given["max_turns"])))
     with tempfile.TemporaryDirectory(prefix="pilot-eval-") as workdir:
         run = anyio.run(_run, cases, provider, int(str(given["runs"])), budget, limits, Path(workdir))
@@ -144,7 +144,8 @@ def _list(cases: tuple[Case, ...]) -> None:
         click.echo(f"{case.id:36} {case.kind:14} {case.mode:5} {case.instruction}")
 
 
-def _provider(given: dict[str, object], cases: tuple[Case, ...]) -> Provider:
+def _provider(given: dict[str, object]) -> Provider:
+    """The provider asked for; the scripted one knows every case, whichever are played."""
     choice = ProviderChoice(
         name=str(given["provider"]),
         model=_text(given["model"]),
