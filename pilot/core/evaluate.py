@@ -9,7 +9,15 @@ from pilot.core.codes import PROTECTION_CODES, RESIZE_CODES
 from pilot.core.facts import Facts
 from pilot.core.policy import Policy
 from pilot.core.rules import Situation, run_checks
-from pilot.core.sizing import LOSS_CODES, protect, reducing_alternative, suggest, with_stop_option
+from pilot.core.sizing import (
+    LOSS_CODES,
+    close_instead,
+    protect,
+    reducing_alternative,
+    suggest,
+    with_close_option,
+    with_stop_option,
+)
 from pilot.core.valuation import liquidation_distance_pct
 from pilot.core.violations import NextAction, Violation
 
@@ -60,7 +68,13 @@ def evaluate(policy: Policy, facts: Facts) -> Evaluation:
     if next_action is not None and next_action.tool is None:
         # Nothing of the order as asked fits; what of it only shrinks the position may (a blocker such as
         # tradingState reducing lets it through, and so do the caps).
-        next_action = reducing_alternative(policy, facts, situation) or next_action
+        next_action = (
+            reducing_alternative(policy, facts, situation)
+            or close_instead(policy, facts, situation)
+            or next_action
+        )
+    elif next_action is not None and facts.order.reduce_only:
+        next_action = with_close_option(policy, facts, situation, next_action)
     return Evaluation(violations, next_action, situation)
 
 

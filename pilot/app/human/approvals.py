@@ -227,7 +227,9 @@ async def plan_form_prompt(runtime: Runtime, plan_id: str) -> str | None:
     if plan is None or plan.status != "open" or plan.expires_at <= runtime.now():
         return None
     payload = PlanPayload.read(plan.payload)
-    if payload is None or not needs_human(view.policy.confirm, payload.tool, Decimal(payload.notional_usd)):
+    if payload is None or not needs_human(
+        view.policy.confirm, payload.tool, Decimal(payload.notional_usd), grows=payload.grows
+    ):
         return None
     distance = Decimal(payload.liquidation_distance_pct) if payload.liquidation_distance_pct else None
     text = approval_text(payload.order, Decimal(payload.notional_usd), distance)
