@@ -25,6 +25,7 @@ _COMMAND_MODULES = (
     "keys",
     "sim",
     "demo",
+    "evals",
 )
 
 

@@ -377,8 +377,10 @@ class ToolRuns:
 
         async def terminal(refused: dict[str, Any]) -> None:
             current = oracle.leverage(symbol)
-            if leverage <= current:
-                return
+            if leverage <= current or (
+                "set_leverage" in oracle.policy.confirm_actions and not oracle.reaches_human
+            ):
+                return  # nothing to raise to, or every change needs a human this client cannot reach
             step = Decimal("0.01")
             for candidate in (current + 1, (current + leverage) / 2, leverage - step):
                 candidate = candidate.quantize(step)
