@@ -19,6 +19,7 @@ _COMMAND_MODULES = (
     "journal",
     "killswitch",
     "losslimit",
+    "drawdown",
     "confirm",
     "token",
     "console",

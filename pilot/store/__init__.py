@@ -1,5 +1,6 @@
 """Persistence: the only package that imports aiosqlite. One SQLite file per Pilot home."""
 
+from pilot.store.agents import AgentRecord, Agents, process_gone
 from pilot.store.canonical import canonical_hash, canonical_json, iso_utc, parse_iso
 from pilot.store.chain import (
     GENESIS_HASH,
@@ -38,6 +39,8 @@ __all__ = [
     "STORE_PLAN_REJECTED",
     "STORE_REPAIRED",
     "STORE_SEALED",
+    "AgentRecord",
+    "Agents",
     "Anchor",
     "ChainReport",
     "ClaimResult",
@@ -70,4 +73,5 @@ __all__ = [
     "new_plan_id",
     "open_store",
     "parse_iso",
+    "process_gone",
 ]

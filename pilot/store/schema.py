@@ -139,5 +139,15 @@ CREATE TABLE leases (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+# v4: agents' heartbeats, for the dead-man's switch (pilot.store.agents): one row per serving process.
+_V4 = """
+CREATE TABLE agents (
+    holder TEXT PRIMARY KEY,
+    last_call_at TEXT NULL,
+    sessions INTEGER NOT NULL DEFAULT 0,
+    seen_at TEXT NOT NULL
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
+from pilot.store.agents import Agents
 from pilot.store.confirmations import Confirmations
 from pilot.store.database import Database, Tx, connect
 from pilot.store.errors import StoreCorrupt
@@ -19,7 +20,8 @@ from pilot.store.tokens import Tokens
 
 
 class Store:
-    """Access to the journal, plans, idempotency keys, confirmations, tokens and leases of one database.
+    """Access to the journal, plans, idempotency keys, confirmations, tokens, leases and agents' heartbeats
+    of one database.
 
     `opened` says what opening found and did: the journal key in use, guards restored, entries adopted.
     """
@@ -33,6 +35,7 @@ class Store:
         self.confirmations = Confirmations(db)
         self.tokens = Tokens(db)
         self.leases = Leases(db)
+        self.agents = Agents(db)
 
     async def close(self) -> None:
         """Close the connection; the Store is unusable afterwards."""

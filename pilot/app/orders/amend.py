@@ -29,8 +29,9 @@ from pilot.app.facts.gather import gather, snapshot
 from pilot.app.orders.plan import issue_plan, plan_payload, with_policy_issues
 from pilot.app.runtime.runtime import PolicyView, Runtime
 from pilot.core.codes import NO_HUMAN_FIX, Code
+from pilot.core.controls import throttle
 from pilot.core.evaluate import Evaluation, evaluate
-from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, Side
+from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, RestingOrders, Side, Turnover
 from pilot.core.valuation import floor_to_step, price_on_tick
 from pilot.core.violations import NextAction, ToolCall, Violation, plain
 from pilot.exchange.errors import ExchangeError
@@ -118,7 +119,14 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
         price = price_on_tick(price, tick, side)
         qty = order.cum_exec_qty + floor_to_step(remaining, step)
         intent = replace(intent, qty=qty - order.cum_exec_qty, limit_price=price)
-    facts = replace(facts, pending=_without(facts.pending, order, side), order=intent, can_reach_human=False)
+    facts = replace(
+        facts,
+        pending=_without(facts.pending, order, side),
+        resting=_one_fewer(facts.resting),  # the amended order takes the place of the one resting
+        turnover=_without_notional(facts.turnover, order),  # an amend counts what it adds
+        order=intent,
+        can_reach_human=False,
+    )
     result = evaluate(view.policy, facts)
     violations, next_action = with_policy_issues(view, result)
     if gathered.hedged is not None:
@@ -129,6 +137,9 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
         grid = _off_grid(ask, order, qty, facts)
         if grid is not None:  # ... but what the exchange refuses (10001) is not planned
             violations, next_action = [grid], grid.next
+        busy = throttle(view.policy, facts.messages, facts.now)  # ... and it is a message like any other
+        if busy is not None and busy.next is not None:
+            violations, next_action = [busy.with_next(busy.next)], busy.next
     if qty <= order.cum_exec_qty:
         broken = _at_most_filled(ask, order)
         violations, next_action = [broken], broken.next
@@ -171,6 +182,21 @@ def _without(pending: PendingOrders | None, order: ExchangeOrder, side: Side) ->
         max(pending.sell_qty - (leaves if side is Side.SELL else 0), Decimal(0)),
         tuple(fill for fill in pending.fills if fill.order_id != order.order_id),
     )
+
+
+def _one_fewer(resting: RestingOrders | None) -> RestingOrders | None:
+    if resting is None:
+        return None
+    total = max(resting.total - 1, 0) if resting.total is not None else None
+    return RestingOrders(max(resting.market - 1, 0), total)
+
+
+def _without_notional(turnover: Turnover | None, order: ExchangeOrder) -> Turnover | None:
+    """The turnover without what the resting order still may trade: the amend adds only what it changes."""
+    if turnover is None:
+        return None
+    leaves = max(order.qty - order.cum_exec_qty, Decimal(0)) * order.price
+    return replace(turnover, day_usd=turnover.day_usd - leaves, rolling_usd=turnover.rolling_usd - leaves)
 
 
 async def plan_amend(runtime: Runtime, ask: AmendAsk) -> PlanAnswer:
@@ -233,6 +259,10 @@ async def send_amend(
         "qty": amend.qty,
         "price": amend.price,
         "plan_id": plan_id,
+        # what it was: an amend's turnover is what it adds (pilot.app.runtime.activity)
+        "was_qty": plain(judged.order.qty),
+        "was_price": plain(judged.order.price),
+        "filled": plain(judged.order.cum_exec_qty),
     }
     done = await runtime.gate.amend_order(
         category,

@@ -172,6 +172,7 @@ async def _evaluate_and_send(
         reduce_only=intent.reduce_only,
         stop_loss=intent.stop_loss,
         take_profit=intent.take_profit,
+        smp_type=view.policy.self_trade_prevention,  # Bybit's self-match prevention, as policy.json says
     )
     answer = await runtime.gate.send_order(request, plan_id=plan_id, origin=origin)
     return await after_fill(runtime, intent, answer)

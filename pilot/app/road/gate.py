@@ -93,6 +93,7 @@ def request_dict(request: OrderRequest) -> dict[str, Any]:
         "reduceOnly": request.reduce_only,
         **({"stopLoss": plain(request.stop_loss)} if request.stop_loss is not None else {}),
         **({"takeProfit": plain(request.take_profit)} if request.take_profit is not None else {}),
+        **({"smpType": request.smp_type} if request.smp_type is not None else {}),
     }
 
 
@@ -158,6 +159,11 @@ class ExchangeGate:
         self._turn = asyncio.Lock()
         self._holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
         self._in_flight: set[asyncio.Task[Any]] = set()
+
+    @property
+    def holder(self) -> str:
+        """This gate's name as a holder of the send turn, and of this process's heartbeat row."""
+        return self._holder
 
     @property
     def checks_key(self) -> bool:
@@ -319,14 +325,21 @@ class ExchangeGate:
     # ---- cancel and leverage ---------------------------------------------------------------------------
 
     async def cancel_order(
-        self, category: str, symbol: str, *, order_id: str | None, order_link_id: str | None
+        self,
+        category: str,
+        symbol: str,
+        *,
+        order_id: str | None,
+        order_link_id: str | None,
+        origin: str | None = None,
     ) -> ActionAnswer:
-        """Cancel one order, once."""
+        """Cancel one order, once. `origin` says who asked when it was not the agent (the dead-man's switch)."""
         action = {
             "symbol": symbol,
             "category": category,
             "order_id": order_id,
             "order_link_id": order_link_id,
+            **({"origin": origin} if origin is not None else {}),
         }
 
         async def call() -> object:

@@ -20,14 +20,31 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 from pilot.app.answers import entry_kinds
+from pilot.app.runtime.activity import Activity, ActivityView
 from pilot.store import Journal, JournalEntry, Mark
 
 WINDOW = timedelta(days=1)  # a send older than this is no longer pending (pilot.app.facts.pending)
 PRUNE_EVERY = timedelta(minutes=10)
 # Outcomes after which the journal knows what became of a send (outcome_unknown and accepted are not).
 SETTLING = frozenset({"filled", "partially_filled", "cancelled", "rejected", "open"})
-LATEST = (entry_kinds.KILL_SWITCH, entry_kinds.LOSS_LIMIT)
-FOLLOWED = frozenset({*LATEST, entry_kinds.ORDER_SENT, entry_kinds.ORDER_OUTCOME, entry_kinds.ORDER_RESOLVED})
+LATEST = (
+    entry_kinds.KILL_SWITCH,
+    entry_kinds.LOSS_LIMIT,
+    entry_kinds.DRAWDOWN,
+    entry_kinds.COOLDOWN,
+    entry_kinds.DEAD_MAN,
+)
+EQUITY_KEPT = timedelta(days=7)  # the longest drawdown window (drawdownWindowHours: 168)
+FOLLOWED = frozenset(
+    {
+        *LATEST,
+        entry_kinds.ORDER_SENT,
+        entry_kinds.ORDER_OUTCOME,
+        entry_kinds.ORDER_RESOLVED,
+        entry_kinds.ACTION,
+        entry_kinds.EQUITY,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +88,11 @@ class JournalState:
     loss_limit: JournalEntry | None
     sent_today: int
     unsettled: tuple[Send, ...]
+    activity: ActivityView  # the messages the throttles count and the turnover (pilot.app.runtime.activity)
+    drawdown: JournalEntry | None = None  # the newest drawdown latch entry (pilot.app.runtime.latches)
+    cooldown: JournalEntry | None = None
+    dead_man: JournalEntry | None = None
+    equity_marks: tuple[JournalEntry, ...] = ()  # the equity entries of the last EQUITY_KEPT, oldest first
 
     @property
     def kill_switch_on(self) -> bool:
@@ -92,6 +114,8 @@ class Ledger:
         self._latest: dict[str, JournalEntry] = {}
         self._unsettled: dict[str, Send] = {}  # by order link id, in the order they were sent
         self._sent_per_day: Counter[date] = Counter()
+        self._activity = Activity()
+        self._equity: list[JournalEntry] = []
         self._lock = asyncio.Lock()
         self._asked = 0
         self._served = 0
@@ -113,6 +137,11 @@ class Ledger:
                 loss_limit=self._latest.get(entry_kinds.LOSS_LIMIT),
                 sent_today=self._sent_per_day[utc_date(now)],
                 unsettled=tuple(s for s in self._unsettled.values() if s.sent_at >= since),
+                activity=self._activity.view(now),
+                drawdown=self._latest.get(entry_kinds.DRAWDOWN),
+                cooldown=self._latest.get(entry_kinds.COOLDOWN),
+                dead_man=self._latest.get(entry_kinds.DEAD_MAN),
+                equity_marks=tuple(self._equity),
             )
 
     async def _read(self, now: datetime) -> None:
@@ -142,11 +171,17 @@ class Ledger:
         settles = await journal.entries(
             kind=(entry_kinds.ORDER_OUTCOME, entry_kinds.ORDER_RESOLVED), after=first
         )
+        actions = await journal.entries(kind=entry_kinds.ACTION, since=since)  # amends and cancels
+        marks = await journal.entries(kind=entry_kinds.EQUITY, since=now - EQUITY_KEPT)
         self._latest.clear()
+        self._equity.clear()
         self._unsettled.clear()
         self._sent_per_day.clear()
+        self._activity.clear()
         # Rows appended after `mark` are left to the next read on, which starts there.
-        entries = (e for e in (*latest, *sends, *settles) if e is not None and e.seq <= mark.seq)
+        entries = (
+            e for e in (*latest, *sends, *settles, *actions, *marks) if e is not None and e.seq <= mark.seq
+        )
         for entry in sorted(entries, key=_seq):
             self._fold(entry)
         self._mark, self._floor, self._pruned = mark, since, since
@@ -154,15 +189,20 @@ class Ledger:
     def _fold(self, entry: JournalEntry) -> None:
         """Take one entry in, in seq order: a send is unsettled until a later entry settles it."""
         kind, data = entry.kind, entry.data
+        self._activity.fold(entry)
         if kind in LATEST:
             known = self._latest.get(kind)
             if known is None or known.seq < entry.seq:
                 self._latest[kind] = entry
+        elif kind == entry_kinds.EQUITY:
+            self._equity.append(entry)
         elif kind == entry_kinds.ORDER_SENT:
             send = Send.of(entry)
             self._sent_per_day[utc_date(entry.at)] += 1
             self._unsettled[send.order_link_id] = send
-        elif kind == entry_kinds.ORDER_RESOLVED or data.get("status") in SETTLING:
+        elif kind == entry_kinds.ORDER_RESOLVED or (
+            kind != entry_kinds.ACTION and data.get("status") in SETTLING
+        ):
             self._unsettled.pop(str(data.get("order_link_id")), None)
 
     def _prune(self, since: datetime) -> None:
@@ -173,6 +213,8 @@ class Ledger:
         self._unsettled = {k: s for k, s in self._unsettled.items() if s.sent_at >= since}
         for day in [d for d in self._sent_per_day if d < utc_date(since)]:
             del self._sent_per_day[day]
+        self._activity.prune(since)
+        self._equity = [entry for entry in self._equity if entry.at >= since - (EQUITY_KEPT - WINDOW)]
         self._pruned = self._floor = since
 
 

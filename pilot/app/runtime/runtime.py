@@ -9,9 +9,12 @@ from pathlib import Path
 from pilot.app.road.clock import Clock
 from pilot.app.road.gate import ExchangeGate, KeyCheck
 from pilot.app.road.ports import Exchange, ExchangeReader
+from pilot.app.runtime.latches import drawdown_state
 from pilot.app.runtime.ledger import JournalState, Ledger
 from pilot.app.runtime.loss_limit import latch_of
 from pilot.app.runtime.policy_file import read_policy_file
+from pilot.app.runtime.sessions import Sessions, session_age
+from pilot.core.controls import authority_breach
 from pilot.core.facts import TradingState
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
 from pilot.store import Store
@@ -65,9 +68,13 @@ class Runtime:
     clock: Clock
     environment: str = "paper"
     ledger: Ledger = field(init=False)  # the journal's state for judgements, read on incrementally
+    sessions: Sessions = field(default_factory=Sessions)  # the MCP sessions this process serves
+
+    started: datetime = field(init=False)  # when this process began serving (the dead-man's switch)
 
     def __post_init__(self) -> None:
         self.ledger = Ledger(self.store.journal)
+        self.started = self.clock.now()
 
     def now(self) -> datetime:
         return self.clock.now()
@@ -82,11 +89,23 @@ class Runtime:
     async def kill_switch_on(self) -> bool:
         return (await self.journal_state()).kill_switch_on
 
-    async def trading_state(self, policy: Policy, journal: JournalState | None = None) -> TradingState:
+    async def trading_state(
+        self, policy: Policy, journal: JournalState | None = None, *, judged: bool = False
+    ) -> TradingState:
         """The strictest of policy.json's tradingState, the kill switch and the daily loss limit's latch
-        (either on means reducing). `journal` is the journal's state when the caller has just read it."""
+        (either on means reducing), the drawdown latch and authority that expired (validUntil,
+        maxSessionMinutes). `journal` is the journal's state when the caller has just read it. `judged`:
+        the caller runs evaluate(), whose checks report the drawdown and the authority by their own codes
+        (with when and how they lift), so they are left to those checks."""
         journal = journal if journal is not None else await self.journal_state()
-        if journal.kill_switch_on or await self.loss_limit_on(journal):
+        reducing = journal.kill_switch_on or await self.loss_limit_on(journal)
+        if not judged and not reducing:
+            now = self.now()
+            reducing = (
+                drawdown_state(policy, journal, now).latched
+                or authority_breach(policy, now, session_age(now)) is not None
+            )
+        if reducing:
             return TradingState.strictest(policy.trading_state, TradingState.REDUCING)
         return policy.trading_state
 

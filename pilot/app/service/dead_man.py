@@ -1,0 +1,163 @@
+"""The dead-man's switch: when no agent call has reached the home for `afterSeconds`, or the last MCP session
+of every process serving it ended (`onSessionEnd`), while orders Pilot's agent placed that can open a
+position rest, Pilot cancels them, through the gate (each judged by the message throttles and journaled),
+and with `reducing` turns the kill switch on; only a human turns it off.
+
+It runs between calls (pilot.app.service.upkeep: every second in `pilot serve`, and once at start-up), so a
+server that crashed with orders resting is answered by the next one to start: each process's heartbeat row
+(pilot.store.agents) says when its agent last called and how many sessions it had open. It fires once per
+silence (a `dead_man` entry with why and the numbers); orders the throttles held back are cancelled in the
+next rounds. Bybit's own cancel-on-disconnect (DCP) exists for institutional accounts only.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from pilot.app.answers import entry_kinds
+from pilot.app.human.kill_switch import activate_by_pilot
+from pilot.app.orders.messages import throttled
+from pilot.app.road.gate import ORDER_LINK_PREFIX, TurnBusy
+from pilot.app.runtime.runtime import Runtime
+from pilot.core.policy import DeadManSwitch
+from pilot.core.violations import plain
+from pilot.exchange.errors import ExchangeError
+from pilot.exchange.models import ExchangeOrder
+from pilot.store import AgentRecord
+
+BEAT_EVERY = timedelta(seconds=1)  # a process writes its heartbeat row at most this often
+
+
+async def agent_called(runtime: Runtime) -> None:
+    """Note that an agent's call reached this process (only while policy.json sets a dead-man's switch, and
+    at most once a second)."""
+    if runtime.policy().policy.dead_man_switch is None:
+        return
+    now, sessions = runtime.now(), runtime.sessions
+    if sessions.last_beat is not None and timedelta(0) <= now - sessions.last_beat < BEAT_EVERY:
+        return
+    sessions.last_beat = now
+    await runtime.store.agents.beat(runtime.gate.holder, now=now, sessions=sessions.open)
+
+
+async def session_ended(runtime: Runtime, key: str) -> None:
+    """The session `key` ended (stdin closed): count it, and fire at once if it was the home's last one."""
+    if not runtime.sessions.end(key) or runtime.policy().policy.dead_man_switch is None:
+        return
+    await runtime.store.agents.beat(
+        runtime.gate.holder, now=runtime.now(), sessions=runtime.sessions.open, called=False
+    )
+    await watch(runtime)
+
+
+async def stdio_ended(runtime: Runtime) -> None:
+    """Stdin closed: every session this process served over stdio has ended."""
+    for key in runtime.sessions.connected():
+        if not runtime.sessions.expires(key):
+            await session_ended(runtime, key)
+
+
+async def watch(runtime: Runtime) -> None:
+    """One look: fire when the switch's conditions hold and opening orders rest."""
+    rule = runtime.policy().policy.dead_man_switch
+    if rule is None:
+        return
+    now = runtime.now()
+    if runtime.sessions.expire(now):  # HTTP sessions idle past the server's timeout have ended
+        await runtime.store.agents.beat(
+            runtime.gate.holder, now=now, sessions=runtime.sessions.open, called=False
+        )
+    agents = await runtime.store.agents.all()
+    why, last_call = _why(runtime, rule, agents, now)
+    if why is None:
+        return
+    try:
+        async with runtime.gate.turn():  # one process at a time fires, and sees what another already did
+            await _fire(runtime, rule, why, last_call, now)
+    except TurnBusy:
+        return  # another process is sending: look again next round
+    for agent in agents:
+        if agent.gone and agent.sessions:
+            await runtime.store.agents.settled(agent.holder)
+
+
+def _why(
+    runtime: Runtime, rule: DeadManSwitch, agents: list[AgentRecord], now: datetime
+) -> tuple[str | None, datetime]:
+    """Why the switch fires now ("idle", "session_end"), or None; and the last agent call it counts from
+    (this process's start when no call was ever noted)."""
+    calls = [agent.last_call_at for agent in agents if agent.last_call_at is not None]
+    last_call = max(calls, default=runtime.started)
+    if rule.after_seconds is not None and now - last_call >= timedelta(seconds=rule.after_seconds):
+        return "idle", last_call
+    if not rule.on_session_end:
+        return None, last_call
+    mine = runtime.gate.holder
+    elsewhere = sum(a.sessions for a in agents if a.holder != mine and not a.gone)
+    ended = runtime.sessions.ended > 0 or any(a.gone and a.sessions for a in agents)
+    if ended and elsewhere == 0 and runtime.sessions.open == 0:
+        return "session_end", last_call
+    return None, last_call
+
+
+async def _fire(runtime: Runtime, rule: DeadManSwitch, why: str, last_call: datetime, now: datetime) -> None:
+    """Cancel the opening orders Pilot's agent left resting; the first time in this silence, journal why and
+    turn trading reducing if the rule says so."""
+    orders = await opening_orders(runtime)
+    if not orders:
+        return
+    fired = (await runtime.ledger.state(now)).dead_man
+    if fired is None or fired.at < last_call:  # not yet since the agent's last call
+        data: dict[str, Any] = {
+            "fired": True,
+            "why": why,
+            "idle_seconds": int((now - last_call).total_seconds()),
+            "last_call_at": last_call.isoformat(),
+            "after_seconds": rule.after_seconds,
+            "on_session_end": rule.on_session_end,
+            "reducing": rule.reducing,
+            "orders": [_described(order) for order in orders],
+        }
+        await runtime.store.journal.append(entry_kinds.DEAD_MAN, data, now=now, actor="pilot")
+        if rule.reducing:
+            silence = "no agent call reached this home" if why == "idle" else "the last MCP session ended"
+            await activate_by_pilot(runtime, f"dead-man's switch: {silence} while orders rested")
+    view = runtime.policy()
+    for order in orders:
+        if await throttled(runtime, view) is not None:
+            return  # the throttle is full: the rest in the next rounds
+        await runtime.gate.cancel_order(
+            order.category, order.symbol, order_id=order.order_id, order_link_id=None, origin="dead_man"
+        )
+
+
+async def opening_orders(runtime: Runtime) -> list[ExchangeOrder]:
+    """The orders Pilot placed that rest and can open or grow a position: linear ones not reduce-only, spot
+    buys (a spot sell only sells coin held). An unreadable category is left for the next round."""
+    found: list[ExchangeOrder] = []
+    for category in ("linear", "spot"):
+        try:
+            listed = await runtime.exchange.get_open_orders(category)
+        except ExchangeError:
+            continue
+        found += [
+            order
+            for order in listed
+            if order.is_ordinary
+            and order.order_link_id.startswith(ORDER_LINK_PREFIX)
+            and not order.reduce_only
+            and (category == "linear" or order.side == "Buy")
+        ]
+    return found
+
+
+def _described(order: ExchangeOrder) -> dict[str, str]:
+    return {
+        "category": order.category,
+        "symbol": order.symbol,
+        "side": order.side,
+        "qty": plain(order.qty - order.cum_exec_qty),
+        "price": plain(order.price),
+        "order_id": order.order_id,
+    }
