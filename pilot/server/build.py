@@ -70,18 +70,17 @@ class PilotServer(MCPServer):
 
 
 def session_key(context: Context[Any, Any] | None) -> tuple[str, bool]:
-    """The session a call belongs to, and whether it ends by being idle: stdio's (or an in-memory client's)
-    connection; an HTTP session's Mcp-Session-Id (protocol 2025-11-25); for a 2026-07-28 client, which has
-    no sessions, its bearer token's calls."""
+    """The session a call belongs to, and whether it ends by being idle: over stdio the connection, which is
+    the process's (protocol 2026-07-28 has no sessions of its own, so the connection is the one there is);
+    an HTTP session's Mcp-Session-Id (protocol 2025-11-25); for a 2026-07-28 client over HTTP, its bearer
+    token's calls."""
     try:
         request_context = context.request_context if context is not None else None
     except ValueError:  # outside a request
         request_context = None
-    if request_context is None:
-        return "direct", False
-    request = request_context.request
+    request = request_context.request if request_context is not None else None
     if request is None:
-        return f"connection:{id(request_context.session)}", False
+        return "stdio", False
     headers = getattr(request, "headers", None) or {}
     session_id = headers.get("mcp-session-id")
     if session_id:
