@@ -67,9 +67,11 @@ async def test_the_throttle_counts_every_process_of_the_home_and_says_when_to_ca
     async with Client(build_server(runtime), raise_exceptions=True) as client:
         assert (await placed(client, BUY))["status"] == "filled"
         # another server on the same home sends the second message of this second
-        async with open_test_runtime(tmp_path, paper, clock) as other:
-            async with Client(build_server(other), raise_exceptions=True) as elsewhere:
-                assert (await placed(elsewhere, BUY))["status"] == "filled"
+        async with (
+            open_test_runtime(tmp_path, paper, clock) as other,
+            Client(build_server(other), raise_exceptions=True) as elsewhere,
+        ):
+            assert (await placed(elsewhere, BUY))["status"] == "filled"
         refused = await call(client, "plan_order", BUY)
         assert rules(refused) == ["maxOrderMessagesPerSecond"]
         wait = refused["next_safe_action"]
