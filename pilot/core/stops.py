@@ -35,7 +35,7 @@ from pilot.core.facts import (
     TradingState,
 )
 from pilot.core.policy import EffectiveLimits, Policy
-from pilot.core.valuation import TAKER_FEE, ceil_to_step, floor_to_step, price_on_tick
+from pilot.core.valuation import TAKER_FEE, ceil_to_step, collar_edge, floor_to_step, price_on_tick
 from pilot.core.violations import NextAction, Violation, plain, usd
 
 ZERO = Decimal(0)
@@ -338,14 +338,18 @@ def check_trading_stop(
     tick: Decimal,
     pending: PendingOrders | None = None,
     market: Decimal | None = None,
+    mark: Decimal | None = None,
 ) -> list[Violation]:
     """Violations of setting the position's whole stop to `new` (None: removed), as set_trading_stop does,
     judged on the position with the orders pending on its side (with_pending): the next action moves it no
-    farther than the farthest stop that fits, beyond both the entry and `market` (the price now: Bybit
-    refuses a long's stop at or above it), or keeps it where it is."""
+    farther than the farthest stop that fits (the loss limit, and the price collar from `mark`), beyond both
+    the entry and `market` (the price now: Bybit refuses a long's stop at or above it), or keeps it where
+    it is."""
     symbol = position.symbol
     before, after = with_pending(position, pending), with_pending(replace(position, stop_loss=new), pending)
-    cap = loss_cap(policy.limits_for(symbol), equity)
+    limits = policy.limits_for(symbol)
+    cap = loss_cap(limits, equity)
+    collar = _stop_collar(limits, position.size > 0, mark, tick)
     fits = None
     if cap is not None and before.size != 0:
 
@@ -355,6 +359,10 @@ def check_trading_stop(
         edge = [position.entry_price] + ([market] if market is not None else [])
         reference = min(edge) if before.long else max(edge)
         fits = farthest_stop(loss, cap[0], before.long, reference, tick)
+    if collar is not None and before.size != 0 and (fits is not None or cap is None):  # nor the collar
+        fits = collar if fits is None else (max(fits, collar) if position.size > 0 else min(fits, collar))
+        if market is not None and (fits >= market if position.size > 0 else fits <= market):
+            fits = None  # the collar's edge is not beyond the price: no stop farther than now fits it
     if fits is not None and fits != position.stop_loss:
         args = {"symbol": symbol, "stop_loss": plain(fits)}
         fix = NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(fits)}")
@@ -366,7 +374,24 @@ def check_trading_stop(
     what = "removing the stop" if new is None else f"a stop at {plain(new)}"
     if new is not None and market is not None and (new >= market if position.size > 0 else new <= market):
         return [_wrong_side(position, new, market, tick, fix)]
-    return check_stop_change(policy, state, symbol, (before, after), equity, what, fix)
+    judged = check_stop_change(policy, state, symbol, (before, after), equity, what, fix)
+    beyond = collar is not None and new is not None and (new < collar if position.size > 0 else new > collar)
+    if not beyond or any(v.rule is Code.TRADING_STATE for v in judged):
+        return judged
+    if before.size == 0 or not widens(loss_at_stops(before), loss_at_stops(after)):
+        return judged  # a stop added or moved closer: never refused, wherever it is
+    assert collar is not None and new is not None
+    detail = f"{what} is farther from the mark {plain(mark or ZERO)} than the price collar allows: at most {plain(collar)}"
+    return [Violation(Code.PRICE_COLLAR_STOP, plain(collar), plain(new), detail, fix), *judged]
+
+
+def _stop_collar(limits: EffectiveLimits, long: bool, mark: Decimal | None, tick: Decimal) -> Decimal | None:
+    """The farthest whole stop from `mark` the price collar allows (a long's below it, a short's above)."""
+    if mark is None:
+        return None
+    return collar_edge(
+        mark, Side.SELL if long else Side.BUY, tick, limits.price_collar_pct, limits.price_collar_ticks
+    )
 
 
 def _wrong_side(
@@ -435,7 +460,9 @@ def check_trading_stop_call(
     if call.stop_loss is not None:
         market = min(touch.bid, touch.mark) if long else max(touch.ask, touch.mark)
         new = call.stop_loss if call.stop_loss > 0 else None
-        violations += check_trading_stop(policy, state, position, equity, new, tick, pending, market)
+        violations += check_trading_stop(
+            policy, state, position, equity, new, tick, pending, market, touch.mark
+        )
     if call.take_profit:
         favour = max(touch.ask, touch.mark) if long else min(touch.bid, touch.mark)
         if call.take_profit <= favour if long else call.take_profit >= favour:

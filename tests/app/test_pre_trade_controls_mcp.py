@@ -60,6 +60,21 @@ async def test_a_limit_price_past_the_collar_is_planned_again_at_its_edge(runtim
     assert paper.request_count(CREATE) == 0
 
 
+async def test_a_stop_moved_away_past_the_collar_is_moved_to_its_edge_and_a_closer_one_always_passes(
+    runtime, paper, tmp_path
+):
+    write_policy(tmp_path, priceCollarPct=1, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        assert (await placed(client, {**BUY, "stop_loss": "79500"}))["status"] == "filled"
+        refused = await call(client, "set_trading_stop", {"symbol": "BTCUSDT", "stop_loss": "70000"})
+        assert rules(refused) == ["priceCollar.stopLoss"]
+        fix = refused["next_safe_action"]
+        assert fix["tool"] == "set_trading_stop" and fix["args"]["stop_loss"] == "79417.8"
+        assert (await call(client, "set_trading_stop", fix["args"]))["status"] == "done"
+        closer = await call(client, "set_trading_stop", {"symbol": "BTCUSDT", "stop_loss": "80000"})
+        assert closer["status"] == "done"
+
+
 async def test_the_throttle_counts_every_process_of_the_home_and_says_when_to_call_again(
     runtime, paper, tmp_path, clock
 ):
