@@ -374,7 +374,7 @@ async def test_the_market_runs_into_a_stop_and_the_exchange_closes_the_position_
         placed = await place(run, planned)
         assert placed["status"] == "filled" and run.paper.position("BTCUSDT").stop_loss == Decimal(79700)
         run.check_stops("place_order")
-        run.advance(10_000, "the test's ten steps")  # the bid falls through 79700 on the sixth
+        await run.advance(10_000, "the test's ten steps")  # the bid falls through 79700 on the sixth
         assert run.paper.position("BTCUSDT").size == 0
         assert run.stats["market fills StopLoss"] == 1
         (closed,) = run.paper.closed_pnl()
@@ -389,7 +389,7 @@ async def test_a_plan_placed_after_the_price_rose_is_refused_for_the_cap_the_new
     async with open_world(moving(RISING, {"maxOrderNotionalUsd": Decimal("80.5")}), tmp_path) as run:
         planned = await run.plan({"symbol": "BTCUSDT", "side": "buy", "qty": "0.001"}, run.oracle())
         assert planned is not None and planned["status"] == "ok", planned and rules(planned)
-        run.advance(3000, "the pause before place_order")
+        await run.advance(3000, "the pause before place_order")
         fresh = run.oracle()
         expected = fresh.place_misses(as_planned(planned["order"]), Decimal("0.001"), Decimal("80400.2"))
         assert [miss.name for miss in expected] == ["maxOrderNotionalUsd"]
@@ -404,7 +404,7 @@ async def test_a_plan_whose_stop_the_price_fell_through_is_refused_at_place(tmp_
         args = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.001", "stop_loss": "79900"}
         planned = await run.plan(args, run.oracle())
         assert planned is not None and planned["status"] == "ok", planned and rules(planned)
-        run.advance(1000, "the pause before place_order")  # the bid is 79847.5, under the stop
+        await run.advance(1000, "the pause before place_order")  # the bid is 79847.5, under the stop
         expected = run.oracle().place_misses(
             as_planned(planned["order"]), Decimal("0.001"), Decimal("80400.2")
         )
