@@ -115,16 +115,34 @@ def drawdown(policy: Policy, equity: Decimal | None, state: DrawdownState) -> Dr
     """The drawdown from the peak equity of the window (the peak seen so far, or the equity now if higher),
     against the binding limit: the smaller of maxDrawdownUsd and maxDrawdownPct of the peak. None when
     policy.json sets neither or the equity is unknown."""
-    if equity is None or (policy.max_drawdown_usd is None and policy.max_drawdown_pct is None):
+    if equity is None:
         return None
-    peak = equity if state.peak is None else max(state.peak, equity)
-    limits: list[tuple[Decimal, Code]] = []
-    if policy.max_drawdown_usd is not None:
-        limits.append((policy.max_drawdown_usd, Code.MAX_DRAWDOWN_USD))
-    if policy.max_drawdown_pct is not None:
-        limits.append((max(peak, Decimal(0)) * policy.max_drawdown_pct / HUNDRED, Code.MAX_DRAWDOWN_PCT))
-    limit, rule = min(limits, key=lambda pair: pair[0])
-    return Drawdown(rule, limit, peak - equity, peak, equity)
+    peak = equity if state.peak is None or state.peak < equity else state.peak
+    found = _drawdown_limit(policy, peak)
+    if found is None:
+        return None
+    return Drawdown(found[1], found[0], peak - equity, peak, equity)
+
+
+def drawdown_reached(policy: Policy, equity: Decimal, state: DrawdownState) -> bool:
+    """Whether the drawdown now is at or past its limit (drawdown(), without its numbers: the check asks on
+    every growing order's judgement)."""
+    peak = state.peak
+    if peak is None or peak <= equity:
+        return False  # at its peak: no drawdown at all
+    found = _drawdown_limit(policy, peak)
+    return found is not None and peak - equity >= found[0]
+
+
+def _drawdown_limit(policy: Policy, peak: Decimal) -> tuple[Decimal, Code] | None:
+    """The binding drawdown limit for this peak: the smaller of the dollar one and the share of the peak."""
+    usd, pct = policy.max_drawdown_usd, policy.max_drawdown_pct
+    if pct is None:
+        return None if usd is None else (usd, Code.MAX_DRAWDOWN_USD)
+    share = max(peak, Decimal(0)) * pct / HUNDRED
+    if usd is not None and usd <= share:
+        return usd, Code.MAX_DRAWDOWN_USD
+    return share, Code.MAX_DRAWDOWN_PCT
 
 
 def drawdown_window(policy: Policy) -> timedelta | None:
@@ -170,7 +188,11 @@ def cooldown_due(cooldown: Cooldown, trades: Sequence[ClosedTrade]) -> ClosedTra
 def authority_breach(policy: Policy, now: datetime, session_age: timedelta | None) -> Breach | None:
     """validUntil and maxSessionMinutes: past either, only what shrinks a position passes. The next action
     says who extends it and how; the caller adds the reducing ways out (close_position) it knows."""
-    until = policy.valid_until
+    until, most = policy.valid_until, policy.max_session_minutes
+    if (until is None or now < until) and (
+        most is None or session_age is None or session_age.total_seconds() < most * 60
+    ):
+        return None  # within its authority (the common case, kept cheap)
     if until is not None and now >= until:
         return Breach(
             rule=Code.VALID_UNTIL,
@@ -184,7 +206,6 @@ def authority_breach(policy: Policy, now: datetime, session_age: timedelta | Non
                 human="a human extends validUntil in policy.json (a later UTC time, or null for none)",
             ),
         )
-    most = policy.max_session_minutes
     if most is not None and session_age is not None and session_age >= timedelta(minutes=most):
         minutes = int(session_age.total_seconds() // 60)
         return Breach(

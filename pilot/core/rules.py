@@ -53,7 +53,14 @@ from typing import NamedTuple
 from pilot.core.approval import needs_human
 from pilot.core.channels import REACH_A_HUMAN
 from pilot.core.codes import Code
-from pilot.core.controls import authority_breach, drawdown, drawdown_sentence, resting_breach, throttle
+from pilot.core.controls import (
+    authority_breach,
+    drawdown,
+    drawdown_reached,
+    drawdown_sentence,
+    resting_breach,
+    throttle,
+)
 from pilot.core.facts import (
     RESUME_TRADING,
     DayPnl,
@@ -110,12 +117,14 @@ class Situation(NamedTuple):
         return self.rules.base
 
 
-def situate(policy: Policy, facts: Facts) -> Situation | None:
-    """Derive the situation, or None when the rules or the touch are missing (nothing can be priced)."""
+def situate(policy: Policy, facts: Facts, order: OrderIntent | None = None) -> Situation | None:
+    """Derive the situation, or None when the rules or the touch are missing (nothing can be priced).
+    `order`: another order than facts.order, on the same facts (a size search's probe: the facts are not
+    copied for it)."""
     rules, touch = facts.rules, facts.touch
     if rules is None or touch is None:
         return None
-    order = facts.order
+    order = order or facts.order
     limits = policy.limits_for(order.symbol)
     position_size = facts.position.size if facts.position is not None else ZERO
     sent = send_price(order, touch, rules, limits.max_slippage_pct, facts.band)
@@ -129,7 +138,7 @@ def situate(policy: Policy, facts: Facts) -> Situation | None:
         rules=rules,
         touch=touch,
         limits=limits,
-        reducing=_reducing(facts),
+        reducing=is_risk_reducing(facts.position.size if facts.position else None, order, facts.pending),
         pending=pending,
         position_size=position_size,
         price=price,
@@ -620,16 +629,13 @@ def day_loss(policy: Policy, equity: Decimal | None, pnl: DayPnl) -> DayLoss | N
     The percentage is of the day's starting equity: equity now minus the day's PnL (deposits aside). With
     equity unknown only the dollar limit applies.
     """
-    limits: list[tuple[Decimal, Code]] = []
-    if policy.daily_loss_limit_usd is not None:
-        limits.append((policy.daily_loss_limit_usd, Code.DAILY_LOSS_LIMIT_USD))
-    if policy.daily_loss_limit_pct is not None and equity is not None:
-        start = max(equity - pnl.total, ZERO)
-        limits.append((start * policy.daily_loss_limit_pct / 100, Code.DAILY_LOSS_LIMIT_PCT))
-    if not limits:
-        return None
-    limit, rule = min(limits, key=lambda pair: pair[0])
-    return DayLoss(rule, limit, -pnl.total, pnl)
+    usd, pct, total = policy.daily_loss_limit_usd, policy.daily_loss_limit_pct, pnl.total
+    if pct is None or equity is None:  # (on every growing order's judgement: kept to a few operations)
+        return None if usd is None else DayLoss(Code.DAILY_LOSS_LIMIT_USD, usd, -total, pnl)
+    share = max(equity - total, ZERO) * pct / 100
+    if usd is not None and usd <= share:
+        return DayLoss(Code.DAILY_LOSS_LIMIT_USD, usd, -total, pnl)
+    return DayLoss(Code.DAILY_LOSS_LIMIT_PCT, share, -total, pnl)
 
 
 def check_daily_loss(s: Situation) -> Breach | None:
@@ -637,9 +643,17 @@ def check_daily_loss(s: Situation) -> Breach | None:
     policy = s.policy
     if s.reducing or (policy.daily_loss_limit_usd is None and policy.daily_loss_limit_pct is None):
         return None
-    if s.facts.day_pnl is None:
+    pnl = s.facts.day_pnl
+    if pnl is None:
         return _missing(s.facts, "day_pnl", "the day's realised and unrealised PnL")
-    loss = day_loss(policy, s.facts.equity, s.facts.day_pnl)
+    usd_limit = policy.daily_loss_limit_usd
+    if (
+        usd_limit is not None
+        and policy.daily_loss_limit_pct is None
+        and -(pnl.realised + pnl.unrealised) < usd_limit
+    ):
+        return None  # the dollar limit alone, not reached (kept cheap: evaluate runs on every plan)
+    loss = day_loss(policy, s.facts.equity, pnl)
     if loss is None or not loss.reached:
         return None
     midnight = _next_midnight(s.facts.now)
@@ -816,11 +830,13 @@ def check_drawdown(s: Situation) -> Breach | None:
     policy = s.policy
     if s.reducing or (policy.max_drawdown_usd is None and policy.max_drawdown_pct is None):
         return None
-    state = s.facts.drawdown
-    if state is None or s.facts.equity is None:
+    state, equity = s.facts.drawdown, s.facts.equity
+    if state is None or equity is None:
         return _missing(s.facts, "drawdown", "the account equity and its peak")
-    found = drawdown(policy, s.facts.equity, state)
-    if found is None or not (found.reached or state.latched):
+    if not state.latched and not drawdown_reached(policy, equity, state):
+        return None
+    found = drawdown(policy, equity, state)
+    if found is None:
         return None
     until = state.until
     detail = drawdown_sentence(found)
@@ -921,10 +937,11 @@ def check_loss_per_trade(s: Situation) -> Breach | None:
     limit = loss_limit(s)
     if limit is None:
         return None
-    cases = [from_flat(s)] if s.reducing else [position_left(s)]
-    if outlives(s) and not s.reducing:
-        cases.append(from_flat(s))
-    left, at_stops = max(cases, key=lambda case: case[1].loss)
+    left, at_stops = from_flat(s) if s.reducing else position_left(s)
+    if not s.reducing and outlives(s):
+        flat = from_flat(s)
+        if flat[1].loss > at_stops.loss:
+            left, at_stops = flat
     if at_stops.uncovered >= abs(left.size):
         return None
     cap, rule = limit
@@ -1025,14 +1042,15 @@ def check_protection(s: Situation) -> Breach | None:
     problem = stop_problem(s)
     if problem is not None:
         return Breach(Code.STOP_LOSS, plain(stop_reference(s)), plain(order.stop_loss or ZERO), problem)
-    if order.stop_loss is not None and collared_stop(s, order.stop_loss) != order.stop_loss:
-        edge = collared_stop(s, order.stop_loss)
+    stop = order.stop_loss
+    edge = collared_stop(s, stop) if stop is not None else None
+    if stop is not None and edge is not None and edge != stop:
         return Breach(
             Code.PRICE_COLLAR_STOP,
             plain(edge),
-            plain(order.stop_loss),
-            f"the stop_loss {plain(order.stop_loss)} is farther from the mark {plain(s.touch.mark)} than the "
-            f"price collar allows ({_collar_words(s.limits)}): at most {plain(edge)}",
+            plain(stop),
+            f"the stop_loss {plain(stop)} is farther from the mark {plain(s.touch.mark)} than the price collar "
+            f"allows ({_collar_words(s.limits)}): at most {plain(edge)}",
         )
     problem = take_profit_problem(s)
     if problem is not None:
@@ -1092,6 +1110,45 @@ CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
     check_loss_per_trade,
     check_protection,
 )
+
+
+# The checks that can report a size code (pilot.core.codes: size_cap and size_grid). The size searches of
+# pilot.core.sizing look only at those codes, so they run only these: a blocker or a protection breach does
+# not tell one size from another there. tests/core/test_properties.py holds it: what these report is what
+# all the checks report of those codes.
+SIZE_CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
+    check_qty_step,
+    check_price_tick,
+    check_price_band,
+    check_price_collar,
+    check_min_qty,
+    check_max_qty,
+    check_reduce_only_qty,
+    check_min_notional,
+    check_held_qty,
+    check_order_notional,
+    check_position_notional,
+    check_turnover_day,
+    check_turnover_24h,
+    check_leverage,
+    check_liquidation,
+    check_funds,
+    check_human_reach,
+    check_loss_per_trade,
+)
+
+
+def size_breaches(policy: Policy, facts: Facts, order: OrderIntent) -> list[Breach]:
+    """What the size checks report (SIZE_CHECKS, in the order of CHECKS) of `order` on these facts: the
+    breaches a smaller or larger order may fix. The facts must let the order be priced (rules and touch)."""
+    situation = situate(policy, facts, order)
+    assert situation is not None, "sizing searches only an order it could price"
+    breaches = []
+    for check in SIZE_CHECKS:
+        breach = check(situation)
+        if breach is not None:
+            breaches.append(breach)
+    return breaches
 
 
 def run_checks(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Breach]]:

@@ -23,6 +23,7 @@ from pilot.core.rules import (
     refused_only_for_pending,
     run_checks,
     situate,
+    size_breaches,
     stop_problem,
     stop_reference,
     take_profit_problem,
@@ -60,8 +61,8 @@ def suggest(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
     base = replace(order, limit_price=price)
 
     def fails(steps: int, codes: frozenset[Code]) -> list[Breach]:
-        probe = replace(facts, order=replace(base, qty=steps * rules.qty_step))
-        return [b for b in run_checks(policy, probe)[1] if b.rule in codes]
+        probe = replace(base, qty=steps * rules.qty_step)
+        return [b for b in size_breaches(policy, facts, probe) if b.rule in codes]
 
     # The minimums are met at the price the suggestion sends (a limit moved into the band), not the one asked.
     moved = situate(policy, replace(facts, order=base)) if base != order else None
@@ -335,8 +336,8 @@ def room_left(policy: Policy, facts: Facts) -> Room | None:
     step = situation.rules.qty_step
 
     def breaks(steps: int) -> tuple[Code, ...]:
-        probe = replace(facts, order=replace(order, qty=steps * step))
-        return tuple(b.rule for b in run_checks(policy, probe)[1] if b.rule in SIZE_CAP_CODES)
+        probe = replace(order, qty=steps * step)
+        return tuple(b.rule for b in size_breaches(policy, facts, probe) if b.rule in SIZE_CAP_CODES)
 
     shrinking = 0
     if situation.position_size != 0 and (situation.position_size > 0) != (order.side.sign > 0):

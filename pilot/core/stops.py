@@ -94,6 +94,8 @@ def loss_at_stops(exposure: Exposure) -> LossAtStops:
         return LossAtStops(ZERO, ZERO)
     long, whole = exposure.long, exposure.stop_loss
     remaining, loss = abs(exposure.size), ZERO
+    if not exposure.partial and whole is not None:  # one whole stop (the common case, kept cheap)
+        return LossAtStops(remaining * unit_loss(long, exposure.entry, whole), ZERO)
     for leg in sorted(exposure.partial, key=lambda leg: -leg.price if long else leg.price):
         if remaining <= 0 or (whole is not None and not triggers_first(long, leg.price, whole)):
             break
@@ -124,7 +126,9 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill]) -> Exposure:
     carried: list[Decimal] = []
     for fill in fills:
         after = size + fill.qty
-        if size == 0 or (size > 0) == (fill.qty > 0):
+        if size == 0:  # opening: the fill's price is the entry
+            entry = fill.price if after else ZERO
+        elif (size > 0) == (fill.qty > 0):
             entry = (abs(size) * entry + abs(fill.qty) * fill.price) / abs(after) if after else ZERO
         elif after == 0 or (after > 0) != (size > 0):
             entry = fill.price if after else ZERO
@@ -238,12 +242,13 @@ def pending_fills(pending: PendingOrders | None, side: Side, price: Decimal) -> 
 def loss_cap(limits: EffectiveLimits, equity: Decimal | None) -> tuple[Decimal, Code] | None:
     """The loss one position may take at its stops: the smaller of maxLossPerTradeUsd and the equity share of
     maxLossPerTradePct (the latter unknown without the equity); None when no limit is set."""
-    caps: list[tuple[Decimal, Code]] = []
-    if limits.max_loss_per_trade_usd is not None:
-        caps.append((limits.max_loss_per_trade_usd, Code.MAX_LOSS_PER_TRADE_USD))
-    if limits.max_loss_per_trade_pct is not None and equity is not None:
-        caps.append((max(equity, ZERO) * limits.max_loss_per_trade_pct / 100, Code.MAX_LOSS_PER_TRADE_PCT))
-    return min(caps, key=lambda pair: pair[0]) if caps else None
+    usd, pct = limits.max_loss_per_trade_usd, limits.max_loss_per_trade_pct
+    if pct is None or equity is None:  # (on every growing order's judgement: kept to a few operations)
+        return None if usd is None else (usd, Code.MAX_LOSS_PER_TRADE_USD)
+    share = max(equity, ZERO) * pct / 100
+    if usd is not None and usd <= share:
+        return usd, Code.MAX_LOSS_PER_TRADE_USD
+    return share, Code.MAX_LOSS_PER_TRADE_PCT
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,18 +78,17 @@ def collar_edge(
     """The farthest limit price from mark the price collar allows on the side where a mistake costs money:
     above mark for a buy, below it for a sell; the nearer of `pct` percent and `ticks` ticks, on the tick
     towards mark (and at least one tick). None: no collar."""
-    sign = 1 if side is Side.BUY else -1
-    distances = []
-    if pct is not None:
-        distances.append(mark * pct / HUNDRED)
+    away = mark * pct / HUNDRED if pct is not None else None
     if ticks is not None:
-        distances.append(ticks * tick)
-    if not distances:
+        in_ticks = tick * ticks
+        away = in_ticks if away is None or in_ticks < away else away
+    if away is None:
         return None
-    edge = mark + sign * min(distances)
     if tick <= 0:
-        return max(edge, ZERO)
-    return max(floor_to_step(edge, tick) if side is Side.BUY else ceil_to_step(edge, tick), tick)
+        return mark + away if side is Side.BUY else max(mark - away, ZERO)
+    if side is Side.BUY:
+        return max(floor_to_step(mark + away, tick), tick)
+    return max(ceil_to_step(mark - away, tick), tick)
 
 
 def inside_collar(price: Decimal, side: Side, edge: Decimal | None) -> Decimal:

@@ -17,12 +17,13 @@ from decimal import Decimal
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pilot.core.codes import Code
+from pilot.core.codes import RESIZE_CODES, Code
 from pilot.core.controls import losses_counted
 from pilot.core.evaluate import evaluate
 from pilot.core.facts import ClosedTrade, Facts, OrderIntent, OrderType, Side, TradingState
 from pilot.core.policy import Cooldown, Policy
 from pilot.core.risk import is_risk_reducing
+from pilot.core.rules import run_checks, size_breaches
 from tests.oracle import collar_limit, drawdown_now, in_window, worst_price
 from tests.strategies import NOW, control_cases
 
@@ -388,3 +389,12 @@ def test_losses_are_counted_in_a_row_or_within_the_window_before_the_newest(pnls
         assert newest == (trades[0] if count else None)
     else:
         assert newest == (losses[0] if losses else None)
+
+
+@given(control_cases())
+def test_the_size_searches_see_every_size_code_of_the_controls(case):
+    policy, f = open_case(*case)
+    situation, breaches = run_checks(policy, f)
+    assume(situation is not None)
+    everything = [b.rule for b in breaches if b.rule in RESIZE_CODES]
+    assert [b.rule for b in size_breaches(policy, f, f.order)] == everything

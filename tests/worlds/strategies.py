@@ -535,7 +535,9 @@ def cases(draw: st.DrawFn, world: World, oracle: Oracle) -> Case | ToolCase:
     price = limit_price(draw, chosen, quote, side) if order_type == "limit" else None
     resting = any(key in world.policy for key in RESTING_RULES) and draw(st.integers(0, 2)) == 0
     if resting:  # an order that rests, for the rules about resting orders (issue 27), placed
-        order_type = "limit"  # on the side where it waits, from a few ticks to 5 % away (a walk moves 1 % a step)
+        order_type = (
+            "limit"  # on the side where it waits, from a few ticks to 5 % away (a walk moves 1 % a step)
+        )
         share = draw(st.sampled_from([Decimal(0), Decimal("0.005"), Decimal("0.02"), Decimal("0.05")]))
         away = chosen.tick * (draw(st.integers(1, 20)) + floor_steps(quote.bid * share, chosen.tick))
         price = max(quote.bid - away if side == "buy" else quote.ask + away, chosen.tick)
