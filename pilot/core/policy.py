@@ -413,6 +413,10 @@ def _real_problem(text: str, error: json.JSONDecodeError) -> tuple[int, str, str
             f'a comma before the closing "{here}"',
             "remove that comma: JSON allows none after the last item",
         )
+    if here == "," and previous in ",[{":
+        # `20,,` or `{,`: the decoder wants a key or a value where the extra comma stands
+        what = "two commas in a row" if previous == "," else f'a comma right after the opening "{previous}"'
+        return at, what, "remove the extra comma"
     if message.startswith("Expecting ',' delimiter") and before >= 0:
         return before + 1, "a comma is missing after this value", "add a comma at the end of this line"
     if here == "'":
