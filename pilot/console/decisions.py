@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pilot.app.answers.plan_records import PlanPayload
-from pilot.app.human.desk import ChannelOff, pending_confirmations
+from pilot.app.human.desk import ChannelOff, pending_confirmations, require_channel
 from pilot.app.runtime.runtime import Runtime
 
 
@@ -61,9 +61,10 @@ class ApprovalsView:
 
 async def approvals(runtime: Runtime, *, recent: int = 10) -> ApprovalsView:
     try:
-        records = await pending_confirmations(runtime, via="console")
+        require_channel(runtime, "console")
     except ChannelOff as off:
         return ApprovalsView(channel_off=off, pending=[], recent=[])
+    records = await pending_confirmations(runtime)
     pending = [await _parked(runtime, record) for record in records]
     everything = await runtime.store.confirmations.list(now=runtime.now())
     decided = [record for record in everything if record.status != "pending"]
