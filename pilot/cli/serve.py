@@ -60,7 +60,13 @@ log = logging.getLogger("pilot.serve")
 )
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP only; loopback by default.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP only.")
+@click.option(
+    "--port",
+    default=8766,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="HTTP only (`pilot console` takes 8765, so both run side by side).",
+)
 @click.option(
     "--allow-remote",
     is_flag=True,
