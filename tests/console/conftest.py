@@ -114,7 +114,9 @@ async def browser(chromium: Any) -> AsyncIterator[FreshContexts]:
         await contexts.close()
 
 
-async def logged_in(browser: FreshContexts, console: Console, *, at: str = "/", **context_options: Any) -> Any:
+async def logged_in(
+    browser: FreshContexts, console: Console, *, at: str = "/", **context_options: Any
+) -> Any:
     """A new page in a new browser context, logged in to the console (which lands on the Overview); it then
     shows the page `at` (the Live page unless told)."""
     context = await browser.new_context(**context_options)

@@ -287,6 +287,20 @@ async def park(runtime: Runtime, request: ApprovalRequest) -> str:
     return confirmation_id
 
 
+async def note_push(runtime: Runtime, confirmation_id: str, channel: str, details: dict[str, Any]) -> None:
+    """Journal that a parked action was sent to the human outside the queue (the MCP client's URL prompt, a
+    Telegram message, an ntfy notification), by Pilot, under its plan."""
+    record = await runtime.store.confirmations.get(confirmation_id)
+    plan_id = record.action.get("plan_id") if record is not None else None
+    await runtime.store.journal.append(
+        entry_kinds.CONFIRMATION,
+        {"event": "pushed", "channel": channel, "confirmation_id": confirmation_id, **details},
+        now=runtime.now(),
+        plan_id=plan_id or None,
+        actor="pilot",
+    )
+
+
 async def confirmation_status(runtime: Runtime, confirmation_id: str) -> ActionAnswer:
     """Where a parked confirmation stands. Reads only."""
     record = await runtime.store.confirmations.get(confirmation_id, now=runtime.now())
