@@ -171,6 +171,7 @@ def test_each_outside_library_has_one_importer():
     assert importers_of("pybit") == {"pilot.exchange.bybit", "pilot.exchange.bybit_stream"}
     # pybit's WebSocket transport, driven by the stream client's own connection threads
     assert importers_of("websocket") == {"pilot.exchange.bybit_stream"}
+    assert importers_of("httpx2") == {"pilot.push.wire", "pilot.push.telegram", "pilot.push.ntfy"}
     assert {m for m in importers_of("aiosqlite")} <= {m for m in modules() if m.startswith("pilot.store")}
     assert importers_of("aiosqlite")
     server_sdk = importers_of("mcp.server")

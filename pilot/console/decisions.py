@@ -14,7 +14,6 @@ from typing import Any
 from pilot.app.answers.plan_records import PlanPayload
 from pilot.app.human.desk import ChannelOff, pending_confirmations, require_channel
 from pilot.app.runtime.runtime import Runtime
-from pilot.store import ConfirmationRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +100,7 @@ async def approvals(runtime: Runtime, *, recent: int = 10) -> ApprovalsView:
     )
 
 
-def _decided(record: ConfirmationRecord) -> Decided:
+def _decided(record: Any) -> Decided:
     return Decided(
         confirmation_id=record.confirmation_id,
         tool=record.tool,

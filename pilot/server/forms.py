@@ -20,7 +20,6 @@ from pilot.app.human import approvals
 from pilot.app.human.approvals import ClientAnswer, ClientChannel, FormAnswer, NoFormNeeded, NoFormPossible
 from pilot.app.orders import cancel_and_leverage
 from pilot.app.runtime.runtime import Runtime
-from pilot.core.channels import approval_url
 from pilot.server import arguments
 
 T = TypeVar("T")
@@ -83,8 +82,7 @@ async def send_to_console(runtime: Runtime, ctx: Context, answer: T) -> T:
         return answer
     if not sends_to_console(runtime, ctx):
         return answer
-    confirm = runtime.policy().policy.confirm
-    url = approval_url(confirm.console_url, confirmation_id)
+    url = approvals.console_link(runtime, confirmation_id)
     record = await runtime.store.confirmations.get(confirmation_id)
     what = record.summary if record is not None else "an action"
     message = f"Pilot asks a human to approve: {what}. Approve or reject it on the console's page for it."

@@ -215,7 +215,7 @@ def _status(step: str) -> str:
     return step.removeprefix("found_") if step.startswith("found_") else _STATUS_OF_STEP.get(step, step)
 
 
-_NOT_A_STEP = ("unavailable", "not_asked")  # the refusal that follows is the step
+_NOT_A_STEP = ("unavailable", "not_asked", "pushed", "press_refused", "closed")  # not a step of the order
 
 
 class _Trail:

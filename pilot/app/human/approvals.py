@@ -25,7 +25,7 @@ from pilot.app.answers.refusals import violation
 from pilot.app.answers.responses import ActionAnswer, Refusal
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.approval import may_need_human, needs_human
-from pilot.core.channels import REACH_A_HUMAN, Via, names, where_to_decide
+from pilot.core.channels import REACH_A_HUMAN, Via, approval_url, names, where_to_decide
 from pilot.core.codes import Code
 from pilot.core.policy import ApprovalTool
 from pilot.core.violations import NextAction
@@ -285,6 +285,11 @@ async def park(runtime: Runtime, request: ApprovalRequest) -> str:
         actor="pilot",
     )
     return confirmation_id
+
+
+def console_link(runtime: Runtime, confirmation_id: str) -> str:
+    """The console's page for one parked action, at the address policy.json gives (confirm.consoleUrl)."""
+    return approval_url(runtime.policy().policy.confirm.console_url, confirmation_id)
 
 
 async def note_push(runtime: Runtime, confirmation_id: str, channel: str, details: dict[str, Any]) -> None:
