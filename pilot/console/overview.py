@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from pilot.app.facts.reads import get_open_orders, get_policy, get_positions
@@ -107,7 +108,7 @@ async def _with_exchange(base: Overview, reader: Runtime) -> Overview:
     return replace(
         base,
         day_loss=(data.get("loss_rules") or {}).get("day_loss"),
-        equity_usd=data.get("equity_usd"),
+        equity_usd=_cents(data.get("equity_usd")),
         positions=[_position(row, open_orders) for row in rows if row.get("side") != "flat"],
         rooms=[_room(symbol, market) for symbol, market in (data.get("markets") or {}).items()],
     )
@@ -151,3 +152,13 @@ def _room(symbol: str, market: dict[str, Any]) -> RoomLine:
         limited_by=", ".join(sorted(limits)),
         missing=", ".join(market.get("missing") or []),
     )
+
+
+def _cents(amount: Any) -> str | None:
+    """An amount of dollars as the page shows it: to the cent."""
+    if amount is None:
+        return None
+    try:
+        return f"{Decimal(str(amount)):.2f}"
+    except InvalidOperation:
+        return str(amount)

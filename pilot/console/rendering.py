@@ -27,7 +27,7 @@ TEMPLATES.globals["ORDER_LABELS"] = {
     "side": "side",
     "qty": "quantity",
     "order_type": "type",
-    "price": "limit price",
+    "price": "price sent",
     "time_in_force": "time in force",
     "reduce_only": "reduce-only",
     "stop_loss": "stop-loss",
