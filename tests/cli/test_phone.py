@@ -48,3 +48,12 @@ async def test_a_token_telegram_accepts_is_stored_sealed_and_the_test_reaches_ea
 async def test_test_with_no_channel_open_exits_1_with_the_fix(home: Path) -> None:
     result = await pilot("phone", "test", "--home", str(home), "--format", "json")
     assert result.exit_code == 1 and json.loads(result.stdout)["error"]["code"] == "no_phone_channel"
+
+
+async def test_doctor_names_a_telegram_channel_without_its_token(home: Path) -> None:
+    edit_policy(home, confirm={"telegram": {"approvers": [42]}})
+    result = await pilot("doctor", "--home", str(home), "--format", "json")
+    phone = [c for c in json.loads(result.stdout)["checks"] if c["name"] == "phone"]
+    assert (
+        result.exit_code == 1 and [c["ok"] for c in phone] == [False] and "telegram-token" in phone[0]["fix"]
+    )
