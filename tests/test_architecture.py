@@ -262,6 +262,7 @@ SHARED_NAMES = {
     "idempotency": {"pilot.app.orders.idempotency", "pilot.store.idempotency"},
     "journal": {"pilot.cli.journal", "pilot.store.journal"},
     "policy": {"pilot.cli.policy", "pilot.core.policy"},
+    "phone": {"pilot.app.human.phone", "pilot.cli.phone"},
 }
 
 
