@@ -15,6 +15,7 @@ from mcp import MCPError
 from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult
 from pydantic import BaseModel, BeforeValidator, Field
 
+from pilot.app.answers.responses import ActionAnswer, OrderAnswer
 from pilot.app.answers.store_faults import StoreError
 from pilot.app.human import approvals
 from pilot.app.human.approvals import ClientAnswer, ClientChannel, FormAnswer, NoFormNeeded, NoFormPossible
@@ -22,7 +23,7 @@ from pilot.app.orders import cancel_and_leverage
 from pilot.app.runtime.runtime import Runtime
 from pilot.server import arguments
 
-T = TypeVar("T")
+Parkable = TypeVar("Parkable", OrderAnswer, ActionAnswer)  # the answers of the tools that may park
 
 
 def _only_true(value: Any) -> bool:
@@ -73,12 +74,12 @@ def sends_to_console(runtime: Runtime, ctx: Context) -> bool:
     return runtime.policy().policy.confirm.opens("console")
 
 
-async def send_to_console(runtime: Runtime, ctx: Context, answer: T) -> T:
+async def send_to_console(runtime: Runtime, ctx: Context, answer: Parkable) -> Parkable:
     """After a parked answer (pending_confirmation) in URL mode, send the human to the console's page for the
     action (elicitation/create, mode url) and journal what the client answered; the action stays parked
     whatever it answers (declining to open a page decides nothing). Returns `answer` unchanged."""
-    confirmation_id = getattr(answer, "confirmation_id", None)
-    if getattr(answer, "status", None) != "pending_confirmation" or not confirmation_id:
+    confirmation_id = answer.confirmation_id
+    if answer.status != "pending_confirmation" or not confirmation_id:
         return answer
     if not sends_to_console(runtime, ctx):
         return answer
