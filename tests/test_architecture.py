@@ -171,13 +171,16 @@ def test_each_outside_library_has_one_importer():
     assert importers_of("pybit") == {"pilot.exchange.bybit", "pilot.exchange.bybit_stream"}
     # pybit's WebSocket transport, driven by the stream client's own connection threads
     assert importers_of("websocket") == {"pilot.exchange.bybit_stream"}
-    assert importers_of("httpx2") == {"pilot.push.wire", "pilot.push.telegram", "pilot.push.ntfy"}
     assert {m for m in importers_of("aiosqlite")} <= {m for m in modules() if m.startswith("pilot.store")}
     assert importers_of("aiosqlite")
     server_sdk = importers_of("mcp.server")
     assert server_sdk and all(m.startswith("pilot.server") for m in server_sdk), server_sdk
     others = {m for m in importers_of("mcp") if not m.startswith("pilot.server")}
-    assert all(m.startswith("pilot.demo") for m in others), others  # the scripted agent is an MCP client
+    # the demo's scripted agent and the evals' agents are MCP clients
+    assert all(m.startswith(("pilot.demo", "pilot.evals")) for m in others), others
+    # HTTP clients: one module per family of outside services, where its errors are translated (the model
+    # APIs of pilot eval; Telegram and ntfy, the human's phone)
+    assert importers_of("httpx2") == {"pilot.evals.model_http", "pilot.push.wire"}
 
 
 def test_only_the_gate_calls_an_exchange_write():

@@ -26,6 +26,7 @@ _COMMAND_MODULES = (
     "keys",
     "sim",
     "demo",
+    "evals",
 )
 
 

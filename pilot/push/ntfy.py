@@ -13,10 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx2
-
 from pilot.push.errors import PushError
-from pilot.push.wire import new_client, post_json
+from pilot.push.wire import Client, new_client, post_json
 
 NTFY_SERVER = "https://ntfy.sh"
 SERVICE = "ntfy"
@@ -26,7 +24,7 @@ class Ntfy:
     """One topic on one ntfy server; an access token when the topic is protected."""
 
     def __init__(
-        self, server: str, topic: str, *, token: str | None = None, client: httpx2.AsyncClient | None = None
+        self, server: str, topic: str, *, token: str | None = None, client: Client | None = None
     ) -> None:
         self._root = server.rstrip("/") + "/"
         self._topic = topic

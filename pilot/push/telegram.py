@@ -13,10 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2
-
 from pilot.push.errors import PushError
-from pilot.push.wire import new_client, post_json
+from pilot.push.wire import Client, new_client, post_json
 
 TELEGRAM_API = "https://api.telegram.org"
 SERVICE = "Telegram"
@@ -37,9 +35,7 @@ class Press:
 class TelegramBot:
     """One bot, by its token (from @BotFather). The token is kept here and in no message or error."""
 
-    def __init__(
-        self, token: str, *, api: str = TELEGRAM_API, client: httpx2.AsyncClient | None = None
-    ) -> None:
+    def __init__(self, token: str, *, api: str = TELEGRAM_API, client: Client | None = None) -> None:
         self._url = f"{api.rstrip('/')}/bot{token}/"
         self._client = client or new_client()
 

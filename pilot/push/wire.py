@@ -11,6 +11,7 @@ import httpx2
 from pilot.push.errors import PushError
 
 TIMEOUT_SECONDS = 10.0
+Client = httpx2.AsyncClient  # what telegram.py and ntfy.py hold, without importing httpx2 themselves
 
 
 def new_client() -> httpx2.AsyncClient:
