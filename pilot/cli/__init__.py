@@ -22,6 +22,7 @@ _COMMAND_MODULES = (
     "confirm",
     "token",
     "console",
+    "phone",
     "keys",
     "sim",
     "demo",
