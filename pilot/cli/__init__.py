@@ -23,6 +23,7 @@ _COMMAND_MODULES = (
     "confirm",
     "token",
     "console",
+    "phone",
     "keys",
     "sim",
     "demo",

@@ -8,7 +8,6 @@ dead-man's switch, set_leverage) ask the same functions, so each rule is written
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -41,7 +40,7 @@ def throttle(policy: Policy, messages: Sequence[timedelta], now: datetime) -> Br
     ):
         if cap is None or len(messages) < cap or messages[cap - 1] >= window:
             continue
-        sent = bisect_left(messages, window)  # ages grow from the newest: those younger than the window
+        sent = sum(1 for age in messages if age < window)  # at least `cap`: they filled the window
         retry = now + (window - messages[cap - 1])
         return Breach(
             rule=code,

@@ -119,14 +119,7 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
         price = price_on_tick(price, tick, side)
         qty = order.cum_exec_qty + floor_to_step(remaining, step)
         intent = replace(intent, qty=qty - order.cum_exec_qty, limit_price=price)
-    facts = replace(
-        facts,
-        pending=_without(facts.pending, order, side),
-        resting=_one_fewer(facts.resting),  # the amended order takes the place of the one resting
-        turnover=_without_notional(facts.turnover, order),  # an amend counts what it adds
-        order=intent,
-        can_reach_human=False,
-    )
+    facts = _in_its_place(facts, order, intent)
     result = evaluate(view.policy, facts)
     violations, next_action = with_policy_issues(view, result)
     if gathered.hedged is not None:
@@ -181,6 +174,20 @@ def _without(pending: PendingOrders | None, order: ExchangeOrder, side: Side) ->
         max(pending.buy_qty - (leaves if side is Side.BUY else 0), Decimal(0)),
         max(pending.sell_qty - (leaves if side is Side.SELL else 0), Decimal(0)),
         tuple(fill for fill in pending.fills if fill.order_id != order.order_id),
+    )
+
+
+def _in_its_place(facts: Facts, order: ExchangeOrder, intent: OrderIntent) -> Facts:
+    """The facts the amended order is judged on, in place of the resting one: that one's remainder leaves
+    the pending exposure, its place among the resting orders is the amended one's, and what it may still
+    trade leaves the turnover (an amend counts what it adds). An amend never waits for a human."""
+    return replace(
+        facts,
+        pending=_without(facts.pending, order, intent.side),
+        resting=_one_fewer(facts.resting),
+        turnover=_without_notional(facts.turnover, order),
+        order=intent,
+        can_reach_human=False,
     )
 
 
