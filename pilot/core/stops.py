@@ -368,6 +368,10 @@ def check_trading_stop(
         fits = collar if fits is None else (max(fits, collar) if position.size > 0 else min(fits, collar))
         if market is not None and (fits >= market if position.size > 0 else fits <= market):
             fits = None  # the collar's edge is not beyond the price: no stop farther than now fits it
+    current = position.stop_loss
+    if fits is not None and current is not None and not state.permits(Effect.GROW):
+        # trading that may not grow may not move a stop away either: no farther than where it is
+        fits = max(fits, current) if position.size > 0 else min(fits, current)
     if fits is not None and fits != position.stop_loss:
         args = {"symbol": symbol, "stop_loss": plain(fits)}
         fix = NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(fits)}")
