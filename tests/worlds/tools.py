@@ -333,7 +333,9 @@ def amend_witness(oracle: Oracle, resting: OpenOrder, asked_total: Decimal, pric
 
 def stop_loss_after(oracle: Oracle, symbol: str, stop: Decimal | None) -> tuple[Decimal, Decimal, Decimal]:
     """(loss, uncovered, size) of the position of `symbol` with its whole stop at `stop` (None: removed),
-    with the orders resting on its side filled in the way that loses most."""
+    with the orders resting on its side filled in the way that loses most. A resting order's own stop is not
+    counted on (what is left of it may fill after its first part set it): a stop change is judged on the
+    position's stops alone."""
     held = oracle.protected(symbol)
     position = Protected(held.size, held.entry, stop, held.legs)
     if held.size == 0:
@@ -341,7 +343,8 @@ def stop_loss_after(oracle: Oracle, symbol: str, stop: Decimal | None) -> tuple[
     side = "buy" if held.size > 0 else "sell"
     probe = Order(symbol, "linear", side, "market")
     nothing = Fill(ZERO, held.entry)  # no order: the position as it stands, with what rests on its side
-    left, loss, uncovered = worst_left(position, oracle.resting_fills(probe), nothing, _step(oracle, symbol))
+    resting = [replace(fill, stop=None) for fill in oracle.resting_fills(probe)]
+    left, loss, uncovered = worst_left(position, resting, nothing, _step(oracle, symbol))
     return loss, uncovered, left.size
 
 

@@ -31,7 +31,16 @@ from pilot.app.runtime.runtime import PolicyView, Runtime
 from pilot.core.codes import NO_HUMAN_FIX, Code
 from pilot.core.controls import throttle
 from pilot.core.evaluate import Evaluation, evaluate
-from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, RestingOrders, Side, Turnover
+from pilot.core.facts import (
+    Facts,
+    Funds,
+    OrderIntent,
+    OrderType,
+    PendingOrders,
+    RestingOrders,
+    Side,
+    Turnover,
+)
 from pilot.core.valuation import floor_to_step, price_on_tick
 from pilot.core.violations import NextAction, ToolCall, Violation, plain
 from pilot.exchange.errors import ExchangeError
@@ -186,9 +195,28 @@ def _in_its_place(facts: Facts, order: ExchangeOrder, intent: OrderIntent) -> Fa
         pending=_without(facts.pending, order, intent.side),
         resting=_one_fewer(facts.resting),
         turnover=_without_notional(facts.turnover, order),
+        funds=_with_its_funds(facts, order, intent.side),
         order=intent,
         can_reach_human=False,
     )
+
+
+def _with_its_funds(facts: Facts, order: ExchangeOrder, side: Side) -> Funds | None:
+    """What the account may spend on the amended order: the available balance with what the resting order
+    holds given back (its margin at the position's leverage; a spot order's locked coin), since the exchange
+    charges an amend only what it adds."""
+    funds = facts.funds
+    if funds is None:
+        return None
+    leaves = max(order.qty - order.cum_exec_qty, Decimal(0))
+    if order.category == "spot":
+        if side is Side.BUY:
+            return replace(funds, free_quote=funds.free_quote + leaves * order.price)
+        return replace(funds, free_base=funds.free_base + leaves)
+    if order.reduce_only:
+        return funds
+    leverage = max(facts.position.leverage if facts.position is not None else Decimal(1), Decimal(1))
+    return replace(funds, available_usd=funds.available_usd + leaves * order.price / leverage)
 
 
 def _one_fewer(resting: RestingOrders | None) -> RestingOrders | None:
