@@ -989,8 +989,15 @@ def collared_stop(s: Situation, stop: Decimal) -> Decimal:
     """`stop` moved no farther from mark than the price collar allows, for an order that can grow the
     position (its stop becomes the whole position's: a mistake there costs money); as it is otherwise."""
     limits = s.limits
-    if s.reducing or (limits.price_collar_pct is None and limits.price_collar_ticks is None):
+    pct, ticks = limits.price_collar_pct, limits.price_collar_ticks
+    if s.reducing or (pct is None and ticks is None):
         return stop
+    mark = s.touch.mark
+    away = mark * pct / 100 if pct is not None else None
+    if ticks is not None and (away is None or ticks * s.rules.tick_size < away):
+        away = ticks * s.rules.tick_size
+    if away is not None and abs(mark - stop) <= away:
+        return stop  # inside the collar (a stop on the tick inside it is inside its edge on the tick too)
     buy = s.order.side is Side.BUY
     edge = price_collar(s, Side.SELL if buy else Side.BUY)  # the stop closes: it is the other side's price
     if edge is None:

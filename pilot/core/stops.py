@@ -122,6 +122,9 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill]) -> Exposure:
     """The position left when every fill happens. A fill that closes or flips the position takes its stops
     with it (Bybit cancels a closed position's TP/SL); the widest stop carried by a fill on the side the
     position is left replaces the whole stop."""
+    if exposure.size == 0 and len(fills) == 1:  # one order opening from flat (the common case, kept cheap)
+        fill = fills[0]
+        return Exposure(fill.qty, fill.price, fill.stop_loss) if fill.qty != 0 else FLAT
     size, entry, whole, partial = exposure.size, exposure.entry, exposure.stop_loss, exposure.partial
     carried: list[Decimal] = []
     for fill in fills:
