@@ -9,6 +9,7 @@ from pilot.store.chain import (
     Anchor,
     ChainReport,
 )
+from pilot.store.clock import HostClock, Instant, StoreClock, age, holder_id
 from pilot.store.confirmations import (
     ConfirmationRecord,
     Confirmations,
@@ -27,7 +28,7 @@ from pilot.store.errors import (
 )
 from pilot.store.guards import OpenReport
 from pilot.store.idempotency import Idempotency, IdempotencyBegin
-from pilot.store.journal import Journal, JournalEntry, Mark
+from pilot.store.journal import Journal, JournalEntry, Mark, Preempted, Unless
 from pilot.store.leases import Leases
 from pilot.store.plans import ClaimResult, PlanRecord, Plans, new_plan_id
 from pilot.store.store import Store, open_store
@@ -45,8 +46,10 @@ __all__ = [
     "ConfirmationStatus",
     "Confirmations",
     "DuplicateRecord",
+    "HostClock",
     "Idempotency",
     "IdempotencyBegin",
+    "Instant",
     "InvalidTransition",
     "Journal",
     "JournalEntry",
@@ -56,15 +59,20 @@ __all__ = [
     "OpenReport",
     "PlanRecord",
     "Plans",
+    "Preempted",
     "SchemaTooNew",
     "Store",
     "StoreBusy",
+    "StoreClock",
     "StoreCorrupt",
     "StoreError",
     "StoreFull",
     "Tokens",
+    "Unless",
+    "age",
     "canonical_hash",
     "canonical_json",
+    "holder_id",
     "iso_utc",
     "new_confirmation_id",
     "new_plan_id",

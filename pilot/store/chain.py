@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pilot.store.canonical import canonical_json, sha256_hex
+from pilot.store.clock import Instant
 from pilot.store.sealing import Sealer, same_digest
 
 GENESIS_HASH = "0" * 64
@@ -79,22 +80,54 @@ class ChainReport:
     anchored: bool = False
 
 
+def _stamp(at: str, clock: Instant | None) -> dict[str, Any]:
+    """The entry's time: its wall time, and the store clock's reading when it has one (entries written
+    before the store kept one have none, and their text is as it was)."""
+    return {"at": at} if clock is None else {"at": at, "clock": clock.as_json()}
+
+
 def entry_text(
-    seq: int, at: str, kind: str, actor: str, plan_id: str | None, data: Any, prev_hash: str
+    seq: int,
+    at: str,
+    kind: str,
+    actor: str,
+    plan_id: str | None,
+    data: Any,
+    prev_hash: str,
+    clock: Instant | None = None,
 ) -> str:
     """The canonical text of an entry that its hash and seal cover; `at` is the stored ISO text."""
-    fields = {"seq": seq, "at": at, "kind": kind, "actor": actor, "plan_id": plan_id}
+    fields = {"seq": seq, **_stamp(at, clock), "kind": kind, "actor": actor, "plan_id": plan_id}
     return canonical_json({**fields, "data": data, "prev_hash": prev_hash})
 
 
 def entry_text_of(
-    seq: int, at: str, kind: str, actor: str, plan_id: str | None, data_json: str, prev_hash: str
+    seq: int,
+    at: str,
+    kind: str,
+    actor: str,
+    plan_id: str | None,
+    data_json: str,
+    prev_hash: str,
+    clock: Instant | None = None,
 ) -> str:
     """`entry_text` for data given as its canonical JSON (as it is stored): the same text, without
-    serialising the data again. Canonical JSON sorts keys: actor, at, data, kind, plan_id, prev_hash, seq."""
-    before = canonical_json({"actor": actor, "at": at})
+    serialising the data again. Canonical JSON sorts keys: actor, at, clock, data, kind, plan_id, prev_hash,
+    seq."""
+    before = canonical_json({"actor": actor, **_stamp(at, clock)})
     after = canonical_json({"kind": kind, "plan_id": plan_id, "prev_hash": prev_hash, "seq": seq})
     return f'{before[:-1]},"data":{data_json},{after[1:]}'
+
+
+def row_clock(row: sqlite3.Row) -> Instant | None:
+    """The store clock's reading a row carries, if any (a row of schema v3 or older has none)."""
+    keys = row.keys()
+    if "boot" not in keys or row["boot"] is None:
+        return None
+    micros = row["micros"]
+    if not isinstance(micros, int) or not isinstance(row["boot"], str):
+        raise ValueError("a clock reading that is not one")
+    return Instant(row["boot"], micros)
 
 
 def row_text(row: sqlite3.Row) -> tuple[str, Any] | None:
@@ -102,7 +135,14 @@ def row_text(row: sqlite3.Row) -> tuple[str, Any] | None:
     try:
         data = json.loads(row["data"])
         text = entry_text(
-            row["seq"], row["at"], row["kind"], row["actor"], row["plan_id"], data, row["prev_hash"]
+            row["seq"],
+            row["at"],
+            row["kind"],
+            row["actor"],
+            row["plan_id"],
+            data,
+            row["prev_hash"],
+            row_clock(row),
         )
     except (TypeError, ValueError):
         return None
@@ -110,10 +150,17 @@ def row_text(row: sqlite3.Row) -> tuple[str, Any] | None:
 
 
 def entry_hash(
-    seq: int, at: str, kind: str, actor: str, plan_id: str | None, data: Any, prev_hash: str
+    seq: int,
+    at: str,
+    kind: str,
+    actor: str,
+    plan_id: str | None,
+    data: Any,
+    prev_hash: str,
+    clock: Instant | None = None,
 ) -> str:
     """Hash the fields of an entry; `at` is the stored ISO text and `data` the parsed JSON."""
-    return sha256_hex(entry_text(seq, at, kind, actor, plan_id, data, prev_hash))
+    return sha256_hex(entry_text(seq, at, kind, actor, plan_id, data, prev_hash, clock))
 
 
 class ChainWalk:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
+from pilot.store.clock import HostClock, StoreClock
 from pilot.store.confirmations import Confirmations
 from pilot.store.database import Database, Tx, connect
 from pilot.store.errors import StoreCorrupt
@@ -24,15 +25,16 @@ class Store:
     `opened` says what opening found and did: the journal key in use, guards restored, entries adopted.
     """
 
-    def __init__(self, db: Database, sealer: Sealer, opened: OpenReport) -> None:
+    def __init__(self, db: Database, sealer: Sealer, opened: OpenReport, clock: StoreClock) -> None:
         self._db = db
         self.opened = opened
-        self.journal = Journal(db, sealer, opened.legacy_entries)
-        self.plans = Plans(db, sealer)
+        self.clock = clock  # the store's own time: every time limit is measured on it (pilot.store.clock)
+        self.journal = Journal(db, sealer, opened.legacy_entries, clock)
+        self.plans = Plans(db, sealer, clock)
         self.idempotency = Idempotency(db)
         self.confirmations = Confirmations(db)
         self.tokens = Tokens(db)
-        self.leases = Leases(db)
+        self.leases = Leases(db, clock)
 
     async def close(self) -> None:
         """Close the connection; the Store is unusable afterwards."""
@@ -52,10 +54,11 @@ def home_of(path: Path) -> Path:
     return path.parent.parent if path.parent.name == "journal" else path.parent
 
 
-async def open_store(path: Path, *, now: datetime | None = None) -> Store:
+async def open_store(path: Path, *, now: datetime | None = None, clock: StoreClock | None = None) -> Store:
     """Open the database at `path` (normally HOME/journal/pilot.db), creating it and its folder if needed.
 
-    Opening also loads the journal key (pilot.keys.seal; created only for a database no entry of which
+    `clock` is the store's own time (default: this machine's boot clock, pilot.store.clock.HostClock); a
+    test may hand it one it moves. Opening also loads the journal key (pilot.keys.seal; created only for a database no entry of which
     depends on a key yet), restores any append-only guard found missing or altered, and adopts entries
     written before sealing; what it restores or adopts is journaled at `now` (default: the system clock).
     Several processes may open the same file at once; every guard of the Store holds across them.
@@ -66,13 +69,13 @@ async def open_store(path: Path, *, now: datetime | None = None) -> Store:
         SchemaTooNew: a newer Pilot wrote the database.
         StoreError: any other database failure.
     """
-    at = now or datetime.now(UTC)
+    at, ticks = now or datetime.now(UTC), clock or HostClock()
 
     async def prepared(tx: Tx, from_version: int) -> tuple[Sealer, OpenReport]:
-        return await prepare(tx, from_version, home=home_of(path), now=at)
+        return await prepare(tx, from_version, home=home_of(path), now=at, stamp=ticks.read())
 
     try:
         db, (sealer, opened) = await connect(path, prepared)
     except StoreCorrupt as error:
         raise StoreCorrupt(f"{path}: {error}") from error
-    return Store(db, sealer, opened)
+    return Store(db, sealer, opened, ticks)

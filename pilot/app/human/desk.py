@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from pilot.app.answers import entry_kinds, receipts
 from pilot.app.human.kill_switch import REASON_LIMIT, set_kill_switch_by_human
-from pilot.app.road.clock import Clock, SystemClock
+from pilot.app.road.clock import Clock, SystemClock, store_clock
 from pilot.app.road.ports import Exchange
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
@@ -104,7 +104,7 @@ async def open_desk(home: Path, *, clock: Clock | None = None) -> AsyncIterator[
     path = Home(home).database_path
     if not path.exists():
         raise NoJournal(home)
-    store = await open_store(path)
+    store = await open_store(path, clock=store_clock(clock) if clock is not None else None)
     try:
         # cast: _NoExchange stands in for every port method by raising (see its docstring)
         no_exchange = cast(Exchange, _NoExchange())

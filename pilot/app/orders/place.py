@@ -40,7 +40,7 @@ async def place_order(runtime: Runtime, plan_id: str, channel: ApprovalChannel |
 
 
 async def _claim_and_execute(runtime: Runtime, plan_id: str, channel: ApprovalChannel | None) -> OrderAnswer:
-    claim = await runtime.store.plans.claim(plan_id, now=runtime.now())
+    claim = await runtime.store.plans.claim(plan_id, now=runtime.now(), holder=runtime.gate.holder)
     if claim.status == "already_used" and claim.plan is not None and plan_id in UNRECORDED_REFUSALS:
         claim = ClaimResult("already_used", await release_unsent(runtime, claim.plan))
         UNRECORDED_REFUSALS.discard(plan_id)

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import secrets
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -50,7 +48,7 @@ from pilot.app.road.ports import ExchangeReader, ExchangeWriter
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected, ExchangeUnavailable, OutcomeUnknown
 from pilot.exchange.models import ExchangeOrder, OrderRequest
-from pilot.store import Journal, Leases, StoreError
+from pilot.store import Journal, Leases, StoreError, holder_id
 
 ORDER_LINK_PREFIX = "pilot-"
 TURN_LEASE = "send-turn"
@@ -156,8 +154,13 @@ class ExchangeGate:
         self._clock = clock
         self._key_check = key_check
         self._turn = asyncio.Lock()
-        self._holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
+        self._holder = holder_id(secrets.token_hex(6))
         self._in_flight: set[asyncio.Task[Any]] = set()
+
+    @property
+    def holder(self) -> str:
+        """This gate's name as a holder of the send turn and of plan claims (host, pid and a token)."""
+        return self._holder
 
     @property
     def checks_key(self) -> bool:

@@ -93,7 +93,7 @@ class Runtime:
     async def loss_limit_on(self, journal: JournalState | None = None) -> bool:
         """Whether the daily loss limit was reached today (UTC) and no human has reset it since."""
         journal = journal if journal is not None else await self.journal_state()
-        return latch_of(journal.loss_limit, self.now()).on
+        return latch_of(journal.loss_limit, journal.today).on
 
 
 def assemble_runtime(

@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pilot.app.road.clock import Clock, SystemClock
+from pilot.app.road.clock import Clock, SystemClock, store_clock
 from pilot.app.road.gate import KeyCheck
 from pilot.app.road.ports import ExchangeReader
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime, read_policy
@@ -79,7 +79,7 @@ async def open_runtime(
         adapter, stored_key = await venue.connect(stack)
         stack.push_async_callback(adapter.close)
         try:
-            store = await open_store(Home(home).database_path)
+            store = await open_store(Home(home).database_path, clock=store_clock(clock))
         except StoreError as error:  # damaged file, unusable journal key: one line with its fix
             raise StartupError(str(error)) from None
         stack.push_async_callback(store.close)

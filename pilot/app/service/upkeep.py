@@ -15,7 +15,8 @@ from pilot.app.service.parked import run_approved
 
 UPKEEP_SECONDS = 1.0
 # A live use of a plan journals its send (or ends) within a turn's wait and one turn: a plan claimed longer
-# ago than this with neither was left by a server that stopped.
+# ago than this (on the store's clock) with neither was left by a server that stopped. A claim whose
+# claimer's process is gone is known to be left at once (pilot.store.plans.Plans.abandoned).
 STALE_CLAIM = TURN_WAIT + TURN_TTL + timedelta(seconds=30)
 
 
@@ -32,8 +33,9 @@ async def recover(runtime: Runtime) -> None:
 
     A plan whose order was answered takes that answer from the journal; one with a send not yet settled is
     left to `settle_sends`, which records the outcome once the order is found; one waiting for a human in
-    the CLI stays as it is. One with nothing sent is released ("refused", so the agent plans again) once it
-    is STALE_CLAIM old, when no live use of it can still be under way, here or in another server.
+    the CLI stays as it is. One with nothing sent is released ("refused", so the agent plans again) once no
+    live use of it can still be under way, here or in another server: its claimer's process is gone, or the
+    claim is STALE_CLAIM old.
     """
     journal, now = runtime.store.journal, runtime.now()
     waiting = {
@@ -52,5 +54,5 @@ async def recover(runtime: Runtime) -> None:
             continue
         if any(e.kind == entry_kinds.ORDER_SENT for e in entries) or plan.plan_id in waiting:
             continue
-        if plan.claimed_at is not None and now - plan.claimed_at >= STALE_CLAIM:
+        if runtime.store.plans.abandoned(plan, STALE_CLAIM):
             await release_unsent(runtime, plan)
