@@ -4,7 +4,7 @@ the home, whatever was being judged when it was thrown.
 Two servers on one home (separate store connections, gates and lease holders, as two `pilot serve`
 processes). Server B places a plan made earlier and is inside its send turn, judging on fresh facts (its
 price band read is held at the exchange), when the switch is thrown: by server A's agent, by the human's
-`pilot kill-switch on` in a process of its own, by a loss latch another server writes, or by the human
+`pilot kill-switch on` (its own store connection), by a loss latch another server writes, or by the human
 tightening policy.json. B must refuse, and the journal must hold no growing `order.sent` after the entry
 that turned trading reducing. The last world throws the agent's switch at a random instant of B's send, many
 times, and counts the tries in which a growing order was journaled after the switch (issue 25 measured 4 to 5
@@ -17,8 +17,7 @@ import asyncio
 import json
 import os
 import random
-import subprocess
-import sys
+from decimal import Decimal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -27,12 +26,15 @@ import pytest
 
 from pilot.app.answers import entry_kinds
 from pilot.app.human.kill_switch import activate_kill_switch, set_kill_switch_by_human
+from pilot.app.orders.amend import AmendAsk, plan_amend
+from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Runtime
-from pilot.core.facts import Side
+from pilot.core.facts import OrderType, Side
 from pilot.store import Journal
 from tests.app.conftest import total_requests
+from tests.cli.conftest import pilot
 
 from .conftest import CREATE, write_policy
 from .one_home import Venue, market, open_server, rules_of, until
@@ -84,17 +86,15 @@ def progress(paper: Any, requests: int, placing: asyncio.Future[Any]) -> Callabl
 
 
 async def human(home: Path, *args: str) -> dict[str, Any]:
-    """`pilot ARGS --home HOME --format json` in a process of its own; exit code 0 expected."""
-    done = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "pilot", *args, "--home", str(home), "--format", "json"],
-        capture_output=True,
-        text=True,
-        env=os.environ.copy(),
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    """`pilot ARGS --home HOME --format json`, the real command with a store connection of its own (run in a
+    thread here: a new Python process takes longer to start than the judgement it races lasts)."""
+    done = await pilot(*args, "--home", str(home), "--format", "json")
+    assert done.exit_code == 0, done.output
     return json.loads(done.stdout)
+
+
+def limit(side: Side, qty: str, price: str) -> PlanRequest:
+    return PlanRequest("BTCUSDT", side, OrderType.LIMIT, Decimal(qty), None, Decimal(price), False, "linear")
 
 
 def tighten_policy(home: Path, **changes: Any) -> None:
@@ -134,6 +134,32 @@ async def test_a_switch_thrown_while_another_server_judges_stops_that_send(
     assert placed.status == "refused" and "tradingState" in rules_of(placed), placed
     assert late == []
     assert paper.request_count(CREATE) == 0
+
+
+async def test_an_amend_that_grows_an_order_is_stopped_by_a_switch_thrown_while_it_is_judged(
+    tmp_path: Path, paper: Any, clock: Any
+) -> None:
+    """A resting buy, amended to three times its size: server A's agent throws the switch while server B
+    judges the amend's place_order. The amend is never sent; the order rests as it was."""
+    write_policy(tmp_path, **ROOMY)
+    venue = Venue.of(paper)
+    async with open_server(tmp_path, venue, clock) as a, open_server(tmp_path, venue, clock) as b:
+        resting = await plan_order(b, limit(Side.BUY, "0.0001", "79000"))
+        assert resting.plan_id is not None, resting
+        placed = await place_order(b, resting.plan_id)
+        assert placed.status == "open" and placed.order_id, placed
+        amend = await plan_amend(
+            b, AmendAsk("BTCUSDT", placed.order_id, None, Decimal("0.0003"), None, "linear")
+        )
+        assert amend.plan_id is not None, amend
+        bands = paper.request_count(PRICE_LIMIT)
+        paper.add_fault(PRICE_LIMIT, "latency", delay_ms=1500)
+        amending = asyncio.ensure_future(place_order(b, amend.plan_id))
+        await until(lambda: paper.request_count(PRICE_LIMIT) > bands and paper.working == 1)
+        await activate_kill_switch(a, "another server's agent stops")
+        amended = await amending
+    assert amended.status == "refused" and "tradingState" in rules_of(amended), amended
+    assert [order.qty for order in paper.open_orders("BTCUSDT")] == [Decimal("0.0001")]
 
 
 @pytest.mark.parametrize(

@@ -94,6 +94,7 @@ class Gathered:
 
     facts: Facts
     hedged: UnsupportedPositionMode | None = None
+    mark: int = 0  # the journal's place the facts hold to: a send judged on them is journaled on it
 
 
 async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Facts:
@@ -116,7 +117,7 @@ async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gath
         facts = replace(
             facts, trading_state=TradingState.strictest(facts.trading_state, TradingState.REDUCING)
         )
-    return Gathered(facts, market.hedged)
+    return Gathered(facts, market.hedged, journal.mark)
 
 
 async def gather_market_facts(

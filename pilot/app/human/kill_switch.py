@@ -1,4 +1,10 @@
-"""The kill switch: the agent can turn it on; only a human, in the CLI, turns it off. Every change is journaled."""
+"""The kill switch: the agent can turn it on; only a human, in the CLI, turns it off. Every change is journaled.
+
+Turning it on takes effect at its journal entry, for every process of the home: a growing send whose
+judgement did not see it is never journaled as sent after it (pilot.app.road.gate.SendCondition). A send
+journaled just before it may still be on its way to the exchange; turning it on waits for such a send to
+finish (`ExchangeGate.settle`, bounded) before answering, and says whether any could still be under way.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,9 @@ from pilot.app.answers.responses import ActionAnswer
 from pilot.app.runtime.runtime import Runtime
 
 REASON_LIMIT = 200
+IN_FLIGHT = (
+    "; a send journaled before the switch may still be finishing: check get_open_orders and get_positions"
+)
 
 
 async def activate_kill_switch(runtime: Runtime, reason: str) -> ActionAnswer:
@@ -18,12 +27,13 @@ async def activate_kill_switch(runtime: Runtime, reason: str) -> ActionAnswer:
         now=runtime.now(),
         actor="agent",
     )
+    settled = await runtime.gate.settle()
     return ActionAnswer(
         status="done",
         detail=("the kill switch was already on" if already else "the kill switch is on")
         + ": only orders that shrink positions, cancels and lower leverage work now; "
-        "a human turns it off with `pilot kill-switch off`",
-        data={"kill_switch": "on", "trading_state": "reducing"},
+        "a human turns it off with `pilot kill-switch off`" + ("" if settled else IN_FLIGHT),
+        data={"kill_switch": "on", "trading_state": "reducing", "sends_in_flight": not settled},
         journal_seq=[entry.seq],
     )
 
@@ -31,7 +41,8 @@ async def activate_kill_switch(runtime: Runtime, reason: str) -> ActionAnswer:
 async def set_kill_switch_by_human(
     runtime: Runtime, on: bool, reason: str = "", via: str | None = None
 ) -> int:
-    """The human's switch (the CLI, or `via` "console"): on or off. Returns the journal entry's seq."""
+    """The human's switch (the CLI, or `via` "console"): on or off. Returns the journal entry's seq. Turned
+    on, it answers once no send journaled before it is still under way (or SETTLE_WAIT has passed)."""
     data: dict[str, object] = {"on": on, "by": "human", "reason": reason[:REASON_LIMIT]}
     if via is not None:
         data["via"] = via
@@ -41,4 +52,6 @@ async def set_kill_switch_by_human(
         now=runtime.now(),
         actor="human",
     )
+    if on:
+        await runtime.gate.settle()
     return entry.seq

@@ -6,15 +6,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from pilot.app.answers import entry_kinds
 from pilot.app.road.clock import Clock
-from pilot.app.road.gate import ExchangeGate, KeyCheck
+from pilot.app.road.gate import ExchangeGate, KeyCheck, SendCondition
 from pilot.app.road.ports import Exchange, ExchangeReader
 from pilot.app.runtime.ledger import JournalState, Ledger
 from pilot.app.runtime.loss_limit import latch_of
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.core.facts import TradingState
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
-from pilot.store import Store
+from pilot.store import Store, Unless
+
+# The entries that turn trading reducing (`Runtime.trading_state`): a growing send is journaled only if none
+# came after what its judgement read (`Runtime.judged_on`).
+REDUCING_KINDS = frozenset({entry_kinds.KILL_SWITCH, entry_kinds.LOSS_LIMIT})
+# How many times a send is judged again when what it was judged on changes as it is about to leave.
+JUDGEMENTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +96,12 @@ class Runtime:
         if journal.kill_switch_on or await self.loss_limit_on(journal):
             return TradingState.strictest(policy.trading_state, TradingState.REDUCING)
         return policy.trading_state
+
+    def judged_on(self, view: PolicyView, mark: int) -> SendCondition:
+        """The condition a growing send was judged on: no kill switch or loss latch entry after `mark` (the
+        journal's place its facts held to), and policy.json still the version judged. The gate journals
+        the send only while it holds."""
+        return SendCondition(Unless(mark, REDUCING_KINDS), lambda: self.policy().version == view.version)
 
     async def loss_limit_on(self, journal: JournalState | None = None) -> bool:
         """Whether the daily loss limit was reached today (UTC) and no human has reset it since."""
