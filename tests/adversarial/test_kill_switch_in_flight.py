@@ -17,8 +17,8 @@ import asyncio
 import json
 import os
 import random
-from decimal import Decimal
 from collections.abc import Awaitable, Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
