@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from pilot.store.clock import HostClock, Instant
+from pilot.store.monotonic import HostClock, Instant
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Persistence: the only package that imports aiosqlite. One SQLite file per Pilot home."""
 
+from pilot.store.anchor import HeadAnchor, Rollback
 from pilot.store.canonical import canonical_hash, canonical_json, iso_utc, parse_iso
 from pilot.store.chain import (
     GENESIS_HASH,
@@ -9,7 +10,6 @@ from pilot.store.chain import (
     Anchor,
     ChainReport,
 )
-from pilot.store.clock import HostClock, Instant, StoreClock, age, holder_id
 from pilot.store.confirmations import (
     ConfirmationRecord,
     Confirmations,
@@ -30,6 +30,7 @@ from pilot.store.guards import OpenReport
 from pilot.store.idempotency import Idempotency, IdempotencyBegin
 from pilot.store.journal import Journal, JournalEntry, Mark, Preempted, Unless
 from pilot.store.leases import Leases
+from pilot.store.monotonic import HostClock, Instant, StoreClock, age, holder_id
 from pilot.store.plans import ClaimResult, PlanRecord, Plans, new_plan_id
 from pilot.store.store import Store, open_store
 from pilot.store.tokens import Tokens
@@ -46,6 +47,7 @@ __all__ = [
     "ConfirmationStatus",
     "Confirmations",
     "DuplicateRecord",
+    "HeadAnchor",
     "HostClock",
     "Idempotency",
     "IdempotencyBegin",
@@ -60,6 +62,7 @@ __all__ = [
     "PlanRecord",
     "Plans",
     "Preempted",
+    "Rollback",
     "SchemaTooNew",
     "Store",
     "StoreBusy",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pilot.store.canonical import canonical_json, sha256_hex
-from pilot.store.clock import Instant
+from pilot.store.monotonic import Instant
 from pilot.store.sealing import Sealer, same_digest
 
 GENESIS_HASH = "0" * 64
@@ -69,7 +69,8 @@ class ChainReport:
     "seal_mismatch" (written without the journal key), "unsealed_entry" (no seal where one is due),
     "anchor_mismatch" (the anchored entry is not the one anchored) or "tail_missing" (the journal ends
     before the anchored seq). `count` is how many entries before `first_broken_seq` are intact;
-    `unsealed` how many entries predate sealing; `anchored` whether an anchor was given and matched.
+    `unsealed` how many entries predate sealing; `anchored` whether an anchor was checked (one given, or
+    the journal's own: pilot.store.anchor) and matched.
     """
 
     count: int
@@ -164,10 +165,14 @@ def entry_hash(
 
 
 class ChainWalk:
-    """The state of one pass over the journal, entry by entry."""
+    """The state of one pass over the journal, entry by entry, checking it against any number of anchors."""
 
-    def __init__(self, sealer: Sealer, anchor: Anchor | None) -> None:
-        self._sealer, self._anchor = sealer, anchor
+    def __init__(self, sealer: Sealer, anchors: tuple[Anchor, ...] = ()) -> None:
+        self._sealer = sealer
+        self._anchors: dict[int, list[Anchor]] = {}
+        for anchor in anchors:
+            self._anchors.setdefault(anchor.seq, []).append(anchor)
+        self._last_anchored = max(self._anchors, default=0)
         self.count, self.unsealed, self.sealing = 0, 0, False
         self.expected_seq, self.prev_hash = 1, GENESIS_HASH
 
@@ -188,7 +193,7 @@ class ChainWalk:
             self.sealing = True
             if self.unsealed and not _adopts(row["kind"], data, self.unsealed):
                 return self._broken(1, "unsealed_entry", count=0)
-        if self._anchor and seq == self._anchor.seq and not same_digest(self._anchor.seal, row["seal"]):
+        if any(not same_digest(anchor.seal, row["seal"]) for anchor in self._anchors.get(seq, ())):
             return self._broken(seq, "anchor_mismatch")
         self.count, self.expected_seq, self.prev_hash = self.count + 1, seq + 1, row["hash"]
         return None
@@ -197,9 +202,9 @@ class ChainWalk:
         """The report once every row passed: an unsealed journal or a missing anchored seq still break it."""
         if self.unsealed and not self.sealing:
             return self._broken(1, "unsealed_entry", count=0)
-        if self._anchor and self._anchor.seq >= self.expected_seq:
+        if self._anchors and self._last_anchored >= self.expected_seq:
             return self._broken(self.expected_seq, "tail_missing")
-        return ChainReport(self.count, True, unsealed=self.unsealed, anchored=self._anchor is not None)
+        return ChainReport(self.count, True, unsealed=self.unsealed, anchored=bool(self._anchors))
 
     def _broken(self, seq: int, reason: str, count: int | None = None) -> ChainReport:
         intact = self.count if count is None else count

@@ -15,10 +15,10 @@ from pilot.keys.errors import KeysError
 from pilot.keys.seal import JournalKey, load_journal_key, mismatch
 from pilot.store.canonical import iso_utc
 from pilot.store.chain import STORE_ACTOR, STORE_REPAIRED, STORE_SEALED, row_text
-from pilot.store.clock import Instant
 from pilot.store.database import Tx
 from pilot.store.errors import JournalKeyUnusable
 from pilot.store.journal import append_entry
+from pilot.store.monotonic import Instant
 from pilot.store.schema import TRIGGERS
 from pilot.store.sealing import Sealer
 

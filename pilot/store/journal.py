@@ -5,6 +5,7 @@ What the hash and seal of an entry cover, and how the chain is checked, is in pi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Mapping
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pilot.store.anchor import AnchorFile, HeadAnchor, Rollback
 from pilot.store.canonical import canonical_json, iso_utc, parse_iso, sha256_hex
 from pilot.store.chain import (
     GENESIS_HASH,
@@ -24,8 +26,8 @@ from pilot.store.chain import (
     row_clock,
     row_text,
 )
-from pilot.store.clock import HostClock, Instant, StoreClock
 from pilot.store.database import Database, Tx
+from pilot.store.monotonic import HostClock, Instant, StoreClock
 from pilot.store.sealing import Sealer
 
 
@@ -42,7 +44,7 @@ class JournalEntry:
     prev_hash: str
     hash: str
     seal: str | None = None  # None only on entries written before sealing
-    clock: Instant | None = None  # the store clock's reading (pilot.store.clock); None on older entries
+    clock: Instant | None = None  # the store clock's reading (pilot.store.monotonic); None on older entries
 
 
 def _entry(row: sqlite3.Row, data: Any) -> JournalEntry:
@@ -190,11 +192,21 @@ class Journal:
     """
 
     def __init__(
-        self, db: Database, sealer: Sealer, legacy_entries: int = 0, clock: StoreClock | None = None
+        self,
+        db: Database,
+        sealer: Sealer,
+        legacy_entries: int = 0,
+        clock: StoreClock | None = None,
+        anchor: AnchorFile | None = None,
     ) -> None:
         self._db = db
         self._sealer = sealer
         self.clock: StoreClock = clock or HostClock()  # every entry carries its reading
+        self._anchor = anchor  # the head, kept outside the home (pilot.store.anchor)
+        self._anchoring = asyncio.Lock()
+        # Set when the journal no longer holds its anchored entry (found at open, by `check_anchor`, or as an
+        # append went to advance the anchor); the anchor stays as it was, as evidence, until `reanchor`.
+        self.rollback: Rollback | None = None
         self._legacy_entries = legacy_entries  # seqs 1..n predate sealing and carry no seal
         # Rows already verified, as they were read: every plan reads the last minutes' sends and outcomes
         # again, and checking each one's hash and seal every time cost more than the rest of a plan.
@@ -276,12 +288,74 @@ class Journal:
             if changed == 1:
                 self._head = Mark(entry.seq, entry.hash)
                 self._remember(values, entry)  # the row as it reads back (SELECT * order): known genuine
+                if durable:
+                    await self._advance_anchor(entry)
                 return entry
             if unless is not None:
                 found = await self._following(unless)
                 if found:
                     raise Preempted(found)
             head = None
+
+    async def _advance_anchor(self, entry: JournalEntry) -> None:
+        """Anchor the journal at `entry` (durable, so never ahead of what survives a power cut), if it still
+        holds the entry anchored before; else note the rollback and leave the anchor as evidence."""
+        anchor = self._anchor
+        if anchor is None or self.rollback is not None or entry.seal is None:
+            return
+        async with self._anchoring:
+            current = await asyncio.to_thread(anchor.read)
+            if current is not None and current.seq >= entry.seq:
+                return
+            if current is not None and (lost := await self._lost(current)) is not None:
+                self.rollback = lost
+                return
+            await asyncio.to_thread(anchor.advance, HeadAnchor(entry.seq, entry.hash, entry.seal))
+
+    async def _lost(self, anchored: HeadAnchor) -> Rollback | None:
+        """How the journal lost its anchored entry, or None when it holds it."""
+        async with self._db.read() as tx:
+            row = await tx.one("SELECT hash, seal FROM journal WHERE seq = ?", (anchored.seq,))
+            head = _head(await tx.one(_HEAD))
+        if row is None:
+            return Rollback(anchored, head.seq, "tail_missing")
+        if row["hash"] != anchored.hash or row["seal"] != anchored.seal:
+            return Rollback(anchored, head.seq, "anchor_mismatch")
+        return None
+
+    async def check_anchor(self) -> Rollback | None:
+        """Whether the journal still holds the entry it was anchored at; the rollback found, if not (kept in
+        `rollback` until `reanchor`). A journal never anchored (a home from before anchors) is anchored at its
+        newest sealed entry now."""
+        anchor = self._anchor
+        if anchor is None:
+            return self.rollback
+        async with self._anchoring:
+            current = await asyncio.to_thread(anchor.read)
+            if current is None:
+                head = await self._sealed_head()
+                if head is not None and self.rollback is None:
+                    await asyncio.to_thread(anchor.advance, head)
+            elif (lost := await self._lost(current)) is not None:
+                self.rollback = lost
+        return self.rollback
+
+    async def reanchor(self) -> None:
+        """Anchor the journal at its newest entry whatever the anchor said: once a rollback found has been
+        journaled (the evidence is then in the journal), so the next check compares with what it holds now."""
+        if self._anchor is None:
+            return
+        async with self._anchoring:
+            head = await self._sealed_head()
+            await asyncio.to_thread(self._anchor.replace, head)
+            self.rollback = None
+
+    async def _sealed_head(self) -> HeadAnchor | None:
+        async with self._db.read() as tx:
+            row = await tx.one("SELECT seq, hash, seal FROM journal ORDER BY seq DESC LIMIT 1")
+        if row is None or not (isinstance(row["seal"], str) and is_seal(row["seal"])):
+            return None
+        return HeadAnchor(row["seq"], row["hash"], row["seal"])
 
     async def _following(self, unless: Unless) -> tuple[int, ...]:
         kinds = tuple(unless.kinds)
@@ -368,14 +442,19 @@ class Journal:
         return Anchor(row["seq"], row["seal"])
 
     async def verify(self, anchor: Anchor | None = None) -> ChainReport:
-        """Recompute every hash, seal and link from the first entry to the last; check `anchor` if given.
+        """Recompute every hash, seal and link from the first entry to the last; check the journal's own
+        anchor (pilot.store.anchor), and `anchor` if given.
 
         Finds rows edited, inserted, rehashed or removed behind the triggers' back (raw SQL with the
-        triggers dropped) and gaps in seq. Without an anchor it cannot see a deleted tail: a chain cut
-        short after its last surviving entry is still a valid chain. With one, a journal that ends before
-        the anchored seq, or holds another entry there, is broken.
+        triggers dropped) and gaps in seq. A chain alone cannot show a deleted tail (cut short after its
+        last surviving entry, it is still a valid chain); an anchor does: a journal that ends before the
+        anchored seq, or holds another entry there, is broken.
         """
-        walk = ChainWalk(self._sealer, anchor)
+        anchors = (anchor,) if anchor is not None else ()
+        own = await asyncio.to_thread(self._anchor.read) if self._anchor is not None else None
+        if own is not None:
+            anchors = (*anchors, Anchor(own.seq, own.seal))
+        walk = ChainWalk(self._sealer, anchors)
         async with self._db.read() as tx, aclosing(tx.stream("SELECT * FROM journal ORDER BY seq")) as rows:
             async for row in rows:
                 broken = walk.step(row)

@@ -2,7 +2,7 @@
 
 A lease is taken by one conditional write (a single statement, atomic, holding the database's write lock),
 so two processes (or two connections of one) can never both hold it. It lasts `ttl` on the store's clock
-(pilot.store.clock), never on a wall clock: a holder whose clock runs ahead or behind, or steps, keeps the
+(pilot.store.monotonic), never on a wall clock: a holder whose clock runs ahead or behind, or steps, keeps the
 lease as long as any other. A holder that crashed loses it at once when that is certain (its process is gone
 from this machine, or it ran in an earlier boot), else when the ttl runs out; never because someone guessed.
 A server-based store would give the same guarantee with its own primitive (a PostgreSQL advisory lock, which
@@ -15,8 +15,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from pilot.store.canonical import iso_utc
-from pilot.store.clock import HostClock, StoreClock, process_gone
 from pilot.store.database import Database
+from pilot.store.monotonic import HostClock, StoreClock, process_gone
 
 _TAKE = (
     "INSERT INTO leases (name, holder, acquired_at, expires_at, boot, expires_micros)"

@@ -1,8 +1,8 @@
 """Plans: single-use tickets that survive restarts; one claim wins, across tasks and processes.
 
-A plan lives its time to live on the store's clock (pilot.store.clock), not the wall clock: a clock stepped
+A plan lives its time to live on the store's clock (pilot.store.monotonic), not the wall clock: a clock stepped
 back does not lengthen it, nor one stepped forward cut it short. Its `expires_at` is the wall time that
-life ends at, for people to read. A claim records who made it (a holder id, pilot.store.clock.holder_id) and
+life ends at, for people to read. A claim records who made it (a holder id, pilot.store.monotonic.holder_id) and
 when, on the same clock, so a plan whose claimer is gone is known at once (`abandoned`).
 
 A plan's id, times and payload are sealed with the journal key when it is created (pilot.store.sealing).
@@ -23,10 +23,10 @@ from typing import Any, Literal
 
 from pilot.store.canonical import canonical_json, iso_utc, parse_iso
 from pilot.store.chain import STORE_ACTOR, STORE_PLAN_REJECTED
-from pilot.store.clock import HostClock, Instant, StoreClock, age, process_gone
 from pilot.store.database import Database, Tx
 from pilot.store.errors import InvalidTransition
 from pilot.store.journal import append_entry
+from pilot.store.monotonic import HostClock, Instant, StoreClock, age, process_gone
 from pilot.store.sealing import Sealer
 
 PlanStatus = Literal["open", "claimed", "done"]
@@ -166,7 +166,7 @@ class Plans:
 
     async def claim(self, plan_id: str, *, now: datetime, holder: str = "") -> ClaimResult:
         """Claim an open plan whose life has not ended on the store's clock. Exactly one of any number of
-        concurrent claimers wins. `holder` names the claimer (pilot.store.clock.holder_id), so a plan
+        concurrent claimers wins. `holder` names the claimer (pilot.store.monotonic.holder_id), so a plan
         whose claimer is gone can be told from one in use (`abandoned`).
 
         The single conditional UPDATE decides; when it changed nothing, a read explains why. A plan whose

@@ -154,7 +154,7 @@ CREATE TABLE leases (
 );
 """
 
-# v4: the store's clock (pilot.store.clock). Journal entries carry its reading beside the wall time; plans
+# v4: the store's clock (pilot.store.monotonic). Journal entries carry its reading beside the wall time; plans
 # live and leases expire on it; a claim says who made it, so a plan whose claimer is gone is released at once.
 # Rows written before keep NULLs: an entry without a reading is dated by its wall time, a plan without one
 # can no longer be claimed (plan it again), a lease without one is free.

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 
-from pilot.store.clock import HostClock, StoreClock
+from pilot.store.anchor import AnchorFile, anchor_path
 from pilot.store.confirmations import Confirmations
 from pilot.store.database import Database, Tx, connect
 from pilot.store.errors import StoreCorrupt
@@ -14,6 +14,7 @@ from pilot.store.guards import OpenReport, prepare
 from pilot.store.idempotency import Idempotency
 from pilot.store.journal import Journal
 from pilot.store.leases import Leases
+from pilot.store.monotonic import HostClock, StoreClock
 from pilot.store.plans import Plans
 from pilot.store.sealing import Sealer
 from pilot.store.tokens import Tokens
@@ -25,11 +26,14 @@ class Store:
     `opened` says what opening found and did: the journal key in use, guards restored, entries adopted.
     """
 
-    def __init__(self, db: Database, sealer: Sealer, opened: OpenReport, clock: StoreClock) -> None:
+    def __init__(
+        self, db: Database, sealer: Sealer, opened: OpenReport, clock: StoreClock, home: Path
+    ) -> None:
         self._db = db
         self.opened = opened
-        self.clock = clock  # the store's own time: every time limit is measured on it (pilot.store.clock)
-        self.journal = Journal(db, sealer, opened.legacy_entries, clock)
+        self.clock = clock  # the store's own time: every time limit is measured on it (pilot.store.monotonic)
+        anchor = AnchorFile(anchor_path(opened.key_path, home), home)
+        self.journal = Journal(db, sealer, opened.legacy_entries, clock, anchor)
         self.plans = Plans(db, sealer, clock)
         self.idempotency = Idempotency(db)
         self.confirmations = Confirmations(db)
@@ -57,11 +61,13 @@ def home_of(path: Path) -> Path:
 async def open_store(path: Path, *, now: datetime | None = None, clock: StoreClock | None = None) -> Store:
     """Open the database at `path` (normally HOME/journal/pilot.db), creating it and its folder if needed.
 
-    `clock` is the store's own time (default: this machine's boot clock, pilot.store.clock.HostClock); a
+    `clock` is the store's own time (default: this machine's boot clock, pilot.store.monotonic.HostClock); a
     test may hand it one it moves. Opening also loads the journal key (pilot.keys.seal; created only for a database no entry of which
     depends on a key yet), restores any append-only guard found missing or altered, and adopts entries
     written before sealing; what it restores or adopts is journaled at `now` (default: the system clock).
-    Several processes may open the same file at once; every guard of the Store holds across them.
+    Several processes may open the same file at once; every guard of the Store holds across them. Opening
+    checks the journal still holds the entry it was anchored at outside the home (pilot.store.anchor):
+    `store.journal.rollback` says what was found when it does not.
 
     Raises:
         StoreCorrupt: the file is not a database or is damaged.
@@ -78,4 +84,10 @@ async def open_store(path: Path, *, now: datetime | None = None, clock: StoreClo
         db, (sealer, opened) = await connect(path, prepared)
     except StoreCorrupt as error:
         raise StoreCorrupt(f"{path}: {error}") from error
-    return Store(db, sealer, opened, ticks)
+    store = Store(db, sealer, opened, ticks, home_of(path))
+    try:
+        await store.journal.check_anchor()  # a rollback found is the app's to act on (journal.rollback)
+    except BaseException:
+        await store.close()
+        raise
+    return store

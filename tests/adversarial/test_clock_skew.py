@@ -4,7 +4,7 @@ connections, gates and lease holders, as two `pilot serve` processes have).
 What holds: the ledger of each server says what the journal read whole says at its own time, today's count
 takes every send of the day whichever clock stamped it, and skewed or stepped wall clocks never open a gap:
 - The send turn (pilot.app.road.gate, a lease in pilot.store.leases) lasts its time on the store's clock
-  (pilot.store.clock), so a server whose wall clock is ahead of the holder's by more than the lease's two
+  (pilot.store.monotonic), so a server whose wall clock is ahead of the holder's by more than the lease's two
   minutes still waits for the holder to finish judging (before issue 25 it took the lease and both sent: a
   $25 cap became $32.09).
 - Giving up a send (pilot.app.facts.pending.GIVE_UP_AFTER, 5 min) is measured on the store's clock from when

@@ -116,16 +116,20 @@ async def test_a_rolled_back_journal_is_seen_and_a_fresh_server_refuses_growing_
     async with open_runtime(home, paper_url=paper.url, scenario=ARTICLE, clock=clock) as server:
         growing = await plan_order(server, market(Side.BUY, "0.0001"))
         reducing = await plan_order(server, reduce_only_sell("0.0001"))
+    doctor_after_start = await check_journal(database(home))  # the finding is journaled; no human looked yet
     off = await pilot("kill-switch", "off", "--reason", "looked: restored a backup", "--home", str(home))
     async with open_runtime(home, paper_url=paper.url, scenario=ARTICLE, clock=clock) as server:
         after_looking = await plan_order(server, market(Side.BUY, "0.0001"))
     seen_after = await pilot("journal", "verify", "--home", str(home), "--format", "json")
+    doctor_after_off = await check_journal(database(home))
 
     assert verified.exit_code != 0, verified.output  # 1: the anchored entry is gone; 2: the file itself is
     assert not doctor.ok, doctor
     assert status.exit_code != 0 or json.loads(status.stdout)["on"] is True, status.output
     assert growing.status == "refused" and rules_of(growing) == {"tradingState"}, growing
     assert reducing.status == "ok", reducing
+    assert not doctor_after_start.ok, doctor_after_start
     assert off.exit_code == 0, off.output
     assert after_looking.status == "ok", after_looking
     assert seen_after.exit_code == 0, seen_after.output
+    assert doctor_after_off.ok, doctor_after_off

@@ -11,7 +11,7 @@ periodically by `pilot serve`, so a send never stays orphaned.
 A send that no lookup finds GIVE_UP_AFTER it was sent is settled as never executed: Bybit refuses a request
 that reaches it more than its recv_window (5 s) after it was signed, so minutes later an order that neither
 open orders nor order history show was never accepted. "After" is real time, on the store's clock
-(pilot.store.clock): a wall clock stepped forward, here or on another server, never gives up a send that may
+(pilot.store.monotonic): a wall clock stepped forward, here or on another server, never gives up a send that may
 still be held at the exchange.
 """
 

@@ -4,6 +4,9 @@ Turning it on takes effect at its journal entry, for every process of the home: 
 judgement did not see it is never journaled as sent after it (pilot.app.road.gate.SendCondition). A send
 journaled just before it may still be on its way to the exchange; turning it on waits for such a send to
 finish (`ExchangeGate.settle`, bounded) before answering, and says whether any could still be under way.
+
+Pilot turns it on itself when the journal was rolled back (`stop_on_rollback`): a journal that lost entries
+may have lost the switch, the day's orders or the loss latch with them.
 """
 
 from __future__ import annotations
@@ -54,4 +57,29 @@ async def set_kill_switch_by_human(
     )
     if on:
         await runtime.gate.settle()
+    return entry.seq
+
+
+async def stop_on_rollback(runtime: Runtime) -> int | None:
+    """If the journal no longer holds the entry it was anchored at (pilot.store.anchor: a tail cut, an older
+    copy swapped in, rows deleted), turn the kill switch on as Pilot, with what was found, and anchor the
+    journal at its new head. Growing orders are then refused until a human has looked and turns the switch
+    off (`pilot kill-switch off`). Returns the entry's seq, or None when nothing was rolled back.
+    """
+    journal = runtime.store.journal
+    found = await journal.check_anchor()
+    if found is None:
+        return None
+    entry = await journal.append(
+        entry_kinds.KILL_SWITCH,
+        {
+            "on": True,
+            "by": "pilot",
+            "reason": f"journal rolled back: {found}; look before turning this off"[:REASON_LIMIT],
+            "rollback": found.as_json(),
+        },
+        now=runtime.now(),
+        actor="pilot",
+    )
+    await journal.reanchor()
     return entry.seq

@@ -75,7 +75,6 @@ class Judged:
     result: Evaluation
     violations: list[Violation]
     next_action: NextAction | None
-    mark: int = 0  # the journal's place the facts hold to (pilot.app.facts.gather.Gathered)
 
 
 async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judged | Refusal:
@@ -137,8 +136,7 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
         broken = _at_most_filled(ask, order)
         violations, next_action = [broken], broken.next
     violations = [replace(v, next=_as_amend(ask, order, v.next) or v.next) for v in violations]
-    next_action = _as_amend(ask, order, next_action)
-    return Judged(order, qty, price, facts, result, violations, next_action, gathered.mark)
+    return Judged(order, qty, price, facts, result, violations, _as_amend(ask, order, next_action))
 
 
 def _off_grid(ask: AmendAsk, order: ExchangeOrder, qty: Decimal, facts: Facts) -> Violation | None:
@@ -227,6 +225,7 @@ async def send_amend(
     for _ in range(JUDGEMENTS):
         view = runtime.policy()
         ask = AmendAsk(symbol, amend.order_id, None, Decimal(amend.qty), Decimal(amend.price), category)
+        mark = (await runtime.journal_state()).mark  # read before the judgement's own: never after it
         judged = await judge_amend(runtime, view, ask)
         if isinstance(judged, Refusal):
             return judged
@@ -234,7 +233,7 @@ async def send_amend(
             detail = "the amended order no longer passes the policy on fresh facts; nothing was sent"
             return Refusal("refused", detail, tuple(judged.violations), judged.next_action)
         reducing = judged.result.situation is not None and judged.result.situation.reducing
-        condition = None if reducing else runtime.judged_on(view, judged.mark)
+        condition = None if reducing else runtime.judged_on(view, mark)
         done = await _amend_once(runtime, plan_id, amend, symbol, category, condition)
         if not isinstance(done, NotSent):
             return done

@@ -2,7 +2,7 @@
 
 The Clock is the wall clock: what an entry, a receipt or a retry time says, and which UTC day it is. Every
 length of time a limit depends on (a plan's life, a lease, a send's age) is measured on the store's own
-clock instead (pilot.store.clock), which never steps; the day is decided by both (`Today`).
+clock instead (pilot.store.monotonic), which never steps; the day is decided by both (`Today`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ longer holds the place it read up to (replaced, cut short), or a clock set back 
 it read everything afresh.
 
 Times are the store's where a length of time decides: a send stays unsettled for WINDOW of the store's clock
-(pilot.store.clock), whatever the wall clock did; "today" is decided by every clock involved
+(pilot.store.monotonic), whatever the wall clock did; "today" is decided by every clock involved
 (pilot.app.road.clock.Today), so the day's count of sends survives a step either way.
 
 Rows are checked as the journal's reads check them: only entries Pilot wrote are folded in.
@@ -87,6 +87,7 @@ class JournalState:
     unsettled: tuple[Send, ...]
     mark: int
     today: Today
+    rolled_back: bool = False  # the journal lost entries it was anchored at (pilot.store.anchor)
 
     @property
     def kill_switch_on(self) -> bool:
@@ -129,6 +130,7 @@ class Ledger:
                 unsettled=tuple(s for s in self._unsettled.values() if s.age(now, here) <= WINDOW),
                 mark=self._mark.seq if self._mark is not None else 0,
                 today=today,
+                rolled_back=self._journal.rollback is not None,
             )
 
     async def _read(self, now: datetime) -> None:
@@ -146,6 +148,7 @@ class Ledger:
                     self._fold(entry)
                 return
             self._mark = None  # the journal no longer holds the mark: read afresh
+            await self._journal.check_anchor()  # and see whether it was rolled back (journal.rollback)
 
     async def _load(self, now: datetime) -> None:
         """Read afresh: the newest kill switch and loss limit entries, the sends of the last KEPT (by the

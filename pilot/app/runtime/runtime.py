@@ -91,9 +91,11 @@ class Runtime:
 
     async def trading_state(self, policy: Policy, journal: JournalState | None = None) -> TradingState:
         """The strictest of policy.json's tradingState, the kill switch and the daily loss limit's latch
-        (either on means reducing). `journal` is the journal's state when the caller has just read it."""
+        (either on means reducing), and a journal found rolled back (reducing: until its finding is journaled
+        as the kill switch, pilot.app.human.kill_switch.stop_on_rollback). `journal` is the journal's state
+        when the caller has just read it."""
         journal = journal if journal is not None else await self.journal_state()
-        if journal.kill_switch_on or await self.loss_limit_on(journal):
+        if journal.kill_switch_on or journal.rolled_back or await self.loss_limit_on(journal):
             return TradingState.strictest(policy.trading_state, TradingState.REDUCING)
         return policy.trading_state
 

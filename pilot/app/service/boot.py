@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pilot.app.human.kill_switch import stop_on_rollback
 from pilot.app.road.clock import Clock, SystemClock, store_clock
 from pilot.app.road.gate import KeyCheck
 from pilot.app.road.ports import ExchangeReader
@@ -65,7 +66,8 @@ async def open_runtime(
     loopback, is read over REST only, said once in the log; with streams True that is a StartupError
     (code "no_streams") instead.
 
-    Before the runtime is handed out, sends left unsettled by a server that stopped are looked up; at exit,
+    Before the runtime is handed out, a journal found rolled back turns the kill switch on (stop_on_rollback),
+    and sends left unsettled by a server that stopped are looked up; at exit,
     work whose client went away is given time to finish before the store closes. With `settle` False
     (`pilot console`, which only reads), that look-up is left to the servers.
     """
@@ -89,6 +91,9 @@ async def open_runtime(
             home, store, adapter, clock, environment=exchange, key_check=key_check, reader=reader
         )
         stack.push_async_callback(runtime.gate.drain)  # runs first: sends whose client left finish
+        await stop_on_rollback(
+            runtime
+        )  # a journal that lost entries stops growing orders before any judgement
         if settle:
             await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
         yield runtime

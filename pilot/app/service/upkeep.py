@@ -8,6 +8,7 @@ from datetime import timedelta
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import PlanOutcome
 from pilot.app.facts.pending import settle_sends
+from pilot.app.human.kill_switch import stop_on_rollback
 from pilot.app.orders.place import release_unsent
 from pilot.app.road.gate import TURN_TTL, TURN_WAIT
 from pilot.app.runtime.runtime import Runtime
@@ -21,8 +22,10 @@ STALE_CLAIM = TURN_WAIT + TURN_TTL + timedelta(seconds=30)
 
 
 async def upkeep(runtime: Runtime) -> None:
-    """One round: finish plans a stopped server left, run actions a human approved in the CLI, then look up
-    every unsettled send. A failed exchange read leaves a send unsettled (and pending) for the next round."""
+    """One round: stop growing orders if the journal was rolled back meanwhile, finish plans a stopped server
+    left, run actions a human approved in the CLI, then look up every unsettled send. A failed exchange read
+    leaves a send unsettled (and pending) for the next round."""
+    await stop_on_rollback(runtime)
     await recover(runtime)
     await run_approved(runtime)
     await settle_sends(runtime)
