@@ -155,7 +155,7 @@ CREATE TABLE leases (
 """
 
 # v4: the store's clock (pilot.store.monotonic). Journal entries carry its reading beside the wall time; plans
-# live and leases expire on it; a claim says who made it, so a plan whose claimer is gone is released at once.
+# and confirmations live and leases expire on it; a claim says who made it, so a plan whose claimer is gone is released at once.
 # Rows written before keep NULLs: an entry without a reading is dated by its wall time, a plan without one
 # can no longer be claimed (plan it again), a lease without one is free.
 _V4 = "\n".join(
@@ -166,6 +166,8 @@ _V4 = "\n".join(
         "ALTER TABLE plans ADD COLUMN expires_micros INTEGER NULL;",
         "ALTER TABLE plans ADD COLUMN claimed_by TEXT NULL;",
         "ALTER TABLE plans ADD COLUMN claimed_micros INTEGER NULL;",
+        "ALTER TABLE confirmations ADD COLUMN boot TEXT NULL;",
+        "ALTER TABLE confirmations ADD COLUMN expires_micros INTEGER NULL;",
         "ALTER TABLE leases ADD COLUMN boot TEXT NULL;",
         "ALTER TABLE leases ADD COLUMN expires_micros INTEGER NULL;",
         "DROP TRIGGER IF EXISTS plans_fixed_at_creation;",

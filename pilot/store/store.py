@@ -36,7 +36,7 @@ class Store:
         self.journal = Journal(db, sealer, opened.legacy_entries, clock, anchor)
         self.plans = Plans(db, sealer, clock)
         self.idempotency = Idempotency(db)
-        self.confirmations = Confirmations(db)
+        self.confirmations = Confirmations(db, clock)
         self.tokens = Tokens(db)
         self.leases = Leases(db, clock)
 
