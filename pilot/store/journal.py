@@ -105,9 +105,10 @@ class Unless:
 
 
 class Preempted(Exception):
-    """An append made `Unless` an entry of the given kinds came after a seq, and one did: nothing was
-    appended. `seqs` are those entries (as stored: the caller reads them again through the journal, which
-    keeps only genuine ones)."""
+    """An append made `Unless` an entry of the given kinds came after a seq, and one did (or the journal no
+    longer holds the entry it was anchored at: `seqs` empty, `Journal.rollback` set): nothing was appended.
+    `seqs` are those entries (as stored: the caller reads them again through the journal, which keeps only
+    genuine ones)."""
 
     def __init__(self, seqs: tuple[int, ...]) -> None:
         super().__init__(f"entries {', '.join(map(str, seqs))} came first")
@@ -278,12 +279,15 @@ class Journal:
             Preempted: `unless` was given and such an entry is there.
         """
         draft = _Draft(self._sealer, kind, data, now, actor, plan_id, self.clock.read())
+        # A conditional entry also waits on the journal still holding its anchored entry: a journal rolled
+        # back under a running server takes no growing send (pilot.store.anchor).
+        anchored = self._anchor.read() if unless is not None and self._anchor is not None else None
         head = self._head
         while True:
             if head is None:
                 head = await self.mark()
             entry, values = draft.after(head)
-            sql, params = _conditional_insert(values, head, unless)
+            sql, params = _conditional_insert(values, head, unless, anchored)
             changed = await self._db.change(sql, params, durable=durable)
             if changed == 1:
                 self._head = Mark(entry.seq, entry.hash)
@@ -292,10 +296,17 @@ class Journal:
                     await self._advance_anchor(entry)
                 return entry
             if unless is not None:
-                found = await self._following(unless)
-                if found:
-                    raise Preempted(found)
+                await self._why_not(unless, anchored)
             head = None
+
+    async def _why_not(self, unless: Unless, anchored: HeadAnchor | None) -> None:
+        """Raise Preempted when a conditional insert failed on its condition (rather than on a moved head)."""
+        found = await self._following(unless)
+        if found:
+            raise Preempted(found)
+        if anchored is not None and (lost := await self._lost(anchored)) is not None:
+            self.rollback = lost
+            raise Preempted(())
 
     async def _advance_anchor(self, entry: JournalEntry) -> None:
         """Anchor the journal at `entry` (durable, so never ahead of what survives a power cut), if it still
@@ -325,8 +336,9 @@ class Journal:
 
     async def check_anchor(self) -> Rollback | None:
         """Whether the journal still holds the entry it was anchored at; the rollback found, if not (kept in
-        `rollback` until `reanchor`). A journal never anchored (a home from before anchors) is anchored at its
-        newest sealed entry now."""
+        `rollback`; cleared once the anchor holds again, after a process journaled the finding and anchored
+        the journal anew, `reanchor`). A journal never anchored (a home from before anchors) is anchored at
+        its newest sealed entry now."""
         anchor = self._anchor
         if anchor is None:
             return self.rollback
@@ -336,8 +348,8 @@ class Journal:
                 head = await self._sealed_head()
                 if head is not None and self.rollback is None:
                     await asyncio.to_thread(anchor.advance, head)
-            elif (lost := await self._lost(current)) is not None:
-                self.rollback = lost
+            else:
+                self.rollback = await self._lost(current)
         return self.rollback
 
     async def reanchor(self) -> None:
@@ -464,10 +476,10 @@ class Journal:
 
 
 def _conditional_insert(
-    values: tuple[Any, ...], head: Mark, unless: Unless | None
+    values: tuple[Any, ...], head: Mark, unless: Unless | None, anchored: HeadAnchor | None = None
 ) -> tuple[str, tuple[Any, ...]]:
     """The insert of an entry sealed for the place after `head`: only while `head` is the last entry, and,
-    with `unless`, while no entry of its kinds follows its seq."""
+    with `unless`, while no entry of its kinds follows its seq and the journal still holds `anchored`."""
     sql = (
         _INSERT + " WHERE (SELECT COALESCE(MAX(seq), 0) FROM journal) = ?"
         " AND (SELECT hash FROM journal WHERE seq = ?) IS ?"
@@ -480,6 +492,9 @@ def _conditional_insert(
             f" AND kind IN ({', '.join('?' * len(kinds))}))"
         )
         params = (*params, unless.after, *kinds)
+    if anchored is not None:
+        sql += " AND EXISTS (SELECT 1 FROM journal WHERE seq = ? AND hash = ?)"
+        params = (*params, anchored.seq, anchored.hash)
     return sql, params
 
 

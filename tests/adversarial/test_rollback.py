@@ -133,3 +133,27 @@ async def test_a_rolled_back_journal_is_seen_and_a_fresh_server_refuses_growing_
     assert after_looking.status == "ok", after_looking
     assert seen_after.exit_code == 0, seen_after.output
     assert doctor_after_off.ok, doctor_after_off
+
+
+async def test_a_journal_rolled_back_under_a_running_server_takes_no_growing_send(
+    tmp_path: Path, paper: Any, clock: Any
+) -> None:
+    """The server's own agent turns the kill switch on; an earlier copy of the journal, from before the switch,
+    is restored under the running server before its ledger read the switch. The plan it placed next was
+    judged with the switch off and filled (found by the cap-invariant state machine); the send is journaled
+    only while the journal holds the entry it was anchored at, so it is judged again and refused."""
+    from .one_home import Venue, open_server
+
+    write_policy(tmp_path, dailyOrderCap=3)
+    copy = tmp_path / "copy.db"
+    async with open_server(tmp_path, Venue.of(paper), clock) as server:
+        plan = await plan_order(server, market(Side.BUY, "0.0001"))
+        assert plan.plan_id is not None
+        with raw(database(tmp_path)) as conn, sqlite3.connect(copy) as target:
+            conn.backup(target)
+        await activate_kill_switch(server, "stop")
+        with sqlite3.connect(copy) as earlier, raw(database(tmp_path)) as conn:
+            earlier.backup(conn)
+        placed = await place_order(server, plan.plan_id)
+    assert placed.status == "refused" and rules_of(placed) == {"tradingState"}, placed
+    assert paper.request_count("/v5/order/create") == 0

@@ -323,6 +323,8 @@ class ExchangeGate:
                 unless=condition.unless if condition is not None else None,
             )
         except Preempted as preempted:
+            if not preempted.seqs:
+                return NotSent("the journal was rolled back")
             return NotSent(f"journal entries {', '.join(map(str, preempted.seqs))} came first")
 
     async def _reconnoitre(

@@ -120,6 +120,10 @@ class Ledger:
                 asked = self._asked
                 await self._read(now)
                 self._served = asked
+            if (
+                self._journal.rollback is not None
+            ):  # until the finding is journaled and the journal anchored anew
+                await self._journal.check_anchor()
             here = self._journal.clock.read()
             self._prune(now, here)
             today = Today(now, here, self._head)
