@@ -70,8 +70,8 @@ def anchor_path(key_path: Path, home: Path) -> Path:
 
 
 class AnchorFile:
-    """One home's anchor file. Reads and writes are blocking (callers run them in a thread); a write holds
-    an exclusive lock on a file beside it, so processes that advance it at once take turns."""
+    """One home's anchor file: a few dozen bytes, read and written in place (no thread hop); a write holds an
+    exclusive lock on a file beside it, so processes that advance it at once take turns."""
 
     def __init__(self, path: Path, home: Path) -> None:
         self.path = path
@@ -113,14 +113,13 @@ class AnchorFile:
             os.close(descriptor)  # closing releases the lock
 
     def _write(self, head: HeadAnchor) -> None:
-        """Write atomically and durably: the new file is synced before it replaces the old one, so a power
-        cut leaves the old anchor or the new one, never none (an anchor is only ever behind the database's
-        synced writes, never ahead of them)."""
+        """Write atomically (a new file renamed over the old), after the entry it names was synced to disk,
+        so an anchor is never ahead of what survives a power cut. Not synced itself (it would double the
+        cost of every send): a power cut may leave it older than the journal, which only weakens it."""
         partial = self.path.with_suffix(".tmp")
         descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             os.write(descriptor, json.dumps({"home": self._home, **head.as_json()}).encode())
-            os.fsync(descriptor)
         finally:
             os.close(descriptor)
         os.replace(partial, self.path)

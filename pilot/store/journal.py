@@ -315,13 +315,13 @@ class Journal:
         if anchor is None or self.rollback is not None or entry.seal is None:
             return
         async with self._anchoring:
-            current = await asyncio.to_thread(anchor.read)
+            current = anchor.read()
             if current is not None and current.seq >= entry.seq:
                 return
             if current is not None and (lost := await self._lost(current)) is not None:
                 self.rollback = lost
                 return
-            await asyncio.to_thread(anchor.advance, HeadAnchor(entry.seq, entry.hash, entry.seal))
+            anchor.advance(HeadAnchor(entry.seq, entry.hash, entry.seal))
 
     async def _lost(self, anchored: HeadAnchor) -> Rollback | None:
         """How the journal lost its anchored entry, or None when it holds it."""
@@ -343,11 +343,11 @@ class Journal:
         if anchor is None:
             return self.rollback
         async with self._anchoring:
-            current = await asyncio.to_thread(anchor.read)
+            current = anchor.read()
             if current is None:
                 head = await self._sealed_head()
                 if head is not None and self.rollback is None:
-                    await asyncio.to_thread(anchor.advance, head)
+                    anchor.advance(head)
             else:
                 self.rollback = await self._lost(current)
         return self.rollback
@@ -359,7 +359,7 @@ class Journal:
             return
         async with self._anchoring:
             head = await self._sealed_head()
-            await asyncio.to_thread(self._anchor.replace, head)
+            self._anchor.replace(head)
             self.rollback = None
 
     async def _sealed_head(self) -> HeadAnchor | None:
@@ -463,7 +463,7 @@ class Journal:
         anchored seq, or holds another entry there, is broken.
         """
         anchors = (anchor,) if anchor is not None else ()
-        own = await asyncio.to_thread(self._anchor.read) if self._anchor is not None else None
+        own = self._anchor.read() if self._anchor is not None else None
         if own is not None:
             anchors = (*anchors, Anchor(own.seq, own.seal))
         walk = ChainWalk(self._sealer, anchors)

@@ -99,8 +99,8 @@ def seen(state: JournalState) -> tuple[Any, ...]:
 async def restated(journal: Journal, now: datetime) -> tuple[Any, ...]:
     """The same, from every genuine entry read afresh, with the rules written out again (not the ledger's
     code): a send of the last day of real time (the store's clock) is unsettled unless a later entry settles
-    it; a send counts today when its own wall clock said today, when that clock carried on by the real time
-    since is still in its day, or when the wall clock now carried back dates it today."""
+    it; a send counts today when its own wall clock carried on by the real time since is still in its day,
+    or when the wall clock now carried back by that time dates it today."""
     entries, here = await journal.entries(), journal.clock.read()
     newest = {
         kind: max((e.seq for e in entries if e.kind == kind), default=None)
@@ -118,7 +118,7 @@ async def restated(journal: Journal, now: datetime) -> tuple[Any, ...]:
 
     def today(e: JournalEntry) -> bool:
         own = (e.at + age(e)).date() == e.at.date()
-        return e.at.date() == now.date() or own or now - age(e) >= midnight
+        return own or now - age(e) >= midnight
 
     sends = [e for e in entries if e.kind == "order.sent"]
     unsettled = sorted(

@@ -5,8 +5,8 @@ store connections on one database (this server and a second process), forges row
 cuts the journal's tail behind its triggers, lets time pass, and steps the wall clock forward and back.
 After every step the ledger of the first connection must equal an oracle written apart from it: every
 genuine entry read afresh and the rules restated (a send of the last day of real time is unsettled unless a
-later entry settles it; a send counts today when its own wall clock said today, when that clock carried on
-by the real time since is still in its day, or when the wall clock now carried back dates it today; the
+later entry settles it; a send counts today when its own wall clock carried on by the real time since is
+still in its day, or when the wall clock now carried back by that time dates it today; the
 newest kill switch and loss limit entries).
 """
 
@@ -55,9 +55,7 @@ def real_age(here: Instant, entry: JournalEntry) -> timedelta:
 def counts_today(entry: JournalEntry, now: datetime, here: Instant) -> bool:
     age = real_age(here, entry)
     midnight = datetime.combine(now.date(), time(0), tzinfo=UTC)
-    return (
-        entry.at.date() == now.date() or (entry.at + age).date() == entry.at.date() or now - age >= midnight
-    )
+    return (entry.at + age).date() == entry.at.date() or now - age >= midnight
 
 
 async def oracle(journal: Journal, now: datetime, here: Instant) -> tuple[Any, ...]:

@@ -50,13 +50,14 @@ class Today:
 
     A wall clock that steps makes "today" ambiguous: after a step back at 00:00:01 the wall says yesterday,
     though orders were sent a second ago today; after a step forward at 23:30, it says tomorrow, though the
-    day's orders were sent minutes ago. So a moment stamped `at` by the wall clock of its time, and `stamp`
-    by the store's, is today when any of these clocks says so: its own wall clock as it read then
-    (`at` is today), its own wall clock carried on by the real time since (`at` plus that time is still
-    `at`'s day: that clock has not left its day yet), or the wall clock now carried back by that time (it
-    dates the moment today). Without steps the three agree; with one, a day's orders and its loss latch
-    count for every day they fall in, so no step opens a second allowance. `head` is the newest entry's
-    (wall, store) stamp, whose own clock also names a day (`starts`).
+    day's orders were sent minutes ago. So a moment stamped `at` by the wall clock of its time and `stamp` by
+    the store's is today when either clock says so: its own wall clock carried on by the real time since
+    (`at` plus that time is still `at`'s day: that clock has not left its day yet), or the wall clock now
+    carried back by that time (it dates the moment today). Without steps the two agree; with one, a day's
+    orders and its loss latch count for every day they fall in, so no step opens a second allowance. A
+    moment whose real age is unknown (stamped before the store kept a clock, or in another boot) is today
+    when its wall date is. `head` is the newest entry's (wall, store) stamp, whose own clock also names a
+    day (`starts`).
     """
 
     now: datetime
@@ -65,11 +66,9 @@ class Today:
 
     def holds(self, at: datetime, stamp: Instant | None) -> bool:
         """Whether a moment stamped `at` (wall) and `stamp` (store clock) falls in today."""
-        if at.astimezone(UTC).date() == self.now.astimezone(UTC).date():
-            return True
         since = elapsed(self.here, stamp)
         if since is None:
-            return False
+            return at.astimezone(UTC).date() == self.now.astimezone(UTC).date()
         own = (at + since).astimezone(UTC).date() == at.astimezone(UTC).date()
         return own or since <= self.now - midnight(self.now)
 

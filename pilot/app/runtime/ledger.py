@@ -18,8 +18,10 @@ Rows are checked as the journal's reads check them: only entries Pilot wrote are
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 
 from pilot.app.answers import entry_kinds
@@ -75,6 +77,68 @@ class Send:
         return since if since is not None else now - self.sent_at
 
 
+class SendsByDay:
+    """The sends of the last KEPT, and how many fall in today by every clock involved (pilot.app.road.clock.
+    Today), counted without a walk over the day's orders while the clocks agree.
+
+    While every send was stamped in this boot with its wall clock and the store's one apart by the same
+    offset as now (within ONE_CLOCK: no step since), and neither now nor the send is within EDGE of a
+    midnight, both clocks of `Today.holds` name the same day: the send's own UTC date. Such sends are
+    counted per date; the few near a midnight are judged one by one; after a step, every send is.
+    """
+
+    EDGE = timedelta(seconds=2)
+    ONE_CLOCK = timedelta(seconds=1)
+
+    def __init__(self) -> None:
+        self.sends: list[Send] = []  # in the order they were sent
+        self._per_day: Counter[date] = Counter()  # the sends away from midnight, by their own UTC date
+        self._edge: list[Send] = []  # the sends within EDGE of a midnight
+        self._offsets: list[int] = []  # wall minus store clock, microseconds, of each stamped send
+        self._boots: set[str | None] = set()
+
+    def add(self, send: Send) -> None:
+        self.sends.append(send)
+        self._boots.add(send.stamp.boot if send.stamp is not None else None)
+        if send.stamp is not None:
+            self._offsets.append(_offset(send.sent_at, send.stamp))
+        if _near_midnight(send.sent_at, self.EDGE):
+            self._edge.append(send)
+        else:
+            self._per_day[send.sent_at.astimezone(UTC).date()] += 1
+
+    def keep(self, wanted: Callable[[Send], bool]) -> None:
+        kept, self.sends = [send for send in self.sends if wanted(send)], []
+        self._per_day, self._edge, self._offsets, self._boots = Counter(), [], [], set()
+        for send in kept:
+            self.add(send)
+
+    def count(self, today: Today) -> int:
+        if self._one_clock(today) and not _near_midnight(today.now, self.EDGE):
+            day = today.now.astimezone(UTC).date()
+            return self._per_day[day] + sum(1 for send in self._edge if today.holds(send.sent_at, send.stamp))
+        return sum(1 for send in self.sends if today.holds(send.sent_at, send.stamp))
+
+    def _one_clock(self, today: Today) -> bool:
+        if not self.sends:
+            return True
+        if self._boots != {today.here.boot}:
+            return False
+        now = _offset(today.now, today.here)
+        spread = self.ONE_CLOCK.total_seconds() * 1_000_000
+        return max(self._offsets) - spread <= now <= min(self._offsets) + spread
+
+
+def _offset(at: datetime, stamp: Instant) -> int:
+    return round(at.timestamp() * 1_000_000) - stamp.micros
+
+
+def _near_midnight(moment: datetime, within: timedelta) -> bool:
+    utc = moment.astimezone(UTC)
+    since = utc - datetime.combine(utc.date(), time(0), tzinfo=UTC)
+    return since < within or timedelta(days=1) - since < within
+
+
 @dataclass(frozen=True, slots=True)
 class JournalState:
     """The journal's say at one moment: the newest kill switch and loss limit entries, today's sends, and
@@ -104,7 +168,7 @@ class Ledger:
         self._pruned = self._floor
         self._latest: dict[str, JournalEntry] = {}
         self._unsettled: dict[str, Send] = {}  # by order link id, in the order they were sent
-        self._sends: list[Send] = []  # the last KEPT's, in the order they were sent: the day's count
+        self._sends = SendsByDay()  # the last KEPT's: the day's count
         self._head: tuple[datetime, Instant | None] | None = None  # the newest entry folded in
         self._lock = asyncio.Lock()
         self._asked = 0
@@ -130,7 +194,7 @@ class Ledger:
             return JournalState(
                 kill_switch=self._latest.get(entry_kinds.KILL_SWITCH),
                 loss_limit=self._latest.get(entry_kinds.LOSS_LIMIT),
-                sent_today=sum(1 for send in self._sends if today.holds(send.sent_at, send.stamp)),
+                sent_today=self._sends.count(today),
                 unsettled=tuple(s for s in self._unsettled.values() if s.age(now, here) <= WINDOW),
                 mark=self._mark.seq if self._mark is not None else 0,
                 today=today,
@@ -168,7 +232,7 @@ class Ledger:
         )
         self._latest.clear()
         self._unsettled.clear()
-        self._sends.clear()
+        self._sends = SendsByDay()
         self._head = None
         # Rows appended after `mark` are left to the next read on, which starts there.
         entries = (e for e in (*latest, *sends, *settles) if e is not None and e.seq <= mark.seq)
@@ -186,7 +250,7 @@ class Ledger:
                 self._latest[kind] = entry
         elif kind == entry_kinds.ORDER_SENT:
             send = Send.of(entry)
-            self._sends.append(send)
+            self._sends.add(send)
             self._unsettled[send.order_link_id] = send
         elif kind == entry_kinds.ORDER_RESOLVED or data.get("status") in SETTLING:
             self._unsettled.pop(str(data.get("order_link_id")), None)
@@ -198,7 +262,7 @@ class Ledger:
         if since - self._pruned < PRUNE_EVERY:
             return
         self._unsettled = {k: s for k, s in self._unsettled.items() if s.age(now, here) <= KEPT}
-        self._sends = [send for send in self._sends if send.age(now, here) <= KEPT]
+        self._sends.keep(lambda send: send.age(now, here) <= KEPT)
         self._pruned = self._floor = since
 
 
