@@ -176,7 +176,11 @@ def test_each_outside_library_has_one_importer():
     server_sdk = importers_of("mcp.server")
     assert server_sdk and all(m.startswith("pilot.server") for m in server_sdk), server_sdk
     others = {m for m in importers_of("mcp") if not m.startswith("pilot.server")}
-    assert all(m.startswith("pilot.demo") for m in others), others  # the scripted agent is an MCP client
+    # the demo's scripted agent and the evals' agents are MCP clients
+    assert all(m.startswith(("pilot.demo", "pilot.evals")) for m in others), others
+    # HTTP clients: one module per family of outside services, where its errors are translated (the model
+    # APIs of pilot eval; Telegram and ntfy, the human's phone)
+    assert importers_of("httpx2") == {"pilot.evals.model_http", "pilot.push.wire"}
 
 
 def test_only_the_gate_calls_an_exchange_write():
@@ -261,6 +265,7 @@ SHARED_NAMES = {
     "idempotency": {"pilot.app.orders.idempotency", "pilot.store.idempotency"},
     "journal": {"pilot.cli.journal", "pilot.store.journal"},
     "policy": {"pilot.cli.policy", "pilot.core.policy"},
+    "phone": {"pilot.app.human.phone", "pilot.cli.phone"},
 }
 
 

@@ -22,9 +22,11 @@ _COMMAND_MODULES = (
     "confirm",
     "token",
     "console",
+    "phone",
     "keys",
     "sim",
     "demo",
+    "evals",
 )
 
 

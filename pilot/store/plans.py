@@ -52,6 +52,7 @@ class PlanRecord:
     outcome_at: datetime | None
     claimed_by: str | None = None
     claimed: Instant | None = None  # when, on the store's clock
+    ends: Instant | None = None  # when its life ends, on the store's clock (None: a plan from before it)
 
 
 def _instant(boot: Any, micros: Any) -> Instant | None:
@@ -82,6 +83,7 @@ def _record(row: sqlite3.Row) -> PlanRecord:
         outcome_at=_optional_time(row["outcome_at"]),
         claimed_by=row["claimed_by"],
         claimed=_instant(row["boot"], row["claimed_micros"]),
+        ends=_instant(row["boot"], row["expires_micros"]),
     )
 
 
@@ -227,6 +229,16 @@ class Plans:
                 "SELECT * FROM plans WHERE status = 'claimed' AND outcome_json IS NULL ORDER BY claimed_at"
             )
         return [_record(row) for row in rows if self._sealed(row)]
+
+    def alive(self, plan: PlanRecord) -> bool:
+        """Whether an open plan's life has not ended yet, on the store's clock (what `claim` decides on)."""
+        here, ends = self._clock.read(), plan.ends
+        return (
+            plan.status == "open"
+            and ends is not None
+            and ends.boot == here.boot
+            and here.micros < ends.micros
+        )
 
     def abandoned(self, plan: PlanRecord, older_than: timedelta) -> bool:
         """Whether no live use can still hold a claimed `plan`: its claimer's process is gone (certain on
