@@ -93,7 +93,7 @@ MAX_OUTCOME_WAIT_MS = 250  # the longest a lookup waits for an order on the stre
 MAX_FINAL_ORDERS = 1000
 # Bybit pushes every linear ticker every 100 ms, changed or not: a public channel silent this long on the
 # exchange's own clock was not sending (a stall), and what it sends next is coalesced, topic by topic.
-STALL_MS = 1000
+STALL_MS = 3000
 FINAL_ORDER_MS = 10 * 60_000
 
 # The sources of the facts read by the judgement running in this task (set by pilot.app.facts.gather.gather).
