@@ -159,13 +159,13 @@ async def test_the_daily_loss_latch_holds_for_its_day_across_a_step(
 async def test_a_send_held_at_the_exchange_stays_pending_across_a_forward_step(
     tmp_path: Path, paper: Any, clock: Any, step: int
 ) -> None:
-    """The create is held 3 s at the exchange; the server stops waiting after 0.3 s (outcome unknown) and its
+    """The create is held 1.5 s at the exchange; the server stops waiting after 0.3 s (outcome unknown) and its
     clock steps forward. The next order, which fits the $25 cap only without the held one, is refused."""
     write_policy(tmp_path)  # $25 cap
     async with open_server(tmp_path, Venue.of(paper), clock, timeout_seconds=0.3) as server:
         first = await plan_order(server, market(Side.BUY, "0.0002"))
         assert first.plan_id is not None
-        paper.add_fault(CREATE, "latency", delay_ms=3000)
+        paper.add_fault(CREATE, "latency", delay_ms=1500)
         assert (await place_order(server, first.plan_id)).status == "outcome_unknown"
         clock.step(step)
         second = await plan_and_place(server, "0.0002")
