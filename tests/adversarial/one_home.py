@@ -83,6 +83,17 @@ def rules_of(answer: Any) -> set[str]:
     return {v.rule for v in answer.violations or ()}
 
 
+async def latch_the_loss_limit(runtime: Runtime) -> None:
+    """A judgement of `runtime` found the day's loss past the limit and journaled the latch, as
+    pilot.app.runtime.loss_limit does."""
+    await runtime.store.journal.append(
+        entry_kinds.LOSS_LIMIT,
+        {"on": True, "by": "pilot", "day": runtime.now().date().isoformat(), "trading_state": "reducing"},
+        now=runtime.now(),
+        actor="pilot",
+    )
+
+
 # --- the ledger against the journal read whole ---------------------------------------------------------
 
 

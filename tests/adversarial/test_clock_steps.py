@@ -28,7 +28,7 @@ from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import Side
 
 from .conftest import CREATE, write_policy
-from .one_home import Venue, market, open_server, rules_of, until
+from .one_home import Venue, latch_the_loss_limit, market, open_server, rules_of, until
 
 pytestmark = pytest.mark.anyio
 HOUR = 3600
@@ -119,16 +119,6 @@ async def test_a_day_counted_by_two_clocks_ends_when_both_have_left_it(tmp_path:
     assert again.status == "filled"
 
 
-async def latch(server: Runtime) -> None:
-    """Pilot found the day's loss past the limit and journaled the latch (as pilot.app.runtime.loss_limit does)."""
-    await server.store.journal.append(
-        entry_kinds.LOSS_LIMIT,
-        {"on": True, "by": "pilot", "day": server.now().date().isoformat(), "trading_state": "reducing"},
-        now=server.now(),
-        actor="pilot",
-    )
-
-
 @pytest.mark.parametrize(
     ("start", "step"),
     [
@@ -146,7 +136,7 @@ async def test_the_daily_loss_latch_holds_for_its_day_across_a_step(
     clock = FakeClock(start)
     write_policy(tmp_path, dailyLossLimitUsd=100, **ROOMY)
     async with open_server(tmp_path, Venue.of(paper), clock) as server:
-        await latch(server)
+        await latch_the_loss_limit(server)
         clock.step(step)
         stepped = await plan_order(server, market(Side.BUY, "0.0001"))
         clock.advance(24 * HOUR + abs(step))  # the next day by every clock involved

@@ -37,7 +37,7 @@ from tests.app.conftest import total_requests
 from tests.cli.conftest import pilot
 
 from .conftest import CREATE, write_policy
-from .one_home import Venue, market, open_server, rules_of, until
+from .one_home import Venue, latch_the_loss_limit, market, open_server, rules_of, until
 
 pytestmark = pytest.mark.anyio
 PRICE_LIMIT = "/v5/market/price-limit"
@@ -100,16 +100,6 @@ def limit(side: Side, qty: str, price: str) -> PlanRequest:
 def tighten_policy(home: Path, **changes: Any) -> None:
     path = home / "policy.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
-
-
-async def latch_the_loss_limit(a: Runtime) -> None:
-    """Server A's judgement found the day's loss past the limit and journaled the latch (as gather does)."""
-    await a.store.journal.append(
-        entry_kinds.LOSS_LIMIT,
-        {"on": True, "by": "pilot", "day": a.now().date().isoformat(), "trading_state": "reducing"},
-        now=a.now(),
-        actor="pilot",
-    )
 
 
 SWITCHES: dict[str, Callable[[Path, Runtime], Awaitable[Any]]] = {

@@ -9,9 +9,6 @@ server's next upkeep round releases the plan, and its next place_order takes the
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +18,7 @@ from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.service.upkeep import upkeep
 from pilot.core.facts import Side
-from tests.app.test_sends_are_never_orphaned import CLAIMING_CHILD
+from tests.app.test_sends_are_never_orphaned import claiming_child
 
 from .conftest import CREATE, write_policy
 from .one_home import Venue, market, open_server, rules_of, until
@@ -39,19 +36,7 @@ async def test_a_server_killed_between_its_claim_and_its_send_frees_the_plan_and
         mine = await plan_order(survivor, market(Side.BUY, "0.0001"))
         assert victims.plan_id is not None and mine.plan_id is not None
         paper.add_fault(TICKERS, "latency", delay_ms=4000)  # the victim's re-check reads are held
-        child = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                CLAIMING_CHILD,
-                str(tmp_path),
-                paper.url,
-                paper.api_key,
-                paper.api_secret,
-                victims.plan_id,
-            ],
-            env=os.environ.copy(),
-        )
+        child = claiming_child(tmp_path, paper, victims.plan_id)
         try:
             await until(lambda: paper.working > 0)  # claimed, in the send turn, reading fresh facts
             child.kill()

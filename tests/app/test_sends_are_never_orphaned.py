@@ -185,6 +185,23 @@ CLAIMING_CHILD = textwrap.dedent(
 )
 
 
+def claiming_child(home: Path, paper: Any, plan_id: str) -> subprocess.Popen[bytes]:
+    """A server in a process of its own that places `plan_id` on `home` (the test kills it mid-use)."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            CLAIMING_CHILD,
+            str(home),
+            paper.url,
+            paper.api_key,
+            paper.api_secret,
+            plan_id,
+        ],
+        env=os.environ.copy(),
+    )
+
+
 async def test_a_plan_claimed_by_a_server_killed_before_it_sent_is_released_at_the_next_start(
     tmp_path: Path, paper: Any, clock: Any
 ) -> None:
@@ -197,19 +214,7 @@ async def test_a_plan_claimed_by_a_server_killed_before_it_sent_is_released_at_t
     async with open_test_runtime(tmp_path, paper, clock) as runtime, Client(build_server(runtime)) as client:
         plan_id = (await call(client, "plan_order", BTC_SHORT))["plan_id"]
     paper.add_fault("/v5/market/tickers", "latency", delay_ms=4000)  # the re-check's facts are held
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            CLAIMING_CHILD,
-            str(tmp_path),
-            paper.url,
-            paper.api_key,
-            paper.api_secret,
-            plan_id,
-        ],
-        env=os.environ.copy(),
-    )
+    child = claiming_child(tmp_path, paper, plan_id)
     try:
         await until(lambda: paper.working > 0)  # claimed, and reading fresh facts
         child.send_signal(signal.SIGKILL)
