@@ -219,10 +219,12 @@ class ExchangeGate:
         another (take the send turn once, and give it back). False when that took longer than `wait`."""
         try:
             async with asyncio.timeout(wait.total_seconds()), self._turn:
-                await self._take_lease(wait)
+                try:
+                    await self._take_lease(wait)
+                finally:  # taken or not (a timeout may land just after the take): never keep the turn
+                    await self._leases.release(TURN_LEASE, self._holder)
         except (TimeoutError, TurnBusy):
             return False
-        await self._leases.release(TURN_LEASE, self._holder)
         return True
 
     async def _take_lease(self, wait: timedelta = TURN_WAIT) -> None:

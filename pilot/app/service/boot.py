@@ -91,9 +91,8 @@ async def open_runtime(
             home, store, adapter, clock, environment=exchange, key_check=key_check, reader=reader
         )
         stack.push_async_callback(runtime.gate.drain)  # runs first: sends whose client left finish
-        await stop_on_rollback(
-            runtime
-        )  # a journal that lost entries stops growing orders before any judgement
+        # A journal that lost entries stops growing orders before any judgement.
+        await stop_on_rollback(runtime)
         if settle:
             await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
         yield runtime

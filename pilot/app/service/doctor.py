@@ -147,18 +147,19 @@ _LOOK = (
 def _rollback_verdict(report: ChainReport, switch: JournalEntry | None) -> Check | None:
     """A journal that lost the entry it was anchored at, or whose kill switch Pilot turned on for that and no
     human has turned off since (pilot.app.human.kill_switch.stop_on_rollback)."""
+    seq = report.first_broken_seq
     if not report.ok and report.reason in ("tail_missing", "anchor_mismatch"):
-        lost = "ends before" if report.reason == "tail_missing" else "holds another entry at"
+        lost = f"entry {seq} on is gone" if report.reason == "tail_missing" else f"entry {seq} was replaced"
         detail = (
-            f"the journal was rolled back: it {lost} entry {report.first_broken_seq} it was anchored at "
-            "outside the home; the next `pilot serve` turns the kill switch on"
+            f"the journal was rolled back: {lost}, though the anchor outside the home names it; the next "
+            "`pilot serve` turns the kill switch on"
         )
         return Check("journal", False, detail, _LOOK)
     if switch is None or not switch.data.get("on") or not isinstance(switch.data.get("rollback"), dict):
         return None
     detail = (
         f"a rollback was found at seq {switch.seq} ({switch.at:%Y-%m-%d %H:%M} UTC): {switch.data.get('reason')}; "
-        "the kill switch is on since"
+        "the kill switch has been on since"
     )
     return Check("journal", False, detail, _LOOK)
 
