@@ -55,7 +55,7 @@ class PilotServer(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         key, expires = session_key(context)
-        started = self.runtime.sessions.touch(key, self.runtime.now(), expires=expires)
+        started = self.runtime.sessions.touch(key, self.runtime.store.clock.read(), expires=expires)
         token = SESSION_STARTED.set(started)  # its age judges maxSessionMinutes (pilot.app.runtime.sessions)
         try:
             await agent_called(self.runtime)  # the dead-man's switch counts silence from here

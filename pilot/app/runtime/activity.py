@@ -9,6 +9,10 @@ reads them (pilot.app.runtime.ledger); `Activity.view` answers for one moment.
 Turnover counts an order's notional when it is sent: an order that may rest counts in full (it may fill at
 any time, as caps count resting orders as filled), an IOC order what it filled once its outcome says so, a
 rejected one nothing, one whose outcome is unknown in full; an amend counts what it adds.
+
+Windows are lengths of real time, measured on the store's clock (pilot.store.monotonic) from each entry's
+stamp (by the wall clock only for an entry from before the store kept one); the UTC day is every day `Today`
+says it is (pilot.app.road.clock), so a wall clock that steps across midnight opens no second day's turnover.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from decimal import Decimal
 from typing import Any
 
 from pilot.app.answers import entry_kinds
-from pilot.core.facts import Turnover
-from pilot.store import JournalEntry
+from pilot.app.road.clock import Today
+from pilot.core.facts import NO_TURNOVER, Turnover
+from pilot.store import Instant, JournalEntry, age
 
 MESSAGE_WINDOW = timedelta(minutes=1)  # the longest throttle window
 TURNOVER_WINDOW = timedelta(days=1)
@@ -39,13 +44,26 @@ class ActivityView:
     turnover: Turnover
 
 
+NO_ACTIVITY = ActivityView((), NO_TURNOVER)
+
+
 @dataclass(slots=True)
 class _Sent:
     at: datetime
+    stamp: Instant | None
     notional: Decimal
     ioc: bool = False
     price: Decimal = Decimal(0)
     counted: bool = True  # still inside the rolling window's total
+
+    def age(self, now: datetime, here: Instant) -> timedelta:
+        return _age(self.at, self.stamp, now, here)
+
+
+def _age(at: datetime, stamp: Instant | None, now: datetime, here: Instant) -> timedelta:
+    """How long ago an entry was: on the store's clock, or by the wall clock for one without a stamp."""
+    since = age(here, stamp)
+    return since if since is not None else now - at
 
 
 @dataclass(slots=True)
@@ -53,7 +71,7 @@ class Activity:
     """The recent messages and sends of a home, folded in journal order. Totals are kept as entries come in
     and leave the window, so a judgement does not walk the day's orders."""
 
-    messages: deque[datetime] = field(default_factory=deque)  # in journal order
+    messages: deque[tuple[datetime, Instant | None]] = field(default_factory=deque)  # in journal order
     sends: dict[str, _Sent] = field(default_factory=dict)  # by order link id (an amend by its entry seq)
     window: deque[_Sent] = field(default_factory=deque)  # the last TURNOVER_WINDOW's, in journal order
     rolling: Decimal = Decimal(0)
@@ -72,17 +90,17 @@ class Activity:
         kind, data = entry.kind, entry.data
         if kind == entry_kinds.ORDER_SENT:
             request = data.get("request") or {}
-            self.messages.append(entry.at)
+            self.messages.append((entry.at, entry.clock))
             qty, price = _decimal(request.get("qty")), _decimal(request.get("price"))
             ioc = request.get("timeInForce") == "IOC"
-            self._add(str(request.get("orderLinkId")), _Sent(entry.at, qty * price, ioc, price))
+            self._add(str(request.get("orderLinkId")), _Sent(entry.at, entry.clock, qty * price, ioc, price))
         elif kind == entry_kinds.ACTION and data.get("phase") == "sent" and data.get("tool") in MESSAGE_TOOLS:
-            self.messages.append(entry.at)
+            self.messages.append((entry.at, entry.clock))
             if data.get("tool") == "amend_order":  # what is left of it, at its new price against its old
                 filled = _decimal(data.get("filled"))
                 now = (_decimal(data.get("qty")) - filled) * _decimal(data.get("price"))
                 was = (_decimal(data.get("was_qty")) - filled) * _decimal(data.get("was_price"))
-                self._add(f"amend:{entry.seq}", _Sent(entry.at, max(now - was, Decimal(0))))
+                self._add(f"amend:{entry.seq}", _Sent(entry.at, entry.clock, max(now - was, Decimal(0))))
         elif kind in (entry_kinds.ORDER_OUTCOME, entry_kinds.ORDER_RESOLVED):
             self._settled(data)
 
@@ -113,23 +131,30 @@ class Activity:
         if send.counted:
             self.rolling += change
 
-    def prune(self, since: datetime) -> None:
-        """Forget sends and days older than `since` (the caller's window only moves on)."""
-        self.sends = {key: send for key, send in self.sends.items() if send.at >= since}
-        for day in [day for day in self.per_day if day < since.astimezone(UTC).date()]:
+    def prune(self, now: datetime, here: Instant, kept: timedelta) -> None:
+        """Forget sends older than `kept`, and the days before them."""
+        self.sends = {key: send for key, send in self.sends.items() if send.age(now, here) <= kept}
+        oldest = (now - kept).astimezone(UTC).date()
+        for day in [day for day in self.per_day if day < oldest]:
             del self.per_day[day]
 
-    def view(self, now: datetime) -> ActivityView:
+    def view(self, now: datetime, here: Instant, today: Today) -> ActivityView:
         """The messages of the last minute and the turnover, as of `now` (which only moves on)."""
-        while self.messages and now - self.messages[0] >= MESSAGE_WINDOW:
+        while self.messages and _age(*self.messages[0], now, here) >= MESSAGE_WINDOW:
             self.messages.popleft()
-        while self.window and now - self.window[0].at >= TURNOVER_WINDOW:
+        while self.window and self.window[0].age(now, here) >= TURNOVER_WINDOW:
             gone = self.window.popleft()
             gone.counted = False
             self.rolling -= gone.notional
-        ages = tuple(sorted(now - at for at in self.messages if now >= at))  # newest first
-        frees = self.window[0].at + TURNOVER_WINDOW if self.window else None
-        day = self.per_day.get(now.astimezone(UTC).date(), Decimal(0))
+        ages = tuple(
+            sorted(
+                age
+                for age in (_age(at, stamp, now, here) for at, stamp in self.messages)
+                if age >= timedelta(0)
+            )
+        )
+        frees = now + (TURNOVER_WINDOW - self.window[0].age(now, here)) if self.window else None
+        day = sum((self.per_day.get(one, Decimal(0)) for one in today.days()), Decimal(0))
         return ActivityView(ages, Turnover(day, self.rolling, frees))
 
 

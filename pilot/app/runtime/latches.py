@@ -10,6 +10,10 @@ until the window passes (00:00 UTC, or the window's length after the latch) or a
 Cooldown. When the closed trades show enough losses (pilot.core.controls.cooldown_due), Pilot journals
 `cooldown` on, naming the newest losing trade; the cooldown lasts `cooldown.minutes` from that entry. The
 same trade never starts a second one: a new cooldown needs a newer loss.
+
+Every length of time here (a rolling window, a mark's age, a cooldown's minutes) is measured on the store's
+clock from the entry's stamp (pilot.store.monotonic), and the UTC day is every day `Today` says it is
+(pilot.app.road.clock), so no wall clock step shortens a latch or a cooldown.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
 
 from pilot.app.answers import entry_kinds
-from pilot.app.runtime.ledger import JournalState
+from pilot.app.road.clock import Today
+from pilot.app.runtime.ledger import JournalState, age_of
 from pilot.core.controls import cooldown_due, drawdown, drawdown_window, losses_counted
 from pilot.core.facts import ClosedTrade, CooldownState, DrawdownState
 from pilot.core.policy import Policy
@@ -33,35 +38,45 @@ def next_midnight(now: datetime) -> datetime:
     return datetime.combine(now.astimezone(UTC).date() + timedelta(days=1), time(0), tzinfo=UTC)
 
 
-def _window_start(policy: Policy, now: datetime) -> datetime:
+def _within(policy: Policy, entry: JournalEntry, today: Today) -> bool:
+    """Whether an entry falls in the drawdown window: today by every clock (pilot.app.road.clock.Today), or
+    younger than the rolling window on the store's clock."""
     window = drawdown_window(policy)
     if window is None:
-        return datetime.combine(now.astimezone(UTC).date(), time(0), tzinfo=UTC)
-    return now - window
+        return today.holds(entry.at, entry.clock)
+    return age_of(entry, today.now, today.here) < window
 
 
-def _lapses(policy: Policy, latch: JournalEntry) -> datetime:
-    """When a drawdown latch lapses by itself: at 00:00 UTC after its day, or the window's length after it."""
+def _until(policy: Policy, latch: JournalEntry, today: Today) -> datetime | None:
+    """When a drawdown latch lapses by itself (None: it has): at 00:00 UTC after its day, or the window's
+    length after it on the store's clock (told as a wall time from now)."""
+    if not _within(policy, latch, today):
+        return None
     window = drawdown_window(policy)
-    return next_midnight(latch.at) if window is None else latch.at + window
+    if window is None:
+        return next_midnight(today.now)
+    return today.now + (window - age_of(latch, today.now, today.here))
 
 
 def drawdown_state(policy: Policy, journal: JournalState, now: datetime) -> DrawdownState:
     """The window's peak (after the latest human reset, counted from the equity it reset to) and the latch."""
-    start = _window_start(policy, now)
+    today = journal.today
     latest = journal.drawdown
-    floor, baseline = start, None
-    if latest is not None and not latest.data.get("on") and latest.at >= start:
-        floor, baseline = latest.at, _decimal(latest.data.get("from_equity"))
-    marks = [_decimal(e.data.get("equity_usd")) for e in journal.equity_marks if floor <= e.at <= now]
+    floor, baseline = -1, None
+    if latest is not None and not latest.data.get("on") and _within(policy, latest, today):
+        floor, baseline = latest.seq, _decimal(latest.data.get("from_equity"))
+    marks = [
+        _decimal(e.data.get("equity_usd"))
+        for e in journal.equity_marks
+        if e.seq > floor and _within(policy, e, today)
+    ]
     found = [value for value in [*marks, baseline] if value is not None]
     peak = max(found) if found else None
     window = drawdown_window(policy)
-    if latest is not None and latest.data.get("on") and now < _lapses(policy, latest):
-        until = _lapses(policy, latest)
+    until = _until(policy, latest, today) if latest is not None and latest.data.get("on") else None
+    if latest is not None and until is not None:
         return DrawdownState(peak, True, until, _decimal(latest.data.get("drawdown_usd")))
-    until = next_midnight(now) if window is None else now + window
-    return DrawdownState(peak, False, until)
+    return DrawdownState(peak, False, next_midnight(now) if window is None else now + window)
 
 
 async def note_equity(
@@ -70,20 +85,20 @@ async def note_equity(
     state: DrawdownState,
     equity: Decimal,
     marks: tuple[JournalEntry, ...],
-    now: datetime,
+    today: Today,
 ) -> None:
     """Journal the equity when it is a new peak of the window, or (a rolling window) the newest mark is
-    older than a twenty-fourth of it."""
+    older than a twenty-fourth of it on the store's clock."""
     window = drawdown_window(policy)
-    newest = marks[-1].at if marks else None
-    stale = window is not None and (newest is None or now - newest >= window / MARKS_PER_WINDOW)
+    newest = age_of(marks[-1], today.now, today.here) if marks else None
+    stale = window is not None and (newest is None or newest >= window / MARKS_PER_WINDOW)
     if state.peak is not None and equity <= state.peak and not stale:
         return
     data = {
         "equity_usd": plain(equity),
         "window": "day" if window is None else f"{policy.drawdown_window_hours}h",
     }
-    await journal.append(entry_kinds.EQUITY, data, now=now, actor="pilot", durable=False)
+    await journal.append(entry_kinds.EQUITY, data, now=today.now, actor="pilot", durable=False)
 
 
 async def latch_drawdown(
@@ -94,7 +109,7 @@ async def latch_drawdown(
     if state.latched or found is None or not found.reached:
         return state
     window = drawdown_window(policy)
-    entry = await journal.append(
+    await journal.append(
         entry_kinds.DRAWDOWN,
         {
             "on": True,
@@ -111,7 +126,8 @@ async def latch_drawdown(
         now=now,
         actor="pilot",
     )
-    return DrawdownState(state.peak, True, _lapses(policy, entry), found.drawdown)
+    until = next_midnight(now) if window is None else now + window
+    return DrawdownState(state.peak, True, until, found.drawdown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,9 +143,12 @@ class DrawdownLatch:
 async def drawdown_latch(journal: Journal, policy: Policy, now: datetime) -> DrawdownLatch:
     """The latch as the newest drawdown entry says (a command that reads the journal without a ledger)."""
     latest = await journal.latest(entry_kinds.DRAWDOWN)
-    if latest is None or not latest.data.get("on") or now >= _lapses(policy, latest):
+    if latest is None or not latest.data.get("on"):
         return DrawdownLatch(False, None, None, None)
-    return DrawdownLatch(True, _lapses(policy, latest), dict(latest.data), latest.seq)
+    until = _until(policy, latest, Today(now, journal.clock.read()))
+    if until is None:
+        return DrawdownLatch(False, None, None, None)
+    return DrawdownLatch(True, until, dict(latest.data), latest.seq)
 
 
 async def reset_drawdown(journal: Journal, policy: Policy, now: datetime) -> JournalEntry | None:
@@ -159,8 +178,8 @@ def cooldown_state(
     if due is not None and (latest is None or latest.data.get("trade") != _trade_key(due)):
         return CooldownState(count, now + timedelta(minutes=rule.minutes)), due
     if latest is not None and latest.data.get("on"):
-        until = latest.at + timedelta(minutes=rule.minutes)
-        return CooldownState(count, until if until > now else None), None
+        left = timedelta(minutes=rule.minutes) - age_of(latest, now, journal.today.here)
+        return CooldownState(count, now + left if left > timedelta(0) else None), None
     return CooldownState(count), None
 
 

@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from pilot.app.answers import entry_kinds
 from pilot.app.road.clock import Clock
-from pilot.app.road.gate import ExchangeGate, KeyCheck
+from pilot.app.road.gate import ExchangeGate, KeyCheck, SendCondition
 from pilot.app.road.ports import Exchange, ExchangeReader
 from pilot.app.runtime.latches import drawdown_state
 from pilot.app.runtime.ledger import JournalState, Ledger
@@ -17,7 +18,15 @@ from pilot.app.runtime.sessions import Sessions, session_age
 from pilot.core.controls import authority_breach
 from pilot.core.facts import TradingState
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
-from pilot.store import Store
+from pilot.store import Instant, Store, Unless
+
+# The entries that turn trading reducing (`Runtime.trading_state`): a growing send is journaled only if none
+# came after what its judgement read (`Runtime.judged_on`).
+REDUCING_KINDS = frozenset(
+    {entry_kinds.KILL_SWITCH, entry_kinds.LOSS_LIMIT, entry_kinds.DRAWDOWN, entry_kinds.COOLDOWN}
+)
+# How many times a send is judged again when what it was judged on changes as it is about to leave.
+JUDGEMENTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +79,12 @@ class Runtime:
     ledger: Ledger = field(init=False)  # the journal's state for judgements, read on incrementally
     sessions: Sessions = field(default_factory=Sessions)  # the MCP sessions this process serves
 
-    started: datetime = field(init=False)  # when this process began serving (the dead-man's switch)
+    # when this process began serving, on the store's clock (the dead-man's switch counts silence from it)
+    started: Instant = field(init=False)
 
     def __post_init__(self) -> None:
         self.ledger = Ledger(self.store.journal)
-        self.started = self.clock.now()
+        self.started = self.store.clock.read()
 
     def now(self) -> datetime:
         return self.clock.now()
@@ -93,26 +103,33 @@ class Runtime:
         self, policy: Policy, journal: JournalState | None = None, *, judged: bool = False
     ) -> TradingState:
         """The strictest of policy.json's tradingState, the kill switch and the daily loss limit's latch
-        (either on means reducing), the drawdown latch and authority that expired (validUntil,
-        maxSessionMinutes). `journal` is the journal's state when the caller has just read it. `judged`:
-        the caller runs evaluate(), whose checks report the drawdown and the authority by their own codes
-        (with when and how they lift), so they are left to those checks."""
+        (either on means reducing), a journal found rolled back (reducing: until its finding is journaled
+        as the kill switch, pilot.app.human.kill_switch.stop_on_rollback), the drawdown latch and authority
+        that expired (validUntil, maxSessionMinutes). `journal` is the journal's state when the caller has
+        just read it. `judged`: the caller runs evaluate(), whose checks report the drawdown and the
+        authority by their own codes (with when and how they lift), so they are left to those checks."""
         journal = journal if journal is not None else await self.journal_state()
-        reducing = journal.kill_switch_on or await self.loss_limit_on(journal)
+        reducing = journal.kill_switch_on or journal.rolled_back or await self.loss_limit_on(journal)
         if not judged and not reducing:
             now = self.now()
             reducing = (
                 drawdown_state(policy, journal, now).latched
-                or authority_breach(policy, now, session_age(now)) is not None
+                or authority_breach(policy, now, session_age(journal.today.here)) is not None
             )
         if reducing:
             return TradingState.strictest(policy.trading_state, TradingState.REDUCING)
         return policy.trading_state
 
+    def judged_on(self, view: PolicyView, mark: int) -> SendCondition:
+        """The condition a growing send was judged on: no kill switch or loss latch entry after `mark` (the
+        journal's place its facts held to), and policy.json still the version judged. The gate journals
+        the send only while it holds."""
+        return SendCondition(Unless(mark, REDUCING_KINDS), lambda: self.policy().version == view.version)
+
     async def loss_limit_on(self, journal: JournalState | None = None) -> bool:
         """Whether the daily loss limit was reached today (UTC) and no human has reset it since."""
         journal = journal if journal is not None else await self.journal_state()
-        return latch_of(journal.loss_limit, self.now()).on
+        return latch_of(journal.loss_limit, journal.today).on
 
 
 def assemble_runtime(

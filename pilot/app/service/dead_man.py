@@ -7,11 +7,14 @@ It runs between calls (pilot.app.service.upkeep: every second in `pilot serve`, 
 server that crashed with orders resting is answered by the next one to start: each process's heartbeat row
 (pilot.store.agents) says when its agent last called and how many sessions it had open. It fires once per
 silence (a `dead_man` entry with why and the numbers); orders the throttles held back are cancelled in the
-next rounds. Bybit's own cancel-on-disconnect (DCP) exists for institutional accounts only.
+next rounds. Silence is real time on the store's clock (pilot.store.monotonic), read alike by every process
+of the home, so no wall clock step fires the switch early or holds it back. Bybit's own cancel-on-disconnect
+(DCP) exists for institutional accounts only.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,14 +22,16 @@ from pilot.app.answers import entry_kinds
 from pilot.app.human.kill_switch import activate_by_pilot
 from pilot.app.orders.messages import throttled
 from pilot.app.road.gate import ORDER_LINK_PREFIX, TurnBusy
+from pilot.app.runtime.ledger import age_of
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.policy import DeadManSwitch
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import ExchangeOrder
-from pilot.store import AgentRecord
+from pilot.store import AgentRecord, Instant, age
 
 BEAT_EVERY = timedelta(seconds=1)  # a process writes its heartbeat row at most this often
+FORGET_ROWS = 16  # more rows of gone processes than this: drop the old ones (pilot.store.agents.FORGET_AFTER)
 
 
 async def agent_called(runtime: Runtime) -> None:
@@ -34,11 +39,12 @@ async def agent_called(runtime: Runtime) -> None:
     at most once a second)."""
     if runtime.policy().policy.dead_man_switch is None:
         return
-    now, sessions = runtime.now(), runtime.sessions
-    if sessions.last_beat is not None and timedelta(0) <= now - sessions.last_beat < BEAT_EVERY:
+    here, sessions = runtime.store.clock.read(), runtime.sessions
+    since = age(here, sessions.last_beat)
+    if since is not None and since < BEAT_EVERY:
         return
-    sessions.last_beat = now
-    await runtime.store.agents.beat(runtime.gate.holder, now=now, sessions=sessions.open)
+    sessions.last_beat = here
+    await runtime.store.agents.beat(runtime.gate.holder, now=runtime.now(), sessions=sessions.open)
 
 
 async def session_ended(runtime: Runtime, key: str) -> None:
@@ -63,57 +69,85 @@ async def watch(runtime: Runtime) -> None:
     rule = runtime.policy().policy.dead_man_switch
     if rule is None:
         return
-    now = runtime.now()
-    if runtime.sessions.expire(now):  # HTTP sessions idle past the server's timeout have ended
+    here = runtime.store.clock.read()
+    if runtime.sessions.expire(here):  # HTTP sessions idle past the server's timeout have ended
         await runtime.store.agents.beat(
-            runtime.gate.holder, now=now, sessions=runtime.sessions.open, called=False
+            runtime.gate.holder, now=runtime.now(), sessions=runtime.sessions.open, called=False
         )
     agents = await runtime.store.agents.all()
-    why, last_call = _why(runtime, rule, agents, now)
+    gone = [agent for agent in agents if agent.gone(here)]
+    silence = _silence(runtime, agents, here)
+    why = _why(runtime, rule, agents, gone, silence)
     if why is None:
+        if len(gone) > FORGET_ROWS:
+            await runtime.store.agents.forget()
         return
     try:
         async with runtime.gate.turn():  # one process at a time fires, and sees what another already did
-            await _fire(runtime, rule, why, last_call, now)
+            await _fire(runtime, rule, why, silence, here)
     except TurnBusy:
         return  # another process is sending: look again next round
-    for agent in agents:
-        if agent.gone and agent.sessions:
+    for agent in gone:
+        if agent.sessions:
             await runtime.store.agents.settled(agent.holder)
 
 
+@dataclass(frozen=True, slots=True)
+class _Silence:
+    """How long no agent call has reached the home (on the store's clock), and the wall time of the last one
+    (None: none noted; the silence is then counted from this process's start)."""
+
+    length: timedelta
+    last_call_at: datetime | None
+
+
+def _silence(runtime: Runtime, agents: list[AgentRecord], here: Instant) -> _Silence:
+    """The time since the newest agent call any process noted, or since this process began serving when
+    none did."""
+    calls = [
+        _Silence(since, agent.last_call_at)
+        for agent in agents
+        if (since := age(here, agent.last_call)) is not None
+    ]
+    if not calls:
+        return _Silence(age(here, runtime.started) or timedelta(0), None)
+    return min(calls, key=lambda call: call.length)
+
+
 def _why(
-    runtime: Runtime, rule: DeadManSwitch, agents: list[AgentRecord], now: datetime
-) -> tuple[str | None, datetime]:
-    """Why the switch fires now ("idle", "session_end"), or None; and the last agent call it counts from
-    (this process's start when no call was ever noted)."""
-    calls = [agent.last_call_at for agent in agents if agent.last_call_at is not None]
-    last_call = max(calls, default=runtime.started)
-    if rule.after_seconds is not None and now - last_call >= timedelta(seconds=rule.after_seconds):
-        return "idle", last_call
+    runtime: Runtime,
+    rule: DeadManSwitch,
+    agents: list[AgentRecord],
+    gone: list[AgentRecord],
+    silence: _Silence,
+) -> str | None:
+    """Why the switch fires now ("idle", "session_end"), or None."""
+    if rule.after_seconds is not None and silence.length >= timedelta(seconds=rule.after_seconds):
+        return "idle"
     if not rule.on_session_end:
-        return None, last_call
-    mine = runtime.gate.holder
-    elsewhere = sum(a.sessions for a in agents if a.holder != mine and not a.gone)
-    ended = runtime.sessions.ended > 0 or any(a.gone and a.sessions for a in agents)
+        return None
+    mine, left = runtime.gate.holder, {agent.holder for agent in gone}
+    elsewhere = sum(a.sessions for a in agents if a.holder != mine and a.holder not in left)
+    ended = runtime.sessions.ended > 0 or any(a.sessions for a in gone)
     if ended and elsewhere == 0 and runtime.sessions.open == 0:
-        return "session_end", last_call
-    return None, last_call
+        return "session_end"
+    return None
 
 
-async def _fire(runtime: Runtime, rule: DeadManSwitch, why: str, last_call: datetime, now: datetime) -> None:
+async def _fire(runtime: Runtime, rule: DeadManSwitch, why: str, silence: _Silence, here: Instant) -> None:
     """Cancel the opening orders Pilot's agent left resting; the first time in this silence, journal why and
     turn trading reducing if the rule says so."""
     orders = await opening_orders(runtime)
     if not orders:
         return
+    now = runtime.now()
     fired = (await runtime.ledger.state(now)).dead_man
-    if fired is None or fired.at < last_call:  # not yet since the agent's last call
+    if fired is None or age_of(fired, now, here) > silence.length:  # not yet since the agent's last call
         data: dict[str, Any] = {
             "fired": True,
             "why": why,
-            "idle_seconds": int((now - last_call).total_seconds()),
-            "last_call_at": last_call.isoformat(),
+            "idle_seconds": int(silence.length.total_seconds()),
+            "last_call_at": silence.last_call_at.isoformat() if silence.last_call_at else None,
             "after_seconds": rule.after_seconds,
             "on_session_end": rule.on_session_end,
             "reducing": rule.reducing,
@@ -121,8 +155,8 @@ async def _fire(runtime: Runtime, rule: DeadManSwitch, why: str, last_call: date
         }
         await runtime.store.journal.append(entry_kinds.DEAD_MAN, data, now=now, actor="pilot")
         if rule.reducing:
-            silence = "no agent call reached this home" if why == "idle" else "the last MCP session ended"
-            await activate_by_pilot(runtime, f"dead-man's switch: {silence} while orders rested")
+            what = "no agent call reached this home" if why == "idle" else "the last MCP session ended"
+            await activate_by_pilot(runtime, f"dead-man's switch: {what} while orders rested")
     view = runtime.policy()
     for order in orders:
         if await throttled(runtime, view) is not None:
