@@ -40,6 +40,9 @@ from pilot.core.violations import NextAction, Violation, plain, usd
 
 ZERO = Decimal(0)
 CENT = Decimal("0.01")
+# The largest amount an agent can send (18 digits before the dot: pilot.app.orders.inputs): a short's stop is
+# never offered beyond it, even where every stop fits.
+LARGEST_STOP = Decimal("999999999999999999")
 
 
 @dataclass(frozen=True, slots=True)
@@ -510,7 +513,9 @@ def farthest_stop(
     loss: Callable[[Decimal], Decimal], cap: Decimal, long: bool, reference: Decimal, tick: Decimal
 ) -> Decimal | None:
     """The farthest stop on the tick strictly beyond `reference` (below it for a long) whose `loss` is at most
-    `cap`, or None when not even the nearest one fits. `loss` must grow as the stop moves away."""
+    `cap`, or None when not even the nearest one fits. `loss` must grow as the stop moves away. A short's
+    stop goes no farther than LARGEST_STOP: where every stop fits (the position's other stops close it all
+    first, or the order leaves a long), the largest an agent can send."""
     if tick <= 0:
         return None
     nearest = ceil_to_step(reference, tick) - tick if long else floor_to_step(reference, tick) + tick
@@ -518,10 +523,11 @@ def farthest_stop(
         return None
     steps = int(nearest / tick) - 1 if long else 1
     if not long:  # no floor above: widen until it breaks
+        top = int((LARGEST_STOP - nearest) / tick)  # the steps to the largest stop an agent can send
         while loss(nearest + steps * tick) <= cap:
-            if steps > 2**64:  # the stop no longer matters (partial legs close it all first): any fits
-                return nearest + steps * tick
-            steps *= 2
+            if steps >= top:  # the stop no longer matters: any fits
+                return nearest + max(top, 0) * tick
+            steps = min(steps * 2, top)
     fits, breaks = 0, steps + (1 if long else 0)
     if long and loss(tick) <= cap:
         return tick

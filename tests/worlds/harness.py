@@ -179,6 +179,16 @@ class WorldRun(ToolRuns):
             self.observe()
         return Oracle(self.world, self.account())
 
+    def reads_equity(self, tool: str, args: dict[str, Any]) -> bool:
+        """Whether the call judges an order, reading the equity: close_position with nothing to close answers
+        at once, judging nothing."""
+        if tool != "close_position":
+            return True
+        oracle = Oracle(self.world, self.account())
+        return (
+            oracle.close_order(str(args.get("symbol", "")), str(args.get("category", "linear"))) is not None
+        )
+
     def observe(self) -> None:
         """What a judgement of Pilot's reads and latches (README: the drawdown from the peak equity it read,
         the cooldown from the first judgement that saw the losses)."""
@@ -312,7 +322,7 @@ class WorldRun(ToolRuns):
         self.stats[f"calls {tool}"] += 1
         self.first_call = self.first_call or self.clock.now()  # the client's session begins
         self.last_call = self.clock.now()
-        if tool in JUDGING:
+        if tool in JUDGING and self.reads_equity(tool, args):
             self.observe()
         counts = self.message_counts()
         try:
@@ -650,8 +660,9 @@ class WorldRun(ToolRuns):
                 continue
             option_args = option.get("args") or {}
             close = oracle.close_order(option_args.get("symbol", ""), option_args.get("category", "linear"))
-            # close_position first cancels the resting orders on its side that would reopen the position
-            cleared = oracle.without_resting(close) if close is not None else oracle
+            # close_position first cancels the resting orders on its side that would reopen the position; a
+            # throttle that holds it back for now is the throttle's answer (retry_after), not a dead option
+            cleared = (oracle.without_resting(close) if close is not None else oracle).unthrottled()
             if close is None or cleared.witness(close) is None:
                 self.fail(
                     "dead-option[close_position]",

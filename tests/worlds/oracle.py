@@ -406,6 +406,11 @@ class Oracle:
         )
         return Oracle(self.world, replace(self.account, open_orders=kept), reaches_human=self.reaches_human)
 
+    def unthrottled(self) -> Oracle:
+        """The same world once the messages of the throttles' windows have left them (a throttle holds an
+        action back for a second or a minute at most; its own answer says when)."""
+        return Oracle(self.world, replace(self.account, messages=()), reaches_human=self.reaches_human)
+
     def elsewhere(self, order: Order) -> Decimal:
         """The same coin in the other category (spot held for a linear order, the perpetual for a spot one),
         at its worst case with that market's resting orders: maxNotionalUsd caps the coin's gross exposure."""
