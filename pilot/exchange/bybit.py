@@ -49,9 +49,9 @@ on the early side) only when that answer carries none. Spot instruments have no 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -79,6 +79,7 @@ from pilot.exchange.errors import (
     OutcomeUnknown,
     UnsupportedPositionMode,
 )
+from pilot.exchange.listings import UNLISTED, Listings
 from pilot.exchange.models import (
     AccountBalance,
     ApiKeyInfo,
@@ -280,7 +281,7 @@ class BybitExchange:
         self._clock = clock
         self._recorder = recorder
         self._executor = ThreadPoolExecutor(max_workers=CONCURRENT_REQUESTS, thread_name_prefix="bybit")
-        self._instruments: dict[tuple[str, str], tuple[float, InstrumentRules]] = {}
+        self.listings = Listings(INSTRUMENT_TTL_SECONDS)
 
     @classmethod
     def connect(
@@ -418,15 +419,28 @@ class BybitExchange:
     # ---- market data -------------------------------------------------------------------------------
 
     async def get_instrument(self, category: str, symbol: str) -> InstrumentRules:
-        cached = self._instruments.get((category, symbol))
-        if cached is not None and time.monotonic() - cached[0] < INSTRUMENT_TTL_SECONDS:
-            return cached[1]
+        """The market's rules (cached INSTRUMENT_TTL_SECONDS, as is the answer that there is no such market).
+
+        Raises:
+            ExchangeRejected: family "not_found" (or "params", as the exchange answered it) when the exchange
+                lists no such instrument.
+        """
         action = f"read the {category} instrument {symbol}"
+        cached = self.listings.get(category, symbol)
+        if isinstance(cached, InstrumentRules):
+            return cached
+        if cached is UNLISTED:
+            raise self._unlisted(action)
         info = self._call("get_instruments_info", action, category=category, symbol=symbol)
-        if category == "spot":
-            answer, mmr = await info, Decimal(0)
-        else:  # both reads at once: one round trip on a cold cache
-            answer, mmr = await asyncio.gather(info, self._maintenance_margin_rate(category, symbol))
+        try:
+            if category == "spot":
+                answer, mmr = await info, Decimal(0)
+            else:  # both reads at once: one round trip on a cold cache
+                answer, mmr = await asyncio.gather(info, self._maintenance_margin_rate(category, symbol))
+        except ExchangeRejected as refused:
+            if refused.family in ("not_found", "params"):  # Bybit's answer to a symbol it does not list
+                self.listings.keep(category, symbol, UNLISTED)
+            raise
         rows = self._parse(
             answer,
             lambda a: [row for row in a["result"]["list"] if row["symbol"] == symbol],
@@ -434,14 +448,33 @@ class BybitExchange:
             operation="read",
         )
         if not rows:
-            raise ExchangeRejected(
-                f"{action}: the exchange lists no such instrument.", ret_code=10001, family="not_found"
-            )
+            self.listings.keep(category, symbol, UNLISTED)
+            raise self._unlisted(action)
         rules = self._parse(
             rows[0], lambda row: wire_.instrument_rules(category, row, mmr), action, operation="read"
         )
-        self._instruments[(category, symbol)] = (time.monotonic(), rules)
+        self.listings.keep(category, symbol, rules)
         return rules
+
+    def listed(self, category: str, symbol: str) -> bool | None:
+        """Whether the exchange lists the market, as last read and still cached; None when not known."""
+        return self.listings.listed(category, symbol)
+
+    @contextlib.contextmanager
+    def _rules_checked(self, category: str, symbol: str) -> Iterator[None]:
+        """An order refused for its parameters: the market's rules are read again before the next judgement."""
+        try:
+            yield
+        except ExchangeRejected as refused:
+            if refused.family == "params":
+                self.listings.refused_for_parameters(category, symbol)
+            raise
+
+    @staticmethod
+    def _unlisted(action: str) -> ExchangeRejected:
+        return ExchangeRejected(
+            f"{action}: the exchange lists no such instrument.", ret_code=10001, family="not_found"
+        )
 
     async def _maintenance_margin_rate(self, category: str, symbol: str) -> Decimal:
         action = f"read the risk limit of {symbol}"
@@ -456,9 +489,11 @@ class BybitExchange:
         def parse(answer: dict[str, Any]) -> Ticker:
             return wire_.ticker(category, answer["result"]["list"][0], wire_.ms_to_datetime(answer["time"]))
 
-        return await self._read(
+        ticker = await self._read(
             f"read the {symbol} ticker", parse, "get_tickers", category=category, symbol=symbol
         )
+        self.listings.market_answered(category, symbol)
+        return ticker
 
     async def get_touch(self, category: str, symbol: str) -> Touch:
         """Bid, ask and mark; spot has no mark price, so its mark is the mid."""
@@ -470,7 +505,7 @@ class BybitExchange:
         def parse(answer: dict[str, Any]) -> OrderBook:
             return wire_.orderbook(category, answer["result"], wire_.ms_to_datetime(answer["time"]))
 
-        return await self._read(
+        book = await self._read(
             f"read the {symbol} order book",
             parse,
             "get_orderbook",
@@ -478,6 +513,8 @@ class BybitExchange:
             symbol=symbol,
             limit=depth,
         )
+        self.listings.market_answered(category, symbol)
+        return book
 
     async def get_price_band(self, category: str, symbol: str) -> PriceBand:
         """The order price band right now (/v5/market/price-limit): the highest buy and the lowest sell.
@@ -492,9 +529,11 @@ class BybitExchange:
         def parse(answer: dict[str, Any]) -> PriceBand:
             return wire_.price_band(category, answer["result"], wire_.ms_to_datetime(answer["time"]))
 
-        return await self._read(
+        band = await self._read(
             f"read the {symbol} price band", parse, "get_price_limit", category=category, symbol=symbol
         )
+        self.listings.market_answered(category, symbol)
+        return band
 
     # ---- account -----------------------------------------------------------------------------------
 
@@ -757,13 +796,14 @@ class BybitExchange:
             ExchangeUnavailable: not processed (connection refused, HTTP 4xx such as the 403 IP ban).
         """
         action = f"create order {request.order_link_id}"
-        answer = await self._call(
-            "place_order",
-            action,
-            operation="create",
-            link_id=request.order_link_id,
-            **wire_.order_params(request),
-        )
+        with self._rules_checked(request.category, request.symbol):
+            answer = await self._call(
+                "place_order",
+                action,
+                operation="create",
+                link_id=request.order_link_id,
+                **wire_.order_params(request),
+            )
 
         def parse(a: dict[str, Any]) -> OrderAck:
             return OrderAck(order_id=a["result"]["orderId"], order_link_id=a["result"]["orderLinkId"])
@@ -811,7 +851,8 @@ class BybitExchange:
             params["qty"] = wire_.wire(qty)
         if price is not None:
             params["price"] = wire_.wire(price)
-        answer = await self._call("amend_order", action, operation="amend", **params)
+        with self._rules_checked(category, symbol):
+            answer = await self._call("amend_order", action, operation="amend", **params)
         return self._parse(answer, lambda a: str(a["result"]["orderId"]), action, operation="amend")
 
     async def cancel_all_orders(
