@@ -97,6 +97,8 @@ class Engine:
         self.links: dict[tuple[str, str], str] = {}
         self.executions: list[SimExecution] = []
         self.closed_pnl: list[SimClosedPnl] = []
+        # the ids prune() let go since the state log last looked (state_log.py sets a list; None: nobody asks)
+        self.forgotten: list[str] | None = None
         self.hedge_symbols = scenario.hedge_symbols
         self.ack_lag_reads = scenario.ack_lag_reads
         self.tpsl_on_create = scenario.tpsl_on_create
@@ -239,6 +241,8 @@ class Engine:
         drop = {o.order_id for o in closed if not self.retained(o, now_ms)}
         kept = [o for o in closed if o.order_id not in drop]
         drop |= {o.order_id for o in kept[: max(len(kept) - MAX_CLOSED_ORDERS, 0)]}
+        if self.forgotten is not None:
+            self.forgotten.extend(drop)
         for order_id in drop:
             order = self.orders.pop(order_id)
             if order.order_link_id:
