@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pilot.exchange.sim.accounts import SimPosition
-from pilot.exchange.sim.engine import ACTIVE, Engine, SimClosedPnl, SimExecution, SimOrder
+from pilot.exchange.sim.engine import Engine, SimClosedPnl, SimExecution, SimOrder
 from pilot.exchange.sim.market import Market, Quote
 
 VERSION = 1
@@ -150,11 +150,7 @@ def restore(engine: Engine, data: dict[str, Any]) -> None:
         position = _build(SimPosition, item)
         if position.symbol in accounts.positions:
             accounts.positions[position.symbol] = position
-    orders = [_build(SimOrder, item) for item in data["orders"]]
-    engine.orders = {o.order_id: o for o in orders}
-    engine.open_orders = {o.order_id: o for o in orders if o.status in ACTIVE}
-    engine.stop_book.waiting = {o.order_id: o for o in orders if o.untriggered}
-    engine.links = {(o.category, o.order_link_id): o.order_id for o in orders if o.order_link_id}
+    engine.adopt_orders([_build(SimOrder, item) for item in data["orders"]])
     engine.executions = [_build_execution(item, engine.orders) for item in data["executions"]]
     engine.closed_pnl = [_build(SimClosedPnl, item) for item in data.get("closed_pnl", [])]
     engine.market.restore(

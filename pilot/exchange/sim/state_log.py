@@ -13,10 +13,8 @@ the next generation before it starts the new log; the log's first line names the
 log left behind by a crash between the two is known as already folded in and ignored. A last line cut short
 by a crash is ignored too (its write never returned); any other unreadable line is a damaged state.
 
-What may change between two writes, found without reading every order: new orders are at the end of the
-engine's orders (dicts keep insertion order); an order changes only while it is open, waiting for a trigger
-or inside its acknowledgement lag (those are watched from one write to the next), or when it fills (its fill
-is new); the engine names the orders it forgets; fills are numbered in order (`seq`).
+What changed since the last write is found without reading every order (pilot.exchange.sim.changes); the
+engine names the orders it forgets.
 """
 
 from __future__ import annotations
@@ -27,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pilot.exchange.sim import state as state_file
+from pilot.exchange.sim.changes import OrderChanges
 from pilot.exchange.sim.engine import Engine, SimClosedPnl
 from pilot.exchange.sim.state import StateError
 
@@ -47,9 +46,7 @@ class StateLog:
         self._fd: int | None = None
         self._log_bytes = 0
         self._snapshot_bytes = 0
-        self._known: set[str] = set()  # the order ids the files hold
-        self._watch: set[str] = set()  # those that may still change
-        self._last_seq = 0  # the newest fill the files hold
+        self._orders = OrderChanges()  # what the files hold of the orders and fills
         self._last_row: SimClosedPnl | None = None  # the newest closed-PnL row they hold (it may grow)
 
     # ---- reading --------------------------------------------------------------------------------
@@ -106,10 +103,8 @@ class StateLog:
         header = json.dumps({"generation": self.generation}) + "\n"
         self._log_bytes = _write_atomically(self.log, header)
         self._fd = os.open(self.log, os.O_WRONLY | os.O_APPEND)
-        self._known = set(engine.orders)
-        self._watch = {o.order_id for o in engine.orders.values() if _may_change(engine, o.order_id)}
+        self._orders = OrderChanges(engine)
         engine.forgotten = []
-        self._last_seq = engine.executions[-1].seq if engine.executions else 0
         self._last_row = engine.closed_pnl[-1] if engine.closed_pnl else None
 
     def record(self, engine: Engine) -> None:
@@ -135,33 +130,13 @@ class StateLog:
     def _changes(self, engine: Engine) -> dict[str, Any]:
         accounts, market, orders = engine.accounts, engine.market, engine.orders
         forgotten, engine.forgotten = engine.forgotten or [], []
-        self._known.difference_update(forgotten)
-        new: list[str] = []
-        for order_id in reversed(orders):
-            if order_id in self._known:
-                break
-            new.append(order_id)
-        new.reverse()
-        fills = []
-        for execution in reversed(engine.executions):
-            if execution.seq <= self._last_seq:
-                break
-            fills.append(execution)
-        fills.reverse()
-        changed = self._watch | engine.open_orders.keys() | engine.stop_book.waiting.keys()
-        changed.update(e.order.order_id for e in fills)
-        changed.difference_update(new)
-        changed.intersection_update(orders)
-        self._known.update(new)
-        self._watch = {i for i in (*changed, *new) if _may_change(engine, i)}
-        if fills:
-            self._last_seq = fills[-1].seq
+        looked = self._orders.look(engine, forgotten)
         return {
             "wallet": {coin: str(amount) for coin, amount in accounts.wallet.items()},
             "positions": [state_file.plain(p) for p in accounts.positions.values()],
-            "orders": [state_file.plain(orders[i]) for i in (*changed, *new)],
+            "orders": [state_file.plain(orders[i]) for i in looked.changed],
             "forgotten": forgotten,
-            "executions": [state_file.plain_execution(e) for e in fills],
+            "executions": [state_file.plain_execution(e) for e in looked.fills],
             "first_seq": engine.executions[0].seq if engine.executions else None,
             "closed_pnl": self._closed_pnl(engine.closed_pnl),
             "quotes": state_file.quotes(market),
@@ -181,11 +156,6 @@ class StateLog:
         if start is None:  # nothing held before, or it is gone: the whole list
             return {"rows": [state_file.plain(r) for r in rows], "whole": True, "count": len(rows)}
         return {"rows": [state_file.plain(r) for r in rows[start:]], "whole": False, "count": len(rows)}
-
-
-def _may_change(engine: Engine, order_id: str) -> bool:
-    order = engine.orders[order_id]
-    return order_id in engine.open_orders or order_id in engine.stop_book.waiting or order.hidden_reads > 0
 
 
 def replay(data: dict[str, Any], change: dict[str, Any]) -> None:
