@@ -261,32 +261,46 @@ class Engine:
     def prune(self, now_ms: int) -> None:
         """Forget closed orders history no longer shows, and keep at most MAX_CLOSED_ORDERS closed ones.
 
-        Reading every order costs as much as the history is long, so it is done only when the closed ones
-        may be over the cap, or PRUNE_EVERY_MS of exchange time after the last reading (history itself
-        asks `retained`, so an order past its time shows nowhere meanwhile; only its memory waits).
+        Reading every order costs as much as the history is long, so history's retention is read only
+        PRUNE_EVERY_MS of exchange time after the last reading (history itself asks `retained`, so an order
+        past its time shows nowhere meanwhile; only its memory waits). Over the cap, the oldest closed
+        orders go at once, found from the oldest order on (every open one is in `open_orders` or waiting).
         """
-        at_most_closed = len(self.orders) - len(self.open_orders) - len(self.stop_book.waiting)
-        recently = self._pruned_ms is not None and 0 <= now_ms - self._pruned_ms < PRUNE_EVERY_MS
-        if recently and at_most_closed <= MAX_CLOSED_ORDERS:
+        del self.executions[: max(len(self.executions) - MAX_EXECUTIONS, 0)]
+        if self._pruned_ms is None or not 0 <= now_ms - self._pruned_ms < PRUNE_EVERY_MS:
+            self._pruned_ms = now_ms
+            closed = (o for o in self.orders.values() if o.status not in OPEN)
+            self._forget_orders([o for o in closed if not self.retained(o, now_ms)])
+        excess = len(self.orders) - len(self.open_orders) - len(self.stop_book.waiting) - MAX_CLOSED_ORDERS
+        if excess > 0:
+            oldest = []
+            for order in self.orders.values():
+                if order.status not in OPEN:
+                    oldest.append(order)
+                    if len(oldest) == excess:
+                        break
+            self._forget_orders(oldest)
+
+    def _forget_orders(self, orders: list[SimOrder]) -> None:
+        """Let closed orders go, with their fills (funding rows, funding.py, belong to no order: they stay)."""
+        if not orders:
             return
-        self._pruned_ms = now_ms
-        closed = [o for o in self.orders.values() if o.status not in OPEN]
-        drop = {o.order_id for o in closed if not self.retained(o, now_ms)}
-        kept = [o for o in closed if o.order_id not in drop]
-        drop |= {o.order_id for o in kept[: max(len(kept) - MAX_CLOSED_ORDERS, 0)]}
         if self.forgotten is not None:
-            self.forgotten.extend(drop)
-        for order_id in drop:
-            order = self.orders.pop(order_id)
-            del self.ranks[order_id]
-            self.lagging.pop(order_id, None)
+            self.forgotten.extend(o.order_id for o in orders)
+        for order in orders:
+            del self.orders[order.order_id]
+            del self.ranks[order.order_id]
+            self.lagging.pop(order.order_id, None)
             if order.order_link_id:
                 self.links.pop((order.category, order.order_link_id), None)
-        if drop:  # funding rows (funding.py) belong to no listed order: they stay
-            self.executions = [
-                e for e in self.executions if e.order.order_id in self.orders or e.exec_type == "Funding"
-            ]
-        del self.executions[: max(len(self.executions) - MAX_EXECUTIONS, 0)]
+        # fills are in time order and none of an order's is later than its last update: look only that far
+        last = max(o.updated_ms for o in orders)
+        reach = 0
+        while reach < len(self.executions) and self.executions[reach].time_ms <= last:
+            reach += 1
+        self.executions[:reach] = [
+            e for e in self.executions[:reach] if e.order.order_id in self.orders or e.exec_type == "Funding"
+        ]
 
     def _market_units(self, instrument: InstrumentSpec, new: NewOrder, ask: Decimal) -> NewOrder:
         if new.category != "spot" or new.order_type != "Market" or new.market_unit != "quoteCoin":
