@@ -18,9 +18,11 @@ the judgement must learn "no such instrument" once, not on every call).
    adapter's signing, HTTP and JSON, and the embedded paper exchange when there is one), for the external
    paper exchange (its own process) and the embedded one. Targets through stdio with the external exchange:
    <= 8 ms with streams, <= 12 ms over REST.
-3. A long session on the embedded paper exchange (the default `pilot serve`, its account in the home)
-   through stdio: place_order's median over the first and the last quarter of `--session-rounds`
-   (`--long`: 2,000 rounds, orders 1-500 against 1,501-2,000); target: the last within 1.2x of the first.
+3. A long session through stdio on the embedded paper exchange (the default `pilot serve`, its account in
+   the home), then on the external one (its account in a state file, as `pilot sim --home` keeps it):
+   place_order's median over the first and the last quarter of
+   `--session-rounds` (`--long`: 2,000 rounds, orders 1-500 against 1,501-2,000); target: the last within
+   1.2x of the first.
 
 The external paper exchange runs in a child process (its work does not share Pilot's GIL); rate limits are off.
 The default run takes a few minutes; `--long` is the issue's form (2,000 rounds, more rounds everywhere).
@@ -86,10 +88,10 @@ COINS = {"BTCUSDT (spot listed)": ORDERS, "ETHUSDT (no spot)": NO_SPOT_ORDERS}
 # ---- the exchange, in its own process -------------------------------------------------------------------
 
 
-def serve(scenario: dict, ready: Any, stop: Any, stall: Any) -> None:
+def serve(scenario: dict, ready: Any, stop: Any, stall: Any, state_path: Path | None = None) -> None:
     from pilot.exchange.sim import start_paper_exchange
 
-    with start_paper_exchange(scenario) as paper:
+    with start_paper_exchange(scenario, state_path=state_path) as paper:
         ready.put((paper.url, paper.api_key, paper.api_secret, paper.ws_url))
         while not stop.wait(0.01):
             paper.stream_faults.stall = stall.is_set()
@@ -112,13 +114,18 @@ def bench_scenario(latency_ms: float) -> dict[str, Any]:
     return scenario
 
 
-def start_exchange(latency_ms: float) -> tuple[tuple[str, str, str, str], Callable[[], None]]:
+def start_exchange(
+    latency_ms: float, state_path: Path | None = None
+) -> tuple[tuple[str, str, str, str], Callable[[], None]]:
+    """The paper exchange in a child process (`pilot sim --state FILE`-like when `state_path` is given)."""
     scenario = bench_scenario(latency_ms)
     global STALL
     ready: Any = multiprocessing.Queue()
     stop = multiprocessing.Event()
     STALL = multiprocessing.Event()
-    process = multiprocessing.Process(target=serve, args=(scenario, ready, stop, STALL), daemon=True)
+    process = multiprocessing.Process(
+        target=serve, args=(scenario, ready, stop, STALL, state_path), daemon=True
+    )
     process.start()
     address = ready.get(timeout=20)
 
@@ -493,37 +500,39 @@ async def stdio_cpu(
                 )
 
 
-async def long_session(scenario_file: Path, rounds: int) -> None:
-    """The default `pilot serve` (embedded paper exchange, streams on, its account in the home) over many rounds."""
+async def long_session(
+    scenario_file: Path, rounds: int, address: tuple[str, str, str, str] | None, sim_state: Path | None = None
+) -> None:
+    """`pilot serve` over many rounds: embedded (the default: the paper exchange in the server, its account in
+    the home, streams on), or attached to the external exchange at `address` (streams on)."""
     quarter = rounds // 4
+    where = "the embedded paper exchange" if address is None else "the external paper exchange"
     print(
-        f"\n3. A long session: {rounds} rounds of plan + place through stdio on the embedded paper exchange "
-        f"(streams on), BTCUSDT; load average {os.getloadavg()[0]:.2f}"
+        f"\n3. A long session: {rounds} rounds of plan + place through stdio on {where} (streams on), "
+        f"BTCUSDT; load average {os.getloadavg()[0]:.2f}"
     )
+    attach = ["--paper-url", address[0]] if address is not None else []
     with tempfile.TemporaryDirectory() as folder:
         home = Path(folder) / "home"
         make_home(home, POLICY)
-        async with stdio_server(home, "--scenario", str(scenario_file)) as server:
-            windows = []
-            for _ in range(4):
-                windows.append(await server.rounds(list(ORDERS), quarter))
-        state = home / "paper" / "state.json"
-        sizes = [
-            f"{path.name} {path.stat().st_size / 1e6:.2f} MB"
-            for path in (state, state.with_name("state.json.log"))
-            if path.exists()
-        ]
+        async with stdio_server(home, *attach, "--scenario", str(scenario_file), "--streams") as server:
+            windows = [await server.rounds(list(ORDERS), quarter) for _ in range(4)]
+            state = sim_state or home / "paper" / "state.json"
+            files = [path for path in (state, state.with_name(state.name + ".log")) if path.exists()]
+            sizes = ", ".join(f"{path.name} {path.stat().st_size / 1e6:.2f} MB" for path in files) or "none"
     first, last = windows[0], windows[-1]
     for index, window in enumerate(windows):
         print(
             f"  orders {index * quarter + 1:5}-{(index + 1) * quarter:5}: place_order median "
             f"{window.places.median_ms():5.2f} ms, p90 {window.places.p90_ms():5.2f} ms; plan_order median "
-            f"{window.plans.median_ms():5.2f} ms; server CPU per plan + place {window.cpu_ms_per_round():5.2f} ms"
+            f"{window.plans.median_ms():5.2f} ms, p90 {window.plans.p90_ms():5.2f} ms; "
+            f"server CPU per plan + place {window.cpu_ms_per_round():5.2f} ms"
         )
     ratio = last.places.median_ms() / first.places.median_ms()
     print(
         f"  place_order median, last quarter / first: {ratio:.2f}x (target <= 1.2x: {'ok' if ratio <= 1.2 else 'MISSED'}); "
-        f"CPU last / first {last.cpu_ms_per_round() / first.cpu_ms_per_round():.2f}x; state at the end: {', '.join(sizes)}"
+        f"CPU last / first {last.cpu_ms_per_round() / first.cpu_ms_per_round():.2f}x; "
+        f"the paper account on disk before the stop: {sizes}"
     )
 
 
@@ -569,7 +578,13 @@ def main() -> None:
             finally:
                 shutdown()
         if "session" in parts:
-            asyncio.run(long_session(scenario_file, args.session_rounds))
+            asyncio.run(long_session(scenario_file, args.session_rounds, None))
+            sim_state = Path(folder) / "sim-state.json"
+            address, shutdown = start_exchange(0, sim_state)  # its account in a file, as `pilot sim --home`
+            try:
+                asyncio.run(long_session(scenario_file, args.session_rounds, address, sim_state))
+            finally:
+                shutdown()
 
 
 if __name__ == "__main__":
