@@ -131,6 +131,8 @@ async def _wire() -> AsyncIterator[tuple[Any, Any]]:
         reading.close()
         writing.close()
         for fd, saved in zip((0, 1), kept, strict=True):
+            with contextlib.suppress(OSError):  # the transports made the pipe non-blocking: undo it
+                os.set_blocking(saved, True)
             os.dup2(saved, fd)
             os.close(saved)
 
