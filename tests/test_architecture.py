@@ -176,7 +176,10 @@ def test_each_outside_library_has_one_importer():
     server_sdk = importers_of("mcp.server")
     assert server_sdk and all(m.startswith("pilot.server") for m in server_sdk), server_sdk
     others = {m for m in importers_of("mcp") if not m.startswith("pilot.server")}
-    assert all(m.startswith("pilot.demo") for m in others), others  # the scripted agent is an MCP client
+    # the demo's scripted agent and the evals' agents are MCP clients
+    assert all(m.startswith(("pilot.demo", "pilot.evals")) for m in others), others
+    # the model APIs' HTTP client: one module, where its errors are translated
+    assert importers_of("httpx2") == {"pilot.evals.model_http"}
 
 
 def test_only_the_gate_calls_an_exchange_write():

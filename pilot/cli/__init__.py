@@ -29,6 +29,7 @@ _COMMAND_MODULES = (
     "keys",
     "sim",
     "demo",
+    "evals",
 )
 _COMMAND_NAMES = {"killswitch": "kill-switch", "losslimit": "loss-limit"}  # the others: the module's name
 

@@ -7,16 +7,21 @@ from decimal import Decimal
 from pilot.core.policy import ApprovalTool, ConfirmRule
 
 
-def needs_human(confirm: ConfirmRule, tool: ApprovalTool, notional_usd: Decimal | None = None) -> bool:
+def needs_human(
+    confirm: ConfirmRule, tool: ApprovalTool, notional_usd: Decimal | None = None, *, grows: bool = True
+) -> bool:
     """True when `confirm` wants a human for `tool`, given the order's worst-fill notional if it has one.
 
-    `confirm.actions` names tools that always ask. `confirm.aboveNotionalUsd` guards placing orders only:
-    a close reduces risk and never waits on a threshold meant for growing it.
+    `confirm.actions` names tools that always ask. `confirm.aboveNotionalUsd` guards placing orders that can
+    grow the worst-case exposure: an order that only shrinks it (`grows` False: a reduce-only close, a sell
+    of coin held), like close_position, never waits on a threshold meant for growing it.
     """
     if tool in confirm.actions:
         return True
     above = confirm.above_notional_usd
-    return tool == "place_order" and above is not None and notional_usd is not None and notional_usd > above
+    if tool != "place_order" or not grows or above is None or notional_usd is None:
+        return False
+    return notional_usd > above
 
 
 def may_need_human(confirm: ConfirmRule, tool: ApprovalTool) -> bool:

@@ -218,6 +218,11 @@ class Code(StrEnum):
         Group.BLOCKER,
         "`plan_amend` (or its `place_order`) names no open order or a TP/SL or conditional one, a total at or below what has filled, or changes nothing",
     )
+    NO_POSITION = (
+        "noPosition",
+        Group.BLOCKER,
+        "`set_trading_stop` on a market with no position: Bybit keeps a stop only on a position (a new one's stop goes with `plan_order`'s `stop_loss`)",
+    )
     TRADING_HOURS = (
         "tradingHours",
         Group.BLOCKER,

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from pilot.core.codes import PROTECTION_CODES, RESIZE_CODES
 from pilot.core.facts import Facts
 from pilot.core.policy import Policy
 from pilot.core.rules import Situation, run_checks
-from pilot.core.sizing import LOSS_CODES, protect, reducing_alternative, suggest, with_stop_option
+from pilot.core.sizing import (
+    LOSS_CODES,
+    close_instead,
+    protect,
+    reducing_alternative,
+    suggest,
+    with_close_option,
+    with_stop_option,
+)
 from pilot.core.valuation import liquidation_distance_pct
 from pilot.core.violations import NextAction, Violation
 
@@ -60,8 +68,43 @@ def evaluate(policy: Policy, facts: Facts) -> Evaluation:
     if next_action is not None and next_action.tool is None:
         # Nothing of the order as asked fits; what of it only shrinks the position may (a blocker such as
         # tradingState reducing lets it through, and so do the caps).
-        next_action = reducing_alternative(policy, facts, situation) or next_action
+        next_action = (
+            reducing_alternative(policy, facts, situation)
+            or close_instead(policy, facts, situation)
+            or next_action
+        )
+    elif next_action is not None and facts.order.reduce_only:
+        next_action = with_close_option(policy, facts, situation, next_action)
+    raised = _raised(facts, next_action)
+    if raised is not None:
+        # Raised to the instrument's minimum, an order may meet a rule its smaller size did not (a position
+        # in one market more, a loss at its stop): the answer is then what the raised order gets.
+        follow = evaluate(policy, raised)
+        next_action = next_action if follow.passed else follow.next_safe_action
     return Evaluation(violations, next_action, situation)
+
+
+def _raised(facts: Facts, action: NextAction | None) -> Facts | None:
+    """The facts for the suggested plan_order when it raises the order's size (None: no such suggestion)."""
+    if action is None or action.tool != "plan_order" or action.args is None:
+        return None
+    args = action.args
+    qty = Decimal(str(args["qty"]))
+    if qty <= facts.order.qty:
+        return None
+
+    def price(name: str) -> Decimal | None:
+        return Decimal(str(args[name])) if name in args else None
+
+    order = replace(
+        facts.order,
+        qty=qty,
+        reduce_only=bool(args.get("reduce_only", False)),
+        limit_price=price("price"),
+        stop_loss=price("stop_loss"),
+        take_profit=price("take_profit"),
+    )
+    return replace(facts, order=order)
 
 
 def _next_safe_action(violations: list[Violation]) -> NextAction | None:

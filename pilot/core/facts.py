@@ -159,6 +159,7 @@ class PendingFill:
     price: Decimal | None = None
     stop_loss: Decimal | None = None
     order_id: str = ""
+    unknown: bool = False  # a send whose outcome is not known yet: no cancel can take it off the book
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +177,10 @@ class PendingOrders:
 
     def on_side(self, side: Side) -> Decimal:
         return self.buy_qty if side is Side.BUY else self.sell_qty
+
+    def cancellable(self, side: Side) -> Decimal:
+        """What a cancel can take off the book on `side`: the resting orders known one by one."""
+        return sum((f.qty for f in self.fills if f.side is side and not f.unknown), Decimal(0))
 
 
 NO_PENDING = PendingOrders()

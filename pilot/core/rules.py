@@ -525,7 +525,9 @@ def check_funds(s: Situation) -> Breach | None:
 
 def check_human_reach(s: Situation) -> Breach | None:
     """An order that would need a human's approval, planned for a caller who cannot ask one, is a dead end."""
-    if s.facts.can_reach_human or not needs_human(s.policy.confirm, "place_order", s.order_notional):
+    if s.facts.can_reach_human or not needs_human(
+        s.policy.confirm, "place_order", s.order_notional, grows=not s.reducing
+    ):
         return None
     above = s.policy.confirm.above_notional_usd
     how = REACH_A_HUMAN
@@ -810,20 +812,13 @@ def check_protection(s: Situation) -> Breach | None:
                 attempted="none",
                 detail="policy.json requires a stop_loss on every order that opens or adds to a position",
             )
-        if outlives(s):
-            most = reduce_only_limit(s.position_size, s.rules)
-            closing = replace(order, reduce_only=True, qty=max(min(order.qty, most), s.rules.min_qty))
+        if outlives(s):  # the next action (sizing.protect) makes it reduce-only, sized to pass
             return Breach(
                 rule=Code.REQUIRE_STOP_LOSS,
                 limit="a stop_loss, or reduce_only",
                 attempted="none",
                 detail="this order closes the position now, but left resting it opens one without a stop "
                 "once the position is gone (its stop, say): policy.json requires a stop on every position",
-                next=NextAction.call(
-                    "plan_order",
-                    plan_args(closing, closing.qty),
-                    "make it reduce_only: it then only ever closes",
-                ),
             )
     problem = stop_problem(s)
     if problem is not None:
@@ -915,10 +910,12 @@ def refused_only_for_pending(policy: Policy, facts: Facts, cancellable: Decimal)
         return False
     if any(breach.rule is Code.FACTS for breach in breaches):
         return False
-    left = max(pending.on_side(facts.order.side) - cancellable, ZERO)
-    fewer = (
-        replace(pending, buy_qty=left) if facts.order.side is Side.BUY else replace(pending, sell_qty=left)
-    )
+    side = facts.order.side
+    left = max(pending.on_side(side) - cancellable, ZERO)
+    fewer = replace(pending, buy_qty=left) if side is Side.BUY else replace(pending, sell_qty=left)
+    if cancellable >= pending.cancellable(side):  # every resting order on the side goes, one by one
+        kept = tuple(f for f in pending.fills if f.side is not side or f.unknown)
+        fewer = replace(fewer, fills=kept)
     return not run_checks(policy, replace(facts, pending=fewer))[1]
 
 

@@ -6,16 +6,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
+from pilot.core.approval import needs_human
 from pilot.core.codes import NO_HUMAN_FIX, RESIZE_CODES, SIZE_CAP_CODES, Code
-from pilot.core.facts import Facts, OrderIntent, OrderType, Side
+from pilot.core.facts import Facts, InstrumentRules, OrderIntent, OrderType, Side
 from pilot.core.policy import Policy
 from pilot.core.rules import (
     Situation,
     close_option,
     loss_limit,
+    outlives,
     plan_args,
     position_left,
     reduce_only_limit,
+    refused_only_for_pending,
     run_checks,
     situate,
     stop_problem,
@@ -96,8 +99,11 @@ def _raising_grows(policy: Policy, facts: Facts, situation: Situation, raised: O
     return probe is not None and not probe.reducing
 
 
-def _as_reduce_only(policy: Policy, facts: Facts, situation: Situation, base: OrderIntent) -> NextAction:
-    """The same order made reduce-only (linear), sized to pass: it closes what there is and never flips.
+def _as_reduce_only(
+    policy: Policy, facts: Facts, situation: Situation, base: OrderIntent, qty: Decimal | None = None
+) -> NextAction:
+    """The same order made reduce-only (linear), sized to pass: it closes what there is (or `qty` of it) and
+    never flips.
 
     Spot takes no reduce-only orders: there a position smaller than the minimum cannot be sold at all.
     """
@@ -108,7 +114,8 @@ def _as_reduce_only(policy: Policy, facts: Facts, situation: Situation, base: Or
             f"the minimum order {plain(rules.min_qty)}",
             human=f"add to the {rules.base} holding, or convert the small balance in the exchange's app",
         )
-    closing = replace(base, reduce_only=True, qty=reduce_only_limit(situation.position_size, rules))
+    most = reduce_only_limit(situation.position_size, rules)
+    closing = replace(base, reduce_only=True, qty=min(qty, most) if qty is not None else most)
     variant = replace(facts, order=closing)
     variant_situation, breaches = run_checks(policy, variant)
     if not breaches:
@@ -141,8 +148,9 @@ def reducing_alternative(policy: Policy, facts: Facts, situation: Situation | No
     if rules.category == "spot":
         free = floor_to_step(max(size - situation.pending, Decimal(0)), rules.qty_step)
         cut = replace(order, reduce_only=False, qty=min(order.qty, free))
-    else:
-        cut = replace(order, reduce_only=True, qty=min(order.qty, reduce_only_limit(size, rules)))
+    else:  # a reduce-only order carries no stop or target (the position's stay as they are)
+        most = reduce_only_limit(size, rules)
+        cut = replace(order, reduce_only=True, qty=min(order.qty, most), stop_loss=None, take_profit=None)
     if cut.qty <= 0:
         return None
     variant = replace(facts, order=cut)
@@ -156,9 +164,9 @@ def reducing_alternative(policy: Policy, facts: Facts, situation: Situation | No
             probe = situate(policy, replace(facts, order=replace(cut, qty=steps * step)))
             return probe is not None and probe.reducing
 
-        most = _largest(1, int(floor_to_step(cut.qty, step) / step), shrinks) if step > 0 else None
-        if most is not None:
-            cut = replace(cut, qty=most * step)
+        steps = _largest(1, int(floor_to_step(cut.qty, step) / step), shrinks) if step > 0 else None
+        if steps is not None:
+            cut = replace(cut, qty=steps * step)
             variant = replace(facts, order=cut)
             variant_situation, breaches = run_checks(policy, variant)
     if variant_situation is None or not variant_situation.reducing:
@@ -181,6 +189,70 @@ def reducing_alternative(policy: Policy, facts: Facts, situation: Situation | No
         "shrinks it, and passes"
     )
     return NextAction.call("plan_order", plan_args(cut, cut.qty), text)
+
+
+def closing_qty(size: Decimal, asked: Decimal | None, rules: InstrumentRules) -> Decimal:
+    """How much one close_position sends: what was asked (all by default), at most one maximum order.
+
+    On linear a position smaller than the minimum order (dust) is closed by a minimum-size reduce-only
+    order, which the exchange cuts to the position; on spot only what is held (`size`: free) can be sold.
+    """
+    wanted = abs(size) if asked is None else min(asked, abs(size))
+    amount = min(floor_to_step(wanted, rules.qty_step), rules.max_qty)
+    if rules.category == "linear" and abs(size) < rules.min_qty:
+        return rules.min_qty
+    return amount
+
+
+def close_instead(policy: Policy, facts: Facts, situation: Situation | None) -> NextAction | None:
+    """For an order meant to shrink the position (reduce-only, or against it) that nothing of plan_order
+    lets through, close_position when it would close as much: it waits on no confirmation threshold (only on
+    confirm.actions naming it), and first cancels the resting orders on its side that would open a position
+    the other way once this one is closed (newest first, only while they would). None when it would not
+    pass either."""
+    if situation is None or facts.pending is None:
+        return None
+    order, size, rules = facts.order, situation.position_size, situation.rules
+    if size == 0 or (size > 0) != (order.side is Side.SELL):
+        return None
+    if not facts.can_reach_human and needs_human(policy.confirm, "close_position"):
+        return None
+    linear = rules.category == "linear"
+    qty = closing_qty(size if linear else size - situation.pending, order.qty, rules)
+    if qty <= 0:
+        return None
+    close = OrderIntent(
+        order.symbol, order.side, qty, OrderType.MARKET, reduce_only=linear, category=order.category
+    )
+    closing = replace(facts, order=close, can_reach_human=True)  # a close asks a human only when named
+    cancellable = facts.pending.cancellable(order.side) if linear else Decimal(0)
+    if run_checks(policy, closing)[1] and not refused_only_for_pending(policy, closing, cancellable):
+        return None
+    args: dict[str, object] = {"symbol": order.symbol, "category": order.category}
+    if qty < abs(size):
+        args["qty"] = plain(qty)
+    text = (
+        f"close_position closes {plain(qty)} {situation.base} at market (a reduce-only Limit IOC within "
+        "maxSlippagePct), first cancelling the resting orders on its side that would reopen the position"
+    )
+    return NextAction.call("close_position", args, text)
+
+
+def with_close_option(
+    policy: Policy, facts: Facts, situation: Situation | None, action: NextAction
+) -> NextAction:
+    """A reduce-only order cut smaller than asked, with the other way out as an option: close_position closes
+    what was asked, cancelling the resting orders that made the cut necessary."""
+    if (
+        action.tool != "plan_order"
+        or action.args is None
+        or Decimal(str(action.args["qty"])) >= facts.order.qty
+    ):
+        return action
+    close = close_instead(policy, facts, situation)
+    if close is None or close.tool is None or close.args is None:
+        return action
+    return replace(action, options=(*action.options, ToolCall(close.tool, close.args, "or " + close.text)))
 
 
 def _lowest_valid_steps(facts: Facts, situation: Situation) -> int:
@@ -303,6 +375,9 @@ def protect(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
     with a stop that fits (the farthest the loss limit allows for the quantity asked, else 2% beyond the
     price) and without the misplaced take-profit, sized to pass by the one sizing path."""
     order = situation.order
+    if order.stop_loss is None and situation.reducing and outlives(situation):
+        # It closes now but may rest on once the position is gone: reduce-only, it only ever closes.
+        return _as_reduce_only(policy, facts, situation, order, order.qty)
     stop = order.stop_loss if stop_problem(situation) is None else None
     if stop is None:
         limit = loss_limit(situation)

@@ -24,9 +24,18 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from pilot.core.codes import Code
-from pilot.core.facts import RESUME_TRADING, Effect, PendingOrders, Position, Side, StopLeg, TradingState
+from pilot.core.facts import (
+    RESUME_TRADING,
+    Effect,
+    PendingOrders,
+    Position,
+    Side,
+    StopLeg,
+    Touch,
+    TradingState,
+)
 from pilot.core.policy import EffectiveLimits, Policy
-from pilot.core.valuation import TAKER_FEE, ceil_to_step, floor_to_step
+from pilot.core.valuation import TAKER_FEE, ceil_to_step, floor_to_step, price_on_tick
 from pilot.core.violations import NextAction, Violation, plain, usd
 
 ZERO = Decimal(0)
@@ -380,6 +389,76 @@ def _wrong_side(
 
 
 RAISE_LOSS_CAP = "raise maxLossPerTradeUsd/Pct, or turn requireStopLoss off, in policy.json"
+
+
+@dataclass(frozen=True, slots=True)
+class TradingStop:
+    """A set_trading_stop call: the position's whole stop and/or take-profit (0 removes one; None leaves it)."""
+
+    symbol: str
+    stop_loss: Decimal | None
+    take_profit: Decimal | None
+
+    def on_tick(self, tick: Decimal, *, long: bool) -> TradingStop:
+        """The prices Bybit accepts, rounded as plan_order rounds an order's: on the tick on the closing
+        side's safe side (a long's stop up, towards the price: it loses less; its target up, away)."""
+        closing = Side.SELL if long else Side.BUY
+
+        def rounded(price: Decimal | None) -> Decimal | None:
+            return price if not price else price_on_tick(price, tick, closing)
+
+        return replace(self, stop_loss=rounded(self.stop_loss), take_profit=rounded(self.take_profit))
+
+
+def check_trading_stop_call(
+    policy: Policy,
+    state: TradingState,
+    position: Position,
+    equity: Decimal | None,
+    call: TradingStop,
+    tick: Decimal,
+    pending: PendingOrders | None,
+    touch: Touch,
+) -> list[Violation]:
+    """Violations of a set_trading_stop call (its prices on the tick), judged as Bybit will apply it: a stop
+    or target needs a position; the stop by check_trading_stop; a target beyond the price in the position's
+    favour (Bybit checks it against the last price, between the bid and the ask: 10001 otherwise)."""
+    if position.size == 0:
+        detail = f"there is no {call.symbol} position: Bybit sets a stop or a target only on a position"
+        stop = NextAction.stop(
+            "nothing to protect; give a new position its stop with plan_order's stop_loss",
+            human="nothing: a stop needs a position",
+        )
+        return [Violation(Code.NO_POSITION, "a position", "none", detail, stop)]
+    long = position.size > 0
+    violations: list[Violation] = []
+    if call.stop_loss is not None:
+        market = min(touch.bid, touch.mark) if long else max(touch.ask, touch.mark)
+        new = call.stop_loss if call.stop_loss > 0 else None
+        violations += check_trading_stop(policy, state, position, equity, new, tick, pending, market)
+    if call.take_profit:
+        favour = max(touch.ask, touch.mark) if long else min(touch.bid, touch.mark)
+        if call.take_profit <= favour if long else call.take_profit >= favour:
+            violations.append(_target_wrong_side(call, long, favour, tick))
+    return violations
+
+
+def _target_wrong_side(call: TradingStop, long: bool, favour: Decimal, tick: Decimal) -> Violation:
+    """A take-profit at or behind the price now: Bybit refuses it (10001). The next action keeps the stop
+    asked for and puts the target 1 % beyond the price."""
+    away = (
+        ceil_to_step(favour * Decimal("1.01"), tick)
+        if long
+        else floor_to_step(favour * Decimal("0.99"), tick)
+    )
+    args: dict[str, str] = {"symbol": call.symbol, "take_profit": plain(away)}
+    if call.stop_loss is not None:
+        args["stop_loss"] = plain(call.stop_loss)
+    fix = NextAction.call("set_trading_stop", args, f"a take-profit 1 % beyond the price: {plain(away)}")
+    way = "above" if long else "below"
+    assert call.take_profit is not None
+    detail = f"a {'long' if long else 'short'}'s take-profit must be {way} the price now ({plain(favour)}); {plain(call.take_profit)} is not"
+    return Violation(Code.TAKE_PROFIT, f"{way} {plain(favour)}", plain(call.take_profit), detail, fix)
 
 
 def without_legs(position: Position, order_ids: frozenset[str], *, whole: bool) -> Position:

@@ -50,6 +50,11 @@ class ExchangeRejected(ExchangeError):
         self.ret_code = ret_code
         self.family = family  # e.g. "auth", "rate_limit", "balance", "params", "not_found", "position"
 
+    @property
+    def unlisted(self) -> bool:
+        """Whether a read of one symbol was refused because the exchange lists no such instrument."""
+        return self.family in ("not_found", "params")
+
 
 class ExchangeUnavailable(ExchangeError):
     """The exchange could not be reached or did not process the request."""

@@ -258,3 +258,16 @@ def test_an_action_that_may_not_need_a_human_never_does(above, actions, tool, no
         assert needs_human(confirm, tool, Decimal(10**13))  # some order of it does
     else:
         assert not needs_human(confirm, tool, notional)
+
+
+@given(
+    above=st.none() | st.decimals(min_value=Decimal("0.01"), max_value=Decimal(10**9), places=2),
+    actions=st.lists(st.sampled_from(CONFIRMABLE_TOOLS), unique=True),
+    tool=st.sampled_from(CONFIRMABLE_TOOLS),
+    notional=st.none() | st.decimals(min_value=Decimal(0), max_value=Decimal(10**12), places=2),
+)
+def test_an_order_that_only_shrinks_the_exposure_waits_for_a_human_only_when_its_tool_is_named(
+    above, actions, tool, notional
+):
+    confirm = ConfirmRule.model_validate({"aboveNotionalUsd": above, "actions": actions})
+    assert needs_human(confirm, tool, notional, grows=False) == (tool in actions)

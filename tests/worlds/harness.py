@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -47,11 +47,15 @@ from pilot.exchange.models import OrderRequest
 from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.app.conftest import FakeClock, open_test_runtime
+from tests.worlds.at_stops import loss_at_stops
 from tests.worlds.oracle import Account, Miss, OpenOrder, Oracle, Order, Position
 from tests.worlds.strategies import Case, CloseCase, PlanCase
+from tests.worlds.tool_runs import ToolRuns
+from tests.worlds.tools import SUCCESS
 from tests.worlds.world import Quote, World, plain
 
 CREATE = "/v5/order/create"
+ANOTHER_CLIENT = "another-client-"  # the link ids of the orders the world starts with
 CODES = frozenset(code.value for code in Code)
 CONFIRMATION_CODES = frozenset({"confirmationChannelUnavailable", "confirmationRequired"})
 FILLED = ("filled", "partially_filled", "open", "cancelled", "accepted")
@@ -74,7 +78,7 @@ class Finding:
 
 
 @dataclass
-class WorldRun:
+class WorldRun(ToolRuns):
     """A running world: the paper exchange, Pilot's runtime, an MCP client that cannot show forms."""
 
     world: World
@@ -85,6 +89,13 @@ class WorldRun:
     stats: Counter[str] = field(default_factory=Counter)
     case_index: int = 0
     pause_ms: int = 0  # exchange time to let pass before placing a plan, in the case being played
+    placed_plans: list[str] = field(default_factory=list)
+    # What each position lost at its stops, and the quantity no stop closed, when last looked at.
+    at_stops: dict[str, tuple[Decimal, Decimal]] = field(default_factory=dict)
+
+    def tally(self, tool: str, what: str) -> None:
+        """Count one event of one tool's answers, for the survey's table per tool."""
+        self.stats[f"{tool} | {what}"] += 1
 
     # --- state -------------------------------------------------------------------------------------
 
@@ -112,6 +123,11 @@ class WorldRun:
                 o.price,
                 o.reduce_only,
                 o.stop_loss or None,
+                order_id=o.order_id,
+                kind=o.stop_order_type,
+                trigger=o.trigger_price or None,
+                qty=o.qty,
+                take_profit=o.take_profit or None,
             )
             for o in listed
         )
@@ -135,15 +151,25 @@ class WorldRun:
         seen = len(self.paper.executions())
         self.paper.advance(ms)
         self.stats["exchange seconds"] += ms // 1000
+        others = set()  # markets where an order of another client filled: what it did is not Pilot's
         for execution in self.paper.executions()[seen:]:
             kind = execution.order.stop_order_type or execution.exec_type
             self.stats[f"market fills {kind}" if kind != "Trade" else "market fills resting"] += 1
-        self.check_stops(f"after {when}")
+            if execution.order.order_link_id.startswith(ANOTHER_CLIENT):
+                others.add(execution.order.symbol)
+        self.check_stops(f"after {when}", excused=others)
 
-    def check_stops(self, when: str) -> None:
-        """Every position with a stop can lose at most maxLossPerTradeUsd at the stops the exchange holds."""
+    def check_stops(self, when: str, excused: Set[str] = frozenset()) -> None:
+        """Every position with a stop can lose at most maxLossPerTradeUsd at the stops the exchange holds, or
+        no more than it could before: a stop added or moved closer is never refused, even where the position
+        already loses more than the cap (a human's far stop, or a price that ran against it)."""
         oracle = self.oracle()
         for symbol in oracle.account.positions:
+            now = loss_at_stops(oracle.protected(symbol))
+            then = self.at_stops.get(symbol, now)
+            self.at_stops[symbol] = now
+            if symbol in excused or not stops_widened(then, now):
+                continue
             breach = oracle.stops_breach(symbol)
             if breach is not None:
                 self.fail(
@@ -170,6 +196,14 @@ class WorldRun:
             self.fail("tool-error", {"tool": tool, "args": args, "error": text})
             return None
         answer = result.structured_content
+        if tool == "place_order" and answer.get("status") != "refused":
+            self.placed_plans.append(str(args.get("plan_id")))
+        if answer.get("status") == "rejected" and tool in SUCCESS:
+            self.tally(tool, "exchange rejected")
+            self.fail(
+                f"exchange-rejected[{tool}: {answer.get('ret_code')}]",
+                {"tool": tool, "args": args, "answer": brief(answer)},
+            )
         for code in codes_in(answer):
             self.stats[f"rule {code}"] += 1
             if code not in CODES:
@@ -222,6 +256,9 @@ class WorldRun:
         if isinstance(case, CloseCase):
             self.pause_ms = 0
             await self.close_case(case)
+        elif not isinstance(case, PlanCase):
+            self.pause_ms = 0
+            await self.tool_case(case)
         else:
             self.pause_ms = case.pause_ms
             await self.plan_case(case)
@@ -240,6 +277,9 @@ class WorldRun:
                 await self.place(answer, oracle)
             return
         asked = self.asked_qty(case.args, oracle)
+        if asked and oracle.instrument(order) is not None and oracle.shrinks(order, asked):
+            detail = {"args": case.args, "facts": oracle.facts(order)}
+            self.reducing_refused("plan_order", answer, detail)
         await self.follow(case.args, answer, oracle, asked, place=case.place)
 
     def asked_qty(self, args: dict[str, Any], oracle: Oracle) -> Decimal | None:
@@ -269,11 +309,15 @@ class WorldRun:
             self.fail("no-next-action", {"args": args, "answer": brief(answer)})
             return
         if first["tool"] is None:
+            self.tally(origin, "refusals")
+            self.tally(origin, "terminal")
             await self.check_terminal(args, answer, oracle, origin=origin)
             return
         if first["tool"] != "plan_order":
-            self.fail(f"other-next-tool[{first['tool']}]", {"args": args, "answer": brief(answer)})
+            await self.chase(origin, args, answer)
             return
+        self.tally(origin, "refusals")
+        self.tally(origin, "suggestions")
         self.stats["suggestions"] += 1
         suggestion = first["args"]
         self.check_direction(args, asked, suggestion, oracle, answer)
@@ -282,14 +326,16 @@ class WorldRun:
             return
         if replay["status"] == "ok":
             self.stats["replays ok"] += 1
+            self.tally(origin, "replays ok")
             await self.check_ok(replay, oracle, origin="suggested")
-            await self.check_one_more_step(args, asked, answer, suggestion, oracle)
+            await self.check_one_more_step(args, asked, answer, suggestion, oracle, origin)
             if place or replay.get("needs_confirmation"):
                 await self.place(replay, oracle)
             return
         self.stats["replays refused"] += 1
+        self.tally(origin, "replays refused")
         self.fail(
-            f"replay-refused[{rules(answer)} -> {rules(replay)}]",
+            f"replay-refused[{origin}: {rules(answer)} -> {rules(replay)}]",
             {
                 "asked": args,
                 "facts": oracle.facts(Order.of(args)),
@@ -309,6 +355,7 @@ class WorldRun:
             return
         if third["next_safe_action"] is not None and third["next_safe_action"]["tool"] is not None:
             self.stats["loops"] += 1
+            self.tally(origin, "loops")
             self.fail(
                 f"loop[{rules(answer)} -> {rules(replay)} -> {rules(third)}]",
                 {
@@ -343,6 +390,7 @@ class WorldRun:
         answer: dict[str, Any],
         suggestion: dict[str, Any],
         oracle: Oracle,
+        origin: str = "plan_order",
     ) -> None:
         """After a size cut, the suggested size is the largest: one lot step more is refused."""
         order = Order.of(suggestion)
@@ -351,8 +399,10 @@ class WorldRun:
         if instrument is None or asked is None or qty >= asked:
             return
         self.stats["cuts"] += 1
+        self.tally(origin, "maximal checked")
         more = await self.plan({**suggestion, "qty": plain(qty + instrument.step)}, oracle)
         if more is not None and more["status"] == "ok":
+            self.tally(origin, "not maximal")
             self.fail(
                 f"one-more-step-passes[{rules(answer)}]",
                 {
@@ -385,6 +435,7 @@ class WorldRun:
             self.fail(f"terminal-without-human[{rule}]", {"args": args, "answer": brief(answer)})
         self.check_options(args, answer, oracle)
         order = Order.of(args)
+        self.check_close_offered(args, answer, oracle, origin)
         found = oracle.witness(order)
         if found is None:
             return
@@ -400,6 +451,7 @@ class WorldRun:
         }
         if confirm is not None and confirm["status"] == "ok":
             self.stats["false nothing fits"] += 1
+            self.tally(origin, "false nothing fits")
             self.fail(f"false-nothing-fits[{origin}: {rule}; witness {flavour}]", detail)
         elif flavour == "dust-close":  # the issue allows a terminal answer for dust: noted, not failed
             self.stats["dust close not offered"] += 1
@@ -407,6 +459,31 @@ class WorldRun:
         else:
             self.stats["oracle disagrees"] += 1
             self.fail(f"nothing-fits-oracle-disagrees[{origin}: {rule}]", detail)
+
+    def check_close_offered(
+        self, args: dict[str, Any], answer: dict[str, Any], oracle: Oracle, origin: str
+    ) -> None:
+        """An order meant to shrink the position (reduce-only, or against it) is not answered "nothing fits"
+        while close_position, which first cancels the resting orders that would reopen the position, closes
+        as much: the way to reduce that works is the next action."""
+        order = Order.of(args)
+        close = oracle.close_order(order.symbol, order.category)
+        if close is None or close.side != order.side or not (order.reduce_only or oracle.opposite(order)):
+            return
+        asked = self.asked_qty(args, oracle)
+        # on linear, close_position first cancels the resting orders that would reopen the position; on spot
+        # it sells the coin that is free (coin offered in a resting sell stays offered)
+        cleared = oracle if close.category == "spot" else oracle.without_resting(close)
+
+        def at_most_asked(variant: Order, size: Decimal) -> bool:
+            return asked is None or size <= max(asked, oracle.dust_close_qty(variant) or Decimal(0))
+
+        if cleared.witness(close, within=at_most_asked) is not None:
+            self.tally(origin, "reducing refused")
+            self.fail(
+                f"reducing-refused[{origin}: {rules(answer)}, terminal while close_position closes it]",
+                {"args": args, "facts": oracle.facts(order), "answer": brief(answer)},
+            )
 
     def check_options(self, args: dict[str, Any], answer: dict[str, Any], oracle: Oracle) -> None:
         for option in (answer.get("next_safe_action") or {}).get("options") or []:
@@ -454,8 +531,8 @@ class WorldRun:
                 f"valuation-mismatch[{sent.category} {planned['order_type']} {sent.side}]",
                 {**detail, "oracle_notional": plain(qty * worst)},
             )
-        needs = oracle.policy.needs_human("place_order", qty * worst)
-        if bool(answer.get("needs_confirmation")) != needs and not oracle.reducing(sent, qty):
+        needs = oracle.policy.needs_human("place_order", qty * worst, grows=not oracle.reducing(sent, qty))
+        if bool(answer.get("needs_confirmation")) != needs:
             self.fail("confirmation-flag-mismatch", {**detail, "oracle_needs_human": needs})
 
     async def place(self, plan: dict[str, Any], oracle: Oracle) -> None:
@@ -483,7 +560,7 @@ class WorldRun:
             "oracle": [str(miss) for miss in expected],
         }
         if answer["status"] == "rejected":
-            self.fail(f"exchange-rejected[{answer.get('ret_code')}]", detail)
+            pass  # counted and failed by call(): nothing Pilot sends may be rejected
         elif answer["status"] == "refused":
             await self.check_place_refusal(sent, qty, answer, expected, oracle, detail)
         elif expected:
@@ -588,8 +665,7 @@ class WorldRun:
         facts = oracle.facts(close or Order(case.symbol, case.category, "sell", "market"))
         detail = {"args": args, "facts": facts, "answer": brief(answer)}
         if answer["status"] == "rejected":
-            self.fail(f"close-rejected[{answer.get('ret_code')}]", detail)
-            return
+            return  # counted and failed by call()
         if answer["status"] in FILLED:
             self.check_stops("close_position")
             after = self.oracle().held(Order(case.symbol, case.category, "sell", "market"))
@@ -601,6 +677,7 @@ class WorldRun:
         code = rules(answer)
         if code in CONFIRMATION_CODES and "close_position" in oracle.policy.confirm_actions:
             return
+        self.reducing_refused("close_position", answer, detail)
         nxt = answer.get("next_safe_action") or {}
         if close is None:
             if nxt.get("tool") is None:
@@ -643,8 +720,9 @@ async def seed(paper: PaperExchange, world: World) -> int:
                     qty=resting.qty,
                     price=resting.price,
                     time_in_force="GTC",
-                    order_link_id=f"another-client-{index}",
+                    order_link_id=f"{ANOTHER_CLIENT}{index}",
                     reduce_only=resting.reduce_only,
+                    stop_loss=resting.stop_loss,
                 )
                 with contextlib.suppress(ExchangeError):  # a seed the exchange refuses is simply not there
                     await adapter.create_order(request)
@@ -665,10 +743,21 @@ async def open_world(world: World, home: Path) -> AsyncIterator[WorldRun]:
             open_test_runtime(home, paper, clock) as runtime,
             Client(build_server(runtime)) as client,  # declares no elicitation: it cannot show a form
         ):
-            yield WorldRun(world, paper, client, seeded)
+            run = WorldRun(world, paper, client, seeded)
+            start = run.oracle()
+            run.at_stops = {s: loss_at_stops(start.protected(s)) for s in start.account.positions}
+            yield run
 
 
 # --- reading answers ---------------------------------------------------------------------------------
+
+
+def stops_widened(before: tuple[Decimal, Decimal], after: tuple[Decimal, Decimal]) -> bool:
+    """Whether the stops now let the position lose more than before: more of it left without a stop, or as
+    much and more lost at them (README, maxLossPerTradeUsd)."""
+    if after[1] != before[1]:
+        return after[1] > before[1]
+    return after[0] > before[0]
 
 
 def as_sent(planned: dict[str, Any]) -> Order:

@@ -159,11 +159,13 @@ class PolicyRules:
                 return True
         return False
 
-    def needs_human(self, tool: str, notional: Decimal) -> bool:
+    def needs_human(self, tool: str, notional: Decimal, *, grows: bool = True) -> bool:
+        """README, confirm: `actions` always ask; `aboveNotionalUsd` asks only for an order that can grow the
+        worst-case exposure (one that only shrinks it never waits on it, as close_position never did)."""
         if tool in self.confirm_actions:
             return True
         above = self.above_notional
-        return tool == "place_order" and above is not None and notional > above
+        return tool == "place_order" and grows and above is not None and notional > above
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +186,17 @@ class OpenOrder:
     price: Decimal
     reduce_only: bool
     stop_loss: Decimal | None = None  # the stop it carries: the position's whole stop once it fills
+    order_id: str = ""
+    kind: str = (
+        ""  # "" an ordinary order; else Bybit's stopOrderType (StopLoss, PartialStopLoss, TakeProfit...)
+    )
+    trigger: Decimal | None = None  # a TP/SL or conditional order's trigger price
+    qty: Decimal = ZERO  # the order's total quantity (leaves is what is left of it)
+    take_profit: Decimal | None = None
+
+    @property
+    def ordinary(self) -> bool:
+        return not self.kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +303,11 @@ class Oracle:
             return self.account.wallet.get(instrument.base, ZERO)
         position = self.account.positions.get(order.symbol)
         return position.size if position is not None else ZERO
+
+    def leverage(self, symbol: str) -> Decimal:
+        """The leverage set on a linear market (the paper exchange keeps it while flat)."""
+        position = self.account.positions.get(symbol)
+        return position.leverage if position is not None else Decimal(10)
 
     def pending(self, order: Order, side: str | None = None) -> Decimal:
         """Open orders on the order's side (of its category and symbol) that may still fill: not reduce-only."""
@@ -440,6 +458,15 @@ class Oracle:
             return abs(after) <= worst_now
         return self.opposite(order) and qty + self.pending(order) <= abs(held)
 
+    def shrinks(self, order: Order, qty: Decimal) -> bool:
+        """Whether `qty` of the order only shrinks a position there is: against it, and reducing (on spot,
+        where no order is reduce-only, a sell of at most the coin held and not already offered)."""
+        instrument = self.instrument(order)
+        if instrument is not None and instrument.spot:
+            held = self.held(order)
+            return order.side == "sell" and qty > 0 and qty + self.pending(order) <= held
+        return self.opposite(order) and self.reducing(order, qty)
+
     def dust_close_qty(self, order: Order) -> Decimal | None:
         """The reduce-only size that closes a position below the minimum order (capped by the exchange)."""
         instrument = self.instrument(order)
@@ -496,7 +523,8 @@ class Oracle:
         if reducing and self.outlives(order):
             out.extend(self._outliving_misses(order, instrument, qty, price))
         out.extend(self._exchange_misses(order, instrument, qty, price, held))
-        if not order.closing and not self.reaches_human and rules.needs_human("place_order", qty * worst):
+        needs = rules.needs_human("place_order", qty * worst, grows=not reducing)
+        if not order.closing and not self.reaches_human and needs:
             out.append(
                 Miss("confirm", "aboveNotionalUsd", f"{plain(qty * worst)} needs a human, none reachable")
             )
@@ -744,7 +772,7 @@ class Oracle:
         out = [miss for miss in self.misses(order, qty) if miss.kind != "confirm"]
         sent = self.sent_price(order, planned)
         worst = sent if order.side == "buy" else max(sent, self.quote(order.symbol).bid)
-        needs = self.policy.needs_human("place_order", qty * worst)
+        needs = self.policy.needs_human("place_order", qty * worst, grows=not self.reducing(order, qty))
         if not order.closing and not self.reaches_human and needs:
             out.append(
                 Miss("confirm", "aboveNotionalUsd", f"{plain(qty * worst)} needs a human, none reachable")

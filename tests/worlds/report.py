@@ -55,6 +55,8 @@ def summary(worlds: list[dict[str, Any]], examples: int = 1) -> str:
         f"{stats['market fills BustTrade']}; placed fills with a stop {stats['placed fills with a stop']}; "
         f"place_order refused after a move {stats['place refused after a move']}",
         "",
+        *tool_table(stats),
+        "",
         "findings by kind (count, worlds):",
     ]
     lines += [f"  {count:5d} {in_worlds[kind]:4d}  {kind}" for kind, count in sorted(kinds.items())]
@@ -63,6 +65,45 @@ def summary(worlds: list[dict[str, Any]], examples: int = 1) -> str:
         for detail in sorted(samples[kind], key=lambda d: len(json.dumps(d)))[:examples]:
             lines.append(json.dumps(detail, indent=1, default=str))
     return "\n".join(lines)
+
+
+TOOLS = (
+    "plan_order",
+    "close_position",
+    "plan_amend",
+    "place_order",
+    "cancel_order",
+    "cancel_all_orders",
+    "set_leverage",
+    "set_trading_stop",
+)
+
+
+def tool_table(stats: Counter[str]) -> list[str]:
+    """Per tool that can refuse: its calls, refusals, and the six figures issue 24 asks for."""
+
+    def get(tool: str, what: str) -> int:
+        return stats[f"{tool} | {what}"]
+
+    def rate(ok: int, of: int) -> str:
+        return f"{100 * ok / of:.1f} % of {of}" if of else "-"
+
+    lines = [
+        "| tool | calls | refusals | replay ok | maximal | loops | false nothing fits | reducing refused "
+        "| exchange rejected |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for tool in TOOLS:
+        suggestions = get(tool, "suggestions")
+        checked = get(tool, "maximal checked")
+        lines.append(
+            f"| {tool} | {stats[f'calls {tool}']} | {get(tool, 'refusals')} "
+            f"| {rate(get(tool, 'replays ok'), suggestions)} "
+            f"| {rate(checked - get(tool, 'not maximal'), checked)} | {get(tool, 'loops')} "
+            f"| {get(tool, 'false nothing fits')} | {get(tool, 'reducing refused')} "
+            f"| {get(tool, 'exchange rejected')} |"
+        )
+    return lines
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from tests.worlds.oracle import Oracle, Order, ceil_steps, floor_steps
+from tests.worlds.tools import ToolCase, tool_cases
 from tests.worlds.world import STEP_MS, Holding, Instrument, Quote, Resting, Walk, World, plain
 
 BASES = ("BTC", "ETH", "SOL", "XRP", "DOGE", "LINK", "PEPE")
@@ -126,7 +127,14 @@ def holdings(draw: st.DrawFn, linear: Instrument, market: Market) -> Holding | N
     drift = Decimal(draw(st.integers(-50, 50))) / 1000
     avg = max(floor_steps(mark * (1 + drift), market.tick) * market.tick, market.tick)
     leverage = Decimal(draw(st.integers(1, int(min(linear.max_leverage, 20)))))
-    return Holding(market.symbol, draw(st.sampled_from(["Buy", "Sell"])), market.step * steps, avg, leverage)
+    side = draw(st.sampled_from(["Buy", "Sell"]))
+    stop = None
+    if draw(st.integers(0, 2)) == 0:  # a stop a human set before Pilot started: near or far
+        share = draw(st.sampled_from([Decimal("0.002"), Decimal("0.01"), Decimal("0.05"), Decimal("0.2")]))
+        ticks = floor_steps(mark * share, market.tick) + 1
+        stop = mark - ticks * market.tick if side == "Buy" else mark + ticks * market.tick
+        stop = stop if stop > 0 else None
+    return Holding(market.symbol, side, market.step * steps, avg, leverage, stop)
 
 
 @st.composite
@@ -136,9 +144,15 @@ def resting_orders(draw: st.DrawFn, chosen: Instrument, quote: Quote, min_steps:
     price = quote.bid - away if side == "Buy" else quote.ask + away
     steps = draw(log_int(min_steps, min_steps * 50))
     reduce_only = chosen.category == "linear" and draw(st.integers(0, 4)) == 0
-    return Resting(
-        chosen.category, chosen.symbol, side, chosen.step * steps, max(price, chosen.tick), reduce_only
-    )
+    price = max(price, chosen.tick)
+    stop = None
+    if chosen.category == "linear" and not reduce_only and draw(st.integers(0, 2)) == 0:
+        ticks = (
+            floor_steps(price * draw(st.sampled_from([Decimal("0.003"), Decimal("0.03")])), chosen.tick) + 1
+        )
+        stop = price - ticks * chosen.tick if side == "Buy" else price + ticks * chosen.tick
+        stop = stop if stop > 0 else None
+    return Resting(chosen.category, chosen.symbol, side, chosen.step * steps, price, reduce_only, stop)
 
 
 def relative(draw: st.DrawFn, unit: Decimal) -> Decimal:
@@ -195,6 +209,11 @@ def policies(
             override["maxLeverage"] = Decimal(draw(st.sampled_from([1, 2, 10])))
         if draw(st.booleans()):
             override["maxSlippagePct"] = draw(st.sampled_from([Decimal("0.2"), Decimal(2)]))
+        if i.category == "linear" and draw(st.integers(0, 3)) == 0:  # the loss rules per market too
+            factor = draw(st.sampled_from([Decimal("0.01"), Decimal("0.2"), Decimal(5)]))
+            override["maxLossPerTradeUsd"] = max(significant(unit_of(i) * factor), Decimal("0.01"))
+        if i.category == "linear" and draw(st.integers(0, 5)) == 0:
+            override["requireStopLoss"] = draw(st.booleans())
         if override:
             markets[i.symbol] = override
     if markets:
@@ -203,7 +222,8 @@ def policies(
     if draw(st.integers(0, 2)) == 0:
         confirm["aboveNotionalUsd"] = relative(draw, unit)
     if draw(st.integers(0, 5)) == 0:
-        confirm["actions"] = [draw(st.sampled_from(["place_order", "close_position"]))]
+        tools = ["place_order", "place_order", "close_position", "cancel_order", "set_leverage"]
+        confirm["actions"] = [draw(st.sampled_from(tools))]
     if confirm:
         policy["confirm"] = confirm
     policy.update(loss_rules(draw, unit))
@@ -391,8 +411,13 @@ def limit_price(draw: st.DrawFn, chosen: Instrument, quote: Quote, side: str) ->
 
 
 @st.composite
-def cases(draw: st.DrawFn, world: World, oracle: Oracle) -> Case:
-    kind = draw(st.sampled_from(["plan"] * 8 + ["close"] * 2 + ["unknown"]))
+def cases(draw: st.DrawFn, world: World, oracle: Oracle) -> Case | ToolCase:
+    kind = draw(st.sampled_from(["plan"] * 8 + ["close"] * 2 + ["unknown"] + ["tool"] * 8))
+    if kind == "tool":
+        drawn = draw(tool_cases(world, oracle))
+        if drawn is not None:
+            return drawn
+        kind = "plan"
     if kind == "close":
         chosen = draw(st.sampled_from(world.instruments))
         qty = None

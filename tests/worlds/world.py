@@ -123,6 +123,7 @@ class Holding:
     size: Decimal
     avg_price: Decimal
     leverage: Decimal
+    stop_loss: Decimal | None = None  # the position's whole stop at the start (tpslMode Full)
 
     @property
     def signed(self) -> Decimal:
@@ -139,6 +140,7 @@ class Resting:
     qty: Decimal
     price: Decimal
     reduce_only: bool = False
+    stop_loss: Decimal | None = None  # sent with it: the position's whole stop once it fills
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +177,7 @@ class World:
                     "avgPrice": plain(h.avg_price),
                     "leverage": plain(h.leverage),
                 }
+                | ({"stopLoss": plain(h.stop_loss)} if h.stop_loss is not None else {})
                 for h in self.positions
             ],
             "balances": {coin: plain(amount) for coin, amount in self.balances.items()},
@@ -215,7 +218,7 @@ def _resting(order: Resting) -> dict[str, Any]:
         "qty": plain(order.qty),
         "price": plain(order.price),
         "reduceOnly": order.reduce_only,
-    }
+    } | ({"stopLoss": plain(order.stop_loss)} if order.stop_loss is not None else {})
 
 
 def _numbers(value: Any) -> Any:

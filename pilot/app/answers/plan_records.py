@@ -105,6 +105,9 @@ class PlanPayload(_Record):
     snapshot: Snapshot
     policy_version: str
     amend: AmendRecord | None = None  # set: place_order amends this open order instead of creating one
+    # Whether the order could grow the worst-case exposure when planned (confirm.aboveNotionalUsd guards
+    # only those); place_order judges it again on fresh facts.
+    grows: bool = True
 
     @staticmethod
     def read(data: dict[str, Any]) -> PlanPayload | None:

@@ -254,7 +254,7 @@ async def _instrument(runtime: Runtime, category: str, symbol: str) -> Instrumen
         return await runtime.exchange.get_instrument(category, symbol)
     except ExchangeRejected as refused:
         _note(refused)
-        return UNLISTED if refused.family in ("not_found", "params") else None
+        return UNLISTED if refused.unlisted else None
     except ExchangeError as error:
         _note(error)
         return None

@@ -76,7 +76,7 @@ async def read_pending(
         if order.status in RESTING and (fill := _may_fill(order)) is not None:
             fills.append(fill)
     fills += [
-        PendingFill(_side(send.side), send.qty, send.price, send.stop_loss, send.order_link_id)
+        PendingFill(_side(send.side), send.qty, send.price, send.stop_loss, send.order_link_id, unknown=True)
         for send in unknown
         if not send.reduce_only
     ]

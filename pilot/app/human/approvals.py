@@ -27,7 +27,7 @@ from pilot.core.approval import may_need_human, needs_human
 from pilot.core.channels import REACH_A_HUMAN
 from pilot.core.codes import Code
 from pilot.core.policy import ApprovalTool
-from pilot.core.violations import NextAction
+from pilot.core.violations import NextAction, Violation
 from pilot.store import ConfirmationRecord, new_confirmation_id
 
 
@@ -184,18 +184,34 @@ def refusal_of(verdict: Verdict, *, again: NextAction) -> Refusal | None:
             again,
         )
         return Refusal.of(needed, "confirmation became necessary after the call came in; nothing was sent")
+    return Refusal.of(_unavailable(), "no way to ask a human; nothing was sent")
+
+
+def _unavailable() -> Violation:
     stop = NextAction.stop(
         "stop: this needs a human, and this client cannot show a confirmation form",
         human=REACH_A_HUMAN,
     )
-    unavailable = violation(
+    return violation(
         Code.CONFIRMATION_CHANNEL_UNAVAILABLE,
         "a human confirmation",
         "none possible",
         "this needs a human's approval and no confirmation channel is available",
         stop,
     )
-    return Refusal.of(unavailable, "no way to ask a human; nothing was sent")
+
+
+def no_human_for(runtime: Runtime, channel: ApprovalChannel | None, tool: ApprovalTool) -> NextAction | None:
+    """What to answer instead of suggesting another call of `tool` when that call would need a human this
+    client cannot reach (no form, no channel outside it open): the stop refusal_of gives for it; None when a
+    human could be asked, or none is needed."""
+    confirm = runtime.policy().policy.confirm
+    if not needs_human(confirm, tool) or confirm.human_outside_client:
+        return None
+    shows_no_form = isinstance(channel, ClientChannel) and isinstance(channel.answer, NoFormPossible)
+    if channel is not None and not shows_no_form:
+        return None
+    return _unavailable().next
 
 
 def pending_next(confirmation_id: str) -> NextAction:
@@ -227,7 +243,9 @@ async def plan_form_prompt(runtime: Runtime, plan_id: str) -> str | None:
     if plan is None or plan.status != "open" or plan.expires_at <= runtime.now():
         return None
     payload = PlanPayload.read(plan.payload)
-    if payload is None or not needs_human(view.policy.confirm, payload.tool, Decimal(payload.notional_usd)):
+    if payload is None or not needs_human(
+        view.policy.confirm, payload.tool, Decimal(payload.notional_usd), grows=payload.grows
+    ):
         return None
     distance = Decimal(payload.liquidation_distance_pct) if payload.liquidation_distance_pct else None
     text = approval_text(payload.order, Decimal(payload.notional_usd), distance)

@@ -28,7 +28,7 @@ from pilot.app.answers.responses import (
 from pilot.app.facts.gather import gather, snapshot
 from pilot.app.orders.plan import issue_plan, plan_payload, with_policy_issues
 from pilot.app.runtime.runtime import PolicyView, Runtime
-from pilot.core.codes import Code
+from pilot.core.codes import NO_HUMAN_FIX, Code
 from pilot.core.evaluate import Evaluation, evaluate
 from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, Side
 from pilot.core.valuation import floor_to_step, price_on_tick
@@ -47,6 +47,12 @@ class AmendAsk:
     qty: Decimal | None
     price: Decimal | None
     category: str = "linear"
+
+    def names(self, order: ExchangeOrder) -> bool:
+        """Whether `order` is the one asked for: by the exchange's order id, else by the client's."""
+        if self.order_id:
+            return order.order_id == self.order_id
+        return bool(self.order_link_id) and order.order_link_id == self.order_link_id
 
     def args(self, qty: Decimal | None = None, price: Decimal | None = None) -> dict[str, Any]:
         """plan_amend arguments for this order, with another quantity and/or price if given."""
@@ -82,15 +88,7 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
         resting = await runtime.exchange.get_open_orders(ask.category, ask.symbol)
     except ExchangeError as error:
         return Refusal.of(_unreadable(ask, error), "the open orders could not be read; nothing was sent")
-    order = next(
-        (
-            o
-            for o in resting
-            if (ask.order_id and o.order_id == ask.order_id)
-            or (not ask.order_id and ask.order_link_id and o.order_link_id == ask.order_link_id)
-        ),
-        None,
-    )
+    order = next((o for o in resting if ask.names(o)), None)
     if order is None:
         return Refusal.of(_not_open(ask), "no such open order; nothing was sent")
     if not order.is_ordinary:
@@ -134,8 +132,9 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
     if qty <= order.cum_exec_qty:
         broken = _at_most_filled(ask, order)
         violations, next_action = [broken], broken.next
-    violations = [replace(v, next=_as_amend(ask, order, v.next) or v.next) for v in violations]
-    return Judged(order, qty, price, facts, result, violations, _as_amend(ask, order, next_action))
+    human = next((v.rule.cap.human.format(symbol=ask.symbol) for v in violations if v.rule.cap), NO_HUMAN_FIX)
+    violations = [replace(v, next=_as_amend(ask, order, v.next, human) or v.next) for v in violations]
+    return Judged(order, qty, price, facts, result, violations, _as_amend(ask, order, next_action, human))
 
 
 def _off_grid(ask: AmendAsk, order: ExchangeOrder, qty: Decimal, facts: Facts) -> Violation | None:
@@ -276,8 +275,11 @@ def _order_status(status: ActionStatus) -> OrderStatus:
             assert_never(status)
 
 
-def _as_amend(ask: AmendAsk, order: ExchangeOrder, action: NextAction | None) -> NextAction | None:
-    """A size suggestion for the order (a plan_order call) as the same amend with that size and price."""
+def _as_amend(
+    ask: AmendAsk, order: ExchangeOrder, action: NextAction | None, human: str
+) -> NextAction | None:
+    """A size suggestion for the order (a plan_order call) as the same amend with that size and price; when
+    the size that fits is the one the order has, at its price, no amend fits (`human`: who can make room)."""
     if action is None or action.tool != "plan_order" or action.args is None:
         return action
     args = action.args
@@ -298,6 +300,14 @@ def _as_amend(ask: AmendAsk, order: ExchangeOrder, action: NextAction | None) ->
             human="see the violations: only a human can change what refuses them",
         )
     total = order.cum_exec_qty + remaining
+    if total == order.qty and (price is None or price == order.price):
+        return NextAction.stop(
+            f"no larger total than the {plain(total)} it has fits: the order rests as it is",
+            human=human,
+            options=(
+                ToolCall("get_open_orders", {"symbol": ask.symbol, "category": ask.category}, "see it"),
+            ),
+        )
     return NextAction.call("plan_amend", ask.args(total, price), f"amend to {plain(total)} in all instead")
 
 

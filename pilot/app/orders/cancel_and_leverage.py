@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import replace
 from decimal import Decimal
 
 from pilot.app.answers.refusals import journal_action_refusal, position_mode_violation, violation
 from pilot.app.answers.responses import ActionAnswer, Refusal
 from pilot.app.facts.pending import position_with_stops
-from pilot.app.human.approvals import ApprovalChannel, ApprovalRequest, refusal_of, seek_approval
+from pilot.app.human.approvals import (
+    ApprovalChannel,
+    ApprovalRequest,
+    no_human_for,
+    refusal_of,
+    seek_approval,
+)
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
@@ -43,6 +50,9 @@ async def set_leverage(
     if current is not None:
         action["from"] = plain(current)
     if violations:
+        unreachable = no_human_for(runtime, channel, "set_leverage")  # the call offered would need one
+        if unreachable is not None:
+            violations = [replace(v, next=unreachable) if v.next.tool else v for v in violations]
         refusal = Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
         return await _refuse_leverage(runtime, action, refusal)
     text = f"{leverage_summary(symbol, leverage)} (from {plain(current) if current else 'unknown'}x)"

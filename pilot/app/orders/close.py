@@ -16,7 +16,7 @@ from pilot.app.runtime.runtime import Runtime
 from pilot.core.codes import Code
 from pilot.core.facts import InstrumentRules, OrderIntent, OrderType, Side
 from pilot.core.rules import refused_only_for_pending, retry_missing
-from pilot.core.valuation import floor_to_step
+from pilot.core.sizing import closing_qty
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.exchange.models import ExchangeOrder
@@ -100,19 +100,6 @@ def _as_close(action: NextActionOut | None, symbol: str, category: str) -> NextA
         return action
     args = {"symbol": symbol, "category": category, "qty": action.args["qty"]}
     return action.model_copy(update={"tool": "close_position", "args": args})
-
-
-def closing_qty(size: Decimal, asked: Decimal | None, rules: InstrumentRules) -> Decimal:
-    """How much one close sends: what was asked (all by default), at most one maximum order.
-
-    On linear a position smaller than the minimum order (dust) is closed by a minimum-size reduce-only
-    order, which the exchange cuts to the position; on spot only what is held can be sold.
-    """
-    wanted = abs(size) if asked is None else min(asked, abs(size))
-    amount = min(floor_to_step(wanted, rules.qty_step), rules.max_qty)
-    if rules.category == "linear" and abs(size) < rules.min_qty:
-        return rules.min_qty
-    return amount
 
 
 def _next_chunk(

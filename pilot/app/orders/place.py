@@ -148,7 +148,7 @@ async def _evaluate_and_send(
     s = result.situation
     price = tightened(intent.side, Decimal(payload.order.price), s.sent_price)
     notional = intent.qty * worst_fill_for(intent.side, price, s.touch.bid)
-    if needs_human(view.policy.confirm, payload.tool, notional):
+    if needs_human(view.policy.confirm, payload.tool, notional, grows=not s.reducing):
         order = payload.order.model_copy(update={"price": plain(price)})
         approval = ApprovalRequest(
             tool=payload.tool,

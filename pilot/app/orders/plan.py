@@ -135,7 +135,7 @@ def plan_payload(view: PolicyView, result: Evaluation, shot: Snapshot, tool: Pla
         stop_loss=plain(order.stop_loss) if order.stop_loss is not None else None,
         take_profit=plain(order.take_profit) if order.take_profit is not None else None,
     )
-    needs = needs_human(view.policy.confirm, tool, s.order_notional)
+    needs = needs_human(view.policy.confirm, tool, s.order_notional, grows=not s.reducing)
     return PlanPayload(
         tool=tool,
         order=planned,
@@ -144,6 +144,7 @@ def plan_payload(view: PolicyView, result: Evaluation, shot: Snapshot, tool: Pla
         position_notional_usd=plain(s.after_notional),
         liquidation_distance_pct=plain(distance.quantize(Decimal("0.01"))) if distance is not None else None,
         needs_confirmation=needs,
+        grows=not s.reducing,
         confirmation_text=approval_text(planned, s.order_notional, distance) if needs else None,
         snapshot=shot,
         policy_version=view.version,

@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from pilot.app.answers import entry_kinds
-from pilot.app.answers.refusals import journal_action_refusal
+from pilot.app.answers.refusals import journal_action_refusal, violation
 from pilot.app.answers.responses import (
     ActionAnswer,
     NextActionOut,
@@ -21,10 +21,11 @@ from pilot.app.answers.responses import (
 from pilot.app.facts.pending import position_with_stops
 from pilot.app.facts.reads import ReadAnswer, order_view, unavailable
 from pilot.app.runtime.runtime import Runtime
+from pilot.core.codes import Code
 from pilot.core.facts import OrderIntent
-from pilot.core.stops import check_stop_change, check_trading_stop, with_pending
+from pilot.core.stops import TradingStop, check_stop_change, check_trading_stop_call, with_pending
 from pilot.core.violations import NextAction, plain
-from pilot.exchange.errors import ExchangeError
+from pilot.exchange.errors import ExchangeError, ExchangeRejected
 from pilot.exchange.models import ClosedPnl, ExchangePosition, Execution, Page
 from pilot.store import StoreError
 
@@ -98,40 +99,41 @@ async def set_trading_stop(
         "stop_loss": plain(stop_loss) if stop_loss is not None else None,
         "take_profit": plain(take_profit) if take_profit is not None else None,
     }
-    if stop_loss is not None:
-        refused = await _judge_stop(runtime, symbol, stop_loss if stop_loss > 0 else None, action)
-        if refused is not None:
-            return refused
+    judged = await _judge_stop(runtime, TradingStop(symbol, stop_loss, take_profit), action)
+    if isinstance(judged, ActionAnswer):
+        return judged
+    sent = {"stop_loss": judged.stop_loss, "take_profit": judged.take_profit}
+    for name, value in sent.items():
+        if value is not None and plain(value) != action[name]:
+            action[f"{name}_asked"], action[name] = action[name], plain(value)  # rounded to the tick
     return await runtime.gate.set_trading_stop(
-        "linear", symbol, stop_loss=stop_loss, take_profit=take_profit, action=action
+        "linear", symbol, stop_loss=judged.stop_loss, take_profit=judged.take_profit, action=action
     )
 
 
 async def _judge_stop(
-    runtime: Runtime, symbol: str, new: Decimal | None, action: dict[str, Any]
-) -> ActionAnswer | None:
-    """The journaled refusal of moving the whole stop to `new`, or None when it may be sent."""
+    runtime: Runtime, ask: TradingStop, action: dict[str, Any]
+) -> ActionAnswer | TradingStop:
+    """The journaled refusal of this trading-stop, or what to send: the prices on the tick, towards the price
+    (a smaller loss at the stop, a closer target), judged as Bybit will apply them."""
     view = runtime.policy()
     try:
         (position, read), balance, rules, state, touch = await asyncio.gather(
-            position_with_stops(runtime, symbol),
+            position_with_stops(runtime, ask.symbol),
             runtime.exchange.get_balance(),
-            runtime.exchange.get_instrument("linear", symbol),
+            runtime.exchange.get_instrument("linear", ask.symbol),
             runtime.trading_state(view.policy),
-            runtime.exchange.get_touch("linear", symbol),
+            runtime.exchange.get_touch("linear", ask.symbol),
         )
     except ExchangeError as error:
-        return _unread(symbol, "set_trading_stop", error)
-    if position.size == 0:
-        return None  # the exchange refuses a stop on no position (10001): nothing of ours to judge
+        return _unread(ask.symbol, "set_trading_stop", error)
     action["stop_loss_before"] = plain(position.stop_loss) if position.stop_loss else None
-    equity = balance.total_equity_usd
-    market = min(touch.bid, touch.mark) if position.size > 0 else max(touch.ask, touch.mark)
-    violations = check_trading_stop(
-        view.policy, state, position, equity, new, rules.tick_size, read.pending, market
+    on_tick = ask.on_tick(rules.tick_size, long=position.size > 0)
+    violations = check_trading_stop_call(
+        view.policy, state, position, balance.total_equity_usd, on_tick, rules.tick_size, read.pending, touch
     )
     if not violations:
-        return None
+        return on_tick
     refusal = Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
     return await journal_action_refusal(
         runtime.store.journal, "set_trading_stop", action, refusal, now=runtime.now()
@@ -139,6 +141,17 @@ async def _judge_stop(
 
 
 def _unread(symbol: str, tool: str, error: ExchangeError) -> ActionAnswer:
+    if isinstance(error, ExchangeRejected) and error.unlisted:
+        stop = NextAction.stop(
+            f"stop: {symbol} does not exist on linear; check the symbol (get_instrument_rules)",
+            human="nothing: there is no such market, so nothing of it to protect",
+        )
+        unknown = violation(
+            Code.UNKNOWN_SYMBOL, "a linear instrument the exchange lists", symbol, "no such market", stop
+        )
+        return ActionAnswer.from_refusal(
+            Refusal.of(unknown, f"the exchange lists no linear {symbol}; nothing was sent")
+        )
     return ActionAnswer(
         status="rejected",
         detail=f"could not read the {symbol} position and its stops to judge this; nothing was sent",

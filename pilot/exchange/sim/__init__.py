@@ -319,6 +319,18 @@ class PaperExchange:
         with self._lock:
             self._engine.ack_lag_reads = max(int(reads), 0)
 
+    def leave_order(self, category: str, params: dict[str, Any]) -> SimOrder:
+        """Leave an order on the account as another client of the same key would: `params` as a
+        /v5/order/create body (Bybit's names, e.g. {"symbol", "side": "Buy", "orderType": "Limit", "qty",
+        "price", "timeInForce": "GTC", "orderLinkId"}), validated and matched as that create, but with no
+        request counted. Raises SimReject (pilot.exchange.sim.validation) where Bybit would answer an error."""
+        self.catch_up()
+        with self._lock:
+            order = self._engine.create_order(category, dict(params))
+            self._save()
+        self.streams.changed()
+        return order
+
     # ---- prices -------------------------------------------------------------------------------
 
     def set_prices(self, symbol: str, *, bid: Any = None, ask: Any = None, mark: Any = None) -> None:
