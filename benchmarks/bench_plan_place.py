@@ -403,7 +403,9 @@ async def stdio_trips(
             print(f"  [{mode:7}] {coin} through stdio (one bare round trip {rtt:.1f} ms):")
             print(f"  [{mode:7}]   {trips('plan_order ', run.plans.wall, rtt, plan_target)}")
             print(f"  [{mode:7}]   {trips('place_order', run.places.wall, rtt, place_target)}")
-            print(f"  [{mode:7}]   server CPU per plan + place (waits included): {run.cpu_ms_per_round():.1f} ms")
+            print(
+                f"  [{mode:7}]   server CPU per plan + place (waits included): {run.cpu_ms_per_round():.1f} ms"
+            )
 
 
 async def with_latency(

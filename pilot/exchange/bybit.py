@@ -441,7 +441,7 @@ class BybitExchange:
             else:  # both reads at once: one round trip on a cold cache
                 answer, mmr = await asyncio.gather(info, self._maintenance_margin_rate(category, symbol))
         except ExchangeRejected as refused:
-            if refused.family in ("not_found", "params"):  # Bybit's answer to a symbol it does not list
+            if refused.unlisted:
                 self.listings.keep(category, symbol, UNLISTED)
             raise
         rows = self._parse(
