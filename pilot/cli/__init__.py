@@ -31,7 +31,11 @@ _COMMAND_MODULES = (
     "demo",
     "evals",
 )
-_COMMAND_NAMES = {"killswitch": "kill-switch", "losslimit": "loss-limit"}  # the others: the module's name
+_COMMAND_NAMES = {
+    "killswitch": "kill-switch",
+    "losslimit": "loss-limit",
+    "evals": "eval",
+}  # else the module name
 
 
 class PilotGroup(click.Group):

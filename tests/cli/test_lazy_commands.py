@@ -9,13 +9,13 @@ import sys
 
 import click
 
-from pilot.cli import main
+from pilot.cli import _COMMAND_MODULES, main
 
 
 def test_every_listed_command_is_found_under_its_own_name() -> None:
     context = click.Context(main)
     names = main.list_commands(context)
-    assert len(names) == len(set(names)) == 13
+    assert len(names) == len(set(names)) == len(_COMMAND_MODULES)
     for name in names:
         command = main.get_command(context, name)
         assert command is not None and command.name == name
@@ -31,7 +31,8 @@ def test_the_serve_command_imports_no_other_command_and_nothing_only_they_use() 
         json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True).stdout)
     )
     others = {
-        f"pilot.cli.{name}" for name in ("console", "journal", "demo", "sim", "keys", "doctor", "confirm")
+        f"pilot.cli.{name}"
+        for name in ("console", "journal", "demo", "sim", "keys", "doctor", "confirm", "evals")
     }
     assert not loaded & others
     assert not {"rich", "pilot.console", "pilot.demo", "pilot.app.human.desk"} & loaded
