@@ -68,7 +68,8 @@ async def main(count: int) -> None:
             await page.goto(url + "/login")
             await page.fill("#secret", secret)
             await page.click("button[type=submit]")
-            await page.wait_for_url(url + "/")
+            await page.wait_for_url(url + "/overview")
+            await page.goto(url + "/")
 
             loads, servers = [], []
             for _ in range(10):

@@ -178,8 +178,9 @@ def test_each_outside_library_has_one_importer():
     others = {m for m in importers_of("mcp") if not m.startswith("pilot.server")}
     # the demo's scripted agent and the evals' agents are MCP clients
     assert all(m.startswith(("pilot.demo", "pilot.evals")) for m in others), others
-    # the model APIs' HTTP client: one module, where its errors are translated
-    assert importers_of("httpx2") == {"pilot.evals.model_http"}
+    # HTTP clients: one module per family of outside services, where its errors are translated (the model
+    # APIs of pilot eval; Telegram and ntfy, the human's phone)
+    assert importers_of("httpx2") == {"pilot.evals.model_http", "pilot.push.wire"}
 
 
 def test_only_the_gate_calls_an_exchange_write():
@@ -264,6 +265,7 @@ SHARED_NAMES = {
     "idempotency": {"pilot.app.orders.idempotency", "pilot.store.idempotency"},
     "journal": {"pilot.cli.journal", "pilot.store.journal"},
     "policy": {"pilot.cli.policy", "pilot.core.policy"},
+    "phone": {"pilot.app.human.phone", "pilot.cli.phone"},
 }
 
 

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -58,3 +59,102 @@ def test_every_offline_block_runs_in_order_and_exits_0(shell_env: dict[str, str]
     assert '"serverInfo"' in joined  # the smoke test's initialize answer
     assert "pilot_" in joined  # the token printed once
     assert (user_home / "pilot-home" / "journal" / "pilot.db").exists()
+
+
+# --- the README's counts and claims, held to the code ------------------------------------------------------
+
+
+def readme() -> str:
+    return README.read_text(encoding="utf-8")
+
+
+def section(title: str) -> str:
+    """The README's section under the heading `## title` (or ###), up to the next heading of any level."""
+    text = readme()
+    start = re.search(rf"^#+ {re.escape(title)}\n", text, re.MULTILINE)
+    assert start is not None, title
+    rest = text[start.end() :]
+    end = re.search(r"^#+ ", rest, re.MULTILINE)
+    return rest[: end.start() if end else len(rest)]
+
+
+def test_getting_started_is_one_screen_above_the_reference() -> None:
+    text = readme()
+    assert text.index("## Getting started") < text.index("## How it works") < text.index("## Tools")
+    started = section("Getting started")
+    assert len(started.strip().splitlines()) <= 50
+    for step in ("./demo", "claude mcp add pilot", "pilot console", "--exchange bybit-demo", "pilot doctor"):
+        assert step in started, step
+
+
+def test_the_tool_counts_are_the_tool_sets() -> None:
+    from pilot.server.tool_sets import TOOL_SETS
+
+    found = re.search(r"`all` \(the default\) (\d+) tools, `read` (\d+), `trade` (\d+)", readme())
+    assert found is not None
+    assert tuple(map(int, found.groups())) == tuple(len(TOOL_SETS[name]) for name in ("all", "read", "trade"))
+
+
+def test_the_tools_table_names_every_tool_once() -> None:
+    from pilot.server.tool_sets import TOOL_SETS
+
+    rows = [line for line in section("Tools").splitlines() if line.startswith("| `")]
+    named = [name for row in rows for name in re.findall(r"`([a-z_]+)[` {]", row.split(" | ")[0])]
+    assert sorted(named) == sorted(TOOL_SETS["all"])
+
+
+def test_the_commands_table_lists_every_command() -> None:
+    from pilot.cli import main
+
+    rows = [line for line in section("The human's commands").splitlines() if line.startswith("| `pilot ")]
+    listed = {row.split("`")[1].split()[1] for row in rows}
+    assert listed == set(main.commands)
+
+
+def test_the_demo_runs_pilot_inits_policy_with_the_one_line_the_readme_names() -> None:
+    from pilot.app.human.desk import DEFAULT_POLICY
+    from pilot.demo.story import demo_policy
+
+    added = {
+        key: value for key, value in demo_policy().items() if json.loads(DEFAULT_POLICY).get(key) != value
+    }
+    assert f"`{json.dumps(added)[1:-1]}`" in " ".join(section("Install").split())
+
+
+def test_the_repositorys_policy_json_is_what_pilot_init_writes() -> None:
+    from pilot.app.human.desk import DEFAULT_POLICY
+
+    assert (README.parent / "policy.json").read_text(encoding="utf-8") == DEFAULT_POLICY
+
+
+def test_the_http_server_and_the_console_default_to_different_ports() -> None:
+    from pilot.cli.console import DEFAULT_PORT as CONSOLE
+    from pilot.cli.serve import command as serve
+
+    [port] = [option.default for option in serve.params if option.name == "port"]
+    assert port != CONSOLE
+    shown = {int(p) for p in re.findall(r"pilot serve [^\n]*--transport http --port (\d+)", readme())}
+    assert shown and CONSOLE not in shown
+
+
+def test_every_picture_the_readme_shows_is_in_docs() -> None:
+    pictures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", readme())
+    assert pictures and all((README.parent / path).is_file() for path in pictures)
+    assert any("phone" in path for path in pictures) and any("desktop" in path for path in pictures)
+
+
+def test_troubleshooting_has_an_entry_for_each_symptom_new_users_met() -> None:
+    headings = re.findall(r"^\*\*(.+?)\*\*", section("Troubleshooting"), re.MULTILINE)
+    symptoms = [
+        "Failed to connect",  # a server that refuses to start, behind a client that hides why
+        "in use by a running paper exchange",
+        "Interactive OAuth requires a TTY",  # the Inspector's answer to a 401
+        "pending_confirmation",  # where to approve
+        "not what the agent asked",  # a quantity cut to the lot step
+        "BTCUSD",  # a symbol not allowed
+        "policy.json is invalid",
+        "no positions",  # the console without an exchange to read
+        "Telegram",
+    ]
+    for symptom in symptoms:
+        assert any(symptom in heading for heading in headings), symptom

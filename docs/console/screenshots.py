@@ -1,9 +1,10 @@
-"""Make docs/console/*.png: every console page at desktop and phone width, on a paper-exchange story.
+"""Make docs/console/*.png: every console page at desktop (1280 px) and phone (390 px) width, on a paper-exchange
+story.
 
     .venv/bin/python docs/console/screenshots.py
 
-A real MCP client (the agent) fills one order, is refused one, and has one parked for a human; the console
-reads the same home, as `pilot console` does. Needs the OS's Chromium (as tests/console do).
+A real MCP client (the agent) fills two orders with stops, is refused one, and has one parked for a human; the
+console reads the same home and exchange, as `pilot console` does beside a running `pilot serve`. Needs the OS's Chromium (as tests/console do).
 """
 
 from __future__ import annotations
@@ -36,25 +37,49 @@ from tests.scenarios import ARTICLE, ARTICLE_POLICY  # noqa: E402
 
 OUT = Path(__file__).parent
 SIZES = {"desktop": {"width": 1280, "height": 860}, "phone": {"width": 390, "height": 844}}
-PAGES = {"live": "/", "approvals": "/approvals", "kill-switch": "/kill-switch", "policy": "/policy", "charts": "/charts"}
+PAGES = {
+    "overview": "/overview",
+    "live": "/",
+    "approvals": "/approvals",
+    "approval": "/approvals/{parked}",
+    "kill-switch": "/kill-switch",
+    "policy": "/policy",
+    "charts": "/charts",
+}
 
 
-async def story(client: Client) -> None:
+async def story(client: Client) -> str:
+    """An agent's session: two fills with stops, a refusal, and one order parked for a human (its id)."""
+
     async def call(tool: str, args: dict[str, object]) -> dict[str, object]:
         return (await client.call_tool(tool, args)).structured_content or {}
 
-    plan = await call("plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0001"})
+    short = {
+        "symbol": "BTCUSDT",
+        "side": "sell",
+        "qty": "0.0001",
+        "stop_loss": "82000",
+        "take_profit": "77000",
+    }
+    plan = await call("plan_order", short)
+    await call("place_order", {"plan_id": plan["plan_id"]})
+    plan = await call("plan_order", {"symbol": "ETHUSDT", "side": "buy", "qty": "0.002", "stop_loss": "3000"})
     await call("place_order", {"plan_id": plan["plan_id"]})
     await call("plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0005"})  # refused: over the caps
     plan = await call("plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0002"})
-    await call("place_order", {"plan_id": plan["plan_id"]})  # parked: above $10 a human approves
+    parked = await call("place_order", {"plan_id": plan["plan_id"]})  # parked: above $10 a human approves
+    return str(parked["confirmation_id"])
 
 
 async def main() -> None:
     with tempfile.TemporaryDirectory() as folder, start_paper_exchange(ARTICLE) as paper:
         home = Path(folder)
         await init_home(home)
-        policy = {**ARTICLE_POLICY, "confirm": {"aboveNotionalUsd": 10, "consoleChannel": True}}
+        policy = {
+            **ARTICLE_POLICY,
+            "dailyLossLimitUsd": 50,
+            "confirm": {"aboveNotionalUsd": 10, "consoleChannel": True},
+        }
         (home / "policy.json").write_text(json.dumps(policy, indent=2))
         secret = issue_secret(home)
         adapter = BybitExchange.connect(
@@ -71,7 +96,7 @@ async def main() -> None:
 
         try:
             async with Client(build_server(runtime)) as client:
-                await story(client)
+                parked = await story(client)
             async with serving(build_app(home, reader=reader)) as url, async_playwright() as playwright:
                 executable = shutil.which("chromium") or shutil.which("chromium-browser")
                 browser = await playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
@@ -81,9 +106,9 @@ async def main() -> None:
                     await page.goto(url + "/login")
                     await page.fill("#secret", secret)
                     await page.click("button[type=submit]")
-                    await page.wait_for_url(url + "/")
+                    await page.wait_for_url(url + "/overview")
                     for name, path in PAGES.items():
-                        await page.goto(url + path)
+                        await page.goto(url + path.format(parked=parked))
                         if name == "live":
                             await page.wait_for_selector("#live-state[data-connected=yes]")
                             first_plan = page.locator("#entries li.kind-plan").first

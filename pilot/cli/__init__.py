@@ -26,6 +26,7 @@ _COMMAND_MODULES = (
     "confirm",
     "token",
     "console",
+    "phone",
     "keys",
     "sim",
     "demo",

@@ -1,4 +1,5 @@
-"""`pilot confirm list|show|approve|reject`: the CLI confirmation channel (only if policy.json enables it).
+"""`pilot confirm list|show|approve|reject`: parked actions, and the CLI channel that decides them (approve and
+reject only if policy.json enables it).
 
 A confirmation is named by its id or any unique prefix of it.
 """
@@ -11,35 +12,51 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from pilot.app.human.desk import Decision, decide, find_confirmation, pending_confirmations
+from pilot.app.human.desk import (
+    Decision,
+    decide,
+    find_confirmation,
+    pending_confirmations,
+    require_channel,
+)
 from pilot.app.runtime.runtime import Runtime
 from pilot.cli import render
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CheckFailed, CliError, emit_json, format_option, wants_json
+from pilot.core.channels import Via
 from pilot.store import ConfirmationRecord
 
 
 @click.group("confirm")
 @home_option
 def command() -> None:
-    """Decide actions the server parked for a human. Works only with confirm.cliChannel true in policy.json."""
+    """Read and decide actions the server parked for a human. Listing and showing always work; approving and
+    rejecting here need confirm.cliChannel true in policy.json."""
 
 
 @command.command("list")
 @home_option
 @format_option()
 def list_pending(output: str) -> None:
-    """Show the actions waiting for a decision."""
+    """Show the actions waiting for a decision, and where they can be decided."""
     home = resolve_home()
 
-    async def read(runtime: Runtime) -> tuple[list[ConfirmationRecord], datetime]:
-        return await pending_confirmations(runtime), runtime.now()
+    async def read(runtime: Runtime) -> tuple[list[ConfirmationRecord], datetime, tuple[Via, ...]]:
+        channels = runtime.policy().policy.confirm.open_channels
+        return await pending_confirmations(runtime), runtime.now(), channels
 
-    records, now = on_desk(home, read)
+    records, now, channels = on_desk(home, read)
     if wants_json():
-        emit_json({"home": str(home), "confirmations": [render.confirmation_record(r, now) for r in records]})
+        emit_json(
+            {
+                "home": str(home),
+                "confirmations": [render.confirmation_record(r, now) for r in records],
+                "channels": list(channels),
+            }
+        )
     else:
         Console().print(render.format_confirmations(records))
+        click.echo(render.format_channels(channels))
 
 
 @command.command("show")
@@ -63,7 +80,7 @@ def show(confirmation_id: str, output: str) -> None:
 def approve(confirmation_id: str, output: str) -> None:
     """Print the exact action and ask; only an answer of y at the prompt approves (exit 1 otherwise)."""
     home = resolve_home()
-    record, now = _read(home, confirmation_id)
+    record, now = _read(home, confirmation_id, deciding=True)
     click.echo(render.format_confirmation(record, now), err=wants_json())
     _require_pending(record)
     if not click.confirm("Approve?", default=False, err=wants_json()):
@@ -82,13 +99,15 @@ def approve(confirmation_id: str, output: str) -> None:
 def reject(confirmation_id: str, output: str) -> None:
     """Reject a parked action: it will never run."""
     home = resolve_home()
-    record, _ = _read(home, confirmation_id)
+    record, _ = _read(home, confirmation_id, deciding=True)
     _require_pending(record)
     _decide(home, record, approve=False)
 
 
-def _read(home: Path, confirmation_id: str) -> tuple[ConfirmationRecord, datetime]:
+def _read(home: Path, confirmation_id: str, *, deciding: bool = False) -> tuple[ConfirmationRecord, datetime]:
     async def read(runtime: Runtime) -> tuple[ConfirmationRecord, datetime]:
+        if deciding:  # refused before the action is shown or asked about
+            require_channel(runtime, "cli")
         return await find_confirmation(runtime, confirmation_id), runtime.now()
 
     return on_desk(home, read)

@@ -52,11 +52,14 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
         return
     home = resolve_home()
     _require_journal(home)
+    if exchange in (None, "paper") and paper_url is None:
+        paper_url = _home_paper_exchange(home)  # a `pilot serve` (or `pilot sim --home`) serving this home's
     if exchange == "paper" and paper_url is None:
         raise CliError(
             "paper_needs_url",
-            "the console reads a paper exchange only through a running `pilot sim`",
-            f"run `pilot sim --home {home}` and give its URL with --paper-url (the servers attach to it too)",
+            "no paper exchange is running on this home to read",
+            f"start your agent's `pilot serve --home {home}` first (the console reads the paper exchange it "
+            f"embeds), or run `pilot sim --home {home}` and give its URL with --paper-url",
         )
     from pilot.console.login import current_digest
 
@@ -85,14 +88,35 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
         from pilot.app.service.boot import open_runtime
 
         def reader() -> contextlib.AbstractAsyncContextManager[Runtime]:
-            return open_runtime(home, exchange=exchange or "paper", paper_url=paper_url, settle=False)
+            return open_runtime(
+                home, exchange=exchange or "paper", paper_url=paper_url, settle=False, streams=False
+            )
 
     bound = listener.getsockname()[1]
     click.echo(f"pilot: console on http://{HOST}:{bound}/ (Ctrl-C stops it)", err=True)
+    click.echo(f"pilot: {_reading(exchange, paper_url)}", err=True)
     config = uvicorn.Config(
         build_app(home, reader=reader), log_level="warning", timeout_graceful_shutdown=2, access_log=False
     )
     uvicorn.Server(config).run(sockets=[listener])
+
+
+def _home_paper_exchange(home: Path) -> str | None:
+    from pilot.exchange.sim import serving_url
+
+    return serving_url(Home(home).paper_state_path)
+
+
+def _reading(exchange: str | None, paper_url: str | None) -> str:
+    """What the banner says the Overview and Policy pages read positions and room from."""
+    if paper_url is not None:
+        return f"positions and room left read from the paper exchange at {paper_url} (read only)"
+    if exchange is not None:
+        return f"positions and room left read from {exchange} with the stored key (read only)"
+    return (
+        "no exchange read: positions and room left show once a `pilot serve` runs on this home and the "
+        "console is started again, or with --exchange bybit-demo"
+    )
 
 
 @command.command("token")

@@ -30,9 +30,11 @@ from pilot.app.answers.receipts import (
     CardStep,
     CardViolation,
     ReceiptCard,
+    event_key,
 )
 from pilot.app.human.desk import InitReport, KillSwitchChange, KillSwitchState
 from pilot.app.service.doctor import Check
+from pilot.core.channels import CHANNELS, REACH_A_HUMAN, Via
 from pilot.core.policy import LoadedPolicy, PolicyIssue
 from pilot.core.violations import plain
 from pilot.store import Anchor, ChainReport, ConfirmationRecord, JournalEntry, iso_utc
@@ -109,9 +111,9 @@ def events(entries: Sequence[JournalEntry]) -> list[tuple[JournalEntry, list[int
     journal (and in --format json); a listing shows the event once and names the rows that repeat it.
     """
     listed: list[tuple[JournalEntry, list[int]]] = []
-    firsts: dict[tuple[str, str], list[int]] = {}
+    firsts: dict[str, list[int]] = {}
     for entry in entries:
-        key = _event_key(entry)
+        key = event_key(entry)
         if key is not None and key in firsts:
             firsts[key].append(entry.seq)
             continue
@@ -120,25 +122,6 @@ def events(entries: Sequence[JournalEntry]) -> list[tuple[JournalEntry, list[int
             firsts[key] = also
         listed.append((entry, also))
     return listed
-
-
-def _event_key(entry: JournalEntry) -> tuple[str, str] | None:
-    """Rows of one plan that tell the same event share a key: its parking, or its approval in the CLI."""
-    if entry.plan_id is None:
-        return None
-    data = entry.data
-    parked = (
-        (entry.kind == entry_kinds.CONFIRMATION and "parked" in (data.get("event"), data.get("verdict")))
-        or entry.kind == entry_kinds.PLACE_PENDING
-        or (entry.kind == entry_kinds.PLACE_REFUSED and data.get("status") == "pending_confirmation")
-    )
-    if parked:
-        return ("parked", entry.plan_id)
-    cli_approval = data.get("event") == "decided" and data.get("approved") is True
-    server_run = data.get("verdict") == "approved" and entry.actor == "human" and "event" not in data
-    if entry.kind == entry_kinds.CONFIRMATION and (cli_approval or server_run):
-        return ("approved", entry.plan_id)
-    return None
 
 
 def format_entries(entries: Sequence[JournalEntry], width: int = 120) -> Table:
@@ -298,7 +281,12 @@ def _refusal_lines(refusal: CardRefusal) -> list[str]:
 
 def _confirmation_line(confirmation: CardConfirmation) -> str:
     c = confirmation
-    line = f"{c.channel}: {c.verdict} by {c.actor} at {_when(c.at)}"
+    line = f"{c.channel}: {c.verdict} by {c.actor}"
+    if c.approver:
+        line += f" {c.approver}"
+    line += f" at {_when(c.at)}"
+    if c.open_channels:
+        line += f" (to be decided in: {', '.join(c.open_channels)})"
     if c.changes:
         line += f" (changed since planning: {'; '.join(c.changes)})"
     return line
@@ -477,6 +465,17 @@ def format_confirmations(records: Sequence[ConfirmationRecord]) -> Table | str:
     for record in records:
         table.add_row(record.confirmation_id, record.tool, iso_utc(record.expires_at), Text(record.summary))
     return table
+
+
+def format_channels(channels: Sequence[Via]) -> str:
+    """Where a parked action can be decided now: the channels policy.json opens, and the CLI's switch if it
+    is not among them."""
+    if not channels:
+        return f"no channel is open to decide them: {REACH_A_HUMAN}"
+    line = "decide them in: " + ", ".join(CHANNELS[via][0] for via in channels)
+    if "cli" not in channels:
+        line += " (to decide here with `pilot confirm approve ID`, set confirm.cliChannel to true)"
+    return line
 
 
 def confirmation_record(record: ConfirmationRecord, now: datetime) -> dict[str, Any]:

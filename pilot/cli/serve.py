@@ -8,9 +8,11 @@ unless --quiet.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import sys
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,7 @@ import click
 from pilot.app.facts.stream_cache import StreamingReader
 from pilot.app.runtime.runtime import Home, Runtime
 from pilot.app.service.boot import EXCHANGES, StartupError, open_runtime
+from pilot.app.service.pushing import PhoneService
 from pilot.app.service.upkeep import UPKEEP_SECONDS, upkeep
 from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import CliError
@@ -60,7 +63,13 @@ log = logging.getLogger("pilot.serve")
 )
 @click.option("--transport", type=click.Choice(["stdio", "http"]), default="stdio", show_default=True)
 @click.option("--host", default="127.0.0.1", show_default=True, help="HTTP only; loopback by default.")
-@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="HTTP only.")
+@click.option(
+    "--port",
+    default=8766,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="HTTP only (`pilot console` takes 8765, so both run side by side).",
+)
 @click.option(
     "--allow-remote",
     is_flag=True,
@@ -193,6 +202,7 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
     from pilot.server import build_server, serve_http
     from pilot.server.stdio import run_stdio
 
+    phone = PhoneService()
     async with (
         open_runtime(
             options.home,
@@ -202,9 +212,12 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
             record_dir=options.record_dir,
             streams=options.streams,
         ) as runtime,
+        _closing(phone, runtime),
         anyio.create_task_group() as tasks,
     ):
         tasks.start_soon(_upkeep, runtime)
+        tasks.start_soon(_push, runtime, phone)
+        tasks.start_soon(_read_presses, runtime, phone)
         http = options.http
         tokens = len(await runtime.store.tokens.list()) if http is not None else 0
         if http is not None or not options.quiet:
@@ -223,6 +236,19 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
                 tools=options.tools,
             )
         tasks.cancel_scope.cancel()
+
+
+@contextlib.asynccontextmanager
+async def _closing(phone: PhoneService, runtime: Runtime) -> AsyncIterator[None]:
+    """Close the phone channels' connections and give the push turn back, however serving ends."""
+    try:
+        yield
+    finally:
+        with anyio.CancelScope(shield=True):
+            try:
+                await phone.close(runtime)
+            except StoreError as error:
+                log.warning("the push turn could not be given back (it lapses in 30 s): %s", error)
 
 
 def format_banner(
@@ -281,3 +307,27 @@ async def _upkeep(runtime: Runtime) -> None:
             await upkeep(runtime)
         except StoreError as error:
             log.warning("upkeep could not read or record the store: %s", error)
+
+
+async def _push(runtime: Runtime, phone: PhoneService) -> None:
+    """Every second: push actions waiting for a human to the phone channels policy.json opens (Telegram,
+    ntfy), and end the Telegram messages of those decided or timed out (pilot.app.service.pushing)."""
+    while True:
+        await anyio.sleep(UPKEEP_SECONDS)
+        try:
+            await phone.round(runtime)
+        except StoreError as error:
+            log.warning("the phone channels could not read or record the store: %s", error)
+
+
+async def _read_presses(runtime: Runtime, phone: PhoneService) -> None:
+    """Read Telegram's button presses by long polling, while a Telegram channel is open (else look again in a
+    second)."""
+    while True:
+        try:
+            listened = await phone.listen(runtime)
+        except StoreError as error:
+            log.warning("a Telegram answer could not be recorded: %s", error)
+            listened = False
+        if not listened:
+            await anyio.sleep(UPKEEP_SECONDS)

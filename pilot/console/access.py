@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
@@ -52,7 +53,9 @@ def page(handler: Endpoint) -> Endpoint:
         except NotLoggedIn:
             fragment = "hx-request" in request.headers or request.url.path == "/events"
             if request.method == "GET" and not fragment:
-                return RedirectResponse("/login", status_code=303)
+                wanted = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                back = "" if wanted == "/" else "?" + urlencode({"next": wanted})
+                return RedirectResponse("/login" + back, status_code=303)  # and back here once logged in
             return plain(401, "log in first")
         except PermissionError:
             return plain(403, "the form's CSRF token is missing or wrong; reload the page")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -28,6 +30,24 @@ async def approvals(request: Request) -> Response:
 
 
 @page
+async def approval(request: Request) -> Response:
+    """One parked action's own page: the place approval links (URL-mode elicitation, ntfy, Telegram) open."""
+    session = session_of(request)
+    view = await decisions.one(console_of(request).desk, request.path_params["confirmation_id"])
+    status = 200 if view.parked or view.decided else 404
+    return render(
+        request,
+        "approval.html",
+        status,
+        session=session,
+        channel_off=view.channel_off,
+        parked=view.parked,
+        decided=view.decided,
+        tab="approvals",
+    )
+
+
+@page
 async def approvals_decide(request: Request) -> Response:
     _session, form = await posted(request)
     confirmation_id = request.path_params["confirmation_id"]
@@ -51,4 +71,6 @@ async def approvals_decide(request: Request) -> Response:
             )
         else:
             flash(request, f"Rejected (journal seq {decided.seq}). It will not run.")
+    if form.get("back") == "one":
+        return RedirectResponse(f"/approvals/{quote(confirmation_id, safe='')}", status_code=303)
     return RedirectResponse("/approvals", status_code=303)

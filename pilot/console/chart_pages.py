@@ -14,5 +14,8 @@ from pilot.console.rendering import render
 @page
 async def charts_page(request: Request) -> Response:
     session = session_of(request)
-    data = await charts.chart_data(console_of(request).desk)
-    return render(request, "charts.html", session=session, data=data, tab="charts")
+    console = console_of(request)
+    data = await charts.chart_data(console.desk, console.reader)
+    return render(
+        request, "charts.html", session=session, data=data, reading=console.reader is not None, tab="charts"
+    )

@@ -1,6 +1,9 @@
-"""The Charts page's figures, read from the journal alone (no exchange): what the facts said at each plan.
+"""The Charts page's figures: positions as they changed, equity at each plan, and each day's orders and refusals.
 
-* position notional per market: |position size| x mark in each plan's snapshot, by market;
+* position notional per market (linear), |size| x price, at every moment it is known to change: each plan's
+  snapshot (the position the plan saw, at mark), each of Pilot's fills (the position after it, at the fill's
+  price: the journal's order outcome), and, when the console reads an exchange, each fill the exchange lists
+  (stops that triggered and liquidations too), walked back from the position now;
 * equity: the snapshot's equity at each plan;
 * per UTC day: orders sent, and refusals by rule (at plan_order and at place_order).
 
@@ -15,6 +18,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from pilot.app.answers import entry_kinds
+from pilot.app.facts.reads import position_path
 from pilot.app.runtime.runtime import Runtime
 
 LIMIT = 2000  # the newest entries of each kind a chart reads
@@ -40,23 +44,24 @@ def _rules(data: Mapping[str, Any]) -> list[str]:
     return [str(v.get("rule")) for v in found if isinstance(v, Mapping) and v.get("rule")]
 
 
-async def chart_data(runtime: Runtime) -> dict[str, Any]:
+async def chart_data(runtime: Runtime, reader: Runtime | None = None) -> dict[str, Any]:
     journal = runtime.store.journal
     plans = list(reversed(await journal.entries(kind=entry_kinds.PLAN, limit=LIMIT, newest_first=True)))
+    outcomes = list(
+        reversed(await journal.entries(kind=entry_kinds.ORDER_OUTCOME, limit=LIMIT, newest_first=True))
+    )
     sent = await journal.entries(kind=entry_kinds.ORDER_SENT, limit=LIMIT, newest_first=True)
     refused_at_place = await journal.entries(kind=entry_kinds.PLACE_REFUSED, limit=LIMIT, newest_first=True)
 
-    positions: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    positions = _journal_positions(plans, outcomes)
+    if reader is not None:
+        for symbol, points in (await _exchange_positions(reader)).items():
+            positions[symbol] = sorted([*positions[symbol], *points], key=lambda point: point["x"])
     equity: list[dict[str, Any]] = []
     per_day: dict[str, Counter[str]] = defaultdict(Counter)
     for entry in plans:
         data = entry.data if isinstance(entry.data, Mapping) else {}
         snapshot = _mapping(data.get("snapshot"))
-        request = _mapping(data.get("request"))
-        symbol = request.get("symbol")
-        size, mark = _decimal(snapshot.get("position_size")), _decimal(snapshot.get("mark"))
-        if isinstance(symbol, str) and size is not None and mark is not None:
-            positions[symbol].append({"x": _millis(entry), "y": float(abs(size) * mark)})
         cash = _decimal(snapshot.get("equity_usd"))
         if cash is not None:
             equity.append({"x": _millis(entry), "y": float(cash)})
@@ -69,6 +74,7 @@ async def chart_data(runtime: Runtime) -> dict[str, Any]:
         per_day[entry.at.date().isoformat()]["orders sent"] += 1
 
     days = sorted(per_day)
+    positions = {symbol: points for symbol, points in positions.items() if points}
     series = sorted({name for counts in per_day.values() for name in counts} - {"orders sent"})
     return {
         "positions": [{"label": symbol, "data": points} for symbol, points in sorted(positions.items())],
@@ -79,4 +85,41 @@ async def chart_data(runtime: Runtime) -> dict[str, Any]:
             for name in ["orders sent", *series]
             if any(per_day[day][name] for day in days)
         ],
+    }
+
+
+def _journal_positions(plans: list[Any], outcomes: list[Any]) -> dict[str, list[dict[str, Any]]]:
+    """Each linear market's position as the journal knows it, oldest first: what each plan saw, then each of
+    Pilot's fills added to the position last known (a fill moves it before the next plan sees it)."""
+    events = sorted([*plans, *outcomes], key=lambda entry: entry.seq)
+    known: dict[str, Decimal] = {}
+    series: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for entry in events:
+        data = entry.data if isinstance(entry.data, Mapping) else {}
+        if entry.kind == entry_kinds.PLAN:
+            snapshot, request = _mapping(data.get("snapshot")), _mapping(data.get("request"))
+            symbol = request.get("symbol")
+            size, mark = _decimal(snapshot.get("position_size")), _decimal(snapshot.get("mark"))
+            if isinstance(symbol, str) and size is not None and mark is not None:
+                known[symbol] = size
+                series[symbol].append({"x": _millis(entry), "y": float(abs(size) * mark)})
+            continue
+        sent, fill = _mapping(data.get("sent")), _mapping(data.get("fill"))
+        symbol, filled, price = (
+            sent.get("symbol"),
+            _decimal(fill.get("filled_qty")),
+            _decimal(fill.get("avg_price")),
+        )
+        if sent.get("category") != "linear" or not isinstance(symbol, str) or not filled or price is None:
+            continue
+        after = known.get(symbol, Decimal(0)) + (filled if sent.get("side") == "Buy" else -filled)
+        known[symbol] = after
+        series[symbol].append({"x": _millis(entry), "y": float(abs(after) * price)})
+    return series
+
+
+async def _exchange_positions(reader: Runtime) -> dict[str, list[dict[str, Any]]]:
+    return {
+        symbol: [{"x": int(at.timestamp() * 1000), "y": float(abs(size) * price)} for at, size, price in path]
+        for symbol, path in (await position_path(reader)).items()
     }

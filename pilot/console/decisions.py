@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pilot.app.answers.plan_records import PlanPayload
-from pilot.app.human.desk import ChannelOff, pending_confirmations
+from pilot.app.human.desk import ChannelOff, pending_confirmations, require_channel
 from pilot.app.runtime.runtime import Runtime
 
 
@@ -59,11 +59,36 @@ class ApprovalsView:
         return hashlib.sha256(repr(self.recent).encode()).hexdigest()[:32]
 
 
+@dataclass(frozen=True, slots=True)
+class OneView:
+    """One parked action as its own page shows it (where URL-mode elicitation, ntfy and Telegram link to)."""
+
+    channel_off: ChannelOff | None
+    parked: Parked | None
+    decided: Decided | None
+
+
+async def one(runtime: Runtime, confirmation_id: str) -> OneView:
+    """The parked action `confirmation_id`, waiting or decided; neither when there is none."""
+    try:
+        require_channel(runtime, "console")
+        off = None
+    except ChannelOff as closed:
+        off = closed
+    record = await runtime.store.confirmations.get(confirmation_id, now=runtime.now())
+    if record is None:
+        return OneView(off, None, None)
+    if record.status == "pending":
+        return OneView(off, await _parked(runtime, record), None)
+    return OneView(off, None, _decided(record))
+
+
 async def approvals(runtime: Runtime, *, recent: int = 10) -> ApprovalsView:
     try:
-        records = await pending_confirmations(runtime, via="console")
+        require_channel(runtime, "console")
     except ChannelOff as off:
         return ApprovalsView(channel_off=off, pending=[], recent=[])
+    records = await pending_confirmations(runtime)
     pending = [await _parked(runtime, record) for record in records]
     everything = await runtime.store.confirmations.list(now=runtime.now())
     decided = [record for record in everything if record.status != "pending"]
@@ -71,18 +96,19 @@ async def approvals(runtime: Runtime, *, recent: int = 10) -> ApprovalsView:
     return ApprovalsView(
         channel_off=None,
         pending=pending,
-        recent=[
-            Decided(
-                confirmation_id=record.confirmation_id,
-                tool=record.tool,
-                summary=record.summary,
-                status=record.status,
-                decided_by=record.decided_by,
-                result_status=str(record.result.get("status")) if record.result else None,
-                result_detail=str(record.result.get("detail") or "") if record.result else None,
-            )
-            for record in decided[:recent]
-        ],
+        recent=[_decided(record) for record in decided[:recent]],
+    )
+
+
+def _decided(record: Any) -> Decided:
+    return Decided(
+        confirmation_id=record.confirmation_id,
+        tool=record.tool,
+        summary=record.summary,
+        status=record.status,
+        decided_by=record.decided_by,
+        result_status=str(record.result.get("status")) if record.result else None,
+        result_detail=str(record.result.get("detail") or "") if record.result else None,
     )
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
 from pilot.app.answers import entry_kinds
-from pilot.app.answers.receipts import ReceiptCard, card_id
+from pilot.app.answers.receipts import ReceiptCard, card_id, event_key
 from pilot.app.human.desk import receipt_cards
 from pilot.app.runtime.runtime import Runtime
 
@@ -58,6 +58,24 @@ class Row:
     rules: tuple[str, ...]
     status: str
     summary: str
+    event: str | None = None  # rows that tell one event share it (receipts.event_key): shown once
+    also: tuple[int, ...] = ()  # the later rows that only restate this one
+
+
+def once_per_event(rows: list[Row]) -> list[Row]:
+    """Newest-first rows with each event shown once: as its first row, naming the later rows that restate it
+    (a parking is written by the queue, the approval step and the agent's pending answer)."""
+    shown: dict[str, int] = {}
+    kept: list[Row] = []
+    for row in reversed(rows):
+        if row.event is not None and row.event in shown:
+            first = shown[row.event]
+            kept[first] = replace(kept[first], also=(*kept[first].also, row.seq))
+            continue
+        if row.event is not None:
+            shown[row.event] = len(kept)
+        kept.append(row)
+    return kept[::-1]
 
 
 def _walk(value: Any, key: str, depth: int = 0) -> Iterator[Any]:
@@ -99,6 +117,7 @@ def row_of(entry: Any) -> Row:
         rules=_unique(_walk(data, "rule")),
         status=str(status),
         summary=_summary(entry.kind, data),
+        event=event_key(entry),
     )
 
 
@@ -160,10 +179,10 @@ async def page(runtime: Runtime, filters: Filters, before: int | None = None) ->
         floor = fresh[-1].seq
         until = fresh[-1].at + timedelta(microseconds=1)
         if scanned >= SCAN and len(rows) <= PAGE:
-            return rows, floor
+            return once_per_event(rows), floor
     if len(rows) > PAGE:
-        return rows[:PAGE], rows[PAGE - 1].seq
-    return rows, None
+        return once_per_event(rows[:PAGE]), rows[PAGE - 1].seq
+    return once_per_event(rows), None
 
 
 async def newest_seq(runtime: Runtime) -> int:

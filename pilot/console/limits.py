@@ -81,6 +81,13 @@ async def policy_view(desk: Runtime, reader: Runtime | None = None) -> PolicyPag
             "cli_channel": policy.confirm.cli_channel,
             "console_channel": policy.confirm.console_channel,
             "pending_ttl_seconds": policy.confirm.pending_ttl_seconds,
+            "console_url": policy.confirm.console_url,
+            "telegram": ", ".join(map(str, policy.confirm.telegram.approvers))
+            if policy.confirm.telegram
+            else "",
+            "ntfy": f"{policy.confirm.ntfy.server}/{policy.confirm.ntfy.topic}"
+            if policy.confirm.ntfy
+            else "",
         },
         markets=markets,
         live=live,

@@ -10,9 +10,21 @@ from pilot.console.app_state import console_of
 from pilot.console.login import secret_matches
 from pilot.console.rendering import COOKIE, render
 
+LANDING = "/overview"
+
+
+def landing(wanted: object) -> str:
+    """Where a login leads: the page that sent the visitor to log in (a path on this console, never another
+    site), else the overview."""
+    if not isinstance(wanted, str) or not wanted.startswith("/") or wanted.startswith(("//", "/\\")):
+        return LANDING
+    if len(wanted) <= 300 and all(c.isprintable() and not c.isspace() for c in wanted):
+        return wanted
+    return LANDING
+
 
 async def login_form(request: Request) -> Response:
-    return render(request, "login.html", error=None)
+    return render(request, "login.html", error=None, next=landing(request.query_params.get("next")))
 
 
 async def login(request: Request) -> Response:
@@ -26,9 +38,15 @@ async def login(request: Request) -> Response:
     given = form.get("secret")
     if not isinstance(given, str) or not secret_matches(console.home, given.strip()):
         console.limiter.failed()
-        return render(request, "login.html", 401, error="that is not this home's console secret")
+        return render(
+            request,
+            "login.html",
+            401,
+            error="that is not this home's console secret",
+            next=landing(form.get("next")),
+        )
     session_id, _session = console.sessions.open()
-    response = RedirectResponse("/", status_code=303)
+    response = RedirectResponse(landing(form.get("next")), status_code=303)
     response.set_cookie(COOKIE, session_id, httponly=True, samesite="strict", path="/")
     return response
 

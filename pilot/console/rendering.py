@@ -20,6 +20,24 @@ TEMPLATES = Environment(
 )
 
 
+# What a parked order's fields are called on the page (a field that is false or absent is not shown).
+TEMPLATES.globals["ORDER_LABELS"] = {
+    "symbol": "market",
+    "category": "category",
+    "side": "side",
+    "qty": "quantity",
+    "order_type": "type",
+    "price": "price sent",
+    "time_in_force": "time in force",
+    "reduce_only": "reduce-only",
+    "stop_loss": "stop-loss",
+    "take_profit": "take-profit",
+    "leverage": "leverage",
+    "order_id": "order id",
+    "order_link_id": "client order id",
+}
+
+
 def render(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
     """`template` rendered with `values`; a whole page for a session also takes the flash left for it."""
     session: Session | None = values.pop("session", None)

@@ -14,6 +14,7 @@ from pilot.console import (
     kill_switch_pages,
     live_pages,
     login_pages,
+    overview_pages,
     policy_pages,
 )
 
@@ -23,11 +24,13 @@ ROUTES: list[BaseRoute] = [
     Route("/login", login_pages.login_form, methods=["GET"]),
     Route("/login", login_pages.login, methods=["POST"]),
     Route("/logout", login_pages.logout, methods=["POST"]),
+    Route("/overview", overview_pages.overview_page, methods=["GET"]),
     Route("/", live_pages.live, methods=["GET"]),
     Route("/events", live_pages.events, methods=["GET"]),
     Route("/card/{card}", live_pages.card, methods=["GET"]),
     Route("/entry/{seq:int}", live_pages.entry, methods=["GET"]),
     Route("/approvals", approval_pages.approvals, methods=["GET"]),
+    Route("/approvals/{confirmation_id}", approval_pages.approval, methods=["GET"]),
     Route("/approvals/{confirmation_id}", approval_pages.approvals_decide, methods=["POST"]),
     Route("/kill-switch", kill_switch_pages.kill_switch, methods=["GET"]),
     Route("/kill-switch", kill_switch_pages.kill_switch_set, methods=["POST"]),

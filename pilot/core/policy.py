@@ -16,6 +16,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PrivateAttr,
+    StrictInt,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -58,6 +59,12 @@ EXAMPLES: dict[str, str] = {
     "cliChannel": "false",
     "consoleChannel": "false",
     "pendingTtlSeconds": "300",
+    "consoleUrl": '"http://127.0.0.1:8765" (where your browser reaches `pilot console`)',
+    "telegram": '{"approvers": [123456789]} (your Telegram user id; or null for off)',
+    "approvers": "[123456789] (Telegram user ids: ask @userinfobot for yours)",
+    "ntfy": '{"topic": "pilot-7f3k2q9x", "server": "https://ntfy.sh"} (or null for off)',
+    "topic": '"pilot-7f3k2q9x" (letters, digits, - and _; hard to guess: it is the password)',
+    "server": '"https://ntfy.sh"',
     "tradingState": '"active" (or "reducing", "halted")',
     "markets": '{"BTCUSDT": {"maxNotionalUsd": 50}}',
     "maxLossPerTradeUsd": "10 (or null for no limit)",
@@ -150,6 +157,52 @@ class MarketOverrides(_Frozen):
     require_stop_loss: bool | None = Field(default=None, alias="requireStopLoss", strict=True)
 
 
+_WEB_ADDRESS = re.compile(r"^https?://[A-Za-z0-9.\-\[\]:]+(:[0-9]{1,5})?(/[A-Za-z0-9._~\-/]*)?$")
+_NTFY_TOPIC = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+
+
+def _web_address(value: str) -> str:
+    if not isinstance(value, str) or len(value) > 200 or not _WEB_ADDRESS.match(value):
+        raise ValueError("must be an http:// or https:// address, such as http://127.0.0.1:8765")
+    return value.rstrip("/")
+
+
+class TelegramChannel(_Frozen):
+    """A Telegram bot asks these users (by their Telegram user id) to approve or reject each parked action."""
+
+    approvers: tuple[StrictInt, ...]
+
+    @field_validator("approvers")
+    @classmethod
+    def _user_ids(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        if not 1 <= len(value) <= 10:
+            raise ValueError("list 1 to 10 approvers")
+        if any(user <= 0 for user in value):
+            raise ValueError("a Telegram user id is a positive number (a group's chat id is not an approver)")
+        if len(set(value)) != len(value):
+            raise ValueError("an approver is listed twice")
+        return value
+
+
+class NtfyChannel(_Frozen):
+    """An ntfy topic is sent each parked action; its button opens the console's page for it."""
+
+    topic: str
+    server: str = "https://ntfy.sh"
+
+    @field_validator("topic")
+    @classmethod
+    def _topic(cls, value: str) -> str:
+        if not isinstance(value, str) or not _NTFY_TOPIC.match(value):
+            raise ValueError("a topic is 1 to 64 letters, digits, - or _")
+        return value
+
+    @field_validator("server")
+    @classmethod
+    def _server(cls, value: str) -> str:
+        return _web_address(value)
+
+
 class ConfirmRule(_Frozen):
     """When a human must confirm: above a notional, or for named tools; and where a human may approve."""
 
@@ -159,15 +212,39 @@ class ConfirmRule(_Frozen):
     cli_channel: bool = Field(default=False, alias="cliChannel", strict=True)
     console_channel: bool = Field(default=False, alias="consoleChannel", strict=True)  # `pilot console`
     pending_ttl_seconds: int = Field(default=300, alias="pendingTtlSeconds", ge=30, le=3600)
+    # Where the human's browser reaches `pilot console`: the address approval links (URL-mode elicitation,
+    # ntfy's button, the Telegram message) point to.
+    console_url: str = Field(default="http://127.0.0.1:8765", alias="consoleUrl")
+    telegram: TelegramChannel | None = None  # a bot asks the approvers on their phones (off: null)
+    ntfy: NtfyChannel | None = None  # notifications with a button to the console's page (off: null)
 
     def opens(self, via: Via) -> bool:
         """Whether policy.json opens this channel for a human to decide parked actions."""
         return bool(getattr(self, _SWITCHES[CHANNELS[via][1]]))
 
     @property
+    def open_channels(self) -> tuple[Via, ...]:
+        """The channels a human may decide parked actions on, in CHANNELS' order."""
+        return tuple(via for via in CHANNELS if self.opens(via))
+
+    @property
     def human_outside_client(self) -> bool:
         """Whether a human can be asked outside the MCP client: some channel is open."""
-        return any(self.opens(via) for via in CHANNELS)
+        return bool(self.open_channels)
+
+    @field_validator("console_url")
+    @classmethod
+    def _console_url(cls, value: str) -> str:
+        return _web_address(value)
+
+    @model_validator(mode="after")
+    def _ntfy_needs_the_console(self) -> ConfirmRule:
+        if self.ntfy is not None and not self.console_channel:
+            raise ValueError(
+                "ntfy's button opens the console's page for the action, so confirm.ntfy needs "
+                "confirm.consoleChannel true"
+            )
+        return self
 
     @field_validator("actions")
     @classmethod
@@ -181,7 +258,7 @@ class ConfirmRule(_Frozen):
 
 
 # The ConfirmRule attribute of each channel's switch, read off the model so the alias is written once.
-_SWITCHES = {field.alias: name for name, field in ConfirmRule.model_fields.items() if field.alias}
+_SWITCHES = {field.alias or name: name for name, field in ConfirmRule.model_fields.items()}
 
 
 class Policy(_Frozen):
@@ -413,6 +490,10 @@ def _real_problem(text: str, error: json.JSONDecodeError) -> tuple[int, str, str
             f'a comma before the closing "{here}"',
             "remove that comma: JSON allows none after the last item",
         )
+    if here == "," and previous in ",[{":
+        # `20,,` or `{,`: the decoder wants a key or a value where the extra comma stands
+        what = "two commas in a row" if previous == "," else f'a comma right after the opening "{previous}"'
+        return at, what, "remove the extra comma"
     if message.startswith("Expecting ',' delimiter") and before >= 0:
         return before + 1, "a comma is missing after this value", "add a comma at the end of this line"
     if here == "'":
@@ -579,7 +660,9 @@ def _issue(detail: Any) -> PolicyIssue:
 def _known_keys(location: list[str]) -> str:
     """The keys allowed where an unknown one was found: at the top, under confirm, a market, or a window."""
     model: type[BaseModel] = Policy
-    if len(location) >= 2 and location[0] == "confirm":
+    if len(location) >= 3 and location[:2] in (["confirm", "telegram"], ["confirm", "ntfy"]):
+        model = TelegramChannel if location[1] == "telegram" else NtfyChannel
+    elif len(location) >= 2 and location[0] == "confirm":
         model = ConfirmRule
     elif len(location) >= 3 and location[0] == "markets":
         model = MarketOverrides

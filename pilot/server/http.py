@@ -127,9 +127,10 @@ class BearerTokens:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        name = await self._client(_bearer(scope))
+        token = _bearer(scope)
+        name = await self._client(token)
         if name is None:
-            await _unauthorized(send)
+            await _unauthorized(send, sent=bool(token))
             return
         scope.setdefault("state", {})[_CLIENT] = name
         await self.app(scope, receive, send)
@@ -152,14 +153,24 @@ def _bearer(scope: Scope) -> str | None:
     return None
 
 
-async def _unauthorized(send: Send) -> None:
-    body = json.dumps(
-        {
-            "error": "invalid_token",
-            "error_description": "a bearer token issued by `pilot token issue NAME --home HOME` is required "
-            "(send it as `Authorization: Bearer TOKEN`)",
-        }
-    ).encode()
+def refusal_reason(*, sent: bool) -> str:
+    """Why a request's token was refused, in the words both the body and `WWW-Authenticate` carry (clients
+    that start OAuth on a 401 show one or the other: the Inspector CLI shows the body with --stored-auth-only)."""
+    if not sent:
+        return (
+            "no bearer token was sent: send `Authorization: Bearer TOKEN` with a token from "
+            "`pilot token issue NAME --home HOME`"
+        )
+    return (
+        "this bearer token is not one `pilot token issue` made for this home, or it was revoked: "
+        "`pilot token list --home HOME` shows the names; issue a new one"
+    )
+
+
+async def _unauthorized(send: Send, *, sent: bool) -> None:
+    reason = refusal_reason(sent=sent)
+    body = json.dumps({"error": "invalid_token", "error_description": reason}).encode()
+    challenge = f'Bearer realm="pilot", error="invalid_token", error_description="{reason}"'
     await send(
         {
             "type": "http.response.start",
@@ -167,7 +178,7 @@ async def _unauthorized(send: Send) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="pilot", error="invalid_token"'),
+                (b"www-authenticate", challenge.encode()),
             ],
         }
     )

@@ -32,7 +32,7 @@ from pilot.server.arguments import (
     checked_symbol,
     parsed,
 )
-from pilot.server.forms import Confirmation, Resolvers, can_reach_human, channel
+from pilot.server.forms import Confirmation, Resolvers, can_reach_human, channel, send_to_console
 
 PLAN = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True
@@ -96,11 +96,12 @@ def _register_plan_order(mcp: MCPServer, runtime: Runtime) -> None:
 def _register_place_order(mcp: MCPServer, runtime: Runtime, resolvers: Resolvers) -> None:
     @mcp.tool(annotations=TRADE)
     async def place_order(
-        plan_id: PlanId, confirmation: Annotated[Confirmation, Resolve(resolvers.for_plan)]
+        plan_id: PlanId, confirmation: Annotated[Confirmation, Resolve(resolvers.for_plan)], ctx: Context
     ) -> OrderAnswer:
         """Send the planned order (or amend) once, judged again on fresh facts. Answer: filled, open, rejected,
         outcome_unknown (look it up, never resend), refused, declined or pending_confirmation."""
-        return await place.place_order(runtime, arguments.plan_id(plan_id), channel(confirmation))
+        answer = await place.place_order(runtime, arguments.plan_id(plan_id), channel(confirmation))
+        return await send_to_console(runtime, ctx, answer)
 
 
 def _register_close_position(mcp: MCPServer, runtime: Runtime, resolvers: Resolvers) -> None:
@@ -108,6 +109,7 @@ def _register_close_position(mcp: MCPServer, runtime: Runtime, resolvers: Resolv
     async def close_position(
         symbol: Symbol,
         confirmation: Annotated[Confirmation, Resolve(resolvers.for_close)],
+        ctx: Context,
         qty: Qty = None,
         category: Category = "linear",
         idempotency_key: IdempotencyKey = None,
@@ -116,7 +118,7 @@ def _register_close_position(mcp: MCPServer, runtime: Runtime, resolvers: Resolv
         within maxSlippagePct."""
         amount = arguments.optional_amount("qty", qty)
         checked = checked_symbol(symbol)
-        return await idempotent(
+        answer = await idempotent(
             runtime,
             arguments.idempotency_key(idempotency_key),
             "close_position",
@@ -124,6 +126,7 @@ def _register_close_position(mcp: MCPServer, runtime: Runtime, resolvers: Resolv
             lambda: close.close_position(runtime, checked, amount, category, channel(confirmation)),
             OrderAnswer,
         )
+        return await send_to_console(runtime, ctx, answer)
 
 
 def _register_cancel_order(mcp: MCPServer, runtime: Runtime, resolvers: Resolvers) -> None:
@@ -131,6 +134,7 @@ def _register_cancel_order(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
     async def cancel_order(
         symbol: Symbol,
         confirmation: Annotated[Confirmation, Resolve(resolvers.for_cancel)],
+        ctx: Context,
         order_id: OrderId = None,
         order_link_id: OrderLinkId = None,
         category: Category = "linear",
@@ -139,7 +143,7 @@ def _register_cancel_order(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
         """Cancel one open order. Works in every trading state."""
         arguments.order_ids(order_id, order_link_id)
         checked = checked_symbol(symbol)
-        return await idempotent(
+        answer = await idempotent(
             runtime,
             arguments.idempotency_key(idempotency_key),
             "cancel_order",
@@ -149,6 +153,7 @@ def _register_cancel_order(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
             ),
             ActionAnswer,
         )
+        return await send_to_console(runtime, ctx, answer)
 
 
 def _register_set_leverage(mcp: MCPServer, runtime: Runtime, resolvers: Resolvers) -> None:
@@ -157,13 +162,14 @@ def _register_set_leverage(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
         symbol: Symbol,
         leverage: Leverage,
         confirmation: Annotated[Confirmation, Resolve(resolvers.for_leverage)],
+        ctx: Context,
         category: Category = "linear",
         idempotency_key: IdempotencyKey = None,
     ) -> ActionAnswer:
         """Set leverage. Lowering is always allowed (unless halted); raising must fit maxLeverage."""
         value = arguments.amount("leverage", leverage)
         checked = checked_symbol(symbol)
-        return await idempotent(
+        answer = await idempotent(
             runtime,
             arguments.idempotency_key(idempotency_key),
             "set_leverage",
@@ -173,6 +179,7 @@ def _register_set_leverage(mcp: MCPServer, runtime: Runtime, resolvers: Resolver
             ),
             ActionAnswer,
         )
+        return await send_to_console(runtime, ctx, answer)
 
 
 def _register_activate_kill_switch(mcp: MCPServer, runtime: Runtime) -> None:

@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from pilot.server import serve_http
-from pilot.server.http import RemoteHostRefused, check_host, http_app, is_loopback
+from pilot.server.http import RemoteHostRefused, check_host, http_app, is_loopback, refusal_reason
 
 from .conftest import BTC_SHORT, call
 
@@ -62,6 +62,10 @@ async def test_http_needs_a_valid_token_and_a_loopback_host(runtime):
             planned = await call(client, "plan_order", BTC_SHORT)
         tasks.cancel_scope.cancel()
     assert (no_token.status_code, wrong.status_code) == (401, 401)
+    # the reason is in the body and in the challenge (the Inspector CLI shows the body with --stored-auth-only)
+    assert no_token.json()["error_description"] == refusal_reason(sent=False)
+    assert wrong.json()["error_description"] == refusal_reason(sent=True)
+    assert refusal_reason(sent=True) in wrong.headers["www-authenticate"]
     assert rebinding.status_code == 421 and foreign.status_code == 403
     assert planned["status"] == "ok"
 

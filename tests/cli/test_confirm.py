@@ -1,4 +1,5 @@
-"""`pilot confirm`: the CLI confirmation channel, open only when policy.json enables it."""
+"""`pilot confirm`: parked actions listed and shown always; approved or rejected here only when policy.json opens
+the CLI channel."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ async def test_an_approved_order_runs_in_the_server_and_its_card_shows_the_cli_c
     assert result["status"] == "filled"
     assert card["status"] == "filled"
     assert [(c["channel"], c["verdict"]) for c in card["confirmations"]] == [
-        ("cli", "parked"),
+        ("queue", "parked"),
         ("cli", "approved"),
     ]
     assert [step["step"] for step in card["path"]] == ["planned", "parked", "approved", "sent", "filled"]
@@ -148,10 +149,11 @@ async def test_approve_refuses_when_the_cli_channel_is_off(home: Path, runtime: 
     before = len(await runtime.store.journal.entries())
 
     result = await pilot("confirm", "approve", confirmation_id, "--home", str(home), input="y\n")
-    listed = await pilot("confirm", "list", "--home", str(home))
+    listed = await pilot("confirm", "list", "--home", str(home), "--format", "json")
 
-    assert result.exit_code == 2 and listed.exit_code == 2
+    assert result.exit_code == 2 and listed.exit_code == 0  # deciding needs the channel, reading does not
     assert "Approve?" not in result.output
+    assert [c["confirmation_id"] for c in json.loads(listed.stdout)["confirmations"]] == [confirmation_id]
     record = await runtime.store.confirmations.get(confirmation_id)
     assert record is not None and record.status == "pending"
     assert len(await runtime.store.journal.entries()) == before
@@ -164,3 +166,20 @@ async def test_an_unknown_confirmation_exits_2_with_its_code(home: Path) -> None
 
     assert result.exit_code == 2
     assert json.loads(result.stdout)["error"]["code"] == "unknown_id"
+
+
+async def test_list_works_with_only_the_console_channel_open_and_says_where_to_decide(
+    home: Path, runtime: Runtime
+) -> None:
+    edit_policy(home, confirm={**CLI_CHANNEL, "cliChannel": False, "consoleChannel": True})
+    _, confirmation_id = await _parked(runtime)
+
+    listed = await pilot_json("confirm", "list", "--home", str(home))
+    approved = await pilot("confirm", "approve", confirmation_id, "--home", str(home), input="y\n")
+
+    assert [c["confirmation_id"] for c in listed["confirmations"]] == [confirmation_id]
+    assert listed["channels"] == ["console"]
+    assert approved.exit_code == 2 and "Approve?" not in approved.output
+    [pending] = await runtime.store.journal.entries(kind=entry_kinds.PLACE_PENDING)
+    human = pending.data["next_safe_action"]["human"]
+    assert f"/approvals/{confirmation_id}" in human and "pilot confirm approve" not in human

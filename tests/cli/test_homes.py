@@ -39,6 +39,9 @@ ON_A_HOME = [
     ("serve",),
     ("console",),
     ("console", "token"),
+    ("phone", "test"),
+    ("phone", "forget", "ntfy"),
+    ("phone", "ntfy-token", "--stdin"),
 ]
 SERVING = [("serve",), ("console",)]  # no --format: they serve until stopped
 

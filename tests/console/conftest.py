@@ -114,13 +114,18 @@ async def browser(chromium: Any) -> AsyncIterator[FreshContexts]:
         await contexts.close()
 
 
-async def logged_in(browser: FreshContexts, console: Console, **context_options: Any) -> Any:
-    """A new page in a new browser context, logged in to the console; it shows the Live page."""
+async def logged_in(
+    browser: FreshContexts, console: Console, *, at: str = "/", **context_options: Any
+) -> Any:
+    """A new page in a new browser context, logged in to the console (which lands on the Overview); it then
+    shows the page `at` (the Live page unless told)."""
     context = await browser.new_context(**context_options)
     context.set_default_timeout(10_000)
     page = await context.new_page()
     await page.goto(console.url + "/login")
     await page.fill("#secret", console.secret)
     await page.click("button[type=submit]")
-    await page.wait_for_url(console.url + "/")
+    await page.wait_for_url(console.url + "/overview")
+    if at != "/overview":
+        await page.goto(console.url + at)
     return page

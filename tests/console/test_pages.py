@@ -38,7 +38,10 @@ async def test_an_invalid_policy_shows_each_problem_with_its_fix(console, browse
     await expect(issues).to_have_count(2)
     await expect(issues.filter(has_text="maxNotionalUSD")).to_contain_text("maxNotionalUsd")
     await expect(issues.filter(has_text="confirm.consoleChannel")).to_contain_text("Fix:")
-    await expect(page.locator("#console-channel")).to_have_text("off")  # an invalid file closes the channel
+    # none of the fail-closed stand-in's values is shown as if in force ("never by size", $100 caps)
+    await expect(page.locator("#limits")).to_have_count(0)
+    await expect(page.locator("main")).not_to_contain_text("never by size")
+    await expect(page.locator("#policy-invalid")).to_contain_text("no channel outside the client is open")
 
 
 async def test_the_charts_are_drawn_by_chart_js_from_the_journal(console, browser, paper):

@@ -93,6 +93,20 @@ def _syntax(text: str) -> PolicyIssue:
             '"maxLeverage": 3',
             "add a comma",
         ),
+        # The decoder asks for a key at the second comma; the mistake is the comma itself, not a key.
+        (
+            '{\n  "dailyOrderCap": 20,,\n  "maxLeverage": 3\n}',
+            "line 2 column 23",
+            '"dailyOrderCap": 20,,',
+            "extra",
+        ),
+        (
+            '{\n  "allowedMarkets": ["BTCUSDT",, "ETHUSDT"]\n}',
+            "line 2 column 32",
+            '"allowedMarkets": ["BTCUSDT",, "ETHUSDT"]',
+            "extra",
+        ),
+        ('{, "maxLeverage": 3}', "line 1 column 2", '{, "maxLeverage": 3}', "extra"),
         ('{\n  "maxLeverage": 3, // three\n}', "line 2 column 21", '"maxLeverage": 3, // three', "comment"),
         ("{\n  'maxLeverage': 3\n}", "line 2 column 3", "'maxLeverage': 3", "double quotes"),
         ("{\n  maxLeverage: 3\n}", "line 2 column 3", "maxLeverage: 3", "double quotes"),

@@ -89,12 +89,16 @@ class CardRefusal(_Card):
 class CardConfirmation(_Card):
     at: str
     seq: int
-    channel: str  # "mcp form", "cli", "console" (the CLI's queue, decided in `pilot console`) or "none"
+    # "mcp form", "queue" (parked for a human outside the client), the channel it was decided on ("cli",
+    # "console", "telegram"), a push's channel ("telegram", "ntfy", "mcp url"), or "none"
+    channel: str
     verdict: str | None
     actor: str
     text: str | None
     changes: list[str]
     confirmation_id: str | None
+    open_channels: list[str] = []  # where a parked action could be decided when it was parked
+    approver: str | None = None  # who decided, where the channel names one (a Telegram user id)
 
 
 class CardSent(_Card):
@@ -167,7 +171,7 @@ class ReceiptCard(_Card):
     seal: CardSeal
 
 
-QUEUES = ("cli", "console")  # where a parked action is decided
+QUEUE = "queue"  # a parked action's channel until a human decides it on one
 
 
 def card_id(plan_entry: JournalEntry) -> str:
@@ -211,7 +215,7 @@ def _status(step: str) -> str:
     return step.removeprefix("found_") if step.startswith("found_") else _STATUS_OF_STEP.get(step, step)
 
 
-_NOT_A_STEP = ("unavailable", "not_asked")  # the refusal that follows is the step
+_NOT_A_STEP = ("unavailable", "not_asked", "pushed", "press_refused", "closed")  # not a step of the order
 
 
 class _Trail:
@@ -269,9 +273,30 @@ def restates(confirmation: CardConfirmation, earlier: list[CardConfirmation]) ->
     with `pilot confirm approve`."""
     if confirmation.verdict == "parked":
         return any(c.verdict == "parked" for c in earlier)
-    if confirmation.verdict == "approved" and confirmation.channel == "cli":
-        return any(c.verdict == "approved" and c.channel in QUEUES for c in earlier)
+    if confirmation.verdict == "approved" and confirmation.channel == QUEUE:
+        return any(c.verdict == "approved" for c in earlier)
     return False
+
+
+def event_key(entry: JournalEntry) -> str | None:
+    """Rows of one plan that tell the same event share a key: its parking (written by the queue, the approval
+    step and as place_order's pending answer), or its approval outside the client (the human's decision, and
+    the server's when it carries it out). Listings show each event once (the CLI's journal, the console)."""
+    if entry.plan_id is None:
+        return None
+    data = entry.data
+    parked = (
+        (entry.kind == entry_kinds.CONFIRMATION and "parked" in (data.get("event"), data.get("verdict")))
+        or entry.kind == entry_kinds.PLACE_PENDING
+        or (entry.kind == entry_kinds.PLACE_REFUSED and data.get("status") == "pending_confirmation")
+    )
+    if parked:
+        return f"parked:{entry.plan_id}"
+    decided = data.get("event") == "decided" and data.get("approved") is True
+    server_run = data.get("verdict") == "approved" and entry.actor == "human" and "event" not in data
+    if entry.kind == entry_kinds.CONFIRMATION and (decided or server_run):
+        return f"approved:{entry.plan_id}"
+    return None
 
 
 def _detail(data: Mapping[str, Any]) -> str | None:
@@ -342,10 +367,12 @@ def _confirmation(entry: JournalEntry, earlier: list[CardConfirmation]) -> CardC
         if event == "decided"
         else event or data.get("verdict")
     )
-    if event == "decided" and data.get("via") == "console":
-        channel = "console"  # the queue decided on the console's Approvals page
-    elif event is not None or verdict == "parked" or any(c.channel in QUEUES for c in earlier):
-        channel = "cli"
+    if event == "decided":
+        channel = str(data.get("via") or "cli")  # rows before other channels existed were the CLI's
+    elif data.get("channel"):
+        channel = str(data["channel"])  # a push to the human: telegram, ntfy, mcp url
+    elif event is not None or verdict == "parked" or any(c.channel != "mcp form" for c in earlier):
+        channel = QUEUE
     elif verdict in ("approved", "declined"):
         channel = "mcp form"
     else:
@@ -359,6 +386,8 @@ def _confirmation(entry: JournalEntry, earlier: list[CardConfirmation]) -> CardC
         text=data.get("text"),
         changes=data.get("changes") or [],
         confirmation_id=data.get("confirmation_id"),
+        open_channels=[str(via) for via in data.get("channels") or []],
+        approver=str(data["approver"]) if data.get("approver") is not None else None,
     )
 
 

@@ -73,6 +73,11 @@ class ViolationOut(_Answer):
     attempted: str
     detail: str
     next: NextActionOut
+    did_you_mean: str | None = Field(
+        default=None,
+        description="For a symbol not allowed or not listed: the nearest allowed one",
+        exclude_if=lambda value: value is None,
+    )
 
 
 class Snapshot(_Answer):
@@ -122,6 +127,16 @@ class PlannedOrderOut(_Answer):
     take_profit: str | None = None
 
 
+class Adjustment(_Answer):
+    """One field of the order as planned that differs from what was asked, and why."""
+
+    field: str
+    asked: str
+    planned: str
+    rule: str | None = Field(description="The instrument rule that made the change (instrument.qtyStep, ...)")
+    reason: str
+
+
 class PlanAnswer(Answer):
     status: Literal["ok", "refused"]
     plan_id: str | None = None
@@ -142,6 +157,11 @@ class PlanAnswer(Answer):
     violations: list[ViolationOut] | None = None
     next_safe_action: NextActionOut | None = None
     snapshot: Snapshot | None = None
+    adjustments: list[Adjustment] | None = Field(
+        default=None,
+        description="What was changed of the asked order and why (size floored to the lot step, price on the tick)",
+        exclude_if=lambda value: not value,
+    )
 
 
 class ToolAnswer(Answer):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -20,11 +21,11 @@ from pilot.app.facts.gather import Gathered, gather_market_facts, rules_dict
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy
-from pilot.core.rules import GROWING_NEEDS
+from pilot.core.rules import GROWING_NEEDS, day_loss
 from pilot.core.sizing import room_left
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
-from pilot.exchange.models import ExchangeOrder
+from pilot.exchange.models import ExchangeOrder, Execution
 
 
 class ReadAnswer(Answer):
@@ -205,7 +206,8 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
         runtime.loss_limit_on(journal),
     )
     sent, kill_switch = journal.sent_today, journal.kill_switch_on
-    equity = next(iter(facts.values())).facts.equity if facts else None
+    first = next(iter(facts.values())).facts if facts else None
+    equity = first.equity if first is not None else None
     data = {
         "policy_version": view.version,
         "valid": view.valid,
@@ -232,6 +234,7 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
             "daily_loss_limit_usd": _num(policy.daily_loss_limit_usd),
             "daily_loss_limit_pct": _num(policy.daily_loss_limit_pct),
             "daily_loss_limit_reached": loss_limit_on,
+            "day_loss": _day_loss_view(policy, first),
             "max_open_positions": policy.max_open_positions,
             "trading_hours_utc": [f"{w.start}-{w.end}" for w in policy.trading_hours],
         },
@@ -239,6 +242,23 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
         "markets": {symbol: _market_view(policy, one) for symbol, one in facts.items()},
     }
     return ReadAnswer(status="ok", data=data)
+
+
+def _day_loss_view(policy: Policy, facts: Facts | None) -> dict[str, Any] | None:
+    """Today's loss set against the daily loss limit, as check_daily_loss counts it (null without a limit,
+    or when the day's PnL could not be read)."""
+    if facts is None or facts.day_pnl is None:
+        return None
+    loss = day_loss(policy, facts.equity, facts.day_pnl)
+    if loss is None:
+        return None
+    return {
+        "rule": loss.rule.value,
+        "limit_usd": plain(loss.limit.quantize(CENT)),
+        "loss_usd": plain(loss.loss.quantize(CENT)),
+        "realised_pnl_usd": plain(loss.pnl.realised.quantize(CENT)),
+        "unrealised_pnl_usd": plain(loss.pnl.unrealised.quantize(CENT)),
+    }
 
 
 def _market_view(policy: Policy, gathered: Gathered) -> dict[str, Any]:
@@ -281,3 +301,31 @@ def _room_view(policy: Policy, facts: Facts, side: Side) -> dict[str, Any] | Non
         "notional_usd_at_worst_fill": plain(room.notional_usd.quantize(CENT)),
         "limited_by": [code.value for code in room.limited_by],
     }
+
+
+RECENT_FILLS = 100  # the newest fills position_path reads, in pages of 50
+
+
+async def position_path(runtime: Runtime) -> dict[str, list[tuple[datetime, Decimal, Decimal]]]:
+    """Each linear market's position after each of its recent fills (stops that triggered and liquidations
+    too), oldest first, as (time, signed size after the fill, fill price): walked back from the positions now
+    through the exchange's fill list. Empty when the exchange cannot be read."""
+    try:
+        held = {p.symbol: p.size for p in await runtime.exchange.get_positions("linear")}
+        fills: list[Execution] = []
+        cursor = None
+        while len(fills) < RECENT_FILLS:
+            page = await runtime.exchange.get_executions_page("linear", None, cursor, 50)
+            fills.extend(row for row in page.rows if row.is_fill)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    except ExchangeError:
+        return {}
+    paths: dict[str, list[tuple[datetime, Decimal, Decimal]]] = {}
+    size = dict(held)
+    for fill in sorted(fills, key=lambda row: row.exec_time, reverse=True):  # newest first: walk back
+        after = size.get(fill.symbol, Decimal(0))
+        paths.setdefault(fill.symbol, []).append((fill.exec_time, after, fill.exec_price))
+        size[fill.symbol] = after - (fill.exec_qty if fill.side == "Buy" else -fill.exec_qty)
+    return {symbol: path[::-1] for symbol, path in paths.items()}

@@ -6,7 +6,8 @@ asked is the approval channel's business:
 * the MCP client's form: the server asks before the tool body runs (pilot.server) and hands the use case
   a ClientChannel holding the answer: a form approved or declined, no form needed, or no form possible;
 * the queue outside the client: when the client cannot show forms and the human opened a channel
-  (confirm.cliChannel or confirm.consoleChannel), the action is parked for `pilot confirm approve` or the console, and the server runs it once approved (pilot.app.service.parked).
+  (confirm.cliChannel, confirm.consoleChannel or confirm.telegram), the action is parked for `pilot confirm
+  approve`, the console or the Telegram bot, and the server runs it once approved (pilot.app.service.parked).
 
 Only an explicit approval approves. Every verdict is journaled; a receipt says a human was asked only when
 one was. No MCP tool approves, rejects or changes anything here: the tools can only read or withdraw.
@@ -24,7 +25,7 @@ from pilot.app.answers.refusals import violation
 from pilot.app.answers.responses import ActionAnswer, Refusal
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.approval import may_need_human, needs_human
-from pilot.core.channels import REACH_A_HUMAN
+from pilot.core.channels import REACH_A_HUMAN, Via, approval_url, names, where_to_decide
 from pilot.core.codes import Code
 from pilot.core.policy import ApprovalTool
 from pilot.core.violations import NextAction, Violation
@@ -58,7 +59,11 @@ class Declined:
 
 @dataclass(frozen=True, slots=True)
 class Parked:
+    """Parked for a human outside the client, on the channels open when it was parked."""
+
     confirmation_id: str
+    channels: tuple[Via, ...] = ()
+    console_url: str = ""
     kind: Literal["parked"] = "parked"
 
 
@@ -123,9 +128,10 @@ class ClientChannel:
             return Approved() if answer.approved else Declined()
         if isinstance(answer, NoFormNeeded):
             return NotAsked()
-        if not runtime.policy().policy.confirm.human_outside_client:
+        confirm = runtime.policy().policy.confirm
+        if not confirm.human_outside_client:
             return Unavailable()
-        return Parked(await park(runtime, request))
+        return Parked(await park(runtime, request), confirm.open_channels, confirm.console_url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +177,8 @@ def refusal_of(verdict: Verdict, *, again: NextAction) -> Refusal | None:
     if isinstance(verdict, Parked):
         return Refusal(
             "pending_confirmation",
-            "waiting for a human to approve (CLI or console); nothing was sent yet",
-            next_safe_action=pending_next(verdict.confirmation_id),
+            f"waiting for a human to approve ({names(verdict.channels)}); nothing was sent yet",
+            next_safe_action=pending_next(verdict),
             confirmation_id=verdict.confirmation_id,
         )
     if isinstance(verdict, NotAsked):
@@ -214,12 +220,14 @@ def no_human_for(runtime: Runtime, channel: ApprovalChannel | None, tool: Approv
     return _unavailable().next
 
 
-def pending_next(confirmation_id: str) -> NextAction:
+def pending_next(parked: Parked) -> NextAction:
+    """Check back later; the human's line names only the channels that are open, and how to decide there."""
     return NextAction(
         tool="get_confirmation_status",
-        args={"confirmation_id": confirmation_id},
-        text="a human must approve this (CLI or console); check its status later, do not plan it again",
-        human=f"run `pilot confirm approve {confirmation_id}` (or reject), or decide in `pilot console`",
+        args={"confirmation_id": parked.confirmation_id},
+        text=f"a human must approve this ({names(parked.channels)}); check its status later, do not plan "
+        "it again",
+        human=where_to_decide(parked.channels, parked.confirmation_id, parked.console_url),
     )
 
 
@@ -280,14 +288,40 @@ async def park(runtime: Runtime, request: ApprovalRequest) -> str:
         now=runtime.now(),
         ttl_seconds=runtime.policy().policy.confirm.pending_ttl_seconds,
     )
+    channels = list(runtime.policy().policy.confirm.open_channels)
     await runtime.store.journal.append(
         entry_kinds.CONFIRMATION,
-        {"event": "parked", "confirmation_id": confirmation_id, "tool": request.tool, "text": request.text},
+        {
+            "event": "parked",
+            "confirmation_id": confirmation_id,
+            "tool": request.tool,
+            "text": request.text,
+            "channels": channels,
+        },
         now=runtime.now(),
         plan_id=request.plan_id,
         actor="pilot",
     )
     return confirmation_id
+
+
+def console_link(runtime: Runtime, confirmation_id: str) -> str:
+    """The console's page for one parked action, at the address policy.json gives (confirm.consoleUrl)."""
+    return approval_url(runtime.policy().policy.confirm.console_url, confirmation_id)
+
+
+async def note_push(runtime: Runtime, confirmation_id: str, channel: str, details: dict[str, Any]) -> None:
+    """Journal that a parked action was sent to the human outside the queue (the MCP client's URL prompt, a
+    Telegram message, an ntfy notification), by Pilot, under its plan."""
+    record = await runtime.store.confirmations.get(confirmation_id)
+    plan_id = record.action.get("plan_id") if record is not None else None
+    await runtime.store.journal.append(
+        entry_kinds.CONFIRMATION,
+        {"event": "pushed", "channel": channel, "confirmation_id": confirmation_id, **details},
+        now=runtime.now(),
+        plan_id=plan_id or None,
+        actor="pilot",
+    )
 
 
 async def confirmation_status(runtime: Runtime, confirmation_id: str) -> ActionAnswer:

@@ -47,7 +47,10 @@ DEFAULT_POLICY = """\
     "actions": [],
     "cliChannel": false,
     "consoleChannel": false,
-    "pendingTtlSeconds": 300
+    "pendingTtlSeconds": 300,
+    "consoleUrl": "http://127.0.0.1:8765",
+    "telegram": null,
+    "ntfy": null
   },
   "tradingState": "active",
   "maxLossPerTradeUsd": null,
@@ -229,23 +232,21 @@ class ChannelOff(HumanError):
             )
 
 
-def require_cli_channel(runtime: Runtime, via: Via = "cli") -> None:
-    """Raise ChannelOff unless policy.json (read now, and valid) enables confirm.cliChannel (or, with `via`
-    "console", confirm.consoleChannel)."""
+def require_channel(runtime: Runtime, via: Via) -> None:
+    """Raise ChannelOff unless policy.json (read now, and valid) opens the channel `via` (confirm.cliChannel,
+    confirm.consoleChannel, confirm.telegram)."""
     view = runtime.policy()
     if not view.policy.confirm.opens(via):
         raise ChannelOff(view.valid, via)
 
 
-async def pending_confirmations(runtime: Runtime, via: Via = "cli") -> list[ConfirmationRecord]:
-    """Parked actions a human may still decide, oldest first."""
-    require_cli_channel(runtime, via)
+async def pending_confirmations(runtime: Runtime) -> list[ConfirmationRecord]:
+    """Parked actions a human may still decide, oldest first. Reading them needs no channel: deciding does."""
     return await runtime.store.confirmations.list(status="pending", now=runtime.now())
 
 
-async def find_confirmation(runtime: Runtime, confirmation_id: str, via: Via = "cli") -> ConfirmationRecord:
+async def find_confirmation(runtime: Runtime, confirmation_id: str) -> ConfirmationRecord:
     """The confirmation named by its id or any unique prefix of it (UnknownId, AmbiguousId otherwise)."""
-    require_cli_channel(runtime, via)
     records = await runtime.store.confirmations.list(now=runtime.now())
     full = unique_match(confirmation_id, [record.confirmation_id for record in records], "confirmation")
     record = await runtime.store.confirmations.get(full, now=runtime.now())
@@ -304,13 +305,15 @@ class Decision:
     seq: int | None = None
 
 
-async def decide(runtime: Runtime, confirmation_id: str, *, approve: bool, via: Via = "cli") -> Decision:
-    """Approve or reject a pending confirmation (by its full id) as the human on the CLI (or in the
-    console, `via` "console"), and journal it.
+async def decide(
+    runtime: Runtime, confirmation_id: str, *, approve: bool, via: Via = "cli", approver: str | None = None
+) -> Decision:
+    """Approve or reject a pending confirmation (by its full id) as the human on the channel `via` (the CLI,
+    the console, Telegram), and journal it with that channel and, where the channel names one, the approver.
 
     The running server carries out an approved action itself, re-checked when it runs.
     """
-    require_cli_channel(runtime, via)
+    require_channel(runtime, via)
     record = await runtime.store.confirmations.decide(
         confirmation_id, approve=approve, actor=f"human:{via}", now=runtime.now()
     )
@@ -324,6 +327,8 @@ async def decide(runtime: Runtime, confirmation_id: str, *, approve: bool, via: 
     }
     if via != "cli":
         decided["via"] = via
+    if approver is not None:
+        decided["approver"] = approver
     entry = await runtime.store.journal.append(
         entry_kinds.CONFIRMATION,
         decided,

@@ -12,6 +12,7 @@ from pilot.app.answers.plan_records import IntentRecord, PlanPayload, PlanTool, 
 from pilot.app.answers.refusals import position_mode_violation
 from pilot.app.answers.responses import PlanAnswer, PlannedOrderOut, Snapshot, next_out, violations_out
 from pilot.app.facts.gather import gather, snapshot
+from pilot.app.orders.adjustments import adjustments, with_nearest_symbol
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.runtime.runtime import PolicyView, Runtime
 from pilot.core.approval import needs_human
@@ -44,17 +45,22 @@ async def plan_order(
         violations, next_action = [hedged], hedged.next
     shot = snapshot(view, facts)
     now = runtime.now()
+    changed = adjustments(request, order, gathered.facts.rules) or None
     if violations:
         answer = PlanAnswer(
             status="refused",
-            violations=violations_out(violations),
+            violations=with_nearest_symbol(
+                violations_out(violations), request.symbol, view.policy.allowed_markets
+            ),
             next_safe_action=next_out(next_action),
             snapshot=shot,
+            adjustments=changed,
         )
         await journal_decision(runtime, answer, request, now)
         return answer
     payload = plan_payload(view, result, shot, tool)
     answer = await issue_plan(runtime, view, payload, shot, now, can_confirm=can_reach_human)
+    answer = answer.model_copy(update={"adjustments": changed})
     assert answer.plan_id is not None
     await journal_decision(runtime, answer, request, now)
     return answer

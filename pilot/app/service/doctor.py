@@ -18,7 +18,8 @@ from pilot.app.service.boot import EXCHANGES
 from pilot.core.policy import LoadedPolicy
 from pilot.core.violations import plain
 from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.errors import ExchangeError
+from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
+from pilot.keys.channel_secrets import SecretUnreadable, load_secret
 from pilot.keys.errors import KeysError
 from pilot.store import (
     STORE_REPAIRED,
@@ -56,7 +57,40 @@ async def examine(home: Path, exchange: str, *, now: datetime, symbol: str | Non
         checks.append(await check_exchange(home, exchange, now=now, symbol=symbol or _first_market(home)))
     else:
         checks.append(Check("exchange", False, "not tried without a usable key", key.fix))
+    return checks + check_phone(home)
+
+
+def check_phone(home: Path) -> list[Check]:
+    """The phone channels policy.json opens have what they need stored (`pilot phone test` sends for real)."""
+    outcome = read_policy_file(Home(home).policy_path)
+    if not isinstance(outcome, LoadedPolicy):
+        return []
+    confirm = outcome.policy.confirm
+    checks = []
+    if confirm.telegram is not None:
+        try:
+            stored = load_secret(home, "telegram") is not None
+        except (KeysError, SecretUnreadable) as error:
+            return [
+                Check("phone", False, f"the Telegram bot token cannot be read: {error}", "store it again")
+            ]
+        approvers = len(confirm.telegram.approvers)
+        checks.append(
+            Check(
+                "phone",
+                True,
+                f"Telegram: bot token stored, {approvers} approver(s); `pilot phone test` writes",
+            )
+            if stored
+            else Check("phone", False, "confirm.telegram is set but no bot token is stored", _TELEGRAM_FIX)
+        )
+    if confirm.ntfy is not None:
+        link = f"{confirm.ntfy.server}/{confirm.ntfy.topic}"
+        checks.append(Check("phone", True, f"ntfy: {link}, buttons open {confirm.console_url}"))
     return checks
+
+
+_TELEGRAM_FIX = "run `pilot phone telegram-token` with the token @BotFather gave"
 
 
 def check_policy(path: Path) -> list[Check]:
@@ -160,11 +194,20 @@ async def check_key(home: Path, exchange: str) -> Check:
 
 
 async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: str) -> Check:
-    """The exchange answers a ticker and a balance read with this home's key."""
+    """The exchange answers a ticker, a balance and a position read with this home's key; the account has
+    funds, and holds no position in hedge mode (Pilot reads one-way positions only)."""
     try:
         async with _connected(home, exchange, now) as adapter:
             ticker = await adapter.get_ticker("linear", symbol)
             balance = await adapter.get_balance()
+            await adapter.get_positions("linear")
+    except UnsupportedPositionMode as error:
+        return Check(
+            "exchange",
+            False,
+            f"{exchange} holds {error.symbol} in hedge mode; Pilot reads one-way positions only",
+            "close both legs and cancel its orders, then switch the symbol to one-way mode on Bybit",
+        )
     except KeysError as error:
         return Check("exchange", False, f"the {exchange} key cannot be used: {error.problem}", error.fix)
     except OSError as error:  # the embedded paper exchange could not listen
@@ -177,6 +220,9 @@ async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: st
             "check the network and try again",
         )
     quote = f"{symbol} bid {plain(ticker.bid)} / ask {plain(ticker.ask)}"
+    if balance.total_equity_usd <= 0:
+        fix = "fund the account (on Bybit demo: request demo funds on the demo trading page)"
+        return Check("exchange", False, f"{exchange} reachable ({quote}) but the account has no equity", fix)
     return Check(
         "exchange", True, f"{exchange} reachable: {quote}, equity ${plain(balance.total_equity_usd)}"
     )

@@ -13,6 +13,8 @@
     holder.innerHTML = event.data.trim();
     var row = holder.content.firstElementChild;
     if (!row || document.getElementById(row.id)) { return; }
+    // a row that only restates an event already listed (a parking is written three times) is not listed again
+    if (row.dataset.event && list.querySelector('[data-event="' + row.dataset.event + '"]')) { return; }
     list.insertBefore(row, list.firstElementChild);
     if (window.htmx) { window.htmx.process(row); }
     var empty = document.querySelector(".empty");

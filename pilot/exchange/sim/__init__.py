@@ -51,6 +51,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
+import os
 import threading
 from decimal import Decimal
 from pathlib import Path
@@ -66,7 +67,7 @@ from pilot.exchange.sim.faults import FaultBook
 from pilot.exchange.sim.market import Quote
 from pilot.exchange.sim.scenario import FAULT_KINDS, FaultSpec, Scenario, ScenarioError, load_scenario
 from pilot.exchange.sim.server import HttpServer
-from pilot.exchange.sim.state import StateError, StateInUse, StateLock
+from pilot.exchange.sim.state import StateError, StateInUse, StateLock, read_holder
 from pilot.exchange.sim.state_log import StateLog, log_path
 from pilot.exchange.sim.streams import StreamFaults, StreamServer
 
@@ -79,6 +80,7 @@ __all__ = [
     "StateInUse",
     "load_scenario",
     "reset_state",
+    "serving_url",
     "start_paper_exchange",
     "wall_clock_ms",
 ]
@@ -463,3 +465,20 @@ def reset_state(state_path: Path) -> bool:
 
 def _dec(value: Any) -> Decimal | None:
     return None if value is None else Decimal(str(value))
+
+
+def serving_url(state_path: Path) -> str | None:
+    """The URL of the running paper exchange that serves `state_path` (a `pilot serve` embedding it, or a
+    `pilot sim --home`), or None when none does. Read from what the holder wrote in the lock file, without
+    taking the lock (a probe that took it could refuse an exchange starting at that instant)."""
+    holder = read_holder(Path(state_path))
+    pid, url = holder.get("pid"), holder.get("url")
+    if not url or not isinstance(pid, int):
+        return None
+    try:
+        os.kill(pid, 0)  # a holder that died leaves its words behind; the system released its lock
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, under another user
+    return str(url)

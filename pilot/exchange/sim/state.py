@@ -94,6 +94,19 @@ class StateLock:
         os.close(fd)  # closing the descriptor releases the flock
 
 
+def read_holder(state_path: Path) -> dict[str, Any]:
+    """What the exchange holding `state_path`'s lock wrote there (pid, url); empty if nothing or no file."""
+    path = state_path.with_name(state_path.name + ".lock")
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return {}
+    try:
+        return _holder(fd)
+    finally:
+        os.close(fd)
+
+
 def _holder(fd: int) -> dict[str, Any]:
     try:
         data = json.loads(os.pread(fd, 4096, 0) or b"{}")
