@@ -23,24 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_tools_list import INITIALIZE, INITIALIZED, TOOLS_LIST
+
 BARE_IMPORTS = (  # the embedded paper exchange's WebSocket server is websockets'; the stream client, websocket's
     "import mcp.server.mcpserver, mcp.server.stdio, pybit.unified_trading, websocket, websockets.asyncio.server, "
     "pydantic, aiosqlite, anyio, click"
 )
-REQUESTS = [
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "bench_cold_start", "version": "1"},
-        },
-    },
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-]
+REQUESTS = [INITIALIZE, INITIALIZED, TOOLS_LIST]  # what a host sends first
 
 
 def serve_until_tools(home: Path, env: dict[str, str]) -> float:
@@ -58,7 +47,7 @@ def serve_until_tools(home: Path, env: dict[str, str]) -> float:
     server.stdin.flush()
     try:
         for line in server.stdout:
-            if json.loads(line).get("id") == 2:
+            if json.loads(line).get("id") == TOOLS_LIST["id"]:
                 return time.perf_counter() - started
         raise RuntimeError("pilot serve ended without answering tools/list")
     finally:
