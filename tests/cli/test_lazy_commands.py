@@ -1,5 +1,5 @@
 """Each command's module is imported when the command runs: every listed name finds its command, and
-starting `pilot serve` imports none of the others (nor rich, the console, the demo or the human's desk)."""
+starting `pilot serve` imports none of the others (nor rich, the console or the demo)."""
 
 from __future__ import annotations
 
@@ -35,4 +35,4 @@ def test_the_serve_command_imports_no_other_command_and_nothing_only_they_use() 
         for name in ("console", "journal", "demo", "sim", "keys", "doctor", "confirm", "evals")
     }
     assert not loaded & others
-    assert not {"rich", "pilot.console", "pilot.demo", "pilot.app.human.desk"} & loaded
+    assert not {"rich", "pilot.console", "pilot.demo"} & loaded
