@@ -95,13 +95,14 @@ def _require_home(home: Path, source: str) -> None:
     )
 
 
-def on_desk(home: Path, use: Callable[[Runtime], Awaitable[T]]) -> T:
-    """Open the home's store (no exchange), run `use`, close. Foreseen failures exit 2 (see PilotGroup)."""
+def on_desk(home: Path, use: Callable[[Runtime], Awaitable[T]], *, react: bool = True) -> T:
+    """Open the home's store (no exchange), run `use`, close. Foreseen failures exit 2 (see PilotGroup).
+    `react` False: a journal found rolled back is reported by `use`, not acted on (pilot.app.human.desk)."""
 
     from pilot.app.human.desk import open_desk  # the human's commands only: `pilot serve` never opens a desk
 
     async def run() -> T:
-        async with open_desk(home) as runtime:
+        async with open_desk(home, react=react) as runtime:
             return await use(runtime)
 
     return anyio.run(run)

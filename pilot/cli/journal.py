@@ -125,7 +125,7 @@ def verify(anchor: Anchor | None, output: str) -> None:
     async def check(runtime: Runtime) -> ChainReport:
         return await runtime.store.journal.verify(anchor)
 
-    report = on_desk(home, check)
+    report = on_desk(home, check, react=False)
     if output == "json":
         emit_json({"home": str(home), **render.chain_record(report)})
     else:

@@ -28,16 +28,25 @@ async def login_form(request: Request) -> Response:
 
 
 async def login(request: Request) -> Response:
+    """The right secret always logs in: it is 256 bits, so guessing is hopeless and a lockout would only let
+    any local process lock the human out. Wrong ones are rate limited (429 past the limit), to keep a
+    guessing loop from costing anything."""
     console = console_of(request)
-    wait = console.limiter.retry_after()
-    if wait:
-        refused = render(request, "login.html", 429, error=f"too many attempts; try again in {wait} s")
-        refused.headers["retry-after"] = str(wait)
-        return refused
     form = await request.form()
     given = form.get("secret")
     if not isinstance(given, str) or not secret_matches(console.home, given.strip()):
+        wait = console.limiter.retry_after()
         console.limiter.failed()
+        if wait:
+            refused = render(
+                request,
+                "login.html",
+                429,
+                error=f"too many attempts; try again in {wait} s",
+                next=landing(form.get("next")),
+            )
+            refused.headers["retry-after"] = str(wait)
+            return refused
         return render(
             request,
             "login.html",

@@ -85,11 +85,17 @@ class _Frozen(BaseModel):
 
     @field_validator("*", mode="before")
     @classmethod
-    def _no_bool_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        # JSON true/false is not a number, whatever Python thinks.
+    def _numbers_are_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        # JSON true/false is not a number, whatever Python thinks; nor is text that looks like one ("100"
+        # may be a slip for something else in a file a human edits by hand).
         annotation = cls.model_fields[info.field_name].annotation if info.field_name else None
-        if isinstance(value, bool) and annotation is not bool and bool not in get_args(annotation):
+        kinds = {annotation, *get_args(annotation)}
+        if isinstance(value, bool) and bool not in kinds:
             raise ValueError("expected a number, not true/false")
+        if isinstance(value, str) and str not in kinds and kinds & {Decimal, int}:
+            raise ValueError(
+                f"expected a number, not the text {json.dumps(value)[:40]}: write it without quotes"
+            )
         return value
 
 

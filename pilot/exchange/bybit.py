@@ -96,6 +96,7 @@ from pilot.exchange.models import (
     Ticker,
 )
 from pilot.exchange.recording import Recorder
+from pilot.exchange.symbols import Quarantine, is_quarantined_name
 
 DEFAULT_MAINTENANCE_MARGIN_RATE = Decimal("0.01")
 INSTRUMENT_TTL_SECONDS = 300.0
@@ -283,6 +284,7 @@ class BybitExchange:
         self._recorder = recorder
         self._executor = ThreadPoolExecutor(max_workers=CONCURRENT_REQUESTS, thread_name_prefix="bybit")
         self.listings = Listings(INSTRUMENT_TTL_SECONDS)
+        self._quarantine = Quarantine()  # symbols the exchange names that no agent could write
 
     @classmethod
     def connect(
@@ -349,10 +351,31 @@ class BybitExchange:
     async def _call(
         self, method: str, action: str, *, operation: str = "read", link_id: str = "", **params: Any
     ) -> dict[str, Any]:
+        symbol = params.get("symbol")
+        if isinstance(symbol, str) and not self._quarantine.knows(symbol):
+            await self._learn_symbols(str(params.get("category") or "linear"))
+        listed = isinstance(symbol, str) and is_quarantined_name(symbol) and method in SIGNED_LISTS
+        if listed:  # its text may not survive a signed query string: list the category, keep its rows
+            params.pop("symbol")
+            if params.get("category") == "linear":
+                params["settleCoin"] = self._quarantine.coin(str(symbol))
+        elif isinstance(symbol, str):
+            params["symbol"] = self._quarantine.wire(symbol)  # a quarantined name: the exchange's own text
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
+        answer = await loop.run_in_executor(
             self._executor, partial(self._call_sync, method, action, operation, link_id, params)
         )
+        if method == "get_positions" and "settleCoin" in params:
+            self._quarantine.note_coin(answer, str(params["settleCoin"]))
+        return _only(answer, str(symbol)) if listed else answer
+
+    async def _learn_symbols(self, category: str) -> None:
+        """Read what holds quarantined symbols (positions, open orders) so their names mean them again: a
+        name given by an earlier process, asked for before any read here listed it."""
+        with contextlib.suppress(ExchangeError):
+            await self.get_positions(category)
+        with contextlib.suppress(ExchangeError):
+            await self.get_open_orders(category)
 
     def _call_sync(
         self, method: str, action: str, operation: str, link_id: str, params: dict[str, Any]
@@ -369,6 +392,7 @@ class BybitExchange:
             failure = translate(error, action, operation=operation, now=self._clock(), order_link_id=link_id)
         if failure is not None:
             raise failure  # raised outside the except block: pybit's exception (with the request) is not chained
+        self._quarantine.clean(answer)
         return answer
 
     async def _read(self, action: str, parse: Callable[[dict[str, Any]], T], method: str, **params: Any) -> T:
@@ -923,6 +947,22 @@ class BybitExchange:
         except ExchangeRejected as refusal:
             if codes.verdict(refusal.ret_code, "leverage") is not Verdict.UNCHANGED:
                 raise
+
+
+# Signed list reads that take a symbol: a quarantined one is not sent (its text, quoted in the URL, would not
+# match the signature over it); the category is listed and its rows kept.
+SIGNED_LISTS = frozenset(
+    {"get_positions", "get_open_orders", "get_order_history", "get_executions", "get_closed_pnl"}
+)
+
+
+def _only(answer: dict[str, Any], symbol: str) -> dict[str, Any]:
+    """A list answer with only `symbol`'s rows."""
+    result = answer.get("result")
+    if isinstance(result, dict) and isinstance(result.get("list"), list):
+        rows = [row for row in result["list"] if isinstance(row, dict) and row.get("symbol") == symbol]
+        return {**answer, "result": {**result, "list": rows}}
+    return answer
 
 
 def _list_scopes(category: str, symbol: str | None) -> list[dict[str, str]]:

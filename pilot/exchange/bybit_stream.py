@@ -72,6 +72,7 @@ from pilot.exchange.stream_events import (
     TickerUpdate,
     WalletUpdate,
 )
+from pilot.exchange.symbols import Quarantine
 
 STREAM_URLS = {
     "bybit-demo": ("wss://stream.bybit.com", "wss://stream-demo.bybit.com"),
@@ -554,6 +555,7 @@ class BybitStreams:
     def _private(self, topic: str, message: dict[str, Any]) -> list[StreamEvent]:
         ts = int(message["creationTime"])
         rows: list[dict[str, Any]] = list(message["data"])
+        Quarantine().clean(rows)  # a symbol no agent could write goes by Pilot's name, as over REST
         if topic == "order":
             return [OrderUpdate(tuple(wire_.exchange_order(r["category"], r) for r in rows), ts)]
         if topic == "execution":

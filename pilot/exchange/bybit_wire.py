@@ -22,6 +22,7 @@ from pilot.exchange.models import (
     PriceBand,
     Ticker,
 )
+from pilot.exchange.symbols import UNTRUSTED_KEY
 
 Row = dict[str, Any]
 
@@ -213,6 +214,7 @@ def exchange_position(category: str, row: Row) -> ExchangePosition:
         position_value=dec(row.get("positionValue"), Decimal(0)),
         stop_loss=_set_price(row.get("stopLoss")),
         take_profit=_set_price(row.get("takeProfit")),
+        untrusted_symbol=str(row.get(UNTRUSTED_KEY) or ""),
     )
 
 
@@ -236,6 +238,7 @@ def closed_pnl(row: Row) -> ClosedPnl:
         exec_type=str(row.get("execType") or ""),
         created_at=ms_to_datetime(row.get("createdTime") or row.get("updatedTime")),
         updated_at=ms_to_datetime(row.get("updatedTime")),
+        untrusted_symbol=str(row.get(UNTRUSTED_KEY) or ""),
     )
 
 
@@ -314,6 +317,7 @@ def exchange_order(category: str, row: Row) -> ExchangeOrder:
         stop_loss=_set_price(row.get("stopLoss")),
         close_on_trigger=row.get("closeOnTrigger") in (True, "true"),
         create_type=_named(row.get("createType")),
+        untrusted_symbol=str(row.get(UNTRUSTED_KEY) or ""),
     )
 
 
@@ -362,6 +366,7 @@ def execution(row: Row) -> Execution:
         exec_time=ms_to_datetime(row.get("execTime")),
         fee_coin=str(row.get("feeCurrency") or ""),
         exec_type=str(row.get("execType") or "Trade"),
+        untrusted_symbol=str(row.get(UNTRUSTED_KEY) or ""),
     )
 
 

@@ -130,6 +130,7 @@ class ExchangeOrder:
     stop_loss: Decimal | None = None
     close_on_trigger: bool = False
     create_type: str = ""  # Bybit's createType: CreateByUser, CreateByStopLoss, ... ("" when not said)
+    untrusted_symbol: str = ""  # the exchange's text for a quarantined symbol (pilot.exchange.symbols)
 
     @property
     def is_stop_leg(self) -> bool:
@@ -185,6 +186,7 @@ class Execution:
     exec_time: datetime
     fee_coin: str = ""  # Bybit's feeCurrency ("" when the answer has none)
     exec_type: str = "Trade"  # Bybit's execType (a row without one, as old recordings are, is a trade)
+    untrusted_symbol: str = ""  # the exchange's text for a quarantined symbol (pilot.exchange.symbols)
 
     @property
     def is_fill(self) -> bool:
@@ -207,6 +209,7 @@ class ExchangePosition:
     stop_loss: Decimal | None = None  # the position's stop-loss (None: none set)
     take_profit: Decimal | None = None
     settle_coin: str = ""  # USDT or USDC for linear (the coin of its PnL); "" when read by symbol
+    untrusted_symbol: str = ""  # the exchange's text for a quarantined symbol (pilot.exchange.symbols)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +255,7 @@ class ClosedPnl:
     exec_type: str  # untrusted text
     created_at: datetime
     updated_at: datetime
+    untrusted_symbol: str = ""  # the exchange's text for a quarantined symbol (pilot.exchange.symbols)
 
 
 @dataclass(frozen=True, slots=True)

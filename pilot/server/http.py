@@ -19,6 +19,8 @@ import json
 import logging
 import socket
 import time
+from collections import OrderedDict
+from typing import Any
 
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from starlette.requests import ClientDisconnect
@@ -29,6 +31,7 @@ from pilot.app.runtime.runtime import Runtime
 from pilot.server.build import build_server
 
 DEFAULT_SESSION_IDLE_SECONDS = 300
+MAX_SESSIONS = 10_000  # sessions remembered with the token that opened them
 log = logging.getLogger("pilot.server.http")
 access = logging.getLogger("pilot.access")
 _CLIENT = "pilot.client"  # scope["state"] keys: the token's name, and the JSON-RPC call, for the access line
@@ -63,6 +66,11 @@ def check_host(host: str, *, allow_remote: bool) -> None:
         )
 
 
+def _bracketed(host: str) -> str:
+    """A host as it appears before a port in a Host header: an IPv6 address in brackets."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 def http_app(
     runtime: Runtime,
     host: str,
@@ -73,8 +81,9 @@ def http_app(
 ) -> AccessLog:
     """The ASGI app serving /mcp: access line, bearer token, whole bodies, then the SDK's MCP app."""
     mcp = build_server(runtime, tools=tools)
-    hosts = sorted({f"{host}:*", "127.0.0.1:*", "localhost:*", "[::1]:*"})
-    origins = sorted({f"http://{host}:*", "http://127.0.0.1:*", "http://localhost:*"})
+    names = {_bracketed(host), "127.0.0.1", "localhost", "[::1]"}
+    hosts = sorted(f"{name}:{port}" for name in names)  # this port only: not localhost:1, not a page's
+    origins = sorted(f"http://{name}:{port}" for name in names)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
     )
@@ -116,12 +125,15 @@ class BearerTokens:
 
     A missing, unknown or revoked token (or one that cannot be checked because the store fails) gets 401
     with a JSON body saying how to get one. No OAuth: nothing points a client at metadata or an
-    authorization server.
+    authorization server. An MCP session belongs to the token that opened it: a request naming a session
+    (`mcp-session-id`) opened with another token gets 403, so one token's holder cannot act in another's
+    session.
     """
 
     def __init__(self, app: ASGIApp, runtime: Runtime) -> None:
         self.app = app
         self.runtime = runtime
+        self._owners: OrderedDict[str, str] = OrderedDict()  # session id -> the token name that opened it
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -132,8 +144,26 @@ class BearerTokens:
         if name is None:
             await _unauthorized(send, sent=bool(token))
             return
+        session = _header(scope, b"mcp-session-id")
+        owner = self._owners.get(session) if session else None
+        if owner is not None and owner != name:
+            await _json_answer(send, 403, _SESSION_OF_ANOTHER)
+            return
         scope.setdefault("state", {})[_CLIENT] = name
-        await self.app(scope, receive, send)
+
+        async def noting(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                opened = _response_header(message, b"mcp-session-id")
+                if opened and opened not in self._owners:
+                    self._own(opened, name)
+            await send(message)
+
+        await self.app(scope, receive, noting)
+
+    def _own(self, session: str, name: str) -> None:
+        self._owners[session] = name
+        while len(self._owners) > MAX_SESSIONS:  # idle sessions end in minutes: the oldest are long gone
+            self._owners.popitem(last=False)
 
     async def _client(self, token: str | None) -> str | None:
         if not token:
@@ -146,11 +176,39 @@ class BearerTokens:
 
 
 def _bearer(scope: Scope) -> str | None:
+    value = _header(scope, b"authorization")
+    if value is None:
+        return None
+    scheme, _, token = value.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
+def _header(scope: Scope, wanted: bytes) -> str | None:
     for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            scheme, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if scheme.lower() == "bearer" else None
+        if name == wanted:
+            return str(value.decode("latin-1"))
     return None
+
+
+def _response_header(message: Message, wanted: bytes) -> str | None:
+    for name, value in message.get("headers", []):
+        if name.lower() == wanted:
+            return str(value.decode("latin-1"))
+    return None
+
+
+_SESSION_OF_ANOTHER = {
+    "jsonrpc": "2.0",
+    "id": None,
+    "error": {"code": -32001, "message": "this session was opened with another token; initialize your own"},
+}
+
+
+async def _json_answer(send: Send, status: int, body: dict[str, Any]) -> None:
+    raw = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": raw})
 
 
 def refusal_reason(*, sent: bool) -> str:
@@ -271,7 +329,7 @@ def _note_call(scope: Scope, body: bytes) -> None:
     """Remember which MCP call a request carries (`tools/call plan_order`) for its access line."""
     try:
         message = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's stack: the SDK answers it (400)
         return
     if not isinstance(message, dict) or not isinstance(message.get("method"), str):
         return

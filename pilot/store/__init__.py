@@ -1,5 +1,6 @@
 """Persistence: the only package that imports aiosqlite. One SQLite file per Pilot home."""
 
+from pilot.store.anchor import HeadAnchor, Rollback
 from pilot.store.canonical import canonical_hash, canonical_json, iso_utc, parse_iso
 from pilot.store.chain import (
     GENESIS_HASH,
@@ -27,8 +28,9 @@ from pilot.store.errors import (
 )
 from pilot.store.guards import OpenReport
 from pilot.store.idempotency import Idempotency, IdempotencyBegin
-from pilot.store.journal import Journal, JournalEntry, Mark
+from pilot.store.journal import Journal, JournalEntry, Mark, Preempted, Unless
 from pilot.store.leases import Leases
+from pilot.store.monotonic import HostClock, Instant, StoreClock, age, holder_id
 from pilot.store.plans import ClaimResult, PlanRecord, Plans, new_plan_id
 from pilot.store.store import Store, open_store
 from pilot.store.tokens import Tokens
@@ -45,8 +47,11 @@ __all__ = [
     "ConfirmationStatus",
     "Confirmations",
     "DuplicateRecord",
+    "HeadAnchor",
+    "HostClock",
     "Idempotency",
     "IdempotencyBegin",
+    "Instant",
     "InvalidTransition",
     "Journal",
     "JournalEntry",
@@ -56,15 +61,21 @@ __all__ = [
     "OpenReport",
     "PlanRecord",
     "Plans",
+    "Preempted",
+    "Rollback",
     "SchemaTooNew",
     "Store",
     "StoreBusy",
+    "StoreClock",
     "StoreCorrupt",
     "StoreError",
     "StoreFull",
     "Tokens",
+    "Unless",
+    "age",
     "canonical_hash",
     "canonical_json",
+    "holder_id",
     "iso_utc",
     "new_confirmation_id",
     "new_plan_id",

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pilot.store.canonical import canonical_json, sha256_hex
+from pilot.store.monotonic import Instant
 from pilot.store.sealing import Sealer, same_digest
 
 GENESIS_HASH = "0" * 64
@@ -68,7 +69,8 @@ class ChainReport:
     "seal_mismatch" (written without the journal key), "unsealed_entry" (no seal where one is due),
     "anchor_mismatch" (the anchored entry is not the one anchored) or "tail_missing" (the journal ends
     before the anchored seq). `count` is how many entries before `first_broken_seq` are intact;
-    `unsealed` how many entries predate sealing; `anchored` whether an anchor was given and matched.
+    `unsealed` how many entries predate sealing; `anchored` whether an anchor was checked (one given, or
+    the journal's own: pilot.store.anchor) and matched.
     """
 
     count: int
@@ -79,22 +81,54 @@ class ChainReport:
     anchored: bool = False
 
 
+def _stamp(at: str, clock: Instant | None) -> dict[str, Any]:
+    """The entry's time: its wall time, and the store clock's reading when it has one (entries written
+    before the store kept one have none, and their text is as it was)."""
+    return {"at": at} if clock is None else {"at": at, "clock": clock.as_json()}
+
+
 def entry_text(
-    seq: int, at: str, kind: str, actor: str, plan_id: str | None, data: Any, prev_hash: str
+    seq: int,
+    at: str,
+    kind: str,
+    actor: str,
+    plan_id: str | None,
+    data: Any,
+    prev_hash: str,
+    clock: Instant | None = None,
 ) -> str:
     """The canonical text of an entry that its hash and seal cover; `at` is the stored ISO text."""
-    fields = {"seq": seq, "at": at, "kind": kind, "actor": actor, "plan_id": plan_id}
+    fields = {"seq": seq, **_stamp(at, clock), "kind": kind, "actor": actor, "plan_id": plan_id}
     return canonical_json({**fields, "data": data, "prev_hash": prev_hash})
 
 
 def entry_text_of(
-    seq: int, at: str, kind: str, actor: str, plan_id: str | None, data_json: str, prev_hash: str
+    seq: int,
+    at: str,
+    kind: str,
+    actor: str,
+    plan_id: str | None,
+    data_json: str,
+    prev_hash: str,
+    clock: Instant | None = None,
 ) -> str:
     """`entry_text` for data given as its canonical JSON (as it is stored): the same text, without
-    serialising the data again. Canonical JSON sorts keys: actor, at, data, kind, plan_id, prev_hash, seq."""
-    before = canonical_json({"actor": actor, "at": at})
+    serialising the data again. Canonical JSON sorts keys: actor, at, clock, data, kind, plan_id, prev_hash,
+    seq."""
+    before = canonical_json({"actor": actor, **_stamp(at, clock)})
     after = canonical_json({"kind": kind, "plan_id": plan_id, "prev_hash": prev_hash, "seq": seq})
     return f'{before[:-1]},"data":{data_json},{after[1:]}'
+
+
+def row_clock(row: sqlite3.Row) -> Instant | None:
+    """The store clock's reading a row carries, if any (a row of schema v3 or older has none)."""
+    keys = row.keys()
+    if "boot" not in keys or row["boot"] is None:
+        return None
+    micros = row["micros"]
+    if not isinstance(micros, int) or not isinstance(row["boot"], str):
+        raise ValueError("a clock reading that is not one")
+    return Instant(row["boot"], micros)
 
 
 def row_text(row: sqlite3.Row) -> tuple[str, Any] | None:
@@ -102,7 +136,14 @@ def row_text(row: sqlite3.Row) -> tuple[str, Any] | None:
     try:
         data = json.loads(row["data"])
         text = entry_text(
-            row["seq"], row["at"], row["kind"], row["actor"], row["plan_id"], data, row["prev_hash"]
+            row["seq"],
+            row["at"],
+            row["kind"],
+            row["actor"],
+            row["plan_id"],
+            data,
+            row["prev_hash"],
+            row_clock(row),
         )
     except (TypeError, ValueError):
         return None
@@ -110,17 +151,28 @@ def row_text(row: sqlite3.Row) -> tuple[str, Any] | None:
 
 
 def entry_hash(
-    seq: int, at: str, kind: str, actor: str, plan_id: str | None, data: Any, prev_hash: str
+    seq: int,
+    at: str,
+    kind: str,
+    actor: str,
+    plan_id: str | None,
+    data: Any,
+    prev_hash: str,
+    clock: Instant | None = None,
 ) -> str:
     """Hash the fields of an entry; `at` is the stored ISO text and `data` the parsed JSON."""
-    return sha256_hex(entry_text(seq, at, kind, actor, plan_id, data, prev_hash))
+    return sha256_hex(entry_text(seq, at, kind, actor, plan_id, data, prev_hash, clock))
 
 
 class ChainWalk:
-    """The state of one pass over the journal, entry by entry."""
+    """The state of one pass over the journal, entry by entry, checking it against any number of anchors."""
 
-    def __init__(self, sealer: Sealer, anchor: Anchor | None) -> None:
-        self._sealer, self._anchor = sealer, anchor
+    def __init__(self, sealer: Sealer, anchors: tuple[Anchor, ...] = ()) -> None:
+        self._sealer = sealer
+        self._anchors: dict[int, list[Anchor]] = {}
+        for anchor in anchors:
+            self._anchors.setdefault(anchor.seq, []).append(anchor)
+        self._last_anchored = max(self._anchors, default=0)
         self.count, self.unsealed, self.sealing = 0, 0, False
         self.expected_seq, self.prev_hash = 1, GENESIS_HASH
 
@@ -141,7 +193,7 @@ class ChainWalk:
             self.sealing = True
             if self.unsealed and not _adopts(row["kind"], data, self.unsealed):
                 return self._broken(1, "unsealed_entry", count=0)
-        if self._anchor and seq == self._anchor.seq and not same_digest(self._anchor.seal, row["seal"]):
+        if any(not same_digest(anchor.seal, row["seal"]) for anchor in self._anchors.get(seq, ())):
             return self._broken(seq, "anchor_mismatch")
         self.count, self.expected_seq, self.prev_hash = self.count + 1, seq + 1, row["hash"]
         return None
@@ -150,9 +202,9 @@ class ChainWalk:
         """The report once every row passed: an unsealed journal or a missing anchored seq still break it."""
         if self.unsealed and not self.sealing:
             return self._broken(1, "unsealed_entry", count=0)
-        if self._anchor and self._anchor.seq >= self.expected_seq:
+        if self._anchors and self._last_anchored >= self.expected_seq:
             return self._broken(self.expected_seq, "tail_missing")
-        return ChainReport(self.count, True, unsealed=self.unsealed, anchored=self._anchor is not None)
+        return ChainReport(self.count, True, unsealed=self.unsealed, anchored=bool(self._anchors))
 
     def _broken(self, seq: int, reason: str, count: int | None = None) -> ChainReport:
         intact = self.count if count is None else count

@@ -1,4 +1,9 @@
-"""Confirmations: actions parked until a human approves them, then run at most once."""
+"""Confirmations: actions parked until a human approves them, then run at most once.
+
+A confirmation may be decided, and an approved one run, for its time to live on the store's clock
+(pilot.store.monotonic), whichever process (the server, the CLI, the console) asks and whatever its wall clock
+says; `expires_at` is when that is by the wall clock that parked it, for people to read.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ from typing import Any, Literal
 from pilot.store.canonical import canonical_json, iso_utc, parse_iso
 from pilot.store.database import Database
 from pilot.store.errors import InvalidTransition
+from pilot.store.monotonic import HostClock, Instant, StoreClock
 
 ConfirmationStatus = Literal[
     "pending", "approved", "rejected", "cancelled", "expired", "executing", "executed"
@@ -30,7 +36,8 @@ class ConfirmationRecord:
     """A parked action and where it stands.
 
     pending -> approved -> executing -> executed, or pending -> rejected | cancelled. A pending
-    record past `expires_at` is reported as "expired" wherever the caller passes `now`.
+    record whose time to live is over (on the store's clock) is reported as "expired" wherever the caller
+    passes `now`.
     """
 
     confirmation_id: str
@@ -51,7 +58,17 @@ def _optional_time(text: str | None) -> datetime | None:
     return parse_iso(text) if text else None
 
 
-def _record(row: sqlite3.Row, now: datetime | None = None) -> ConfirmationRecord:
+def _ended(row: sqlite3.Row, here: Instant) -> bool:
+    """Whether its time to live is over on the store's clock (one parked before that clock, or in an
+    earlier boot, is over)."""
+    return (
+        row["boot"] != here.boot
+        or not isinstance(row["expires_micros"], int)
+        or row["expires_micros"] <= here.micros
+    )
+
+
+def _record(row: sqlite3.Row, here: Instant | None = None) -> ConfirmationRecord:
     record = ConfirmationRecord(
         confirmation_id=row["confirmation_id"],
         created_at=parse_iso(row["created_at"]),
@@ -66,7 +83,7 @@ def _record(row: sqlite3.Row, now: datetime | None = None) -> ConfirmationRecord
         result=json.loads(row["result_json"]) if row["result_json"] else None,
         result_at=_optional_time(row["result_at"]),
     )
-    if now is not None and record.status == "pending" and record.expires_at <= now:
+    if here is not None and record.status == "pending" and _ended(row, here):
         return dataclasses.replace(record, status="expired")
     return record
 
@@ -74,8 +91,9 @@ def _record(row: sqlite3.Row, now: datetime | None = None) -> ConfirmationRecord
 class Confirmations:
     """The confirmations table. Every transition is one conditional UPDATE, so each happens once."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, clock: StoreClock | None = None) -> None:
         self._db = db
+        self._clock: StoreClock = clock or HostClock()
 
     async def park(
         self,
@@ -87,15 +105,20 @@ class Confirmations:
         now: datetime,
         ttl_seconds: int,
     ) -> ConfirmationRecord:
-        """Store a pending action that a human may decide until `now + ttl_seconds`."""
+        """Store a pending action that a human may decide for `ttl_seconds` of the store's clock (until
+        `now + ttl_seconds` by the wall clock `now` comes from)."""
         if ttl_seconds <= 0:
             raise ValueError("ttl_seconds must be positive")
-        expires_at = now + timedelta(seconds=ttl_seconds)
+        life = timedelta(seconds=ttl_seconds)
+        ends = self._clock.read().plus(life)
         async with self._db.write() as tx:
             await tx.run(
                 "INSERT INTO confirmations (confirmation_id, created_at, expires_at, status, tool,"
-                " action_json, summary) VALUES (?, ?, ?, 'pending', ?, ?, ?)",
-                (confirmation_id, iso_utc(now), iso_utc(expires_at), tool, canonical_json(action), summary),
+                " action_json, summary, boot, expires_micros) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
+                (
+                    *(confirmation_id, iso_utc(now), iso_utc(now + life), tool, canonical_json(action)),
+                    *(summary, ends.boot, ends.micros),
+                ),
             )
             row = await tx.one("SELECT * FROM confirmations WHERE confirmation_id = ?", (confirmation_id,))
         assert row is not None, "a confirmation read back in its own transaction"
@@ -105,7 +128,7 @@ class Confirmations:
         """Return the confirmation; with `now`, an overdue pending one reads as "expired"."""
         async with self._db.read() as tx:
             row = await tx.one("SELECT * FROM confirmations WHERE confirmation_id = ?", (confirmation_id,))
-        return _record(row, now) if row else None
+        return _record(row, self._clock.read() if now is not None else None) if row else None
 
     async def list(
         self, *, status: ConfirmationStatus | None = None, now: datetime | None = None
@@ -113,7 +136,8 @@ class Confirmations:
         """Return confirmations, oldest first, optionally only those with `status` as of `now`."""
         async with self._db.read() as tx:
             rows = await tx.all("SELECT * FROM confirmations ORDER BY created_at, confirmation_id")
-        records = [_record(row, now) for row in rows]
+        here = self._clock.read() if now is not None else None
+        records = [_record(row, here) for row in rows]
         return [record for record in records if status is None or record.status == status]
 
     async def decide(
@@ -124,8 +148,7 @@ class Confirmations:
             "status = ?, decided_by = ?, decided_at = ?",
             ("approved" if approve else "rejected", actor, iso_utc(now)),
             confirmation_id,
-            "status = 'pending' AND expires_at > ?",
-            now,
+            "status = 'pending' AND boot = ? AND expires_micros > ?",
         )
 
     async def cancel(self, confirmation_id: str, *, now: datetime) -> ConfirmationRecord | None:
@@ -134,8 +157,7 @@ class Confirmations:
             "status = 'cancelled', decided_at = ?",
             (iso_utc(now),),
             confirmation_id,
-            "status = 'pending' AND expires_at > ?",
-            now,
+            "status = 'pending' AND boot = ? AND expires_micros > ?",
         )
 
     async def claim_approved(self, confirmation_id: str, *, now: datetime) -> ConfirmationRecord | None:
@@ -148,8 +170,7 @@ class Confirmations:
             "status = 'executing', claimed_at = ?",
             (iso_utc(now),),
             confirmation_id,
-            "status = 'approved' AND expires_at > ?",
-            now,
+            "status = 'approved' AND boot = ? AND expires_micros > ?",
         )
 
     async def record_result(self, confirmation_id: str, result: Mapping[str, Any], *, now: datetime) -> None:
@@ -168,12 +189,14 @@ class Confirmations:
             raise InvalidTransition(f"confirmation {confirmation_id} is not executing")
 
     async def _transition(
-        self, assignments: str, values: tuple[Any, ...], confirmation_id: str, guard: str, now: datetime
+        self, assignments: str, values: tuple[Any, ...], confirmation_id: str, guard: str
     ) -> ConfirmationRecord | None:
+        """One conditional update: `guard` names the status it needs and ends with the store clock's test."""
+        here = self._clock.read()
         async with self._db.write() as tx:
             changed = await tx.run(
                 f"UPDATE confirmations SET {assignments} WHERE confirmation_id = ? AND {guard}",
-                (*values, confirmation_id, iso_utc(now)),
+                (*values, confirmation_id, here.boot, here.micros),
             )
             row = await tx.one("SELECT * FROM confirmations WHERE confirmation_id = ?", (confirmation_id,))
         return _record(row) if changed == 1 and row else None

@@ -18,6 +18,7 @@ from pilot.store.chain import STORE_ACTOR, STORE_REPAIRED, STORE_SEALED, row_tex
 from pilot.store.database import Tx
 from pilot.store.errors import JournalKeyUnusable
 from pilot.store.journal import append_entry
+from pilot.store.monotonic import Instant
 from pilot.store.schema import TRIGGERS
 from pilot.store.sealing import Sealer
 
@@ -36,7 +37,9 @@ class OpenReport:
     legacy_entries: int = 0  # seqs 1..n were written before sealing (whenever they were adopted)
 
 
-async def prepare(tx: Tx, from_version: int, *, home: Path, now: datetime) -> tuple[Sealer, OpenReport]:
+async def prepare(
+    tx: Tx, from_version: int, *, home: Path, now: datetime, stamp: Instant
+) -> tuple[Sealer, OpenReport]:
     """Load the journal key, check it is the journal's, restore missing guards, adopt unsealed entries.
 
     Raises:
@@ -62,9 +65,9 @@ async def prepare(tx: Tx, from_version: int, *, home: Path, now: datetime) -> tu
     adopted = 0
     if head is not None and head["seal"] is None and from_version < SEALING_VERSION:
         adopted = head["seq"]
-        await _adopt(tx, sealer, adopted, now)
+        await _adopt(tx, sealer, adopted, now, stamp)
     if found:
-        await _journal_repairs(tx, sealer, found, now)
+        await _journal_repairs(tx, sealer, found, now, stamp)
     legacy = await _legacy_entries(tx, sealer)
     return sealer, OpenReport(key.path, sealer.key_id, key.created, tuple(found), adopted, legacy)
 
@@ -107,18 +110,26 @@ async def _legacy_entries(tx: Tx, sealer: Sealer) -> int:
     return 0
 
 
-async def _adopt(tx: Tx, sealer: Sealer, unsealed: int, now: datetime) -> None:
+async def _adopt(tx: Tx, sealer: Sealer, unsealed: int, now: datetime, stamp: Instant) -> None:
     reason = (
         f"{unsealed} entries written before sealing are adopted as they stand: this entry's seal covers "
         "their last hash, so from here on none of them can change unnoticed"
     )
     data = {"unsealed_before": unsealed, "key_id": sealer.key_id, "reason": reason}
-    await append_entry(tx, sealer, STORE_SEALED, data, now=now, actor=STORE_ACTOR)
+    await append_entry(tx, sealer, STORE_SEALED, data, now=now, stamp=stamp, actor=STORE_ACTOR)
 
 
-async def _journal_repairs(tx: Tx, sealer: Sealer, found: dict[str, str], now: datetime) -> None:
+async def _journal_repairs(
+    tx: Tx, sealer: Sealer, found: dict[str, str], now: datetime, stamp: Instant
+) -> None:
     names = ", ".join(f"{name} ({state})" for name, state in found.items())
     reason = f"guards changed outside Pilot were restored at open: {names}"
     await append_entry(
-        tx, sealer, STORE_REPAIRED, {"restored": found, "reason": reason}, now=now, actor=STORE_ACTOR
+        tx,
+        sealer,
+        STORE_REPAIRED,
+        {"restored": found, "reason": reason},
+        now=now,
+        stamp=stamp,
+        actor=STORE_ACTOR,
     )

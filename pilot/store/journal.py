@@ -5,6 +5,7 @@ What the hash and seal of an entry cover, and how the chain is checked, is in pi
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 from collections.abc import Mapping
@@ -13,9 +14,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pilot.store.anchor import AnchorFile, HeadAnchor, Rollback
 from pilot.store.canonical import canonical_json, iso_utc, parse_iso, sha256_hex
-from pilot.store.chain import GENESIS_HASH, Anchor, ChainReport, ChainWalk, entry_text_of, is_seal, row_text
+from pilot.store.chain import (
+    GENESIS_HASH,
+    Anchor,
+    ChainReport,
+    ChainWalk,
+    entry_text_of,
+    is_seal,
+    row_clock,
+    row_text,
+)
 from pilot.store.database import Database, Tx
+from pilot.store.monotonic import HostClock, Instant, StoreClock
 from pilot.store.sealing import Sealer
 
 
@@ -32,6 +44,7 @@ class JournalEntry:
     prev_hash: str
     hash: str
     seal: str | None = None  # None only on entries written before sealing
+    clock: Instant | None = None  # the store clock's reading (pilot.store.monotonic); None on older entries
 
 
 def _entry(row: sqlite3.Row, data: Any) -> JournalEntry:
@@ -45,6 +58,7 @@ def _entry(row: sqlite3.Row, data: Any) -> JournalEntry:
         prev_hash=row["prev_hash"],
         hash=row["hash"],
         seal=row["seal"],
+        clock=row_clock(row),
     )
 
 
@@ -77,9 +91,28 @@ class Mark:
 START = Mark(0, GENESIS_HASH)  # before the first entry
 _HEAD = "SELECT seq, hash FROM journal ORDER BY seq DESC LIMIT 1"
 _INSERT = (
-    "INSERT INTO journal (seq, at, kind, actor, plan_id, data, prev_hash, hash, seal)"
-    " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?"
+    "INSERT INTO journal (seq, at, kind, actor, plan_id, data, prev_hash, hash, seal, boot, micros)"
+    " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Unless:
+    """A condition on an append: none of `kinds` was appended after seq `after` (by any process)."""
+
+    after: int
+    kinds: frozenset[str]
+
+
+class Preempted(Exception):
+    """An append made `Unless` an entry of the given kinds came after a seq, and one did (or the journal no
+    longer holds the entry it was anchored at: `seqs` empty, `Journal.rollback` set): nothing was appended.
+    `seqs` are those entries (as stored: the caller reads them again through the journal, which keeps only
+    genuine ones)."""
+
+    def __init__(self, seqs: tuple[int, ...]) -> None:
+        super().__init__(f"entries {', '.join(map(str, seqs))} came first")
+        self.seqs = seqs
 
 
 class _Draft:
@@ -93,20 +126,36 @@ class _Draft:
         now: datetime,
         actor: str,
         plan_id: str | None,
+        stamp: Instant | None,
     ) -> None:
         self.sealer, self.kind, self.actor, self.plan_id = sealer, kind, actor, plan_id
-        self.at, self.data_json = iso_utc(now), canonical_json(data)
+        self.at, self.data_json, self.stamp = iso_utc(now), canonical_json(data), stamp
         self.parsed = json.loads(self.data_json)
 
     def after(self, head: Mark) -> tuple[JournalEntry, tuple[Any, ...]]:
         """The entry as it reads when appended after `head`, and the insert's values."""
-        seq = head.seq + 1
-        text = entry_text_of(seq, self.at, self.kind, self.actor, self.plan_id, self.data_json, head.hash)
+        seq, stamp = head.seq + 1, self.stamp
+        text = entry_text_of(
+            seq, self.at, self.kind, self.actor, self.plan_id, self.data_json, head.hash, stamp
+        )
         digest, seal = sha256_hex(text), self.sealer.entry(text)
         entry = JournalEntry(
-            seq, parse_iso(self.at), self.kind, self.actor, self.plan_id, self.parsed, head.hash, digest, seal
+            seq,
+            parse_iso(self.at),
+            self.kind,
+            self.actor,
+            self.plan_id,
+            self.parsed,
+            head.hash,
+            digest,
+            seal,
+            stamp,
         )
-        values = (seq, self.at, self.kind, self.actor, self.plan_id, self.data_json, head.hash, digest, seal)
+        boot, micros = (stamp.boot, stamp.micros) if stamp is not None else (None, None)
+        values = (
+            *(seq, self.at, self.kind, self.actor, self.plan_id, self.data_json, head.hash, digest, seal),
+            *(boot, micros),
+        )
         return entry, values
 
 
@@ -121,11 +170,13 @@ async def append_entry(
     data: Mapping[str, Any],
     *,
     now: datetime,
+    stamp: Instant,
     actor: str,
     plan_id: str | None = None,
 ) -> JournalEntry:
     """Append one sealed entry inside an open write transaction: one read of the head, one insert."""
-    entry, values = _Draft(sealer, kind, data, now, actor, plan_id).after(_head(await tx.one(_HEAD)))
+    draft = _Draft(sealer, kind, data, now, actor, plan_id, stamp)
+    entry, values = draft.after(_head(await tx.one(_HEAD)))
     await tx.run(_INSERT, values)
     return entry
 
@@ -141,9 +192,22 @@ class Journal:
     obeyed; `verify` names it.
     """
 
-    def __init__(self, db: Database, sealer: Sealer, legacy_entries: int = 0) -> None:
+    def __init__(
+        self,
+        db: Database,
+        sealer: Sealer,
+        legacy_entries: int = 0,
+        clock: StoreClock | None = None,
+        anchor: AnchorFile | None = None,
+    ) -> None:
         self._db = db
         self._sealer = sealer
+        self.clock: StoreClock = clock or HostClock()  # every entry carries its reading
+        self._anchor = anchor  # the head, kept outside the home (pilot.store.anchor)
+        self._anchoring = asyncio.Lock()
+        # Set when the journal no longer holds its anchored entry (found at open, by `check_anchor`, or as an
+        # append went to advance the anchor); the anchor stays as it was, as evidence, until `reanchor`.
+        self.rollback: Rollback | None = None
         self._legacy_entries = legacy_entries  # seqs 1..n predate sealing and carry no seal
         # Rows already verified, as they were read: every plan reads the last minutes' sends and outcomes
         # again, and checking each one's hash and seal every time cost more than the rest of a plan.
@@ -199,6 +263,7 @@ class Journal:
         actor: str = "agent",
         plan_id: str | None = None,
         durable: bool = True,
+        unless: Unless | None = None,
     ) -> JournalEntry:
         """Append one entry linked to the current last one, sealed, and return it as stored.
 
@@ -206,24 +271,113 @@ class Journal:
         Journal saw, and inserted only if that is still the head (checked under the database's write lock).
         If another process appended since, the head is read again and the entry sealed for the new place.
         `durable=False` only for an entry whose loss to a power cut is harmless (pilot.store.database).
+        `unless`: the entry is appended only if, at that moment, no entry of `unless.kinds` follows
+        `unless.after`; else nothing is appended and Preempted names them. The condition is checked in the
+        same statement as the insert, so whichever of the two entries the database took first comes first.
+
+        Raises:
+            Preempted: `unless` was given and such an entry is there.
         """
-        draft = _Draft(self._sealer, kind, data, now, actor, plan_id)
+        draft = _Draft(self._sealer, kind, data, now, actor, plan_id, self.clock.read())
+        # A conditional entry also waits on the journal still holding its anchored entry: a journal rolled
+        # back under a running server takes no growing send (pilot.store.anchor).
+        anchored = self._anchor.read() if unless is not None and self._anchor is not None else None
         head = self._head
         while True:
             if head is None:
                 head = await self.mark()
             entry, values = draft.after(head)
-            changed = await self._db.change(
-                _INSERT + " WHERE (SELECT COALESCE(MAX(seq), 0) FROM journal) = ?"
-                " AND (SELECT hash FROM journal WHERE seq = ?) IS ?",
-                (*values, head.seq, head.seq, None if head.seq == 0 else head.hash),
-                durable=durable,
-            )
+            sql, params = _conditional_insert(values, head, unless, anchored)
+            changed = await self._db.change(sql, params, durable=durable)
             if changed == 1:
                 self._head = Mark(entry.seq, entry.hash)
                 self._remember(values, entry)  # the row as it reads back (SELECT * order): known genuine
+                if durable:
+                    await self._advance_anchor(entry)
                 return entry
+            if unless is not None:
+                await self._why_not(unless, anchored)
             head = None
+
+    async def _why_not(self, unless: Unless, anchored: HeadAnchor | None) -> None:
+        """Raise Preempted when a conditional insert failed on its condition (rather than on a moved head)."""
+        found = await self._following(unless)
+        if found:
+            raise Preempted(found)
+        if anchored is not None and (lost := await self._lost(anchored)) is not None:
+            self.rollback = lost
+            raise Preempted(())
+
+    async def _advance_anchor(self, entry: JournalEntry) -> None:
+        """Anchor the journal at `entry` (durable, so never ahead of what survives a power cut), if it still
+        holds the entry anchored before; else note the rollback and leave the anchor as evidence."""
+        anchor = self._anchor
+        if anchor is None or self.rollback is not None or entry.seal is None:
+            return
+        async with self._anchoring:
+            current = anchor.read()
+            if current is not None and current.seq >= entry.seq:
+                return
+            if current is not None and (lost := await self._lost(current)) is not None:
+                self.rollback = lost
+                return
+            anchor.advance(HeadAnchor(entry.seq, entry.hash, entry.seal))
+
+    async def _lost(self, anchored: HeadAnchor) -> Rollback | None:
+        """How the journal lost its anchored entry, or None when it holds it."""
+        async with self._db.read() as tx:
+            row = await tx.one("SELECT hash, seal FROM journal WHERE seq = ?", (anchored.seq,))
+            head = _head(await tx.one(_HEAD))
+        if row is None:
+            return Rollback(anchored, head.seq, "tail_missing")
+        if row["hash"] != anchored.hash or row["seal"] != anchored.seal:
+            return Rollback(anchored, head.seq, "anchor_mismatch")
+        return None
+
+    async def check_anchor(self) -> Rollback | None:
+        """Whether the journal still holds the entry it was anchored at; the rollback found, if not (kept in
+        `rollback`; cleared once the anchor holds again, after a process journaled the finding and anchored
+        the journal anew, `reanchor`). A journal never anchored (a home from before anchors) is anchored at
+        its newest sealed entry now."""
+        anchor = self._anchor
+        if anchor is None:
+            return self.rollback
+        async with self._anchoring:
+            current = anchor.read()
+            if current is None:
+                head = await self._sealed_head()
+                if head is not None and self.rollback is None:
+                    anchor.advance(head)
+            else:
+                self.rollback = await self._lost(current)
+        return self.rollback
+
+    async def reanchor(self) -> None:
+        """Anchor the journal at its newest entry whatever the anchor said: once a rollback found has been
+        journaled (the evidence is then in the journal), so the next check compares with what it holds now."""
+        if self._anchor is None:
+            return
+        async with self._anchoring:
+            head = await self._sealed_head()
+            self._anchor.replace(head)
+            self.rollback = None
+
+    async def _sealed_head(self) -> HeadAnchor | None:
+        async with self._db.read() as tx:
+            row = await tx.one("SELECT seq, hash, seal FROM journal ORDER BY seq DESC LIMIT 1")
+        if row is None or not (isinstance(row["seal"], str) and is_seal(row["seal"])):
+            return None
+        return HeadAnchor(row["seq"], row["hash"], row["seal"])
+
+    async def _following(self, unless: Unless) -> tuple[int, ...]:
+        kinds = tuple(unless.kinds)
+        async with self._db.read() as tx:
+            rows = await tx.all(
+                f"SELECT seq FROM journal WHERE seq > ? AND kind IN ({', '.join('?' * len(kinds))})"
+                " ORDER BY seq",
+                (unless.after, *kinds),
+            )
+        return tuple(row["seq"] for row in rows)
 
     async def entries(
         self,
@@ -236,11 +390,13 @@ class Journal:
         after: int | None = None,
         limit: int | None = None,
         newest_first: bool = False,
+        or_since: Instant | None = None,
     ) -> list[JournalEntry]:
         """Return entries matching every given filter, in seq order; time bounds are [since, until), and
-        `after` keeps only entries with a greater seq."""
+        `after` keeps only entries with a greater seq. `or_since` widens `since`: entries stamped at or
+        after that reading of the store's clock (in its boot) are taken too, whatever their wall time."""
         clauses, params = _filters(plan_id, kind, kind_prefix)
-        clauses, params = _add_time_bounds(clauses, params, since, until)
+        clauses, params = _add_time_bounds(clauses, params, since, until, or_since)
         if after is not None:
             clauses.append("seq > ?")
             params.append(after)
@@ -298,14 +454,19 @@ class Journal:
         return Anchor(row["seq"], row["seal"])
 
     async def verify(self, anchor: Anchor | None = None) -> ChainReport:
-        """Recompute every hash, seal and link from the first entry to the last; check `anchor` if given.
+        """Recompute every hash, seal and link from the first entry to the last; check the journal's own
+        anchor (pilot.store.anchor), and `anchor` if given.
 
         Finds rows edited, inserted, rehashed or removed behind the triggers' back (raw SQL with the
-        triggers dropped) and gaps in seq. Without an anchor it cannot see a deleted tail: a chain cut
-        short after its last surviving entry is still a valid chain. With one, a journal that ends before
-        the anchored seq, or holds another entry there, is broken.
+        triggers dropped) and gaps in seq. A chain alone cannot show a deleted tail (cut short after its
+        last surviving entry, it is still a valid chain); an anchor does: a journal that ends before the
+        anchored seq, or holds another entry there, is broken.
         """
-        walk = ChainWalk(self._sealer, anchor)
+        anchors = (anchor,) if anchor is not None else ()
+        own = self._anchor.read() if self._anchor is not None else None
+        if own is not None:
+            anchors = (*anchors, Anchor(own.seq, own.seal))
+        walk = ChainWalk(self._sealer, anchors)
         async with self._db.read() as tx, aclosing(tx.stream("SELECT * FROM journal ORDER BY seq")) as rows:
             async for row in rows:
                 broken = walk.step(row)
@@ -314,10 +475,40 @@ class Journal:
         return walk.finish()
 
 
+def _conditional_insert(
+    values: tuple[Any, ...], head: Mark, unless: Unless | None, anchored: HeadAnchor | None = None
+) -> tuple[str, tuple[Any, ...]]:
+    """The insert of an entry sealed for the place after `head`: only while `head` is the last entry, and,
+    with `unless`, while no entry of its kinds follows its seq and the journal still holds `anchored`."""
+    sql = (
+        _INSERT + " WHERE (SELECT COALESCE(MAX(seq), 0) FROM journal) = ?"
+        " AND (SELECT hash FROM journal WHERE seq = ?) IS ?"
+    )
+    params: tuple[Any, ...] = (*values, head.seq, head.seq, None if head.seq == 0 else head.hash)
+    if unless is not None:
+        kinds = tuple(unless.kinds)
+        sql += (
+            " AND NOT EXISTS (SELECT 1 FROM journal WHERE seq > ?"
+            f" AND kind IN ({', '.join('?' * len(kinds))}))"
+        )
+        params = (*params, unless.after, *kinds)
+    if anchored is not None:
+        sql += " AND EXISTS (SELECT 1 FROM journal WHERE seq = ? AND hash = ?)"
+        params = (*params, anchored.seq, anchored.hash)
+    return sql, params
+
+
 def _add_time_bounds(
-    clauses: list[str], params: list[Any], since: datetime | None, until: datetime | None
+    clauses: list[str],
+    params: list[Any],
+    since: datetime | None,
+    until: datetime | None,
+    or_since: Instant | None = None,
 ) -> tuple[list[str], list[Any]]:
-    if since is not None:
+    if since is not None and or_since is not None:
+        clauses.append("(at >= ? OR (boot = ? AND micros >= ?))")
+        params.extend([iso_utc(since), or_since.boot, or_since.micros])
+    elif since is not None:
         clauses.append("at >= ?")
         params.append(iso_utc(since))
     if until is not None:

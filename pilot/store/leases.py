@@ -1,11 +1,13 @@
-"""Leases: named locks that hold across every process opening the database, and expire if the holder dies.
+"""Leases: named locks that hold across every process opening the database, and end when the holder dies.
 
 A lease is taken by one conditional write (a single statement, atomic, holding the database's write lock),
-so two processes (or two connections of one) can never both hold it. It carries an expiry: a holder that
-crashed releases it by running out of time, never by someone guessing that it died. A server-based store
-would give the same guarantee with its own primitive (a PostgreSQL advisory lock, which its session's end
-releases). Neither write is synced to disk by itself: a lease lost to a power cut was held by a process the
-power cut stopped too, and a release lost to one runs out.
+so two processes (or two connections of one) can never both hold it. It lasts `ttl` on the store's clock
+(pilot.store.monotonic), never on a wall clock: a holder whose clock runs ahead or behind, or steps, keeps the
+lease as long as any other. A holder that crashed loses it at once when that is certain (its process is gone
+from this machine, or it ran in an earlier boot), else when the ttl runs out; never because someone guessed.
+A server-based store would give the same guarantee with its own primitive (a PostgreSQL advisory lock, which
+its session's end releases). Neither write is synced to disk by itself: a lease lost to a power cut was held
+by a process the power cut stopped too, and a release lost to one runs out.
 """
 
 from __future__ import annotations
@@ -14,26 +16,46 @@ from datetime import datetime, timedelta
 
 from pilot.store.canonical import iso_utc
 from pilot.store.database import Database
+from pilot.store.monotonic import HostClock, StoreClock, process_gone
+
+_TAKE = (
+    "INSERT INTO leases (name, holder, acquired_at, expires_at, boot, expires_micros)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, acquired_at = excluded.acquired_at,"
+    " expires_at = excluded.expires_at, boot = excluded.boot, expires_micros = excluded.expires_micros"
+    " WHERE leases.holder = excluded.holder OR leases.boot IS NOT excluded.boot"
+    " OR leases.expires_micros <= ? OR leases.holder = ?"
+)
 
 
 class Leases:
     """The leases table."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, clock: StoreClock | None = None) -> None:
         self._db = db
+        self._clock: StoreClock = clock or HostClock()
 
     async def try_acquire(self, name: str, holder: str, *, now: datetime, ttl: timedelta) -> bool:
-        """Take (or renew) lease `name` for `holder` until `now + ttl`; False while someone else holds it.
+        """Take (or renew) lease `name` for `holder` for `ttl` of the store's clock; False while someone
+        else holds it. `now` (a wall time) is recorded for people reading the table, and decides nothing.
 
-        One conditional upsert decides: it inserts a free lease, or takes over one that is ours or expired.
+        One conditional upsert decides: it inserts a free lease, or takes over one that is ours, expired,
+        or held by a process that is gone (then a second upsert, conditional on that same holder).
         """
-        at, until = iso_utc(now), iso_utc(now + ttl)
+        if await self._take(name, holder, now, ttl, gone=""):
+            return True
+        async with self._db.read() as tx:
+            row = await tx.one("SELECT holder, boot FROM leases WHERE name = ?", (name,))
+        if row is None or not process_gone(str(row["holder"]), row["boot"], self._clock.read()):
+            return False
+        return await self._take(name, holder, now, ttl, gone=str(row["holder"]))
+
+    async def _take(self, name: str, holder: str, now: datetime, ttl: timedelta, *, gone: str) -> bool:
+        here = self._clock.read()
+        ends = here.plus(ttl)
         changed = await self._db.change(
-            "INSERT INTO leases (name, holder, acquired_at, expires_at) VALUES (?, ?, ?, ?)"
-            " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,"
-            " acquired_at = excluded.acquired_at, expires_at = excluded.expires_at"
-            " WHERE leases.holder = excluded.holder OR leases.expires_at <= excluded.acquired_at",
-            (name, holder, at, until),
+            _TAKE,
+            (name, holder, iso_utc(now), iso_utc(now + ttl), ends.boot, ends.micros, here.micros, gone),
             durable=False,
         )
         return changed == 1
@@ -45,10 +67,12 @@ class Leases:
         )
         return changed == 1
 
-    async def holder(self, name: str, *, now: datetime) -> str | None:
+    async def holder(self, name: str) -> str | None:
         """Who holds lease `name` now, if anyone."""
+        here = self._clock.read()
         async with self._db.read() as tx:
             row = await tx.one(
-                "SELECT holder FROM leases WHERE name = ? AND expires_at > ?", (name, iso_utc(now))
+                "SELECT holder FROM leases WHERE name = ? AND boot = ? AND expires_micros > ?",
+                (name, here.boot, here.micros),
             )
         return str(row["holder"]) if row else None

@@ -1,5 +1,10 @@
 """Plans: single-use tickets that survive restarts; one claim wins, across tasks and processes.
 
+A plan lives its time to live on the store's clock (pilot.store.monotonic), not the wall clock: a clock stepped
+back does not lengthen it, nor one stepped forward cut it short. Its `expires_at` is the wall time that
+life ends at, for people to read. A claim records who made it (a holder id, pilot.store.monotonic.holder_id) and
+when, on the same clock, so a plan whose claimer is gone is known at once (`abandoned`).
+
 A plan's id, times and payload are sealed with the journal key when it is created (pilot.store.sealing).
 Triggers keep them fixed and let the status only move forward (open, claimed, done); the seal covers the
 case where the triggers were dropped: a plan whose seal does not verify (forged, edited, or written before
@@ -21,6 +26,7 @@ from pilot.store.chain import STORE_ACTOR, STORE_PLAN_REJECTED
 from pilot.store.database import Database, Tx
 from pilot.store.errors import InvalidTransition
 from pilot.store.journal import append_entry
+from pilot.store.monotonic import HostClock, Instant, StoreClock, age, process_gone
 from pilot.store.sealing import Sealer
 
 PlanStatus = Literal["open", "claimed", "done"]
@@ -44,6 +50,13 @@ class PlanRecord:
     claimed_at: datetime | None
     outcome: dict[str, Any] | None
     outcome_at: datetime | None
+    claimed_by: str | None = None
+    claimed: Instant | None = None  # when, on the store's clock
+    ends: Instant | None = None  # when its life ends, on the store's clock (None: a plan from before it)
+
+
+def _instant(boot: Any, micros: Any) -> Instant | None:
+    return Instant(boot, micros) if isinstance(boot, str) and isinstance(micros, int) else None
 
 
 @dataclass(frozen=True)
@@ -68,6 +81,9 @@ def _record(row: sqlite3.Row) -> PlanRecord:
         claimed_at=_optional_time(row["claimed_at"]),
         outcome=json.loads(row["outcome_json"]) if row["outcome_json"] else None,
         outcome_at=_optional_time(row["outcome_at"]),
+        claimed_by=row["claimed_by"],
+        claimed=_instant(row["boot"], row["claimed_micros"]),
+        ends=_instant(row["boot"], row["expires_micros"]),
     )
 
 
@@ -75,27 +91,46 @@ def _json_or_none(value: Any) -> str | None:
     return None if value is None else canonical_json(value)
 
 
-def _plan_text(plan_id: Any, created_at: Any, expires_at: Any, payload_json: Any) -> str:
-    """What a plan's seal covers: everything about it that must never change."""
+def _plan_text(
+    plan_id: Any,
+    created_at: Any,
+    expires_at: Any,
+    payload_json: Any,
+    boot: Any = None,
+    expires_micros: Any = None,
+) -> str:
+    """What a plan's seal covers: everything about it that must never change (its end on the store's
+    clock too, for a plan that has one)."""
     fields = {"plan_id": plan_id, "created_at": created_at, "expires_at": expires_at}
+    if boot is not None:
+        fields |= {"boot": boot, "expires_micros": expires_micros}
     return canonical_json({**fields, "payload_json": payload_json})
 
 
 class Plans:
     """The plans table: open -> claimed -> done, never back."""
 
-    def __init__(self, db: Database, sealer: Sealer) -> None:
+    def __init__(self, db: Database, sealer: Sealer, clock: StoreClock | None = None) -> None:
         self._db = db
         self._sealer = sealer
+        self._clock: StoreClock = clock or HostClock()
 
     def _sealed(self, row: sqlite3.Row) -> bool:
-        text = _plan_text(row["plan_id"], row["created_at"], row["expires_at"], row["payload_json"])
+        text = _plan_text(
+            row["plan_id"],
+            row["created_at"],
+            row["expires_at"],
+            row["payload_json"],
+            row["boot"],
+            row["expires_micros"],
+        )
         return self._sealer.plan_matches(text, row["seal"])
 
     async def create(
         self, *, plan_id: str, payload: Mapping[str, Any], now: datetime, ttl_seconds: int
     ) -> PlanRecord:
-        """Store an open plan that can be claimed until `now + ttl_seconds`.
+        """Store an open plan that can be claimed for `ttl_seconds` of the store's clock from now; its
+        `expires_at` says when that is by the wall clock `now` comes from.
 
         `order_json` and `snapshot_json` copy `payload["order"]` and `payload["snapshot"]` for
         people reading the database by hand; `payload_json` is the record of truth.
@@ -105,13 +140,17 @@ class Plans:
         """
         if ttl_seconds <= 0:
             raise ValueError("ttl_seconds must be positive")
-        created_at, expires_at = iso_utc(now), iso_utc(now + timedelta(seconds=ttl_seconds))
+        life = timedelta(seconds=ttl_seconds)
+        created_at, expires_at = iso_utc(now), iso_utc(now + life)
+        ends = self._clock.read().plus(life)
         payload_json = canonical_json(payload)
-        seal = self._sealer.plan(_plan_text(plan_id, created_at, expires_at, payload_json))
+        seal = self._sealer.plan(
+            _plan_text(plan_id, created_at, expires_at, payload_json, ends.boot, ends.micros)
+        )
         # Not durable: a plan lost to a power cut is not found, and the agent plans again.
         rows = await self._db.returning(
             "INSERT INTO plans (plan_id, created_at, expires_at, status, order_json, snapshot_json,"
-            " payload_json, seal) VALUES (?, ?, ?, 'open', ?, ?, ?, ?) RETURNING *",
+            " payload_json, seal, boot, expires_micros) VALUES (?, ?, ?, 'open', ?, ?, ?, ?, ?, ?) RETURNING *",
             (
                 plan_id,
                 created_at,
@@ -120,25 +159,29 @@ class Plans:
                 _json_or_none(payload.get("snapshot")),
                 payload_json,
                 seal,
+                ends.boot,
+                ends.micros,
             ),
             durable=False,
         )
         return _record(rows[0])
 
-    async def claim(self, plan_id: str, *, now: datetime) -> ClaimResult:
-        """Claim an open, unexpired plan. Exactly one of any number of concurrent claimers wins.
+    async def claim(self, plan_id: str, *, now: datetime, holder: str = "") -> ClaimResult:
+        """Claim an open plan whose life has not ended on the store's clock. Exactly one of any number of
+        concurrent claimers wins. `holder` names the claimer (pilot.store.monotonic.holder_id), so a plan
+        whose claimer is gone can be told from one in use (`abandoned`).
 
         The single conditional UPDATE decides; when it changed nothing, a read explains why. A plan whose
         seal does not verify is "not_found" (even if the update marked it claimed: nothing else reads it)
-        and the attempt is journaled.
+        and the attempt is journaled. A plan made before plans had the store's clock has ended.
         """
-        at = iso_utc(now)
+        at, here = iso_utc(now), self._clock.read()
         # Not durable by itself: nothing is sent on a claim before a durable write (the order.sent entry),
         # which syncs the claim with it; a claim lost to a power cut before that sent nothing.
         claimed = await self._db.returning(
-            "UPDATE plans SET status = 'claimed', claimed_at = ?"
-            " WHERE plan_id = ? AND status = 'open' AND expires_at > ? RETURNING *",
-            (at, plan_id, at),
+            "UPDATE plans SET status = 'claimed', claimed_at = ?, claimed_by = ?, claimed_micros = ?"
+            " WHERE plan_id = ? AND status = 'open' AND boot = ? AND expires_micros > ? RETURNING *",
+            (at, holder, here.micros, plan_id, here.boot, here.micros),
             durable=False,
         )
         row = claimed[0] if claimed else await self._row(plan_id)
@@ -146,7 +189,7 @@ class Plans:
             return ClaimResult("not_found")
         if not self._sealed(row):
             async with self._db.write() as tx:
-                await _journal_rejected(tx, self._sealer, row, now)
+                await _journal_rejected(tx, self._sealer, row, now, here)
             return ClaimResult("not_found")
         record = _record(row)
         if claimed:
@@ -187,11 +230,39 @@ class Plans:
             )
         return [_record(row) for row in rows if self._sealed(row)]
 
+    def alive(self, plan: PlanRecord) -> bool:
+        """Whether an open plan's life has not ended yet, on the store's clock (what `claim` decides on)."""
+        here, ends = self._clock.read(), plan.ends
+        return (
+            plan.status == "open"
+            and ends is not None
+            and ends.boot == here.boot
+            and here.micros < ends.micros
+        )
 
-async def _journal_rejected(tx: Tx, sealer: Sealer, row: sqlite3.Row, now: datetime) -> None:
+    def abandoned(self, plan: PlanRecord, older_than: timedelta) -> bool:
+        """Whether no live use can still hold a claimed `plan`: its claimer's process is gone (certain on
+        this machine), or the claim is `older_than` on the store's clock (one made before claims were
+        stamped counts as old)."""
+        here = self._clock.read()
+        claimed = plan.claimed
+        if plan.claimed_by and process_gone(plan.claimed_by, claimed.boot if claimed else None, here):
+            return True
+        since = age(here, claimed)
+        return since is None or since >= older_than
+
+
+async def _journal_rejected(tx: Tx, sealer: Sealer, row: sqlite3.Row, now: datetime, stamp: Instant) -> None:
     problem = "unsealed" if row["seal"] is None else "seal_mismatch"
     reason = f"a plan whose seal does not verify ({problem}) was presented; it was refused as unknown"
     data = {"problem": problem, "reason": reason}
     await append_entry(
-        tx, sealer, STORE_PLAN_REJECTED, data, now=now, actor=STORE_ACTOR, plan_id=row["plan_id"]
+        tx,
+        sealer,
+        STORE_PLAN_REJECTED,
+        data,
+        now=now,
+        stamp=stamp,
+        actor=STORE_ACTOR,
+        plan_id=row["plan_id"],
     )

@@ -97,8 +97,10 @@ BEGIN SELECT RAISE(ABORT, 'a plan only moves forward: open, claimed, done'); END
 WHEN NEW.plan_id IS NOT OLD.plan_id OR NEW.created_at IS NOT OLD.created_at
     OR NEW.expires_at IS NOT OLD.expires_at OR NEW.payload_json IS NOT OLD.payload_json
     OR NEW.order_json IS NOT OLD.order_json OR NEW.snapshot_json IS NOT OLD.snapshot_json
-    OR NEW.seal IS NOT OLD.seal
+    OR NEW.seal IS NOT OLD.seal OR NEW.boot IS NOT OLD.boot OR NEW.expires_micros IS NOT OLD.expires_micros
     OR (OLD.claimed_at IS NOT NULL AND NEW.claimed_at IS NOT OLD.claimed_at)
+    OR (OLD.claimed_by IS NOT NULL AND NEW.claimed_by IS NOT OLD.claimed_by)
+    OR (OLD.claimed_micros IS NOT NULL AND NEW.claimed_micros IS NOT OLD.claimed_micros)
 BEGIN SELECT RAISE(ABORT, 'a plan is fixed when it is created'); END""",
     "plans_no_delete": """CREATE TRIGGER plans_no_delete BEFORE DELETE ON plans
 BEGIN SELECT RAISE(ABORT, 'plans are kept: a plan is never deleted'); END""",
@@ -116,6 +118,15 @@ WHEN EXISTS (SELECT 1 FROM journal_key)
 BEGIN SELECT RAISE(ABORT, 'the journal key record is fixed'); END""",
 }
 
+# v2 wrote this guard before plans had a clock (v4 replaces it with the one in TRIGGERS).
+_V2_PLANS_FIXED = """CREATE TRIGGER plans_fixed_at_creation BEFORE UPDATE ON plans
+WHEN NEW.plan_id IS NOT OLD.plan_id OR NEW.created_at IS NOT OLD.created_at
+    OR NEW.expires_at IS NOT OLD.expires_at OR NEW.payload_json IS NOT OLD.payload_json
+    OR NEW.order_json IS NOT OLD.order_json OR NEW.snapshot_json IS NOT OLD.snapshot_json
+    OR NEW.seal IS NOT OLD.seal
+    OR (OLD.claimed_at IS NOT NULL AND NEW.claimed_at IS NOT OLD.claimed_at)
+BEGIN SELECT RAISE(ABORT, 'a plan is fixed when it is created'); END"""
+
 # v2: seals. Entries and plans written before it keep a NULL seal (see pilot.store.guards for how the
 # journal's are adopted); journal_key records which key seals this database.
 _V2 = "\n".join(
@@ -124,7 +135,11 @@ _V2 = "\n".join(
         "ALTER TABLE plans ADD COLUMN seal TEXT NULL;",
         "CREATE TABLE journal_key (id INTEGER PRIMARY KEY CHECK (id = 1), key_id TEXT NOT NULL,"
         " recorded_at TEXT NOT NULL);",
-        *(sql + ";" for name, sql in TRIGGERS.items() if name not in _V1_TRIGGERS),
+        *(
+            _V2_PLANS_FIXED + ";" if name == "plans_fixed_at_creation" else sql + ";"
+            for name, sql in TRIGGERS.items()
+            if name not in _V1_TRIGGERS
+        ),
     ]
 )
 
@@ -139,5 +154,26 @@ CREATE TABLE leases (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+# v4: the store's clock (pilot.store.monotonic). Journal entries carry its reading beside the wall time; plans
+# and confirmations live and leases expire on it; a claim says who made it, so a plan whose claimer is gone is released at once.
+# Rows written before keep NULLs: an entry without a reading is dated by its wall time, a plan without one
+# can no longer be claimed (plan it again), a lease without one is free.
+_V4 = "\n".join(
+    [
+        "ALTER TABLE journal ADD COLUMN boot TEXT NULL;",
+        "ALTER TABLE journal ADD COLUMN micros INTEGER NULL;",
+        "ALTER TABLE plans ADD COLUMN boot TEXT NULL;",
+        "ALTER TABLE plans ADD COLUMN expires_micros INTEGER NULL;",
+        "ALTER TABLE plans ADD COLUMN claimed_by TEXT NULL;",
+        "ALTER TABLE plans ADD COLUMN claimed_micros INTEGER NULL;",
+        "ALTER TABLE confirmations ADD COLUMN boot TEXT NULL;",
+        "ALTER TABLE confirmations ADD COLUMN expires_micros INTEGER NULL;",
+        "ALTER TABLE leases ADD COLUMN boot TEXT NULL;",
+        "ALTER TABLE leases ADD COLUMN expires_micros INTEGER NULL;",
+        "DROP TRIGGER IF EXISTS plans_fixed_at_creation;",
+        TRIGGERS["plans_fixed_at_creation"] + ";",
+    ]
+)
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION = len(MIGRATIONS)

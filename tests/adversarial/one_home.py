@@ -67,7 +67,7 @@ async def open_server(
         base_url=venue.url,
         timeout_seconds=timeout_seconds,
     )
-    store = await open_store(Home(home).database_path)
+    store = await open_store(Home(home).database_path, clock=clock)
     try:
         yield assemble_runtime(home, store, adapter, clock)
     finally:
@@ -81,6 +81,17 @@ def market(side: Side, qty: str, symbol: str = "BTCUSDT") -> PlanRequest:
 
 def rules_of(answer: Any) -> set[str]:
     return {v.rule for v in answer.violations or ()}
+
+
+async def latch_the_loss_limit(runtime: Runtime) -> None:
+    """A judgement of `runtime` found the day's loss past the limit and journaled the latch, as
+    pilot.app.runtime.loss_limit does."""
+    await runtime.store.journal.append(
+        entry_kinds.LOSS_LIMIT,
+        {"on": True, "by": "pilot", "day": runtime.now().date().isoformat(), "trading_state": "reducing"},
+        now=runtime.now(),
+        actor="pilot",
+    )
 
 
 # --- the ledger against the journal read whole ---------------------------------------------------------
@@ -97,8 +108,11 @@ def seen(state: JournalState) -> tuple[Any, ...]:
 
 
 async def restated(journal: Journal, now: datetime) -> tuple[Any, ...]:
-    """The same, from every genuine entry read afresh, with the rules written out again (not the ledger's code)."""
-    entries = await journal.entries()
+    """The same, from every genuine entry read afresh, with the rules written out again (not the ledger's
+    code): a send of the last day of real time (the store's clock) is unsettled unless a later entry settles
+    it; a send counts today when its own wall clock carried on by the real time since is still in its day,
+    or when the wall clock now carried back by that time dates it today."""
+    entries, here = await journal.entries(), journal.clock.read()
     newest = {
         kind: max((e.seq for e in entries if e.kind == kind), default=None)
         for kind in ("killswitch", "loss_limit")
@@ -107,16 +121,24 @@ async def restated(journal: Journal, now: datetime) -> tuple[Any, ...]:
     for e in entries:
         if e.kind == "order.resolved" or (e.kind == "order.outcome" and e.data.get("status") in SETTLING):
             settled.setdefault(str(e.data.get("order_link_id")), []).append(e.seq)
-    since = now - timedelta(days=1)
-    day = datetime.combine(now.astimezone(UTC).date(), time(0), tzinfo=UTC)
+    midnight = datetime.combine(now.astimezone(UTC).date(), time(0), tzinfo=UTC)
+
+    def age(e: JournalEntry) -> timedelta:
+        assert e.clock is not None and e.clock.boot == here.boot
+        return timedelta(microseconds=max(here.micros - e.clock.micros, 0))
+
+    def today(e: JournalEntry) -> bool:
+        own = (e.at + age(e)).date() == e.at.date()
+        return own or now - age(e) >= midnight
+
     sends = [e for e in entries if e.kind == "order.sent"]
     unsettled = sorted(
         e.data["request"]["orderLinkId"]
         for e in sends
-        if e.at >= since and not any(seq > e.seq for seq in settled.get(e.data["request"]["orderLinkId"], []))
+        if age(e) <= timedelta(days=1)
+        and not any(seq > e.seq for seq in settled.get(e.data["request"]["orderLinkId"], []))
     )
-    today = sum(1 for e in sends if day <= e.at < day + timedelta(days=1))
-    return newest["killswitch"], newest["loss_limit"], today, unsettled
+    return newest["killswitch"], newest["loss_limit"], sum(1 for e in sends if today(e)), unsettled
 
 
 # --- what the exchange and the journal hold after a race -----------------------------------------------

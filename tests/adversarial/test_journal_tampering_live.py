@@ -4,8 +4,9 @@ between two of its ledger's reads.
 - Rows forged after the ledger's mark (a human's "kill switch off", a lookup that says an unsettled send
   filled) are not Pilot's: the server's next judgement, and a server started afterwards, ignore them.
 - The database replaced by an earlier copy of itself while the server runs (a restore through SQLite's
-  backup API): the ledger's mark is gone, it reads afresh and counts what the journal now holds, and the
-  server's next entries link onto the restored chain.
+  backup API): the ledger's mark is gone, it reads afresh and counts what the journal now holds, sees that
+  the journal no longer holds the entry it was anchored at (pilot.store.anchor) and refuses growing orders;
+  the next upkeep round turns the kill switch on with what it found.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ import pytest
 
 from pilot.app.answers import entry_kinds
 from pilot.app.human.kill_switch import activate_kill_switch
+from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
-from pilot.core.facts import Side
+from pilot.app.service.upkeep import upkeep
+from pilot.core.facts import OrderType, Side
 from tests.store.support import forge_entry, raw
 
 from .conftest import CREATE, write_policy
@@ -113,11 +116,24 @@ async def test_the_database_restored_from_an_earlier_copy_under_a_running_server
         restored = seen(await server.ledger.state(clock.now()))
         journal = await restated(server.store.journal, clock.now())
         again = await plan_order(server, market(Side.BUY, "0.0001"))
+        reducing = await plan_order(server, reduce_only_sell("0.0001"))
         report = await server.store.journal.verify()
+        await upkeep(server)  # the running server's next round journals what it found
+        switched = (await server.journal_state()).kill_switch
+        after = await server.store.journal.verify()
     assert rules_of(capped) == {"dailyOrderCap"}
     assert restored == journal and restored[2] == 1  # what the journal now holds: one send today
-    assert again.status == "ok"  # by the journal's count (the exchange saw three: see the report)
-    assert report.ok
+    # The journal lost two sends it was anchored at: growing orders stop at once (issue 25; before, the
+    # count restarted and this order passed), reducing ones still work.
+    assert again.status == "refused" and rules_of(again) == {"tradingState"}
+    assert reducing.status == "ok"
+    assert not report.ok and report.reason == "tail_missing"
+    assert switched is not None and switched.data["on"] and switched.data["by"] == "pilot"
+    assert switched.data["rollback"]["reason"] == "tail_missing" and after.ok
+
+
+def reduce_only_sell(qty: str) -> PlanRequest:
+    return PlanRequest("BTCUSDT", Side.SELL, OrderType.MARKET, Decimal(qty), None, None, True, "linear")
 
 
 def _copy(source: Path, target: Path) -> None:

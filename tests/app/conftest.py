@@ -65,7 +65,7 @@ async def open_test_runtime(
         base_url=paper.url,
         timeout_seconds=timeout_seconds,
     )
-    store = await open_store(Home(home).database_path)
+    store = await open_store(Home(home).database_path, clock=clock)
     try:
         yield assemble_runtime(home, store, adapter, clock)
     finally:

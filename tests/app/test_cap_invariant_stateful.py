@@ -3,9 +3,13 @@ second server leaves a position past a cap in its worst case.
 
 A hypothesis state machine drives the real use cases (plan_order then place_order, close_position,
 cancel_order) of two runtimes on one home (two servers: separate store connections, gates and leases) against
-the real paper exchange, with faults on creates, resting orders that fill when the price moves, restarts and
-a clock that jumps. After every step it checks, from the exchange's own state and written apart from the
-core: with every resting order on one side filled, the position stays within maxNotionalUsd.
+the real paper exchange, with faults on creates, resting orders that fill when the price moves, restarts,
+time that passes, a wall clock that steps back or forward without time passing, the kill switch thrown by
+either server's agent and turned off by the human, and the journal rolled back to an earlier copy of
+itself. After every step it checks, from the exchange's own state and written apart from the core: with
+every resting order on one side filled, the position stays within maxNotionalUsd. And no order that could
+grow the position is sent while the kill switch is on, or after the journal was rolled back and before a
+human turned the switch off (an order sent then only shrinks the position it meets).
 
 Valuation: every approval valued the position at a price within the band the machine keeps prices in (the
 start price +-3 %, limits within 2 % of the market), so the check values the worst case at the start price
@@ -19,22 +23,26 @@ import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import tempfile
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from pilot.app.facts.pending import settle_sends
+from pilot.app.human import desk, kill_switch
 from pilot.app.orders import cancel_and_leverage, close, place, plan
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.runtime.runtime import Runtime
+from pilot.app.service import upkeep as service
 from pilot.core.facts import OrderType, Side
 from pilot.exchange.sim import start_paper_exchange
+from pilot.store.anchor import AnchorFile, anchor_path
 from tests.scenarios import article_scenario
 
 from .conftest import POLICY, FakeClock, open_test_runtime
@@ -83,6 +91,9 @@ class CapInvariant(RuleBasedStateMachine):
         self.runtimes: list[Runtime] = []
         self.price = START
         self.story: list[str] = []  # what happened, for the failure message (replays can differ in timing)
+        self.stopped = False  # the kill switch is on, or the journal was rolled back: only shrinking orders
+        self.copy: Path | None = None  # an earlier copy of the journal, to roll back to
+        self.copied_up_to = 0
 
     def run(self, work: Any) -> Any:
         return self.loop.run_until_complete(work)
@@ -113,8 +124,14 @@ class CapInvariant(RuleBasedStateMachine):
             f"{server}: {side.value} {steps * STEP} {kind} reduce_only={reduce_only} at {price}: {planned.status}"
         ]
         if planned.status == "ok" and planned.plan_id is not None:
+            held = self.paper.position("BTCUSDT").size
+            creates = self.paper.request_count(CREATE)
             placed = self.run(place.place_order(runtime, planned.plan_id))
             said.append(f"placed {placed.status}")
+            if self.stopped and self.paper.request_count(CREATE) > creates:
+                event("an order sent while growing was stopped")
+                shrinks = (held > 0 and side is Side.SELL) or (held < 0 and side is Side.BUY)
+                assert shrinks and steps * STEP <= abs(held), (held, side, steps, self.story + said)
         self.story.append(" ".join(said))
 
     @rule(**ORDER)
@@ -164,9 +181,57 @@ class CapInvariant(RuleBasedStateMachine):
         self.clock.advance(seconds)
         self.story.append(f"+{seconds} s")
 
+    @rule(seconds=st.sampled_from([-3600, -61, -5, 5, 61, 3600]))
+    def wall_clock_steps(self, seconds: int) -> None:
+        """An NTP correction or `date -s`: the wall clock moves, no time passes (plans, leases and sends
+        keep their ages on the store's clock)."""
+        self.clock.step(seconds)
+        self.story.append(f"wall clock {seconds:+} s")
+
+    @rule(server=st.integers(0, 1))
+    def agent_throws_the_kill_switch(self, server: int) -> None:
+        self.run(kill_switch.activate_kill_switch(self.runtimes[server], "stop"))
+        self.stopped = True
+        self.story.append(f"{server}: kill switch on")
+
+    @precondition(lambda self: self.stopped)
+    @rule()
+    def human_turns_the_kill_switch_off(self) -> None:
+        """`pilot kill-switch off`: its own store connection, which first journals any rollback it finds."""
+        self.run(self._human_off())
+        self.stopped = False
+        self.story.append("human: kill switch off")
+
+    async def _human_off(self) -> None:
+        async with desk.open_desk(self.home, clock=self.clock) as human:
+            await kill_switch.set_kill_switch_by_human(human, False, "looked")
+
+    @rule()
+    def copy_the_journal(self) -> None:
+        self.copy = self.home.parent / f"{self.home.name}-copy.db"
+        with sqlite3.connect(self.home / "journal" / "pilot.db") as live, sqlite3.connect(self.copy) as copy:
+            live.backup(copy)
+            self.copied_up_to = live.execute("SELECT COALESCE(MAX(seq), 0) FROM journal").fetchone()[0]
+        self.story.append(f"journal copied up to {self.copied_up_to}")
+
+    @precondition(lambda self: self.copy is not None)
+    @rule()
+    def roll_the_journal_back(self) -> None:
+        """Someone restores the earlier copy over the live journal while both servers run. When it takes
+        away an entry the journal was anchored at (a durable one: a send, the kill switch), growing stops."""
+        assert self.copy is not None
+        opened = self.runtimes[0].store.opened
+        anchored = AnchorFile(anchor_path(opened.key_path, self.home), self.home).read()
+        with sqlite3.connect(self.copy) as copy, sqlite3.connect(self.home / "journal" / "pilot.db") as live:
+            copy.backup(live)
+        lost = anchored is not None and anchored.seq > self.copied_up_to
+        event(f"a rollback that lost anchored entries: {lost}")
+        self.stopped = self.stopped or lost
+        self.story.append(f"journal rolled back to {self.copied_up_to} (anchored at {anchored}): lost {lost}")
+
     @rule(server=st.integers(0, 1))
     def upkeep(self, server: int) -> None:
-        self.run(settle_sends(self.runtimes[server]))
+        self.run(service.upkeep(self.runtimes[server]))
 
     @precondition(lambda self: len(self.runtimes) == 2)
     @rule()
@@ -203,6 +268,8 @@ class CapInvariant(RuleBasedStateMachine):
         self.loop.close()
         self.paper.stop()
         shutil.rmtree(self.home, ignore_errors=True)
+        if self.copy is not None:
+            self.copy.unlink(missing_ok=True)
 
 
 CapInvariant.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=40, deadline=None)

@@ -154,3 +154,49 @@ async def test_serving_beyond_loopback_is_refused_unless_allowed(runtime, host):
 def test_loopback_hosts_need_no_allowance(host):
     assert is_loopback(host)
     check_host(host, allow_remote=False)
+
+
+async def _initialized(http: Any, url: str, token: str) -> str:
+    """Open an MCP session with `token`; return its session id."""
+    opened = await http.post(url, json=INITIALIZE, headers={**HEADERS, "Authorization": f"Bearer {token}"})
+    assert opened.status_code == 200, opened.text
+    return opened.headers["mcp-session-id"]
+
+
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+
+async def test_the_holes_issue_25_found_over_http_are_closed(runtime, caplog):
+    """A Host or Origin of loopback on another port (a page on localhost:3000, a rebinding to port 1), a
+    session opened with token A used with token B, and a JSON body 100,000 arrays deep: each is refused with
+    a 4xx and no traceback (before: accepted, accepted, served, and a 500 with a RecursionError)."""
+    caplog.set_level(logging.INFO)
+    first = await runtime.store.tokens.issue("first", now=runtime.now())
+    second = await runtime.store.tokens.issue("second", now=runtime.now())
+    listener = _listener()
+    port = listener.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/mcp"
+    deep = b"[" * 100_000 + b"]" * 100_000
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(serve_http, runtime, "127.0.0.1", port, listener)
+        async with httpx2.AsyncClient(timeout=30) as http:
+            session = await _initialized(http, url, first)
+            as_first = {**HEADERS, "Authorization": f"Bearer {first}", "mcp-session-id": session}
+            as_second = {**as_first, "Authorization": f"Bearer {second}"}
+            own = await http.post(url, json=TOOLS_LIST, headers=as_first)
+            borrowed = await http.post(url, json=TOOLS_LIST, headers=as_second)
+            other_port = await http.post(url, json=TOOLS_LIST, headers={**as_first, "Host": "localhost:1"})
+            page = await http.post(
+                url, json=TOOLS_LIST, headers={**as_first, "Origin": "http://localhost:3000"}
+            )
+            same = await http.post(
+                url, json=TOOLS_LIST, headers={**as_first, "Origin": f"http://127.0.0.1:{port}"}
+            )
+            nested = await http.post(url, content=deep, headers=as_first)
+        tasks.cancel_scope.cancel()
+    assert (own.status_code, same.status_code) == (200, 200)
+    assert borrowed.status_code == 403
+    assert (other_port.status_code, page.status_code) == (421, 403)
+    assert nested.status_code == 400 and nested.json()["error"]["code"] == -32700
+    assert [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR] == []

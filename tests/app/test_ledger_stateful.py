@@ -2,10 +2,12 @@
 
 A hypothesis state machine appends sends, outcomes, lookups, kill switch and loss limit entries through two
 store connections on one database (this server and a second process), forges rows without the journal key,
-cuts the journal's tail behind its triggers, and moves the clock forward and back. After every step the
-ledger of the first connection must equal an oracle written apart from it: every genuine entry read afresh
-and the rules restated (a send of the last day is unsettled unless a later entry settles it; today's sends
-by UTC date; the newest kill switch and loss limit entries).
+cuts the journal's tail behind its triggers, lets time pass, and steps the wall clock forward and back.
+After every step the ledger of the first connection must equal an oracle written apart from it: every
+genuine entry read afresh and the rules restated (a send of the last day of real time is unsettled unless a
+later entry settles it; a send counts today when its own wall clock carried on by the real time since is
+still in its day, or when the wall clock now carried back by that time dates it today; the
+newest kill switch and loss limit entries).
 """
 
 from __future__ import annotations
@@ -25,9 +27,19 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from pilot.app.runtime.ledger import Ledger
-from pilot.store import GENESIS_HASH, Journal, Store, canonical_json, iso_utc, open_store
+from pilot.store import (
+    GENESIS_HASH,
+    Instant,
+    Journal,
+    JournalEntry,
+    Store,
+    canonical_json,
+    iso_utc,
+    open_store,
+)
 from pilot.store.chain import entry_hash
 from pilot.store.schema import TRIGGERS
+from tests.clocks import FakeClock
 
 T0 = datetime(2026, 3, 1, 23, 0, tzinfo=UTC)  # an hour before midnight: days turn over often
 EXAMPLES = {"thorough": 400, "dev": 10}.get(os.environ.get("HYPOTHESIS_PROFILE", "ci"), 60)
@@ -35,10 +47,21 @@ STATUSES = ("filled", "partially_filled", "cancelled", "rejected", "open", "outc
 SETTLING = {"filled", "partially_filled", "cancelled", "rejected", "open"}
 
 
-async def oracle(journal: Journal, now: datetime) -> tuple[Any, ...]:
-    """What the whole journal says at `now`, restated from every genuine entry."""
+def real_age(here: Instant, entry: JournalEntry) -> timedelta:
+    assert entry.clock is not None and entry.clock.boot == here.boot
+    return timedelta(microseconds=here.micros - entry.clock.micros)
+
+
+def counts_today(entry: JournalEntry, now: datetime, here: Instant) -> bool:
+    age = real_age(here, entry)
+    midnight = datetime.combine(now.date(), time(0), tzinfo=UTC)
+    return (entry.at + age).date() == entry.at.date() or now - age >= midnight
+
+
+async def oracle(journal: Journal, now: datetime, here: Instant) -> tuple[Any, ...]:
+    """What the whole journal says at `now` (wall) and `here` (the store's clock), restated from every
+    genuine entry."""
     entries = await journal.entries()
-    since = now - timedelta(days=1)
     newest = {
         kind: max((e.seq for e in entries if e.kind == kind), default=None)
         for kind in ("killswitch", "loss_limit")
@@ -51,11 +74,10 @@ async def oracle(journal: Journal, now: datetime) -> tuple[Any, ...]:
         e.data["request"]["orderLinkId"]
         for e in entries
         if e.kind == "order.sent"
-        and e.at >= since
+        and real_age(here, e) <= timedelta(days=1)
         and not any(seq > e.seq for seq in settled_at.get(e.data["request"]["orderLinkId"], []))
     ]
-    day = datetime.combine(now.astimezone(UTC).date(), time(0), tzinfo=UTC)
-    today = sum(1 for e in entries if e.kind == "order.sent" and day <= e.at < day + timedelta(days=1))
+    today = sum(1 for e in entries if e.kind == "order.sent" and counts_today(e, now, here))
     return newest["killswitch"], newest["loss_limit"], today, unsettled
 
 
@@ -65,8 +87,10 @@ class LedgerMatchesTheJournal(RuleBasedStateMachine):
         self.loop = asyncio.new_event_loop()
         self.folder = Path(tempfile.mkdtemp(prefix="pilot-ledger-"))
         self.path = self.folder / "journal" / "pilot.db"
-        self.now = T0
-        self.stores: list[Store] = [self.run(open_store(self.path, now=T0)) for _ in range(2)]
+        self.clock = FakeClock(T0)  # both connections run on one machine: one store clock
+        self.stores: list[Store] = [
+            self.run(open_store(self.path, now=T0, clock=self.clock)) for _ in range(2)
+        ]
         self.ledger = Ledger(self.stores[0].journal)
         self.links: list[str] = []
 
@@ -78,6 +102,10 @@ class LedgerMatchesTheJournal(RuleBasedStateMachine):
             self.run(store.close())
         self.loop.close()
         shutil.rmtree(self.folder, ignore_errors=True)
+
+    @property
+    def now(self) -> datetime:
+        return self.clock.now()
 
     def append(self, writer: int, kind: str, data: dict[str, Any]) -> None:
         self.run(self.stores[writer].journal.append(kind, data, now=self.now, actor="pilot"))
@@ -166,11 +194,15 @@ class LedgerMatchesTheJournal(RuleBasedStateMachine):
 
     @rule(seconds=st.integers(1, 2 * 86_400))
     def later(self, seconds: int) -> None:
-        self.now += timedelta(seconds=seconds)
+        self.clock.advance(seconds)
 
     @rule(seconds=st.integers(1, 3 * 86_400))
     def clock_set_back(self, seconds: int) -> None:
-        self.now -= timedelta(seconds=seconds)
+        self.clock.step(-seconds)
+
+    @rule(seconds=st.integers(1, 2 * 86_400))
+    def clock_stepped_forward(self, seconds: int) -> None:
+        self.clock.step(seconds)
 
     @invariant()
     def ledger_says_what_the_journal_says(self) -> None:
@@ -181,7 +213,7 @@ class LedgerMatchesTheJournal(RuleBasedStateMachine):
             state.sent_today,
             [send.order_link_id for send in state.unsettled],
         )
-        assert seen == self.run(oracle(self.stores[1].journal, self.now))
+        assert seen == self.run(oracle(self.stores[1].journal, self.now, self.clock.read()))
 
 
 LedgerMatchesTheJournal.TestCase.settings = settings(

@@ -25,7 +25,6 @@ from mcp import Client
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import PlanOutcome
 from pilot.app.facts.pending import settle_sends, unsettled_sends
-from pilot.app.service.upkeep import STALE_CLAIM, upkeep
 from pilot.server import build_server
 
 from .conftest import BTC_SHORT, CREATE, call, open_test_runtime, write_policy
@@ -186,23 +185,14 @@ CLAIMING_CHILD = textwrap.dedent(
 )
 
 
-async def test_a_plan_claimed_by_a_server_killed_before_it_sent_is_released_at_the_next_start(
-    tmp_path: Path, paper: Any, clock: Any
-) -> None:
-    """kill -9 between the claim and the send: the plan said 'first use still in progress' for ever."""
-    from pilot.app.service.boot import open_runtime
-    from tests.scenarios import ARTICLE
-
-    write_policy(tmp_path)
-    async with open_test_runtime(tmp_path, paper, clock) as runtime, Client(build_server(runtime)) as client:
-        plan_id = (await call(client, "plan_order", BTC_SHORT))["plan_id"]
-    paper.add_fault("/v5/market/tickers", "latency", delay_ms=4000)  # the re-check's facts are held
-    child = subprocess.Popen(
+def claiming_child(home: Path, paper: Any, plan_id: str) -> subprocess.Popen[bytes]:
+    """A server in a process of its own that places `plan_id` on `home` (the test kills it mid-use)."""
+    return subprocess.Popen(
         [
             sys.executable,
             "-c",
             CLAIMING_CHILD,
-            str(tmp_path),
+            str(home),
             paper.url,
             paper.api_key,
             paper.api_secret,
@@ -210,19 +200,30 @@ async def test_a_plan_claimed_by_a_server_killed_before_it_sent_is_released_at_t
         ],
         env=os.environ.copy(),
     )
+
+
+async def test_a_plan_claimed_by_a_server_killed_before_it_sent_is_released_at_the_next_start(
+    tmp_path: Path, paper: Any, clock: Any
+) -> None:
+    """kill -9 between the claim and the send: the plan said 'first use still in progress' for ever (then,
+    for three and a half minutes). Its claimer's process is gone, so the next start releases it at once."""
+    from pilot.app.service.boot import open_runtime
+    from tests.scenarios import ARTICLE
+
+    write_policy(tmp_path)
+    async with open_test_runtime(tmp_path, paper, clock) as runtime, Client(build_server(runtime)) as client:
+        plan_id = (await call(client, "plan_order", BTC_SHORT))["plan_id"]
+    paper.add_fault("/v5/market/tickers", "latency", delay_ms=4000)  # the re-check's facts are held
+    child = claiming_child(tmp_path, paper, plan_id)
     try:
         await until(lambda: paper.working > 0)  # claimed, and reading fresh facts
         child.send_signal(signal.SIGKILL)
     finally:
         child.wait(timeout=10)
     async with open_runtime(tmp_path, paper_url=paper.url, scenario=ARTICLE, clock=clock) as restarted:
-        young = await restarted.store.plans.get(plan_id)  # a live server may still be using it
-        clock.advance(STALE_CLAIM.total_seconds() + 60)  # the child claimed by the system clock
-        await upkeep(restarted)
-        plan = await restarted.store.plans.get(plan_id)
+        plan = await restarted.store.plans.get(plan_id)  # released by the start's upkeep round
         async with Client(build_server(restarted)) as client:
             again = await call(client, "place_order", {"plan_id": plan_id})
-    assert young is not None and young.outcome is None
     assert plan is not None and plan.outcome == {"status": "refused"}
     assert [v["rule"] for v in again["violations"]] == ["planAlreadyUsed"]
     assert again["next_safe_action"]["tool"] == "plan_order"  # nothing was sent: plan it again

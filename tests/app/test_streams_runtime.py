@@ -85,6 +85,14 @@ def in_sync(runtime: Runtime) -> bool:
     return all(reader.facts.usable(channel, now, 300) for channel in ("linear", "spot", PRIVATE))
 
 
+def market_pushed_again(runtime: Runtime, symbol: str) -> bool:
+    facts, now = streams(runtime).facts, streams(runtime).hub.now_ms()
+    return (
+        facts.touch("linear", symbol, now, 5000) is not None
+        and facts.band("linear", symbol, now, 5000) is not None
+    )
+
+
 def reads(paper: PaperExchange, paths: tuple[str, ...]) -> int:
     return sum(paper.request_count(path) for path in paths)
 
@@ -257,7 +265,9 @@ async def test_the_streams_come_back_after_an_outage_longer_than_pybit_would_wai
     assert during.snapshot is not None and during.snapshot.fact_sources is not None
     assert set(during.snapshot.fact_sources.values()) == {"rest"}
     paper.stream_faults.unavailable = False
-    await until(runtime, lambda: in_sync(runtime))
+    # In sync, and BTCUSDT's book and band pushed again since (a market is trusted again only once its own
+    # update came after the outage: a machine under load may push the first one a little later).
+    await until(runtime, lambda: in_sync(runtime) and market_pushed_again(runtime, "BTCUSDT"))
     after = await plan_order(runtime, SELL)
     assert after.snapshot is not None and after.snapshot.fact_sources is not None
     assert set(after.snapshot.fact_sources.values()) == {"stream"}, after.snapshot.fact_sources

@@ -122,7 +122,7 @@ async def test_verify_counts_an_intact_chain(home: Path, runtime: Runtime) -> No
         "first_broken_seq": None,
         "reason": None,
         "unsealed": 0,
-        "anchored": False,
+        "anchored": True,  # checked against the journal's own anchor, outside the home
     }
 
 
@@ -147,9 +147,12 @@ async def test_a_home_without_a_journal_exits_2_and_creates_nothing(tmp_path: Pa
     assert not Home(tmp_path).database_path.exists()
 
 
-async def test_an_anchor_kept_elsewhere_catches_a_deleted_tail_that_verify_alone_cannot(
+async def test_a_deleted_tail_fails_verify_by_the_journals_own_anchor_and_by_one_kept_elsewhere(
     home: Path, runtime: Runtime
 ) -> None:
+    """Before issue 25 verify alone said "intact" for a deleted tail; the anchor the store keeps beside the
+    journal key (outside the home) now catches it, and the next command that opens the journal journals it
+    (the kill switch, turned on by Pilot)."""
     await _refused_then_filled(runtime)
     anchor = (await pilot_json("journal", "--home", str(home), "anchor"))["anchor"]
     with sqlite3.connect(Home(home).database_path) as raw:
@@ -161,19 +164,20 @@ async def test_an_anchor_kept_elsewhere_catches_a_deleted_tail_that_verify_alone
     anchored = await pilot("journal", "--home", str(home), "verify", "--anchor", anchor, "--format", "json")
     kinds = [entry["kind"] for entry in (await pilot_json("journal", "--home", str(home)))["entries"]]
 
-    # Opening restored the dropped trigger and journaled it (seq 3); the chain alone looks whole.
-    assert kinds == ["plan", "plan", "store.repaired"]
-    assert alone.exit_code == 0 and json.loads(alone.stdout)["ok"] is True
-    assert anchored.exit_code == 1
-    assert json.loads(anchored.stdout) == {
-        "home": str(home),
-        "ok": False,
-        "count": 3,
-        "first_broken_seq": 4,
-        "reason": "tail_missing",
-        "unsealed": 0,
-        "anchored": False,
-    }
+    # Opening restored the dropped trigger and journaled it, at seq 3: where the store had anchored the
+    # journal (its last durable entry, the send). The next command found that and said so.
+    assert kinds == ["plan", "plan", "store.repaired", "killswitch"]
+    for found in (alone, anchored):
+        assert found.exit_code == 1
+        assert json.loads(found.stdout) == {
+            "home": str(home),
+            "ok": False,
+            "count": 2,
+            "first_broken_seq": 3,
+            "reason": "anchor_mismatch",
+            "unsealed": 0,
+            "anchored": False,
+        }
 
 
 async def test_an_anchor_matches_while_the_journal_only_grows(home: Path, runtime: Runtime) -> None:
@@ -206,7 +210,8 @@ async def test_a_forged_kill_switch_off_fails_verify_and_is_not_obeyed(home: Pat
         at = "2026-01-01T00:00:00.000000+00:00"
         digest = entry_hash(seq + 1, at, "killswitch", "human", None, data, prev_hash)
         raw.execute(
-            "INSERT INTO journal VALUES (?, ?, 'killswitch', 'human', NULL, ?, ?, ?, ?)",
+            "INSERT INTO journal (seq, at, kind, actor, plan_id, data, prev_hash, hash, seal)"
+            " VALUES (?, ?, 'killswitch', 'human', NULL, ?, ?, ?, ?)",
             (seq + 1, at, canonical_json(data), prev_hash, digest, digest),
         )
     raw.close()

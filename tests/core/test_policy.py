@@ -344,3 +344,24 @@ def test_each_trading_state_permits_exactly_what_its_name_says():
         (TradingState.REDUCING, Effect.REDUCE),
         (TradingState.HALTED, Effect.CANCEL),
     }
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        ('{"maxNotionalUsd": "100"}', "maxNotionalUsd"),  # issue 25: accepted as $100 before
+        ('{"dailyOrderCap": "3"}', "dailyOrderCap"),
+        ('{"planTtlSeconds": "60"}', "planTtlSeconds"),
+        ('{"dailyLossLimitUsd": "50"}', "dailyLossLimitUsd"),
+        ('{"confirm": {"aboveNotionalUsd": "20"}}', "confirm.aboveNotionalUsd"),
+        (
+            '{"allowedMarkets": ["BTCUSDT"], "markets": {"BTCUSDT": {"maxLeverage": "2"}}}',
+            "markets.BTCUSDT.maxLeverage",
+        ),
+    ],
+)
+def test_a_number_written_as_text_is_an_error_naming_its_path(text, path):
+    """policy.json is edited by hand: "100" (text) may be a typo for something else, so it is refused like
+    true/false for a number, never read as the number."""
+    found = issues_of(text)
+    assert set(found) == {path}, found

@@ -6,6 +6,9 @@ from pathlib import Path
 import pytest
 
 from pilot.store import Store, open_store
+from tests.clocks import FakeClock
+
+from .support import T0
 
 
 @pytest.fixture
@@ -19,6 +22,12 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
-    async with await open_store(db_path) as opened:
+def ticks() -> FakeClock:
+    """The store's clock, standing still until a test advances it."""
+    return FakeClock(T0)
+
+
+@pytest.fixture
+async def store(db_path: Path, ticks: FakeClock) -> AsyncIterator[Store]:
+    async with await open_store(db_path, clock=ticks) as opened:
         yield opened

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pilot.store import GENESIS_HASH, canonical_json, iso_utc, open_store, parse_iso
+from pilot.store import GENESIS_HASH, Instant, canonical_json, iso_utc, open_store, parse_iso
 from pilot.store.chain import entry_hash
 from pilot.store.schema import MIGRATIONS
 
@@ -106,6 +106,12 @@ def rows(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
     ).fetchall()
 
 
+def clock_of(conn: sqlite3.Connection, seq: int) -> Instant | None:
+    """The store clock's reading a row carries (part of what its hash covers), if it has one."""
+    boot, micros = conn.execute("SELECT boot, micros FROM journal WHERE seq = ?", (seq,)).fetchone()
+    return Instant(boot, micros) if boot is not None else None
+
+
 def forge_entry(
     conn: sqlite3.Connection, kind: str, data: dict[str, Any], *, actor: str, seal: str | None
 ) -> int:
@@ -129,7 +135,8 @@ def rehash_from(conn: sqlite3.Connection, first_seq: int) -> None:
         if seq < first_seq:
             prev_hash = stored_hash
             continue
-        digest = entry_hash(seq, at, kind, actor, plan_id, json.loads(data), prev_hash)
+        stamp = clock_of(conn, seq)
+        digest = entry_hash(seq, at, kind, actor, plan_id, json.loads(data), prev_hash, stamp)
         conn.execute("UPDATE journal SET prev_hash = ?, hash = ? WHERE seq = ?", (prev_hash, digest, seq))
         prev_hash = digest
 

@@ -6,6 +6,7 @@ import anyio
 import pytest
 
 from pilot.store import ConfirmationRecord, InvalidTransition, Store, new_confirmation_id
+from tests.clocks import FakeClock
 
 from .support import T0
 
@@ -72,18 +73,24 @@ async def test_rejected_or_pending_confirmation_cannot_be_claimed(store: Store) 
     assert await store.confirmations.claim_approved(rejected, now=LATER) is None
 
 
-async def test_expired_confirmation_cannot_be_decided_and_is_listed_as_expired(store: Store) -> None:
+async def test_expired_confirmation_cannot_be_decided_and_is_listed_as_expired(
+    store: Store, ticks: FakeClock
+) -> None:
     cid = await park(store, ttl_seconds=60)
+    assert (await store.confirmations.get(cid, now=LATER)).status == "pending"
+    ticks.advance(60)
     expiry = T0 + timedelta(seconds=60)
     assert await store.confirmations.decide(cid, approve=True, actor="alice", now=expiry) is None
     assert [record.status for record in await store.confirmations.list(now=expiry)] == ["expired"]
     assert await store.confirmations.list(status="pending", now=expiry) == []
-    assert (await store.confirmations.get(cid, now=LATER)).status == "pending"
+    assert (await store.confirmations.get(cid)).status == "pending"  # as stored: expiry is read with `now`
 
 
-async def test_approval_is_not_run_after_the_confirmation_expires(store: Store) -> None:
+async def test_approval_is_not_run_after_the_confirmation_expires(store: Store, ticks: FakeClock) -> None:
     cid = await park(store, ttl_seconds=60)
     await store.confirmations.decide(cid, approve=True, actor="alice", now=LATER)
+    ticks.advance(60)
+    ticks.step(-3600)  # a wall clock set back does not lengthen it
     assert await store.confirmations.claim_approved(cid, now=T0 + timedelta(seconds=60)) is None
 
 

@@ -101,7 +101,11 @@ async def test_insert_or_replace_cannot_overwrite_an_entry(store: Store, db_path
     with sqlite3.connect(db_path) as conn:
         for verb in ("INSERT OR REPLACE", "REPLACE", "INSERT OR IGNORE"):
             with pytest.raises(sqlite3.IntegrityError, match="next seq"):
-                conn.execute(f"{verb} INTO journal VALUES (2, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+                conn.execute(
+                    f"{verb} INTO journal (seq, at, kind, actor, plan_id, data, prev_hash, hash, seal)"
+                    " VALUES (2, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    row,
+                )
     conn.close()
     assert (await store.journal.get(2)).kind == "test.append"
 

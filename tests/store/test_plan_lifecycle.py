@@ -1,4 +1,5 @@
-"""The plan lifecycle as a state machine: create -> claim -> record outcome -> claim again -> expire."""
+"""The plan lifecycle as a state machine: create -> claim -> record outcome -> claim again -> expire, while
+the wall clock steps either way (a plan lives its time to live of real time, on the store's clock)."""
 
 from __future__ import annotations
 
@@ -16,22 +17,24 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from pilot.store import InvalidTransition, new_plan_id, open_store
+from tests.clocks import FakeClock
 
 from .support import T0
 
 
 @dataclass
 class ModelPlan:
-    expires_at: datetime
+    expires_at: datetime  # by the wall clock it was made on: what the plan says, not what decides
+    ends: float  # seconds of real time since the start at which its life ends
     status: str = "open"
     outcome: dict[str, Any] | None = None
     wins: int = 0
 
 
-def expected_claim(plan: ModelPlan, now: datetime) -> str:
+def expected_claim(plan: ModelPlan, elapsed: float) -> str:
     if plan.status != "open":
         return "already_used"
-    return "claimed" if now < plan.expires_at else "expired"
+    return "claimed" if elapsed < plan.ends else "expired"
 
 
 class PlanLifecycle(RuleBasedStateMachine):
@@ -42,9 +45,14 @@ class PlanLifecycle(RuleBasedStateMachine):
         self.folder = tempfile.TemporaryDirectory()
         self.db_path = Path(self.folder.name) / "journal" / "pilot.db"
         self.loop = asyncio.new_event_loop()
-        self.store = self.run(open_store(self.db_path))
-        self.now = T0
+        self.clock = FakeClock(T0)
+        self.store = self.run(open_store(self.db_path, clock=self.clock))
+        self.elapsed = 0.0  # real time since the start
         self.model: dict[str, ModelPlan] = {}
+
+    @property
+    def now(self) -> datetime:
+        return self.clock.now()
 
     def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         return self.loop.run_until_complete(coroutine)
@@ -53,13 +61,13 @@ class PlanLifecycle(RuleBasedStateMachine):
     def create(self, ttl_seconds: int) -> str:
         plan_id = new_plan_id()
         self.run(self.store.plans.create(plan_id=plan_id, payload={}, now=self.now, ttl_seconds=ttl_seconds))
-        self.model[plan_id] = ModelPlan(expires_at=self.now + timedelta(seconds=ttl_seconds))
+        self.model[plan_id] = ModelPlan(self.now + timedelta(seconds=ttl_seconds), self.elapsed + ttl_seconds)
         return plan_id
 
     @rule(plan_id=plans)
     def claim(self, plan_id: str) -> None:
         plan = self.model[plan_id]
-        expected = expected_claim(plan, self.now)
+        expected = expected_claim(plan, self.elapsed)
         result = self.run(self.store.plans.claim(plan_id, now=self.now))
         assert result.status == expected
         event(f"claim: {expected}, outcome recorded: {plan.outcome is not None}")
@@ -84,12 +92,17 @@ class PlanLifecycle(RuleBasedStateMachine):
 
     @rule(seconds=st.integers(0, 90))
     def advance_clock(self, seconds: int) -> None:
-        self.now += timedelta(seconds=seconds)
+        self.clock.advance(seconds)
+        self.elapsed += seconds
+
+    @rule(seconds=st.sampled_from([-3600, -61, -5, 5, 61, 3600]))
+    def step_the_wall_clock(self, seconds: int) -> None:
+        self.clock.step(seconds)
 
     @rule()
     def restart(self) -> None:
         self.run(self.store.close())
-        self.store = self.run(open_store(self.db_path))
+        self.store = self.run(open_store(self.db_path, clock=self.clock))
 
     @invariant()
     def stored_plans_match_the_model(self) -> None:

@@ -17,6 +17,7 @@ from pilot.store import (
     new_plan_id,
     open_store,
 )
+from tests.clocks import FakeClock
 
 from .support import T0, claim_plan, run_in_processes
 
@@ -81,16 +82,31 @@ async def test_unknown_plan_is_not_found(store: Store) -> None:
     assert await store.plans.claim(new_plan_id(), now=T0) == ClaimResult("not_found", None)
 
 
-async def test_plan_expires_at_its_expiry_instant(store: Store) -> None:
+async def test_plan_expires_once_its_time_to_live_has_passed_on_the_stores_clock(
+    store: Store, ticks: FakeClock
+) -> None:
     plan_id = await create_plan(store, ttl_seconds=30)
+    ticks.advance(30)
     result = await store.plans.claim(plan_id, now=T0 + timedelta(seconds=30))
     assert (result.status, result.plan.status) == ("expired", "open")
 
 
-async def test_plan_is_claimable_until_just_before_expiry(store: Store) -> None:
+async def test_plan_is_claimable_until_just_before_expiry(store: Store, ticks: FakeClock) -> None:
     plan_id = await create_plan(store, ttl_seconds=30)
+    ticks.advance(30 - 1e-6)
     result = await store.plans.claim(plan_id, now=T0 + timedelta(seconds=30, microseconds=-1))
     assert result.status == "claimed"
+
+
+@pytest.mark.parametrize("step", [-3600, -5, 5, 3600])
+async def test_the_wall_clock_stepping_neither_lengthens_nor_shortens_a_plans_life(
+    store: Store, ticks: FakeClock, step: int
+) -> None:
+    expired, alive = await create_plan(store, ttl_seconds=30), await create_plan(store, ttl_seconds=60)
+    ticks.advance(31)
+    ticks.step(step)
+    assert (await store.plans.claim(expired, now=ticks.now())).status == "expired"
+    assert (await store.plans.claim(alive, now=ticks.now())).status == "claimed"
 
 
 async def test_used_plan_reports_the_outcome_recorded_so_far(store: Store) -> None:

@@ -126,7 +126,8 @@ async def test_stripping_every_seal_to_pass_as_a_journal_from_before_sealing_fai
         report = await reopened.journal.verify()
         entries = await reopened.journal.entries(kind="test.append")
 
-    assert (report.ok, report.first_broken_seq, report.reason) == (False, 1, "unsealed_entry")
+    # The journal's own anchor (seq 5, outside the home) no longer matches its stripped seal.
+    assert (report.ok, report.first_broken_seq, report.reason) == (False, 5, "anchor_mismatch")
     assert reopened.opened.adopted == 0 and "journal_key" in reopened.opened.restored
     assert entries == []
 
@@ -134,9 +135,11 @@ async def test_stripping_every_seal_to_pass_as_a_journal_from_before_sealing_fai
 # --- a deleted tail --------------------------------------------------------------------------------------
 
 
-async def test_a_deleted_tail_passes_verify_without_an_anchor_and_fails_with_one(
+async def test_a_deleted_tail_fails_verify_by_the_journals_own_anchor_and_by_one_kept_elsewhere(
     store: Store, db_path: Path
 ) -> None:
+    """A shorter chain is still a valid chain: before issue 25 only an anchor kept by a human showed the cut.
+    The store anchors the journal itself now, beside the journal key (pilot.store.anchor)."""
     await append_many(store, 10)
     anchor = await store.journal.anchor()
     with raw(db_path) as conn:
@@ -147,7 +150,12 @@ async def test_a_deleted_tail_passes_verify_without_an_anchor_and_fails_with_one
     with_anchor = await store.journal.verify(anchor)
 
     assert anchor.seq == 10
-    assert (without.ok, without.count) == (True, 7)  # honest: a shorter chain is still a valid chain
+    assert (without.ok, without.first_broken_seq, without.reason, without.count) == (
+        False,
+        8,
+        "tail_missing",
+        7,
+    )
     assert (with_anchor.ok, with_anchor.first_broken_seq, with_anchor.reason) == (False, 8, "tail_missing")
     assert with_anchor.count == 7
 
@@ -163,9 +171,12 @@ async def test_a_deleted_tail_written_over_again_fails_the_anchor_at_its_seq(
     await append_many(store, 5)  # Pilot itself writes seq 8..12, sealed, over the gap
 
     report = await store.journal.verify(anchor)
+    own = await store.journal.verify()
 
-    assert (await store.journal.verify()).ok
+    # The journal's own anchor stayed at the entry it named (it moves only along the chain it anchored).
+    assert (own.ok, own.first_broken_seq, own.reason) == (False, 10, "anchor_mismatch")
     assert (report.ok, report.first_broken_seq, report.reason) == (False, 10, "anchor_mismatch")
+    assert store.journal.rollback is not None and store.journal.rollback.reason == "anchor_mismatch"
 
 
 async def test_an_older_anchor_still_matches_as_the_journal_grows(store: Store) -> None:
@@ -246,7 +257,7 @@ def _tamper_and_verify(runner: asyncio.Runner, store: Store, db_path: Path) -> N
     tamper_once()
 
 
-def test_a_cut_tail_is_caught_by_an_anchor_exactly_when_it_reaches_the_anchored_entry(
+def test_every_cut_tail_is_caught_by_the_journals_own_anchor_and_a_kept_one_when_it_reaches_it(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     db_path = tmp_path_factory.mktemp("tail") / "journal" / "pilot.db"
@@ -276,15 +287,16 @@ def _cut_and_verify(runner: asyncio.Runner, store: Store, db_path: Path, anchors
             with_anchor = runner.run(store.journal.verify(anchors[anchored - 1]))
         finally:
             with raw(db_path) as conn:
-                conn.executemany(f"INSERT INTO journal VALUES ({', '.join('?' * 9)})", kept)
-        assert alone.ok and alone.count == first_cut - 1
+                conn.executemany(f"INSERT INTO journal VALUES ({', '.join('?' * len(kept[0]))})", kept)
+        assert (alone.ok, alone.reason, alone.first_broken_seq) == (False, "tail_missing", first_cut)
+        assert alone.count == first_cut - 1
         if first_cut <= anchored:
             assert (with_anchor.ok, with_anchor.reason, with_anchor.first_broken_seq) == (
                 False,
                 "tail_missing",
                 first_cut,
             )
-        else:
-            assert with_anchor.ok and with_anchor.anchored
+        else:  # the kept anchor is there; the journal's own, at the last entry, is not
+            assert (with_anchor.ok, with_anchor.first_broken_seq) == (False, first_cut)
 
     cut_once()

@@ -6,13 +6,14 @@ import asyncio
 from collections.abc import Awaitable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
-from datetime import datetime, time, timedelta
+from datetime import datetime
 from decimal import Decimal
 from typing import TypeVar
 
 from pilot.app.answers.responses import Snapshot
 from pilot.app.facts.pending import PendingRead, read_pending
 from pilot.app.facts.stream_cache import FACT_SOURCES
+from pilot.app.road.clock import Today
 from pilot.app.runtime.ledger import JournalState, Send
 from pilot.app.runtime.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
 from pilot.app.runtime.runtime import PolicyView, Runtime
@@ -55,11 +56,6 @@ def _unavailable_until() -> datetime | None:
     return max(_RETRY_AT.get() or (), default=None)
 
 
-def utc_day(now: datetime) -> tuple[datetime, datetime]:
-    start = datetime.combine(now.date(), time(0), tzinfo=now.tzinfo)
-    return start, start + timedelta(days=1)
-
-
 @dataclass(frozen=True, slots=True)
 class _Account:
     balance: AccountBalance | None
@@ -98,6 +94,7 @@ class Gathered:
 
     facts: Facts
     hedged: UnsupportedPositionMode | None = None
+    mark: int = 0  # the journal's place the facts hold to: a send judged on them is journaled on it
 
 
 async def gather_facts(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Facts:
@@ -120,7 +117,7 @@ async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gath
         facts = replace(
             facts, trading_state=TradingState.strictest(facts.trading_state, TradingState.REDUCING)
         )
-    return Gathered(facts, market.hedged)
+    return Gathered(facts, market.hedged, journal.mark)
 
 
 async def gather_market_facts(
@@ -153,31 +150,36 @@ async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: J
     balance, state, (day_pnl, open_markets, latch) = await asyncio.gather(
         _maybe(runtime.exchange.get_balance()),
         runtime.trading_state(view.policy, journal),
-        _day(runtime, view, now, latch_of(journal.loss_limit, now)),
+        _day(runtime, view, journal.today, latch_of(journal.loss_limit, journal.today)),
     )
     return _Account(balance, journal.sent_today, state, day_pnl, open_markets, latch)
 
 
 async def _day(
-    runtime: Runtime, view: PolicyView, now: datetime, latch: DayLatch
+    runtime: Runtime, view: PolicyView, today: Today, latch: DayLatch
 ) -> tuple[DayPnl | None, frozenset[str] | None, DayLatch]:
     """The day's PnL and the markets with a position, read only when a loss rule needs them (None: the
-    read failed, and growing orders fail closed under that rule)."""
+    read failed, and growing orders fail closed under that rule). When the wall clock stepped across
+    midnight, today starts at two different 00:00s (pilot.app.road.clock.Today): the PnL is counted from
+    each and the worse is taken."""
     policy = view.policy
     daily = policy.daily_loss_limit_usd is not None or policy.daily_loss_limit_pct is not None
     if not daily and policy.max_open_positions is None:
         return NO_DAY_PNL, frozenset(), NO_LATCH
-    since, _ = utc_day(now)
+    starts = today.starts()
     positions, closed = await asyncio.gather(
         _maybe(runtime.exchange.get_positions("linear")),
-        _maybe(runtime.exchange.get_closed_pnl_since("linear", since)) if daily else _none(),
+        _maybe(runtime.exchange.get_closed_pnl_since("linear", starts[0])) if daily else _none(),
     )
     markets = frozenset(p.symbol for p in positions if p.size != 0) if positions is not None else None
     if not daily:
         return NO_DAY_PNL, markets, latch
     if positions is None or closed is None:
         return None, markets, latch
-    realised = sum((row.closed_pnl for row in closed), Decimal(0))
+    realised = min(
+        sum((row.closed_pnl for row in closed if start == starts[0] or row.updated_at >= start), Decimal(0))
+        for start in starts
+    )
     unrealised = sum((p.unrealised_pnl for p in positions), Decimal(0))
     return counted(DayPnl(realised, unrealised), latch), markets, latch
 

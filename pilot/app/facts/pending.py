@@ -10,7 +10,9 @@ periodically by `pilot serve`, so a send never stays orphaned.
 
 A send that no lookup finds GIVE_UP_AFTER it was sent is settled as never executed: Bybit refuses a request
 that reaches it more than its recv_window (5 s) after it was signed, so minutes later an order that neither
-open orders nor order history show was never accepted.
+open orders nor order history show was never accepted. "After" is real time, on the store's clock
+(pilot.store.monotonic): a wall clock stepped forward, here or on another server, never gives up a send that may
+still be held at the exchange.
 """
 
 from __future__ import annotations
@@ -145,12 +147,12 @@ async def _look_up(
     found = await asyncio.gather(
         *(exchange.find_order(s.category, s.symbol, s.order_link_id) for s in sends), return_exceptions=True
     )
-    unknown, orders = [], []
+    unknown, orders, here = [], [], runtime.store.clock.read()
     for send, order in zip(sends, found, strict=True):
         if isinstance(order, ExchangeOrder):
             await _settle(runtime, send, order)
             orders.append(order)
-        elif order is None and now - send.sent_at >= GIVE_UP_AFTER:
+        elif order is None and send.age(now, here) >= GIVE_UP_AFTER:
             await _settle(runtime, send, None)
         elif isinstance(order, BaseException) and not isinstance(order, ExchangeError):
             raise order

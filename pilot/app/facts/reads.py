@@ -25,7 +25,7 @@ from pilot.core.rules import GROWING_NEEDS, day_loss
 from pilot.core.sizing import room_left
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
-from pilot.exchange.models import ExchangeOrder, Execution
+from pilot.exchange.models import ClosedPnl, ExchangeOrder, ExchangePosition, Execution
 
 
 class ReadAnswer(Answer):
@@ -143,6 +143,7 @@ async def get_positions(runtime: Runtime, category: str, symbol: str | None) -> 
                 "stop_loss": _num(p.stop_loss),
                 "take_profit": _num(p.take_profit),
                 "settle_coin": p.settle_coin or None,  # USDT or USDC: the coin of the PnL and the value
+                **({"untrusted_text": quarantined(p)} if p.untrusted_symbol else {}),
             }
             for p in rows
         ],
@@ -166,8 +167,18 @@ def order_view(order: ExchangeOrder) -> dict[str, Any]:
         "reduce_only": order.reduce_only,
         **_stop_fields(order),
         "created_at": order.created_at.isoformat(),
-        "untrusted_text": {"order_link_id": order.order_link_id, "reject_reason": order.reject_reason},
+        "untrusted_text": {
+            "order_link_id": order.order_link_id,
+            "reject_reason": order.reject_reason,
+            **quarantined(order),
+        },
     }
+
+
+def quarantined(row: ExchangeOrder | ExchangePosition | Execution | ClosedPnl) -> dict[str, str]:
+    """The exchange's own text for a symbol Pilot renamed because no agent could write it
+    (pilot.exchange.symbols): answers show it only here, in `untrusted_text`; `symbol` is Pilot's name."""
+    return {"symbol": row.untrusted_symbol} if row.untrusted_symbol else {}
 
 
 def _stop_fields(order: ExchangeOrder) -> dict[str, Any]:

@@ -16,7 +16,11 @@ When a channel is in sync:
   read began (one that did may be older or newer than what REST said: the read is done again).
 
 A fact's age is measured from its channel's latest sign of life (any message, a private pong), each taken
-at the older of the exchange's stamp and our clock on arrival (pilot.core.freshness).
+at the older of the exchange's stamp and our clock on arrival (pilot.core.freshness). That holds while the
+exchange sends every topic as it changes; after a public channel's silence of more than STALL_MS on the
+exchange's clock, the exchange sends where it stands topic by topic, so each market's book, mark and band is
+forgotten until its own next update (a market the simulator runs faster than real time reads as silent
+between its pushes, and is read over REST).
 A connection that ends takes its channel out of sync at once (the client says so), until it opens again.
 
 Orders: open ones are always kept, indexed per market; final ones only the newest MAX_FINAL_ORDERS and none
@@ -87,6 +91,9 @@ MAX_OUTCOME_WAIT_MS = 250  # the longest a lookup waits for an order on the stre
 # newest order seen (the exchange's updated times): enough for a send's read-back (MAX_OUTCOME_WAIT_MS)
 # and for a late REST row of an order that has ended to be known as stale. Open orders are always kept.
 MAX_FINAL_ORDERS = 1000
+# Bybit pushes every linear ticker every 100 ms, changed or not: a public channel silent this long on the
+# exchange's own clock was not sending (a stall), and what it sends next is coalesced, topic by topic.
+STALL_MS = 3000
 FINAL_ORDER_MS = 10 * 60_000
 
 # The sources of the facts read by the judgement running in this task (set by pilot.app.facts.gather.gather).
@@ -115,6 +122,7 @@ class Channel:
     dirty: bool = False  # a private message arrived since the REST read began
     confirm_ping: int | None = None
     refused: bool = False
+    exchange_ms: int = 0  # the exchange's latest stamp on a public channel (a silence is measured on it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,9 +168,7 @@ class StreamFacts:
         if isinstance(event, Connected):
             self.channels[event.channel] = Channel(generation=channel.generation + 1)
             if event.channel != PRIVATE:
-                for store in (self.books, self.marks, self.bands):
-                    for key in [k for k in store if k[0] == event.channel]:
-                        del store[key]
+                self._forget_markets(event.channel)
             return
         if isinstance(event, Refused):
             channel.refused = True
@@ -176,6 +182,8 @@ class StreamFacts:
         if isinstance(event, Alive):
             self._alive(channel, event, as_of)
             return
+        if event.channel != PRIVATE:
+            self._after_silence(channel, event.channel, event.exchange_ms)
         if channel.sync is Sync.IN_SYNC:
             channel.alive_ms = max(channel.alive_ms or as_of, as_of)
         if isinstance(event, TickerUpdate):
@@ -189,6 +197,19 @@ class StreamFacts:
             self.bands[(event.channel, event.symbol)] = (event.buy_limit, event.sell_limit)
         else:
             self._private(channel, event)
+
+    def _after_silence(self, channel: Channel, name: str, exchange_ms: int) -> None:
+        """A public message stamped more than STALL_MS after the one before: the exchange sent nothing
+        meanwhile and now sends where it stands, topic by topic, so this message vouches only for itself.
+        Every market's book, mark and band is forgotten until its own update comes (REST meanwhile)."""
+        if channel.exchange_ms and exchange_ms - channel.exchange_ms > STALL_MS:
+            self._forget_markets(name)
+        channel.exchange_ms = max(channel.exchange_ms, exchange_ms)
+
+    def _forget_markets(self, name: str) -> None:
+        for store in (self.books, self.marks, self.bands):
+            for key in [k for k in store if k[0] == name]:
+                del store[key]
 
     def _alive(self, channel: Channel, event: Alive, as_of: int) -> None:
         confirming = channel.sync is Sync.CONFIRMING and channel.confirm_ping is not None

@@ -248,7 +248,7 @@ async def plan_form_prompt(runtime: Runtime, plan_id: str) -> str | None:
     if not any(may_need_human(view.policy.confirm, tool) for tool in get_args(PlanTool)):
         return None  # no plan could need one, so the plan is not read
     plan = await runtime.store.plans.get(plan_id)
-    if plan is None or plan.status != "open" or plan.expires_at <= runtime.now():
+    if plan is None or not runtime.store.plans.alive(plan):
         return None
     payload = PlanPayload.read(plan.payload)
     if payload is None or not needs_human(

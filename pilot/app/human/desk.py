@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from pilot.app.answers import entry_kinds, receipts
-from pilot.app.human.kill_switch import REASON_LIMIT, set_kill_switch_by_human
-from pilot.app.road.clock import Clock, SystemClock
+from pilot.app.human.kill_switch import REASON_LIMIT, set_kill_switch_by_human, stop_on_rollback
+from pilot.app.road.clock import Clock, SystemClock, store_clock
 from pilot.app.road.ports import Exchange
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
@@ -98,8 +98,10 @@ class _NoExchange:
 
 
 @contextlib.asynccontextmanager
-async def open_desk(home: Path, *, clock: Clock | None = None) -> AsyncIterator[Runtime]:
-    """Open an existing home's store as a Runtime without an exchange.
+async def open_desk(home: Path, *, clock: Clock | None = None, react: bool = True) -> AsyncIterator[Runtime]:
+    """Open an existing home's store as a Runtime without an exchange. A journal found rolled back turns the
+    kill switch on first (pilot.app.human.kill_switch.stop_on_rollback), unless `react` is False (`pilot
+    journal verify`, which reports what it finds and changes nothing).
 
     Raises:
         NoJournal: the home has no database; reading must not create one as a side effect.
@@ -107,11 +109,14 @@ async def open_desk(home: Path, *, clock: Clock | None = None) -> AsyncIterator[
     path = Home(home).database_path
     if not path.exists():
         raise NoJournal(home)
-    store = await open_store(path)
+    store = await open_store(path, clock=store_clock(clock) if clock is not None else None)
     try:
         # cast: _NoExchange stands in for every port method by raising (see its docstring)
         no_exchange = cast(Exchange, _NoExchange())
-        yield assemble_runtime(home, store, no_exchange, clock or SystemClock(), environment="none")
+        runtime = assemble_runtime(home, store, no_exchange, clock or SystemClock(), environment="none")
+        if react:
+            await stop_on_rollback(runtime)
+        yield runtime
     finally:
         await store.close()
 

@@ -27,7 +27,8 @@ from pilot.app.answers.responses import (
 )
 from pilot.app.facts.gather import gather, snapshot
 from pilot.app.orders.plan import issue_plan, plan_payload, with_policy_issues
-from pilot.app.runtime.runtime import PolicyView, Runtime
+from pilot.app.road.gate import NotSent, SendCondition
+from pilot.app.runtime.runtime import JUDGEMENTS, PolicyView, Runtime
 from pilot.core.codes import NO_HUMAN_FIX, Code
 from pilot.core.evaluate import Evaluation, evaluate
 from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, Side
@@ -217,15 +218,38 @@ async def plan_amend(runtime: Runtime, ask: AmendAsk) -> PlanAnswer:
 async def send_amend(
     runtime: Runtime, plan_id: str, amend: AmendRecord, symbol: str, category: str
 ) -> OrderAnswer | Refusal:
-    """place_order's road for an amend plan: judge it again on fresh facts, then amend once through the gate."""
-    view = runtime.policy()
-    ask = AmendAsk(symbol, amend.order_id, None, Decimal(amend.qty), Decimal(amend.price), category)
-    judged = await judge_amend(runtime, view, ask)
-    if isinstance(judged, Refusal):
-        return judged
-    if judged.violations:
-        detail = "the amended order no longer passes the policy on fresh facts; nothing was sent"
-        return Refusal("refused", detail, tuple(judged.violations), judged.next_action)
+    """place_order's road for an amend plan: judge it again on fresh facts, then amend once through the gate,
+    on the condition it was judged on (judged again when a kill switch, loss latch or policy edit lands in
+    between, as place_order's orders are)."""
+    for _ in range(JUDGEMENTS):
+        view = runtime.policy()
+        ask = AmendAsk(symbol, amend.order_id, None, Decimal(amend.qty), Decimal(amend.price), category)
+        mark = (await runtime.journal_state()).mark  # read before the judgement's own: never after it
+        judged = await judge_amend(runtime, view, ask)
+        if isinstance(judged, Refusal):
+            return judged
+        if judged.violations:
+            detail = "the amended order no longer passes the policy on fresh facts; nothing was sent"
+            return Refusal("refused", detail, tuple(judged.violations), judged.next_action)
+        reducing = judged.result.situation is not None and judged.result.situation.reducing
+        condition = None if reducing else runtime.judged_on(view, mark)
+        done = await _amend_once(runtime, plan_id, amend, symbol, category, condition)
+        if not isinstance(done, NotSent):
+            return done
+    args = {"symbol": symbol, "order_id": amend.order_id, "qty": amend.qty, "price": amend.price}
+    again = NextAction.call("plan_amend", {**args, "category": category}, "plan the same amend again shortly")
+    changing = violation(Code.SEND_TURN_BUSY, "one judgement that stands", "an amend", again.text, again)
+    return Refusal.of(changing, "what the amend was judged on kept changing as it was sent; nothing was sent")
+
+
+async def _amend_once(
+    runtime: Runtime,
+    plan_id: str,
+    amend: AmendRecord,
+    symbol: str,
+    category: str,
+    condition: SendCondition | None,
+) -> OrderAnswer | NotSent:
     action = {
         "symbol": symbol,
         "category": category,
@@ -242,7 +266,10 @@ async def send_amend(
         qty=Decimal(amend.qty) if amend.qty != amend.was_qty else None,
         price=Decimal(amend.price) if amend.price != amend.was_price else None,
         action=action,
+        condition=condition,
     )
+    if isinstance(done, NotSent):
+        return done
     return OrderAnswer(
         status=_order_status(done.status),
         plan_id=plan_id,

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from pilot.app.answers import entry_kinds, store_faults
 from pilot.app.answers.plan_records import PlanOutcome, PlanPayload, approval_text
 from pilot.app.answers.refusals import journal_order_refusal, violation
 from pilot.app.answers.responses import OrderAnswer, Refusal
-from pilot.app.facts.gather import gather_facts
+from pilot.app.facts.gather import gather
 from pilot.app.human.approvals import ApprovalChannel, ApprovalRequest, refusal_of, seek_approval
 from pilot.app.orders.amend import send_amend
 from pilot.app.orders.plan import with_policy_issues
 from pilot.app.orders.protection import after_fill
-from pilot.app.road.gate import TURN_WAIT, TurnBusy, look_up, order_link_id
-from pilot.app.runtime.runtime import Runtime
+from pilot.app.road.gate import TURN_WAIT, NotSent, SendCondition, TurnBusy, look_up, order_link_id
+from pilot.app.runtime.runtime import JUDGEMENTS, Runtime
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
 from pilot.core.evaluate import evaluate
@@ -40,7 +40,7 @@ async def place_order(runtime: Runtime, plan_id: str, channel: ApprovalChannel |
 
 
 async def _claim_and_execute(runtime: Runtime, plan_id: str, channel: ApprovalChannel | None) -> OrderAnswer:
-    claim = await runtime.store.plans.claim(plan_id, now=runtime.now())
+    claim = await runtime.store.plans.claim(plan_id, now=runtime.now(), holder=runtime.gate.holder)
     if claim.status == "already_used" and claim.plan is not None and plan_id in UNRECORDED_REFUSALS:
         claim = ClaimResult("already_used", await release_unsent(runtime, claim.plan))
         UNRECORDED_REFUSALS.discard(plan_id)
@@ -133,14 +133,35 @@ async def release_unsent(runtime: Runtime, plan: PlanRecord) -> PlanRecord:
 async def _evaluate_and_send(
     runtime: Runtime, plan_id: str, payload: PlanPayload, origin: str, channel: ApprovalChannel | None
 ) -> OrderAnswer | Refusal:
+    """Judge the plan on fresh facts and send it, on the condition it was judged on (SendCondition): a kill
+    switch, loss latch or policy edit that lands in between sends it back to be judged again, so it is
+    refused if the change refuses it. A human who approved it is not asked twice."""
     if payload.amend is not None:
         return await send_amend(
             runtime, plan_id, payload.amend, payload.intent.symbol, payload.intent.category
         )
+    approved = False
+    for _ in range(JUDGEMENTS):
+        judged = await _judge(runtime, plan_id, payload, channel, approved=approved)
+        if isinstance(judged, Refusal):
+            return judged
+        request, condition, approved = judged
+        answer = await runtime.gate.send_order(request, plan_id=plan_id, origin=origin, condition=condition)
+        if not isinstance(answer, NotSent):
+            return await after_fill(runtime, payload.intent.to_intent(), answer)
+    return _changing(payload, runtime.now())
+
+
+async def _judge(
+    runtime: Runtime, plan_id: str, payload: PlanPayload, channel: ApprovalChannel | None, *, approved: bool
+) -> Refusal | tuple[OrderRequest, SendCondition | None, bool]:
+    """The plan judged on fresh facts (and a human asked, if the policy wants one and none was yet): what to
+    send, on what condition (None for an order that only shrinks a position: nothing that turns trading
+    reducing can refuse it), and whether a human approved it; or why not."""
     view = runtime.policy()
     intent = payload.intent.to_intent()
-    facts = await gather_facts(runtime, view, intent)
-    result = evaluate(view.policy, facts)
+    gathered = await gather(runtime, view, intent)
+    result = evaluate(view.policy, gathered.facts)
     violations, next_action = with_policy_issues(view, result)
     if violations or result.situation is None:
         detail = "the order no longer passes the policy on fresh facts; nothing was sent"
@@ -148,7 +169,7 @@ async def _evaluate_and_send(
     s = result.situation
     price = tightened(intent.side, Decimal(payload.order.price), s.sent_price)
     notional = intent.qty * worst_fill_for(intent.side, price, s.touch.bid)
-    if needs_human(view.policy.confirm, payload.tool, notional, grows=not s.reducing):
+    if not approved and needs_human(view.policy.confirm, payload.tool, notional, grows=not s.reducing):
         order = payload.order.model_copy(update={"price": plain(price)})
         approval = ApprovalRequest(
             tool=payload.tool,
@@ -156,11 +177,12 @@ async def _evaluate_and_send(
             action=order.model_dump(mode="json"),
             plan_id=plan_id,
             notional_usd=plain(notional),
-            changes=_changes(payload, facts, price),
+            changes=_changes(payload, gathered.facts, price),
         )
         refusal = refusal_of(await seek_approval(runtime, channel, approval), again=_replan(payload))
         if refusal is not None:
             return refusal
+        approved = True
     request = OrderRequest(
         category=intent.category,
         symbol=intent.symbol,
@@ -173,13 +195,25 @@ async def _evaluate_and_send(
         stop_loss=intent.stop_loss,
         take_profit=intent.take_profit,
     )
-    answer = await runtime.gate.send_order(request, plan_id=plan_id, origin=origin)
-    return await after_fill(runtime, intent, answer)
+    return request, None if s.reducing else runtime.judged_on(view, gathered.mark), approved
 
 
 def tightened(side: Side, planned: Decimal, fresh: Decimal) -> Decimal:
     """The limit price may only tighten: a buy never pays more than planned, a sell never takes less."""
     return min(planned, fresh) if side is Side.BUY else max(planned, fresh)
+
+
+def _changing(payload: PlanPayload, now: datetime) -> Refusal:
+    again = NextAction(
+        tool="plan_order",
+        args=payload.intent.plan_args(),
+        text="the trading state or the policy kept changing while this order was judged; plan it again shortly",
+        retry_after=now + timedelta(seconds=1),
+    )
+    busy = violation(Code.SEND_TURN_BUSY, "one judgement that stands", "a send", again.text, again)
+    return Refusal.of(
+        busy, "what the order was judged on changed each time it was about to be sent; nothing was sent"
+    )
 
 
 def _busy(payload: PlanPayload, now: datetime) -> Refusal:

@@ -19,7 +19,7 @@ from pilot.app.answers.responses import (
     next_out,
 )
 from pilot.app.facts.pending import position_with_stops
-from pilot.app.facts.reads import ReadAnswer, order_view, unavailable
+from pilot.app.facts.reads import ReadAnswer, order_view, quarantined, unavailable
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.codes import Code
 from pilot.core.facts import OrderIntent
@@ -268,7 +268,7 @@ def _fill(row: Execution) -> dict[str, Any]:
         "fee": plain(row.exec_fee),
         "fee_coin": row.fee_coin or None,
         "at": row.exec_time.isoformat(),
-        "untrusted_text": {"order_link_id": row.order_link_id},
+        "untrusted_text": {"order_link_id": row.order_link_id, **quarantined(row)},
     }
 
 
@@ -281,7 +281,7 @@ def _not_fill(row: Execution) -> dict[str, Any]:
         "amount": plain(row.exec_fee),
         "coin": row.fee_coin or None,
         "at": row.exec_time.isoformat(),
-        "untrusted_text": {"exec_type": row.exec_type},
+        "untrusted_text": {"exec_type": row.exec_type, **quarantined(row)},
     }
 
 
@@ -297,5 +297,5 @@ def _closed(row: ClosedPnl) -> dict[str, Any]:
         "closed_pnl": plain(row.closed_pnl),
         "order_type": row.order_type,
         "at": row.updated_at.isoformat(),
-        "untrusted_text": {"exec_type": row.exec_type},
+        "untrusted_text": {"exec_type": row.exec_type, **quarantined(row)},
     }

@@ -15,6 +15,12 @@ A write the exchange answers "not modified" (a trading stop's 34040) is no failu
 Refusals decided before this point (policy, approvals, lifecycle) never reach the gate: nothing is sent
 for them. The gate's own refusal is a key that may no longer trade.
 
+A growing send is linearised with whatever turns trading reducing (the kill switch, the daily loss latch,
+a policy edit): its `order.sent` entry is appended only on the `SendCondition` its judgement was made on (no
+such entry after the judgement's place in the journal, the policy file unchanged), in the same statement as
+the insert; otherwise nothing is sent and the caller judges again (`NotSent`). So once the journal holds "on",
+no growing order is journaled as sent after it, by any process of the home.
+
 Once a request has left, no StoreError escapes the gate: if the journal cannot record the outcome (disk
 full, I/O error), the answer still says what was sent and carries `journal_problem` (pilot.app.answers.store_faults).
 So a StoreError that reaches a tool always means nothing was sent.
@@ -24,9 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import secrets
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -50,7 +54,7 @@ from pilot.app.road.ports import ExchangeReader, ExchangeWriter
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected, ExchangeUnavailable, OutcomeUnknown
 from pilot.exchange.models import ExchangeOrder, OrderRequest
-from pilot.store import Journal, Leases, StoreError
+from pilot.store import Journal, JournalEntry, Leases, Preempted, StoreError, Unless, holder_id
 
 ORDER_LINK_PREFIX = "pilot-"
 TURN_LEASE = "send-turn"
@@ -60,6 +64,9 @@ TURN_TTL = timedelta(minutes=2)
 TURN_WAIT = timedelta(seconds=60)
 TURN_POLL_SECONDS = 0.02
 DRAIN_TIMEOUT = timedelta(seconds=30)
+# How long turning the kill switch on waits for a send journaled before it to finish (a create's 10 s timeout
+# and its lookups); the switch itself is on from its own entry, without waiting.
+SETTLE_WAIT = timedelta(seconds=15)
 T = TypeVar("T")
 # What a write returns when the exchange answered "not modified" (a trading stop's 34040): what was asked
 # already holds.
@@ -137,6 +144,25 @@ class TurnBusy(Exception):
     """Another process held the send turn for longer than a caller may wait; nothing was sent."""
 
 
+@dataclass(frozen=True, slots=True)
+class SendCondition:
+    """What a send's judgement depended on that anyone may change at any instant, checked as its attempt is
+    journaled: `unless`, the entries that would have changed the verdict (a kill switch, a loss latch)
+    after the judgement's place in the journal; `unchanged`, whether what it read outside the journal still
+    stands (the policy file's version)."""
+
+    unless: Unless
+    unchanged: Callable[[], bool]
+
+
+@dataclass(frozen=True, slots=True)
+class NotSent:
+    """A send held back at the last moment because its `SendCondition` no longer held: nothing was sent or
+    journaled as sent; judge it again on what changed."""
+
+    why: str
+
+
 class ExchangeGate:
     """Holds the only ExchangeWriter. One per Runtime."""
 
@@ -156,8 +182,13 @@ class ExchangeGate:
         self._clock = clock
         self._key_check = key_check
         self._turn = asyncio.Lock()
-        self._holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(6)}"
+        self._holder = holder_id(secrets.token_hex(6))
         self._in_flight: set[asyncio.Task[Any]] = set()
+
+    @property
+    def holder(self) -> str:
+        """This gate's name as a holder of the send turn and of plan claims (host, pid and a token)."""
+        return self._holder
 
     @property
     def checks_key(self) -> bool:
@@ -183,9 +214,22 @@ class ExchangeGate:
             finally:
                 await self._leases.release(TURN_LEASE, self._holder)
 
-    async def _take_lease(self) -> None:
+    async def settle(self, wait: timedelta = SETTLE_WAIT) -> bool:
+        """Wait until no send that was in flight when this was called is still under way, in this process or
+        another (take the send turn once, and give it back). False when that took longer than `wait`."""
+        try:
+            async with asyncio.timeout(wait.total_seconds()), self._turn:
+                try:
+                    await self._take_lease(wait)
+                finally:  # taken or not (a timeout may land just after the take): never keep the turn
+                    await self._leases.release(TURN_LEASE, self._holder)
+        except (TimeoutError, TurnBusy):
+            return False
+        return True
+
+    async def _take_lease(self, wait: timedelta = TURN_WAIT) -> None:
         loop = asyncio.get_running_loop()
-        give_up = loop.time() + TURN_WAIT.total_seconds()
+        give_up = loop.time() + wait.total_seconds()
         while not await self._leases.try_acquire(
             TURN_LEASE, self._holder, now=self._clock.now(), ttl=TURN_TTL
         ):
@@ -223,19 +267,21 @@ class ExchangeGate:
 
     # ---- orders ------------------------------------------------------------------------------------
 
-    async def send_order(self, request: OrderRequest, *, plan_id: str, origin: str) -> OrderAnswer:
-        """Send `request` exactly once and say what became of it."""
+    async def send_order(
+        self, request: OrderRequest, *, plan_id: str, origin: str, condition: SendCondition | None = None
+    ) -> OrderAnswer | NotSent:
+        """Send `request` exactly once and say what became of it; NotSent when `condition` no longer held
+        as the send was about to be journaled (nothing was sent)."""
         problem = await self.key_problem()
         if problem is not None:
             refusal = Refusal.of(key_violation(problem), "nothing was sent")
             return await journal_order_refusal(self._journal, refusal, now=self._clock.now(), plan_id=plan_id)
         journal, sent = self._journal, request_dict(request)
-        attempt = await journal.append(
-            entry_kinds.ORDER_SENT,
-            {"request": sent, "origin": origin},
-            now=self._clock.now(),
-            plan_id=plan_id,
+        attempt = await self._attempt(
+            entry_kinds.ORDER_SENT, {"request": sent, "origin": origin}, plan_id, condition
         )
+        if isinstance(attempt, NotSent):
+            return attempt
         try:
             ack = await self._writer.create_order(request)
         except ExchangeError as error:
@@ -263,6 +309,25 @@ class ExchangeGate:
             answer = answer.model_copy(update={"journal_seq": [attempt.seq]})
             return store_faults.unrecorded(answer, error, "the outcome of this order", sent=True)
         return answer.model_copy(update={"journal_seq": [attempt.seq, outcome.seq]})
+
+    async def _attempt(
+        self, kind: str, data: dict[str, Any], plan_id: str | None, condition: SendCondition | None
+    ) -> JournalEntry | NotSent:
+        """Journal a write's attempt (durably, before the request leaves), on its condition if it has one."""
+        if condition is not None and not condition.unchanged():
+            return NotSent("what the judgement read changed before the send")
+        try:
+            return await self._journal.append(
+                kind,
+                data,
+                now=self._clock.now(),
+                plan_id=plan_id,
+                unless=condition.unless if condition is not None else None,
+            )
+        except Preempted as preempted:
+            if not preempted.seqs:
+                return NotSent("the journal was rolled back")
+            return NotSent(f"journal entries {', '.join(map(str, preempted.seqs))} came first")
 
     async def _reconnoitre(
         self, request: OrderRequest, sent: dict[str, Any], failure: Failure
@@ -389,27 +454,51 @@ class ExchangeGate:
         qty: Decimal | None,
         price: Decimal | None,
         action: Mapping[str, Any],
-    ) -> ActionAnswer:
-        """Amend one open order's quantity and/or price, once."""
+        condition: SendCondition | None = None,
+    ) -> ActionAnswer | NotSent:
+        """Amend one open order's quantity and/or price, once; NotSent when `condition` no longer held."""
 
         async def call() -> object:
             return await self._writer.amend_order(
                 category, symbol, order_id=order_id, order_link_id=order_link_id, qty=qty, price=price
             )
 
-        return await self.complete(self._write("amend_order", action, call, check="get_open_orders"))
+        return await self.complete(
+            self._conditional_write("amend_order", action, call, check="get_open_orders", condition=condition)
+        )
 
     async def _write(
-        self, tool: str, action: Mapping[str, Any], call: Callable[[], Awaitable[object]], *, check: str
+        self,
+        tool: str,
+        action: Mapping[str, Any],
+        call: Callable[[], Awaitable[object]],
+        *,
+        check: str,
+        condition: SendCondition | None = None,
     ) -> ActionAnswer:
+        written = await self._conditional_write(tool, action, call, check=check, condition=condition)
+        assert not isinstance(written, NotSent), "only a write with a condition is held back"
+        return written
+
+    async def _conditional_write(
+        self,
+        tool: str,
+        action: Mapping[str, Any],
+        call: Callable[[], Awaitable[object]],
+        *,
+        check: str,
+        condition: SendCondition | None,
+    ) -> ActionAnswer | NotSent:
         journal = self._journal
         problem = await self.key_problem()
         if problem is not None:
             refusal = Refusal.of(key_violation(problem), "nothing was sent")
             return await journal_action_refusal(journal, tool, action, refusal, now=self._clock.now())
-        attempt = await journal.append(
-            entry_kinds.ACTION, {"tool": tool, "phase": "sent", **action}, now=self._clock.now()
+        attempt = await self._attempt(
+            entry_kinds.ACTION, {"tool": tool, "phase": "sent", **action}, None, condition
         )
+        if isinstance(attempt, NotSent):
+            return attempt
         try:
             result = await call()
         except ExchangeError as error:

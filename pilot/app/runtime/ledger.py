@@ -8,6 +8,10 @@ every order. The ledger reads them once, then on each use reads only the rows ap
 longer holds the place it read up to (replaced, cut short), or a clock set back before what was read, makes
 it read everything afresh.
 
+Times are the store's where a length of time decides: a send stays unsettled for WINDOW of the store's clock
+(pilot.store.monotonic), whatever the wall clock did; "today" is decided by every clock involved
+(pilot.app.road.clock.Today), so the day's count of sends survives a step either way.
+
 Rows are checked as the journal's reads check them: only entries Pilot wrote are folded in.
 """
 
@@ -15,14 +19,17 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 
 from pilot.app.answers import entry_kinds
-from pilot.store import Journal, JournalEntry, Mark
+from pilot.app.road.clock import Today
+from pilot.store import Instant, Journal, JournalEntry, Mark, age
 
 WINDOW = timedelta(days=1)  # a send older than this is no longer pending (pilot.app.facts.pending)
+KEPT = timedelta(days=2)  # sends kept for the day's count: a day by one clock ends within a day of another's
 PRUNE_EVERY = timedelta(minutes=10)
 # Outcomes after which the journal knows what became of a send (outcome_unknown and accepted are not).
 SETTLING = frozenset({"filled", "partially_filled", "cancelled", "rejected", "open"})
@@ -44,6 +51,7 @@ class Send:
     sent_at: datetime
     price: Decimal | None = None  # the limit price sent (every create is a limit: market ones are IOC)
     stop_loss: Decimal | None = None  # the stop sent with it (tpslMode Full: the whole position's)
+    stamp: Instant | None = None  # when it was sent on the store's clock (None: journaled before it had one)
 
     @staticmethod
     def of(entry: JournalEntry) -> Send:
@@ -59,26 +67,95 @@ class Send:
             sent_at=entry.at,
             price=Decimal(request["price"]) if request.get("price") else None,
             stop_loss=Decimal(request["stopLoss"]) if request.get("stopLoss") else None,
+            stamp=entry.clock,
         )
+
+    def age(self, now: datetime, here: Instant) -> timedelta:
+        """How long ago it was sent, on the store's clock (from an earlier boot: at least this boot's
+        uptime); by the wall clock only for a send journaled before the store kept a clock."""
+        since = age(here, self.stamp)
+        return since if since is not None else now - self.sent_at
+
+
+class SendsByDay:
+    """The sends of the last KEPT, and how many fall in today by every clock involved (pilot.app.road.clock.
+    Today), counted without a walk over the day's orders while the clocks agree.
+
+    While every send was stamped in this boot with its wall clock and the store's one apart by the same
+    offset as now (within ONE_CLOCK: no step since), and neither now nor the send is within EDGE of a
+    midnight, both clocks of `Today.holds` name the same day: the send's own UTC date. Such sends are
+    counted per date; the few near a midnight are judged one by one; after a step, every send is.
+    """
+
+    EDGE = timedelta(seconds=2)
+    ONE_CLOCK = timedelta(seconds=1)
+
+    def __init__(self) -> None:
+        self.sends: list[Send] = []  # in the order they were sent
+        self._per_day: Counter[date] = Counter()  # the sends away from midnight, by their own UTC date
+        self._edge: list[Send] = []  # the sends within EDGE of a midnight
+        self._offsets: list[int] = []  # wall minus store clock, microseconds, of each stamped send
+        self._boots: set[str | None] = set()
+
+    def add(self, send: Send) -> None:
+        self.sends.append(send)
+        self._boots.add(send.stamp.boot if send.stamp is not None else None)
+        if send.stamp is not None:
+            self._offsets.append(_offset(send.sent_at, send.stamp))
+        if _near_midnight(send.sent_at, self.EDGE):
+            self._edge.append(send)
+        else:
+            self._per_day[send.sent_at.astimezone(UTC).date()] += 1
+
+    def keep(self, wanted: Callable[[Send], bool]) -> None:
+        kept, self.sends = [send for send in self.sends if wanted(send)], []
+        self._per_day, self._edge, self._offsets, self._boots = Counter(), [], [], set()
+        for send in kept:
+            self.add(send)
+
+    def count(self, today: Today) -> int:
+        if self._one_clock(today) and not _near_midnight(today.now, self.EDGE):
+            day = today.now.astimezone(UTC).date()
+            return self._per_day[day] + sum(1 for send in self._edge if today.holds(send.sent_at, send.stamp))
+        return sum(1 for send in self.sends if today.holds(send.sent_at, send.stamp))
+
+    def _one_clock(self, today: Today) -> bool:
+        if not self.sends:
+            return True
+        if self._boots != {today.here.boot}:
+            return False
+        now = _offset(today.now, today.here)
+        spread = self.ONE_CLOCK.total_seconds() * 1_000_000
+        return max(self._offsets) - spread <= now <= min(self._offsets) + spread
+
+
+def _offset(at: datetime, stamp: Instant) -> int:
+    return round(at.timestamp() * 1_000_000) - stamp.micros
+
+
+def _near_midnight(moment: datetime, within: timedelta) -> bool:
+    utc = moment.astimezone(UTC)
+    since = utc - datetime.combine(utc.date(), time(0), tzinfo=UTC)
+    return since < within or timedelta(days=1) - since < within
 
 
 @dataclass(frozen=True, slots=True)
 class JournalState:
     """The journal's say at one moment: the newest kill switch and loss limit entries, today's sends, and
-    the sends of the last WINDOW whose fate it does not know yet (oldest first)."""
+    the sends of the last WINDOW whose fate it does not know yet (oldest first). `mark` is the seq it
+    holds to (everything up to it is folded in); `today` which moments count as today."""
 
     kill_switch: JournalEntry | None
     loss_limit: JournalEntry | None
     sent_today: int
     unsettled: tuple[Send, ...]
+    mark: int
+    today: Today
+    rolled_back: bool = False  # the journal lost entries it was anchored at (pilot.store.anchor)
 
     @property
     def kill_switch_on(self) -> bool:
         return bool(self.kill_switch and self.kill_switch.data.get("on"))
-
-
-def utc_date(moment: datetime) -> date:
-    return moment.astimezone(UTC).date()
 
 
 class Ledger:
@@ -91,7 +168,8 @@ class Ledger:
         self._pruned = self._floor
         self._latest: dict[str, JournalEntry] = {}
         self._unsettled: dict[str, Send] = {}  # by order link id, in the order they were sent
-        self._sent_per_day: Counter[date] = Counter()
+        self._sends = SendsByDay()  # the last KEPT's: the day's count
+        self._head: tuple[datetime, Instant | None] | None = None  # the newest entry folded in
         self._lock = asyncio.Lock()
         self._asked = 0
         self._served = 0
@@ -102,17 +180,25 @@ class Ledger:
         ticket = self._asked
         async with self._lock:
             # Read on unless a read began since this call did; afresh if `now` is before what is known.
-            if self._served < ticket or now - WINDOW < self._floor:
+            if self._served < ticket or now - KEPT < self._floor:
                 asked = self._asked
                 await self._read(now)
                 self._served = asked
-            since = now - WINDOW
-            self._prune(since)
+            if (
+                self._journal.rollback is not None
+            ):  # until the finding is journaled and the journal anchored anew
+                await self._journal.check_anchor()
+            here = self._journal.clock.read()
+            self._prune(now, here)
+            today = Today(now, here, self._head)
             return JournalState(
                 kill_switch=self._latest.get(entry_kinds.KILL_SWITCH),
                 loss_limit=self._latest.get(entry_kinds.LOSS_LIMIT),
-                sent_today=self._sent_per_day[utc_date(now)],
-                unsettled=tuple(s for s in self._unsettled.values() if s.sent_at >= since),
+                sent_today=self._sends.count(today),
+                unsettled=tuple(s for s in self._unsettled.values() if s.age(now, here) <= WINDOW),
+                mark=self._mark.seq if self._mark is not None else 0,
+                today=today,
+                rolled_back=self._journal.rollback is not None,
             )
 
     async def _read(self, now: datetime) -> None:
@@ -120,7 +206,7 @@ class Ledger:
         was appended meanwhile (a newer kill switch entry, say, that `_load` had to leave out) is read on
         from there before the state is answered."""
         while True:
-            if self._mark is None or now - WINDOW < self._floor:
+            if self._mark is None or now - KEPT < self._floor:
                 await self._load(now)
             assert self._mark is not None, "_load sets the mark"
             read = await self._journal.read_on(self._mark, FOLLOWED)
@@ -130,21 +216,24 @@ class Ledger:
                     self._fold(entry)
                 return
             self._mark = None  # the journal no longer holds the mark: read afresh
+            await self._journal.check_anchor()  # and see whether it was rolled back (journal.rollback)
 
     async def _load(self, now: datetime) -> None:
-        """Read afresh: the newest kill switch and loss limit entries, the last WINDOW's sends and what
-        settled them (an entry of a later seq)."""
-        journal, since = self._journal, now - WINDOW
+        """Read afresh: the newest kill switch and loss limit entries, the sends of the last KEPT (by the
+        wall clock or the store's) and what settled them (an entry of a later seq)."""
+        journal, since = self._journal, now - KEPT
         mark = await journal.mark()
         latest = await asyncio.gather(*(journal.latest(kind) for kind in LATEST))
-        sends = await journal.entries(kind=entry_kinds.ORDER_SENT, since=since)
+        recent = journal.clock.read().plus(-KEPT)
+        sends = await journal.entries(kind=entry_kinds.ORDER_SENT, since=since, or_since=recent)
         first = sends[0].seq if sends else mark.seq
         settles = await journal.entries(
             kind=(entry_kinds.ORDER_OUTCOME, entry_kinds.ORDER_RESOLVED), after=first
         )
         self._latest.clear()
         self._unsettled.clear()
-        self._sent_per_day.clear()
+        self._sends = SendsByDay()
+        self._head = None
         # Rows appended after `mark` are left to the next read on, which starts there.
         entries = (e for e in (*latest, *sends, *settles) if e is not None and e.seq <= mark.seq)
         for entry in sorted(entries, key=_seq):
@@ -154,25 +243,26 @@ class Ledger:
     def _fold(self, entry: JournalEntry) -> None:
         """Take one entry in, in seq order: a send is unsettled until a later entry settles it."""
         kind, data = entry.kind, entry.data
+        self._head = (entry.at, entry.clock)
         if kind in LATEST:
             known = self._latest.get(kind)
             if known is None or known.seq < entry.seq:
                 self._latest[kind] = entry
         elif kind == entry_kinds.ORDER_SENT:
             send = Send.of(entry)
-            self._sent_per_day[utc_date(entry.at)] += 1
+            self._sends.add(send)
             self._unsettled[send.order_link_id] = send
         elif kind == entry_kinds.ORDER_RESOLVED or data.get("status") in SETTLING:
             self._unsettled.pop(str(data.get("order_link_id")), None)
 
-    def _prune(self, since: datetime) -> None:
-        """Forget sends older than the window, now and then (the window only moves on: a clock set back
-        before what is known reads everything afresh)."""
+    def _prune(self, now: datetime, here: Instant) -> None:
+        """Forget sends older than KEPT (by the store's clock when it can tell), now and then (the window
+        only moves on: a clock set back before what is known reads everything afresh)."""
+        since = now - KEPT
         if since - self._pruned < PRUNE_EVERY:
             return
-        self._unsettled = {k: s for k, s in self._unsettled.items() if s.sent_at >= since}
-        for day in [d for d in self._sent_per_day if d < utc_date(since)]:
-            del self._sent_per_day[day]
+        self._unsettled = {k: s for k, s in self._unsettled.items() if s.age(now, here) <= KEPT}
+        self._sends.keep(lambda send: send.age(now, here) <= KEPT)
         self._pruned = self._floor = since
 
 

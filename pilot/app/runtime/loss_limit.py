@@ -13,6 +13,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from pilot.app.answers import entry_kinds
+from pilot.app.road.clock import Today
 from pilot.core.facts import DayPnl, Facts
 from pilot.core.policy import Policy
 from pilot.core.rules import day_loss
@@ -32,10 +33,11 @@ class DayLatch:
 NO_LATCH = DayLatch(False, Decimal(0))
 
 
-def latch_of(latest: JournalEntry | None, now: datetime) -> DayLatch:
-    """The latch for the UTC day of `now`, given the newest loss limit entry: only an entry written that day
-    counts (it lapses at 00:00 UTC)."""
-    if latest is None or latest.data.get("day") != now.date().isoformat():
+def latch_of(latest: JournalEntry | None, today: Today) -> DayLatch:
+    """The latch for today, given the newest loss limit entry: only an entry written today counts (it lapses
+    at 00:00 UTC), by every clock involved (pilot.app.road.clock.Today): a wall clock stepped back or
+    forward across midnight does not lift it early."""
+    if latest is None or not _today(latest, today):
         return NO_LATCH
     on = bool(latest.data.get("on"))
     # While on, the loss is counted as it was when the limit was reached; after a reset, from that point.
@@ -46,6 +48,18 @@ def latch_of(latest: JournalEntry | None, now: datetime) -> DayLatch:
 def counted(pnl: DayPnl, latch: DayLatch) -> DayPnl:
     """The day's PnL as the limit counts it: from the human's reset on, if there was one today."""
     return DayPnl(pnl.realised - latch.baseline, pnl.unrealised) if latch.baseline else pnl
+
+
+def _today(entry: JournalEntry, today: Today) -> bool:
+    day = entry.data.get("day")
+    return day in {one.isoformat() for one in today.days()} or (
+        day == entry.at.date().isoformat() and today.holds(entry.at, entry.clock)
+    )
+
+
+def today_by_journal(journal: Journal, now: datetime) -> Today:
+    """Today as a command that reads the journal without a ledger sees it (the human's loss-limit CLI)."""
+    return Today(now, journal.clock.read())
 
 
 async def latch_if_reached(journal: Journal, policy: Policy, facts: Facts, latch: DayLatch) -> int | None:
@@ -79,7 +93,7 @@ async def latch_if_reached(journal: Journal, policy: Policy, facts: Facts, latch
 async def reset_by_human(journal: Journal, now: datetime) -> tuple[int, DayLatch] | None:
     """Lift today's latch (CLI only). None when it does not hold today. Returns the entry's seq."""
     latest = await journal.latest(entry_kinds.LOSS_LIMIT)
-    latch = latch_of(latest, now)
+    latch = latch_of(latest, today_by_journal(journal, now))
     if not latch.on or latest is None:
         return None
     entry = await journal.append(
@@ -87,7 +101,7 @@ async def reset_by_human(journal: Journal, now: datetime) -> tuple[int, DayLatch
         {
             "on": False,
             "by": "human",
-            "day": now.date().isoformat(),
+            "day": str(latest.data.get("day")),  # the day of the latch it lifts
             "reset_to_pnl": str(latest.data.get("reset_to_pnl") or "0"),
         },
         now=now,
@@ -108,8 +122,8 @@ class LossLimitState:
 
 async def loss_limit_state(journal: Journal, now: datetime) -> LossLimitState:
     latest = await journal.latest(entry_kinds.LOSS_LIMIT)
-    latch = latch_of(latest, now)
-    today = latest is not None and latest.data.get("day") == now.date().isoformat()
+    latch = latch_of(latest, today_by_journal(journal, now))
+    today = latest is not None and latch.seq is not None
     return LossLimitState(
         latch.on, now.date().isoformat(), dict(latest.data) if latest and today else None, latch.seq
     )

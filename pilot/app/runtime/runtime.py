@@ -6,15 +6,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from pilot.app.answers import entry_kinds
 from pilot.app.road.clock import Clock
-from pilot.app.road.gate import ExchangeGate, KeyCheck
+from pilot.app.road.gate import ExchangeGate, KeyCheck, SendCondition
 from pilot.app.road.ports import Exchange, ExchangeReader
 from pilot.app.runtime.ledger import JournalState, Ledger
 from pilot.app.runtime.loss_limit import latch_of
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.core.facts import TradingState
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
-from pilot.store import Store
+from pilot.store import Store, Unless
+
+# The entries that turn trading reducing (`Runtime.trading_state`): a growing send is journaled only if none
+# came after what its judgement read (`Runtime.judged_on`).
+REDUCING_KINDS = frozenset({entry_kinds.KILL_SWITCH, entry_kinds.LOSS_LIMIT})
+# How many times a send is judged again when what it was judged on changes as it is about to leave.
+JUDGEMENTS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,16 +91,24 @@ class Runtime:
 
     async def trading_state(self, policy: Policy, journal: JournalState | None = None) -> TradingState:
         """The strictest of policy.json's tradingState, the kill switch and the daily loss limit's latch
-        (either on means reducing). `journal` is the journal's state when the caller has just read it."""
+        (either on means reducing), and a journal found rolled back (reducing: until its finding is journaled
+        as the kill switch, pilot.app.human.kill_switch.stop_on_rollback). `journal` is the journal's state
+        when the caller has just read it."""
         journal = journal if journal is not None else await self.journal_state()
-        if journal.kill_switch_on or await self.loss_limit_on(journal):
+        if journal.kill_switch_on or journal.rolled_back or await self.loss_limit_on(journal):
             return TradingState.strictest(policy.trading_state, TradingState.REDUCING)
         return policy.trading_state
+
+    def judged_on(self, view: PolicyView, mark: int) -> SendCondition:
+        """The condition a growing send was judged on: no kill switch or loss latch entry after `mark` (the
+        journal's place its facts held to), and policy.json still the version judged. The gate journals
+        the send only while it holds."""
+        return SendCondition(Unless(mark, REDUCING_KINDS), lambda: self.policy().version == view.version)
 
     async def loss_limit_on(self, journal: JournalState | None = None) -> bool:
         """Whether the daily loss limit was reached today (UTC) and no human has reset it since."""
         journal = journal if journal is not None else await self.journal_state()
-        return latch_of(journal.loss_limit, self.now()).on
+        return latch_of(journal.loss_limit, journal.today).on
 
 
 def assemble_runtime(

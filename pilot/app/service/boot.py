@@ -10,7 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pilot.app.road.clock import Clock, SystemClock
+from pilot.app.human.kill_switch import stop_on_rollback
+from pilot.app.road.clock import Clock, SystemClock, store_clock
 from pilot.app.road.gate import KeyCheck
 from pilot.app.road.ports import ExchangeReader
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime, read_policy
@@ -65,7 +66,8 @@ async def open_runtime(
     loopback, is read over REST only, said once in the log; with streams True that is a StartupError
     (code "no_streams") instead.
 
-    Before the runtime is handed out, sends left unsettled by a server that stopped are looked up; at exit,
+    Before the runtime is handed out, a journal found rolled back turns the kill switch on (stop_on_rollback),
+    and sends left unsettled by a server that stopped are looked up; at exit,
     work whose client went away is given time to finish before the store closes. With `settle` False
     (`pilot console`, which only reads), that look-up is left to the servers.
     """
@@ -79,7 +81,7 @@ async def open_runtime(
         adapter, stored_key = await venue.connect(stack)
         stack.push_async_callback(adapter.close)
         try:
-            store = await open_store(Home(home).database_path)
+            store = await open_store(Home(home).database_path, clock=store_clock(clock))
         except StoreError as error:  # damaged file, unusable journal key: one line with its fix
             raise StartupError(str(error)) from None
         stack.push_async_callback(store.close)
@@ -89,6 +91,8 @@ async def open_runtime(
             home, store, adapter, clock, environment=exchange, key_check=key_check, reader=reader
         )
         stack.push_async_callback(runtime.gate.drain)  # runs first: sends whose client left finish
+        # A journal that lost entries stops growing orders before any judgement.
+        await stop_on_rollback(runtime)
         if settle:
             await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
         yield runtime

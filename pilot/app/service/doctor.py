@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from pilot.app.answers import entry_kinds
 from pilot.app.human.exchange_keys import load_exchange_credentials, show_keys
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.runtime import Home
@@ -129,11 +130,38 @@ async def check_journal(path: Path) -> Check:
     try:
         report = await store.journal.verify()
         repairs = await store.journal.entries(kind=STORE_REPAIRED)
+        switch = await store.journal.latest(entry_kinds.KILL_SWITCH)
     except StoreError as error:
         return Check("journal", False, f"{path} cannot be read: {error}", _CORRUPT_FIX)
     finally:
         await store.close()
-    return _journal_verdict(report, repairs, store.opened)
+    return _rollback_verdict(report, switch) or _journal_verdict(report, repairs, store.opened)
+
+
+_LOOK = (
+    "find out who restored, cut or emptied journal/pilot.db (the exchange's order history shows what it "
+    "lost); once you have, `pilot kill-switch off` lets growing orders through again"
+)
+
+
+def _rollback_verdict(report: ChainReport, switch: JournalEntry | None) -> Check | None:
+    """A journal that lost the entry it was anchored at, or whose kill switch Pilot turned on for that and no
+    human has turned off since (pilot.app.human.kill_switch.stop_on_rollback)."""
+    seq = report.first_broken_seq
+    if not report.ok and report.reason in ("tail_missing", "anchor_mismatch"):
+        lost = f"entry {seq} on is gone" if report.reason == "tail_missing" else f"entry {seq} was replaced"
+        detail = (
+            f"the journal was rolled back: {lost}, though the anchor outside the home names it; the next "
+            "`pilot serve` turns the kill switch on"
+        )
+        return Check("journal", False, detail, _LOOK)
+    if switch is None or not switch.data.get("on") or not isinstance(switch.data.get("rollback"), dict):
+        return None
+    detail = (
+        f"a rollback was found at seq {switch.seq} ({switch.at:%Y-%m-%d %H:%M} UTC): {switch.data.get('reason')}; "
+        "the kill switch has been on since"
+    )
+    return Check("journal", False, detail, _LOOK)
 
 
 _CORRUPT_FIX = (

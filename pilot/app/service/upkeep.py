@@ -8,6 +8,7 @@ from datetime import timedelta
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import PlanOutcome
 from pilot.app.facts.pending import settle_sends
+from pilot.app.human.kill_switch import stop_on_rollback
 from pilot.app.orders.place import release_unsent
 from pilot.app.road.gate import TURN_TTL, TURN_WAIT
 from pilot.app.runtime.runtime import Runtime
@@ -15,13 +16,16 @@ from pilot.app.service.parked import run_approved
 
 UPKEEP_SECONDS = 1.0
 # A live use of a plan journals its send (or ends) within a turn's wait and one turn: a plan claimed longer
-# ago than this with neither was left by a server that stopped.
+# ago than this (on the store's clock) with neither was left by a server that stopped. A claim whose
+# claimer's process is gone is known to be left at once (pilot.store.plans.Plans.abandoned).
 STALE_CLAIM = TURN_WAIT + TURN_TTL + timedelta(seconds=30)
 
 
 async def upkeep(runtime: Runtime) -> None:
-    """One round: finish plans a stopped server left, run actions a human approved in the CLI, then look up
-    every unsettled send. A failed exchange read leaves a send unsettled (and pending) for the next round."""
+    """One round: stop growing orders if the journal was rolled back meanwhile, finish plans a stopped server
+    left, run actions a human approved in the CLI, then look up every unsettled send. A failed exchange read
+    leaves a send unsettled (and pending) for the next round."""
+    await stop_on_rollback(runtime)
     await recover(runtime)
     await run_approved(runtime)
     await settle_sends(runtime)
@@ -32,8 +36,9 @@ async def recover(runtime: Runtime) -> None:
 
     A plan whose order was answered takes that answer from the journal; one with a send not yet settled is
     left to `settle_sends`, which records the outcome once the order is found; one waiting for a human in
-    the CLI stays as it is. One with nothing sent is released ("refused", so the agent plans again) once it
-    is STALE_CLAIM old, when no live use of it can still be under way, here or in another server.
+    the CLI stays as it is. One with nothing sent is released ("refused", so the agent plans again) once no
+    live use of it can still be under way, here or in another server: its claimer's process is gone, or the
+    claim is STALE_CLAIM old.
     """
     journal, now = runtime.store.journal, runtime.now()
     waiting = {
@@ -52,5 +57,5 @@ async def recover(runtime: Runtime) -> None:
             continue
         if any(e.kind == entry_kinds.ORDER_SENT for e in entries) or plan.plan_id in waiting:
             continue
-        if plan.claimed_at is not None and now - plan.claimed_at >= STALE_CLAIM:
+        if runtime.store.plans.abandoned(plan, STALE_CLAIM):
             await release_unsent(runtime, plan)
