@@ -60,8 +60,12 @@ def suggest(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
         price = price_on_tick(inside, rules.tick_size, order.side)
     base = replace(order, limit_price=price)
 
+    # One judgement at many sizes: each probe is an order built from the fields read once (dataclasses.replace
+    # reads every field's definition again on each call), judged by the size checks alone on the same facts.
+    order_fields = base.field_values()
+
     def fails(steps: int, codes: frozenset[Code]) -> list[Breach]:
-        probe = replace(base, qty=steps * rules.qty_step)
+        probe = OrderIntent(**{**order_fields, "qty": steps * rules.qty_step})
         return [b for b in size_breaches(policy, facts, probe) if b.rule in codes]
 
     # The minimums are met at the price the suggestion sends (a limit moved into the band), not the one asked.

@@ -222,7 +222,7 @@ async def _market(
         _position(runtime, symbol),  # the perpetual's: the order's own for linear, the other one for spot
         read_pending(runtime, category, symbol, now, unsettled),
         _instrument(runtime, other, symbol),
-        read_pending(runtime, other, symbol, now, unsettled),
+        _other_pending(runtime, other, symbol, now, unsettled),
     )
     (rules, touch, position, read, other_listed, other_read), band = await asyncio.gather(
         reads, _maybe(exchange.get_price_band(category, symbol))
@@ -322,6 +322,15 @@ async def _controls(
             await start_cooldown(store, policy, cooling, due, now)
         facts = replace(facts, cooldown=cooling)
     return facts
+
+
+async def _other_pending(
+    runtime: Runtime, category: str, symbol: str, now: datetime, unsettled: list[Send]
+) -> PendingRead | None:
+    """The other category's pending orders, unread when the exchange is known to list no such market there."""
+    if runtime.exchange.listed(category, symbol) is False:
+        return None  # `_market` answers NO_PENDING for an unlisted market
+    return await read_pending(runtime, category, symbol, now, unsettled)
 
 
 def _legs_held(
