@@ -656,7 +656,7 @@ def _drawdown_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> tup
     until = f.now + timedelta(hours=draw(HOURS_AHEAD))
     latched = past and draw(st.sampled_from([False, False, True]))
     dd = (
-        limit + draw(NEAR) * CENT
+        max(limit + draw(NEAR) * CENT, CENT)  # a drawdown at all: at its peak there is none (limit 0 or not)
         if past and not latched
         else max(limit - CENT - draw(NEAR) * CENT, Decimal(0))
     )

@@ -6,37 +6,50 @@ They run in this fixed order; each is a small function returning a Breach (a bro
  1. check_facts               every fact the decision needs is present (missing: risk-increasing refused)
  2. check_trading_state       halted refuses every new order; reducing refuses anything that grows a position
  3. check_allowed_market      only allowedMarkets may grow (decided from the policy alone)
- 4. check_reduce_only         a reduce-only order needs a position on the other side
- 5. check_qty_step            whole lot steps
- 6. check_price_tick          a limit price on the tick
- 7. check_price_band          a limit price inside the exchange's price band
- 8. check_min_qty             instrument minimum quantity
- 9. check_max_qty             instrument maximum quantity per order
-10. check_reduce_only_qty     a reduce-only order no larger than the position (or than the minimum order)
-11. check_min_notional        instrument minimum order value (reduce-only orders are exempt, as on Bybit)
-12. check_held_qty            a spot sell of coin held and not already offered
-13. check_daily_order_cap     orders sent today (UTC) below dailyOrderCap
-14. check_order_notional      maxOrderNotionalUsd, at the worst fill
-15. check_position_notional   maxNotionalUsd on the coin's exposure the order leaves, at the worst fill: the
+ 4. check_authority           validUntil and maxSessionMinutes: past either, nothing that grows a position
+ 5. check_reduce_only         a reduce-only order needs a position on the other side
+ 6. check_message_rate        maxOrderMessagesPerSecond/Minute: the home's creates, amends and cancels
+ 7. check_qty_step            whole lot steps
+ 8. check_price_tick          a limit price on the tick
+ 9. check_price_band          a limit price inside the exchange's price band
+10. check_price_collar        priceCollarPct/Ticks: a limit price no farther from mark than the collar, on the
+                              side where a mistake costs money
+11. check_min_qty             instrument minimum quantity
+12. check_max_qty             instrument maximum quantity per order
+13. check_reduce_only_qty     a reduce-only order no larger than the position (or than the minimum order)
+14. check_min_notional        instrument minimum order value (reduce-only orders are exempt, as on Bybit)
+15. check_held_qty            a spot sell of coin held and not already offered
+16. check_resting_orders      maxRestingOrdersPerMarket and maxRestingOrders: a limit order rests
+17. check_daily_order_cap     orders sent today (UTC) below dailyOrderCap
+18. check_order_notional      maxOrderNotionalUsd, at the worst fill
+19. check_position_notional   maxNotionalUsd on the coin's exposure the order leaves, at the worst fill: the
                               position with every order pending on its side (resting, or sent with an unknown
                               outcome) filled too, plus the same coin in the other category (gross)
-16. check_leverage            maxLeverage: the position it leaves over account equity
-17. check_liquidation         minLiquidationDistancePct: estimated liquidation distance from mark
-18. check_funds               the account's available balance pays for it (margin and fee; a spot buy's coin)
-19. check_human_reach         an order that needs a human is not planned for a caller who cannot ask one
-20. check_trading_hours       tradingHours: growing orders only inside a UTC window (retry_after: the next one)
-21. check_daily_loss          dailyLossLimitUsd/Pct: the day's realised plus unrealised loss below the limit
-22. check_open_positions      maxOpenPositions: markets with a non-zero position, this order's included
-23. check_loss_per_trade      maxLossPerTradeUsd/Pct: the loss of the position the order leaves at the stops
+20. check_turnover_day        maxTurnoverUsdPerDay: the notional sent since 00:00 UTC plus this order's
+21. check_turnover_24h        maxTurnoverUsd24h: the same over the last 24 hours
+22. check_leverage            maxLeverage: the position it leaves over account equity
+23. check_liquidation         minLiquidationDistancePct: estimated liquidation distance from mark
+24. check_funds               the account's available balance pays for it (margin and fee; a spot buy's coin)
+25. check_human_reach         an order that needs a human is not planned for a caller who cannot ask one
+26. check_trading_hours       tradingHours: growing orders only inside a UTC window (retry_after: the next one)
+27. check_daily_loss          dailyLossLimitUsd/Pct: the day's realised plus unrealised loss below the limit
+28. check_drawdown            maxDrawdownUsd/Pct: the equity's drawdown from its peak (the latch is the app's)
+29. check_cooldown            cooldown: no growing order for a while after enough losing trades
+30. check_open_positions      maxOpenPositions: markets with a non-zero position, this order's included
+31. check_loss_per_trade      maxLossPerTradeUsd/Pct: the loss of the position the order leaves at the stops
                               Bybit will then apply (pilot.core.stops), taker fees both ways
-24. check_protection          requireStopLoss, and stop_loss / take_profit on the right side of the price
+32. check_protection          requireStopLoss, and stop_loss / take_profit on the right side of the price (and,
+                              for an order that can grow a position, within the price collar)
 
-Checks 20 to 23 also apply only to orders that can grow the worst-case exposure; 24 requires a stop only of
-those (and not of a reduce-only order, which cannot carry one), and checks any stop an order carries.
+Checks 4 and 26 to 31 also apply only to orders that can grow the worst-case exposure; 32 requires a stop
+only of those (and not of a reduce-only order, which cannot carry one), and checks any stop an order carries.
 
-Checks 13 to 18 apply only to orders that can grow the worst-case exposure (pilot.core.risk): shrinking risk
+Checks 17 to 24 apply only to orders that can grow the worst-case exposure (pilot.core.risk): shrinking risk
 is never refused by a cap. A reduce-only order grows it when it would leave orders pending on its side free
-to open a larger position the other way (closing a long under resting sells).
+to open a larger position the other way (closing a long under resting sells). Checks 6, 10 and 16 apply to
+every order: the exchange counts every message, a limit price is a limit price, a limit order rests.
+The checks of the pre-trade controls (4, 6, 10, 16, 20, 21, 28, 29) pass at once when policy.json leaves
+their fields unset, and `checks_for` leaves them out then: an order judged without them pays nothing.
 Breaches of the size codes (pilot.core.codes: size_cap and size_grid) carry no next action of their own:
 evaluate() gives them all one size (at a price on the tick and inside the band) that satisfies every one of
 them at once (see pilot.core.sizing).
@@ -1084,7 +1097,8 @@ def _next_midnight(now: datetime) -> datetime:
     return datetime.combine(now.date() + timedelta(days=1), time(0), tzinfo=now.tzinfo)
 
 
-CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
+Check = Callable[[Situation], Breach | None]
+CHECKS: tuple[Check, ...] = (
     check_trading_state,
     check_allowed_market,
     check_authority,
@@ -1123,7 +1137,7 @@ CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
 # pilot.core.sizing look only at those codes, so they run only these: a blocker or a protection breach does
 # not tell one size from another there. tests/core/test_properties.py holds it: what these report is what
 # all the checks report of those codes.
-SIZE_CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
+SIZE_CHECKS: tuple[Check, ...] = (
     check_qty_step,
     check_price_tick,
     check_price_band,
@@ -1145,13 +1159,55 @@ SIZE_CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
 )
 
 
+def _any_market(policy: Policy, *names: str) -> bool:
+    return any(getattr(market, name) is not None for market in policy.markets.values() for name in names)
+
+
+# The pre-trade controls' checks (issue 27) each pass at once while policy.json leaves their fields unset:
+# `checks_for` leaves them out then, so an order judged without them pays nothing for them.
+_CONTROLS: dict[Check, Callable[[Policy], bool]] = {
+    check_authority: lambda p: p.valid_until is not None or p.max_session_minutes is not None,
+    check_message_rate: lambda p: (
+        p.max_order_messages_per_second is not None or p.max_order_messages_per_minute is not None
+    ),
+    check_price_collar: lambda p: (
+        p.price_collar_pct is not None
+        or p.price_collar_ticks is not None
+        or _any_market(p, "price_collar_pct", "price_collar_ticks")
+    ),
+    check_resting_orders: lambda p: (
+        p.max_resting_orders is not None
+        or p.max_resting_orders_per_market is not None
+        or _any_market(p, "max_resting_orders_per_market")
+    ),
+    check_turnover_day: lambda p: p.max_turnover_usd_per_day is not None,
+    check_turnover_24h: lambda p: p.max_turnover_usd_24h is not None,
+    check_drawdown: lambda p: p.max_drawdown_usd is not None or p.max_drawdown_pct is not None,
+    check_cooldown: lambda p: p.cooldown is not None,
+}
+_CHOSEN: dict[int, tuple[Policy, tuple[Check, ...], tuple[Check, ...]]] = {}  # by id, the policy kept alive
+
+
+def checks_for(policy: Policy) -> tuple[tuple[Check, ...], tuple[Check, ...]]:
+    """CHECKS and SIZE_CHECKS without the controls `policy` leaves unset, worked out once per policy."""
+    chosen = _CHOSEN.get(id(policy))
+    if chosen is not None and chosen[0] is policy:
+        return chosen[1], chosen[2]
+    if len(_CHOSEN) >= 64:  # policy.json is read on every call: only the latest few are asked again
+        _CHOSEN.clear()
+    every = tuple(check for check in CHECKS if check not in _CONTROLS or _CONTROLS[check](policy))
+    sizes = tuple(check for check in SIZE_CHECKS if check in every)
+    _CHOSEN[id(policy)] = (policy, every, sizes)
+    return every, sizes
+
+
 def size_breaches(policy: Policy, facts: Facts, order: OrderIntent) -> list[Breach]:
     """What the size checks report (SIZE_CHECKS, in the order of CHECKS) of `order` on these facts: the
     breaches a smaller or larger order may fix. The facts must let the order be priced (rules and touch)."""
     situation = situate(policy, facts, order)
     assert situation is not None, "sizing searches only an order it could price"
     breaches = []
-    for check in SIZE_CHECKS:
+    for check in checks_for(policy)[1]:
         breach = check(situation)
         if breach is not None:
             breaches.append(breach)
@@ -1171,7 +1227,7 @@ def run_checks(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Bre
     breaches = [missing] if missing else []
     if situation is None:
         return None, breaches
-    for check in CHECKS:
+    for check in checks_for(policy)[0]:
         breach = check(situation)
         if breach is not None:
             breaches.append(breach)

@@ -23,7 +23,7 @@ from pilot.core.evaluate import evaluate
 from pilot.core.facts import ClosedTrade, Facts, OrderIntent, OrderType, Side, TradingState
 from pilot.core.policy import Cooldown, Policy
 from pilot.core.risk import is_risk_reducing
-from pilot.core.rules import run_checks, size_breaches
+from pilot.core.rules import CHECKS, check_price_collar, checks_for, run_checks, situate, size_breaches
 from tests.oracle import collar_limit, drawdown_now, in_window, worst_price
 from tests.strategies import NOW, control_cases
 
@@ -398,3 +398,21 @@ def test_the_size_searches_see_every_size_code_of_the_controls(case):
     assume(situation is not None)
     everything = [b.rule for b in breaches if b.rule in RESIZE_CODES]
     assert [b.rule for b in size_breaches(policy, f, f.order)] == everything
+
+
+@given(control_cases())
+def test_a_control_left_out_of_the_policy_is_left_out_of_the_judgement_and_would_have_passed(case):
+    """checks_for leaves out the checks of the controls policy.json does not set (so the common order pays
+    nothing for them): each of those passes on these facts."""
+    policy, f = open_case(*case)
+    situation = situate(policy, f)
+    assume(situation is not None)
+    chosen, sizes = checks_for(policy)
+    assert [c for c in CHECKS if c in chosen] == list(chosen) and set(sizes) <= set(chosen)
+    assert all(check(situation) is None for check in CHECKS if check not in chosen)
+
+
+def test_a_collar_set_for_one_market_only_is_judged():
+    policy = Policy(allowed_markets=("BTCUSDT",), markets={"BTCUSDT": {"priceCollarPct": 1}})
+    assert check_price_collar in checks_for(policy)[0]
+    assert check_price_collar not in checks_for(Policy(allowed_markets=("BTCUSDT",)))[0]
