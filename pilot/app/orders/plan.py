@@ -219,6 +219,8 @@ def _rounded(request: PlanRequest, facts: Facts, view: PolicyView) -> OrderInten
         if facts.touch is None:
             return order
         slippage = view.policy.limits_for(order.symbol).max_slippage_pct
-        worst = worst_fill_price(order, facts.touch, rules, slippage)
+        worst = worst_fill_price(
+            order, facts.touch, rules, slippage, facts.band
+        )  # as judged: inside the band
         return replace(order, qty=qty_for_notional(request.notional_usd, worst, rules.qty_step))
     return replace(order, qty=floor_to_step(order.qty, rules.qty_step))
