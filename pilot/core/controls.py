@@ -34,6 +34,15 @@ def throttle(policy: Policy, messages: Sequence[timedelta], now: datetime) -> Br
     this: with N allowed per window, one more passes unless the N-th newest is still inside the window, and
     then waiting until it leaves is enough (`retry_after`).
     """
+    count, second, minute = (
+        len(messages),
+        policy.max_order_messages_per_second,
+        policy.max_order_messages_per_minute,
+    )
+    if (second is None or count < second or messages[second - 1] >= SECOND) and (
+        minute is None or count < minute or messages[minute - 1] >= MINUTE
+    ):
+        return None  # room in both windows (the common case, kept cheap)
     for cap, window, code, per in (
         (policy.max_order_messages_per_second, SECOND, Code.MAX_ORDER_MESSAGES_PER_SECOND, "second"),
         (policy.max_order_messages_per_minute, MINUTE, Code.MAX_ORDER_MESSAGES_PER_MINUTE, "minute"),
@@ -129,8 +138,10 @@ def drawdown_reached(policy: Policy, equity: Decimal, state: DrawdownState) -> b
     peak = state.peak
     if peak is None or peak <= equity:
         return False  # at its peak: no drawdown at all
-    found = _drawdown_limit(policy, peak)
-    return found is not None and peak - equity >= found[0]
+    # at or past the smaller limit is at or past either one (kept to a few operations: asked on every
+    # growing order's judgement)
+    usd, pct, fallen = policy.max_drawdown_usd, policy.max_drawdown_pct, peak - equity
+    return (usd is not None and fallen >= usd) or (pct is not None and fallen * HUNDRED >= peak * pct)
 
 
 def _drawdown_limit(policy: Policy, peak: Decimal) -> tuple[Decimal, Code] | None:

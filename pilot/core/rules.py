@@ -1006,10 +1006,8 @@ def collared_stop(s: Situation, stop: Decimal) -> Decimal:
     if s.reducing or (pct is None and ticks is None):
         return stop
     mark = s.touch.mark
-    away = mark * pct / 100 if pct is not None else None
-    if ticks is not None and (away is None or ticks * s.rules.tick_size < away):
-        away = ticks * s.rules.tick_size
-    if away is not None and abs(mark - stop) <= away:
+    off = abs(mark - stop)  # inside the collar: within both distances (no division: every growing order's)
+    if (pct is None or off * 100 <= mark * pct) and (ticks is None or off <= ticks * s.rules.tick_size):
         return stop  # inside the collar (a stop on the tick inside it is inside its edge on the tick too)
     buy = s.order.side is Side.BUY
     edge = price_collar(s, Side.SELL if buy else Side.BUY)  # the stop closes: it is the other side's price
