@@ -24,6 +24,7 @@ _COMMAND_MODULES = (
     "console",
     "phone",
     "keys",
+    "store",
     "sim",
     "demo",
     "evals",

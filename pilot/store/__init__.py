@@ -5,6 +5,7 @@ from pilot.store.anchor import HeadAnchor, Rollback
 from pilot.store.canonical import canonical_hash, canonical_json, iso_utc, parse_iso
 from pilot.store.chain import (
     GENESIS_HASH,
+    STORE_MOVED,
     STORE_PLAN_REJECTED,
     STORE_REPAIRED,
     STORE_SEALED,
@@ -39,6 +40,7 @@ from pilot.store.tokens import Tokens
 
 __all__ = [
     "GENESIS_HASH",
+    "STORE_MOVED",
     "STORE_PLAN_REJECTED",
     "STORE_REPAIRED",
     "STORE_SEALED",

@@ -29,6 +29,7 @@ GENESIS_HASH = "0" * 64
 STORE_SEALED = "store.sealed"  # entries written before sealing, adopted at the first open that sealed
 STORE_REPAIRED = "store.repaired"  # guards found missing or altered at open, and restored
 STORE_PLAN_REJECTED = "store.plan_rejected"  # a plan whose seal does not verify was presented
+STORE_MOVED = "store.moved"  # the home's store was moved here (pilot.store.transfer), its chain checked
 STORE_ACTOR = "pilot"
 
 

@@ -346,6 +346,15 @@ class Journal:
             return Rollback(anchored, head.seq, "anchor_mismatch")
         return None
 
+    @property
+    def sealer(self) -> Sealer:
+        return self._sealer
+
+    def anchored(self) -> Anchor | None:
+        """The entry this journal is anchored at outside the home, if it is (pilot.store.anchor)."""
+        own = self._anchor.read() if self._anchor is not None else None
+        return Anchor(own.seq, own.seal) if own is not None else None
+
     async def check_anchor(self) -> Rollback | None:
         """Whether the journal still holds the entry it was anchored at; the rollback found, if not (kept in
         `rollback`; cleared once the anchor holds again, after a process journaled the finding and anchored
@@ -485,9 +494,9 @@ class Journal:
         anchored seq, or holds another entry there, is broken.
         """
         anchors = (anchor,) if anchor is not None else ()
-        own = self._anchor.read() if self._anchor is not None else None
+        own = self.anchored()
         if own is not None:
-            anchors = (*anchors, Anchor(own.seq, own.seal))
+            anchors = (*anchors, own)
         walk = ChainWalk(self._sealer, anchors)
         async with self._db.read() as tx, aclosing(tx.stream("SELECT * FROM journal ORDER BY seq")) as rows:
             async for row in rows:

@@ -14,10 +14,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pilot.store import postgres, sqlite
+from pilot.store import sqlite
 from pilot.store.database import Database, Row
 from pilot.store.errors import DuplicateRecord
-from pilot.store.location import StoreLocation
+from pilot.store.location import StoreLocation, postgres_engine
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS exchange_keys (
@@ -150,6 +150,7 @@ async def open_keystore(where: Path | StoreLocation) -> KeyStore:
     PostgreSQL store a StoreLocation names (its schema brought up to date)."""
     location = where if isinstance(where, StoreLocation) else StoreLocation(path=where)
     if location.url is not None:
+        postgres = postgres_engine()
         database = postgres.PostgresDatabase(location.url)
         try:
             await postgres.migrate(database)

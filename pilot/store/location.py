@@ -4,11 +4,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from types import ModuleType
+from urllib.parse import urlsplit, urlunsplit
 
-from pilot.store.postgres import redacted
+from pilot.store.errors import StoreError
 
 SCHEMES = ("postgresql", "postgres")
+
+
+def redacted(url: str) -> str:
+    """The URL as it may be shown: without a password (user, host, port, database and options stay)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" if parts.username else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +56,18 @@ class StoreLocation:
 
     def __str__(self) -> str:
         return redacted(self.url) if self.url is not None else str(self.path)
+
+
+def postgres_engine() -> ModuleType:
+    """pilot.store.postgres, imported only when a store is on PostgreSQL: its driver is an optional extra.
+
+    Raises:
+        StoreError: psycopg is not installed (the message says how to install it).
+    """
+    try:
+        from pilot.store import postgres
+    except ImportError as error:
+        raise StoreError(
+            "this Pilot has no PostgreSQL driver: install it with `pip install 'pilot[postgres]'` (psycopg 3)"
+        ) from error
+    return postgres

@@ -28,7 +28,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import asynccontextmanager, contextmanager
 from functools import lru_cache
 from typing import TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -36,6 +35,7 @@ from psycopg.rows import dict_row
 
 from pilot.store.database import Database, Dialect, Params, Row, Tx
 from pilot.store.errors import DuplicateRecord, SchemaTooNew, StoreBusy, StoreError, StoreFull
+from pilot.store.location import redacted
 from pilot.store.monotonic import Instant, StoreClock
 from pilot.store.postgres_schema import (
     FUNCTIONS,
@@ -54,18 +54,6 @@ CONNECT_TIMEOUT_SECONDS = 10
 RESYNC_SECONDS = 1.0
 MIGRATION_LOCK = 0x50494C4F54  # "PILOT": opens take turns to bring the schema up to date
 T = TypeVar("T")
-
-
-def redacted(url: str) -> str:
-    """The URL as it may be shown: without a password (user, host, port, database and options stay)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username}:***@{host}" if parts.username else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 class ServerClock:

@@ -17,9 +17,7 @@ from __future__ import annotations
 # The server's clock: which start of the server (a restart is a new boot, as a reboot is for a machine), and
 # microseconds since it by the server's clock.
 SERVER_BOOT = "'pg@' || (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint::text"
-SERVER_MICROS = (
-    "((extract(epoch FROM clock_timestamp()) - extract(epoch FROM pg_postmaster_start_time())) * 1000000)::bigint"
-)
+SERVER_MICROS = "((extract(epoch FROM clock_timestamp()) - extract(epoch FROM pg_postmaster_start_time())) * 1000000)::bigint"
 
 # v1 holds what SQLite's schema holds at its v4, with a session beside each holder and the exchange keys
 # (SQLite keeps them in keys.db).
@@ -230,7 +228,13 @@ GUARDS: dict[str, str] = {
 GUARDED_TABLES = ("journal", "plans", "journal_key")
 
 MIGRATIONS: tuple[str, ...] = (
-    "\n".join([_V1.replace("{boot}", SERVER_BOOT).replace("{micros}", SERVER_MICROS), *(sql + ";" for sql in FUNCTIONS.values()), *(sql + ";" for sql in GUARDS.values())]),
+    "\n".join(
+        [
+            _V1.replace("{boot}", SERVER_BOOT).replace("{micros}", SERVER_MICROS),
+            *(sql + ";" for sql in FUNCTIONS.values()),
+            *(sql + ";" for sql in GUARDS.values()),
+        ]
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pilot.store import postgres, sqlite
+from pilot.store import sqlite
 from pilot.store.anchor import AnchorFile, anchor_path
 from pilot.store.confirmations import Confirmations
 from pilot.store.database import Database, Tx
@@ -16,7 +16,7 @@ from pilot.store.guards import GuardCheck, OpenReport, prepare
 from pilot.store.idempotency import Idempotency
 from pilot.store.journal import Journal
 from pilot.store.leases import Leases
-from pilot.store.location import StoreLocation
+from pilot.store.location import StoreLocation, postgres_engine
 from pilot.store.monotonic import HostClock, StoreClock
 from pilot.store.plans import Plans
 from pilot.store.sealing import Sealer
@@ -31,6 +31,7 @@ class Store:
 
     def __init__(self, db: Database, sealer: Sealer, opened: OpenReport, home: Path) -> None:
         self._db = db
+        self.database = db  # the engine behind the tables (pilot.store.database), for a move between stores
         self.opened = opened
         self.where = db.where  # the database, as a person may be shown it
         self.engine = db.dialect.name  # "sqlite" or "postgresql"
@@ -121,6 +122,7 @@ async def _open_sqlite(path: Path, home: Path, at: datetime, clock: StoreClock |
 
 
 async def _open_postgres(url: str, home: Path, at: datetime, clock: StoreClock | None) -> Opened:
+    postgres = postgres_engine()
     database = postgres.PostgresDatabase(url, clock)
     try:
         prepared = await postgres.migrate(
