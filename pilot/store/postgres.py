@@ -202,6 +202,17 @@ class PostgresDatabase(Database):
                 async with conn.transaction():
                     yield PostgresTx(conn, self._sql)
 
+    @asynccontextmanager
+    async def schema(self) -> AsyncIterator[Tx]:
+        """A transaction whose statements are taken as written (the schema's own, which define the clock's
+        functions rather than call them)."""
+        async with self._lock:
+            with self._translated():
+                conn = await self._ready()
+                await self._durable(conn, True)
+                async with conn.transaction():
+                    yield PostgresTx(conn, _bind)
+
     async def returning(self, sql: str, params: Params = (), *, durable: bool = True) -> list[Row]:
         async with self._lock:
             with self._translated():
@@ -211,9 +222,17 @@ class PostgresDatabase(Database):
 
     async def close(self) -> None:
         async with self._lock:
-            if self._conn is not None:
-                await self._conn.close()
-                self._conn = None
+            conn, self._conn = self._conn, None
+            if conn is None:
+                return
+            try:
+                if not conn.broken:
+                    # The session ends now for every host, not when the server gets round to the closed socket.
+                    await conn.execute("SELECT pg_advisory_unlock_all()")
+            except psycopg.Error:
+                pass  # closing anyway: the server ends the session with the connection
+            finally:
+                await conn.close()
 
     @contextmanager
     def _translated(self) -> Iterator[None]:
@@ -254,13 +273,16 @@ def _translated(error: psycopg.Error, where: str) -> StoreError:
 async def migrate(
     database: PostgresDatabase, prepare: Callable[[Tx, int], Awaitable[T]] | None = None
 ) -> T | None:
-    """Bring the database's schema up to date (opens take turns, on any host) and run `prepare(tx,
-    from_version)` in the same transaction, so no host sees a schema change without what `prepare` records
-    with it; its result is returned."""
-    async with database.write() as tx:
+    """Bring the database's schema up to date (opens take turns, on any host), then run `prepare(tx,
+    from_version)` (still in turn); its result is returned."""
+    async with database.schema() as tx:
         await tx.one("SELECT pg_advisory_xact_lock(?::int8)", (MIGRATION_LOCK,))
         from_version = await _migrate(tx)
-        return await prepare(tx, from_version) if prepare is not None else None
+    if prepare is None:
+        return None
+    async with database.write() as tx:
+        await tx.one("SELECT pg_advisory_xact_lock(?::int8)", (MIGRATION_LOCK,))
+        return await prepare(tx, from_version)
 
 
 async def _migrate(tx: Tx) -> int:
