@@ -113,7 +113,9 @@ async def test_a_send_is_journaled_only_while_its_turn_is_held(store: Store) -> 
     await store.leases.release("send-turn", "me")
     assert await store.leases.try_acquire("send-turn", "someone else", now=T0, ttl=timedelta(minutes=2))
     with pytest.raises(Preempted) as preempted:
-        await store.journal.append("order.sent", {"n": 3}, now=T0, unless=Unless(held.seq, unless.kinds, unless.turn))
+        await store.journal.append(
+            "order.sent", {"n": 3}, now=T0, unless=Unless(held.seq, unless.kinds, unless.turn)
+        )
     assert preempted.value.turn_lost
     assert len(await store.journal.entries(kind="order.sent")) == 2
 

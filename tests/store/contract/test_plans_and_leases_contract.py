@@ -33,7 +33,10 @@ async def test_of_many_hosts_claiming_one_plan_at_once_exactly_one_wins(
     others = [await another_host(location, home, ticks) for _ in range(3)]
     try:
         results = await asyncio.gather(
-            *(host.plans.claim(plan_id, now=T0, holder=f"h{index}") for index, host in enumerate([store, *others]))
+            *(
+                host.plans.claim(plan_id, now=T0, holder=f"h{index}")
+                for index, host in enumerate([store, *others])
+            )
         )
     finally:
         for host in others:
@@ -53,7 +56,7 @@ async def test_a_plan_lives_its_time_to_live_on_the_store_s_clock(store: Store, 
     "statement",
     [
         "UPDATE plans SET status = 'open' WHERE plan_id = ?",
-        "UPDATE plans SET payload_json = '{\"order\":{\"qty\":\"100\"}}' WHERE plan_id = ?",
+        'UPDATE plans SET payload_json = \'{"order":{"qty":"100"}}\' WHERE plan_id = ?',
         "DELETE FROM plans WHERE plan_id = ?",
     ],
     ids=["reopened", "edited", "deleted"],
@@ -77,7 +80,9 @@ async def test_a_plan_written_without_the_journal_key_is_unknown_and_its_use_is_
         ("0" * 64, store.clock.read().boot, store.clock.read().micros + 60_000_000),
     )
     assert (await store.plans.claim("plan_forged", now=T0)).status == "not_found"
-    assert [entry.plan_id for entry in await store.journal.entries(kind=STORE_PLAN_REJECTED)] == ["plan_forged"]
+    assert [entry.plan_id for entry in await store.journal.entries(kind=STORE_PLAN_REJECTED)] == [
+        "plan_forged"
+    ]
 
 
 async def test_a_claim_whose_claimer_is_gone_is_abandoned_at_once_and_a_live_one_is_not(
@@ -125,7 +130,10 @@ async def test_of_many_hosts_taking_a_free_lease_at_once_exactly_one_holds_it(
     others = [await another_host(location, home, ticks) for _ in range(3)]
     try:
         taken = await asyncio.gather(
-            *(host.leases.try_acquire("turn", f"h{i}", now=T0, ttl=TURN) for i, host in enumerate([store, *others]))
+            *(
+                host.leases.try_acquire("turn", f"h{i}", now=T0, ttl=TURN)
+                for i, host in enumerate([store, *others])
+            )
         )
     finally:
         for host in others:

@@ -49,7 +49,12 @@ async def test_an_approved_confirmation_runs_once_within_its_life_on_the_store_s
     async def park() -> str:
         confirmation_id = new_confirmation_id()
         await store.confirmations.park(
-            confirmation_id=confirmation_id, tool="place_order", action={"x": 1}, summary="s", now=T0, ttl_seconds=300
+            confirmation_id=confirmation_id,
+            tool="place_order",
+            action={"x": 1},
+            summary="s",
+            now=T0,
+            ttl_seconds=300,
         )
         return confirmation_id
 
@@ -59,7 +64,8 @@ async def test_an_approved_confirmation_runs_once_within_its_life_on_the_store_s
     other = await another_host(location, home, ticks)
     try:
         claims = await asyncio.gather(
-            store.confirmations.claim_approved(first, now=T0), other.confirmations.claim_approved(first, now=T0)
+            store.confirmations.claim_approved(first, now=T0),
+            other.confirmations.claim_approved(first, now=T0),
         )
     finally:
         await other.close()
@@ -73,7 +79,9 @@ async def test_an_approved_confirmation_runs_once_within_its_life_on_the_store_s
     assert expired is not None and expired.status == "expired"
 
 
-async def test_a_token_is_stored_as_its_hash_named_once_and_revocable(store: Store, outsider: Outsider) -> None:
+async def test_a_token_is_stored_as_its_hash_named_once_and_revocable(
+    store: Store, outsider: Outsider
+) -> None:
     token = await store.tokens.issue("claude", now=T0)
     assert await store.tokens.verify(token) == "claude"
     assert token not in str(outsider.execute("SELECT * FROM tokens"))
