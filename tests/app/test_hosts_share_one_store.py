@@ -137,7 +137,7 @@ async def test_hosts_on_one_store_never_break_a_cap_together_nor_send_a_plan_twi
                 placed = await asyncio.gather(
                     *(
                         call(host, "place_order", {"plan_id": plan["plan_id"]})
-                        for host, plan in zip(hosts, plans)
+                        for host, plan in zip(hosts, plans, strict=True)
                     )
                 )
                 last_room.append(sorted(answer["status"] for answer in placed))

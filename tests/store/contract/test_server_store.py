@@ -99,9 +99,9 @@ async def test_a_host_s_role_serves_but_cannot_change_the_past(
         assert (await host.journal.verify()).count == 2
     finally:
         await host.close()
-    with psycopg.connect(as_role(server_store, host_role).url or "", autocommit=True) as conn:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            conn.execute(statement)
+    url = as_role(server_store, host_role).url or ""
+    with psycopg.connect(url, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute(statement)
 
 
 async def test_a_home_moved_from_sqlite_arrives_whole_with_its_chain_and_keys(
