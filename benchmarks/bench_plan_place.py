@@ -18,6 +18,7 @@ network's share is taken out however many requests overlap.
 The paper exchange runs in a child process, so its work does not share Pilot's GIL; rate limits are off.
 
     .venv/bin/python benchmarks/bench_plan_place.py [--latency-ms 50] [--rounds 20] [--overhead-rounds 200]
+        [--postgres postgresql://USER@127.0.0.1:PORT/DB]
 """
 
 from __future__ import annotations
@@ -27,10 +28,13 @@ import asyncio
 import contextlib
 import json
 import multiprocessing
+import os
+import secrets
 import statistics
+import subprocess
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any, cast
@@ -47,7 +51,7 @@ from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.stream_events import PRIVATE
 from pilot.server import build_server
-from pilot.store import open_store
+from pilot.store import StoreLocation, open_store
 
 POLICY = {
     "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
@@ -180,14 +184,18 @@ async def measure(timed: TimedExchange, run: Callable[[], Awaitable[Any]], into:
 
 
 async def open_runtime(
-    home: Path, address: tuple[str, str, str, str], stack: contextlib.AsyncExitStack, streams: bool = False
+    home: Path,
+    address: tuple[str, str, str, str],
+    stack: contextlib.AsyncExitStack,
+    streams: bool = False,
+    store_at: StoreLocation | None = None,
 ) -> tuple[Runtime, TimedExchange]:
     (home / "policy.json").write_text(json.dumps(POLICY))
     url, key, secret, ws_url = address
     adapter = BybitExchange.connect("paper", api_key=key, api_secret=secret, base_url=url)
     timed = TimedExchange(adapter)
     stack.push_async_callback(adapter.close)
-    store = await open_store(Home(home).database_path)
+    store = await open_store(store_at or Home(home).database_path, home=home)
     stack.push_async_callback(store.close)
     reader = None
     if streams:
@@ -353,16 +361,61 @@ async def machine_now() -> tuple[float, float]:
     return hop * 1e6, commit * 1e6
 
 
-async def without_latency(address: tuple[str, str, str, str], rounds: int) -> None:
+async def postgres_now(url: str) -> float:
+    """One statement to the PostgreSQL server and back through psycopg (µs): what a store on it adds per trip."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        start = time.perf_counter()
+        for _ in range(2000):
+            await conn.execute("SELECT 1")
+        return (time.perf_counter() - start) / 2000 * 1e6
+
+
+@contextlib.contextmanager
+def postgres_store(given: str | None) -> Iterator[str | None]:
+    """A fresh schema on the PostgreSQL server given (or PILOT_TEST_POSTGRES's, or a throwaway one started for
+    the run), as a store URL; None when there is no server to be had."""
+    import psycopg
+
+    base, started = given or os.environ.get("PILOT_TEST_POSTGRES"), None
+    if base is None:
+        script = Path(__file__).resolve().parents[1] / "scripts" / "throwaway-postgres"
+        result = subprocess.run([str(script), "start"], capture_output=True, text=True)
+        if result.returncode != 0:
+            print(f"\nno PostgreSQL server for the store's figures: {result.stderr.strip()}")
+            yield None
+            return
+        found = dict(line.removeprefix("export ").split("=", 1) for line in result.stdout.splitlines())
+        base, started = found["PILOT_TEST_POSTGRES"], found["PILOT_TEST_POSTGRES_DIR"]
+    schema = "bench_" + secrets.token_hex(4)
+    try:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+        yield f"{base}{'&' if '?' in base else '?'}options=-csearch_path%3D{schema}"
+    finally:
+        with contextlib.suppress(psycopg.Error), psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        if started:
+            script = Path(__file__).resolve().parents[1] / "scripts" / "throwaway-postgres"
+            subprocess.run([str(script), "stop", started], check=False)
+
+
+async def without_latency(address: tuple[str, str, str, str], rounds: int, postgres: str | None) -> None:
     hop, commit = await machine_now()
     print(
         f"\nthis machine now: one SQLite statement on aiosqlite's thread and back {hop:.0f} us; "
         f"one synced commit {commit:.0f} us"
     )
-    for mode in ("rest", "streams"):
+    modes: list[tuple[str, bool, StoreLocation | None]] = [("rest", False, None), ("streams", True, None)]
+    if postgres is not None:
+        print(f"one statement to PostgreSQL over loopback and back: {await postgres_now(postgres):.0f} us")
+        modes.append(("rest, PostgreSQL store", False, StoreLocation.parse(postgres)))
+    own_by_store: dict[str, float] = {}
+    for mode, streams, store_at in modes:
         with tempfile.TemporaryDirectory() as folder:
             async with contextlib.AsyncExitStack() as stack:
-                runtime, timed = await open_runtime(Path(folder), address, stack, streams=mode == "streams")
+                runtime, timed = await open_runtime(Path(folder), address, stack, streams, store_at)
                 rtt = await round_trip_ms(timed, 50)
                 await direct_rounds(runtime, timed, 6)  # warm: instrument cache, imports, SQLite pages
                 plans, places = await direct_rounds(runtime, timed, rounds)
@@ -375,6 +428,8 @@ async def without_latency(address: tuple[str, str, str, str], rounds: int) -> No
             own = [a + b for a, b in zip(plan.own, place.own, strict=True)]
             wall = [a + b for a, b in zip(plan.wall, place.wall, strict=True)]
             median = statistics.median(own) * 1000
+            if label == "use cases" and not streams:
+                own_by_store["sqlite" if store_at is None else "postgresql"] = median
             print(
                 f"  {label:10}: plan+place wall {statistics.median(wall) * 1000:5.2f} ms; own time median "
                 f"{median:5.2f} ms (plan {plan.median_ms(plan.own):.2f}, place {place.median_ms(place.own):.2f}), "
@@ -386,6 +441,12 @@ async def without_latency(address: tuple[str, str, str, str], rounds: int) -> No
                     f"  {'':10}  of which the MCP client's output-schema checks (jsonschema, client side): "
                     f"{client * 1000:.2f} ms; without them {median - client * 1000:.2f} ms"
                 )
+    if len(own_by_store) == 2:
+        sqlite, server = own_by_store["sqlite"], own_by_store["postgresql"]
+        print(
+            f"\nPilot's own time per plan + place (use cases, REST facts): SQLite {sqlite:.2f} ms, PostgreSQL "
+            f"over loopback {server:.2f} ms ({server / sqlite:.2f}x)"
+        )
 
 
 def main() -> None:
@@ -393,6 +454,7 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--overhead-rounds", type=int, default=200)
+    parser.add_argument("--postgres", default=None, help="a PostgreSQL server for the store's figures")
     args = parser.parse_args()
     address, shutdown = start_exchange(args.latency_ms)
     try:
@@ -401,7 +463,8 @@ def main() -> None:
         shutdown()
     address, shutdown = start_exchange(0)
     try:
-        asyncio.run(without_latency(address, args.overhead_rounds))
+        with postgres_store(args.postgres) as postgres:
+            asyncio.run(without_latency(address, args.overhead_rounds, postgres))
     finally:
         shutdown()
 
