@@ -1,24 +1,37 @@
-"""Benchmark plan_order and place_order against the paper exchange, in exchange round trips and Pilot's own time.
+"""Benchmark plan_order and place_order on the paper exchange: round trips, Pilot's own time, the server's CPU.
 
-Two modes side by side in one run: "rest" (streams off: every fact read over REST, the read-back too) and
-"streams" (facts kept fresh by the paper exchange's Bybit V5 WebSocket streams, judged on while younger
-than maxFactAgeMs; the outcome of a send learnt from the order stream), and the streams again while
-stalled (the exchange stops pushing: every fact goes back to REST once older than maxFactAgeMs).
-The WebSocket side has no injected delay: a push leaves when the engine changes, as the REST answer does.
+Each figure is taken on two coins: BTCUSDT, listed on linear and spot, and ETHUSDT with its spot market
+taken out of the scenario (a perpetual whose coin has no spot market of the same name, common on Bybit:
+the judgement must learn "no such instrument" once, not on every call).
 
-Targets, with the exchange answering every request after an injected delay (scenario `latencyMs`, 50 ms):
-rest: plan_order <= 1 round trip + 10 ms (facts are read concurrently, instrument rules cached) and
-place_order <= 3 round trips + 10 ms; streams: plan_order <= 0.2 round trips, place_order <= 1.3; stalled:
-as rest. With no injected delay: Pilot's own time per plan + place, median <= 5 ms, measured
-through the in-memory MCP client and on the use cases directly. "Own time" is the wall time of the call minus
-the time during which at least one exchange request was in flight, or Pilot was waiting for the exchange's
-stream to show the order it had just sent (the union of those intervals), so the exchange's and the
-network's share is taken out however many requests overlap.
+1. Round trips, with the exchange answering every REST request after an injected delay (`--latency-ms`,
+   50 ms; the WebSocket side has none). Modes: "rest" (streams off: every fact read over REST, the
+   read-back too), "streams" (facts from the paper exchange's Bybit V5 streams while younger than
+   maxFactAgeMs; a send's outcome from the order stream) and, in-process, "stalled" (the exchange stops
+   pushing: facts go back to REST). Measured in-process (the use cases and the in-memory MCP client) and
+   through a real `pilot serve` over stdio attached to the exchange (`--paper-url`), as medians and p90s in
+   multiples of one bare round trip measured in the same run. Targets through stdio: streams plan_order
+   <= 0.2, place_order <= 1.2; rest plan_order <= 1.15, place_order <= 3.1.
+2. With no injected delay: Pilot's own time in-process (the wall time minus the time during which at least
+   one exchange request was in flight or Pilot waited for the order stream), on the home's SQLite store and,
+   beside it, on a PostgreSQL store over loopback (the store hosts share: `--postgres URL`, else
+   PILOT_TEST_POSTGRES, else a throwaway server scripts/throwaway-postgres starts; said and skipped without
+   one), and through stdio the whole
+   `pilot serve` process's CPU per plan + place (user + system, every thread: the SDK, the use cases, the
+   adapter's signing, HTTP and JSON, and the embedded paper exchange when there is one), for the external
+   paper exchange (its own process) and the embedded one. Targets through stdio with the external exchange:
+   <= 8 ms with streams, <= 12 ms over REST.
+3. A long session through stdio on the embedded paper exchange (the default `pilot serve`, its account in
+   the home), then on the external one (its account in a state file, as `pilot sim --home` keeps it):
+   place_order's median over the first and the last quarter of
+   `--session-rounds` (`--long`: 2,000 rounds, orders 1-500 against 1,501-2,000); target: the last within
+   1.2x of the first.
 
-The paper exchange runs in a child process, so its work does not share Pilot's GIL; rate limits are off.
+The external paper exchange runs in a child process (its work does not share Pilot's GIL); rate limits are off.
+The default run takes a few minutes; `--long` is the issue's form (2,000 rounds, more rounds everywhere).
 
-    .venv/bin/python benchmarks/bench_plan_place.py [--latency-ms 50] [--rounds 20] [--overhead-rounds 200]
-        [--postgres postgresql://USER@127.0.0.1:PORT/DB]
+    .venv/bin/python benchmarks/bench_plan_place.py [--latency-ms 50] [--rounds 30] [--overhead-rounds 200]
+        [--session-rounds 600] [--long] [--only trips,overhead,session] [--postgres postgresql://...]
 """
 
 from __future__ import annotations
@@ -32,6 +45,7 @@ import os
 import secrets
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -40,6 +54,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from mcp import Client
+from plan_place_stdio import make_home, quantile, stdio_server
 
 from pilot.app.facts.stream_cache import StreamingReader, start_streams
 from pilot.app.orders.inputs import PlanRequest
@@ -63,20 +78,25 @@ POLICY = {
     "maxSlippagePct": 0.5,
     "planTtlSeconds": 60,
 }
-# Sell then buy back Bybit's smallest BTCUSDT lot: the position stays under its cap however many rounds run.
+# Sell then buy back a small lot: the position stays under its cap however many rounds run.
 ORDERS = (
     {"symbol": "BTCUSDT", "side": "sell", "qty": "0.001"},
     {"symbol": "BTCUSDT", "side": "buy", "qty": "0.001"},
 )
+NO_SPOT_ORDERS = (
+    {"symbol": "ETHUSDT", "side": "sell", "qty": "0.02"},
+    {"symbol": "ETHUSDT", "side": "buy", "qty": "0.02"},
+)
+COINS = {"BTCUSDT (spot listed)": ORDERS, "ETHUSDT (no spot)": NO_SPOT_ORDERS}
 
 
 # ---- the exchange, in its own process -------------------------------------------------------------------
 
 
-def serve(scenario: dict, ready: Any, stop: Any, stall: Any) -> None:
+def serve(scenario: dict, ready: Any, stop: Any, stall: Any, state_path: Path | None = None) -> None:
     from pilot.exchange.sim import start_paper_exchange
 
-    with start_paper_exchange(scenario) as paper:
+    with start_paper_exchange(scenario, state_path=state_path) as paper:
         ready.put((paper.url, paper.api_key, paper.api_secret, paper.ws_url))
         while not stop.wait(0.01):
             paper.stream_faults.stall = stall.is_set()
@@ -85,18 +105,32 @@ def serve(scenario: dict, ready: Any, stop: Any, stall: Any) -> None:
 STALL: Any = None  # set in the parent: the child stops every stream push while it is set
 
 
-def start_exchange(latency_ms: float) -> tuple[tuple[str, str, str, str], Callable[[], None]]:
+def bench_scenario(latency_ms: float) -> dict[str, Any]:
+    """The default scenario, rate limits off, a large balance, and no spot ETHUSDT."""
     scenario = json.loads(
         resources.files("pilot.exchange.sim").joinpath("scenarios/default.json").read_text()
     )
     scenario["rateLimits"] = False
     scenario["latencyMs"] = latency_ms
     scenario["balances"] = {"USDT": "1000000"}
+    scenario["instruments"] = [
+        i for i in scenario["instruments"] if (i["category"], i["symbol"]) != ("spot", "ETHUSDT")
+    ]
+    return scenario
+
+
+def start_exchange(
+    latency_ms: float, state_path: Path | None = None
+) -> tuple[tuple[str, str, str, str], Callable[[], None]]:
+    """The paper exchange in a child process (`pilot sim --state FILE`-like when `state_path` is given)."""
+    scenario = bench_scenario(latency_ms)
     global STALL
     ready: Any = multiprocessing.Queue()
     stop = multiprocessing.Event()
     STALL = multiprocessing.Event()
-    process = multiprocessing.Process(target=serve, args=(scenario, ready, stop, STALL), daemon=True)
+    process = multiprocessing.Process(
+        target=serve, args=(scenario, ready, stop, STALL, state_path), daemon=True
+    )
     process.start()
     address = ready.get(timeout=20)
 
@@ -244,10 +278,12 @@ async def round_trip_ms(timed: TimedExchange, rounds: int) -> float:
     return statistics.median(samples) * 1000
 
 
-async def direct_rounds(runtime: Runtime, timed: TimedExchange, rounds: int) -> tuple[Measured, Measured]:
+async def direct_rounds(
+    runtime: Runtime, timed: TimedExchange, rounds: int, orders: tuple[dict[str, str], ...] = ORDERS
+) -> tuple[Measured, Measured]:
     plans, places = Measured(), Measured()
     for index in range(rounds):
-        request = PlanRequest.parse(ORDERS[index % 2])
+        request = PlanRequest.parse(orders[index % 2])
         planned = await measure(timed, lambda request=request: plan_order(runtime, request), plans)
         assert planned.status == "ok", planned
         placed = await measure(timed, lambda p=planned.plan_id: place_order(runtime, p), places)
@@ -271,18 +307,22 @@ class ValidationTimer:
 
 
 async def mcp_rounds(
-    runtime: Runtime, timed: TimedExchange, rounds: int, warm: int = 2
+    runtime: Runtime,
+    timed: TimedExchange,
+    rounds: int,
+    orders: tuple[dict[str, str], ...] = ORDERS,
+    warm: int = 2,
 ) -> tuple[Measured, Measured, float]:
     """Plan and place through the in-memory MCP client; also returns the client's schema checks per round."""
     plans, places = Measured(), Measured()
     async with Client(build_server(runtime), raise_exceptions=True) as client:
         for index in range(warm):  # the first call of each tool lists the tools and compiles their schemas
-            planned = await client.call_tool("plan_order", ORDERS[index % 2])
+            planned = await client.call_tool("plan_order", orders[index % 2])
             await client.call_tool("place_order", {"plan_id": planned.structured_content["plan_id"]})
         validation = ValidationTimer(client.session)
         for index in range(rounds):
             planned = await measure(
-                timed, lambda i=index: client.call_tool("plan_order", ORDERS[i % 2]), plans
+                timed, lambda i=index: client.call_tool("plan_order", orders[i % 2]), plans
             )
             plan_id = planned.structured_content["plan_id"]
             placed = await measure(
@@ -292,51 +332,99 @@ async def mcp_rounds(
     return plans, places, validation.seconds / rounds
 
 
-async def with_latency(address: tuple[str, str, str, str], latency_ms: float, rounds: int) -> None:
-    rows = []
-    for mode in ("rest", "streams", "stalled"):
-        with tempfile.TemporaryDirectory() as folder:
-            async with contextlib.AsyncExitStack() as stack:
-                runtime, timed = await open_runtime(Path(folder), address, stack, streams=mode != "rest")
-                rtt = await round_trip_ms(timed, 10)
-                cold = Measured()
-                first = PlanRequest.parse(ORDERS[0])
-                await measure(timed, lambda r=runtime, f=first: plan_order(r, f), cold)
-                if mode == "stalled":
-                    STALL.set()
-                    assert timed.streaming is not None
-                    await until_streamed(timed.streaming, False)
-                try:
-                    plans, places = await direct_rounds(runtime, timed, rounds)
-                    mcp_plans, mcp_places, checks = await mcp_rounds(runtime, timed, rounds)
-                finally:
-                    STALL.clear()
-        rows.append((mode, rtt, cold, plans, places, mcp_plans, mcp_places, checks))
-    print(
-        f"\nwith {latency_ms:.0f} ms injected per request; one bare round trip (ticker read): {rows[0][1]:.1f} ms"
+def p90_ms(values: list[float]) -> float:
+    return quantile(values, 0.9) * 1000
+
+
+def trips(label: str, wall: list[float], rtt: float, target: float) -> str:
+    median, p90 = statistics.median(wall) * 1000, p90_ms(wall)
+    verdict = "ok" if median / rtt <= target else "MISSED"
+    return (
+        f"{label}: median {median / rtt:4.2f} round trips ({median:6.1f} ms), p90 {p90 / rtt:4.2f} "
+        f"(target median <= {target}: {verdict})"
     )
-    targets = {"rest": (1.0, 3.0), "streams": (0.2, 1.3), "stalled": (1.0, 3.0)}
-    for mode, rtt, cold, plans, places, mcp_plans, mcp_places, checks in rows:
-        print(
-            f"  [{mode}] cold plan_order (instrument rules not cached yet): {cold.median_ms(cold.wall):.1f} ms"
-        )
-        plan_trips, place_trips = targets[mode]
-        for label, measured, trips in (
-            ("plan_order  (use case)", plans, plan_trips),
-            ("place_order (use case)", places, place_trips),
-            ("plan_order  (MCP)     ", mcp_plans, plan_trips),
-            ("place_order (MCP)     ", mcp_places, place_trips),
-        ):
-            median = measured.median_ms(measured.wall)
-            target = trips * rtt + (10 if mode != "streams" else 0)
+
+
+TARGETS = {"rest": (1.15, 3.1), "streams": (0.2, 1.2), "stalled": (1.15, 3.1)}
+
+
+async def in_process_trips(address: tuple[str, str, str, str], rounds: int) -> None:
+    """The use cases and the in-memory MCP client, each coin, each mode."""
+    for coin, orders in COINS.items():
+        for mode in ("rest", "streams", "stalled"):
+            if mode == "stalled" and orders is not ORDERS:
+                continue
+            with tempfile.TemporaryDirectory() as folder:
+                async with contextlib.AsyncExitStack() as stack:
+                    runtime, timed = await open_runtime(Path(folder), address, stack, streams=mode != "rest")
+                    rtt = await round_trip_ms(timed, 10)
+                    cold = Measured()
+                    first = PlanRequest.parse(orders[0])
+                    await measure(timed, lambda r=runtime, f=first: plan_order(r, f), cold)
+                    if mode == "stalled":
+                        STALL.set()
+                        assert timed.streaming is not None
+                        await until_streamed(timed.streaming, False)
+                    try:
+                        plans, places = await direct_rounds(runtime, timed, rounds, orders)
+                        mcp_plans, mcp_places, _ = await mcp_rounds(runtime, timed, rounds, orders)
+                    finally:
+                        STALL.clear()
+            plan_target, place_target = TARGETS[mode]
             print(
-                f"  [{mode:7}] {label}: median {median:6.1f} ms = {median / rtt:4.2f} round trips, Pilot's own "
-                f"{measured.median_ms(measured.own):4.1f} ms (target <= {target:.0f} ms: "
-                f"{'ok' if median <= target else 'MISSED'}); exchange calls: {', '.join(measured.calls[-1]) or '-'}"
+                f"  [{mode:7}] {coin}: one bare round trip {rtt:.1f} ms; cold plan_order {cold.wall[0] * 1000:.1f} ms"
             )
-        print(
-            f"  [{mode:7}] (the MCP client's own output-schema checks: {checks * 1000:.1f} ms per plan + place)"
-        )
+            for label, measured, target in (
+                ("plan_order  (use case)", plans, plan_target),
+                ("place_order (use case)", places, place_target),
+                ("plan_order  (MCP)     ", mcp_plans, plan_target),
+                ("place_order (MCP)     ", mcp_places, place_target),
+            ):
+                print(
+                    f"  [{mode:7}]   {trips(label, measured.wall, rtt, target)}; Pilot's own "
+                    f"{measured.median_ms(measured.own):4.1f} ms; exchange calls: {', '.join(measured.calls[-1]) or '-'}"
+                )
+
+
+async def stdio_trips(
+    address: tuple[str, str, str, str], scenario_file: Path, rounds: int, warm: int = 4
+) -> None:
+    """A real `pilot serve` over stdio, attached to the exchange, each coin, each mode."""
+    url = address[0]
+    for coin, orders in COINS.items():
+        for mode in ("rest", "streams"):
+            with tempfile.TemporaryDirectory() as folder:
+                home = Path(folder) / "home"
+                make_home(home, POLICY)
+                streams = "--streams" if mode == "streams" else "--no-streams"
+                async with contextlib.AsyncExitStack() as stack:
+                    adapter = BybitExchange.connect(
+                        "paper", api_key=address[1], api_secret=address[2], base_url=url
+                    )
+                    stack.push_async_callback(adapter.close)
+                    rtt = await round_trip_ms(TimedExchange(adapter), 10)
+                    server = await stack.enter_async_context(
+                        stdio_server(home, "--paper-url", url, "--scenario", str(scenario_file), streams)
+                    )
+                    await server.rounds(list(orders), warm)
+                    run = await server.rounds(list(orders), rounds)
+            plan_target, place_target = TARGETS[mode]
+            print(f"  [{mode:7}] {coin} through stdio (one bare round trip {rtt:.1f} ms):")
+            print(f"  [{mode:7}]   {trips('plan_order ', run.plans.wall, rtt, plan_target)}")
+            print(f"  [{mode:7}]   {trips('place_order', run.places.wall, rtt, place_target)}")
+            print(
+                f"  [{mode:7}]   server CPU per plan + place (waits included): {run.cpu_ms_per_round():.1f} ms"
+            )
+
+
+async def with_latency(
+    address: tuple[str, str, str, str], latency_ms: float, rounds: int, scenario_file: Path
+) -> None:
+    print(f"\n1. Round trips, {latency_ms:.0f} ms injected per REST request ({rounds} rounds each)")
+    print(" in-process:")
+    await in_process_trips(address, rounds)
+    print(" through stdio (pilot serve --paper-url):")
+    await stdio_trips(address, scenario_file, rounds)
 
 
 async def machine_now() -> tuple[float, float]:
@@ -372,6 +460,9 @@ async def postgres_now(url: str) -> float:
         return (time.perf_counter() - start) / 2000 * 1e6
 
 
+THROWAWAY = Path(__file__).resolve().parents[1] / "scripts" / "throwaway-postgres"
+
+
 @contextlib.contextmanager
 def postgres_store(given: str | None) -> Iterator[str | None]:
     """A fresh schema on the PostgreSQL server given (or PILOT_TEST_POSTGRES's, or a throwaway one started for
@@ -380,10 +471,9 @@ def postgres_store(given: str | None) -> Iterator[str | None]:
 
     base, started = given or os.environ.get("PILOT_TEST_POSTGRES"), None
     if base is None:
-        script = Path(__file__).resolve().parents[1] / "scripts" / "throwaway-postgres"
-        result = subprocess.run([str(script), "start"], capture_output=True, text=True)
+        result = subprocess.run([str(THROWAWAY), "start"], capture_output=True, text=True)
         if result.returncode != 0:
-            print(f"\nno PostgreSQL server for the store's figures: {result.stderr.strip()}")
+            print(f"  (no PostgreSQL server for the store's figures: {result.stderr.strip()})")
             yield None
             return
         found = dict(line.removeprefix("export ").split("=", 1) for line in result.stdout.splitlines())
@@ -397,22 +487,27 @@ def postgres_store(given: str | None) -> Iterator[str | None]:
         with contextlib.suppress(psycopg.Error), psycopg.connect(base, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         if started:
-            script = Path(__file__).resolve().parents[1] / "scripts" / "throwaway-postgres"
-            subprocess.run([str(script), "stop", started], check=False)
+            subprocess.run([str(THROWAWAY), "stop", started], check=False)
 
 
-async def without_latency(address: tuple[str, str, str, str], rounds: int, postgres: str | None) -> None:
+async def without_latency(
+    address: tuple[str, str, str, str], rounds: int, postgres: str | None = None
+) -> None:
     hop, commit = await machine_now()
     print(
-        f"\nthis machine now: one SQLite statement on aiosqlite's thread and back {hop:.0f} us; "
-        f"one synced commit {commit:.0f} us"
+        f"\n2. No injected delay ({rounds} rounds each). This machine now: one SQLite statement on aiosqlite's "
+        f"thread and back {hop:.0f} us; one synced commit {commit:.0f} us; load average {os.getloadavg()[0]:.2f}"
     )
     modes: list[tuple[str, bool, StoreLocation | None]] = [("rest", False, None), ("streams", True, None)]
     if postgres is not None:
-        print(f"one statement to PostgreSQL over loopback and back: {await postgres_now(postgres):.0f} us")
-        modes.append(("rest, PostgreSQL store", False, StoreLocation.parse(postgres)))
-    own_by_store: dict[str, float] = {}
+        print(f"  one statement to PostgreSQL over loopback and back: {await postgres_now(postgres):.0f} us")
+        modes += [
+            ("rest", False, StoreLocation.parse(postgres)),
+            ("streams", True, StoreLocation.parse(postgres)),
+        ]
+    own_by_store: dict[tuple[str, str], float] = {}
     for mode, streams, store_at in modes:
+        engine = "SQLite" if store_at is None else "PostgreSQL"
         with tempfile.TemporaryDirectory() as folder:
             async with contextlib.AsyncExitStack() as stack:
                 runtime, timed = await open_runtime(Path(folder), address, stack, streams, store_at)
@@ -420,7 +515,9 @@ async def without_latency(address: tuple[str, str, str, str], rounds: int, postg
                 await direct_rounds(runtime, timed, 6)  # warm: instrument cache, imports, SQLite pages
                 plans, places = await direct_rounds(runtime, timed, rounds)
                 mcp_plans, mcp_places, checks = await mcp_rounds(runtime, timed, rounds)
-        print(f"\n[{mode}] with no injected delay; one bare round trip (ticker read): {rtt:.2f} ms")
+        print(
+            f"  [{mode:7}] in-process, {engine} store, BTCUSDT; one bare round trip (ticker read): {rtt:.2f} ms"
+        )
         for label, plan, place, client in (
             ("use cases", plans, places, 0.0),
             ("MCP client", mcp_plans, mcp_places, checks),
@@ -428,46 +525,145 @@ async def without_latency(address: tuple[str, str, str, str], rounds: int, postg
             own = [a + b for a, b in zip(plan.own, place.own, strict=True)]
             wall = [a + b for a, b in zip(plan.wall, place.wall, strict=True)]
             median = statistics.median(own) * 1000
-            if label == "use cases" and not streams:
-                own_by_store["sqlite" if store_at is None else "postgresql"] = median
+            if label == "use cases":
+                own_by_store[(mode, engine)] = median
             print(
-                f"  {label:10}: plan+place wall {statistics.median(wall) * 1000:5.2f} ms; own time median "
-                f"{median:5.2f} ms (plan {plan.median_ms(plan.own):.2f}, place {place.median_ms(place.own):.2f}), "
-                f"p90 {statistics.quantiles(own, n=10)[-1] * 1000:.2f} ms (target median <= 5 ms: "
-                f"{'ok' if median <= 5 else 'MISSED'})"
+                f"  [{mode:7}]   {label:10}: plan+place wall {statistics.median(wall) * 1000:5.2f} ms; own time "
+                f"median {median:5.2f} ms (plan {plan.median_ms(plan.own):.2f}, place {place.median_ms(place.own):.2f}), "
+                f"p90 {p90_ms(own):.2f} ms"
+                + (f"; of which the client's output-schema checks {client * 1000:.2f} ms" if client else "")
             )
-            if client:
-                print(
-                    f"  {'':10}  of which the MCP client's output-schema checks (jsonschema, client side): "
-                    f"{client * 1000:.2f} ms; without them {median - client * 1000:.2f} ms"
+    for mode in ("rest", "streams"):
+        if (mode, "PostgreSQL") in own_by_store:
+            sqlite, server = own_by_store[(mode, "SQLite")], own_by_store[(mode, "PostgreSQL")]
+            print(
+                f"  [{mode:7}] Pilot's own time per plan + place (use cases): SQLite {sqlite:.2f} ms, "
+                f"PostgreSQL over loopback {server:.2f} ms ({server / sqlite:.2f}x)"
+            )
+
+
+async def stdio_cpu(
+    address: tuple[str, str, str, str], scenario_file: Path, rounds: int, warm: int = 10
+) -> None:
+    """The server process's CPU per plan + place, external and embedded paper exchange, each mode and coin."""
+    cpu_targets = {"rest": 12.0, "streams": 8.0}
+    for exchange in ("external", "embedded"):
+        for mode in ("rest", "streams"):
+            for coin, orders in COINS.items():
+                with tempfile.TemporaryDirectory() as folder:
+                    home = Path(folder) / "home"
+                    make_home(home, POLICY)
+                    attach = ["--paper-url", address[0]] if exchange == "external" else []
+                    streams = "--streams" if mode == "streams" else "--no-streams"
+                    async with stdio_server(
+                        home, *attach, "--scenario", str(scenario_file), streams
+                    ) as server:
+                        await server.rounds(list(orders), warm)
+                        run = await server.rounds(list(orders), rounds)
+                wall = [a + b for a, b in zip(run.plans.wall, run.places.wall, strict=True)]
+                cpu = run.cpu_ms_per_round()
+                target = cpu_targets[mode]
+                verdict = (
+                    f" (target <= {target:.0f} ms: {'ok' if cpu <= target else 'MISSED'})"
+                    if exchange == "external"
+                    else ""
                 )
-    if len(own_by_store) == 2:
-        sqlite, server = own_by_store["sqlite"], own_by_store["postgresql"]
+                print(
+                    f"  [{mode:7}] stdio, {exchange} exchange, {coin}: server CPU per plan + place {cpu:5.2f} ms{verdict}; "
+                    f"wall median {statistics.median(wall) * 1000:5.2f} ms, p90 {p90_ms(wall):5.2f} ms"
+                )
+
+
+async def long_session(
+    scenario_file: Path, rounds: int, address: tuple[str, str, str, str] | None, sim_state: Path | None = None
+) -> None:
+    """`pilot serve` over many rounds: embedded (the default: the paper exchange in the server, its account in
+    the home, streams on), or attached to the external exchange at `address` (streams on)."""
+    quarter = rounds // 4
+    where = "the embedded paper exchange" if address is None else "the external paper exchange"
+    print(
+        f"\n3. A long session: {rounds} rounds of plan + place through stdio on {where} (streams on), "
+        f"BTCUSDT; load average {os.getloadavg()[0]:.2f}"
+    )
+    attach = ["--paper-url", address[0]] if address is not None else []
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder) / "home"
+        make_home(home, POLICY)
+        async with stdio_server(home, *attach, "--scenario", str(scenario_file), "--streams") as server:
+            windows = [await server.rounds(list(ORDERS), quarter) for _ in range(4)]
+            state = sim_state or home / "paper" / "state.json"
+            files = [path for path in (state, state.with_name(state.name + ".log")) if path.exists()]
+            sizes = ", ".join(f"{path.name} {path.stat().st_size / 1e6:.2f} MB" for path in files) or "none"
+    first, last = windows[0], windows[-1]
+    for index, window in enumerate(windows):
         print(
-            f"\nPilot's own time per plan + place (use cases, REST facts): SQLite {sqlite:.2f} ms, PostgreSQL "
-            f"over loopback {server:.2f} ms ({server / sqlite:.2f}x)"
+            f"  orders {index * quarter + 1:5}-{(index + 1) * quarter:5}: place_order median "
+            f"{window.places.median_ms():5.2f} ms, p90 {window.places.p90_ms():5.2f} ms; plan_order median "
+            f"{window.plans.median_ms():5.2f} ms, p90 {window.plans.p90_ms():5.2f} ms; "
+            f"server CPU per plan + place {window.cpu_ms_per_round():5.2f} ms"
         )
+    ratio = last.places.median_ms() / first.places.median_ms()
+    print(
+        f"  place_order median, last quarter / first: {ratio:.2f}x (target <= 1.2x: {'ok' if ratio <= 1.2 else 'MISSED'}); "
+        f"CPU last / first {last.cpu_ms_per_round() / first.cpu_ms_per_round():.2f}x; "
+        f"the paper account on disk before the stop: {sizes}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency-ms", type=float, default=50)
-    parser.add_argument("--rounds", type=int, default=20)
-    parser.add_argument("--overhead-rounds", type=int, default=200)
-    parser.add_argument("--postgres", default=None, help="a PostgreSQL server for the store's figures")
+    parser.add_argument("--rounds", type=int, default=30, help="rounds per figure with injected latency")
+    parser.add_argument("--overhead-rounds", type=int, default=200, help="rounds per figure with none")
+    parser.add_argument("--session-rounds", type=int, default=600)
+    parser.add_argument(
+        "--long", action="store_true", help="the issue's form: 2,000 session rounds, more rounds"
+    )
+    parser.add_argument("--only", default="trips,overhead,session", help="which parts, separated by commas")
+    parser.add_argument(
+        "--postgres", default=None, help="a PostgreSQL server for the store's figures (a URL)"
+    )
     args = parser.parse_args()
-    address, shutdown = start_exchange(args.latency_ms)
-    try:
-        asyncio.run(with_latency(address, args.latency_ms, args.rounds))
-    finally:
-        shutdown()
-    address, shutdown = start_exchange(0)
-    try:
-        with postgres_store(args.postgres) as postgres:
-            asyncio.run(without_latency(address, args.overhead_rounds, postgres))
-    finally:
-        shutdown()
+    if args.long:
+        args.rounds, args.overhead_rounds, args.session_rounds = (
+            max(args.rounds, 60),
+            max(args.overhead_rounds, 500),
+            max(args.session_rounds, 2000),
+        )
+    parts = set(args.only.split(","))
+    os.environ.setdefault("PILOT_JOURNAL_KEY_FILE", str(Path(tempfile.mkdtemp()) / "journal.key"))
+    print(
+        f"bench_plan_place on {os.cpu_count()} cores, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    )
+    with tempfile.TemporaryDirectory() as folder:
+        if "trips" in parts:
+            scenario_file = Path(folder) / "latency.json"
+            scenario_file.write_text(json.dumps(bench_scenario(args.latency_ms)))
+            address, shutdown = start_exchange(args.latency_ms)
+            try:
+                asyncio.run(with_latency(address, args.latency_ms, args.rounds, scenario_file))
+            finally:
+                shutdown()
+        scenario_file = Path(folder) / "quick.json"
+        scenario_file.write_text(json.dumps(bench_scenario(0)))
+        if "overhead" in parts:
+            address, shutdown = start_exchange(0)
+            try:
+                with postgres_store(args.postgres) as postgres:
+                    asyncio.run(without_latency(address, args.overhead_rounds, postgres))
+                print(" through stdio: the whole pilot serve process's CPU")
+                asyncio.run(stdio_cpu(address, scenario_file, args.overhead_rounds))
+            finally:
+                shutdown()
+        if "session" in parts:
+            asyncio.run(long_session(scenario_file, args.session_rounds, None))
+            sim_state = Path(folder) / "sim-state.json"
+            address, shutdown = start_exchange(0, sim_state)  # its account in a file, as `pilot sim --home`
+            try:
+                asyncio.run(long_session(scenario_file, args.session_rounds, address, sim_state))
+            finally:
+                shutdown()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

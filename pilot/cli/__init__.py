@@ -1,4 +1,8 @@
-"""The `pilot` command: a thin click group; each command group lives in its own module here."""
+"""The `pilot` command: a thin click group; each command group lives in its own module here.
+
+A command's module is imported when that command runs (or help lists it), not before: `pilot serve` does
+not pay for the console, the journal's card printer or the demo, nor they for the MCP server.
+"""
 
 from __future__ import annotations
 
@@ -29,10 +33,32 @@ _COMMAND_MODULES = (
     "demo",
     "evals",
 )
+_COMMAND_NAMES = {
+    "killswitch": "kill-switch",
+    "losslimit": "loss-limit",
+    "evals": "eval",
+}  # else the module name
 
 
 class PilotGroup(click.Group):
-    """The top group: foreseen failures become one CliError line (or JSON document), never a traceback."""
+    """The top group: foreseen failures become one CliError line (or JSON document), never a traceback.
+
+    Its commands are its modules' `command`s, each imported when first asked for.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [self._name_of(module) for module in _COMMAND_MODULES]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = next((m for m in _COMMAND_MODULES if self._name_of(m) == cmd_name), None)
+        if module is None:
+            return None
+        command: click.Command = importlib.import_module(f"pilot.cli.{module}").command
+        return command
+
+    @staticmethod
+    def _name_of(module: str) -> str:
+        return _COMMAND_NAMES.get(module, module)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -59,7 +85,3 @@ def main() -> None:
     Every command acts on a home (policy.json and journal/): --home DIR, else PILOT_HOME, else the current
     directory if it holds a policy.json. Exit codes: 0 done, 1 a check failed, 2 usage or environment.
     """
-
-
-for _name in _COMMAND_MODULES:
-    main.add_command(importlib.import_module(f"pilot.cli.{_name}").command)

@@ -24,7 +24,6 @@ from typing import Any, TypeVar
 import anyio
 import click
 
-from pilot.app.human.desk import open_desk
 from pilot.app.runtime.runtime import STORE_ENVIRONMENT_VARIABLE, Home, Runtime
 from pilot.cli.output import GIVEN_HOME_KEY, CliError
 from pilot.store import StoreLocation
@@ -145,6 +144,8 @@ def _require_home(home: Path, source: str) -> None:
 def on_desk(home: Path, use: Callable[[Runtime], Awaitable[T]], *, react: bool = True) -> T:
     """Open the home's store (no exchange), run `use`, close. Foreseen failures exit 2 (see PilotGroup).
     `react` False: a journal found rolled back is reported by `use`, not acted on (pilot.app.human.desk)."""
+
+    from pilot.app.human.desk import open_desk  # the human's commands only: `pilot serve` never opens a desk
 
     async def run() -> T:
         async with open_desk(home, react=react) as runtime:

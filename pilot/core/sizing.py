@@ -57,8 +57,13 @@ def suggest(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
         )
     base = replace(order, limit_price=price)
 
+    # One judgement at many sizes: each probe is built from the fields read once (dataclasses.replace
+    # reads every field's definition again on each call: half a probe's cost besides the checks).
+    facts_fields, order_fields = facts.field_values(), base.field_values()
+
     def fails(steps: int, codes: frozenset[Code]) -> list[Breach]:
-        probe = replace(facts, order=replace(base, qty=steps * rules.qty_step))
+        order = OrderIntent(**{**order_fields, "qty": steps * rules.qty_step})
+        probe = Facts(**{**facts_fields, "order": order})
         return [b for b in run_checks(policy, probe)[1] if b.rule in codes]
 
     # The minimums are met at the price the suggestion sends (a limit moved into the band), not the one asked.

@@ -51,8 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -80,6 +79,8 @@ from pilot.exchange.errors import (
     OutcomeUnknown,
     UnsupportedPositionMode,
 )
+from pilot.exchange.listings import UNLISTED, Listings
+from pilot.exchange.loopback_http import LoopbackClient
 from pilot.exchange.models import (
     AccountBalance,
     ApiKeyInfo,
@@ -282,7 +283,7 @@ class BybitExchange:
         self._clock = clock
         self._recorder = recorder
         self._executor = ThreadPoolExecutor(max_workers=CONCURRENT_REQUESTS, thread_name_prefix="bybit")
-        self._instruments: dict[tuple[str, str], tuple[float, InstrumentRules]] = {}
+        self.listings = Listings(INSTRUMENT_TTL_SECONDS)
         self._quarantine = Quarantine()  # symbols the exchange names that no agent could write
 
     @classmethod
@@ -334,6 +335,8 @@ class BybitExchange:
         if record_dir is not None:
             recorder = Recorder(Path(record_dir), secrets=(api_key, api_secret), environment=environment)
             recorder.attach(session.client)
+        elif environment == "paper":  # urllib3 alone: a third of requests' CPU per request (loopback_http)
+            session.client = LoopbackClient(url, session.client.headers, CONCURRENT_REQUESTS)
         return cls(session, environment, url, clock=clock or system_clock, recorder=recorder)
 
     def __repr__(self) -> str:
@@ -443,15 +446,28 @@ class BybitExchange:
     # ---- market data -------------------------------------------------------------------------------
 
     async def get_instrument(self, category: str, symbol: str) -> InstrumentRules:
-        cached = self._instruments.get((category, symbol))
-        if cached is not None and time.monotonic() - cached[0] < INSTRUMENT_TTL_SECONDS:
-            return cached[1]
+        """The market's rules (cached INSTRUMENT_TTL_SECONDS, as is the answer that there is no such market).
+
+        Raises:
+            ExchangeRejected: family "not_found" (or "params", as the exchange answered it) when the exchange
+                lists no such instrument.
+        """
         action = f"read the {category} instrument {symbol}"
+        cached = self.listings.get(category, symbol)
+        if isinstance(cached, InstrumentRules):
+            return cached
+        if cached is UNLISTED:
+            raise self._unlisted(action)
         info = self._call("get_instruments_info", action, category=category, symbol=symbol)
-        if category == "spot":
-            answer, mmr = await info, Decimal(0)
-        else:  # both reads at once: one round trip on a cold cache
-            answer, mmr = await asyncio.gather(info, self._maintenance_margin_rate(category, symbol))
+        try:
+            if category == "spot":
+                answer, mmr = await info, Decimal(0)
+            else:  # both reads at once: one round trip on a cold cache
+                answer, mmr = await asyncio.gather(info, self._maintenance_margin_rate(category, symbol))
+        except ExchangeRejected as refused:
+            if refused.unlisted:
+                self.listings.keep(category, symbol, UNLISTED)
+            raise
         rows = self._parse(
             answer,
             lambda a: [row for row in a["result"]["list"] if row["symbol"] == symbol],
@@ -459,14 +475,33 @@ class BybitExchange:
             operation="read",
         )
         if not rows:
-            raise ExchangeRejected(
-                f"{action}: the exchange lists no such instrument.", ret_code=10001, family="not_found"
-            )
+            self.listings.keep(category, symbol, UNLISTED)
+            raise self._unlisted(action)
         rules = self._parse(
             rows[0], lambda row: wire_.instrument_rules(category, row, mmr), action, operation="read"
         )
-        self._instruments[(category, symbol)] = (time.monotonic(), rules)
+        self.listings.keep(category, symbol, rules)
         return rules
+
+    def listed(self, category: str, symbol: str) -> bool | None:
+        """Whether the exchange lists the market, as last read and still cached; None when not known."""
+        return self.listings.listed(category, symbol)
+
+    @contextlib.contextmanager
+    def _rules_checked(self, category: str, symbol: str) -> Iterator[None]:
+        """An order refused for its parameters: the market's rules are read again before the next judgement."""
+        try:
+            yield
+        except ExchangeRejected as refused:
+            if refused.family == "params":
+                self.listings.refused_for_parameters(category, symbol)
+            raise
+
+    @staticmethod
+    def _unlisted(action: str) -> ExchangeRejected:
+        return ExchangeRejected(
+            f"{action}: the exchange lists no such instrument.", ret_code=10001, family="not_found"
+        )
 
     async def _maintenance_margin_rate(self, category: str, symbol: str) -> Decimal:
         action = f"read the risk limit of {symbol}"
@@ -481,9 +516,11 @@ class BybitExchange:
         def parse(answer: dict[str, Any]) -> Ticker:
             return wire_.ticker(category, answer["result"]["list"][0], wire_.ms_to_datetime(answer["time"]))
 
-        return await self._read(
+        ticker = await self._read(
             f"read the {symbol} ticker", parse, "get_tickers", category=category, symbol=symbol
         )
+        self.listings.market_answered(category, symbol)
+        return ticker
 
     async def get_touch(self, category: str, symbol: str) -> Touch:
         """Bid, ask and mark; spot has no mark price, so its mark is the mid."""
@@ -495,7 +532,7 @@ class BybitExchange:
         def parse(answer: dict[str, Any]) -> OrderBook:
             return wire_.orderbook(category, answer["result"], wire_.ms_to_datetime(answer["time"]))
 
-        return await self._read(
+        book = await self._read(
             f"read the {symbol} order book",
             parse,
             "get_orderbook",
@@ -503,6 +540,8 @@ class BybitExchange:
             symbol=symbol,
             limit=depth,
         )
+        self.listings.market_answered(category, symbol)
+        return book
 
     async def get_price_band(self, category: str, symbol: str) -> PriceBand:
         """The order price band right now (/v5/market/price-limit): the highest buy and the lowest sell.
@@ -517,9 +556,11 @@ class BybitExchange:
         def parse(answer: dict[str, Any]) -> PriceBand:
             return wire_.price_band(category, answer["result"], wire_.ms_to_datetime(answer["time"]))
 
-        return await self._read(
+        band = await self._read(
             f"read the {symbol} price band", parse, "get_price_limit", category=category, symbol=symbol
         )
+        self.listings.market_answered(category, symbol)
+        return band
 
     # ---- account -----------------------------------------------------------------------------------
 
@@ -782,13 +823,14 @@ class BybitExchange:
             ExchangeUnavailable: not processed (connection refused, HTTP 4xx such as the 403 IP ban).
         """
         action = f"create order {request.order_link_id}"
-        answer = await self._call(
-            "place_order",
-            action,
-            operation="create",
-            link_id=request.order_link_id,
-            **wire_.order_params(request),
-        )
+        with self._rules_checked(request.category, request.symbol):
+            answer = await self._call(
+                "place_order",
+                action,
+                operation="create",
+                link_id=request.order_link_id,
+                **wire_.order_params(request),
+            )
 
         def parse(a: dict[str, Any]) -> OrderAck:
             return OrderAck(order_id=a["result"]["orderId"], order_link_id=a["result"]["orderLinkId"])
@@ -836,7 +878,8 @@ class BybitExchange:
             params["qty"] = wire_.wire(qty)
         if price is not None:
             params["price"] = wire_.wire(price)
-        answer = await self._call("amend_order", action, operation="amend", **params)
+        with self._rules_checked(category, symbol):
+            answer = await self._call("amend_order", action, operation="amend", **params)
         return self._parse(answer, lambda a: str(a["result"]["orderId"]), action, operation="amend")
 
     async def cancel_all_orders(

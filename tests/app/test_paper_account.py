@@ -98,6 +98,12 @@ async def test_a_confirmation_parked_by_one_process_is_executed_against_the_same
     assert [row["size"] for row in positions] == ["-0.00051"]  # both sells, on one account
 
 
+def paper_files(home: Path) -> tuple[bytes, bytes]:
+    """The paper account on disk: its snapshot and the log of changes after it."""
+    state = Home(home).paper_state_path
+    return state.read_bytes(), state.with_name(state.name + ".log").read_bytes()
+
+
 async def test_a_second_process_cannot_embed_the_same_paper_account_and_is_told_how_to_share_it(
     tmp_path, clock: FakeClock
 ):
@@ -105,17 +111,17 @@ async def test_a_second_process_cannot_embed_the_same_paper_account_and_is_told_
     async with open_runtime(home, scenario=ARTICLE, clock=clock) as first:
         async with Client(build_server(first)) as client:
             assert (await plan_and_place(client, BTC_SHORT))["status"] == "filled"
-        saved = Home(home).paper_state_path.read_bytes()
+        saved = paper_files(home)
         with pytest.raises(StartupError) as refused:
             async with open_runtime(home, scenario=ARTICLE, clock=clock):
                 pass
-        assert Home(home).paper_state_path.read_bytes() == saved  # the refused one wrote nothing
+        assert paper_files(home) == saved  # the refused one wrote nothing
         served = await pilot(*["serve", "--home", str(home), "--scenario", str(ARTICLE)])
         reset = await pilot(*["sim", "reset", "--home", str(home)])
+        assert paper_files(home) == saved  # nor did the refused serve, nor the refused reset
         assert [row["size"] for row in (await account(first))["get_positions"]] == ["-0.00031"]
     assert "--paper-url" in str(refused.value)
     assert served.exit_code == 2 and reset.exit_code == 2
-    assert Home(home).paper_state_path.read_bytes() == saved
 
     async with open_runtime(home, scenario=ARTICLE, clock=clock) as after:  # free again once it stopped
         assert [row["size"] for row in (await account(after))["get_positions"]] == ["-0.00031"]

@@ -23,10 +23,12 @@ from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
 from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.sim import PaperExchange
+from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.exchange.sim.handlers import ROUTES
 from pilot.exchange.stream_events import PRIVATE
 from pilot.store import open_store
 from tests.app.conftest import CREATE, FakeClock, write_policy
+from tests.scenarios import article_scenario
 
 pytestmark = pytest.mark.anyio
 
@@ -127,6 +129,33 @@ async def test_facts_older_than_the_bound_are_read_over_rest(
     assert plan.snapshot is not None and plan.snapshot.fact_sources is not None
     assert set(plan.snapshot.fact_sources.values()) == {"rest"}
     assert reads(paper, FACT_READS) > before
+
+
+async def test_a_coin_without_a_spot_market_is_judged_and_placed_without_a_rest_read(
+    tmp_path: Path, clock: FakeClock
+) -> None:
+    """ETHUSDT here is a perpetual with no spot market of that name: "no such instrument" is kept as long as
+    listed rules are, so a plan reads nothing over REST and a place sends only its create."""
+    scenario = article_scenario()
+    scenario["instruments"] = [
+        i for i in scenario["instruments"] if (i["category"], i["symbol"]) != ("spot", "ETHUSDT")
+    ]
+    with start_paper_exchange(scenario) as paper:
+        async with streamed_runtime(tmp_path, paper, clock) as runtime:
+            eth = PlanRequest(
+                "ETHUSDT", Side.SELL, OrderType.MARKET, Decimal("0.005"), None, None, False, "linear"
+            )
+            before = sum(paper.request_count(path) for path in ROUTES)
+            for _ in range(3):
+                plan = await plan_order(runtime, eth)
+                assert plan.status == "ok", plan
+                assert plan.snapshot is not None and plan.snapshot.fact_sources is not None
+                assert set(plan.snapshot.fact_sources.values()) == {"stream"}
+            assert sum(paper.request_count(path) for path in ROUTES) == before
+            placed = await place_order(runtime, plan.plan_id or "")
+            assert placed.status == "filled", placed
+            assert sum(paper.request_count(path) for path in ROUTES) == before + 1
+            assert paper.request_count(CREATE) == 1
 
 
 async def test_place_learns_the_outcome_from_the_order_stream(runtime: Runtime, paper: PaperExchange) -> None:

@@ -265,3 +265,18 @@ async def test_a_leverage_cut_that_would_need_a_human_this_client_cannot_reach_i
         assert rules(refused) == ["maxLeverage"]
         assert refused["next_safe_action"]["tool"] is None and refused["next_safe_action"]["human"]
         clean(run)
+
+
+async def test_an_amend_asked_to_grow_a_reduce_only_order_already_above_the_position_is_not_cut_to_a_shrink(
+    tmp_path: Path,
+):
+    # A reduce-only buy of 0.02 rests against a 0.01 short (the position shrank since it was placed): no
+    # larger total fits; shrinking it is not what was asked (and one more lot step of a shrink would pass).
+    mine = Resting("linear", "BTCUSDT", "Buy", Decimal("0.02"), Decimal(79000), reduce_only=True)
+    async with open_world(scene(Decimal("-0.01"), resting=(mine,)), tmp_path) as run:
+        order_id = run.paper.open_orders("BTCUSDT")[0].order_id
+        refused = await call(run, "plan_amend", {"symbol": "BTCUSDT", "order_id": order_id, "qty": "0.05"})
+        assert "reduceOnlyQty" in rules(refused)
+        assert refused["next_safe_action"]["tool"] is None and refused["next_safe_action"]["human"]
+        assert run.paper.request_count(AMEND_PATH) == 0
+        clean(run)

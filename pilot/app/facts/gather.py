@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import TypeVar
 
 from pilot.app.answers.responses import Snapshot
-from pilot.app.facts.pending import read_pending
+from pilot.app.facts.pending import PendingRead, read_pending
 from pilot.app.facts.stream_cache import FACT_SOURCES
 from pilot.app.road.clock import Today
 from pilot.app.runtime.ledger import JournalState, Send
@@ -195,7 +195,7 @@ async def _market(
         _position(runtime, symbol),  # the perpetual's: the order's own for linear, the other one for spot
         read_pending(runtime, category, symbol, now, unsettled),
         _instrument(runtime, other, symbol),
-        read_pending(runtime, other, symbol, now, unsettled),
+        _other_pending(runtime, other, symbol, now, unsettled),
     )
     (rules, touch, position, read, other_listed, other_read), band = await asyncio.gather(
         reads, _maybe(exchange.get_price_band(category, symbol))
@@ -221,6 +221,15 @@ async def _market(
     if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
         return _Market(known, touch, None, pending, None, other_pending, position, listed, limits)
     return _Market(known, touch, position, pending, None, other_pending, None, listed, limits)
+
+
+async def _other_pending(
+    runtime: Runtime, category: str, symbol: str, now: datetime, unsettled: list[Send]
+) -> PendingRead | None:
+    """The other category's pending orders, unread when the exchange is known to list no such market there."""
+    if runtime.exchange.listed(category, symbol) is False:
+        return None  # `_market` answers NO_PENDING for an unlisted market
+    return await read_pending(runtime, category, symbol, now, unsettled)
 
 
 def _legs_held(

@@ -611,6 +611,9 @@ class StreamingReader:
     async def get_instrument(self, category: str, symbol: str) -> InstrumentRules:
         return await self.rest.get_instrument(category, symbol)
 
+    def listed(self, category: str, symbol: str) -> bool | None:
+        return self.rest.listed(category, symbol)
+
     async def get_ticker(self, category: str, symbol: str) -> Ticker:
         return await self.rest.get_ticker(category, symbol)
 

@@ -327,9 +327,12 @@ def _as_amend(
             human="see the violations: only a human can change what refuses them",
         )
     total = order.cum_exec_qty + remaining
-    if total == order.qty and (price is None or price == order.price):
+    grow = ask.qty is not None and ask.qty > order.qty
+    if (total == order.qty or (grow and total < order.qty)) and (price is None or price == order.price):
+        # What fits is what it has, or less: an amend asked to grow the order cannot (shrinking it at the same
+        # price always passes, and is not what was asked).
         return NextAction.stop(
-            f"no larger total than the {plain(total)} it has fits: the order rests as it is",
+            f"no larger total than the {plain(order.qty)} it has fits: the order rests as it is",
             human=human,
             options=(
                 ToolCall("get_open_orders", {"symbol": ask.symbol, "category": ask.category}, "see it"),

@@ -22,9 +22,9 @@ so the real Bybit adapter runs against it unchanged. Start it in-process::
 `start_paper_exchange(scenario=None, port=0, state_path=None, *, speed=None, wall_clock=None)` takes a
 scenario path, a packaged scenario's name ("default", "moving"), a dict or None (the default scenario, see
 SCENARIOS.md). With `state_path`, the account (balances, positions, orders, fills, prices, the paths'
-positions and the exchange's time) is loaded from that file when it exists and saved to it after every
-change, so a restarted paper exchange continues where the last one stopped (pilot.exchange.sim.state;
-`reset_state` forgets it). Only one running exchange serves a state file: a second is refused with
+positions and the exchange's time) is loaded from that file (and the log of changes beside it) when it
+exists, and every change is logged, in time that does not grow with the account's history, so a restarted
+paper exchange continues where the last one stopped (pilot.exchange.sim.state_log; `reset_state` forgets it). Only one running exchange serves a state file: a second is refused with
 StateInUse, naming the first's URL. The server runs on its own thread and event loop, so it serves sync
 callers (pybit in worker threads) and async tests alike; `with` and `async with` both stop it on exit.
 
@@ -58,7 +58,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pilot.exchange.sim import state as state_file
 from pilot.exchange.sim import timeline
 from pilot.exchange.sim.accounts import SimPosition
 from pilot.exchange.sim.clocks import ExchangeClock, WallClock, wall_clock_ms
@@ -69,6 +68,7 @@ from pilot.exchange.sim.market import Quote
 from pilot.exchange.sim.scenario import FAULT_KINDS, FaultSpec, Scenario, ScenarioError, load_scenario
 from pilot.exchange.sim.server import HttpServer
 from pilot.exchange.sim.state import StateError, StateInUse, StateLock, read_holder
+from pilot.exchange.sim.state_log import StateLog, log_path
 from pilot.exchange.sim.streams import StreamFaults, StreamServer
 
 __all__ = [
@@ -113,14 +113,14 @@ class PaperExchange:
         self._ticker_ms = ticker_ms
         self._ticker: concurrent.futures.Future[None] | None = None
         self._saved_at = self._wall()
-        self._unsaved = False
         self._state_lock = StateLock(self.state_path) if self.state_path is not None else None
+        self._state_log = StateLog(self.state_path) if self.state_path is not None else None
         if self._state_lock is not None:
             self._state_lock.acquire()
             try:
                 self._load_or_save()
             except BaseException:
-                self._state_lock.release()
+                self._release_state()
                 raise
         self._faults = FaultBook(scenario.faults)
         keys = {spec.key: spec for spec in scenario.api_keys}
@@ -148,19 +148,20 @@ class PaperExchange:
         self.streams.changed()
 
     def _load_or_save(self) -> None:
-        assert self.state_path is not None
+        assert self.state_path is not None and self._state_log is not None
         if self.state_path.exists():
-            state_file.load(self._engine, self.state_path)
+            self._state_log.load(self._engine)
             market = self._engine.market
             # the saved market time goes on (the market never runs behind the wall clock it started from)
             market.resume(self.clock.resume_at(market.moved_to_ms or self.now_ms()))
-        self._save()
+        self._state_log.compact(self._engine)
+        self._saved_at = self._wall()
 
     def _save(self) -> None:
-        """Write the state file (callers hold the lock, or run before the server starts)."""
-        if self.state_path is not None:
-            state_file.save(self._engine, self.state_path)
-        self._saved_at, self._unsaved = self._wall(), False
+        """Log what changed (callers hold the lock, or run before the server starts)."""
+        if self._state_log is not None:
+            self._state_log.record(self._engine)
+        self._saved_at = self._wall()
 
     def now_ms(self) -> int:
         """The exchange's time (the market clock): what it stamps, schedules and answers."""
@@ -197,8 +198,6 @@ class PaperExchange:
             played = self._play(limit=timeline.MAX_EVENTS_PER_LOOK)
             if played.account_changed or (played.events and self._wall() - self._saved_at >= SAVE_EVERY_MS):
                 self._save()
-            elif played.events:
-                self._unsaved = True
         if played.events:
             self.streams.changed()
         return played.events > 0
@@ -252,12 +251,14 @@ class PaperExchange:
             with contextlib.suppress(Exception):
                 asyncio.run_coroutine_threadsafe(self.streams.stop(), self._server.loop).result(timeout=5)
         self._server.stop()
-        if self._unsaved and self._state_lock is not None:
+        if self._state_log is not None and self._state_lock is not None and self._state_lock.held:
             with self._lock:
-                self._save()
+                self._state_log.compact(self._engine)  # a clean stop leaves one whole snapshot
         self._release_state()
 
     def _release_state(self) -> None:
+        if self._state_log is not None:
+            self._state_log.close()
         if self._state_lock is not None:
             self._state_lock.release()
 
@@ -455,6 +456,7 @@ def reset_state(state_path: Path) -> bool:
     lock = StateLock(path)
     lock.acquire()
     try:
+        log_path(path).unlink(missing_ok=True)
         path.unlink()
     finally:
         lock.release()

@@ -39,6 +39,7 @@ SHORT_RETENTION_MS = DAY_MS
 RETENTION_MS = 7 * DAY_MS  # order-list.mdx: other closed orders 7 days; beyond, only orders with fills
 MAX_CLOSED_ORDERS = 5_000  # the paper exchange's own bound on what it keeps
 MAX_EXECUTIONS = 20_000
+PRUNE_EVERY_MS = 60_000
 MODE_MISMATCH = "position idx not match position mode"
 
 
@@ -92,17 +93,38 @@ class Engine:
         self.accounts = Accounts(scenario, self.market, clock_ms())
         self.taker_fee = scenario.taker_fee
         self.maker_fee = scenario.maker_fee
-        self.orders: dict[str, SimOrder] = {}
+        self.orders: dict[str, SimOrder] = {}  # every order kept, in the order they were made
+        self.ranks: dict[str, int] = {}  # each kept order's place in `orders` (lists sort the few by it)
+        self._next_rank = itertools.count()
         self.open_orders: dict[str, SimOrder] = {}
+        self.lagging: dict[str, SimOrder] = {}  # orders still inside their acknowledgement lag
+        self._pruned_ms: int | None = None
         self.links: dict[tuple[str, str], str] = {}
         self.executions: list[SimExecution] = []
         self.closed_pnl: list[SimClosedPnl] = []
+        # the ids prune() let go since the state log last looked (state_log.py sets a list; None: nobody asks)
+        self.forgotten: list[str] | None = None
         self.hedge_symbols = scenario.hedge_symbols
         self.ack_lag_reads = scenario.ack_lag_reads
         self.tpsl_on_create = scenario.tpsl_on_create
         self.seq = itertools.count(1)
         self.stop_book = StopBook(self)
         self.stop_book.adopt_position_stops()  # a scenario position's stopLoss / takeProfit: Full TP/SL
+
+    def add_order(self, order: SimOrder) -> None:
+        """Keep a new order (every order the exchange makes comes in here)."""
+        self.orders[order.order_id] = order
+        self.ranks[order.order_id] = next(self._next_rank)
+
+    def adopt_orders(self, orders: list[SimOrder]) -> None:
+        """Take restored orders (oldest first) in place of any kept."""
+        self.orders, self.ranks = {}, {}
+        for order in orders:
+            self.add_order(order)
+        self.open_orders = {o.order_id: o for o in orders if o.status in ACTIVE}
+        self.lagging = {o.order_id: o for o in orders if o.hidden_reads > 0}
+        self.stop_book.waiting = {o.order_id: o for o in orders if o.untriggered}
+        self.links = {(o.category, o.order_link_id): o.order_id for o in orders if o.order_link_id}
 
     def restart_seq(self, first: int) -> None:
         """Number fills from `first` on (after a restored state)."""
@@ -174,7 +196,9 @@ class Engine:
         if trigger is not None:
             self.stop_book.place_conditional(instrument, trigger, params, order)
         self.prune(now)
-        self.orders[order.order_id] = order
+        self.add_order(order)
+        if order.hidden_reads > 0:
+            self.lagging[order.order_id] = order
         if order.order_link_id:
             self.links[(category, order.order_link_id)] = order.order_id
         if trigger is None:
@@ -222,9 +246,10 @@ class Engine:
 
     def count_list_read(self) -> None:
         """One realtime/history read happened: every lagging order is one read closer to showing."""
-        for order in self.orders.values():
-            if order.hidden_reads > 0:
-                order.hidden_reads -= 1
+        for order in list(self.lagging.values()):
+            order.hidden_reads -= 1
+            if order.hidden_reads <= 0:
+                del self.lagging[order.order_id]
 
     def retained(self, order: SimOrder, now_ms: int) -> bool:
         """Whether order history still lists a closed order (order-list.mdx retention rules)."""
@@ -234,20 +259,48 @@ class Engine:
         return age <= RETENTION_MS or order.cum_exec_qty > 0
 
     def prune(self, now_ms: int) -> None:
-        """Forget closed orders history no longer shows, and keep at most MAX_CLOSED_ORDERS closed ones."""
-        closed = [o for o in self.orders.values() if o.status not in OPEN]
-        drop = {o.order_id for o in closed if not self.retained(o, now_ms)}
-        kept = [o for o in closed if o.order_id not in drop]
-        drop |= {o.order_id for o in kept[: max(len(kept) - MAX_CLOSED_ORDERS, 0)]}
-        for order_id in drop:
-            order = self.orders.pop(order_id)
+        """Forget closed orders history no longer shows, and keep at most MAX_CLOSED_ORDERS closed ones.
+
+        Reading every order costs as much as the history is long, so history's retention is read only
+        PRUNE_EVERY_MS of exchange time after the last reading (history itself asks `retained`, so an order
+        past its time shows nowhere meanwhile; only its memory waits). Over the cap, the oldest closed
+        orders go at once, found from the oldest order on (every open one is in `open_orders` or waiting).
+        """
+        del self.executions[: max(len(self.executions) - MAX_EXECUTIONS, 0)]
+        if self._pruned_ms is None or not 0 <= now_ms - self._pruned_ms < PRUNE_EVERY_MS:
+            self._pruned_ms = now_ms
+            closed = (o for o in self.orders.values() if o.status not in OPEN)
+            self._forget_orders([o for o in closed if not self.retained(o, now_ms)])
+        excess = len(self.orders) - len(self.open_orders) - len(self.stop_book.waiting) - MAX_CLOSED_ORDERS
+        if excess > 0:
+            oldest = []
+            for order in self.orders.values():
+                if order.status not in OPEN:
+                    oldest.append(order)
+                    if len(oldest) == excess:
+                        break
+            self._forget_orders(oldest)
+
+    def _forget_orders(self, orders: list[SimOrder]) -> None:
+        """Let closed orders go, with their fills (funding rows, funding.py, belong to no order: they stay)."""
+        if not orders:
+            return
+        if self.forgotten is not None:
+            self.forgotten.extend(o.order_id for o in orders)
+        for order in orders:
+            del self.orders[order.order_id]
+            del self.ranks[order.order_id]
+            self.lagging.pop(order.order_id, None)
             if order.order_link_id:
                 self.links.pop((order.category, order.order_link_id), None)
-        if drop:  # funding rows (funding.py) belong to no listed order: they stay
-            self.executions = [
-                e for e in self.executions if e.order.order_id in self.orders or e.exec_type == "Funding"
-            ]
-        del self.executions[: max(len(self.executions) - MAX_EXECUTIONS, 0)]
+        # fills are in time order and none of an order's is later than its last update: look only that far
+        last = max(o.updated_ms for o in orders)
+        reach = 0
+        while reach < len(self.executions) and self.executions[reach].time_ms <= last:
+            reach += 1
+        self.executions[:reach] = [
+            e for e in self.executions[:reach] if e.order.order_id in self.orders or e.exec_type == "Funding"
+        ]
 
     def _market_units(self, instrument: InstrumentSpec, new: NewOrder, ask: Decimal) -> NewOrder:
         if new.category != "spot" or new.order_type != "Market" or new.market_unit != "quoteCoin":

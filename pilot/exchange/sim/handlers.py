@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from pilot.exchange.sim import views
 from pilot.exchange.sim.accounts import SETTLE_COIN, ZERO
-from pilot.exchange.sim.engine import OPEN, Engine
+from pilot.exchange.sim.engine import OPEN, Engine, SimOrder
 from pilot.exchange.sim.scenario import ApiKeySpec
 from pilot.exchange.sim.validation import SimReject, order_filter_of
 
@@ -225,7 +225,7 @@ def _order_rows(ctx: Context, params: Params, category: str, open_orders: bool) 
     wanted_status = params.get("orderStatus")
     kind = order_filter_of(category, params.get("orderFilter"))  # none sent: every kind of order
     rows = []
-    for order in reversed(engine.orders.values()):
+    for order in _candidates(engine, category, params, open_orders):
         if order.category != category or (order.status in OPEN) != open_orders:
             continue
         if not engine.visible(order):  # still inside its acknowledgement lag
@@ -240,6 +240,21 @@ def _order_rows(ctx: Context, params: Params, category: str, open_orders: bool) 
             continue
         rows.append(order)
     return rows
+
+
+def _candidates(engine: Engine, category: str, params: Params, open_orders: bool) -> Iterable[SimOrder]:
+    """The orders a list may show, newest first: by id or link id the one order, open ones from the few
+    that are open, else every order kept (so a lookup or an open-order read costs what it returns)."""
+    wanted = params.get("orderId") or engine.links.get((category, params.get("orderLinkId") or ""))
+    if wanted:
+        order = engine.orders.get(wanted)
+        return [order] if order is not None else []
+    if params.get("orderLinkId"):
+        return []
+    if open_orders:
+        pool = {**engine.open_orders, **engine.stop_book.waiting}
+        return sorted(pool.values(), key=lambda o: engine.ranks[o.order_id], reverse=True)
+    return reversed(engine.orders.values())
 
 
 def _orders_result(ctx: Context, params: Params, category: str, orders: list) -> dict:

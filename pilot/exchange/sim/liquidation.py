@@ -85,7 +85,7 @@ def liquidate(engine: Engine, symbol: str) -> SimOrder:
         last_price_on_created=last,
         create_type=TAKEOVER,
     )  # fmt: skip
-    engine.orders[order.order_id] = order
+    engine.add_order(order)
     fills, rows = len(engine.executions), len(engine.closed_pnl)
     engine._fill(instrument, order, price, order.qty, maker=False)
     for index in range(fills, len(engine.executions)):

@@ -1,7 +1,8 @@
 """The paper exchange's state on disk: positions, balances, orders, fills and prices, so a restart continues.
 
-The file is one JSON document (decimals as strings), rewritten atomically (a temporary file, fsync, then
-rename) after every request that changes state and after every price move made through the Python API.
+The snapshot is one JSON document (decimals as strings), written atomically (a temporary file, fsync, then
+rename); what changes after it is appended to a log beside it, one line per request that changes state and
+per price move made through the Python API (pilot.exchange.sim.state_log, which also folds the log in).
 Instruments, keys, fees and faults are not in it: they come from the scenario, which must still list
 every symbol the state mentions (StateError otherwise; `pilot sim reset --state FILE` starts afresh).
 
@@ -24,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from pilot.exchange.sim.accounts import SimPosition
-from pilot.exchange.sim.engine import ACTIVE, Engine, SimClosedPnl, SimExecution, SimOrder
-from pilot.exchange.sim.market import Quote
+from pilot.exchange.sim.engine import Engine, SimClosedPnl, SimExecution, SimOrder
+from pilot.exchange.sim.market import Market, Quote
 
 VERSION = 1
 
@@ -79,6 +80,10 @@ class StateLock:
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, text, 0)
 
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
     def release(self) -> None:
         """Let another paper exchange serve the file (idempotent)."""
         if self._fd is None:
@@ -113,24 +118,8 @@ def _holder(fd: int) -> dict[str, Any]:
     return {"pid": pid if isinstance(pid, int) else None, "url": url if isinstance(url, str) else None}
 
 
-def save(engine: Engine, path: Path) -> None:
-    """Write the engine's state to `path` atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "w") as handle:
-        json.dump(snapshot(engine), handle, separators=(",", ":"))
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
-
-
-def load(engine: Engine, path: Path) -> None:
-    """Replace the engine's state with the one saved at `path`."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as error:
-        raise StateError(f"{path}: cannot read the paper exchange state ({error})") from None
+def restore_checked(engine: Engine, data: dict[str, Any], path: Path) -> None:
+    """restore(), with any fault in the data said as a StateError naming `path`."""
     try:
         restore(engine, data)
     except (KeyError, TypeError, ValueError, InvalidOperation) as error:
@@ -144,15 +133,19 @@ def snapshot(engine: Engine) -> dict[str, Any]:
     return {
         "version": VERSION,
         "wallet": {coin: str(amount) for coin, amount in accounts.wallet.items()},
-        "positions": [_plain(p) for p in accounts.positions.values()],
-        "orders": [_plain(o) for o in engine.orders.values()],
-        "executions": [_plain_execution(e) for e in engine.executions],
-        "closed_pnl": [_plain(row) for row in engine.closed_pnl],
-        "quotes": {
-            s: {"bid": str(q.bid), "ask": str(q.ask), "mark": str(q.mark)} for s, q in market.quotes().items()
-        },
+        "positions": [plain(p) for p in accounts.positions.values()],
+        "orders": [plain(o) for o in engine.orders.values()],
+        "executions": [plain_execution(e) for e in engine.executions],
+        "closed_pnl": [plain(row) for row in engine.closed_pnl],
+        "quotes": quotes(market),
         "market": market.snapshot(),  # paths, their schedule, funding times, the market time reached
         "seq": max((e.seq for e in engine.executions), default=0),
+    }
+
+
+def quotes(market: Market) -> dict[str, dict[str, str]]:
+    return {
+        s: {"bid": str(q.bid), "ask": str(q.ask), "mark": str(q.mark)} for s, q in market.quotes().items()
     }
 
 
@@ -170,11 +163,7 @@ def restore(engine: Engine, data: dict[str, Any]) -> None:
         position = _build(SimPosition, item)
         if position.symbol in accounts.positions:
             accounts.positions[position.symbol] = position
-    orders = [_build(SimOrder, item) for item in data["orders"]]
-    engine.orders = {o.order_id: o for o in orders}
-    engine.open_orders = {o.order_id: o for o in orders if o.status in ACTIVE}
-    engine.stop_book.waiting = {o.order_id: o for o in orders if o.untriggered}
-    engine.links = {(o.category, o.order_link_id): o.order_id for o in orders if o.order_link_id}
+    engine.adopt_orders([_build(SimOrder, item) for item in data["orders"]])
     engine.executions = [_build_execution(item, engine.orders) for item in data["executions"]]
     engine.closed_pnl = [_build(SimClosedPnl, item) for item in data.get("closed_pnl", [])]
     engine.market.restore(
@@ -188,14 +177,25 @@ def restore(engine: Engine, data: dict[str, Any]) -> None:
     engine.stop_book.adopt_position_stops()  # a file from before TP/SL were orders kept them on the position
 
 
-def _plain(item: Any) -> dict[str, Any]:
-    return {f.name: _json_value(getattr(item, f.name)) for f in fields(item)}
+def plain(item: Any) -> dict[str, Any]:
+    """A dataclass's fields as JSON values (decimals as strings)."""
+    return {name: _json_value(getattr(item, name)) for name in _names(type(item))}
 
 
-def _plain_execution(execution: SimExecution) -> dict[str, Any]:
-    data = _plain(execution)
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _names(kind: type) -> tuple[str, ...]:
+    names = _NAMES.get(kind)
+    if names is None:
+        names = _NAMES[kind] = tuple(f.name for f in fields(kind))
+    return names
+
+
+def plain_execution(execution: SimExecution) -> dict[str, Any]:
+    data = plain(execution)
     # a funding row's order is its own, in no order list (funding.py): it is saved with the row
-    data["order"] = _plain(execution.order) if execution.exec_type == "Funding" else execution.order.order_id
+    data["order"] = plain(execution.order) if execution.exec_type == "Funding" else execution.order.order_id
     return data
 
 

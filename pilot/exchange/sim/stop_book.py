@@ -143,7 +143,7 @@ class StopBook:
             tpsl_mode=TPSL_MODE_OF[kind],
             **extra,
         )
-        engine.orders[order.order_id] = order
+        engine.add_order(order)
         self.waiting[order.order_id] = order
         return order
 

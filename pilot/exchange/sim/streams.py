@@ -51,6 +51,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from pilot.exchange.sim import handlers, views
+from pilot.exchange.sim.changes import OrderChanges
 from pilot.exchange.sim.engine import Engine
 from pilot.exchange.sim.scenario import ApiKeySpec
 
@@ -117,6 +118,7 @@ class StreamServer:
             str, tuple[int, str, Any]
         ] = {}  # what each order looked like when last pushed
         self._sent_executions: set[str] = set()
+        self._order_changes = OrderChanges()  # the first push after a start shows every order, as before
         self._ids = itertools.count(1)
         self._heartbeat: asyncio.Task[None] | None = None
         self.connections_opened = 0
@@ -431,13 +433,14 @@ class StreamServer:
         now = self.clock_ms()
         with self.lock:
             context = self._context()
+            looked = [self.engine.orders[i] for i in self._order_changes.look(self.engine).changed]
             orders = [
                 {"category": o.category}
                 | views.order_view(o, self.engine.instruments[(o.category, o.symbol)])
-                for o in self.engine.orders.values()
+                for o in looked
                 if self._order_marks.get(o.order_id) != (o.updated_ms, o.status, o.cum_exec_qty)
             ]
-            for o in self.engine.orders.values():
+            for o in looked:
                 self._order_marks[o.order_id] = (o.updated_ms, o.status, o.cum_exec_qty)
             executions = []
             for e in reversed(self.engine.executions):  # appended in time order: the new ones are last
