@@ -5,9 +5,10 @@ so two processes (or two connections of one) can never both hold it. It lasts `t
 (pilot.store.monotonic), never on a wall clock: a holder whose clock runs ahead or behind, or steps, keeps the
 lease as long as any other. A holder that crashed loses it at once when that is certain (its process is gone
 from this machine, or it ran in an earlier boot), else when the ttl runs out; never because someone guessed.
-A server-based store gives the same guarantee with its own primitives: the server's clock, and each holder's
-session, whose advisory lock ends with its connection (pilot.store.postgres). Neither write is synced to disk by itself: a lease lost to a power cut was held
-by a process the power cut stopped too, and a release lost to one runs out.
+A store on PostgreSQL gives the same guarantee with its own primitives: the server's clock, and each holder's
+session, whose advisory lock ends with its connection (pilot.store.postgres). Neither write is synced to disk
+by itself: a lease lost to a power cut was held by a process the power cut stopped too, and a release lost to
+one runs out.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import datetime, timedelta
 
 from pilot.store.canonical import iso_utc
 from pilot.store.database import Database
-from pilot.store.monotonic import HostClock, Instant, StoreClock, process_gone
+from pilot.store.monotonic import HostClock, StoreClock, micros_of, process_gone
 
 _TAKE = (
     "INSERT INTO leases (name, holder, acquired_at, expires_at, boot, expires_micros)"
@@ -57,7 +58,7 @@ class Leases:
         if self._db.dialect.sessions:
             changed = await self._db.change(
                 _TAKE_IN_SESSION,
-                (name, holder, iso_utc(now), iso_utc(now + ttl), _micros(ttl)),
+                (name, holder, iso_utc(now), iso_utc(now + ttl), micros_of(ttl)),
                 durable=False,
             )
             return changed == 1
@@ -71,7 +72,7 @@ class Leases:
 
     async def _take(self, name: str, holder: str, now: datetime, ttl: timedelta, *, gone: str) -> bool:
         changed = await self._db.change(
-            _TAKE, (name, holder, iso_utc(now), iso_utc(now + ttl), _micros(ttl), gone), durable=False
+            _TAKE, (name, holder, iso_utc(now), iso_utc(now + ttl), micros_of(ttl), gone), durable=False
         )
         return changed == 1
 
@@ -92,7 +93,3 @@ class Leases:
                 (name,),
             )
         return str(row["holder"]) if row else None
-
-
-def _micros(length: timedelta) -> int:
-    return Instant("", 0).plus(length).micros

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from pilot.store import sqlite
 from pilot.store.anchor import AnchorFile, anchor_path
@@ -103,7 +103,10 @@ async def open_store(
 Opened = tuple[Database, Sealer, OpenReport]
 
 
-def _preparer(home: Path, at: datetime, clock: StoreClock, restore: GuardCheck) -> Any:
+Prepare = Callable[[Tx, int], Awaitable[tuple[Sealer, OpenReport]]]
+
+
+def _preparer(home: Path, at: datetime, clock: StoreClock, restore: GuardCheck) -> Prepare:
     async def prepared(tx: Tx, from_version: int) -> tuple[Sealer, OpenReport]:
         return await prepare(tx, from_version, home=home, now=at, stamp=clock.read(), restore=restore)
 
