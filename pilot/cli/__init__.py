@@ -28,6 +28,7 @@ _COMMAND_MODULES = (
     "console",
     "phone",
     "keys",
+    "store",
     "sim",
     "demo",
     "evals",
