@@ -13,7 +13,10 @@ the judgement must learn "no such instrument" once, not on every call).
    multiples of one bare round trip measured in the same run. Targets through stdio: streams plan_order
    <= 0.2, place_order <= 1.2; rest plan_order <= 1.15, place_order <= 3.1.
 2. With no injected delay: Pilot's own time in-process (the wall time minus the time during which at least
-   one exchange request was in flight or Pilot waited for the order stream), and through stdio the whole
+   one exchange request was in flight or Pilot waited for the order stream), on the home's SQLite store and,
+   beside it, on a PostgreSQL store over loopback (the store hosts share: `--postgres URL`, else
+   PILOT_TEST_POSTGRES, else a throwaway server scripts/throwaway-postgres starts; said and skipped without
+   one), and through stdio the whole
    `pilot serve` process's CPU per plan + place (user + system, every thread: the SDK, the use cases, the
    adapter's signing, HTTP and JSON, and the embedded paper exchange when there is one), for the external
    paper exchange (its own process) and the embedded one. Targets through stdio with the external exchange:
@@ -28,7 +31,7 @@ The external paper exchange runs in a child process (its work does not share Pil
 The default run takes a few minutes; `--long` is the issue's form (2,000 rounds, more rounds everywhere).
 
     .venv/bin/python benchmarks/bench_plan_place.py [--latency-ms 50] [--rounds 30] [--overhead-rounds 200]
-        [--session-rounds 600] [--long] [--only trips,overhead,session]
+        [--session-rounds 600] [--long] [--only trips,overhead,session] [--postgres postgresql://...]
 """
 
 from __future__ import annotations
@@ -39,11 +42,13 @@ import contextlib
 import json
 import multiprocessing
 import os
+import secrets
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any, cast
@@ -61,7 +66,7 @@ from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.stream_events import PRIVATE
 from pilot.server import build_server
-from pilot.store import open_store
+from pilot.store import StoreLocation, open_store
 
 POLICY = {
     "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
@@ -213,14 +218,18 @@ async def measure(timed: TimedExchange, run: Callable[[], Awaitable[Any]], into:
 
 
 async def open_runtime(
-    home: Path, address: tuple[str, str, str, str], stack: contextlib.AsyncExitStack, streams: bool = False
+    home: Path,
+    address: tuple[str, str, str, str],
+    stack: contextlib.AsyncExitStack,
+    streams: bool = False,
+    store_at: StoreLocation | None = None,
 ) -> tuple[Runtime, TimedExchange]:
     (home / "policy.json").write_text(json.dumps(POLICY))
     url, key, secret, ws_url = address
     adapter = BybitExchange.connect("paper", api_key=key, api_secret=secret, base_url=url)
     timed = TimedExchange(adapter)
     stack.push_async_callback(adapter.close)
-    store = await open_store(Home(home).database_path)
+    store = await open_store(store_at or Home(home).database_path, home=home)
     stack.push_async_callback(store.close)
     reader = None
     if streams:
@@ -440,21 +449,75 @@ async def machine_now() -> tuple[float, float]:
     return hop * 1e6, commit * 1e6
 
 
-async def without_latency(address: tuple[str, str, str, str], rounds: int) -> None:
+async def postgres_now(url: str) -> float:
+    """One statement to the PostgreSQL server and back through psycopg (µs): what a store on it adds per trip."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        start = time.perf_counter()
+        for _ in range(2000):
+            await conn.execute("SELECT 1")
+        return (time.perf_counter() - start) / 2000 * 1e6
+
+
+THROWAWAY = Path(__file__).resolve().parents[1] / "scripts" / "throwaway-postgres"
+
+
+@contextlib.contextmanager
+def postgres_store(given: str | None) -> Iterator[str | None]:
+    """A fresh schema on the PostgreSQL server given (or PILOT_TEST_POSTGRES's, or a throwaway one started for
+    the run), as a store URL; None when there is no server to be had."""
+    import psycopg
+
+    base, started = given or os.environ.get("PILOT_TEST_POSTGRES"), None
+    if base is None:
+        result = subprocess.run([str(THROWAWAY), "start"], capture_output=True, text=True)
+        if result.returncode != 0:
+            print(f"  (no PostgreSQL server for the store's figures: {result.stderr.strip()})")
+            yield None
+            return
+        found = dict(line.removeprefix("export ").split("=", 1) for line in result.stdout.splitlines())
+        base, started = found["PILOT_TEST_POSTGRES"], found["PILOT_TEST_POSTGRES_DIR"]
+    schema = "bench_" + secrets.token_hex(4)
+    try:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {schema}")
+        yield f"{base}{'&' if '?' in base else '?'}options=-csearch_path%3D{schema}"
+    finally:
+        with contextlib.suppress(psycopg.Error), psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        if started:
+            subprocess.run([str(THROWAWAY), "stop", started], check=False)
+
+
+async def without_latency(
+    address: tuple[str, str, str, str], rounds: int, postgres: str | None = None
+) -> None:
     hop, commit = await machine_now()
     print(
         f"\n2. No injected delay ({rounds} rounds each). This machine now: one SQLite statement on aiosqlite's "
         f"thread and back {hop:.0f} us; one synced commit {commit:.0f} us; load average {os.getloadavg()[0]:.2f}"
     )
-    for mode in ("rest", "streams"):
+    modes: list[tuple[str, bool, StoreLocation | None]] = [("rest", False, None), ("streams", True, None)]
+    if postgres is not None:
+        print(f"  one statement to PostgreSQL over loopback and back: {await postgres_now(postgres):.0f} us")
+        modes += [
+            ("rest", False, StoreLocation.parse(postgres)),
+            ("streams", True, StoreLocation.parse(postgres)),
+        ]
+    own_by_store: dict[tuple[str, str], float] = {}
+    for mode, streams, store_at in modes:
+        engine = "SQLite" if store_at is None else "PostgreSQL"
         with tempfile.TemporaryDirectory() as folder:
             async with contextlib.AsyncExitStack() as stack:
-                runtime, timed = await open_runtime(Path(folder), address, stack, streams=mode == "streams")
+                runtime, timed = await open_runtime(Path(folder), address, stack, streams, store_at)
                 rtt = await round_trip_ms(timed, 50)
                 await direct_rounds(runtime, timed, 6)  # warm: instrument cache, imports, SQLite pages
                 plans, places = await direct_rounds(runtime, timed, rounds)
                 mcp_plans, mcp_places, checks = await mcp_rounds(runtime, timed, rounds)
-        print(f"  [{mode:7}] in-process, BTCUSDT; one bare round trip (ticker read): {rtt:.2f} ms")
+        print(
+            f"  [{mode:7}] in-process, {engine} store, BTCUSDT; one bare round trip (ticker read): {rtt:.2f} ms"
+        )
         for label, plan, place, client in (
             ("use cases", plans, places, 0.0),
             ("MCP client", mcp_plans, mcp_places, checks),
@@ -462,11 +525,20 @@ async def without_latency(address: tuple[str, str, str, str], rounds: int) -> No
             own = [a + b for a, b in zip(plan.own, place.own, strict=True)]
             wall = [a + b for a, b in zip(plan.wall, place.wall, strict=True)]
             median = statistics.median(own) * 1000
+            if label == "use cases":
+                own_by_store[(mode, engine)] = median
             print(
                 f"  [{mode:7}]   {label:10}: plan+place wall {statistics.median(wall) * 1000:5.2f} ms; own time "
                 f"median {median:5.2f} ms (plan {plan.median_ms(plan.own):.2f}, place {place.median_ms(place.own):.2f}), "
                 f"p90 {p90_ms(own):.2f} ms"
                 + (f"; of which the client's output-schema checks {client * 1000:.2f} ms" if client else "")
+            )
+    for mode in ("rest", "streams"):
+        if (mode, "PostgreSQL") in own_by_store:
+            sqlite, server = own_by_store[(mode, "SQLite")], own_by_store[(mode, "PostgreSQL")]
+            print(
+                f"  [{mode:7}] Pilot's own time per plan + place (use cases): SQLite {sqlite:.2f} ms, "
+                f"PostgreSQL over loopback {server:.2f} ms ({server / sqlite:.2f}x)"
             )
 
 
@@ -548,6 +620,9 @@ def main() -> None:
         "--long", action="store_true", help="the issue's form: 2,000 session rounds, more rounds"
     )
     parser.add_argument("--only", default="trips,overhead,session", help="which parts, separated by commas")
+    parser.add_argument(
+        "--postgres", default=None, help="a PostgreSQL server for the store's figures (a URL)"
+    )
     args = parser.parse_args()
     if args.long:
         args.rounds, args.overhead_rounds, args.session_rounds = (
@@ -574,7 +649,8 @@ def main() -> None:
         if "overhead" in parts:
             address, shutdown = start_exchange(0)
             try:
-                asyncio.run(without_latency(address, args.overhead_rounds))
+                with postgres_store(args.postgres) as postgres:
+                    asyncio.run(without_latency(address, args.overhead_rounds, postgres))
                 print(" through stdio: the whole pilot serve process's CPU")
                 asyncio.run(stdio_cpu(address, scenario_file, args.overhead_rounds))
             finally:

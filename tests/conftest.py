@@ -41,4 +41,5 @@ def user_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("PILOT_JOURNAL_KEY_FILE", raising=False)
     monkeypatch.delenv("PILOT_MASTER_KEY_FILE", raising=False)
+    monkeypatch.delenv("PILOT_STORE", raising=False)  # every home on its own SQLite file unless a test says
     return home

@@ -173,6 +173,10 @@ def test_each_outside_library_has_one_importer():
     assert importers_of("websocket") == {"pilot.exchange.bybit_stream"}
     assert {m for m in importers_of("aiosqlite")} <= {m for m in modules() if m.startswith("pilot.store")}
     assert importers_of("aiosqlite")
+    # The store's engines: SQLite (the embedded default) and PostgreSQL, whose driver is an optional extra
+    # imported by one module, and only when a store is on a server (pilot.store.location.postgres_engine).
+    assert importers_of("aiosqlite") == {"pilot.store.sqlite"}
+    assert importers_of("psycopg") == {"pilot.store.postgres"}
     server_sdk = importers_of("mcp.server")
     assert server_sdk and all(m.startswith("pilot.server") for m in server_sdk), server_sdk
     others = {m for m in importers_of("mcp") if not m.startswith("pilot.server")}
@@ -266,6 +270,7 @@ SHARED_NAMES = {
     "journal": {"pilot.cli.journal", "pilot.store.journal"},
     "policy": {"pilot.cli.policy", "pilot.core.policy"},
     "phone": {"pilot.app.human.phone", "pilot.cli.phone"},
+    "store": {"pilot.cli.store", "pilot.store.store"},
 }
 
 

@@ -29,6 +29,7 @@ _COMMAND_MODULES = (
     "console",
     "phone",
     "keys",
+    "store",
     "sim",
     "demo",
     "evals",

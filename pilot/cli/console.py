@@ -18,7 +18,7 @@ HOST = "127.0.0.1"  # loopback only: from another device, use an SSH tunnel (REA
 
 
 def _require_journal(home: Path) -> None:
-    if not Home(home).database_path.exists():
+    if not Home(home).has_store():
         raise NoJournal(home)
 
 

@@ -24,8 +24,9 @@ from typing import Any, TypeVar
 import anyio
 import click
 
-from pilot.app.runtime.runtime import Home, Runtime
+from pilot.app.runtime.runtime import STORE_ENVIRONMENT_VARIABLE, Home, Runtime
 from pilot.cli.output import GIVEN_HOME_KEY, CliError
+from pilot.store import StoreLocation
 
 T = TypeVar("T")
 
@@ -38,7 +39,33 @@ def _remember_home(ctx: click.Context, _param: click.Parameter, value: Path | No
         ctx.meta[HOME_KEY] = value
 
 
-home_option = click.option(
+STORE_KEY = "pilot.store"
+
+
+def _remember_store(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    """`--store URL` is PILOT_STORE for this command (the innermost wins), put back as it was at its end."""
+    if value is None:
+        return
+    try:
+        StoreLocation.parse(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--store") from None
+    root = ctx.find_root()
+    if STORE_KEY not in root.meta:
+        before = os.environ.get(STORE_ENVIRONMENT_VARIABLE)
+        root.call_on_close(lambda: _restore(before))
+    root.meta[STORE_KEY] = value
+    os.environ[STORE_ENVIRONMENT_VARIABLE] = value
+
+
+def _restore(before: str | None) -> None:
+    if before is None:
+        os.environ.pop(STORE_ENVIRONMENT_VARIABLE, None)
+    else:
+        os.environ[STORE_ENVIRONMENT_VARIABLE] = before
+
+
+_home_option = click.option(
     "--home",
     type=click.Path(file_okay=False, path_type=Path),
     expose_value=False,
@@ -47,6 +74,25 @@ home_option = click.option(
     help="Pilot's home (policy.json, journal/). Default: PILOT_HOME, else the current directory if it "
     "holds a policy.json.",
 )
+_store_option = click.option(
+    "--store",
+    expose_value=False,
+    callback=_remember_store,
+    metavar="URL",
+    help="The home's store on a PostgreSQL server shared by hosts (postgresql://USER@HOST/DB; the password in "
+    "~/.pgpass). Default: PILOT_STORE, else the home's store.json, else its SQLite file.",
+)
+
+
+def home_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--home DIR` and `--store URL`: which home a command acts on, and where its store is."""
+    return _home_option(_store_option(command))
+
+
+def given_store() -> StoreLocation | None:
+    """The store given with --store at any level of this command, if one was."""
+    value = click.get_current_context().find_root().meta.get(STORE_KEY)
+    return StoreLocation.parse(value) if value is not None else None
 
 
 def resolve_home(*, creating: bool = False, announce: bool = True) -> Path:

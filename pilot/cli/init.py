@@ -7,7 +7,7 @@ from rich.console import Console
 
 from pilot.app.human.desk import init_home
 from pilot.cli import render
-from pilot.cli.home import home_option, resolve_home, run
+from pilot.cli.home import given_store, home_option, resolve_home, run
 from pilot.cli.output import emit_json, format_option, wants_json
 
 
@@ -17,9 +17,11 @@ from pilot.cli.output import emit_json, format_option, wants_json
 def command(output: str) -> None:
     """Create a home (default: the current directory): policy.json with the default policy and
     journal/pilot.db. Never overwrites a policy. Prints the limits in force, the confirmation threshold too.
+    With --store URL, the journal is on that PostgreSQL server, shared with other hosts, from now on
+    (recorded in the home's store.json).
     """
     home = resolve_home(creating=True)
-    report = run(init_home, home)
+    report = run(init_home, home, given_store())
     if wants_json():
         emit_json(render.init_record(report))
     else:

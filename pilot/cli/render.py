@@ -524,7 +524,10 @@ def format_init(report: InitReport) -> RenderableType:
         if report.policy_created
         else "kept the existing policy.json (init never overwrites it)"
     )
-    journal = "created journal/pilot.db" if report.journal_created else "journal/pilot.db already there"
+    where = (
+        "journal/pilot.db" if report.store.endswith("journal/pilot.db") else f"the journal in {report.store}"
+    )
+    journal = f"created {where}" if report.journal_created else f"{where} already there"
     head = Text(f"Pilot home {report.home}:\n  {policy}\n  {journal}")
     limits: RenderableType = (
         format_limits(report.policy, report.home / "policy.json")

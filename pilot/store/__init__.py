@@ -1,10 +1,12 @@
-"""Persistence: the only package that imports aiosqlite. One SQLite file per Pilot home."""
+"""Persistence: the only package that imports a database driver (aiosqlite, psycopg). A home's store is its
+SQLite file, or a PostgreSQL database that several hosts share (pilot.store.database is the port)."""
 
 from pilot.store.agents import AgentRecord, Agents
 from pilot.store.anchor import HeadAnchor, Rollback
 from pilot.store.canonical import canonical_hash, canonical_json, iso_utc, parse_iso
 from pilot.store.chain import (
     GENESIS_HASH,
+    STORE_MOVED,
     STORE_PLAN_REJECTED,
     STORE_REPAIRED,
     STORE_SEALED,
@@ -31,6 +33,7 @@ from pilot.store.guards import OpenReport
 from pilot.store.idempotency import Idempotency, IdempotencyBegin
 from pilot.store.journal import Journal, JournalEntry, Mark, Preempted, Unless
 from pilot.store.leases import Leases
+from pilot.store.location import StoreLocation
 from pilot.store.monotonic import HostClock, Instant, StoreClock, age, holder_id
 from pilot.store.plans import ClaimResult, PlanRecord, Plans, new_plan_id
 from pilot.store.store import Store, open_store
@@ -38,6 +41,7 @@ from pilot.store.tokens import Tokens
 
 __all__ = [
     "GENESIS_HASH",
+    "STORE_MOVED",
     "STORE_PLAN_REJECTED",
     "STORE_REPAIRED",
     "STORE_SEALED",
@@ -73,6 +77,7 @@ __all__ = [
     "StoreCorrupt",
     "StoreError",
     "StoreFull",
+    "StoreLocation",
     "Tokens",
     "Unless",
     "age",

@@ -15,7 +15,7 @@ upgrade is beyond any seal.
 from __future__ import annotations
 
 import json
-import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ GENESIS_HASH = "0" * 64
 STORE_SEALED = "store.sealed"  # entries written before sealing, adopted at the first open that sealed
 STORE_REPAIRED = "store.repaired"  # guards found missing or altered at open, and restored
 STORE_PLAN_REJECTED = "store.plan_rejected"  # a plan whose seal does not verify was presented
+STORE_MOVED = "store.moved"  # the home's store was moved here (pilot.store.transfer), its chain checked
 STORE_ACTOR = "pilot"
 
 
@@ -120,7 +121,7 @@ def entry_text_of(
     return f'{before[:-1]},"data":{data_json},{after[1:]}'
 
 
-def row_clock(row: sqlite3.Row) -> Instant | None:
+def row_clock(row: Mapping[str, Any]) -> Instant | None:
     """The store clock's reading a row carries, if any (a row of schema v3 or older has none)."""
     keys = row.keys()
     if "boot" not in keys or row["boot"] is None:
@@ -131,7 +132,7 @@ def row_clock(row: sqlite3.Row) -> Instant | None:
     return Instant(row["boot"], micros)
 
 
-def row_text(row: sqlite3.Row) -> tuple[str, Any] | None:
+def row_text(row: Mapping[str, Any]) -> tuple[str, Any] | None:
     """A stored row's canonical text and parsed data, or None when its fields cannot be read as an entry."""
     try:
         data = json.loads(row["data"])
@@ -176,7 +177,7 @@ class ChainWalk:
         self.count, self.unsealed, self.sealing = 0, 0, False
         self.expected_seq, self.prev_hash = 1, GENESIS_HASH
 
-    def step(self, row: sqlite3.Row) -> ChainReport | None:
+    def step(self, row: Mapping[str, Any]) -> ChainReport | None:
         """Check one row; a report if it breaks the chain, else None."""
         seq = row["seq"]
         problem = _check_row(row, self.expected_seq, self.prev_hash)
@@ -216,7 +217,7 @@ def _adopts(kind: str, data: Any, unsealed: int) -> bool:
     return kind == STORE_SEALED and isinstance(data, dict) and data.get("unsealed_before") == unsealed
 
 
-def _check_row(row: sqlite3.Row, expected_seq: int, prev_hash: str) -> str | tuple[str, Any]:
+def _check_row(row: Mapping[str, Any], expected_seq: int, prev_hash: str) -> str | tuple[str, Any]:
     """A problem code, or the row's canonical text and parsed data when its seq, link and hash hold."""
     if row["seq"] != expected_seq:
         return "seq_gap"

@@ -10,14 +10,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import secrets
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pilot.store.canonical import canonical_json, iso_utc, parse_iso
-from pilot.store.database import Database
+from pilot.store.database import Database, Row
 from pilot.store.errors import InvalidTransition
 from pilot.store.monotonic import HostClock, Instant, StoreClock
 
@@ -58,7 +57,7 @@ def _optional_time(text: str | None) -> datetime | None:
     return parse_iso(text) if text else None
 
 
-def _ended(row: sqlite3.Row, here: Instant) -> bool:
+def _ended(row: Row, here: Instant) -> bool:
     """Whether its time to live is over on the store's clock (one parked before that clock, or in an
     earlier boot, is over)."""
     return (
@@ -68,7 +67,7 @@ def _ended(row: sqlite3.Row, here: Instant) -> bool:
     )
 
 
-def _record(row: sqlite3.Row, here: Instant | None = None) -> ConfirmationRecord:
+def _record(row: Row, here: Instant | None = None) -> ConfirmationRecord:
     record = ConfirmationRecord(
         confirmation_id=row["confirmation_id"],
         created_at=parse_iso(row["created_at"]),
@@ -110,19 +109,16 @@ class Confirmations:
         if ttl_seconds <= 0:
             raise ValueError("ttl_seconds must be positive")
         life = timedelta(seconds=ttl_seconds)
-        ends = self._clock.read().plus(life)
-        async with self._db.write() as tx:
-            await tx.run(
-                "INSERT INTO confirmations (confirmation_id, created_at, expires_at, status, tool,"
-                " action_json, summary, boot, expires_micros) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?, ?)",
-                (
-                    *(confirmation_id, iso_utc(now), iso_utc(now + life), tool, canonical_json(action)),
-                    *(summary, ends.boot, ends.micros),
-                ),
-            )
-            row = await tx.one("SELECT * FROM confirmations WHERE confirmation_id = ?", (confirmation_id,))
-        assert row is not None, "a confirmation read back in its own transaction"
-        return _record(row)
+        rows = await self._db.returning(
+            "INSERT INTO confirmations (confirmation_id, created_at, expires_at, status, tool, action_json,"
+            " summary, boot, expires_micros) VALUES (?, ?, ?, 'pending', ?, ?, ?, pilot_boot(), pilot_micros() + ?)"
+            " RETURNING *",
+            (
+                *(confirmation_id, iso_utc(now), iso_utc(now + life), tool, canonical_json(action)),
+                *(summary, ttl_seconds * 1_000_000),
+            ),
+        )
+        return _record(rows[0])
 
     async def get(self, confirmation_id: str, *, now: datetime | None = None) -> ConfirmationRecord | None:
         """Return the confirmation; with `now`, an overdue pending one reads as "expired"."""
@@ -148,7 +144,7 @@ class Confirmations:
             "status = ?, decided_by = ?, decided_at = ?",
             ("approved" if approve else "rejected", actor, iso_utc(now)),
             confirmation_id,
-            "status = 'pending' AND boot = ? AND expires_micros > ?",
+            "status = 'pending' AND boot = pilot_boot() AND expires_micros > pilot_micros()",
         )
 
     async def cancel(self, confirmation_id: str, *, now: datetime) -> ConfirmationRecord | None:
@@ -157,7 +153,7 @@ class Confirmations:
             "status = 'cancelled', decided_at = ?",
             (iso_utc(now),),
             confirmation_id,
-            "status = 'pending' AND boot = ? AND expires_micros > ?",
+            "status = 'pending' AND boot = pilot_boot() AND expires_micros > pilot_micros()",
         )
 
     async def claim_approved(self, confirmation_id: str, *, now: datetime) -> ConfirmationRecord | None:
@@ -170,7 +166,7 @@ class Confirmations:
             "status = 'executing', claimed_at = ?",
             (iso_utc(now),),
             confirmation_id,
-            "status = 'approved' AND boot = ? AND expires_micros > ?",
+            "status = 'approved' AND boot = pilot_boot() AND expires_micros > pilot_micros()",
         )
 
     async def record_result(self, confirmation_id: str, result: Mapping[str, Any], *, now: datetime) -> None:
@@ -179,24 +175,21 @@ class Confirmations:
         Raises:
             InvalidTransition: the confirmation is not executing.
         """
-        async with self._db.write() as tx:
-            changed = await tx.run(
-                "UPDATE confirmations SET status = 'executed', result_json = ?, result_at = ?"
-                " WHERE confirmation_id = ? AND status = 'executing'",
-                (canonical_json(result), iso_utc(now), confirmation_id),
-            )
+        changed = await self._db.change(
+            "UPDATE confirmations SET status = 'executed', result_json = ?, result_at = ?"
+            " WHERE confirmation_id = ? AND status = 'executing'",
+            (canonical_json(result), iso_utc(now), confirmation_id),
+        )
         if changed != 1:
             raise InvalidTransition(f"confirmation {confirmation_id} is not executing")
 
     async def _transition(
         self, assignments: str, values: tuple[Any, ...], confirmation_id: str, guard: str
     ) -> ConfirmationRecord | None:
-        """One conditional update: `guard` names the status it needs and ends with the store clock's test."""
-        here = self._clock.read()
-        async with self._db.write() as tx:
-            changed = await tx.run(
-                f"UPDATE confirmations SET {assignments} WHERE confirmation_id = ? AND {guard}",
-                (*values, confirmation_id, here.boot, here.micros),
-            )
-            row = await tx.one("SELECT * FROM confirmations WHERE confirmation_id = ?", (confirmation_id,))
-        return _record(row) if changed == 1 and row else None
+        """One conditional update: `guard` names the status it needs and ends with the store clock's test
+        (decided as the statement runs: on a server-based store, on the server's clock)."""
+        rows = await self._db.returning(
+            f"UPDATE confirmations SET {assignments} WHERE confirmation_id = ? AND {guard} RETURNING *",
+            (*values, confirmation_id),
+        )
+        return _record(rows[0]) if len(rows) == 1 else None

@@ -1,187 +1,98 @@
-"""The single aiosqlite connection of a Store: pragmas, schema, and serialised transactions."""
+"""The store's port: what the tables need from a database engine, so SQLite and PostgreSQL stand in alike.
+
+The tables (journal, plans, leases, idempotency keys, confirmations, tokens, exchange keys) are written once
+against this port; `pilot.store.sqlite` (the embedded default, one file per home) and `pilot.store.postgres`
+(one server for several hosts) implement it. Nothing of either driver crosses it:
+
+- a row is a plain dict, column name to value (text, integers, bytes, None);
+- a statement is written once with `?` placeholders, and each engine binds them its way;
+- the store's clock appears in a statement as `pilot_boot()` and `pilot_micros()` (pilot.store.monotonic): SQLite
+  answers them from the clock of this machine (or the one a test hands the store), PostgreSQL from its
+  server's, so a claim, a lease or an approval is decided on the store's clock inside the one statement that
+  makes it;
+- a failure is a StoreError (pilot.store.errors), translated by the engine.
+
+Where the engines differ in what they can promise, the `Dialect` says so, and the table picks its statement.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import sqlite3
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any, TypeVar
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-import aiosqlite
+from pilot.store.monotonic import StoreClock
 
-from pilot.store.errors import SchemaTooNew, translated_errors
-from pilot.store.schema import MIGRATIONS, SCHEMA_VERSION
-
-BUSY_TIMEOUT_SECONDS = 5.0
-
+Row = dict[str, Any]
 Params = Sequence[Any]
-T = TypeVar("T")
 
 
-class Tx:
-    """Statements run on the connection while the Database lock is held."""
+class Tx(Protocol):
+    """Statements run while the Database is held (inside one transaction, for `Database.write`)."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        self._conn = conn
+    async def one(self, sql: str, params: Params = ()) -> Row | None: ...
 
-    async def one(self, sql: str, params: Params = ()) -> sqlite3.Row | None:
-        rows = await self.all(sql, params)
-        return rows[0] if rows else None
-
-    async def all(self, sql: str, params: Params = ()) -> list[sqlite3.Row]:
-        return list(await self._conn.execute_fetchall(sql, params))
+    async def all(self, sql: str, params: Params = ()) -> list[Row]: ...
 
     async def run(self, sql: str, params: Params = ()) -> int:
         """Execute a write and return how many rows it changed."""
-        async with self._conn.execute(sql, params) as cursor:
-            return cursor.rowcount
+        ...
 
-    async def stream(self, sql: str, params: Params = ()) -> AsyncGenerator[sqlite3.Row, None]:
-        async with self._conn.execute(sql, params) as cursor:
-            async for row in cursor:
-                yield row
+    def stream(self, sql: str, params: Params = ()) -> AsyncGenerator[Row, None]:
+        """The rows one by one, without holding them all in memory."""
+        ...
 
 
-class Database:
-    """One connection in autocommit mode; every access holds one asyncio lock.
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """What an engine can promise beyond the statements both understand.
 
-    The lock keeps tasks of this process from interleaving statements inside each other's
-    transactions; `BEGIN IMMEDIATE` plus the busy timeout serialise writers across processes.
-
-    Durability is chosen per write. A durable write (the default) is synced to disk before it returns
-    (`synchronous = FULL`): it survives a power cut, and so does every write before it, since the WAL is
-    one file written in order. A write made with `durable=False` may be lost to a power cut (never torn:
-    the database stays consistent) until the next durable write syncs it; callers use it only where a loss
-    is harmless, and say why (a plan that is then not found, a lease its dead holder no longer needs).
+    `sessions`: a holder of a lease or a claim is judged alive by its database session (PostgreSQL: a
+    session-bound advisory lock that ends with its connection, whatever host it runs on), recorded in a
+    `session` column and judged inside the statement; without it (SQLite, one machine) by its process on this
+    machine (pilot.store.monotonic.process_gone). `lock_row`: the clause that makes a statement's read of a
+    row wait for, and hold off, a concurrent update of it (PostgreSQL reads a snapshot; SQLite's one writer
+    at a time needs none).
     """
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
-        self._conn = conn
-        self._lock = asyncio.Lock()
-        self._full: bool | None = None  # the connection's synchronous setting: FULL, NORMAL, not set yet
+    name: str
+    sessions: bool
+    lock_row: str
 
-    async def _durable(self, durable: bool) -> None:
-        """Set the connection's synchronous mode for the next commit (lock held; only when it changes)."""
-        if self._full is not durable:
-            await self._conn.execute_fetchall(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
-            self._full = durable
 
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[Tx]:
+class Database(ABC):
+    """One connection to a store's database, used by one process; every access holds it in turn.
+
+    Durability is chosen per write. A durable write (the default) is on disk before it returns, and so is
+    every write before it. A write made with `durable=False` may be lost to a power cut (never torn) until
+    the next durable write; callers use it only where a loss is harmless, and say why.
+    """
+
+    dialect: Dialect
+    clock: StoreClock  # the store's clock as this process reads it (for stamps a statement cannot make)
+    where: str  # the database, as it may be shown to a person (never a password)
+
+    @abstractmethod
+    def read(self) -> AbstractAsyncContextManager[Tx]:
         """Run reads; a single SELECT sees one consistent snapshot."""
-        async with self._lock:
-            with translated_errors():
-                yield Tx(self._conn)
 
-    @asynccontextmanager
-    async def write(self, *, durable: bool = True) -> AsyncIterator[Tx]:
-        """Run a read-then-write sequence as one `BEGIN IMMEDIATE` transaction."""
-        async with self._lock:
-            with translated_errors():
-                await self._durable(durable)
-                await self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield Tx(self._conn)
-                except BaseException:
-                    if self._conn.in_transaction:
-                        await self._conn.execute("ROLLBACK")
-                    raise
-                await self._conn.execute("COMMIT")
+    @abstractmethod
+    def write(self, *, durable: bool = True) -> AbstractAsyncContextManager[Tx]:
+        """Run a read-then-write sequence as one transaction."""
+
+    @abstractmethod
+    async def returning(self, sql: str, params: Params = (), *, durable: bool = True) -> list[Row]:
+        """Run one writing statement with a RETURNING clause as a transaction of its own: the rows it wrote."""
 
     async def change(self, sql: str, params: Params = (), *, durable: bool = True) -> int:
         """Run one writing statement as a transaction of its own and return how many rows it changed.
 
-        A single statement is atomic in autocommit mode, and a writing statement takes the write lock
-        (waiting under the busy timeout) before it reads anything, so it needs no `BEGIN IMMEDIATE`: one
-        trip to the connection's thread instead of three. The rows are counted by `RETURNING 1` (`sql`
-        must not have its own), since a cursor's rowcount costs a second trip to close the cursor.
+        The rows are counted by `RETURNING 1` (`sql` must not have its own): one trip to the database.
         """
         return len(await self.returning(sql + " RETURNING 1", params, durable=durable))
 
-    async def returning(self, sql: str, params: Params = (), *, durable: bool = True) -> list[sqlite3.Row]:
-        """`change` for a statement with a RETURNING clause: the rows it wrote, as they now stand."""
-        async with self._lock:
-            with translated_errors():
-                await self._durable(durable)
-                return await Tx(self._conn).all(sql, params)
-
+    @abstractmethod
     async def close(self) -> None:
-        async with self._lock:
-            await self._conn.close()
-
-
-async def connect(path: Path, prepare: Callable[[Tx, int], Awaitable[T]]) -> tuple[Database, T]:
-    """Open (creating if needed) the database at `path`, set pragmas and bring the schema up to date.
-
-    `prepare(tx, from_version)` runs in the same transaction as the migrations, so no other connection
-    ever sees a schema change without what `prepare` records with it; its result is returned.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with translated_errors():
-        conn = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
-    database = Database(conn)
-    try:
-        with translated_errors():
-            await _configure(conn)
-        async with database.write() as tx:
-            prepared = await prepare(tx, await _migrate(tx))
-    except BaseException:
-        await database.close()
-        raise
-    return database, prepared
-
-
-async def _configure(conn: aiosqlite.Connection) -> None:
-    conn.row_factory = sqlite3.Row
-    await conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
-    await _use_wal(conn)
-    await conn.execute("PRAGMA synchronous = FULL")  # until a write says otherwise (Database._durable)
-    await conn.execute("PRAGMA foreign_keys = ON")
-
-
-async def _use_wal(conn: aiosqlite.Connection) -> None:
-    """Put the database in WAL mode, waiting while another process is creating it.
-
-    Switching a new database to WAL needs it to itself, and SQLite answers "database is locked" at once,
-    without its busy timeout, while another connection is opening the same new file (two servers starting on
-    one new home). Once one has switched, the mode is the database's and the rest find it set.
-    """
-    loop = asyncio.get_running_loop()
-    give_up = loop.time() + BUSY_TIMEOUT_SECONDS
-    while True:
-        try:
-            await conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error) or loop.time() >= give_up:
-                raise
-        await asyncio.sleep(0.01)
-
-
-async def _migrate(tx: Tx) -> int:
-    """Apply the missing migrations and return the version the database had before (0 when new)."""
-    await tx.run("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-    row = await tx.one("SELECT COALESCE(MAX(version), 0) AS version FROM schema_version")
-    current = row["version"] if row else 0
-    if current > SCHEMA_VERSION:
-        raise SchemaTooNew(f"database schema v{current} is newer than this Pilot (v{SCHEMA_VERSION})")
-    for version in range(current + 1, SCHEMA_VERSION + 1):
-        for statement in _statements(MIGRATIONS[version - 1]):
-            await tx.run(statement)
-        await tx.run("INSERT INTO schema_version (version) VALUES (?)", (version,))
-    return current
-
-
-def _statements(script: str) -> list[str]:
-    """Split a migration script into statements (triggers contain `;`, so use sqlite's own test)."""
-    statements, pending = [], ""
-    for line in script.splitlines(keepends=True):
-        if line.lstrip().startswith("--") and not pending:
-            continue
-        pending += line
-        if sqlite3.complete_statement(pending):
-            statements.append(pending.strip())
-            pending = ""
-    return statements
+        """Close the connection; the Database is unusable afterwards."""

@@ -1,12 +1,14 @@
 """What every open checks before the store is used: the journal key, the append-only guards, and entries
 written before sealing. What it finds missing it restores and journals, so the evidence of it stays.
 
-All of it runs in the transaction that brings the schema up to date (pilot.store.database.connect), so two
-processes opening one database at once never see a half-prepared one.
+All of it runs in the transaction that brings the schema up to date (each engine's `connect`), so two
+processes opening one database at once never see a half-prepared one. Which guards there are, and how they
+are checked and restored, is the engine's (`restore_guards` in pilot.store.sqlite and pilot.store.postgres).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +21,6 @@ from pilot.store.database import Tx
 from pilot.store.errors import JournalKeyUnusable
 from pilot.store.journal import append_entry
 from pilot.store.monotonic import Instant
-from pilot.store.schema import TRIGGERS
 from pilot.store.sealing import Sealer
 
 SEALING_VERSION = 2  # the schema version that brought seals and the journal_key record
@@ -37,8 +38,11 @@ class OpenReport:
     legacy_entries: int = 0  # seqs 1..n were written before sealing (whenever they were adopted)
 
 
+GuardCheck = Callable[[Tx], Awaitable[dict[str, str]]]
+
+
 async def prepare(
-    tx: Tx, from_version: int, *, home: Path, now: datetime, stamp: Instant
+    tx: Tx, from_version: int, *, home: Path, now: datetime, stamp: Instant, restore: GuardCheck
 ) -> tuple[Sealer, OpenReport]:
     """Load the journal key, check it is the journal's, restore missing guards, adopt unsealed entries.
 
@@ -54,7 +58,7 @@ async def prepare(
     if recorded is not None and recorded["key_id"] != sealer.key_id:
         error = mismatch(key, str(recorded["key_id"]), sealer.key_id)
         raise JournalKeyUnusable(error.problem, error.fix)
-    found = await _restore_triggers(tx)
+    found = await restore(tx)
     if recorded is None:
         await tx.run(
             "INSERT INTO journal_key (id, key_id, recorded_at) VALUES (1, ?, ?)",
@@ -77,24 +81,6 @@ def _load_key(home: Path, *, may_create: bool) -> JournalKey:
         return load_journal_key(home, may_create=may_create)
     except KeysError as error:
         raise JournalKeyUnusable(error.problem, error.fix) from None
-
-
-def _normal(sql: str | None) -> str:
-    return " ".join((sql or "").split())
-
-
-async def _restore_triggers(tx: Tx) -> dict[str, str]:
-    """Recreate every guard that is missing or differs from `TRIGGERS`; return {name: "missing" | "altered"}."""
-    rows = await tx.all("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")
-    present = {row["name"]: row["sql"] for row in rows}
-    found: dict[str, str] = {}
-    for name, sql in TRIGGERS.items():
-        if _normal(present.get(name)) == _normal(sql):
-            continue
-        found[name] = "altered" if name in present else "missing"
-        await tx.run(f'DROP TRIGGER IF EXISTS "{name}"')
-        await tx.run(sql)
-    return found
 
 
 async def _legacy_entries(tx: Tx, sealer: Sealer) -> int:

@@ -39,17 +39,19 @@ class Idempotency:
     async def begin(self, key: str, *, tool: str, args: Mapping[str, Any], now: datetime) -> IdempotencyBegin:
         """Claim `key` for this call, or report what an earlier call with the same key did."""
         args_hash = canonical_hash(args)
-        async with self._db.write() as tx:
+        # One insert decides who owns a new key, on any engine: a second caller's insert does nothing.
+        if await self._db.change(
+            "INSERT INTO idempotency (key, tool, args_hash, state, created_at) VALUES (?, ?, ?, 'pending', ?)"
+            " ON CONFLICT (key) DO NOTHING",
+            (key, tool, args_hash, iso_utc(now)),
+        ):
+            return IdempotencyBegin("new")
+        async with self._db.read() as tx:
             row = await tx.one(
                 "SELECT tool, args_hash, state, response_json FROM idempotency WHERE key = ?", (key,)
             )
-            if row is None:
-                await tx.run(
-                    "INSERT INTO idempotency (key, tool, args_hash, state, created_at)"
-                    " VALUES (?, ?, ?, 'pending', ?)",
-                    (key, tool, args_hash, iso_utc(now)),
-                )
-                return IdempotencyBegin("new")
+        if row is None:  # forgotten (abandoned) since: ask again
+            return await self.begin(key, tool=tool, args=args, now=now)
         if (row["tool"], row["args_hash"]) != (tool, args_hash):
             return IdempotencyBegin("conflict", first_tool=row["tool"])
         if row["state"] == "pending":
@@ -62,12 +64,11 @@ class Idempotency:
         Raises:
             InvalidTransition: the key is unknown or already complete.
         """
-        async with self._db.write() as tx:
-            changed = await tx.run(
-                "UPDATE idempotency SET state = 'done', response_json = ?, completed_at = ?"
-                " WHERE key = ? AND state = 'pending'",
-                (canonical_json(response), iso_utc(now), key),
-            )
+        changed = await self._db.change(
+            "UPDATE idempotency SET state = 'done', response_json = ?, completed_at = ?"
+            " WHERE key = ? AND state = 'pending'",
+            (canonical_json(response), iso_utc(now), key),
+        )
         if changed != 1:
             raise InvalidTransition(f"idempotency key {key!r} is not pending")
 
@@ -78,6 +79,5 @@ class Idempotency:
         sent, `complete` the key with the (possibly unknown) outcome instead, or a retry could
         send the order twice. Completed keys are never forgotten.
         """
-        async with self._db.write() as tx:
-            changed = await tx.run("DELETE FROM idempotency WHERE key = ? AND state = 'pending'", (key,))
+        changed = await self._db.change("DELETE FROM idempotency WHERE key = ? AND state = 'pending'", (key,))
         return changed == 1

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 from collections.abc import Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -26,7 +25,8 @@ from pilot.store.chain import (
     row_clock,
     row_text,
 )
-from pilot.store.database import Database, Tx
+from pilot.store.database import Database, Dialect, Row, Tx
+from pilot.store.errors import DuplicateRecord
 from pilot.store.monotonic import HostClock, Instant, StoreClock
 from pilot.store.sealing import Sealer
 
@@ -47,7 +47,7 @@ class JournalEntry:
     clock: Instant | None = None  # the store clock's reading (pilot.store.monotonic); None on older entries
 
 
-def _entry(row: sqlite3.Row, data: Any) -> JournalEntry:
+def _entry(row: Row, data: Any) -> JournalEntry:
     return JournalEntry(
         seq=row["seq"],
         at=parse_iso(row["at"]),
@@ -98,21 +98,28 @@ _INSERT = (
 
 @dataclass(frozen=True, slots=True)
 class Unless:
-    """A condition on an append: none of `kinds` was appended after seq `after` (by any process)."""
+    """A condition on an append: none of `kinds` was appended after seq `after` (by any process), and, with
+    `turn`, the lease of that name (pilot.store.leases) is still its holder's: unexpired on the store's clock
+    and, on a store that judges holders by their session, taken in this very session (a connection lost and
+    made again holds nothing it held before). The lease is the fencing token of the send turn: a holder that
+    lost it while paused or cut off cannot journal a send someone else's judgement did not see."""
 
     after: int
     kinds: frozenset[str]
+    turn: tuple[str, str] | None = None  # (lease name, holder)
 
 
 class Preempted(Exception):
     """An append made `Unless` an entry of the given kinds came after a seq, and one did (or the journal no
-    longer holds the entry it was anchored at: `seqs` empty, `Journal.rollback` set): nothing was appended.
-    `seqs` are those entries (as stored: the caller reads them again through the journal, which keeps only
-    genuine ones)."""
+    longer holds the entry it was anchored at: `seqs` empty, `Journal.rollback` set; or its turn was no
+    longer held: `turn_lost`): nothing was appended. `seqs` are those entries (as stored: the caller reads
+    them again through the journal, which keeps only genuine ones)."""
 
-    def __init__(self, seqs: tuple[int, ...]) -> None:
-        super().__init__(f"entries {', '.join(map(str, seqs))} came first")
+    def __init__(self, seqs: tuple[int, ...], *, turn_lost: bool = False) -> None:
+        what = "the send turn was lost" if turn_lost else f"entries {', '.join(map(str, seqs))} came first"
+        super().__init__(what)
         self.seqs = seqs
+        self.turn_lost = turn_lost
 
 
 class _Draft:
@@ -159,7 +166,7 @@ class _Draft:
         return entry, values
 
 
-def _head(row: sqlite3.Row | None) -> Mark:
+def _head(row: Row | None) -> Mark:
     return Mark(row["seq"], row["hash"]) if row else START
 
 
@@ -214,13 +221,13 @@ class Journal:
         self._verified: dict[int, tuple[tuple[Any, ...], JournalEntry]] = {}
         self._head: Mark | None = None  # the newest entry this Journal appended or saw, to append after
 
-    def _genuine(self, row: sqlite3.Row) -> JournalEntry | None:
+    def _genuine(self, row: Row) -> JournalEntry | None:
         """The row as an entry if Pilot wrote it: its hash and seal verify, or it predates sealing.
 
         A row read again exactly as it was when verified is not verified twice; any difference, an edit
         made since included, is verified afresh.
         """
-        raw = tuple(row)
+        raw = tuple(row.values())
         known = self._verified.get(row["seq"])
         if known is not None and known[0] == raw:
             return known[1]
@@ -234,7 +241,7 @@ class Journal:
             self._verified.pop(next(iter(self._verified)))  # the one kept longest
         self._verified[entry.seq] = (raw, entry)
 
-    def _verify(self, row: sqlite3.Row) -> JournalEntry | None:
+    def _verify(self, row: Row) -> JournalEntry | None:
         read = row_text(row)
         if read is None:
             return None
@@ -251,7 +258,7 @@ class Journal:
         except (TypeError, ValueError):  # an `at` that is not a time: not something Pilot wrote
             return None
 
-    def _all_genuine(self, rows: list[sqlite3.Row]) -> list[JournalEntry]:
+    def _all_genuine(self, rows: list[Row]) -> list[JournalEntry]:
         return [entry for entry in map(self._genuine, rows) if entry is not None]
 
     async def append(
@@ -287,8 +294,11 @@ class Journal:
             if head is None:
                 head = await self.mark()
             entry, values = draft.after(head)
-            sql, params = _conditional_insert(values, head, unless, anchored)
-            changed = await self._db.change(sql, params, durable=durable)
+            sql, params = _conditional_insert(self._db.dialect, values, head, unless, anchored)
+            try:
+                changed = await self._db.change(sql, params, durable=durable)
+            except DuplicateRecord:  # a server-based store: another host took this seq in the same instant
+                changed = 0
             if changed == 1:
                 self._head = Mark(entry.seq, entry.hash)
                 self._remember(values, entry)  # the row as it reads back (SELECT * order): known genuine
@@ -304,6 +314,8 @@ class Journal:
         found = await self._following(unless)
         if found:
             raise Preempted(found)
+        if unless.turn is not None and not await self._holds(*unless.turn):
+            raise Preempted((), turn_lost=True)
         if anchored is not None and (lost := await self._lost(anchored)) is not None:
             self.rollback = lost
             raise Preempted(())
@@ -333,6 +345,15 @@ class Journal:
         if row["hash"] != anchored.hash or row["seal"] != anchored.seal:
             return Rollback(anchored, head.seq, "anchor_mismatch")
         return None
+
+    @property
+    def sealer(self) -> Sealer:
+        return self._sealer
+
+    def anchored(self) -> Anchor | None:
+        """The entry this journal is anchored at outside the home, if it is (pilot.store.anchor)."""
+        own = self._anchor.read() if self._anchor is not None else None
+        return Anchor(own.seq, own.seal) if own is not None else None
 
     async def check_anchor(self) -> Rollback | None:
         """Whether the journal still holds the entry it was anchored at; the rollback found, if not (kept in
@@ -368,6 +389,16 @@ class Journal:
         if row is None or not (isinstance(row["seal"], str) and is_seal(row["seal"])):
             return None
         return HeadAnchor(row["seq"], row["hash"], row["seal"])
+
+    async def _holds(self, lease: str, holder: str) -> bool:
+        own = " AND session = pilot_session()" if self._db.dialect.sessions else ""
+        async with self._db.read() as tx:
+            row = await tx.one(
+                "SELECT 1 AS held FROM leases WHERE name = ? AND holder = ? AND boot = pilot_boot()"
+                f" AND expires_micros > pilot_micros(){own}",
+                (lease, holder),
+            )
+        return row is not None
 
     async def _following(self, unless: Unless) -> tuple[int, ...]:
         kinds = tuple(unless.kinds)
@@ -463,9 +494,9 @@ class Journal:
         anchored seq, or holds another entry there, is broken.
         """
         anchors = (anchor,) if anchor is not None else ()
-        own = self._anchor.read() if self._anchor is not None else None
+        own = self.anchored()
         if own is not None:
-            anchors = (*anchors, Anchor(own.seq, own.seal))
+            anchors = (*anchors, own)
         walk = ChainWalk(self._sealer, anchors)
         async with self._db.read() as tx, aclosing(tx.stream("SELECT * FROM journal ORDER BY seq")) as rows:
             async for row in rows:
@@ -476,15 +507,20 @@ class Journal:
 
 
 def _conditional_insert(
-    values: tuple[Any, ...], head: Mark, unless: Unless | None, anchored: HeadAnchor | None = None
+    dialect: Dialect,
+    values: tuple[Any, ...],
+    head: Mark,
+    unless: Unless | None,
+    anchored: HeadAnchor | None = None,
 ) -> tuple[str, tuple[Any, ...]]:
     """The insert of an entry sealed for the place after `head`: only while `head` is the last entry, and,
-    with `unless`, while no entry of its kinds follows its seq and the journal still holds `anchored`."""
+    with `unless`, while no entry of its kinds follows its seq, its turn is held, and the journal still holds
+    `anchored`."""
     sql = (
         _INSERT + " WHERE (SELECT COALESCE(MAX(seq), 0) FROM journal) = ?"
-        " AND (SELECT hash FROM journal WHERE seq = ?) IS ?"
+        " AND COALESCE((SELECT hash FROM journal WHERE seq = ?), '') = ?"
     )
-    params: tuple[Any, ...] = (*values, head.seq, head.seq, None if head.seq == 0 else head.hash)
+    params: tuple[Any, ...] = (*values, head.seq, head.seq, "" if head.seq == 0 else head.hash)
     if unless is not None:
         kinds = tuple(unless.kinds)
         sql += (
@@ -492,6 +528,13 @@ def _conditional_insert(
             f" AND kind IN ({', '.join('?' * len(kinds))}))"
         )
         params = (*params, unless.after, *kinds)
+    if unless is not None and unless.turn is not None:
+        own = " AND session = pilot_session()" if dialect.sessions else ""
+        sql += (
+            " AND EXISTS (SELECT 1 FROM leases WHERE name = ? AND holder = ? AND boot = pilot_boot()"
+            f" AND expires_micros > pilot_micros(){own}{dialect.lock_row})"
+        )
+        params = (*params, *unless.turn)
     if anchored is not None:
         sql += " AND EXISTS (SELECT 1 FROM journal WHERE seq = ? AND hash = ?)"
         params = (*params, anchored.seq, anchored.hash)

@@ -1,19 +1,23 @@
-"""The key table: one SQLite file (`HOME/keys.db`) holding sealed exchange keys and their last check.
+"""The key table: sealed exchange keys and their last check, in a SQLite file of their own (`HOME/keys.db`),
+or in the PostgreSQL store the home shares with other hosts (each of which needs the vault's master key).
 
 Rows are never updated in place except to record a permission check or to retire a key. Retiring
 erases the ciphertext (a retired secret has no use, and keeping it would only widen what a stolen
-file gives away) and `secure_delete` overwrites the freed pages.
+file gives away) and, in SQLite, `secure_delete` overwrites the freed pages.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-import aiosqlite
+from pilot.store import sqlite
+from pilot.store.database import Database, Row
+from pilot.store.errors import DuplicateRecord
+from pilot.store.location import StoreLocation, postgres_engine
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS exchange_keys (
@@ -72,8 +76,8 @@ class StoredKey:
 class KeyStore:
     """Async access to the key table. Create with `open_keystore`; close when done."""
 
-    def __init__(self, connection: aiosqlite.Connection) -> None:
-        self._db = connection
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
     async def close(self) -> None:
         await self._db.close()
@@ -81,84 +85,81 @@ class KeyStore:
     async def active(self, environment: str) -> StoredKey | None:
         """Return the environment's active key, or None."""
         query = f"SELECT {_COLUMNS} FROM exchange_keys WHERE environment = ? AND retired_at IS NULL"
-        async with self._db.execute(query, (environment,)) as cursor:
-            row = await cursor.fetchone()
+        async with self._db.read() as tx:
+            row = await tx.one(query, (environment,))
         return _to_stored_key(row) if row else None
 
     async def all_active(self) -> list[StoredKey]:
         """Return every active key, ordered by environment."""
         query = f"SELECT {_COLUMNS} FROM exchange_keys WHERE retired_at IS NULL ORDER BY environment"
-        async with self._db.execute(query) as cursor:
-            return [_to_stored_key(row) for row in await cursor.fetchall()]
+        async with self._db.read() as tx:
+            return [_to_stored_key(row) for row in await tx.all(query)]
 
     async def insert(self, key: StoredKey) -> None:
         """Store a new active key; raise ActiveKeyExists if its environment already has one."""
         try:
-            await self._insert(key)
-            await self._db.commit()
-        except aiosqlite.IntegrityError:
-            await self._db.rollback()
+            await self._db.change(_INSERT, _values(key))
+        except DuplicateRecord:
             raise ActiveKeyExists(key.environment) from None
 
     async def replace(self, old_key_id: str, new: StoredKey, *, at: datetime) -> None:
         """Retire the old key and store the new one in one transaction."""
         try:
-            await self._retire(old_key_id, at)
-            await self._insert(new)
-            await self._db.commit()
-        except aiosqlite.IntegrityError:
-            await self._db.rollback()
+            async with self._db.write() as tx:
+                await tx.run(_RETIRE, (at.isoformat(), old_key_id))
+                await tx.run(_INSERT, _values(new))
+        except DuplicateRecord:
             raise ActiveKeyExists(new.environment) from None
 
     async def retire(self, key_id: str, *, at: datetime) -> None:
         """Mark a key retired and erase its ciphertext; its id and history stay for the record."""
-        await self._retire(key_id, at)
-        await self._db.commit()
+        await self._db.change(_RETIRE, (at.isoformat(), key_id))
 
     async def record_check(self, key_id: str, check: PermissionCheck) -> None:
         """Save the result of a permission check on an active key."""
-        await self._db.execute(
+        await self._db.change(
             "UPDATE exchange_keys SET checked_at = ?, read_only = ?, permissions = ?, disallowed = ?, ip_bound = ? "
             "WHERE key_id = ? AND retired_at IS NULL",
             (*_check_columns(check), key_id),
         )
-        await self._db.commit()
 
-    async def _insert(self, key: StoredKey) -> None:
-        await self._db.execute(
-            f"INSERT INTO exchange_keys ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                key.key_id,
-                key.environment,
-                key.base_url,
-                key.key_hint,
-                key.sealed,
-                key.added_at.isoformat(),
-                *_check_columns(key.check),
-            ),
-        )
-
-    async def _retire(self, key_id: str, at: datetime) -> None:
-        await self._db.execute(
-            "UPDATE exchange_keys SET retired_at = ?, sealed = NULL WHERE key_id = ? AND retired_at IS NULL",
-            (at.isoformat(), key_id),
-        )
+    async def rows(self) -> list[Row]:
+        """Every row as stored, retired ones too (to move the table to another store)."""
+        async with self._db.read() as tx:
+            return await tx.all("SELECT * FROM exchange_keys ORDER BY added_at, key_id")
 
 
-async def open_keystore(path: Path) -> KeyStore:
-    """Open (creating if needed) the key database at `path`, readable by its owner only."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-    connection = await aiosqlite.connect(path)
-    try:
-        await connection.execute("PRAGMA secure_delete = ON")
-        await connection.executescript(_SCHEMA)
-        await connection.commit()
-    except BaseException:
-        await connection.close()
-        raise
-    return KeyStore(connection)
+_INSERT = f"INSERT INTO exchange_keys ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_RETIRE = "UPDATE exchange_keys SET retired_at = ?, sealed = NULL WHERE key_id = ? AND retired_at IS NULL"
+
+
+def _values(key: StoredKey) -> tuple[Any, ...]:
+    return (
+        key.key_id,
+        key.environment,
+        key.base_url,
+        key.key_hint,
+        key.sealed,
+        key.added_at.isoformat(),
+        *_check_columns(key.check),
+    )
+
+
+async def open_keystore(where: Path | StoreLocation) -> KeyStore:
+    """Open the key table: the SQLite file at `where` (created, readable by its owner only), or the
+    PostgreSQL store a StoreLocation names (its schema brought up to date)."""
+    location = where if isinstance(where, StoreLocation) else StoreLocation(path=where)
+    if location.url is not None:
+        postgres = postgres_engine()
+        database = postgres.PostgresDatabase(location.url)
+        try:
+            await postgres.migrate(database)
+        except BaseException:
+            await database.close()
+            raise
+        return KeyStore(database)
+    assert location.path is not None
+    return KeyStore(await sqlite.open_private(location.path, _SCHEMA))
 
 
 def _check_columns(check: PermissionCheck) -> tuple[str, int, str, str, int]:
@@ -171,7 +172,7 @@ def _check_columns(check: PermissionCheck) -> tuple[str, int, str, str, int]:
     )
 
 
-def _to_stored_key(row: aiosqlite.Row | tuple) -> StoredKey:
+def _to_stored_key(row: Row) -> StoredKey:
     (
         key_id,
         environment,
@@ -184,7 +185,7 @@ def _to_stored_key(row: aiosqlite.Row | tuple) -> StoredKey:
         permissions,
         disallowed,
         ip,
-    ) = row
+    ) = (row[name.strip()] for name in _COLUMNS.split(","))
     return StoredKey(
         key_id=key_id,
         environment=environment,

@@ -36,13 +36,14 @@ class Instant:
     micros: int
 
     def plus(self, length: timedelta) -> Instant:
-        return Instant(self.boot, self.micros + _micros(length))
+        return Instant(self.boot, self.micros + micros_of(length))
 
     def as_json(self) -> dict[str, object]:
         return {"boot": self.boot, "micros": self.micros}
 
 
-def _micros(length: timedelta) -> int:
+def micros_of(length: timedelta) -> int:
+    """A length of time in whole microseconds, as the store's clock counts it."""
     return (length.days * 86_400 + length.seconds) * 1_000_000 + length.microseconds
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,7 +22,7 @@ from typing import Any, Literal
 
 from pilot.store.canonical import canonical_json, iso_utc, parse_iso
 from pilot.store.chain import STORE_ACTOR, STORE_PLAN_REJECTED
-from pilot.store.database import Database, Tx
+from pilot.store.database import Database, Row, Tx
 from pilot.store.errors import InvalidTransition
 from pilot.store.journal import append_entry
 from pilot.store.monotonic import HostClock, Instant, StoreClock, age, process_gone
@@ -53,6 +52,7 @@ class PlanRecord:
     claimed_by: str | None = None
     claimed: Instant | None = None  # when, on the store's clock
     ends: Instant | None = None  # when its life ends, on the store's clock (None: a plan from before it)
+    claimer_gone: bool = False  # the claimer's session had ended when this was read (a server-based store)
 
 
 def _instant(boot: Any, micros: Any) -> Instant | None:
@@ -71,7 +71,7 @@ def _optional_time(text: str | None) -> datetime | None:
     return parse_iso(text) if text else None
 
 
-def _record(row: sqlite3.Row) -> PlanRecord:
+def _record(row: Row) -> PlanRecord:
     return PlanRecord(
         plan_id=row["plan_id"],
         created_at=parse_iso(row["created_at"]),
@@ -84,6 +84,7 @@ def _record(row: sqlite3.Row) -> PlanRecord:
         claimed_by=row["claimed_by"],
         claimed=_instant(row["boot"], row["claimed_micros"]),
         ends=_instant(row["boot"], row["expires_micros"]),
+        claimer_gone=bool(row.get("claimer_gone")),
     )
 
 
@@ -115,7 +116,7 @@ class Plans:
         self._sealer = sealer
         self._clock: StoreClock = clock or HostClock()
 
-    def _sealed(self, row: sqlite3.Row) -> bool:
+    def _sealed(self, row: Row) -> bool:
         text = _plan_text(
             row["plan_id"],
             row["created_at"],
@@ -176,12 +177,15 @@ class Plans:
         and the attempt is journaled. A plan made before plans had the store's clock has ended.
         """
         at, here = iso_utc(now), self._clock.read()
+        session = ", claimed_session = pilot_session()" if self._db.dialect.sessions else ""
         # Not durable by itself: nothing is sent on a claim before a durable write (the order.sent entry),
-        # which syncs the claim with it; a claim lost to a power cut before that sent nothing.
+        # which syncs the claim with it; a claim lost to a power cut before that sent nothing. Decided on the
+        # store's clock as the statement runs (the database server's, for a server-based store).
         claimed = await self._db.returning(
-            "UPDATE plans SET status = 'claimed', claimed_at = ?, claimed_by = ?, claimed_micros = ?"
-            " WHERE plan_id = ? AND status = 'open' AND boot = ? AND expires_micros > ? RETURNING *",
-            (at, holder, here.micros, plan_id, here.boot, here.micros),
+            f"UPDATE plans SET status = 'claimed', claimed_at = ?, claimed_by = ?, claimed_micros = pilot_micros()"
+            f"{session} WHERE plan_id = ? AND status = 'open' AND boot = pilot_boot()"
+            " AND expires_micros > pilot_micros() RETURNING *",
+            (at, holder, plan_id),
             durable=False,
         )
         row = claimed[0] if claimed else await self._row(plan_id)
@@ -213,7 +217,7 @@ class Plans:
         if changed != 1:
             raise InvalidTransition(f"plan {plan_id} is not claimed; its outcome cannot be recorded")
 
-    async def _row(self, plan_id: str) -> sqlite3.Row | None:
+    async def _row(self, plan_id: str) -> Row | None:
         async with self._db.read() as tx:
             return await tx.one("SELECT * FROM plans WHERE plan_id = ?", (plan_id,))
 
@@ -224,9 +228,11 @@ class Plans:
 
     async def unfinished(self) -> list[PlanRecord]:
         """Claimed plans with no outcome recorded yet, oldest first (a use in progress, or one that stopped)."""
+        # A server-based store says whether each claimer's session is still there (pilot.store.database).
+        gone = ", pilot_session_gone(claimed_session) AS claimer_gone" if self._db.dialect.sessions else ""
         async with self._db.read() as tx:
             rows = await tx.all(
-                "SELECT * FROM plans WHERE status = 'claimed' AND outcome_json IS NULL ORDER BY claimed_at"
+                f"SELECT *{gone} FROM plans WHERE status = 'claimed' AND outcome_json IS NULL ORDER BY claimed_at"
             )
         return [_record(row) for row in rows if self._sealed(row)]
 
@@ -241,18 +247,26 @@ class Plans:
         )
 
     def abandoned(self, plan: PlanRecord, older_than: timedelta) -> bool:
-        """Whether no live use can still hold a claimed `plan`: its claimer's process is gone (certain on
-        this machine), or the claim is `older_than` on the store's clock (one made before claims were
-        stamped counts as old)."""
+        """Whether no live use can still hold a claimed `plan`: its claimer is gone (certain: its process on
+        this machine, for SQLite; its database session, judged by the server when the plan was read, for a
+        server-based store, whose claimers may run on any host), or the claim is `older_than` on the store's
+        clock (one made before claims were stamped counts as old)."""
         here = self._clock.read()
         claimed = plan.claimed
-        if plan.claimed_by and process_gone(plan.claimed_by, claimed.boot if claimed else None, here):
+        if plan.claimer_gone:
+            return True
+        local = not self._db.dialect.sessions
+        if (
+            local
+            and plan.claimed_by
+            and process_gone(plan.claimed_by, claimed.boot if claimed else None, here)
+        ):
             return True
         since = age(here, claimed)
         return since is None or since >= older_than
 
 
-async def _journal_rejected(tx: Tx, sealer: Sealer, row: sqlite3.Row, now: datetime, stamp: Instant) -> None:
+async def _journal_rejected(tx: Tx, sealer: Sealer, row: Row, now: datetime, stamp: Instant) -> None:
     problem = "unsealed" if row["seal"] is None else "seal_mismatch"
     reason = f"a plan whose seal does not verify ({problem}) was presented; it was refused as unknown"
     data = {"problem": problem, "reason": reason}

@@ -23,11 +23,10 @@ class Tokens:
             DuplicateRecord: `name` already has a token (revoke it first).
         """
         token = "pilot_" + secrets.token_urlsafe(32)
-        async with self._db.write() as tx:
-            await tx.run(
-                "INSERT INTO tokens (name, token_hash, created_at) VALUES (?, ?, ?)",
-                (name, sha256_hex(token), iso_utc(now)),
-            )
+        await self._db.change(
+            "INSERT INTO tokens (name, token_hash, created_at) VALUES (?, ?, ?)",
+            (name, sha256_hex(token), iso_utc(now)),
+        )
         return token
 
     async def verify(self, token: str) -> str | None:
@@ -41,8 +40,7 @@ class Tokens:
 
     async def revoke(self, name: str) -> bool:
         """Delete the token of `name`; return whether there was one."""
-        async with self._db.write() as tx:
-            changed = await tx.run("DELETE FROM tokens WHERE name = ?", (name,))
+        changed = await self._db.change("DELETE FROM tokens WHERE name = ?", (name,))
         return changed == 1
 
     async def list(self) -> list[tuple[str, datetime]]:

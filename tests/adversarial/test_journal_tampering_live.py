@@ -69,10 +69,11 @@ async def test_a_forged_lookup_that_settles_a_held_send_does_not_free_its_exposu
     order that would pass the cap only without it is still refused, by the warm server and a fresh one."""
     write_policy(tmp_path)
     venue = Venue.of(paper)
-    async with open_server(tmp_path, venue, clock, timeout_seconds=0.3) as sender:
+    # The create is held past the timeout (its outcome unknown); the reads, a loaded machine's included, are not.
+    async with open_server(tmp_path, venue, clock, timeout_seconds=1.5) as sender:
         plan = await plan_order(sender, market(Side.BUY, "0.0002"))
         assert plan.plan_id is not None
-        paper.add_fault(CREATE, "latency", delay_ms=3000)
+        paper.add_fault(CREATE, "latency", delay_ms=4000)
         placed = await place_order(sender, plan.plan_id)
         assert placed.status == "outcome_unknown" and placed.order_link_id
         with raw(tmp_path / "journal" / "pilot.db") as conn:

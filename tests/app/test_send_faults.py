@@ -19,7 +19,9 @@ from pilot.server import build_server
 from .conftest import BTC_SHORT, CREATE, call, open_test_runtime, write_policy
 
 pytestmark = pytest.mark.anyio
-TIMEOUT_SECONDS = 0.3
+# The adapter's timeout: short enough for the faults below to outlast it (a create held 3 s, a reply dripped
+# a byte every 2 s), long enough that a loaded machine's reads of fresh facts never do.
+TIMEOUT_SECONDS = 1.0
 
 
 @pytest.mark.parametrize(
@@ -32,7 +34,7 @@ TIMEOUT_SECONDS = 0.3
         ("drop", "filled", True, True),
         ("drip", "filled", True, True),
         ("non_json", "filled", True, True),
-        ("latency", "outcome_unknown", False, None),  # executed 1.5 s later, after the lookup
+        ("latency", "outcome_unknown", False, None),  # executed 3 s later, after the lookup
     ],
 )
 async def test_a_create_fault_gives_one_request_and_the_right_outcome(
@@ -44,7 +46,7 @@ async def test_a_create_fault_gives_one_request_and_the_right_outcome(
         Client(build_server(runtime), raise_exceptions=True) as client,
     ):
         plan = await call(client, "plan_order", BTC_SHORT)
-        paper.add_fault(CREATE, kind, delay_ms=1500, interval_ms=1000)
+        paper.add_fault(CREATE, kind, delay_ms=3000, interval_ms=2000)
         answer = await call(client, "place_order", {"plan_id": plan["plan_id"]})
         again = await call(client, "place_order", {"plan_id": plan["plan_id"]})
         outcomes = await runtime.store.journal.entries(kind=entry_kinds.ORDER_OUTCOME)

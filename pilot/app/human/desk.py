@@ -25,7 +25,7 @@ from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.channels import CHANNELS, Via
 from pilot.core.policy import LoadedPolicy, PolicyIssue, parse_policy
-from pilot.store import ConfirmationRecord, DuplicateRecord, JournalEntry, open_store
+from pilot.store import ConfirmationRecord, DuplicateRecord, JournalEntry, StoreLocation, open_store
 
 # The repository's policy.json, sized for Bybit's real minimum orders (0.001 BTC is about $80, 0.01 ETH $31,
 # 0.1 SOL $10): $100 per market and per order, so each market's smallest order fits; BTCUSDT alone gets $150,
@@ -124,10 +124,12 @@ async def open_desk(home: Path, *, clock: Clock | None = None, react: bool = Tru
     Raises:
         NoJournal: the home has no database; reading must not create one as a side effect.
     """
-    path = Home(home).database_path
-    if not path.exists():
+    paths = Home(home)
+    if not paths.has_store():
         raise NoJournal(home)
-    store = await open_store(path, clock=store_clock(clock) if clock is not None else None)
+    store = await open_store(
+        paths.store(), home=home, clock=store_clock(clock) if clock is not None else None
+    )
     try:
         # cast: _NoExchange stands in for every port method by raising (see its docstring)
         no_exchange = cast(Exchange, _NoExchange())
@@ -147,10 +149,15 @@ class InitReport:
     policy_created: bool
     journal_created: bool
     policy: LoadedPolicy | tuple[PolicyIssue, ...]  # the policy.json now in the home, or why it is invalid
+    store: str = "journal/pilot.db"  # where the journal is (a PostgreSQL URL is shown without a password)
 
 
-async def init_home(home: Path) -> InitReport:
-    """Create policy.json (safe defaults) and the journal database; never overwrite an existing policy."""
+async def init_home(home: Path, store: StoreLocation | None = None) -> InitReport:
+    """Create policy.json (safe defaults) and the journal database; never overwrite an existing policy.
+
+    With `store` (a PostgreSQL database), the home's store is that database from now on (store.json): its
+    schema is made if it has none, and a journal already there is this home's too (another host's).
+    """
     home.mkdir(parents=True, exist_ok=True)
     paths = Home(home)
     policy_created = journal_created = False
@@ -158,14 +165,21 @@ async def init_home(home: Path) -> InitReport:
         with paths.policy_path.open("x", encoding="utf-8") as file:  # "x": lose a race rather than overwrite
             file.write(DEFAULT_POLICY)
         policy_created = True
-    if not paths.database_path.exists():
-        journal_created = True
-    store = await open_store(paths.database_path)
-    await store.close()
+    location = store or paths.store()
+    existed = location.url is None and paths.database_path.exists()
+    opened = await open_store(location, home=home)
+    try:
+        empty = (await opened.journal.mark()).seq == 0
+    finally:
+        await opened.close()
+    journal_created = empty if location.url is not None else not existed
+    if store is not None:
+        paths.record_store(store)
     return InitReport(
         home=home,
         policy_created=policy_created,
         journal_created=journal_created,
+        store=str(location),
         policy=read_policy_file(paths.policy_path),
     )
 

@@ -1,6 +1,7 @@
 """Use cases for exchange keys: add, replace, delete, show, and load for the server with fresh checks.
 
-Each use case opens `HOME/keys.db`, does one thing and closes it. Time arrives as `now` from the
+Each use case opens the home's key table (`HOME/keys.db`, or the PostgreSQL store the home is on), does one
+thing and closes it. Time arrives as `now` from the
 caller; the only outside call is `read_key_info`, which asks the exchange what a key may do.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from pilot.app.runtime.runtime import Home
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.bybit_codes import UNSUPPORTED
 from pilot.exchange.errors import ExchangeError, ExchangeRejected
@@ -30,6 +32,7 @@ from pilot.keys.errors import (
 from pilot.keys.permissions import check_permissions
 from pilot.keys.vault import SealBroken, Vault, associated_data
 from pilot.keys.vault_files import check_master_key, vault_for_reading, vault_for_writing
+from pilot.store import StoreLocation
 from pilot.store.keystore import ActiveKeyExists, KeyStore, PermissionCheck, StoredKey, open_keystore
 
 KEYS_DATABASE = "keys.db"
@@ -298,15 +301,27 @@ async def _active_or_raise(store: KeyStore, environment: Environment) -> StoredK
 
 
 async def _active_keys(home: Path) -> list[StoredKey]:
-    if not (home / KEYS_DATABASE).exists():
+    if not _keys_stored(home):
         return []
     async with _keystore(home) as store:
         return await store.all_active()
 
 
+def _keys_location(home: Path) -> Path | StoreLocation:
+    """The home's key table: HOME/keys.db beside its SQLite journal, or its PostgreSQL store's."""
+    location = Home(home).store()
+    return location if location.url is not None else home / KEYS_DATABASE
+
+
+def _keys_stored(home: Path) -> bool:
+    """Whether the home may hold keys (reading must not create an empty keys.db as a side effect)."""
+    where = _keys_location(home)
+    return not isinstance(where, Path) or where.exists()
+
+
 @asynccontextmanager
 async def _keystore(home: Path) -> AsyncIterator[KeyStore]:
-    store = await open_keystore(home / KEYS_DATABASE)
+    store = await open_keystore(_keys_location(home))
     try:
         yield store
     finally:
@@ -315,8 +330,7 @@ async def _keystore(home: Path) -> AsyncIterator[KeyStore]:
 
 @asynccontextmanager
 async def _existing_keystore(home: Path, environment: Environment) -> AsyncIterator[KeyStore]:
-    # Reading must not create an empty database as a side effect.
-    if not (home / KEYS_DATABASE).exists():
+    if not _keys_stored(home):
         raise NoKeyStored(environment)
     async with _keystore(home) as store:
         yield store

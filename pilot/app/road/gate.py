@@ -33,7 +33,7 @@ import hashlib
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, Literal, TypeVar
@@ -183,6 +183,9 @@ class ExchangeGate:
         self._clock = clock
         self._key_check = key_check
         self._turn = asyncio.Lock()
+        self._holding = (
+            False  # this gate holds the send turn (its growing sends are journaled only while it does)
+        )
         self._holder = holder_id(secrets.token_hex(6))
         self._in_flight: set[asyncio.Task[Any]] = set()
 
@@ -211,10 +214,16 @@ class ExchangeGate:
         """
         async with self._turn:
             await self._take_lease()
+            self._holding = True
             try:
                 yield
             finally:
+                self._holding = False
                 await self._leases.release(TURN_LEASE, self._holder)
+
+    def _fenced(self, unless: Unless) -> Unless:
+        """`unless`, and, while this gate holds the send turn, that it still does as the send is journaled."""
+        return replace(unless, turn=(TURN_LEASE, self._holder)) if self._holding else unless
 
     async def settle(self, wait: timedelta = SETTLE_WAIT) -> bool:
         """Wait until no send that was in flight when this was called is still under way, in this process or
@@ -324,9 +333,11 @@ class ExchangeGate:
                 data,
                 now=self._clock.now(),
                 plan_id=plan_id,
-                unless=condition.unless if condition is not None else None,
+                unless=self._fenced(condition.unless) if condition is not None else None,
             )
         except Preempted as preempted:
+            if preempted.turn_lost:
+                return NotSent("the send turn was lost before the send was journaled")
             if not preempted.seqs:
                 return NotSent("the journal was rolled back")
             return NotSent(f"journal entries {', '.join(map(str, preempted.seqs))} came first")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -18,7 +20,7 @@ from pilot.app.runtime.sessions import Sessions, session_age
 from pilot.core.controls import authority_breach
 from pilot.core.facts import TradingState
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
-from pilot.store import Instant, Store, Unless
+from pilot.store import Instant, Store, StoreError, StoreLocation, Unless
 
 # The entries that turn trading reducing (`Runtime.trading_state`): a growing send is journaled only if none
 # came after what its judgement read (`Runtime.judged_on`).
@@ -27,6 +29,12 @@ REDUCING_KINDS = frozenset(
 )
 # How many times a send is judged again when what it was judged on changes as it is about to leave.
 JUDGEMENTS = 3
+
+
+# Where a home's store is, when not its own SQLite file: `--store` (which sets this for the command), this
+# variable, or the home's store.json (`pilot init --store`, `pilot store move`), in that order.
+STORE_ENVIRONMENT_VARIABLE = "PILOT_STORE"
+STORE_CONFIG = "store.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +52,61 @@ class Home:
         return self.path / "journal" / "pilot.db"
 
     @property
+    def store_config_path(self) -> Path:
+        return self.path / STORE_CONFIG
+
+    def store(self) -> StoreLocation:
+        """Where this home's store is: PILOT_STORE (or `--store`), else the URL in the home's store.json, else
+        its own SQLite file (journal/pilot.db, the default).
+
+        Raises:
+            StoreError: PILOT_STORE or store.json names no PostgreSQL URL Pilot can use (the message says
+                which, and the form).
+        """
+        given = os.environ.get(STORE_ENVIRONMENT_VARIABLE, "").strip()
+        source = STORE_ENVIRONMENT_VARIABLE
+        if not given and os.path.lexists(self.store_config_path):
+            given, source = _configured_store(self.store_config_path), str(self.store_config_path)
+        if not given:
+            return StoreLocation(path=self.database_path)
+        try:
+            return StoreLocation.parse(given)
+        except ValueError as error:
+            raise StoreError(f"{source}: {error}") from None
+
+    def has_store(self) -> bool:
+        """Whether the home's store exists: its SQLite file, or (a server's database is there, its schema made
+        at the first open) a PostgreSQL store it names."""
+        return self.store().url is not None or self.database_path.exists()
+
+    def record_store(self, location: StoreLocation) -> None:
+        """Make `location` the home's store (store.json), written whole or not at all; never with a password."""
+        if location.url is None or location.has_password:
+            raise StoreError(
+                "store.json keeps no password: give the URL without one and put the password in ~/.pgpass "
+                "(or PGPASSWORD) on each host"
+            )
+        partial = self.store_config_path.with_suffix(".tmp")
+        partial.write_text(json.dumps({"url": location.url}, indent=2) + "\n", encoding="utf-8")
+        partial.replace(self.store_config_path)
+
+    @property
     def paper_state_path(self) -> Path:
         """The embedded paper exchange's account (balances, positions, orders), kept across restarts."""
         return self.path / "paper" / "state.json"
+
+
+def _configured_store(path: Path) -> str:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise StoreError(
+            f"{path} cannot be read as JSON ({type(error).__name__}): fix or remove it"
+        ) from None
+    url = record.get("url") if isinstance(record, dict) else None
+    if not isinstance(url, str):
+        raise StoreError(f'{path} names no store: it holds {{"url": "postgresql://..."}}')
+    return url
 
 
 @dataclass(frozen=True, slots=True)

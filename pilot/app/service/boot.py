@@ -81,7 +81,7 @@ async def open_runtime(
         adapter, stored_key = await venue.connect(stack)
         stack.push_async_callback(adapter.close)
         try:
-            store = await open_store(Home(home).database_path, clock=store_clock(clock))
+            store = await open_store(Home(home).store(), home=home, clock=store_clock(clock))
         except StoreError as error:  # damaged file, unusable journal key: one line with its fix
             raise StartupError(str(error)) from None
         stack.push_async_callback(store.close)

@@ -30,6 +30,7 @@ from pilot.store import (
     OpenReport,
     StoreCorrupt,
     StoreError,
+    StoreLocation,
     open_store,
 )
 
@@ -51,7 +52,14 @@ async def examine(home: Path, exchange: str, *, now: datetime, symbol: str | Non
             Check("exchange", False, f"unknown exchange {exchange!r}", f"use one of {', '.join(EXCHANGES)}")
         ]
     checks = check_policy(Home(home).policy_path)
-    checks.append(await check_journal(Home(home).database_path))
+    try:
+        where = Home(home).store()
+    except StoreError as error:
+        checks.append(
+            Check("journal", False, str(error), "name a PostgreSQL URL there, or remove it for SQLite")
+        )
+    else:
+        checks.append(await check_journal(where, home))
     key = await check_key(home, exchange)
     checks.append(key)
     if key.ok:
@@ -111,16 +119,19 @@ def check_policy(path: Path) -> list[Check]:
     return [Check("policy", True, f"policy.json valid, version {outcome.version[:19]}…, markets {markets}")]
 
 
-async def check_journal(path: Path) -> Check:
+async def check_journal(where: Path | StoreLocation, home: Path | None = None) -> Check:
     """The journal opens with its key, every entry's hash, seal and link recompute, and no guard was ever restored.
 
     Opening restores missing guards and journals it (pilot.store.guards); a journal that holds such a
     repair fails this check from then on, since the record of it is evidence a human should look at.
+    `where` is the home's SQLite file or its PostgreSQL store (of `home`).
     """
-    if not path.exists():
+    location = where if isinstance(where, StoreLocation) else StoreLocation(path=where)
+    path = location.path if location.path is not None else str(location)
+    if location.path is not None and not location.path.exists():
         return Check("journal", False, f"no journal at {path}", "create the home with `pilot init`")
     try:
-        store = await open_store(path)
+        store = await open_store(location, home=home)
     except JournalKeyUnusable as error:
         return Check("journal", False, error.problem, error.fix)
     except StoreCorrupt as error:
