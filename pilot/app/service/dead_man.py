@@ -8,7 +8,9 @@ server that crashed with orders resting is answered by the next one to start: ea
 (pilot.store.agents) says when its agent last called and how many sessions it had open. It fires once per
 silence (a `dead_man` entry with why and the numbers); orders the throttles held back are cancelled in the
 next rounds. Silence is real time on the store's clock (pilot.store.monotonic), read alike by every process
-of the home, so no wall clock step fires the switch early or holds it back. Bybit's own cancel-on-disconnect
+of the home, so no wall clock step fires the switch early or holds it back. Whether a process that left
+sessions open is gone is the store's judgement (its pid or boot on SQLite's one machine; on PostgreSQL its
+database session, so a host that died or lost its connection counts as gone wherever it ran). Bybit's own cancel-on-disconnect
 (DCP) exists for institutional accounts only.
 """
 
@@ -51,9 +53,7 @@ async def session_ended(runtime: Runtime, key: str) -> None:
     """The session `key` ended (stdin closed): count it, and fire at once if it was the home's last one."""
     if not runtime.sessions.end(key) or runtime.policy().policy.dead_man_switch is None:
         return
-    await runtime.store.agents.beat(
-        runtime.gate.holder, now=runtime.now(), sessions=runtime.sessions.open, called=False
-    )
+    await _beat_sessions(runtime)
     await watch(runtime)
 
 
@@ -71,11 +71,9 @@ async def watch(runtime: Runtime) -> None:
         return
     here = runtime.store.clock.read()
     if runtime.sessions.expire(here):  # HTTP sessions idle past the server's timeout have ended
-        await runtime.store.agents.beat(
-            runtime.gate.holder, now=runtime.now(), sessions=runtime.sessions.open, called=False
-        )
+        await _beat_sessions(runtime)
     agents = await runtime.store.agents.all()
-    gone = [agent for agent in agents if agent.gone(here)]
+    gone = await _gone_elsewhere(runtime, agents)
     silence = _silence(runtime, agents, here)
     why = _why(runtime, rule, agents, gone, silence)
     if why is None:
@@ -90,6 +88,23 @@ async def watch(runtime: Runtime) -> None:
     for agent in gone:
         if agent.sessions:
             await runtime.store.agents.settled(agent.holder)
+
+
+async def _beat_sessions(runtime: Runtime) -> None:
+    """Write this process's open sessions to its heartbeat row (no call noted)."""
+    await runtime.store.agents.beat(
+        runtime.gate.holder, now=runtime.now(), sessions=runtime.sessions.open, called=False
+    )
+
+
+async def _gone_elsewhere(runtime: Runtime, agents: list[AgentRecord]) -> list[AgentRecord]:
+    """The other processes the store judges gone. This process's own row reads gone when its session ended
+    (its connection to a PostgreSQL store was made again): it beats in the new one, so that no other process
+    takes it for gone."""
+    mine = runtime.gate.holder
+    if any(agent.gone for agent in agents if agent.holder == mine):
+        await _beat_sessions(runtime)
+    return [agent for agent in agents if agent.gone and agent.holder != mine]
 
 
 @dataclass(frozen=True, slots=True)
