@@ -1247,13 +1247,22 @@ def refused_only_for_pending(policy: Policy, facts: Facts, cancellable: Decimal)
         return False
     if any(breach.rule is Code.FACTS for breach in breaches):
         return False
+    return not run_checks(policy, without_cancelled(facts, cancellable))[1]
+
+
+def without_cancelled(facts: Facts, cancellable: Decimal) -> Facts:
+    """The facts once `cancellable` of the orders pending on the order's side are cancelled (a send whose
+    outcome is unknown stays: no cancel reaches it)."""
+    pending = facts.pending
+    if pending is None:
+        return facts
     side = facts.order.side
     left = max(pending.on_side(side) - cancellable, ZERO)
     fewer = replace(pending, buy_qty=left) if side is Side.BUY else replace(pending, sell_qty=left)
     if cancellable >= pending.cancellable(side):  # every resting order on the side goes, one by one
         kept = tuple(f for f in pending.fills if f.side is not side or f.unknown)
         fewer = replace(fewer, fills=kept)
-    return not run_checks(policy, replace(facts, pending=fewer))[1]
+    return replace(facts, pending=fewer)
 
 
 # --- helpers -------------------------------------------------------------------------------------
