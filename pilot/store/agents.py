@@ -41,7 +41,10 @@ _BEAT_IN_SESSION = _BEAT.format(
     column=", session", value=", pilot_session()", update=", session = excluded.session"
 )
 _READ = "SELECT holder, last_call_at, boot, call_micros, sessions FROM agents"
-_READ_IN_SESSION = "SELECT holder, last_call_at, boot, call_micros, sessions, pilot_session_gone(session) AS gone FROM agents"
+_READ_IN_SESSION = (
+    "SELECT holder, last_call_at, boot, call_micros, sessions, pilot_session_gone(session) AS gone"
+    " FROM agents"
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,8 @@ silence (a `dead_man` entry with why and the numbers); orders the throttles held
 next rounds. Silence is real time on the store's clock (pilot.store.monotonic), read alike by every process
 of the home, so no wall clock step fires the switch early or holds it back. Whether a process that left
 sessions open is gone is the store's judgement (its pid or boot on SQLite's one machine; on PostgreSQL its
-database session, so a host that died or lost its connection counts as gone wherever it ran). Bybit's own cancel-on-disconnect
-(DCP) exists for institutional accounts only.
+database session, so a host that died or lost its connection counts as gone wherever it ran). Bybit's own
+cancel-on-disconnect (DCP) exists for institutional accounts only.
 """
 
 from __future__ import annotations
