@@ -17,7 +17,7 @@ import asyncio
 import json
 import os
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -32,9 +32,11 @@ from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import OrderType, Side
+from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.store import Journal
 from tests.app.conftest import total_requests
 from tests.cli.conftest import pilot
+from tests.scenarios import article_scenario
 
 from .conftest import CREATE, write_policy
 from .one_home import Venue, latch_the_loss_limit, market, open_server, rules_of, until
@@ -46,6 +48,18 @@ TRIES = int(os.environ.get("PILOT_KILL_SWITCH_TRIES", "30"))
 ROOMY = {"maxNotionalUsd": 1000, "maxOrderNotionalUsd": 1000, "dailyOrderCap": 1000}
 READS_PER_PLACE = 8  # about what one place_order reads over REST before its create
 REDUCING_KINDS = (entry_kinds.KILL_SWITCH, entry_kinds.LOSS_LIMIT)
+
+
+@pytest.fixture
+def paper() -> Iterator[PaperExchange]:
+    """The article's exchange without Bybit's per-second limits on private reads. The random-instant world
+    runs its tries as fast as the machine can: two servers on one key read /v5/order/realtime about 85
+    times a second here, past the 50 a second Bybit allows a key, and on a faster machine a plan's read was
+    answered 10006 and the plan refused for a missing fact (as it should be: the limits and Pilot's answer to
+    them are tested in tests/app/test_send_faults.py and the adapter's tests). What is raced here is the
+    switch, not the venue's limits."""
+    with start_paper_exchange({**article_scenario(), "rateLimits": False}) as exchange:
+        yield exchange
 
 
 async def growing_sends_after_the_switch(journal: Journal) -> list[int]:
