@@ -214,3 +214,39 @@ def _amounts(lots: list, start: Decimal, edges: list[Decimal], step: Decimal):
             for edge in edges:
                 if others < edge < others + qty:
                     yield [*amounts[:i], edge - others, *amounts[i + 1 :]]
+
+
+# --- the pre-trade controls of issue 27, restated from the README ---------------------------------------
+
+
+def collar_limit(policy: Policy, f: Facts, buy: bool) -> Decimal | None:
+    """The farthest price on the tick a collar lets a buy's (buy) or a sell's limit lie from mark: the nearer
+    of priceCollarPct percent and priceCollarTicks ticks, a buy's rounded down, a sell's up; one tick at least."""
+    limits = policy.limits_for(f.order.symbol)
+    tick, mark = f.rules.tick_size, f.touch.mark
+    away = []
+    if limits.price_collar_pct is not None:
+        away.append(mark * limits.price_collar_pct / 100)
+    if limits.price_collar_ticks is not None:
+        away.append(tick * limits.price_collar_ticks)
+    if not away:
+        return None
+    if buy:
+        return max(((mark + min(away)) / tick).to_integral_value(ROUND_FLOOR) * tick, tick)
+    return max(((mark - min(away)) / tick).to_integral_value(ROUND_CEILING) * tick, tick)
+
+
+def in_window(ages: tuple, window: object) -> int:
+    """How many of the messages (their ages) were sent inside the window before now."""
+    return sum(1 for age in ages if age < window)
+
+
+def drawdown_now(policy: Policy, equity: Decimal, peak: Decimal | None) -> tuple[Decimal, Decimal] | None:
+    """(drawdown, limit) from the window's peak (the equity now when higher, or when none was seen)."""
+    top = equity if peak is None or equity > peak else peak
+    limits = []
+    if policy.max_drawdown_usd is not None:
+        limits.append(policy.max_drawdown_usd)
+    if policy.max_drawdown_pct is not None:
+        limits.append(max(top, Decimal(0)) * policy.max_drawdown_pct / 100)
+    return (top - equity, min(limits)) if limits else None

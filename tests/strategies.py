@@ -18,19 +18,23 @@ from functools import cache
 from hypothesis import strategies as st
 
 from pilot.core.facts import (
+    CooldownState,
     DayPnl,
+    DrawdownState,
     Facts,
     InstrumentRules,
     OrderIntent,
     OrderType,
     PendingOrders,
     Position,
+    RestingOrders,
     Side,
     Touch,
     TradingState,
+    Turnover,
 )
-from pilot.core.policy import Policy, TradingWindow
-from tests.oracle import CENT, TAKER, position_after, stop_reference, worst_entry
+from pilot.core.policy import Cooldown, Policy, TradingWindow
+from tests.oracle import CENT, TAKER, collar_limit, position_after, stop_reference, worst_entry, worst_price
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SYMBOLS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
@@ -533,3 +537,186 @@ def _target_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> Decim
     towards = 1 if f.order.side is Side.BUY else -1  # the side a target must lie on
     ticks = entry / tick + (-towards * draw(NEAR) if past else towards * (1 + draw(NEAR)))
     return max(ticks, Decimal(1)) * tick
+
+
+# --- the pre-trade controls of issue 27, each drawn on the side of its limit asked for -----------------
+
+CONTROLS = ("collar", "messages", "resting", "drawdown", "cooldown", "turnover", "authority")
+COLLAR_PCTS = st.sampled_from([Decimal("0.01"), Decimal("0.1"), Decimal(1), Decimal(5), Decimal(50)])
+COLLAR_TICKS = st.integers(1, 5000)
+MESSAGE_CAPS = st.integers(1, 30)
+RESTING_CAPS = st.integers(1, 20)
+AGES_MS = st.integers(0, 59_999)
+HOURS_AHEAD = st.integers(1, 48)
+
+
+@st.composite
+def control_cases(
+    draw: st.DrawFn, *, past: tuple[str, ...] = (), others_past: bool = True, fits: bool = True
+) -> tuple[Policy, Facts]:
+    """A policy and facts for the pre-trade controls (issue 27) of an active account, each at its limit:
+    inside it (or left out of the policy) or past it. CONTROLS names them: the price collar on a limit order
+    ("collar"), the message throttles ("messages"), resting orders ("resting"), the drawdown ("drawdown"), the
+    cooldown after losses ("cooldown"), turnover ("turnover"), validUntil and maxSessionMinutes
+    ("authority"). Those in `past` lie past their limit; each other one does one time in eight unless
+    `others_past` is False. Sizes and caps are drawn as sizing_cases() draws them (`fits`: room for it)."""
+    policy, f = draw_sizing_cases(draw, state=TradingState.ACTIVE, fits=fits)
+    broken = {rule for rule in CONTROLS if rule in past or (others_past and draw(PAST))}
+    policy, f = _collar_case(draw, "collar" in broken, policy, f)
+    policy, f = _messages_case(draw, "messages" in broken, policy, f)
+    policy, f = _resting_case(draw, "resting" in broken, policy, f)
+    policy, f = _drawdown_case(draw, "drawdown" in broken, policy, f)
+    policy, f = _cooldown_case(draw, "cooldown" in broken, policy, f)
+    policy, f = _turnover_case(draw, "turnover" in broken, policy, f)
+    return _authority_case(draw, "authority" in broken, policy, f)
+
+
+def _collar_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> tuple[Policy, Facts]:
+    """A collar (percent, ticks or both) and a limit order a few ticks inside its edge, or beyond it."""
+    if not past and draw(st.booleans()):
+        return policy, f
+    pct, ticks = draw(maybe(COLLAR_PCTS)), draw(st.none() | COLLAR_TICKS)
+    if pct is None and ticks is None:
+        pct = draw(COLLAR_PCTS)
+    policy = policy.model_copy(update={"price_collar_pct": pct, "price_collar_ticks": ticks})
+    buy, tick = f.order.side is Side.BUY, f.rules.tick_size
+    edge = collar_limit(policy, f, buy)
+    assert edge is not None
+    away = draw(NEAR) + (1 if past else 0)
+    outward = 1 if buy else -1
+    price = edge + outward * away * tick if past else edge - outward * away * tick
+    order = OrderIntent(
+        **{**_fields(f.order), "order_type": OrderType.LIMIT, "limit_price": max(price, tick)}
+    )
+    return policy, _with(f, order=order)
+
+
+def _messages_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> tuple[Policy, Facts]:
+    """Throttles per second and/or minute, and the ages of the messages of the last minute: one fewer in a
+    window than its cap (or fewer), or as many as it allows and more."""
+    if not past and draw(st.booleans()):
+        return policy, f
+    second, minute = draw(st.none() | MESSAGE_CAPS), draw(st.none() | MESSAGE_CAPS.map(lambda n: n * 4))
+    if second is None and minute is None:
+        second = draw(MESSAGE_CAPS)
+    which = draw(st.sampled_from([w for w, cap in (("second", second), ("minute", minute)) if cap]))
+    cap = second if which == "second" else minute
+    assert cap is not None
+    window_ms = 1000 if which == "second" else 60_000
+    inside = cap + draw(A_FEW) if past else max(cap - 1 - draw(A_FEW), 0)
+    young = [draw(st.integers(0, window_ms - 1)) for _ in range(inside)]
+    old = [draw(st.integers(window_ms, 59_999)) for _ in range(draw(A_FEW))] if window_ms < 60_000 else []
+    ages = tuple(timedelta(milliseconds=ms) for ms in sorted(young + old))
+    if not past:  # the other window keeps within its own cap too
+        other = minute if which == "second" else second
+        if other is not None and len(ages) >= other:
+            ages = ages[: other - 1] if other > 1 else ()
+    policy = policy.model_copy(
+        update={"max_order_messages_per_second": second, "max_order_messages_per_minute": minute}
+    )
+    return policy, _with(f, messages=ages)
+
+
+def _resting_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> tuple[Policy, Facts]:
+    """Resting-order caps and the counts on the market and the account: below them, or at them (with a
+    limit order, which would rest)."""
+    if not past and draw(st.booleans()):
+        return policy, f
+    per_market, total = draw(st.none() | RESTING_CAPS), draw(st.none() | RESTING_CAPS)
+    if per_market is None and total is None:
+        per_market = draw(RESTING_CAPS)
+    market = per_market + draw(A_FEW) if past and per_market else draw(st.integers(0, (per_market or 21) - 1))
+    ceiling = total if total is not None else 40
+    count = ceiling + draw(A_FEW) if past and total and not per_market else draw(st.integers(0, ceiling - 1))
+    policy = policy.model_copy(
+        update={"max_resting_orders_per_market": per_market, "max_resting_orders": total}
+    )
+    order = f.order
+    if past:
+        price = order.limit_price or max(f.touch.bid, f.rules.tick_size)
+        order = OrderIntent(**{**_fields(order), "order_type": OrderType.LIMIT, "limit_price": price})
+    return policy, _with(f, order=order, resting=RestingOrders(market, max(count, market)))
+
+
+def _drawdown_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> tuple[Policy, Facts]:
+    """Drawdown limits and the window's peak: a drawdown a cent short of the limit, or at it and beyond (or a
+    latch from earlier in the window)."""
+    if not past and draw(st.booleans()):
+        return policy, f
+    usd, pct = draw(maybe(decimals("1", "10000", 2))), draw(maybe(decimals("0.5", "50", 1)))
+    if usd is None and pct is None:
+        usd = draw(decimals("1", "10000", 2))
+    equity = f.equity
+    # dd >= usd, or dd >= (equity + dd) x p: dd >= equity x p / (1 - p)
+    thresholds = [usd] if usd is not None else []
+    if pct is not None:
+        share = pct / 100
+        thresholds.append(_cents(max(equity, Decimal(0)) * share / (1 - share), ROUND_CEILING))
+    limit = min(thresholds)
+    until = f.now + timedelta(hours=draw(HOURS_AHEAD))
+    latched = past and draw(st.sampled_from([False, False, True]))
+    dd = (
+        max(limit + draw(NEAR) * CENT, CENT)  # a drawdown at all: at its peak there is none (limit 0 or not)
+        if past and not latched
+        else max(limit - CENT - draw(NEAR) * CENT, Decimal(0))
+    )
+    state = DrawdownState(equity + dd, latched, until, limit if latched else None)
+    policy = policy.model_copy(update={"max_drawdown_usd": usd, "max_drawdown_pct": pct})
+    return policy, _with(f, drawdown=state)
+
+
+def _cooldown_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> tuple[Policy, Facts]:
+    """A cooldown rule and its state: one under way (ending later), or none (or one that has ended)."""
+    if not past and draw(st.booleans()):
+        return policy, f
+    rule = Cooldown(afterLosses=draw(st.integers(1, 5)), minutes=draw(st.integers(1, 600)))
+    if past:
+        state = CooldownState(rule.after_losses + draw(A_FEW), f.now + timedelta(seconds=draw(SECONDS) + 1))
+    elif draw(st.booleans()):
+        state = CooldownState(draw(st.integers(0, 10)), f.now - timedelta(seconds=draw(SECONDS)))
+    else:
+        state = CooldownState(draw(st.integers(0, rule.after_losses - 1)))
+    return policy.model_copy(update={"cooldown": rule}), _with(f, cooldown=state)
+
+
+def _turnover_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> tuple[Policy, Facts]:
+    """Turnover caps and what was sent: room for the order and a little more, or less than it takes."""
+    if not past and draw(st.booleans()):
+        return policy, f
+    notional = f.order.qty * worst_price(policy, f)
+    day, rolling = draw(st.booleans()), draw(st.booleans())
+    if not day and not rolling:
+        day = True
+    sent = draw(decimals("0", "100000", 2))
+    room = notional * draw(RATIOS if past else ROOMY)
+    cap = _cap(sent + room)
+    if past and cap >= sent + notional:
+        cap = _cap(sent + notional - CENT) if sent + notional > CENT else cap
+    frees = f.now + timedelta(seconds=draw(SECONDS) + 1)
+    policy = policy.model_copy(
+        update={
+            "max_turnover_usd_per_day": cap if day else None,
+            "max_turnover_usd_24h": cap if rolling else None,
+        }
+    )
+    return policy, _with(f, turnover=Turnover(sent, sent, frees))
+
+
+def _authority_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> tuple[Policy, Facts]:
+    """validUntil and maxSessionMinutes: ahead of now and of the session's age, or behind them."""
+    if not past and draw(st.booleans()):
+        return policy, f
+    until = (
+        f.now + timedelta(seconds=(-1 if past else 1) * draw(SECONDS)) + timedelta(seconds=0 if past else 1)
+    )
+    most = draw(st.integers(1, 600))
+    age = timedelta(minutes=most) + timedelta(seconds=draw(SECONDS)) * (1 if past else -1)
+    which = draw(st.sampled_from(["until", "session", "both"]))
+    update: dict[str, object] = {}
+    if which in ("until", "both"):
+        update["valid_until"] = until
+    if which in ("session", "both") or not update:
+        update["max_session_minutes"] = most
+    if past and which == "both" and draw(st.booleans()):
+        update["valid_until"] = f.now + timedelta(days=1)  # one of the two past is enough
+    return policy.model_copy(update=update), _with(f, session_age=age if age > timedelta(0) else timedelta(0))

@@ -23,6 +23,7 @@ _COMMAND_MODULES = (
     "journal",
     "killswitch",
     "losslimit",
+    "drawdown",
     "confirm",
     "token",
     "console",

@@ -35,7 +35,7 @@ from pilot.app.answers.receipts import (
 from pilot.app.human.desk import InitReport, KillSwitchChange, KillSwitchState
 from pilot.app.service.doctor import Check
 from pilot.core.channels import CHANNELS, REACH_A_HUMAN, Via
-from pilot.core.policy import LoadedPolicy, PolicyIssue
+from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
 from pilot.core.violations import plain
 from pilot.store import Anchor, ChainReport, ConfirmationRecord, JournalEntry, iso_utc
 
@@ -563,6 +563,41 @@ def format_problems(issues: Sequence[PolicyIssue], path: Path) -> Text:
     return text
 
 
+def _controls_line(policy: Policy) -> str:
+    """The pre-trade controls set (README, "Pre-trade controls"), for the limits table's caption."""
+    parts = []
+    if policy.price_collar_pct is not None or policy.price_collar_ticks is not None:
+        pct = f"{plain(policy.price_collar_pct)} %" if policy.price_collar_pct is not None else ""
+        ticks = f"{policy.price_collar_ticks} ticks" if policy.price_collar_ticks is not None else ""
+        parts.append(f"price collar {' or '.join(p for p in (pct, ticks) if p)}")
+    per = [
+        f"{n}/{unit}"
+        for n, unit in (
+            (policy.max_order_messages_per_second, "s"),
+            (policy.max_order_messages_per_minute, "min"),
+        )
+        if n
+    ]
+    if per:
+        parts.append(f"messages {', '.join(per)}")
+    if policy.max_resting_orders_per_market or policy.max_resting_orders:
+        parts.append(
+            f"resting {policy.max_resting_orders_per_market or '-'} a market, {policy.max_resting_orders or '-'} in all"
+        )
+    named = {
+        "drawdown": policy.max_drawdown_usd is not None or policy.max_drawdown_pct is not None,
+        "cooldown": policy.cooldown is not None,
+        "turnover": policy.max_turnover_usd_per_day is not None or policy.max_turnover_usd_24h is not None,
+        "validUntil": policy.valid_until is not None,
+        "maxSessionMinutes": policy.max_session_minutes is not None,
+        "deadManSwitch": policy.dead_man_switch is not None,
+    }
+    parts += [name for name, on in named.items() if on]
+    if policy.self_trade_prevention:
+        parts.append(f"smpType {policy.self_trade_prevention}")
+    return " · " + " · ".join(parts) if parts else ""
+
+
 def format_limits(loaded: LoadedPolicy, path: Path) -> Table:
     """The effective limits for each allowed market, with what applies to all of them as the caption."""
     policy = loaded.policy
@@ -576,7 +611,7 @@ def format_limits(loaded: LoadedPolicy, path: Path) -> Table:
         caption=(
             f"a human confirms orders {above}{actions} (CLI channel {channel}, console {console}) · "
             f"tradingState {policy.trading_state.value} · dailyOrderCap {policy.daily_order_cap} · "
-            f"planTtlSeconds {policy.plan_ttl_seconds}"
+            f"planTtlSeconds {policy.plan_ttl_seconds}{_controls_line(policy)}"
         ),
     )
     for header in ("market", "position cap $", "order cap $", "max leverage", "min liq. %", "max slip. %"):

@@ -22,6 +22,7 @@ import click
 from pilot.app.facts.stream_cache import StreamingReader
 from pilot.app.runtime.runtime import Home, Runtime
 from pilot.app.service.boot import EXCHANGES, StartupError, open_runtime
+from pilot.app.service.dead_man import stdio_ended
 from pilot.app.service.pushing import PhoneService
 from pilot.app.service.upkeep import UPKEEP_SECONDS, upkeep
 from pilot.cli.home import home_option, resolve_home
@@ -225,6 +226,7 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
             click.echo(format_banner(options, listener, tokens, streaming=streaming), err=True)
         if http is None or listener is None:
             await run_stdio(build_server(runtime, tools=options.tools))
+            await stdio_ended(runtime)  # the dead-man's switch may fire when the last session ends
         else:
             await serve_http(
                 runtime,

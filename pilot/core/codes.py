@@ -148,6 +148,18 @@ class Code(StrEnum):
             "raise maxLossPerTradePct in policy.json, or add equity to the account",
         ),
     )
+    MAX_TURNOVER_DAY = (
+        "maxTurnoverUsdPerDay",
+        Group.SIZE_CAP,
+        'the notional of the orders Pilot sent since 00:00 UTC (a resting order in full, an IOC one what it filled, one whose outcome is unknown in full) plus this one at its worst fill is above the cap; "nothing fits" carries `retry_after` (00:00 UTC)',
+        Cap("the day's turnover", "raise maxTurnoverUsdPerDay in policy.json, or wait until 00:00 UTC"),
+    )
+    MAX_TURNOVER_24H = (
+        "maxTurnoverUsd24h",
+        Group.SIZE_CAP,
+        "as above, over the last 24 hours; `retry_after` is when the oldest order counted leaves the window",
+        Cap("the last 24 hours' turnover", "raise maxTurnoverUsd24h in policy.json, or wait"),
+    )
     QTY_STEP = (
         "instrument.qtyStep",
         Group.SIZE_GRID,
@@ -172,6 +184,11 @@ class Code(StrEnum):
         "instrument.priceBand",
         Group.SIZE_GRID,
         "a limit price outside the band the exchange accepts now",
+    )
+    PRICE_COLLAR = (
+        "priceCollar",
+        Group.SIZE_GRID,
+        "a limit price farther from mark than `priceCollarPct` / `priceCollarTicks` on the side where a mistake costs money (above mark for a buy, below it for a sell); the next action is the same order at the collar's edge",
     )
     TRADING_STATE = (
         "tradingState",
@@ -228,6 +245,51 @@ class Code(StrEnum):
         Group.BLOCKER,
         "outside the UTC trading windows (`retry_after` is the next opening)",
     )
+    MAX_ORDER_MESSAGES_PER_SECOND = (
+        "maxOrderMessagesPerSecond",
+        Group.BLOCKER,
+        "this home sent that many creates, amends and cancels in the last second, by every process (Bybit counts per account in a rolling window); `retry_after` is when one leaves the window; it binds reducing actions too",
+    )
+    MAX_ORDER_MESSAGES_PER_MINUTE = (
+        "maxOrderMessagesPerMinute",
+        Group.BLOCKER,
+        "as above, in the last minute",
+    )
+    MAX_RESTING_ORDERS_PER_MARKET = (
+        "maxRestingOrdersPerMarket",
+        Group.BLOCKER,
+        "an order that would rest (a limit order) while that many ordinary orders rest on its market; a market order, or `close_position`, never rests",
+    )
+    MAX_RESTING_ORDERS = (
+        "maxRestingOrders",
+        Group.BLOCKER,
+        "as above, in total on the account",
+    )
+    MAX_DRAWDOWN_USD = (
+        "maxDrawdownUsd",
+        Group.BLOCKER,
+        "the equity is that far below its peak of the UTC day (or of `drawdownWindowHours`), as Pilot read it; trading turns `reducing` until the window passes (`retry_after`) or `pilot drawdown reset`",
+    )
+    MAX_DRAWDOWN_PCT = (
+        "maxDrawdownPct",
+        Group.BLOCKER,
+        "as above, with the limit a share of the peak",
+    )
+    COOLDOWN = (
+        "cooldown",
+        Group.BLOCKER,
+        "the last `cooldown.afterLosses` closed trades were losses (in a row, or within `withinMinutes`): no growing order for `cooldown.minutes` from when Pilot saw it (`retry_after`)",
+    )
+    VALID_UNTIL = (
+        "validUntil",
+        Group.BLOCKER,
+        "the authority policy.json gives expired at `validUntil` (UTC): only what shrinks a position works until a human extends it",
+    )
+    MAX_SESSION_MINUTES = (
+        "maxSessionMinutes",
+        Group.BLOCKER,
+        "this MCP session is older than `maxSessionMinutes`: only what shrinks a position works in it",
+    )
     REQUIRE_STOP_LOSS = (
         "requireStopLoss",
         Group.PROTECTION,
@@ -242,6 +304,11 @@ class Code(StrEnum):
         "takeProfit",
         Group.PROTECTION,
         "the `take_profit` is off the tick or on the wrong side of the order's price",
+    )
+    PRICE_COLLAR_STOP = (
+        "priceCollar.stopLoss",
+        Group.PROTECTION,
+        "a `stop_loss` (of a growing order, or moved away by `set_trading_stop`) farther from mark than the price collar; the next action puts it at the collar's edge",
     )
     FACTS = (
         "facts",

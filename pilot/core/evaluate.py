@@ -8,7 +8,7 @@ from decimal import Decimal
 from pilot.core.codes import PROTECTION_CODES, RESIZE_CODES
 from pilot.core.facts import Facts
 from pilot.core.policy import Policy
-from pilot.core.rules import Situation, run_checks
+from pilot.core.rules import Situation, run_checks, without_cancelled
 from pilot.core.sizing import (
     LOSS_CODES,
     close_instead,
@@ -82,6 +82,24 @@ def evaluate(policy: Policy, facts: Facts) -> Evaluation:
         follow = evaluate(policy, raised)
         next_action = next_action if follow.passed else follow.next_safe_action
     return Evaluation(violations, next_action, situation)
+
+
+def evaluate_close(policy: Policy, facts: Facts) -> Evaluation:
+    """Judge close_position's reduce-only order as close_position sends it: after cancelling the resting
+    orders on its side that would reopen the position (pilot.app.orders.close cancels them first, while
+    they would). A close refused for something no cancel fixes (below the instrument's minimum, halted) is
+    answered with what binds the close itself once they are gone, and its next action is the close that
+    passes then; a close that only those orders hold back, and that no cancel took away, stays refused
+    for them."""
+    judged = evaluate(policy, facts)
+    pending = facts.pending
+    if judged.passed or pending is None or not facts.order.reduce_only:
+        return judged
+    cancellable = pending.cancellable(facts.order.side)
+    if cancellable <= 0:
+        return judged
+    alone = evaluate(policy, without_cancelled(facts, cancellable))
+    return judged if alone.passed else alone
 
 
 def _raised(facts: Facts, action: NextAction | None) -> Facts | None:

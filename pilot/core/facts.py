@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
@@ -224,6 +224,70 @@ class DayPnl:
 NO_DAY_PNL = DayPnl(Decimal(0), Decimal(0))
 
 
+@dataclass(frozen=True, slots=True)
+class RestingOrders:
+    """Ordinary orders resting on the book now (not TP/SL or conditional ones), with the sends whose outcome
+    is not known yet: on the order's market, and on the whole account (None: not read, only needed when
+    maxRestingOrders is set)."""
+
+    market: int
+    total: int | None = None
+
+
+NO_RESTING = RestingOrders(0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class DrawdownState:
+    """The equity's peak over the drawdown window as Pilot read it (None: none read yet in the window), and
+    the latch: `latched` once the limit was reached in the window, lapsing by itself at `until` (a human may
+    lift it sooner); `reached_at_usd` the drawdown when it was reached."""
+
+    peak: Decimal | None
+    latched: bool = False
+    until: datetime | None = None
+    reached_at_usd: Decimal | None = None
+
+
+NO_DRAWDOWN = DrawdownState(None)
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedTrade:
+    """One closed trade as the exchange reports it (a closed-PnL row: what one order closed): when, by the
+    exchange's clock, its realised PnL after fees, and its order id."""
+
+    at: datetime
+    pnl: Decimal
+    order_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CooldownState:
+    """The losing trades the cooldown counts (the newest in a row, or within its window), and when the
+    cooldown under way ends (None: none is under way)."""
+
+    losses: int
+    until: datetime | None = None
+
+
+NO_COOLDOWN = CooldownState(0)
+
+
+@dataclass(frozen=True, slots=True)
+class Turnover:
+    """The notional of the orders this home sent, in USD: since 00:00 UTC, and in the last 24 hours (a resting
+    order in full, an IOC order what it filled, a send whose outcome is unknown in full, an amend what it
+    added); `rolling_frees_at` is when the oldest of the last 24 hours' leaves that window."""
+
+    day_usd: Decimal
+    rolling_usd: Decimal
+    rolling_frees_at: datetime | None = None
+
+
+NO_TURNOVER = Turnover(Decimal(0), Decimal(0))
+
+
 UNLIMITED = Decimal("Infinity")
 # For facts built without an account to read (the core's own tests): nothing is refused for funds.
 NO_FUNDS_LIMIT = Funds(UNLIMITED, UNLIMITED, UNLIMITED)
@@ -268,7 +332,16 @@ class Facts:
     # When a read failed and the exchange said until when reading again will fail too (an IP ban's end, a
     # rate limit's reset): a missing fact's retry_after is then no earlier. None: it said nothing.
     unavailable_until: datetime | None = None
-
-    def field_values(self) -> dict[str, Any]:
-        """Every field by name: Facts(**{**values, "order": o}) is replace() without its per-call cost."""
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+    # How long ago each create, amend and cancel this home sent in the last minute was, newest first.
+    messages: tuple[timedelta, ...] = ()
+    # Ordinary orders resting now (None: not read; a rule that needs it fails closed).
+    resting: RestingOrders | None = NO_RESTING
+    # The equity's peak and the drawdown latch (None: not read while a drawdown rule is set).
+    drawdown: DrawdownState | None = NO_DRAWDOWN
+    # The losing trades and the cooldown under way (None: the closed trades could not be read).
+    cooldown: CooldownState | None = NO_COOLDOWN
+    # The notional this home sent today and in the last 24 hours.
+    turnover: Turnover | None = NO_TURNOVER
+    # How long the MCP session the call came in has lasted (None: no session, as for an action a human
+    # approved outside the client).
+    session_age: timedelta | None = None

@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal, get_args
 
@@ -76,6 +77,28 @@ EXAMPLES: dict[str, str] = {
     "tradingHours": '[{"start": "08:00", "end": "20:00"}] (UTC; [] trades at any hour)',
     "start": '"08:00" (UTC, HH:MM)',
     "end": '"20:00" (UTC, HH:MM; earlier than start runs past midnight)',
+    "priceCollarPct": "5 (percent from mark, or null)",
+    "priceCollarTicks": "200 (ticks from mark, or null)",
+    "maxOrderMessagesPerSecond": "5 (creates, amends and cancels, or null)",
+    "maxOrderMessagesPerMinute": "60 (creates, amends and cancels, or null)",
+    "maxRestingOrders": "10 (in total, or null)",
+    "maxRestingOrdersPerMarket": "3 (each market, or null)",
+    "maxDrawdownUsd": "50 (from the peak equity, or null)",
+    "maxDrawdownPct": "5 (percent of the peak equity, or null)",
+    "drawdownWindowHours": "24 (a rolling window; null: the UTC day)",
+    "cooldown": '{"afterLosses": 3, "minutes": 30} (or null)',
+    "afterLosses": "3",
+    "withinMinutes": "60 (or null: in a row)",
+    "minutes": "30",
+    "maxTurnoverUsdPerDay": "1000 (or null)",
+    "maxTurnoverUsd24h": "1000 (or null)",
+    "validUntil": '"2026-12-31T18:00:00Z" (UTC, or null)',
+    "maxSessionMinutes": "480 (or null)",
+    "deadManSwitch": '{"afterSeconds": 300, "onSessionEnd": false, "reducing": true} (or null)',
+    "afterSeconds": "300 (or null)",
+    "onSessionEnd": "false",
+    "reducing": "true",
+    "selfTradePrevention": '"CancelMaker" (or "CancelTaker", "CancelBoth", null)',
 }
 HHMM = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
 
@@ -111,6 +134,9 @@ class EffectiveLimits:
     max_loss_per_trade_usd: Decimal | None = None
     max_loss_per_trade_pct: Decimal | None = None
     require_stop_loss: bool = False
+    price_collar_pct: Decimal | None = None
+    price_collar_ticks: int | None = None
+    max_resting_orders_per_market: int | None = None
 
 
 class TradingWindow(_Frozen):
@@ -161,6 +187,40 @@ class MarketOverrides(_Frozen):
     )
     max_loss_per_trade_pct: Decimal | None = Field(default=None, alias="maxLossPerTradePct", gt=0, le=100)
     require_stop_loss: bool | None = Field(default=None, alias="requireStopLoss", strict=True)
+    price_collar_pct: Decimal | None = Field(default=None, alias="priceCollarPct", gt=0, le=100)
+    price_collar_ticks: int | None = Field(default=None, alias="priceCollarTicks", ge=1, le=10**9)
+    max_resting_orders_per_market: int | None = Field(
+        default=None, alias="maxRestingOrdersPerMarket", ge=1, le=500
+    )
+
+
+class Cooldown(_Frozen):
+    """After `afterLosses` losing trades in a row (or within `withinMinutes` of each other), no growing order
+    for `minutes`."""
+
+    after_losses: int = Field(alias="afterLosses", ge=1, le=100)
+    within_minutes: int | None = Field(default=None, alias="withinMinutes", ge=1, le=10_080)
+    minutes: int = Field(alias="minutes", ge=1, le=10_080)
+
+
+class DeadManSwitch(_Frozen):
+    """When no agent call reached the home for `afterSeconds`, or the last MCP session ended
+    (`onSessionEnd`), Pilot cancels the opening orders its agent left resting, and with `reducing` turns the
+    kill switch on."""
+
+    after_seconds: int | None = Field(default=None, alias="afterSeconds", ge=10, le=86_400)
+    on_session_end: bool = Field(default=False, alias="onSessionEnd", strict=True)
+    reducing: bool = Field(default=False, alias="reducing", strict=True)
+
+    @model_validator(mode="after")
+    def _some_trigger(self) -> DeadManSwitch:
+        if self.after_seconds is None and not self.on_session_end:
+            raise ValueError("set afterSeconds, or onSessionEnd true: otherwise it never fires")
+        return self
+
+
+# Bybit's smpType (enum.mdx): which side of a self-match the exchange cancels.
+SelfTradePrevention = Literal["CancelMaker", "CancelTaker", "CancelBoth"]
 
 
 _WEB_ADDRESS = re.compile(r"^https?://[A-Za-z0-9.\-\[\]:]+(:[0-9]{1,5})?(/[A-Za-z0-9._~\-/]*)?$")
@@ -304,6 +364,34 @@ class Policy(_Frozen):
     daily_loss_limit_pct: Decimal | None = Field(default=None, alias="dailyLossLimitPct", gt=0, le=100)
     max_open_positions: int | None = Field(default=None, alias="maxOpenPositions", ge=1, le=1000)
     trading_hours: tuple[TradingWindow, ...] = Field(default=(), alias="tradingHours", max_length=24)
+    # Pre-trade controls (issue 27): price collars, message throttles and resting orders, drawdown, cooldown,
+    # turnover, authority that expires, the dead-man's switch, self-trade prevention.
+    price_collar_pct: Decimal | None = Field(default=None, alias="priceCollarPct", gt=0, le=100)
+    price_collar_ticks: int | None = Field(default=None, alias="priceCollarTicks", ge=1, le=10**9)
+    max_order_messages_per_second: int | None = Field(
+        default=None, alias="maxOrderMessagesPerSecond", ge=1, le=1000
+    )
+    max_order_messages_per_minute: int | None = Field(
+        default=None, alias="maxOrderMessagesPerMinute", ge=1, le=60_000
+    )
+    max_resting_orders: int | None = Field(default=None, alias="maxRestingOrders", ge=1, le=10_000)
+    max_resting_orders_per_market: int | None = Field(
+        default=None, alias="maxRestingOrdersPerMarket", ge=1, le=500
+    )
+    max_drawdown_usd: Decimal | None = Field(default=None, alias="maxDrawdownUsd", gt=0, le=Decimal(10) ** 9)
+    max_drawdown_pct: Decimal | None = Field(default=None, alias="maxDrawdownPct", gt=0, le=100)
+    drawdown_window_hours: int | None = Field(default=None, alias="drawdownWindowHours", ge=1, le=168)
+    cooldown: Cooldown | None = Field(default=None)
+    max_turnover_usd_per_day: Decimal | None = Field(
+        default=None, alias="maxTurnoverUsdPerDay", gt=0, le=Decimal(10) ** 12
+    )
+    max_turnover_usd_24h: Decimal | None = Field(
+        default=None, alias="maxTurnoverUsd24h", gt=0, le=Decimal(10) ** 12
+    )
+    valid_until: datetime | None = Field(default=None, alias="validUntil")
+    max_session_minutes: int | None = Field(default=None, alias="maxSessionMinutes", ge=1, le=10_080)
+    dead_man_switch: DeadManSwitch | None = Field(default=None, alias="deadManSwitch")
+    self_trade_prevention: SelfTradePrevention | None = Field(default=None, alias="selfTradePrevention")
     _limits_cache: dict[str, EffectiveLimits] = PrivateAttr(default_factory=dict)
 
     @field_validator("allowed_markets")
@@ -315,6 +403,22 @@ class Policy(_Frozen):
         if len(set(value)) != len(value):
             raise ValueError("a market is listed twice")
         return value
+
+    @field_validator("valid_until", mode="before")
+    @classmethod
+    def _utc_moment(cls, value: Any) -> Any:
+        # A time without its zone would be read in this machine's zone: ambiguous, so refused.
+        if value is None:
+            return value
+        if not isinstance(value, str) or len(value) > 40:
+            raise ValueError('must be a UTC time as text, such as "2026-12-31T18:00:00Z"')
+        try:
+            moment = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError('must be a UTC time as text, such as "2026-12-31T18:00:00Z"') from None
+        if moment.tzinfo is None:
+            raise ValueError('needs its zone: end it with "Z" for UTC, such as "2026-12-31T18:00:00Z"')
+        return moment
 
     @model_validator(mode="after")
     def _market_keys(self) -> Policy:
@@ -352,6 +456,9 @@ class Policy(_Frozen):
             max_loss_per_trade_usd=maybe("max_loss_per_trade_usd"),
             max_loss_per_trade_pct=maybe("max_loss_per_trade_pct"),
             require_stop_loss=maybe("require_stop_loss"),
+            price_collar_pct=maybe("price_collar_pct"),
+            price_collar_ticks=maybe("price_collar_ticks"),
+            max_resting_orders_per_market=maybe("max_resting_orders_per_market"),
         )
         cache[symbol] = limits  # the model is frozen, so the answer never changes
         return limits
@@ -636,6 +743,8 @@ def _normalised(value: Any) -> Any:
         return [_normalised(item) for item in value]
     if isinstance(value, Decimal):
         return format(value.normalize(), "f")
+    if isinstance(value, datetime):
+        return value.isoformat()
     return value.value if isinstance(value, TradingState) else value
 
 
@@ -674,7 +783,19 @@ def _known_keys(location: list[str]) -> str:
         model = MarketOverrides
     elif len(location) >= 3 and location[0] == "tradingHours":
         model = TradingWindow
-    return ", ".join(field.alias or name for name, field in model.model_fields.items())
+    elif len(location) >= 2 and location[0] == "cooldown":
+        model = Cooldown
+    elif len(location) >= 2 and location[0] == "deadManSwitch":
+        model = DeadManSwitch
+    names = [field.alias or name for name, field in model.model_fields.items()]
+    shown: list[str] = []
+    for name in names:  # as many as fit a line or three; the README's reference lists them all
+        if sum(len(one) + 2 for one in shown) + len(name) > 200:
+            return (
+                ", ".join(shown) + f" and {len(names) - len(shown)} more (the README's policy.json reference)"
+            )
+        shown.append(name)
+    return ", ".join(shown)
 
 
 def _quoted(text: str) -> str:

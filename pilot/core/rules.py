@@ -6,37 +6,50 @@ They run in this fixed order; each is a small function returning a Breach (a bro
  1. check_facts               every fact the decision needs is present (missing: risk-increasing refused)
  2. check_trading_state       halted refuses every new order; reducing refuses anything that grows a position
  3. check_allowed_market      only allowedMarkets may grow (decided from the policy alone)
- 4. check_reduce_only         a reduce-only order needs a position on the other side
- 5. check_qty_step            whole lot steps
- 6. check_price_tick          a limit price on the tick
- 7. check_price_band          a limit price inside the exchange's price band
- 8. check_min_qty             instrument minimum quantity
- 9. check_max_qty             instrument maximum quantity per order
-10. check_reduce_only_qty     a reduce-only order no larger than the position (or than the minimum order)
-11. check_min_notional        instrument minimum order value (reduce-only orders are exempt, as on Bybit)
-12. check_held_qty            a spot sell of coin held and not already offered
-13. check_daily_order_cap     orders sent today (UTC) below dailyOrderCap
-14. check_order_notional      maxOrderNotionalUsd, at the worst fill
-15. check_position_notional   maxNotionalUsd on the coin's exposure the order leaves, at the worst fill: the
+ 4. check_authority           validUntil and maxSessionMinutes: past either, nothing that grows a position
+ 5. check_reduce_only         a reduce-only order needs a position on the other side
+ 6. check_message_rate        maxOrderMessagesPerSecond/Minute: the home's creates, amends and cancels
+ 7. check_qty_step            whole lot steps
+ 8. check_price_tick          a limit price on the tick
+ 9. check_price_band          a limit price inside the exchange's price band
+10. check_price_collar        priceCollarPct/Ticks: a limit price no farther from mark than the collar, on the
+                              side where a mistake costs money
+11. check_min_qty             instrument minimum quantity
+12. check_max_qty             instrument maximum quantity per order
+13. check_reduce_only_qty     a reduce-only order no larger than the position (or than the minimum order)
+14. check_min_notional        instrument minimum order value (reduce-only orders are exempt, as on Bybit)
+15. check_held_qty            a spot sell of coin held and not already offered
+16. check_resting_orders      maxRestingOrdersPerMarket and maxRestingOrders: a limit order rests
+17. check_daily_order_cap     orders sent today (UTC) below dailyOrderCap
+18. check_order_notional      maxOrderNotionalUsd, at the worst fill
+19. check_position_notional   maxNotionalUsd on the coin's exposure the order leaves, at the worst fill: the
                               position with every order pending on its side (resting, or sent with an unknown
                               outcome) filled too, plus the same coin in the other category (gross)
-16. check_leverage            maxLeverage: the position it leaves over account equity
-17. check_liquidation         minLiquidationDistancePct: estimated liquidation distance from mark
-18. check_funds               the account's available balance pays for it (margin and fee; a spot buy's coin)
-19. check_human_reach         an order that needs a human is not planned for a caller who cannot ask one
-20. check_trading_hours       tradingHours: growing orders only inside a UTC window (retry_after: the next one)
-21. check_daily_loss          dailyLossLimitUsd/Pct: the day's realised plus unrealised loss below the limit
-22. check_open_positions      maxOpenPositions: markets with a non-zero position, this order's included
-23. check_loss_per_trade      maxLossPerTradeUsd/Pct: the loss of the position the order leaves at the stops
+20. check_turnover_day        maxTurnoverUsdPerDay: the notional sent since 00:00 UTC plus this order's
+21. check_turnover_24h        maxTurnoverUsd24h: the same over the last 24 hours
+22. check_leverage            maxLeverage: the position it leaves over account equity
+23. check_liquidation         minLiquidationDistancePct: estimated liquidation distance from mark
+24. check_funds               the account's available balance pays for it (margin and fee; a spot buy's coin)
+25. check_human_reach         an order that needs a human is not planned for a caller who cannot ask one
+26. check_trading_hours       tradingHours: growing orders only inside a UTC window (retry_after: the next one)
+27. check_daily_loss          dailyLossLimitUsd/Pct: the day's realised plus unrealised loss below the limit
+28. check_drawdown            maxDrawdownUsd/Pct: the equity's drawdown from its peak (the latch is the app's)
+29. check_cooldown            cooldown: no growing order for a while after enough losing trades
+30. check_open_positions      maxOpenPositions: markets with a non-zero position, this order's included
+31. check_loss_per_trade      maxLossPerTradeUsd/Pct: the loss of the position the order leaves at the stops
                               Bybit will then apply (pilot.core.stops), taker fees both ways
-24. check_protection          requireStopLoss, and stop_loss / take_profit on the right side of the price
+32. check_protection          requireStopLoss, and stop_loss / take_profit on the right side of the price (and,
+                              for an order that can grow a position, within the price collar)
 
-Checks 20 to 23 also apply only to orders that can grow the worst-case exposure; 24 requires a stop only of
-those (and not of a reduce-only order, which cannot carry one), and checks any stop an order carries.
+Checks 4 and 26 to 31 also apply only to orders that can grow the worst-case exposure; 32 requires a stop
+only of those (and not of a reduce-only order, which cannot carry one), and checks any stop an order carries.
 
-Checks 13 to 18 apply only to orders that can grow the worst-case exposure (pilot.core.risk): shrinking risk
+Checks 17 to 24 apply only to orders that can grow the worst-case exposure (pilot.core.risk): shrinking risk
 is never refused by a cap. A reduce-only order grows it when it would leave orders pending on its side free
-to open a larger position the other way (closing a long under resting sells).
+to open a larger position the other way (closing a long under resting sells). Checks 6, 10 and 16 apply to
+every order: the exchange counts every message, a limit price is a limit price, a limit order rests.
+The checks of the pre-trade controls (4, 6, 10, 16, 20, 21, 28, 29) pass at once when policy.json leaves
+their fields unset, and `checks_for` leaves them out then: an order judged without them pays nothing.
 Breaches of the size codes (pilot.core.codes: size_cap and size_grid) carry no next action of their own:
 evaluate() gives them all one size (at a price on the tick and inside the band) that satisfies every one of
 them at once (see pilot.core.sizing).
@@ -53,6 +66,14 @@ from typing import NamedTuple
 from pilot.core.approval import needs_human
 from pilot.core.channels import REACH_A_HUMAN
 from pilot.core.codes import Code
+from pilot.core.controls import (
+    authority_breach,
+    drawdown,
+    drawdown_reached,
+    drawdown_sentence,
+    resting_breach,
+    throttle,
+)
 from pilot.core.facts import (
     RESUME_TRADING,
     DayPnl,
@@ -68,7 +89,13 @@ from pilot.core.facts import (
 from pilot.core.policy import EffectiveLimits, Policy, TradingWindow
 from pilot.core.risk import is_risk_reducing, worst_case_size
 from pilot.core.stops import Exposure, Fill, LossAtStops, loss_cap, pending_fills, worst_case
-from pilot.core.valuation import TAKER_FEE, liquidation_distance_pct, send_price, worst_fill_for
+from pilot.core.valuation import (
+    TAKER_FEE,
+    collar_edge,
+    liquidation_distance_pct,
+    send_price,
+    worst_fill_for,
+)
 from pilot.core.violations import Breach, NextAction, ToolCall, pct, plain, usd
 
 ZERO = Decimal(0)
@@ -103,12 +130,14 @@ class Situation(NamedTuple):
         return self.rules.base
 
 
-def situate(policy: Policy, facts: Facts) -> Situation | None:
-    """Derive the situation, or None when the rules or the touch are missing (nothing can be priced)."""
+def situate(policy: Policy, facts: Facts, order: OrderIntent | None = None) -> Situation | None:
+    """Derive the situation, or None when the rules or the touch are missing (nothing can be priced).
+    `order`: another order than facts.order, on the same facts (a size search's probe: the facts are not
+    copied for it)."""
     rules, touch = facts.rules, facts.touch
     if rules is None or touch is None:
         return None
-    order = facts.order
+    order = order or facts.order
     limits = policy.limits_for(order.symbol)
     position_size = facts.position.size if facts.position is not None else ZERO
     sent = send_price(order, touch, rules, limits.max_slippage_pct, facts.band)
@@ -122,7 +151,7 @@ def situate(policy: Policy, facts: Facts) -> Situation | None:
         rules=rules,
         touch=touch,
         limits=limits,
-        reducing=_reducing(facts),
+        reducing=is_risk_reducing(facts.position.size if facts.position else None, order, facts.pending),
         pending=pending,
         position_size=position_size,
         price=price,
@@ -613,16 +642,13 @@ def day_loss(policy: Policy, equity: Decimal | None, pnl: DayPnl) -> DayLoss | N
     The percentage is of the day's starting equity: equity now minus the day's PnL (deposits aside). With
     equity unknown only the dollar limit applies.
     """
-    limits: list[tuple[Decimal, Code]] = []
-    if policy.daily_loss_limit_usd is not None:
-        limits.append((policy.daily_loss_limit_usd, Code.DAILY_LOSS_LIMIT_USD))
-    if policy.daily_loss_limit_pct is not None and equity is not None:
-        start = max(equity - pnl.total, ZERO)
-        limits.append((start * policy.daily_loss_limit_pct / 100, Code.DAILY_LOSS_LIMIT_PCT))
-    if not limits:
-        return None
-    limit, rule = min(limits, key=lambda pair: pair[0])
-    return DayLoss(rule, limit, -pnl.total, pnl)
+    usd, pct, total = policy.daily_loss_limit_usd, policy.daily_loss_limit_pct, pnl.total
+    if pct is None or equity is None:  # (on every growing order's judgement: kept to a few operations)
+        return None if usd is None else DayLoss(Code.DAILY_LOSS_LIMIT_USD, usd, -total, pnl)
+    share = max(equity - total, ZERO) * pct / 100
+    if usd is not None and usd <= share:
+        return DayLoss(Code.DAILY_LOSS_LIMIT_USD, usd, -total, pnl)
+    return DayLoss(Code.DAILY_LOSS_LIMIT_PCT, share, -total, pnl)
 
 
 def check_daily_loss(s: Situation) -> Breach | None:
@@ -630,9 +656,17 @@ def check_daily_loss(s: Situation) -> Breach | None:
     policy = s.policy
     if s.reducing or (policy.daily_loss_limit_usd is None and policy.daily_loss_limit_pct is None):
         return None
-    if s.facts.day_pnl is None:
+    pnl = s.facts.day_pnl
+    if pnl is None:
         return _missing(s.facts, "day_pnl", "the day's realised and unrealised PnL")
-    loss = day_loss(policy, s.facts.equity, s.facts.day_pnl)
+    usd_limit = policy.daily_loss_limit_usd
+    if (
+        usd_limit is not None
+        and policy.daily_loss_limit_pct is None
+        and -(pnl.realised + pnl.unrealised) < usd_limit
+    ):
+        return None  # the dollar limit alone, not reached (kept cheap: evaluate runs on every plan)
+    loss = day_loss(policy, s.facts.equity, pnl)
     if loss is None or not loss.reached:
         return None
     midnight = _next_midnight(s.facts.now)
@@ -680,6 +714,190 @@ def check_open_positions(s: Situation) -> Breach | None:
             "do not open a position in another market; close one first if your task allows",
             human="raise maxOpenPositions in policy.json",
             options=options,
+        ),
+    )
+
+
+# --- the platform's pre-trade controls (pilot.core.controls) -----------------------------------------
+
+
+def check_message_rate(s: Situation) -> Breach | None:
+    """maxOrderMessagesPerSecond/Minute: one more message stays within the throttle. Every order counts, a
+    reducing one too: the exchange counts every request, and waiting `retry_after` (a second or a minute at
+    most) is all it takes."""
+    policy = s.policy
+    if policy.max_order_messages_per_second is None and policy.max_order_messages_per_minute is None:
+        return None
+    return throttle(policy, s.facts.messages, s.facts.now)
+
+
+def check_price_collar(s: Situation) -> Breach | None:
+    """priceCollarPct/Ticks: a limit price no farther from mark than the collar on the side where a mistake
+    costs money (a buy above mark, a sell below it); the next action is the same order at the edge."""
+    order, limits = s.order, s.limits
+    if order.order_type is not OrderType.LIMIT or order.limit_price is None:
+        return None
+    if limits.price_collar_pct is None and limits.price_collar_ticks is None:
+        return None
+    edge = price_collar(s, order.side)
+    price = order.limit_price
+    if edge is None or (price <= edge if order.side is Side.BUY else price >= edge):
+        return None
+    way = "above" if order.side is Side.BUY else "below"
+    return _size_breach(
+        Code.PRICE_COLLAR,
+        plain(edge),
+        plain(price),
+        f"the limit price {plain(price)} is {way} the price collar's edge {plain(edge)} "
+        f"({_collar_words(s.limits)} {way} the mark {plain(s.touch.mark)})",
+    )
+
+
+def price_collar(s: Situation, side: Side) -> Decimal | None:
+    """The collar's edge for a price on `side` (a buy's limit, or a sell's: also a long's stop trigger)."""
+    limits = s.limits
+    return collar_edge(
+        s.touch.mark, side, s.rules.tick_size, limits.price_collar_pct, limits.price_collar_ticks
+    )
+
+
+def _collar_words(limits: EffectiveLimits) -> str:
+    parts = []
+    if limits.price_collar_pct is not None:
+        parts.append(f"{plain(limits.price_collar_pct)}%")
+    if limits.price_collar_ticks is not None:
+        parts.append(f"{limits.price_collar_ticks} ticks")
+    return " or ".join(parts)
+
+
+def check_resting_orders(s: Situation) -> Breach | None:
+    """maxRestingOrdersPerMarket and maxRestingOrders: a limit order rests (Pilot sends it GTC); a market
+    order is a Limit IOC and never rests. A reducing one is judged too (close_position then closes it)."""
+    per_market, total = s.limits.max_resting_orders_per_market, s.policy.max_resting_orders
+    if (per_market is None and total is None) or s.order.order_type is not OrderType.LIMIT:
+        return None
+    resting = s.facts.resting
+    if resting is None or (total is not None and resting.total is None):
+        return None if s.reducing else _missing(s.facts, "resting", "the orders resting on the account")
+    args = {"symbol": s.order.symbol, "category": s.order.category}
+    options = (ToolCall("get_open_orders", args, "see the orders resting there"),)
+    return resting_breach(s.policy, per_market, resting, s.order.symbol, options)
+
+
+def check_turnover_day(s: Situation) -> Breach | None:
+    """maxTurnoverUsdPerDay: the notional this home sent since 00:00 UTC plus this order at its worst fill."""
+    cap = s.policy.max_turnover_usd_per_day
+    if cap is None or s.reducing:
+        return None
+    turnover = s.facts.turnover
+    if turnover is None:
+        return _missing(s.facts, "turnover", "the notional sent today")
+    total = turnover.day_usd + s.order_notional
+    if total <= cap:
+        return None
+    return _size_breach(
+        Code.MAX_TURNOVER_DAY,
+        plain(cap),
+        plain(total.quantize(CENT)),
+        f"this order's {usd(s.order_notional)} at its worst fill would bring the notional sent today (UTC) "
+        f"to {usd(total)}, above the {usd(cap)} a day allows",
+        retry_after=_next_midnight(s.facts.now),
+    )
+
+
+def check_turnover_24h(s: Situation) -> Breach | None:
+    """maxTurnoverUsd24h: as check_turnover_day, over the last 24 hours."""
+    cap = s.policy.max_turnover_usd_24h
+    if cap is None or s.reducing:
+        return None
+    turnover = s.facts.turnover
+    if turnover is None:
+        return _missing(s.facts, "turnover", "the notional sent in the last 24 hours")
+    total = turnover.rolling_usd + s.order_notional
+    if total <= cap:
+        return None
+    return _size_breach(
+        Code.MAX_TURNOVER_24H,
+        plain(cap),
+        plain(total.quantize(CENT)),
+        f"this order's {usd(s.order_notional)} at its worst fill would bring the notional sent in the last "
+        f"24 hours to {usd(total)}, above the {usd(cap)} allowed",
+        retry_after=turnover.rolling_frees_at,
+    )
+
+
+def check_authority(s: Situation) -> Breach | None:
+    """validUntil and maxSessionMinutes: past either, only orders that shrink a position pass."""
+    policy = s.policy
+    if s.reducing or (policy.valid_until is None and policy.max_session_minutes is None):
+        return None
+    breach = authority_breach(policy, s.facts.now, s.facts.session_age)
+    if breach is None or breach.next is None:
+        return breach
+    return replace(breach, next=replace(breach.next, options=close_option(s)))
+
+
+def check_drawdown(s: Situation) -> Breach | None:
+    """maxDrawdownUsd/Pct: past the drawdown from the window's peak equity, only orders that shrink a
+    position pass until the window passes or a human resets it (the latch is the app's: pilot.app.runtime)."""
+    policy = s.policy
+    if s.reducing or (policy.max_drawdown_usd is None and policy.max_drawdown_pct is None):
+        return None
+    state, equity = s.facts.drawdown, s.facts.equity
+    if state is None or equity is None:
+        return _missing(s.facts, "drawdown", "the account equity and its peak")
+    if not state.latched and not drawdown_reached(policy, equity, state):
+        return None
+    found = drawdown(policy, equity, state)
+    if found is None:
+        return None
+    until = state.until
+    detail = drawdown_sentence(found)
+    if not found.reached:
+        was = f" ({usd(state.reached_at_usd)} below the peak then)" if state.reached_at_usd else ""
+        detail = f"the drawdown limit was reached in this window{was}; trading stays reducing until it passes"
+    when = f"until {until.isoformat()}" if until is not None else "until a human resets it"
+    return Breach(
+        rule=found.rule,
+        limit=plain(found.limit.quantize(CENT)),
+        attempted=plain(max(found.drawdown, state.reached_at_usd or ZERO).quantize(CENT)),
+        detail=detail,
+        next=NextAction(
+            tool=None,
+            args=None,
+            text=f"do not open or add {when}; reducing orders and close_position still work",
+            human="reset it with `pilot drawdown reset`, or raise maxDrawdownUsd/Pct in policy.json",
+            retry_after=until,
+            options=close_option(s),
+        ),
+    )
+
+
+def check_cooldown(s: Situation) -> Breach | None:
+    """cooldown: after enough losing trades, no order that can grow a position until the cooldown ends."""
+    rule = s.policy.cooldown
+    if rule is None or s.reducing:
+        return None
+    state = s.facts.cooldown
+    if state is None:
+        return _missing(s.facts, "cooldown", "the account's closed trades")
+    until = state.until
+    if until is None or s.facts.now >= until:
+        return None
+    within = f" within {rule.within_minutes} minutes" if rule.within_minutes is not None else " in a row"
+    return Breach(
+        rule=Code.COOLDOWN,
+        limit=str(rule.after_losses),
+        attempted=str(state.losses),
+        detail=f"{state.losses} closed trades were losses{within}: no order that opens or adds for "
+        f"{rule.minutes} minutes, until {until.isoformat()}",
+        next=NextAction(
+            tool=None,
+            args=None,
+            text=f"wait until {until.isoformat()}; reducing orders and close_position still work",
+            human="shorten cooldown.minutes, or raise cooldown.afterLosses, in policy.json",
+            retry_after=until,
+            options=close_option(s),
         ),
     )
 
@@ -732,10 +950,11 @@ def check_loss_per_trade(s: Situation) -> Breach | None:
     limit = loss_limit(s)
     if limit is None:
         return None
-    cases = [from_flat(s)] if s.reducing else [position_left(s)]
-    if outlives(s) and not s.reducing:
-        cases.append(from_flat(s))
-    left, at_stops = max(cases, key=lambda case: case[1].loss)
+    left, at_stops = from_flat(s) if s.reducing else position_left(s)
+    if not s.reducing and outlives(s):
+        flat = from_flat(s)
+        if flat[1].loss > at_stops.loss:
+            left, at_stops = flat
     if at_stops.uncovered >= abs(left.size):
         return None
     cap, rule = limit
@@ -777,6 +996,24 @@ def stop_problem(s: Situation) -> str | None:
     if s.order.side is Side.SELL and stop <= reference:
         return f"a sell's stop_loss must be above {plain(reference)} (its price, the mark and the ask); it is {plain(stop)}"
     return None
+
+
+def collared_stop(s: Situation, stop: Decimal) -> Decimal:
+    """`stop` moved no farther from mark than the price collar allows, for an order that can grow the
+    position (its stop becomes the whole position's: a mistake there costs money); as it is otherwise."""
+    limits = s.limits
+    pct, ticks = limits.price_collar_pct, limits.price_collar_ticks
+    if s.reducing or (pct is None and ticks is None):
+        return stop
+    mark = s.touch.mark
+    off = abs(mark - stop)  # inside the collar: within both distances (no division: every growing order's)
+    if (pct is None or off * 100 <= mark * pct) and (ticks is None or off <= ticks * s.rules.tick_size):
+        return stop  # inside the collar (a stop on the tick inside it is inside its edge on the tick too)
+    buy = s.order.side is Side.BUY
+    edge = price_collar(s, Side.SELL if buy else Side.BUY)  # the stop closes: it is the other side's price
+    if edge is None:
+        return stop
+    return max(stop, edge) if buy else min(stop, edge)
 
 
 def take_profit_problem(s: Situation) -> str | None:
@@ -823,6 +1060,16 @@ def check_protection(s: Situation) -> Breach | None:
     problem = stop_problem(s)
     if problem is not None:
         return Breach(Code.STOP_LOSS, plain(stop_reference(s)), plain(order.stop_loss or ZERO), problem)
+    stop = order.stop_loss
+    edge = collared_stop(s, stop) if stop is not None else None
+    if stop is not None and edge is not None and edge != stop:
+        return Breach(
+            Code.PRICE_COLLAR_STOP,
+            plain(edge),
+            plain(stop),
+            f"the stop_loss {plain(stop)} is farther from the mark {plain(s.touch.mark)} than the price collar "
+            f"allows ({_collar_words(s.limits)}): at most {plain(edge)}",
+        )
     problem = take_profit_problem(s)
     if problem is not None:
         return Breach(Code.TAKE_PROFIT, plain(s.sent_price), plain(order.take_profit or ZERO), problem)
@@ -848,31 +1095,121 @@ def _next_midnight(now: datetime) -> datetime:
     return datetime.combine(now.date() + timedelta(days=1), time(0), tzinfo=now.tzinfo)
 
 
-CHECKS: tuple[Callable[[Situation], Breach | None], ...] = (
+Check = Callable[[Situation], Breach | None]
+CHECKS: tuple[Check, ...] = (
     check_trading_state,
     check_allowed_market,
+    check_authority,
     check_reduce_only,
+    check_message_rate,
     check_qty_step,
     check_price_tick,
     check_price_band,
+    check_price_collar,
     check_min_qty,
     check_max_qty,
     check_reduce_only_qty,
     check_min_notional,
     check_held_qty,
+    check_resting_orders,
     check_daily_order_cap,
     check_order_notional,
     check_position_notional,
+    check_turnover_day,
+    check_turnover_24h,
     check_leverage,
     check_liquidation,
     check_funds,
     check_human_reach,
     check_trading_hours,
     check_daily_loss,
+    check_drawdown,
+    check_cooldown,
     check_open_positions,
     check_loss_per_trade,
     check_protection,
 )
+
+
+# The checks that can report a size code (pilot.core.codes: size_cap and size_grid). The size searches of
+# pilot.core.sizing look only at those codes, so they run only these: a blocker or a protection breach does
+# not tell one size from another there. tests/core/test_properties.py holds it: what these report is what
+# all the checks report of those codes.
+SIZE_CHECKS: tuple[Check, ...] = (
+    check_qty_step,
+    check_price_tick,
+    check_price_band,
+    check_price_collar,
+    check_min_qty,
+    check_max_qty,
+    check_reduce_only_qty,
+    check_min_notional,
+    check_held_qty,
+    check_order_notional,
+    check_position_notional,
+    check_turnover_day,
+    check_turnover_24h,
+    check_leverage,
+    check_liquidation,
+    check_funds,
+    check_human_reach,
+    check_loss_per_trade,
+)
+
+
+def _any_market(policy: Policy, *names: str) -> bool:
+    return any(getattr(market, name) is not None for market in policy.markets.values() for name in names)
+
+
+# The pre-trade controls' checks (issue 27) each pass at once while policy.json leaves their fields unset:
+# `checks_for` leaves them out then, so an order judged without them pays nothing for them.
+_CONTROLS: dict[Check, Callable[[Policy], bool]] = {
+    check_authority: lambda p: p.valid_until is not None or p.max_session_minutes is not None,
+    check_message_rate: lambda p: (
+        p.max_order_messages_per_second is not None or p.max_order_messages_per_minute is not None
+    ),
+    check_price_collar: lambda p: (
+        p.price_collar_pct is not None
+        or p.price_collar_ticks is not None
+        or _any_market(p, "price_collar_pct", "price_collar_ticks")
+    ),
+    check_resting_orders: lambda p: (
+        p.max_resting_orders is not None
+        or p.max_resting_orders_per_market is not None
+        or _any_market(p, "max_resting_orders_per_market")
+    ),
+    check_turnover_day: lambda p: p.max_turnover_usd_per_day is not None,
+    check_turnover_24h: lambda p: p.max_turnover_usd_24h is not None,
+    check_drawdown: lambda p: p.max_drawdown_usd is not None or p.max_drawdown_pct is not None,
+    check_cooldown: lambda p: p.cooldown is not None,
+}
+_CHOSEN: dict[int, tuple[Policy, tuple[Check, ...], tuple[Check, ...]]] = {}  # by id, the policy kept alive
+
+
+def checks_for(policy: Policy) -> tuple[tuple[Check, ...], tuple[Check, ...]]:
+    """CHECKS and SIZE_CHECKS without the controls `policy` leaves unset, worked out once per policy."""
+    chosen = _CHOSEN.get(id(policy))
+    if chosen is not None and chosen[0] is policy:
+        return chosen[1], chosen[2]
+    if len(_CHOSEN) >= 64:  # policy.json is read on every call: only the latest few are asked again
+        _CHOSEN.clear()
+    every = tuple(check for check in CHECKS if check not in _CONTROLS or _CONTROLS[check](policy))
+    sizes = tuple(check for check in SIZE_CHECKS if check in every)
+    _CHOSEN[id(policy)] = (policy, every, sizes)
+    return every, sizes
+
+
+def size_breaches(policy: Policy, facts: Facts, order: OrderIntent) -> list[Breach]:
+    """What the size checks report (SIZE_CHECKS, in the order of CHECKS) of `order` on these facts: the
+    breaches a smaller or larger order may fix. The facts must let the order be priced (rules and touch)."""
+    situation = situate(policy, facts, order)
+    assert situation is not None, "sizing searches only an order it could price"
+    breaches = []
+    for check in checks_for(policy)[1]:
+        breach = check(situation)
+        if breach is not None:
+            breaches.append(breach)
+    return breaches
 
 
 def run_checks(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Breach]]:
@@ -888,7 +1225,7 @@ def run_checks(policy: Policy, facts: Facts) -> tuple[Situation | None, list[Bre
     breaches = [missing] if missing else []
     if situation is None:
         return None, breaches
-    for check in CHECKS:
+    for check in checks_for(policy)[0]:
         breach = check(situation)
         if breach is not None:
             breaches.append(breach)
@@ -910,21 +1247,33 @@ def refused_only_for_pending(policy: Policy, facts: Facts, cancellable: Decimal)
         return False
     if any(breach.rule is Code.FACTS for breach in breaches):
         return False
+    return not run_checks(policy, without_cancelled(facts, cancellable))[1]
+
+
+def without_cancelled(facts: Facts, cancellable: Decimal) -> Facts:
+    """The facts once `cancellable` of the orders pending on the order's side are cancelled (a send whose
+    outcome is unknown stays: no cancel reaches it)."""
+    pending = facts.pending
+    if pending is None:
+        return facts
     side = facts.order.side
     left = max(pending.on_side(side) - cancellable, ZERO)
     fewer = replace(pending, buy_qty=left) if side is Side.BUY else replace(pending, sell_qty=left)
     if cancellable >= pending.cancellable(side):  # every resting order on the side goes, one by one
         kept = tuple(f for f in pending.fills if f.side is not side or f.unknown)
         fewer = replace(fewer, fills=kept)
-    return not run_checks(policy, replace(facts, pending=fewer))[1]
+    return replace(facts, pending=fewer)
 
 
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def _size_breach(rule: Code, limit: str, attempted: str, detail: str) -> Breach:
-    """A breach that one suggested size fixes; evaluate() gives it that size as its next action."""
-    return Breach(rule=rule, limit=limit, attempted=attempted, detail=detail)
+def _size_breach(
+    rule: Code, limit: str, attempted: str, detail: str, retry_after: datetime | None = None
+) -> Breach:
+    """A breach that one suggested size fixes; evaluate() gives it that size as its next action.
+    `retry_after`: when time frees room under this cap (a "nothing fits" then says so)."""
+    return Breach(rule=rule, limit=limit, attempted=attempted, detail=detail, retry_after=retry_after)
 
 
 def _reducing(facts: Facts) -> bool:

@@ -13,20 +13,23 @@ from pilot.core.policy import Policy
 from pilot.core.rules import (
     Situation,
     close_option,
+    collared_stop,
     loss_limit,
     outlives,
     plan_args,
     position_left,
+    price_collar,
     reduce_only_limit,
     refused_only_for_pending,
     run_checks,
     situate,
+    size_breaches,
     stop_problem,
     stop_reference,
     take_profit_problem,
 )
 from pilot.core.stops import farthest_stop
-from pilot.core.valuation import ceil_to_step, floor_to_step, inside_band, price_on_tick
+from pilot.core.valuation import ceil_to_step, floor_to_step, inside_band, inside_collar, price_on_tick
 from pilot.core.violations import Breach, NextAction, NothingFits, ToolCall, plain
 
 # Where a stop goes when policy.json requires one and no loss limit says how far: this share of the price.
@@ -52,19 +55,18 @@ def suggest(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
     rules, order = situation.rules, facts.order
     price = order.limit_price
     if order.order_type is OrderType.LIMIT and price is not None:
-        price = price_on_tick(
-            inside_band(price, order.side, facts.band, rules.tick_size), rules.tick_size, order.side
-        )
+        inside = inside_band(price, order.side, facts.band, rules.tick_size)
+        inside = inside_collar(inside, order.side, price_collar(situation, order.side))
+        price = price_on_tick(inside, rules.tick_size, order.side)
     base = replace(order, limit_price=price)
 
-    # One judgement at many sizes: each probe is built from the fields read once (dataclasses.replace
-    # reads every field's definition again on each call: half a probe's cost besides the checks).
-    facts_fields, order_fields = facts.field_values(), base.field_values()
+    # One judgement at many sizes: each probe is an order built from the fields read once (dataclasses.replace
+    # reads every field's definition again on each call), judged by the size checks alone on the same facts.
+    order_fields = base.field_values()
 
     def fails(steps: int, codes: frozenset[Code]) -> list[Breach]:
-        order = OrderIntent(**{**order_fields, "qty": steps * rules.qty_step})
-        probe = Facts(**{**facts_fields, "order": order})
-        return [b for b in run_checks(policy, probe)[1] if b.rule in codes]
+        probe = OrderIntent(**{**order_fields, "qty": steps * rules.qty_step})
+        return [b for b in size_breaches(policy, facts, probe) if b.rule in codes]
 
     # The minimums are met at the price the suggestion sends (a limit moved into the band), not the one asked.
     moved = situate(policy, replace(facts, order=base)) if base != order else None
@@ -292,16 +294,22 @@ def _nothing_fits(s: Situation, blocking: Breach, room: Decimal, minimum: Decima
     )
     human = (cap.human if cap else NO_HUMAN_FIX).format(symbol=symbol)
     numbers = NothingFits(rule=blocking.rule, room=max(room, Decimal(0)), minimum=minimum)
+    if blocking.retry_after is not None:  # time frees room under this cap (turnover): say when
+        text += f"room grows again at {blocking.retry_after.isoformat()}; "
     if leaning:
-        return NextAction.stop(
+        stop = NextAction.stop(
             text + "close_position or a reducing order frees room",
             human=human,
             options=close_option(s),
             nothing_fits=numbers,
         )
-    return NextAction.stop(
-        text + "pick another market, or ask a human to change policy.json", human=human, nothing_fits=numbers
-    )
+    else:
+        stop = NextAction.stop(
+            text + "pick another market, or ask a human to change policy.json",
+            human=human,
+            nothing_fits=numbers,
+        )
+    return replace(stop, retry_after=blocking.retry_after)
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,8 +340,8 @@ def room_left(policy: Policy, facts: Facts) -> Room | None:
     step = situation.rules.qty_step
 
     def breaks(steps: int) -> tuple[Code, ...]:
-        probe = replace(facts, order=replace(order, qty=steps * step))
-        return tuple(b.rule for b in run_checks(policy, probe)[1] if b.rule in SIZE_CAP_CODES)
+        probe = replace(order, qty=steps * step)
+        return tuple(b.rule for b in size_breaches(policy, facts, probe) if b.rule in SIZE_CAP_CODES)
 
     shrinking = 0
     if situation.position_size != 0 and (situation.position_size > 0) != (order.side.sign > 0):
@@ -383,6 +391,8 @@ def protect(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
         limit = loss_limit(situation)
         stop = stop_for_qty(situation, order.qty, limit[0]) if limit is not None else None
         stop = stop or _default_stop(situation)
+    if stop is not None:
+        stop = collared_stop(situation, stop)  # no farther than the price collar allows
     target = order.take_profit if take_profit_problem(situation) is None else None
     if stop is None:
         return NextAction.stop(
@@ -414,6 +424,7 @@ def with_stop_option(facts: Facts, situation: Situation, action: NextAction, pol
     stop = stop_for_qty(situation, order.qty, limit[0])
     if stop is None:
         return action
+    stop = collared_stop(situation, stop)  # nearer than the farthest that fits: it fits too
     variant_order = replace(order, stop_loss=stop)
     if run_checks(policy, replace(facts, order=variant_order))[1]:
         return action

@@ -35,11 +35,14 @@ from pilot.core.facts import (
     TradingState,
 )
 from pilot.core.policy import EffectiveLimits, Policy
-from pilot.core.valuation import TAKER_FEE, ceil_to_step, floor_to_step, price_on_tick
+from pilot.core.valuation import TAKER_FEE, ceil_to_step, collar_edge, floor_to_step, price_on_tick
 from pilot.core.violations import NextAction, Violation, plain, usd
 
 ZERO = Decimal(0)
 CENT = Decimal("0.01")
+# The largest amount an agent can send (18 digits before the dot: pilot.app.orders.inputs): a short's stop is
+# never offered beyond it, even where every stop fits.
+LARGEST_STOP = Decimal("999999999999999999")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,8 @@ def loss_at_stops(exposure: Exposure) -> LossAtStops:
         return LossAtStops(ZERO, ZERO)
     long, whole = exposure.long, exposure.stop_loss
     remaining, loss = abs(exposure.size), ZERO
+    if not exposure.partial and whole is not None:  # one whole stop (the common case, kept cheap)
+        return LossAtStops(remaining * unit_loss(long, exposure.entry, whole), ZERO)
     for leg in sorted(exposure.partial, key=lambda leg: -leg.price if long else leg.price):
         if remaining <= 0 or (whole is not None and not triggers_first(long, leg.price, whole)):
             break
@@ -120,11 +125,16 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill]) -> Exposure:
     """The position left when every fill happens. A fill that closes or flips the position takes its stops
     with it (Bybit cancels a closed position's TP/SL); the widest stop carried by a fill on the side the
     position is left replaces the whole stop."""
+    if exposure.size == 0 and len(fills) == 1:  # one order opening from flat (the common case, kept cheap)
+        fill = fills[0]
+        return Exposure(fill.qty, fill.price, fill.stop_loss) if fill.qty != 0 else FLAT
     size, entry, whole, partial = exposure.size, exposure.entry, exposure.stop_loss, exposure.partial
     carried: list[Decimal] = []
     for fill in fills:
         after = size + fill.qty
-        if size == 0 or (size > 0) == (fill.qty > 0):
+        if size == 0:  # opening: the fill's price is the entry
+            entry = fill.price if after else ZERO
+        elif (size > 0) == (fill.qty > 0):
             entry = (abs(size) * entry + abs(fill.qty) * fill.price) / abs(after) if after else ZERO
         elif after == 0 or (after > 0) != (size > 0):
             entry = fill.price if after else ZERO
@@ -238,12 +248,13 @@ def pending_fills(pending: PendingOrders | None, side: Side, price: Decimal) -> 
 def loss_cap(limits: EffectiveLimits, equity: Decimal | None) -> tuple[Decimal, Code] | None:
     """The loss one position may take at its stops: the smaller of maxLossPerTradeUsd and the equity share of
     maxLossPerTradePct (the latter unknown without the equity); None when no limit is set."""
-    caps: list[tuple[Decimal, Code]] = []
-    if limits.max_loss_per_trade_usd is not None:
-        caps.append((limits.max_loss_per_trade_usd, Code.MAX_LOSS_PER_TRADE_USD))
-    if limits.max_loss_per_trade_pct is not None and equity is not None:
-        caps.append((max(equity, ZERO) * limits.max_loss_per_trade_pct / 100, Code.MAX_LOSS_PER_TRADE_PCT))
-    return min(caps, key=lambda pair: pair[0]) if caps else None
+    usd, pct = limits.max_loss_per_trade_usd, limits.max_loss_per_trade_pct
+    if pct is None or equity is None:  # (on every growing order's judgement: kept to a few operations)
+        return None if usd is None else (usd, Code.MAX_LOSS_PER_TRADE_USD)
+    share = max(equity, ZERO) * pct / 100
+    if usd is not None and usd <= share:
+        return usd, Code.MAX_LOSS_PER_TRADE_USD
+    return share, Code.MAX_LOSS_PER_TRADE_PCT
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,14 +349,18 @@ def check_trading_stop(
     tick: Decimal,
     pending: PendingOrders | None = None,
     market: Decimal | None = None,
+    mark: Decimal | None = None,
 ) -> list[Violation]:
     """Violations of setting the position's whole stop to `new` (None: removed), as set_trading_stop does,
     judged on the position with the orders pending on its side (with_pending): the next action moves it no
-    farther than the farthest stop that fits, beyond both the entry and `market` (the price now: Bybit
-    refuses a long's stop at or above it), or keeps it where it is."""
+    farther than the farthest stop that fits (the loss limit, and the price collar from `mark`), beyond both
+    the entry and `market` (the price now: Bybit refuses a long's stop at or above it), or keeps it where
+    it is."""
     symbol = position.symbol
     before, after = with_pending(position, pending), with_pending(replace(position, stop_loss=new), pending)
-    cap = loss_cap(policy.limits_for(symbol), equity)
+    limits = policy.limits_for(symbol)
+    cap = loss_cap(limits, equity)
+    collar = _stop_collar(limits, position.size > 0, mark, tick)
     fits = None
     if cap is not None and before.size != 0:
 
@@ -355,6 +370,14 @@ def check_trading_stop(
         edge = [position.entry_price] + ([market] if market is not None else [])
         reference = min(edge) if before.long else max(edge)
         fits = farthest_stop(loss, cap[0], before.long, reference, tick)
+    if collar is not None and before.size != 0 and (fits is not None or cap is None):  # nor the collar
+        fits = collar if fits is None else (max(fits, collar) if position.size > 0 else min(fits, collar))
+        if market is not None and (fits >= market if position.size > 0 else fits <= market):
+            fits = None  # the collar's edge is not beyond the price: no stop farther than now fits it
+    current = position.stop_loss
+    if fits is not None and current is not None and not state.permits(Effect.GROW):
+        # trading that may not grow may not move a stop away either: no farther than where it is
+        fits = max(fits, current) if position.size > 0 else min(fits, current)
     if fits is not None and fits != position.stop_loss:
         args = {"symbol": symbol, "stop_loss": plain(fits)}
         fix = NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(fits)}")
@@ -366,7 +389,24 @@ def check_trading_stop(
     what = "removing the stop" if new is None else f"a stop at {plain(new)}"
     if new is not None and market is not None and (new >= market if position.size > 0 else new <= market):
         return [_wrong_side(position, new, market, tick, fix)]
-    return check_stop_change(policy, state, symbol, (before, after), equity, what, fix)
+    judged = check_stop_change(policy, state, symbol, (before, after), equity, what, fix)
+    beyond = collar is not None and new is not None and (new < collar if position.size > 0 else new > collar)
+    if not beyond or any(v.rule is Code.TRADING_STATE for v in judged):
+        return judged
+    if before.size == 0 or not widens(loss_at_stops(before), loss_at_stops(after)):
+        return judged  # a stop added or moved closer: never refused, wherever it is
+    assert collar is not None and new is not None
+    detail = f"{what} is farther from the mark {plain(mark or ZERO)} than the price collar allows: at most {plain(collar)}"
+    return [Violation(Code.PRICE_COLLAR_STOP, plain(collar), plain(new), detail, fix), *judged]
+
+
+def _stop_collar(limits: EffectiveLimits, long: bool, mark: Decimal | None, tick: Decimal) -> Decimal | None:
+    """The farthest whole stop from `mark` the price collar allows (a long's below it, a short's above)."""
+    if mark is None:
+        return None
+    return collar_edge(
+        mark, Side.SELL if long else Side.BUY, tick, limits.price_collar_pct, limits.price_collar_ticks
+    )
 
 
 def _wrong_side(
@@ -435,7 +475,9 @@ def check_trading_stop_call(
     if call.stop_loss is not None:
         market = min(touch.bid, touch.mark) if long else max(touch.ask, touch.mark)
         new = call.stop_loss if call.stop_loss > 0 else None
-        violations += check_trading_stop(policy, state, position, equity, new, tick, pending, market)
+        violations += check_trading_stop(
+            policy, state, position, equity, new, tick, pending, market, touch.mark
+        )
     if call.take_profit:
         favour = max(touch.ask, touch.mark) if long else min(touch.bid, touch.mark)
         if call.take_profit <= favour if long else call.take_profit >= favour:
@@ -471,7 +513,9 @@ def farthest_stop(
     loss: Callable[[Decimal], Decimal], cap: Decimal, long: bool, reference: Decimal, tick: Decimal
 ) -> Decimal | None:
     """The farthest stop on the tick strictly beyond `reference` (below it for a long) whose `loss` is at most
-    `cap`, or None when not even the nearest one fits. `loss` must grow as the stop moves away."""
+    `cap`, or None when not even the nearest one fits. `loss` must grow as the stop moves away. A short's
+    stop goes no farther than LARGEST_STOP: where every stop fits (the position's other stops close it all
+    first, or the order leaves a long), the largest an agent can send."""
     if tick <= 0:
         return None
     nearest = ceil_to_step(reference, tick) - tick if long else floor_to_step(reference, tick) + tick
@@ -479,10 +523,11 @@ def farthest_stop(
         return None
     steps = int(nearest / tick) - 1 if long else 1
     if not long:  # no floor above: widen until it breaks
+        top = int((LARGEST_STOP - nearest) / tick)  # the steps to the largest stop an agent can send
         while loss(nearest + steps * tick) <= cap:
-            if steps > 2**64:  # the stop no longer matters (partial legs close it all first): any fits
-                return nearest + steps * tick
-            steps *= 2
+            if steps >= top:  # the stop no longer matters: any fits
+                return nearest + max(top, 0) * tick
+            steps = min(steps * 2, top)
     fits, breaks = 0, steps + (1 if long else 0)
     if long and loss(tick) <= cap:
         return tick

@@ -72,6 +72,32 @@ def inside_band(price: Decimal, side: Side, band: PriceBand | None, tick: Decima
     return max(price, ceil_to_step(band.sell_limit, tick))
 
 
+def collar_edge(
+    mark: Decimal, side: Side, tick: Decimal, pct: Decimal | None, ticks: int | None
+) -> Decimal | None:
+    """The farthest limit price from mark the price collar allows on the side where a mistake costs money:
+    above mark for a buy, below it for a sell; the nearer of `pct` percent and `ticks` ticks, on the tick
+    towards mark (and at least one tick). None: no collar."""
+    away = mark * pct / HUNDRED if pct is not None else None
+    if ticks is not None:
+        in_ticks = tick * ticks
+        away = in_ticks if away is None or in_ticks < away else away
+    if away is None:
+        return None
+    if tick <= 0:
+        return mark + away if side is Side.BUY else max(mark - away, ZERO)
+    if side is Side.BUY:
+        return max(floor_to_step(mark + away, tick), tick)
+    return max(ceil_to_step(mark - away, tick), tick)
+
+
+def inside_collar(price: Decimal, side: Side, edge: Decimal | None) -> Decimal:
+    """A limit price moved to the collar's edge if it lies beyond it: a buy down to it, a sell up."""
+    if edge is None:
+        return price
+    return min(price, edge) if side is Side.BUY else max(price, edge)
+
+
 def worst_fill_price(
     order: OrderIntent,
     touch: Touch,

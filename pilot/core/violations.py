@@ -97,6 +97,8 @@ class Breach:
 
     `next` is the check's own next action; None for the size codes, whose next action is the one size
     that fixes them all at once, known only after every check has run (see pilot.core.evaluate).
+    `retry_after` is, for a size cap that frees room as time passes (turnover), when it does: a "nothing
+    fits" it causes says so.
     """
 
     rule: Code
@@ -104,6 +106,7 @@ class Breach:
     attempted: str
     detail: str
     next: NextAction | None = None
+    retry_after: datetime | None = None
 
     def with_next(self, action: NextAction) -> Violation:
         return Violation(self.rule, self.limit, self.attempted, self.detail, action)

@@ -82,6 +82,8 @@ def order_params(request: OrderRequest) -> dict[str, Any]:
             params["stopLoss"] = wire(request.stop_loss)
         if request.take_profit is not None:
             params["takeProfit"] = wire(request.take_profit)
+    if request.smp_type is not None:
+        params["smpType"] = request.smp_type
     return params
 
 

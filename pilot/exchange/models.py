@@ -81,6 +81,8 @@ class OrderRequest:
     stop_loss: Decimal | None = None
     take_profit: Decimal | None = None
     tpsl_mode: str = "Full"
+    # Bybit's self-match prevention (enum.mdx smpType: CancelMaker, CancelTaker, CancelBoth); None: not sent.
+    smp_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

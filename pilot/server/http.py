@@ -28,13 +28,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pilot.app.answers.store_faults import StoreError
 from pilot.app.runtime.runtime import Runtime
-from pilot.server.build import build_server
+from pilot.server.build import CLIENT_STATE, build_server
 
 DEFAULT_SESSION_IDLE_SECONDS = 300
 MAX_SESSIONS = 10_000  # sessions remembered with the token that opened them
 log = logging.getLogger("pilot.server.http")
 access = logging.getLogger("pilot.access")
-_CLIENT = "pilot.client"  # scope["state"] keys: the token's name, and the JSON-RPC call, for the access line
+_CLIENT = CLIENT_STATE  # scope["state"] keys: the token's name, and the JSON-RPC call, for the access line
 _CALL = "pilot.call"
 
 

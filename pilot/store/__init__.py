@@ -1,6 +1,7 @@
 """Persistence: the only package that imports a database driver (aiosqlite, psycopg). A home's store is its
 SQLite file, or a PostgreSQL database that several hosts share (pilot.store.database is the port)."""
 
+from pilot.store.agents import AgentRecord, Agents
 from pilot.store.anchor import HeadAnchor, Rollback
 from pilot.store.canonical import canonical_hash, canonical_json, iso_utc, parse_iso
 from pilot.store.chain import (
@@ -44,6 +45,8 @@ __all__ = [
     "STORE_PLAN_REJECTED",
     "STORE_REPAIRED",
     "STORE_SEALED",
+    "AgentRecord",
+    "Agents",
     "Anchor",
     "ChainReport",
     "ClaimResult",

@@ -142,6 +142,33 @@ CREATE OR REPLACE FUNCTION pilot_session_gone(session text) RETURNS boolean LANG
 $$;
 """
 
+# v2: agents' heartbeats, for the dead-man's switch (pilot.store.agents; SQLite's v5), with the session beside
+# each holder, so a process on any host is judged gone when its session ends. The host roles already granted
+# the leases (`pilot store grant`, before this table was) get the same rights on it, so hosts keep serving
+# once the owner has opened the store at this version.
+_V2 = """
+CREATE TABLE agents (
+    holder TEXT PRIMARY KEY,
+    last_call_at TEXT NULL,
+    boot TEXT NULL,
+    call_micros BIGINT NULL,
+    sessions INTEGER NOT NULL DEFAULT 0,
+    seen_at TEXT NOT NULL,
+    session TEXT NULL
+);
+DO $$
+DECLARE host_role text;
+BEGIN
+    FOR host_role IN SELECT DISTINCT grantee FROM information_schema.role_table_grants
+        WHERE table_schema = current_schema() AND table_name = 'leases' AND privilege_type = 'DELETE'
+            AND grantee <> current_user
+    LOOP
+        EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON agents TO %I', host_role);
+    END LOOP;
+END
+$$;
+"""
+
 # The guards' functions: one that refuses with its trigger's message, and the journal's next-seq rule (a
 # conflict, so the writer that lost a race for a seq reads the head again, as after a duplicate key).
 FUNCTIONS: dict[str, str] = {
@@ -235,6 +262,7 @@ MIGRATIONS: tuple[str, ...] = (
             *(sql + ";" for sql in GUARDS.values()),
         ]
     ),
+    _V2,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -251,4 +279,5 @@ GRANTS: tuple[tuple[str, str], ...] = (
     ("SELECT, INSERT, UPDATE, DELETE", "tokens"),
     ("SELECT, INSERT, UPDATE, DELETE", "leases"),
     ("SELECT, INSERT, UPDATE, DELETE", "exchange_keys"),
+    ("SELECT, INSERT, UPDATE, DELETE", "agents"),
 )

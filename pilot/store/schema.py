@@ -175,5 +175,18 @@ _V4 = "\n".join(
     ]
 )
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4)
+# v5: agents' heartbeats, for the dead-man's switch (pilot.store.agents): one row per serving process, its
+# agent's last call on the store's clock (and the wall time, for people reading the table).
+_V5 = """
+CREATE TABLE agents (
+    holder TEXT PRIMARY KEY,
+    last_call_at TEXT NULL,
+    boot TEXT NULL,
+    call_micros INTEGER NULL,
+    sessions INTEGER NOT NULL DEFAULT 0,
+    seen_at TEXT NOT NULL
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)

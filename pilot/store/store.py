@@ -8,6 +8,7 @@ from pathlib import Path
 from types import TracebackType
 
 from pilot.store import sqlite
+from pilot.store.agents import Agents
 from pilot.store.anchor import AnchorFile, anchor_path
 from pilot.store.confirmations import Confirmations
 from pilot.store.database import Database, Tx
@@ -24,7 +25,8 @@ from pilot.store.tokens import Tokens
 
 
 class Store:
-    """Access to the journal, plans, idempotency keys, confirmations, tokens and leases of one database.
+    """Access to the journal, plans, idempotency keys, confirmations, tokens, leases and agents' heartbeats
+    of one database.
 
     `opened` says what opening found and did: the journal key in use, guards restored, entries adopted.
     """
@@ -44,6 +46,7 @@ class Store:
         self.confirmations = Confirmations(db, clock)
         self.tokens = Tokens(db)
         self.leases = Leases(db, clock)
+        self.agents = Agents(db, clock)
 
     async def close(self) -> None:
         """Close the connection; the Store is unusable afterwards."""

@@ -6,6 +6,12 @@ it holds. The copy is one transaction on the target, which checks the whole chai
 hash and seal, and the anchor) before it commits: a journal that does not arrive whole and genuine is not
 there at all. Plans keep their status and seals; one still open was made on the old store's clock and can no
 longer be claimed (plan it again).
+
+Leases and agents' heartbeats (pilot.store.agents) stay behind: they describe the processes serving the old
+store (a holder, its pid or database session, readings of the old store's clock) and those stop for the move.
+On the new store such a row would name a session it never had and a clock it does not keep; without them the
+dead-man's switch counts the silence from the first server's start there, and what it did before (its
+`dead_man` entries, the cancels) arrives with the journal.
 """
 
 from __future__ import annotations

@@ -295,3 +295,32 @@ def lock_storm(db_path: str, hold_seconds: float, gap_seconds: float, started: A
             stop.wait(gap_seconds)
     finally:
         conn.close()
+
+
+def resting_agent(home: str, venue: Venue, now: str, price: str, rested: Any) -> None:
+    """A server whose agent (a real MCP client, one session open) leaves a buy resting, says so, and waits to
+    be killed: it never closes its session."""
+
+    async def run() -> None:
+        from mcp import Client
+
+        from pilot.server import build_server
+
+        async with (
+            open_server(Path(home), venue, FakeClock(parse_iso(now))) as runtime,
+            Client(build_server(runtime), raise_exceptions=True) as client,
+        ):
+            asked = {
+                "symbol": "BTCUSDT",
+                "side": "buy",
+                "qty": "0.0002",
+                "order_type": "limit",
+                "price": price,
+            }
+            plan = (await client.call_tool("plan_order", asked)).structured_content
+            placed = (await client.call_tool("place_order", {"plan_id": plan["plan_id"]})).structured_content
+            assert placed["status"] == "open", placed
+            rested.set()
+            await asyncio.sleep(DEADLINE_SECONDS)  # killed before this ends
+
+    asyncio.run(run())

@@ -14,13 +14,14 @@ from decimal import Decimal as D
 
 import pytest
 
-from pilot.core.evaluate import evaluate
+from pilot.core.evaluate import evaluate, evaluate_close
 from pilot.core.facts import (
     DayPnl,
     Facts,
     InstrumentRules,
     OrderIntent,
     OrderType,
+    PendingFill,
     PendingOrders,
     Position,
     Side,
@@ -95,3 +96,34 @@ def test_only_what_a_cancel_can_reach_counts_a_send_whose_outcome_is_unknown_sta
     unknown = close_under_two_resting_sells(pending=PendingOrders(sell_qty=D("0.0009")))
     assert not refused_only_for_pending(POLICY, unknown, D("0.0003"))
     assert refused_only_for_pending(POLICY, unknown, D("0.0009"))
+
+
+def test_close_position_below_the_minimum_is_answered_as_sent_after_its_cancels_with_the_minimum_close():
+    """Found by the random worlds (seed 42): long 0.0003 with two resting sells, close_position of 0.0001 where
+    the minimum order is 0.0003. No cancel lets 0.0001 through, so nothing is cancelled; the answer names the
+    minimum alone (the caps bind only while the sells rest, and close_position cancels them first) and offers
+    the minimum close, not "nothing fits"."""
+    sells = (
+        PendingFill(Side.SELL, D("0.0003"), order_id="a"),
+        PendingFill(Side.SELL, D("0.0003"), order_id="b"),
+    )
+    facts = close_under_two_resting_sells(
+        "0.0001",
+        rules=replace(BTC, min_qty=D("0.0003")),
+        pending=PendingOrders(sell_qty=RESTING, fills=sells),
+    )
+    assert {v.rule.value for v in evaluate(POLICY, facts).violations} == {
+        "instrument.minOrderQty",
+        "maxNotionalUsd",
+    }
+    judged = evaluate_close(POLICY, facts)
+    assert [v.rule.value for v in judged.violations] == ["instrument.minOrderQty"]
+    nxt = judged.next_safe_action
+    assert nxt is not None and nxt.tool == "plan_order" and nxt.args is not None
+    assert (D(str(nxt.args["qty"])), nxt.args.get("reduce_only")) == (D("0.0003"), True)
+
+
+def test_a_close_only_its_resting_sells_hold_back_stays_refused_for_them_when_no_cancel_took_them():
+    sells = (PendingFill(Side.SELL, D("0.0006"), order_id="a"),)
+    facts = close_under_two_resting_sells(pending=PendingOrders(sell_qty=RESTING, fills=sells))
+    assert [v.rule.value for v in evaluate_close(POLICY, facts).violations] == ["maxNotionalUsd"]

@@ -265,3 +265,39 @@ def test_a_worked_example_sizes_a_btc_buy_to_its_stop():
     assert option.args["qty"] == "0.1" and option.args["stop_loss"] == "59866"
     assert evaluate(policy, replay(f, option.args)).passed
     assert not evaluate(policy, replace(f, day_pnl=DayPnl(Decimal(-10), Decimal(-5)))).passed
+
+
+def test_a_short_s_stop_that_no_longer_matters_is_offered_as_an_amount_an_agent_can_send():
+    """Found by the worlds: a sell of the whole long (past maxOrderQty) with its stop below the price is cut to
+    maxOrderQty and offered a stop above the price; the long it leaves loses nothing at any such stop, so
+    every stop fits, and the search offered one 2**64 ticks away, which the tools refuse as an argument (18
+    digits before the dot at most)."""
+    rules = InstrumentRules(
+        "SOLUSDT",
+        "linear",
+        Decimal("0.5"),
+        Decimal("0.000001"),
+        Decimal("0.000001"),
+        Decimal("749.990625"),
+        Decimal(10),
+        Decimal(100),
+        Decimal("0.01"),
+        "SOL",
+    )
+    touch = Touch(Decimal(13_333), Decimal(13_334), Decimal("13333.5"), NOW)
+    long = Position("SOLUSDT", Decimal("750.569322"), Decimal(13_654), Decimal(6), stop_loss=Decimal(13_307))
+    order = OrderIntent(
+        "SOLUSDT", Side.SELL, Decimal("750.569322"), OrderType.MARKET, stop_loss=Decimal(13_000)
+    )
+    f = Facts(order, rules, touch, long, Decimal(3_896_456), 0, TradingState.ACTIVE, NOW)
+    policy = Policy(
+        allowed_markets=("SOLUSDT",),
+        max_notional_usd=Decimal(67),
+        max_order_notional_usd=Decimal(12),
+        max_leverage=Decimal(5),
+        max_loss_per_trade_usd=Decimal("0.13"),
+    )
+    fix = evaluate(policy, f).next_safe_action
+    assert fix.tool == "plan_order" and fix.args["qty"] == "749.990625"
+    assert fix.args["stop_loss"] == "999999999999999999"
+    assert evaluate(policy, replay(f, fix.args)).passed

@@ -146,6 +146,22 @@ def test_a_closer_stop_always_passes_even_halted_and_a_wider_one_halted_never():
     assert [v.rule for v in wider] == [Code.TRADING_STATE]
 
 
+def test_while_trading_is_reducing_a_stop_on_the_wrong_side_is_offered_no_farther_than_the_one_it_has():
+    # found by the random worlds: the fix was the farthest stop the loss cap allows, a move away that the
+    # reducing state then refused
+    held = Position("ETHUSDT", D("-0.02"), D("3100.01"), D(1), stop_loss=D("3101"))
+    for state in (TradingState.REDUCING, TradingState.HALTED):
+        violations = check_trading_stop(
+            POLICY, state, held, D(10_000), D("3050"), ETH.tick_size, market=D("3100.01")
+        )
+        assert [v.rule for v in violations] == [Code.STOP_LOSS]
+        fix = violations[0].next
+        assert fix.tool == "set_trading_stop" and D(fix.args["stop_loss"]) <= D("3101")
+        assert not check_trading_stop(
+            POLICY, state, held, D(10_000), D(fix.args["stop_loss"]), ETH.tick_size, market=D("3100.01")
+        )
+
+
 def test_cancelling_the_only_stop_under_a_cap_is_refused_and_a_spare_partial_leg_is_not():
     legs = (StopLeg(D("3095"), D("0.1"), "leg-1"),)
     held = Position("ETHUSDT", D("0.2"), D("3100.01"), D(1), stop_loss=D("3090"), partial_stops=legs)

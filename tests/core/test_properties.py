@@ -14,6 +14,7 @@ from pilot.core.evaluate import evaluate
 from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, Side, TradingState
 from pilot.core.policy import CONFIRMABLE_TOOLS, ConfirmRule, Policy
 from pilot.core.risk import is_risk_reducing
+from pilot.core.rules import run_checks, size_breaches
 from pilot.core.valuation import liquidation_distance_pct, round_price_safe, send_price
 from tests.oracle import leaves, worst, worst_price
 from tests.strategies import facts, policies, sizing_cases
@@ -271,3 +272,12 @@ def test_an_order_that_only_shrinks_the_exposure_waits_for_a_human_only_when_its
 ):
     confirm = ConfirmRule.model_validate({"aboveNotionalUsd": above, "actions": actions})
     assert needs_human(confirm, tool, notional, grows=False) == (tool in actions)
+
+
+@given(policies(), facts())
+def test_the_size_searches_see_every_size_code_the_checks_report(policy, f):
+    # sizing runs only SIZE_CHECKS: no other check may report a size_cap or size_grid code
+    situation, breaches = run_checks(policy, f)
+    assume(situation is not None)
+    everything = [b.rule for b in breaches if b.rule in RESIZE_CODES]
+    assert [b.rule for b in size_breaches(policy, f, f.order)] == everything

@@ -33,13 +33,15 @@ import json
 from collections import Counter
 from collections.abc import AsyncIterator, Set
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from mcp import Client, MCPError
 
+from pilot.app.runtime.runtime import Runtime
+from pilot.app.service.upkeep import upkeep
 from pilot.core.codes import Code
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.errors import ExchangeError
@@ -48,13 +50,18 @@ from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.app.conftest import FakeClock, open_test_runtime
 from tests.worlds.at_stops import loss_at_stops
-from tests.worlds.oracle import Account, Miss, OpenOrder, Oracle, Order, Position
+from tests.worlds.oracle import PILOT_LINK, WORLD_START, Account, Miss, OpenOrder, Oracle, Order, Position
 from tests.worlds.strategies import Case, CloseCase, PlanCase
 from tests.worlds.tool_runs import ToolRuns
 from tests.worlds.tools import SUCCESS
 from tests.worlds.world import Quote, World, plain
 
 CREATE = "/v5/order/create"
+# Every request an order message is (README, maxOrderMessagesPerSecond: creates, amends and cancels).
+MESSAGES = (CREATE, "/v5/order/amend", "/v5/order/cancel", "/v5/order/cancel-all")
+JUDGING = frozenset(
+    {"plan_order", "place_order", "plan_amend", "close_position"}
+)  # tools that read the equity
 ANOTHER_CLIENT = "another-client-"  # the link ids of the orders the world starts with
 CODES = frozenset(code.value for code in Code)
 CONFIRMATION_CODES = frozenset({"confirmationChannelUnavailable", "confirmationRequired"})
@@ -85,6 +92,8 @@ class WorldRun(ToolRuns):
     paper: PaperExchange
     client: Client
     seeded: int
+    clock: FakeClock
+    runtime: Runtime
     findings: list[Finding] = field(default_factory=list)
     stats: Counter[str] = field(default_factory=Counter)
     case_index: int = 0
@@ -92,6 +101,17 @@ class WorldRun(ToolRuns):
     placed_plans: list[str] = field(default_factory=list)
     # What each position lost at its stops, and the quantity no stop closed, when last looked at.
     at_stops: dict[str, tuple[Decimal, Decimal]] = field(default_factory=dict)
+    # What the pre-trade controls count, as seen from outside Pilot (tests/worlds/oracle.py restates them).
+    message_times: list[datetime] = field(default_factory=list)  # Pilot's clock at each order message
+    turnover: Decimal = Decimal(0)
+    first_call: datetime | None = None
+    last_call: datetime | None = None
+    peak: Decimal | None = None
+    drawdown_latched: bool = False
+    cooldown_until: datetime | None = None
+    cooldown_trade: str | None = None
+    kill_switch: bool = False
+    dead_man_silence: datetime | None = None  # the last call before the silence the switch fired for
 
     def tally(self, tool: str, what: str) -> None:
         """Count one event of one tool's answers, for the survey's table per tool."""
@@ -128,6 +148,7 @@ class WorldRun(ToolRuns):
                 trigger=o.trigger_price or None,
                 qty=o.qty,
                 take_profit=o.take_profit or None,
+                link=o.order_link_id,
             )
             for o in listed
         )
@@ -135,21 +156,86 @@ class WorldRun(ToolRuns):
         for symbol in self.world.symbols:
             quote = self.paper.quote(symbol)
             quotes[symbol] = Quote(quote.bid, quote.ask, quote.mark)
-        return Account(positions, wallet, orders, self.paper.request_count(CREATE) - self.seeded, quotes)
+        now = self.clock.now()
+        return Account(
+            positions,
+            wallet,
+            orders,
+            self.paper.request_count(CREATE) - self.seeded,
+            quotes,
+            now=now,
+            messages=tuple(sorted(now - at for at in self.message_times if now - at < timedelta(minutes=1))),
+            turnover=self.turnover,
+            session_age=now - self.first_call if self.first_call is not None else None,
+            drawdown_latched=self.drawdown_latched,
+            cooldown_until=self.cooldown_until,
+            kill_switch=self.kill_switch,
+        )
 
-    def oracle(self) -> Oracle:
+    def oracle(self, *, judging: bool = False) -> Oracle:
+        """The oracle on the account now; `judging`: as Pilot sees it when it judges an order next (the
+        equity's peak and a drawdown or cooldown it would latch then)."""
+        if judging:
+            self.observe()
         return Oracle(self.world, self.account())
+
+    def reads_equity(self, tool: str, args: dict[str, Any]) -> bool:
+        """Whether the call judges an order, reading the equity: close_position with nothing to close answers
+        at once, judging nothing."""
+        if tool != "close_position":
+            return True
+        oracle = Oracle(self.world, self.account())
+        return (
+            oracle.close_order(str(args.get("symbol", "")), str(args.get("category", "linear"))) is not None
+        )
+
+    def observe(self) -> None:
+        """What a judgement of Pilot's reads and latches (README: the drawdown from the peak equity it read,
+        the cooldown from the first judgement that saw the losses)."""
+        policy = self.world.policy
+        account = self.account()
+        oracle = Oracle(self.world, account)
+        if policy.get("maxDrawdownUsd") is not None or policy.get("maxDrawdownPct") is not None:
+            equity = oracle.equity()
+            self.peak = equity if self.peak is None else max(self.peak, equity)
+            limit = oracle.policy.drawdown_limit(self.peak)
+            if limit is not None and self.peak - equity >= limit:
+                self.drawdown_latched = True
+        cooldown = policy.get("cooldown")
+        if cooldown is not None:
+            newest = self._losses_due(cooldown)
+            if newest is not None and newest != self.cooldown_trade:
+                self.cooldown_trade = newest
+                self.cooldown_until = account.now + timedelta(minutes=int(cooldown["minutes"]))
+
+    def _losses_due(self, cooldown: dict[str, Any]) -> str | None:
+        """The newest losing trade of enough of them (in a row, or within the window before the newest loss),
+        among the account's newest hundred closed trades: a trade that starts a cooldown, or None."""
+        rows = list(reversed(self.paper.closed_pnl()))[:100]
+        losses = [row for row in rows if row.closed_pnl < 0]
+        if not losses:
+            return None
+        within = cooldown.get("withinMinutes")
+        if within is None:
+            count = next((i for i, row in enumerate(rows) if row.closed_pnl >= 0), len(rows))
+        else:
+            span = int(within) * 60_000
+            count = sum(1 for row in losses if losses[0].updated_ms - row.updated_ms <= span)
+        if count < int(cooldown["afterLosses"]):
+            return None
+        return f"{losses[0].order_id}@{losses[0].updated_ms}"
 
     # --- the market moving -------------------------------------------------------------------------
 
-    def advance(self, ms: int, when: str) -> None:
-        """Let `ms` of exchange time pass: the walks step, resting orders the prices cross fill, stops they
-        reach trigger, positions past their liquidation price are taken over. Then check every position's
-        loss at its stops."""
+    async def advance(self, ms: int, when: str) -> None:
+        """Let `ms` of exchange time pass, on Pilot's clock too: the walks step, resting orders the prices
+        cross fill, stops they reach trigger, positions past their liquidation price are taken over. Then
+        check every position's loss at its stops, and let Pilot's upkeep look once (the dead-man's switch)."""
         if ms <= 0:
             return
         seen = len(self.paper.executions())
         self.paper.advance(ms)
+        self.clock.advance(ms / 1000)
         self.stats["exchange seconds"] += ms // 1000
         others = set()  # markets where an order of another client filled: what it did is not Pilot's
         for execution in self.paper.executions()[seen:]:
@@ -158,6 +244,54 @@ class WorldRun(ToolRuns):
             if execution.order.order_link_id.startswith(ANOTHER_CLIENT):
                 others.add(execution.order.symbol)
         self.check_stops(f"after {when}", excused=others)
+        if self.world.policy.get("deadManSwitch") is not None:
+            await self.dead_man_round(when)
+
+    async def dead_man_round(self, when: str) -> None:
+        """One upkeep round of Pilot's: when no call came for `afterSeconds` and orders Pilot's agent placed
+        that can open a position rest, they are cancelled (as many as the throttles allow now), and with
+        `reducing` trading turns reducing; nothing is cancelled otherwise (README, deadManSwitch)."""
+        rule = self.world.policy["deadManSwitch"]
+        oracle = self.oracle()
+        before = opening_orders(oracle)
+        now = self.clock.now()
+        after_seconds = rule.get("afterSeconds")
+        idle = (
+            after_seconds is not None
+            and self.last_call is not None
+            and now - self.last_call >= timedelta(seconds=int(after_seconds))
+        )
+        allowance = min(
+            [cap - oracle.messages_in(window) for cap, window, _ in oracle.policy.throttles()],
+            default=len(before),
+        )
+        counts = self.message_counts()
+        await upkeep(self.runtime)
+        self.note_messages(counts)
+        left = opening_orders(self.oracle())
+        fires = idle and bool(before)
+        expected = len(before) - min(len(before), max(allowance, 0)) if fires else len(before)
+        self.stats["dead-man rounds"] += 1
+        self.stats["dead-man rounds idle"] += idle
+        self.stats["dead-man rounds with opening orders"] += bool(before)
+        if fires:
+            self.stats["dead-man fired"] += 1
+            if self.dead_man_silence != self.last_call:
+                self.dead_man_silence = self.last_call
+                self.kill_switch = self.kill_switch or bool(rule.get("reducing"))
+        if len(left) != expected:
+            self.fail(
+                f"dead-man-switch[{'fired' if fires else 'quiet'}: {len(before)} -> {len(left)}, expected {expected}]",
+                {"when": when, "idle": str(now - self.last_call) if self.last_call else None, "rule": rule},
+            )
+
+    def message_counts(self) -> tuple[int, ...]:
+        return tuple(self.paper.request_count(path) for path in MESSAGES)
+
+    def note_messages(self, before: tuple[int, ...]) -> None:
+        """Each order request Pilot sent since `before`, at Pilot's clock now (it stands still during a call)."""
+        sent = sum(self.message_counts()) - sum(before)
+        self.message_times.extend([self.clock.now()] * sent)
 
     def check_stops(self, when: str, excused: Set[str] = frozenset()) -> None:
         """Every position with a stop can lose at most maxLossPerTradeUsd at the stops the exchange holds, or
@@ -186,11 +320,18 @@ class WorldRun(ToolRuns):
     async def call(self, tool: str, args: dict[str, Any]) -> dict[str, Any] | None:
         """Call a tool; its answer, after checking every code in it against the closed set."""
         self.stats[f"calls {tool}"] += 1
+        self.first_call = self.first_call or self.clock.now()  # the client's session begins
+        self.last_call = self.clock.now()
+        if tool in JUDGING and self.reads_equity(tool, args):
+            self.observe()
+        counts = self.message_counts()
         try:
             result = await self.client.call_tool(tool, args)
         except MCPError as error:
             self.fail("tool-error", {"tool": tool, "args": args, "error": str(error)})
             return None
+        finally:
+            self.note_messages(counts)
         if result.is_error or result.structured_content is None:
             text = result.content[0].text if result.content else ""
             self.fail("tool-error", {"tool": tool, "args": args, "error": text})
@@ -198,6 +339,8 @@ class WorldRun(ToolRuns):
         answer = result.structured_content
         if tool == "place_order" and answer.get("status") != "refused":
             self.placed_plans.append(str(args.get("plan_id")))
+        if tool in ("place_order", "close_position") and answer.get("sent"):
+            self.note_sent(answer)
         if answer.get("status") == "rejected" and tool in SUCCESS:
             self.tally(tool, "exchange rejected")
             self.fail(
@@ -211,6 +354,32 @@ class WorldRun(ToolRuns):
                     f"code-outside-closed-set[{code}]", {"tool": tool, "args": args, "answer": brief(answer)}
                 )
         return answer
+
+    def note_sent(self, answer: dict[str, Any]) -> None:
+        """The notional a send counts towards turnover (README, maxTurnoverUsdPerDay: a resting order in full,
+        an IOC one what it filled, a rejected one nothing; an amend what it adds), and its smpType."""
+        sent, status = answer["sent"], answer.get("status")
+        amend = sent.get("amend")
+        if isinstance(amend, dict):
+            filled = Decimal(amend.get("filled") or "0")
+            now = (Decimal(amend["qty"]) - filled) * Decimal(amend["price"])
+            was = (Decimal(amend["was_qty"]) - filled) * Decimal(amend["was_price"])
+            self.turnover += max(now - was, Decimal(0))
+            return
+        qty, price = Decimal(sent["qty"]), Decimal(sent["price"])
+        fill = answer.get("fill") or {}
+        if status == "rejected":
+            notional = Decimal(0)
+        elif sent.get("time_in_force") == "IOC" and status in ("filled", "partially_filled", "cancelled"):
+            average = fill.get("avg_price")
+            notional = Decimal(fill.get("filled_qty") or "0") * (Decimal(average) if average else price)
+        else:
+            notional = qty * price
+        self.turnover += notional
+        expected = self.world.policy.get("selfTradePrevention") or "None"
+        order = next((o for o in self.paper.orders() if o.order_link_id == answer.get("order_link_id")), None)
+        if order is not None and order.smp_type != expected:
+            self.fail(f"smp-type[{order.smp_type} != {expected}]", {"answer": brief(answer)})
 
     async def plan(self, args: dict[str, Any], oracle: Oracle) -> dict[str, Any] | None:
         answer = await self.call("plan_order", args)
@@ -264,7 +433,7 @@ class WorldRun(ToolRuns):
             await self.plan_case(case)
 
     async def plan_case(self, case: PlanCase) -> None:
-        oracle = self.oracle()
+        oracle = self.oracle(judging=True)
         order = Order.of(case.args)
         answer = await self.plan(case.args, oracle)
         if answer is None:
@@ -491,8 +660,9 @@ class WorldRun(ToolRuns):
                 continue
             option_args = option.get("args") or {}
             close = oracle.close_order(option_args.get("symbol", ""), option_args.get("category", "linear"))
-            # close_position first cancels the resting orders on its side that would reopen the position
-            cleared = oracle.without_resting(close) if close is not None else oracle
+            # close_position first cancels the resting orders on its side that would reopen the position; a
+            # throttle that holds it back for now is the throttle's answer (retry_after), not a dead option
+            cleared = (oracle.without_resting(close) if close is not None else oracle).unthrottled()
             if close is None or cleared.witness(close) is None:
                 self.fail(
                     "dead-option[close_position]",
@@ -542,8 +712,8 @@ class WorldRun(ToolRuns):
         planned = plan["order"]
         qty, planned_price = Decimal(planned["qty"]), Decimal(planned["price"])
         if self.pause_ms:
-            self.advance(self.pause_ms, "the pause before place_order")
-            oracle = self.oracle()  # what place_order reads
+            await self.advance(self.pause_ms, "the pause before place_order")
+        oracle = self.oracle(judging=True)  # what place_order reads
         intent = as_planned(planned)
         expected = oracle.place_misses(intent, qty, planned_price)
         sent = as_sent({**planned, "price": plain(oracle.sent_price(intent, planned_price))})
@@ -652,7 +822,9 @@ class WorldRun(ToolRuns):
             )
 
     async def close_case(self, case: CloseCase) -> None:
-        oracle = self.oracle()
+        probe = Order(case.symbol, case.category, "sell", "market")
+        # close_position judges (and reads the equity) only when there is something to close
+        oracle = self.oracle(judging=self.oracle().free_to_close(probe) != 0)
         args: dict[str, Any] = {"symbol": case.symbol, "category": case.category}
         if case.qty is not None:
             args["qty"] = case.qty
@@ -736,14 +908,14 @@ async def open_world(world: World, home: Path) -> AsyncIterator[WorldRun]:
     """Start the world's paper exchange, seed it, and serve Pilot over it to an in-memory MCP client."""
     home.mkdir(parents=True, exist_ok=True)
     (home / "policy.json").write_text(world.policy_text())
-    clock = FakeClock(datetime(2026, 11, 30, 12, 0, tzinfo=UTC))
+    clock = FakeClock(WORLD_START)  # Pilot's clock: it moves with the exchange's time (WorldRun.advance)
     with start_paper_exchange(world.scenario(), ticker_ms=0) as paper:  # it moves only when advanced
         seeded = await seed(paper, world)
         async with (
             open_test_runtime(home, paper, clock) as runtime,
             Client(build_server(runtime)) as client,  # declares no elicitation: it cannot show a form
         ):
-            run = WorldRun(world, paper, client, seeded)
+            run = WorldRun(world, paper, client, seeded, clock, runtime)
             start = run.oracle()
             run.at_stops = {s: loss_at_stops(start.protected(s)) for s in start.account.positions}
             yield run
@@ -788,6 +960,18 @@ def as_planned(planned: dict[str, Any]) -> Order:
         planned["reduce_only"],
         stop_loss=Decimal(stop) if stop is not None else None,
     )
+
+
+def opening_orders(oracle: Oracle) -> list[OpenOrder]:
+    """The orders resting that Pilot's agent placed and that can open a position: the dead-man's switch's."""
+    return [
+        o
+        for o in oracle.account.open_orders
+        if o.ordinary
+        and o.link.startswith(PILOT_LINK)
+        and not o.reduce_only
+        and (o.category == "linear" or o.side == "buy")
+    ]
 
 
 def codes_in(answer: dict[str, Any]) -> list[str]:

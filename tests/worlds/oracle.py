@@ -37,6 +37,19 @@ resting limit order against the position (not reduce-only) may fill after the po
 say, and open one of its own: whatever it does now, it is judged from flat too (requireStopLoss and the loss
 limit), as Bybit keeps it resting.
 
+The pre-trade controls (issue 27), from the README's policy reference: the message throttles (Pilot's own
+creates, amends and cancels in the last second and minute of Pilot's clock, every order refused when one
+more would pass the cap); a limit order's price collar (a buy's price no farther above the mark, a sell's no
+farther below, than `priceCollarPct` or `priceCollarTicks`, whichever is nearer) and resting orders (a limit
+order rests; ordinary orders resting on its market and on the account count, against
+`maxRestingOrdersPerMarket` and `maxRestingOrders`), which bind every order; and for growing orders only:
+`validUntil` and `maxSessionMinutes` (the session begins with the client's first call), the drawdown from
+the peak equity Pilot read (a latch: once reached, until the window passes), the cooldown after losing
+trades (from the first judgement that saw them, for its minutes), turnover (the notional Pilot sent, plus
+this order at its worst fill, against the caps), and the stop collar (a growing order's stop no farther
+from the mark than the collar). The dead-man's switch turns trading `reducing` when it fires with
+`reducing` (the kill switch).
+
 An order shrinks a position when it is reduce-only, or on the other side of the position and, with the
 open orders on its side, no larger than it (spot: a sell of at most the base coin held).
 """
@@ -45,6 +58,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
@@ -53,7 +67,10 @@ from tests.worlds.world import Instrument, Quote, World, plain
 
 ZERO = Decimal(0)
 HUNDRED = Decimal(100)
-WORLD_MINUTE = 12 * 60  # the worlds' clock stands at 12:00 UTC (harness.open_world)
+WORLD_START = datetime(
+    2026, 11, 30, 12, 0, tzinfo=UTC
+)  # Pilot's clock at a world's start (harness.open_world)
+PILOT_LINK = "pilot-"  # the client order ids Pilot gives its orders (a plan id's hash follows)
 DEFAULTS: dict[str, Any] = {
     "maxNotionalUsd": Decimal(25),
     "maxOrderNotionalUsd": Decimal(25),
@@ -159,6 +176,41 @@ class PolicyRules:
                 return True
         return False
 
+    def market_field(self, symbol: str, key: str) -> Any:
+        """A field a market may override: its override, else the top level (else None)."""
+        override = (self.raw.get("markets") or {}).get(symbol, {})
+        return override.get(key, self.raw.get(key))
+
+    def collar(self, symbol: str) -> tuple[Decimal | None, int | None]:
+        pct, ticks = (
+            self.market_field(symbol, "priceCollarPct"),
+            self.market_field(symbol, "priceCollarTicks"),
+        )
+        return (Decimal(pct) if pct is not None else None), (int(ticks) if ticks is not None else None)
+
+    def throttles(self) -> list[tuple[int, timedelta, str]]:
+        """(cap, window, code) of each message throttle set."""
+        found = []
+        for key, window in (
+            ("maxOrderMessagesPerSecond", timedelta(seconds=1)),
+            ("maxOrderMessagesPerMinute", timedelta(minutes=1)),
+        ):
+            if self.raw.get(key) is not None:
+                found.append((int(self.raw[key]), window, key))
+        return found
+
+    def drawdown_limit(self, peak: Decimal) -> Decimal | None:
+        usd, pct = self.raw.get("maxDrawdownUsd"), self.raw.get("maxDrawdownPct")
+        found = [Decimal(usd)] if usd is not None else []
+        if pct is not None:
+            found.append(max(peak, ZERO) * Decimal(pct) / HUNDRED)
+        return min(found) if found else None
+
+    @property
+    def valid_until(self) -> datetime | None:
+        until = self.raw.get("validUntil")
+        return datetime.fromisoformat(until) if until else None
+
     def needs_human(self, tool: str, notional: Decimal, *, grows: bool = True) -> bool:
         """README, confirm: `actions` always ask; `aboveNotionalUsd` asks only for an order that can grow the
         worst-case exposure (one that only shrinks it never waits on it, as close_position never did)."""
@@ -193,6 +245,7 @@ class OpenOrder:
     trigger: Decimal | None = None  # a TP/SL or conditional order's trigger price
     qty: Decimal = ZERO  # the order's total quantity (leaves is what is left of it)
     take_profit: Decimal | None = None
+    link: str = ""  # the client order id: Pilot's begin with PILOT_LINK
 
     @property
     def ordinary(self) -> bool:
@@ -208,6 +261,17 @@ class Account:
     open_orders: tuple[OpenOrder, ...]  # newest first, as the exchange lists them
     orders_today: int  # orders Pilot sent today (a send counts whatever the exchange answered)
     quotes: Mapping[str, Quote]  # every symbol's quote now, as the exchange serves it
+    # What the pre-trade controls (issue 27) count, as the harness saw Pilot act: Pilot's clock now, the ages
+    # of its creates, amends and cancels of the last minute (newest first), the notional it sent, how long
+    # the client's session has lasted, the drawdown latch, when a cooldown ends, and the kill switch the
+    # dead-man's switch turned on.
+    now: datetime = WORLD_START
+    messages: tuple[timedelta, ...] = ()
+    turnover: Decimal = ZERO
+    session_age: timedelta | None = None
+    drawdown_latched: bool = False
+    cooldown_until: datetime | None = None
+    kill_switch: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +368,15 @@ class Oracle:
         position = self.account.positions.get(order.symbol)
         return position.size if position is not None else ZERO
 
+    def free_to_close(self, order: Order) -> Decimal:
+        """What close_position would close: the linear position, or the spot coin held and not offered."""
+        instrument = self.instrument(order)
+        if instrument is None:
+            return ZERO
+        if instrument.spot:
+            return self.account.wallet.get(instrument.base, ZERO) - self.locked(instrument.base)
+        return self.held(order)
+
     def leverage(self, symbol: str) -> Decimal:
         """The leverage set on a linear market (the paper exchange keeps it while flat)."""
         position = self.account.positions.get(symbol)
@@ -332,6 +405,11 @@ class Oracle:
             if not (o.category == order.category and o.symbol == order.symbol and o.side == order.side)
         )
         return Oracle(self.world, replace(self.account, open_orders=kept), reaches_human=self.reaches_human)
+
+    def unthrottled(self) -> Oracle:
+        """The same world once the messages of the throttles' windows have left them (a throttle holds an
+        action back for a second or a minute at most; its own answer says when)."""
+        return Oracle(self.world, replace(self.account, messages=()), reaches_human=self.reaches_human)
 
     def elsewhere(self, order: Order) -> Decimal:
         """The same coin in the other category (spot held for a linear order, the perpetual for a spot one),
@@ -485,10 +563,11 @@ class Oracle:
         held, pending = self.held(order), self.pending(order)
         price, worst = self.price(order), self.worst(order)
         reducing = self.reducing(order, qty)
-        if rules.state == "halted":
+        if self.state == "halted":
             out.append(Miss("state", "halted", "trading is halted"))
-        elif rules.state == "reducing" and not reducing:
+        elif self.state == "reducing" and not reducing:
             out.append(Miss("state", "reducing", "the order can grow the position"))
+        out.extend(self._control_misses(order, instrument, qty, price, worst, reducing))
         if not reducing and order.symbol not in rules.allowed:
             out.append(Miss("market", "allowedMarkets", f"{order.symbol} not in {sorted(rules.allowed)}"))
         if order.reduce_only:
@@ -528,6 +607,100 @@ class Oracle:
             out.append(
                 Miss("confirm", "aboveNotionalUsd", f"{plain(qty * worst)} needs a human, none reachable")
             )
+        return out
+
+    @property
+    def state(self) -> str:
+        """The trading state in force: policy.json's, made reducing by the kill switch the dead-man's switch
+        turned on."""
+        state = self.policy.state
+        return "reducing" if state == "active" and self.account.kill_switch else state
+
+    @property
+    def tool_state(self) -> str:
+        """The state set_leverage and set_trading_stop are judged in (they run no evaluate): also reducing past
+        the drawdown limit and once the authority has expired."""
+        state = self.state
+        if state == "active" and (self.account.drawdown_latched or self.authority_expired()):
+            return "reducing"
+        return state
+
+    def authority_expired(self) -> bool:
+        account, rules = self.account, self.policy
+        until, most = rules.valid_until, rules.raw.get("maxSessionMinutes")
+        if until is not None and account.now >= until:
+            return True
+        age = account.session_age
+        return most is not None and age is not None and age >= timedelta(minutes=int(most))
+
+    def collar_edge(self, symbol: str, side: str, instrument: Instrument) -> Decimal | None:
+        """The farthest price from the mark a collar lets a buy's price (side "buy") or a sell's lie: the nearer
+        of the percentage and the ticks, on the tick towards the mark, one tick at least."""
+        pct, ticks = self.policy.collar(symbol)
+        mark, tick = self.quote(symbol).mark, instrument.tick
+        away = ([mark * pct / HUNDRED] if pct is not None else []) + (
+            [tick * ticks] if ticks is not None else []
+        )
+        if not away:
+            return None
+        if side == "buy":
+            return max(floor_steps(mark + min(away), tick) * tick, tick)
+        return max(ceil_steps(mark - min(away), tick) * tick, tick)
+
+    def messages_in(self, window: timedelta) -> int:
+        return sum(1 for age in self.account.messages if age < window)
+
+    def _control_misses(
+        self,
+        order: Order,
+        instrument: Instrument,
+        qty: Decimal,
+        price: Decimal,
+        worst: Decimal,
+        reducing: bool,
+    ) -> list[Miss]:
+        """The pre-trade controls (issue 27): the throttles, a limit order's collar and resting orders for
+        every order; authority, drawdown, cooldown and turnover for the orders that can grow a position."""
+        out = []
+        rules, account = self.policy, self.account
+        for cap, window, code in rules.throttles():
+            if self.messages_in(window) >= cap:
+                out.append(Miss("throttle", code, f"{self.messages_in(window)} sent, {cap} allowed"))
+        rests = order.order_type == "limit" and not order.ioc
+        if rests:
+            edge = self.collar_edge(order.symbol, order.side, instrument)
+            if edge is not None and (price > edge if order.side == "buy" else price < edge):
+                out.append(
+                    Miss("band", "priceCollar", f"{order.side} at {plain(price)} beyond {plain(edge)}")
+                )
+            out.extend(self._resting_misses(order))
+        if reducing:
+            return out
+        if self.authority_expired():
+            out.append(Miss("authority", "validUntil/maxSessionMinutes", f"at {account.now}"))
+        if account.drawdown_latched:
+            out.append(Miss("drawdown", "maxDrawdown", "the drawdown limit was reached"))
+        if account.cooldown_until is not None and account.now < account.cooldown_until:
+            out.append(Miss("cooldown", "cooldown", f"until {account.cooldown_until}"))
+        total = account.turnover + qty * worst
+        for key in ("maxTurnoverUsdPerDay", "maxTurnoverUsd24h"):
+            cap = rules.raw.get(key)
+            if cap is not None and total > Decimal(cap):
+                out.append(Miss("cap", key, f"{plain(total)} > {plain(Decimal(cap))}"))
+        return out
+
+    def _resting_misses(self, order: Order) -> list[Miss]:
+        """A limit order rests: against the ordinary orders resting on its market and on the account."""
+        rules = self.policy
+        ordinary = [o for o in self.account.open_orders if o.ordinary and o.leaves > 0]
+        here = sum(1 for o in ordinary if (o.symbol, o.category) == (order.symbol, order.category))
+        out = []
+        per_market = rules.market_field(order.symbol, "maxRestingOrdersPerMarket")
+        if per_market is not None and here >= int(per_market):
+            out.append(Miss("resting", "maxRestingOrdersPerMarket", f"{here} rest, {per_market} allowed"))
+        total = rules.raw.get("maxRestingOrders")
+        if total is not None and len(ordinary) >= int(total):
+            out.append(Miss("resting", "maxRestingOrders", f"{len(ordinary)} rest, {total} allowed"))
         return out
 
     def _cap_misses(
@@ -597,8 +770,9 @@ class Oracle:
     ) -> list[Miss]:
         out = []
         rules = self.policy
-        if not rules.open_hours(WORLD_MINUTE):
-            out.append(Miss("hours", "tradingHours", "12:00 UTC is outside every window"))
+        now = self.account.now
+        if not rules.open_hours(now.hour * 60 + now.minute):
+            out.append(Miss("hours", "tradingHours", f"{now:%H:%M} UTC is outside every window"))
         if instrument.spot:
             return out
         most = rules.raw.get("maxOpenPositions")
@@ -616,6 +790,11 @@ class Oracle:
             misplaced = self._stop_misses(order, instrument, price)
             if misplaced:
                 return out + misplaced
+            edge = self.collar_edge(order.symbol, "sell" if order.side == "buy" else "buy", instrument)
+            if edge is not None and (stop < edge if order.side == "buy" else stop > edge):
+                out.append(
+                    Miss("protection", "priceCollar.stopLoss", f"stop {plain(stop)} beyond {plain(edge)}")
+                )
         return out + self._loss_miss(order, qty, price, grows=True)
 
     def _outliving_misses(
@@ -920,7 +1099,7 @@ class Oracle:
         limits = self.policy.limits(symbol)
         return {
             "allowed": symbol in self.policy.allowed,
-            "tradingState": self.policy.state,
+            "tradingState": self.state,
             "dailyOrderCap": self.policy.daily_cap,
             "maxNotionalUsd": plain(limits.max_notional),
             "maxOrderNotionalUsd": plain(limits.max_order_notional),

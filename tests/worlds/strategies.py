@@ -12,12 +12,13 @@ sent (its quote now), each with the exchange time that passes before its plan is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from hypothesis import strategies as st
 
-from tests.worlds.oracle import Oracle, Order, ceil_steps, floor_steps
+from tests.worlds.oracle import WORLD_START, Oracle, Order, ceil_steps, floor_steps
 from tests.worlds.tools import ToolCase, tool_cases
 from tests.worlds.world import STEP_MS, Holding, Instrument, Quote, Resting, Walk, World, plain
 
@@ -37,6 +38,16 @@ BANDS = (
     (Decimal("0.01"), Decimal("0.02")),
     (Decimal("0.005"), Decimal("0.01")),
 )
+
+
+def gaps(world: World) -> st.SearchStrategy[int]:
+    """The exchange time between two cases: GAPS, and for a dead-man's switch a silence just past its
+    `afterSeconds` too (one of every four gaps), so that it fires while orders rest."""
+    rule = world.policy.get("deadManSwitch") or {}
+    after = rule.get("afterSeconds")
+    if after is None:
+        return st.sampled_from(GAPS)
+    return st.sampled_from([*GAPS, *[(int(after) + 1) * STEP_MS] * 2])
 
 
 def significant(value: Decimal, digits: int = 2) -> Decimal:
@@ -227,7 +238,79 @@ def policies(
     if confirm:
         policy["confirm"] = confirm
     policy.update(loss_rules(draw, unit))
+    drawn = controls(draw, unit, balance)
+    policy.update(drawn)
+    if any(key in drawn for key in (*THROTTLES, *RESTING_RULES)) and draw(st.booleans()):
+        # a desk that sends: what the throttles, resting orders and the dead-man's switch count builds up
+        policy.update(allowedMarkets=symbols, dailyOrderCap=1000, tradingState="active")
+        most = Decimal(10) ** 9
+        policy.update(
+            maxNotionalUsd=min(relative(draw, unit) * 20, most),
+            maxOrderNotionalUsd=min(relative(draw, unit) * 5, most),
+        )
+    for override in (policy.get("markets") or {}).values():  # the collar per market too
+        if draw(st.integers(0, 5)) == 0:
+            override["priceCollarTicks"] = draw(st.sampled_from([2, 10, 100]))
+        if draw(st.integers(0, 7)) == 0:
+            override["maxRestingOrdersPerMarket"] = draw(st.sampled_from([1, 3]))
     return policy
+
+
+def controls(draw: st.DrawFn, unit: Decimal, balance: Decimal) -> dict[str, Any]:
+    """Issue 27's controls, each left out most of the time: the price collar, message throttles, resting
+    orders, drawdown (relative to the account), the cooldown after losses, turnover (relative to the
+    minimum order's value), validUntil and maxSessionMinutes around the worlds' clock, the dead-man's switch,
+    self-trade prevention."""
+    rules: dict[str, Any] = {}
+    if draw(st.integers(0, 3)) == 0:
+        if draw(st.booleans()):
+            rules["priceCollarPct"] = draw(
+                st.sampled_from([Decimal("0.05"), Decimal("0.2"), Decimal(1), Decimal(5)])
+            )
+        if draw(st.booleans()) or not rules:
+            rules["priceCollarTicks"] = draw(st.sampled_from([1, 3, 20, 500]))
+    if draw(st.integers(0, 2)) == 0:
+        if draw(st.booleans()):
+            rules["maxOrderMessagesPerSecond"] = draw(st.sampled_from([1, 2, 4]))
+        if draw(st.booleans()) or "maxOrderMessagesPerSecond" not in rules:
+            rules["maxOrderMessagesPerMinute"] = draw(st.sampled_from([2, 5, 20]))
+    if draw(st.integers(0, 3)) == 0:
+        rules["maxRestingOrdersPerMarket"] = draw(st.sampled_from([1, 2]))
+        if draw(st.booleans()):
+            rules["maxRestingOrders"] = draw(st.sampled_from([1, 3]))
+    if draw(st.integers(0, 4)) == 0:
+        share = draw(st.sampled_from([Decimal("0.0005"), Decimal("0.003"), Decimal("0.03")]))
+        rules["maxDrawdownUsd"] = max(significant(max(balance, Decimal(1)) * share), Decimal("0.01"))
+        if draw(st.booleans()):
+            rules["maxDrawdownPct"] = draw(st.sampled_from([Decimal("0.05"), Decimal("0.5"), Decimal(5)]))
+        if draw(st.booleans()):
+            rules["drawdownWindowHours"] = draw(st.sampled_from([1, 24]))
+    if draw(st.integers(0, 5)) == 0:
+        cooldown: dict[str, Any] = {
+            "afterLosses": draw(st.integers(1, 2)),
+            "minutes": draw(st.sampled_from([1, 5, 60])),
+        }
+        if draw(st.booleans()):
+            cooldown["withinMinutes"] = draw(st.sampled_from([1, 10]))
+        rules["cooldown"] = cooldown
+    if draw(st.integers(0, 4)) == 0:
+        key = draw(st.sampled_from(["maxTurnoverUsdPerDay", "maxTurnoverUsd24h"]))
+        rules[key] = max(
+            significant(unit * draw(st.sampled_from([Decimal(1), Decimal(3), Decimal(10)]))), Decimal("0.01")
+        )
+    if draw(st.integers(0, 5)) == 0:
+        minutes = draw(st.sampled_from([-60, 1, 3, 60]))
+        rules["validUntil"] = (WORLD_START + timedelta(minutes=minutes)).isoformat().replace("+00:00", "Z")
+    if draw(st.integers(0, 5)) == 0:
+        rules["maxSessionMinutes"] = draw(st.sampled_from([1, 3, 30]))
+    if draw(st.integers(0, 3)) == 0:
+        rules["deadManSwitch"] = {
+            "afterSeconds": draw(st.sampled_from([10, 30, 60])),
+            "reducing": draw(st.booleans()),
+        }
+    if draw(st.integers(0, 3)) == 0:
+        rules["selfTradePrevention"] = draw(st.sampled_from(["CancelMaker", "CancelTaker", "CancelBoth"]))
+    return rules
 
 
 # UTC windows around the worlds' clock (12:00): open, closed, and open across midnight.
@@ -333,6 +416,10 @@ def worlds(draw: st.DrawFn) -> World:
 
 
 # --- the orders an agent sends --------------------------------------------------------------------
+
+
+RESTING_RULES = ("maxRestingOrdersPerMarket", "maxRestingOrders", "deadManSwitch")
+THROTTLES = ("maxOrderMessagesPerSecond", "maxOrderMessagesPerMinute")
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,6 +533,14 @@ def cases(draw: st.DrawFn, world: World, oracle: Oracle) -> Case | ToolCase:
         side = "sell" if held > 0 else "buy"
     order_type = draw(st.sampled_from(["market"] * 3 + ["limit"] * 2))
     price = limit_price(draw, chosen, quote, side) if order_type == "limit" else None
+    resting = any(key in world.policy for key in RESTING_RULES) and draw(st.integers(0, 2)) == 0
+    if resting:  # an order that rests, for the rules about resting orders (issue 27), placed
+        order_type = (
+            "limit"  # on the side where it waits, from a few ticks to 5 % away (a walk moves 1 % a step)
+        )
+        share = draw(st.sampled_from([Decimal(0), Decimal("0.005"), Decimal("0.02"), Decimal("0.05")]))
+        away = chosen.tick * (draw(st.integers(1, 20)) + floor_steps(quote.bid * share, chosen.tick))
+        price = max(quote.bid - away if side == "buy" else quote.ask + away, chosen.tick)
     opposite = held != 0 and (held > 0) == (side == "sell")
     reduce_only = draw(st.integers(0, 9)) < (4 if opposite else 1)
     stop = None if reduce_only else stop_for(draw, chosen, quote, side)
@@ -459,4 +554,6 @@ def cases(draw: st.DrawFn, world: World, oracle: Oracle) -> Case | ToolCase:
     else:
         args["qty"] = plain(sizes(draw, oracle, order, chosen))
     place = draw(st.integers(0, 3)) > (0 if stop is not None else 1)  # mostly place an order with a stop
+    if resting or any(key in world.policy for key in THROTTLES):
+        place = place or draw(st.booleans())  # sends, for the throttles to count
     return PlanCase(args, place=place, pause_ms=draw(st.sampled_from(PAUSES)))

@@ -1,4 +1,5 @@
-"""The cases issues 12 and 23 list, one world each, pinned to the behaviour the issue asks for.
+"""The cases issues 12 and 23 list (and one the worlds of issue 27 found), one world each, pinned to the
+behaviour the issue asks for.
 
 Each test builds a small world (Bybit's BTCUSDT filters unless the case needs others), talks to Pilot
 through a real MCP client that cannot show forms, and asserts on codes, sizes and the exchange's state.
@@ -8,6 +9,7 @@ what a human can do), the test accepts either, and nothing else.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -374,7 +376,7 @@ async def test_the_market_runs_into_a_stop_and_the_exchange_closes_the_position_
         placed = await place(run, planned)
         assert placed["status"] == "filled" and run.paper.position("BTCUSDT").stop_loss == Decimal(79700)
         run.check_stops("place_order")
-        run.advance(10_000, "the test's ten steps")  # the bid falls through 79700 on the sixth
+        await run.advance(10_000, "the test's ten steps")  # the bid falls through 79700 on the sixth
         assert run.paper.position("BTCUSDT").size == 0
         assert run.stats["market fills StopLoss"] == 1
         (closed,) = run.paper.closed_pnl()
@@ -389,7 +391,7 @@ async def test_a_plan_placed_after_the_price_rose_is_refused_for_the_cap_the_new
     async with open_world(moving(RISING, {"maxOrderNotionalUsd": Decimal("80.5")}), tmp_path) as run:
         planned = await run.plan({"symbol": "BTCUSDT", "side": "buy", "qty": "0.001"}, run.oracle())
         assert planned is not None and planned["status"] == "ok", planned and rules(planned)
-        run.advance(3000, "the pause before place_order")
+        await run.advance(3000, "the pause before place_order")
         fresh = run.oracle()
         expected = fresh.place_misses(as_planned(planned["order"]), Decimal("0.001"), Decimal("80400.2"))
         assert [miss.name for miss in expected] == ["maxOrderNotionalUsd"]
@@ -404,7 +406,7 @@ async def test_a_plan_whose_stop_the_price_fell_through_is_refused_at_place(tmp_
         args = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.001", "stop_loss": "79900"}
         planned = await run.plan(args, run.oracle())
         assert planned is not None and planned["status"] == "ok", planned and rules(planned)
-        run.advance(1000, "the pause before place_order")  # the bid is 79847.5, under the stop
+        await run.advance(1000, "the pause before place_order")  # the bid is 79847.5, under the stop
         expected = run.oracle().place_misses(
             as_planned(planned["order"]), Decimal("0.001"), Decimal("80400.2")
         )
@@ -453,4 +455,26 @@ async def test_a_resting_limit_against_the_position_is_judged_as_opening_one_fro
         assert closing is not None and closing["status"] == "ok"
         market = await run.plan({"symbol": "BTCUSDT", "side": "sell", "qty": "0.005"}, oracle)
         assert market is not None and market["status"] == "ok"  # an IOC never rests: it cannot outlive it
+        clean(run)
+
+
+# --- found by the worlds of issue 27 ------------------------------------------------------------------
+
+
+async def test_an_order_asked_by_notional_gets_the_largest_size_at_the_price_it_is_sent_at(tmp_path: Path):
+    """The exchange's price band (1 % over mark for a buy here) binds before a 3 % slippage limit: the size for
+    notional_usd is counted at the band's edge, as the order is judged and sent (counted at 3 % over the
+    touch, it came out a few lot steps short of what the oracle finds)."""
+    banded = replace(BTC, band_x=Decimal("0.01"), band_y=Decimal("0.01"))
+    policy = {
+        "maxSlippagePct": Decimal(3),
+        "maxNotionalUsd": Decimal(20_000),
+        "maxOrderNotionalUsd": Decimal(20_000),
+    }
+    async with open_world(world(instruments=(banded,), policy=policy), tmp_path) as run:
+        planned = await run.plan({"symbol": "BTCUSDT", "side": "buy", "notional_usd": "10000"}, run.oracle())
+        assert planned is not None and planned["status"] == "ok", planned and rules(planned)
+        qty, price = Decimal(planned["order"]["qty"]), Decimal(planned["order"]["price"])
+        assert price < Decimal("80000.1") * Decimal("1.03")  # the band's edge, not the slippage limit
+        assert qty * price <= 10_000 < (qty + BTC.step) * price
         clean(run)

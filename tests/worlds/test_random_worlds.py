@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from tests.worlds.conftest import CASES_PER_WORLD, REPORT, WORLD_SETTINGS
 from tests.worlds.harness import WorldRun, open_world
-from tests.worlds.strategies import GAPS, cases, worlds
+from tests.worlds.strategies import cases, gaps, worlds
 from tests.worlds.world import World
 
 
@@ -29,7 +29,7 @@ async def explore(world: World, data: st.DataObject) -> WorldRun:
         async with open_world(world, Path(home)) as run:
             for _ in range(data.draw(st.integers(*CASES_PER_WORLD), label="orders")):
                 await run.run(data.draw(cases(world, run.oracle()), label="order"))
-                run.advance(data.draw(st.sampled_from(GAPS), label="exchange ms to the next order"), "a case")
+                await run.advance(data.draw(gaps(world), label="exchange ms to the next order"), "a case")
             return run
 
 

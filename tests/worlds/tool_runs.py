@@ -74,8 +74,16 @@ MAY_REFUSE_REDUCING = frozenset(
         "requireStopLoss",
         "maxLossPerTradeUsd",
         "maxLossPerTradePct",
+        # The pre-trade controls that bind reducing actions too (README): the exchange counts every message,
+        # a limit price is collared whatever the order does, and a limit order rests.
+        "maxOrderMessagesPerSecond",
+        "maxOrderMessagesPerMinute",
+        "priceCollar",
+        "maxRestingOrdersPerMarket",
+        "maxRestingOrders",
     }
 )
+THROTTLES = frozenset({"maxOrderMessagesPerSecond", "maxOrderMessagesPerMinute"})
 
 Terminal = Callable[[dict[str, Any]], Awaitable[None]]
 Maximal = Callable[[dict[str, Any], dict[str, Any]], Awaitable[None]]
@@ -180,12 +188,28 @@ class ToolRuns:
     def reducing_refused(self: WorldRun, tool: str, answer: dict[str, Any], detail: dict[str, Any]) -> None:
         """An action that only reduces risk was refused: only by the rules the README names for it."""
         found = [code for code in codes(answer) if code not in MAY_REFUSE_REDUCING]
-        state = self.oracle().policy.state
+        state = self.oracle().state
         if "tradingState" in codes(answer) and state != "halted":
             found.append("tradingState")
         if found:
             self.tally(tool, "reducing refused")
             self.fail(f"reducing-refused[{tool}: {'+'.join(found)}]", {**detail, "answer": _brief(answer)})
+
+    def throttled(
+        self: WorldRun, tool: str, answer: dict[str, Any], oracle: Oracle, detail: dict[str, Any]
+    ) -> bool:
+        """Whether `answer` refused a message for the throttle alone, as the throttle's count holds it (README:
+        one more message passes unless the cap's worth were sent in its window)."""
+        found = set(codes(answer))
+        if not found or not found <= THROTTLES:
+            return False
+        full = [code for cap, window, code in oracle.policy.throttles() if oracle.messages_in(window) >= cap]
+        if not full:
+            self.fail(
+                f"throttled-with-room[{tool}]",
+                {**detail, "messages": [str(a) for a in oracle.account.messages]},
+            )
+        return True
 
     # --- the cases -------------------------------------------------------------------------------
 
@@ -204,7 +228,7 @@ class ToolRuns:
             await self.lifecycle_case(case)
 
     async def amend_case(self: WorldRun, case: AmendCase) -> None:
-        oracle = self.oracle()
+        oracle = self.oracle(judging=True)  # plan_amend judges the order it becomes: it reads the equity
         args = case.args
         resting = find(oracle, args["order_id"])
         assert resting is not None, "drawn from the orders resting now"
@@ -336,7 +360,9 @@ class ToolRuns:
             "answer": _brief(answer),
             "kind": resting.kind,
         }
-        if resting.ordinary and "cancel_order" not in oracle.policy.confirm_actions:
+        self.tally("cancel_order", f"refused {resting.kind or 'ordinary'}: {tag(answer)}")
+        throttled = self.throttled("cancel_order", answer, oracle, detail)
+        if resting.ordinary and "cancel_order" not in oracle.policy.confirm_actions and not throttled:
             self.tally("cancel_order", "reducing refused")
             self.fail(f"reducing-refused[cancel_order: {tag(answer)}]", detail)
         await self.chase("cancel_order", args, answer)
@@ -351,7 +377,8 @@ class ToolRuns:
             self.check_stops("cancel_all_orders")
             return
         detail = {"args": args, "answer": _brief(answer)}
-        if not args.get("include_stops"):
+        throttled = self.throttled("cancel_all_orders", answer, self.oracle(), detail)
+        if not args.get("include_stops") and not throttled:
             self.tally("cancel_all_orders", "reducing refused")
             self.fail(f"reducing-refused[cancel_all_orders: {tag(answer)}]", detail)
         await self.chase("cancel_all_orders", args, answer)

@@ -262,7 +262,11 @@ def amended(
     """The amended order as it is judged: what is left of the new total at the new price, carrying the
     resting order's stop, in an account where the resting order no longer counts."""
     kept = tuple(o for o in oracle.account.open_orders if o.order_id != resting.order_id)
-    without = Oracle(oracle.world, replace(oracle.account, open_orders=kept), reaches_human=False)
+    # and an amend's turnover is what it adds: what the resting order still may trade is taken out
+    turnover = oracle.account.turnover - resting.leaves * resting.price
+    without = Oracle(
+        oracle.world, replace(oracle.account, open_orders=kept, turnover=turnover), reaches_human=False
+    )
     order = Order(
         resting.symbol,
         resting.category,
@@ -287,8 +291,8 @@ def amend_misses(oracle: Oracle, resting: OpenOrder, total: Decimal, price: Deci
     if total < instrument.min_qty:
         return [Miss("grid", "minOrderQty", f"{plain(total)} < {plain(instrument.min_qty)}")]
     without, order, left = amended(oracle, resting, total, price)
-    if total <= resting.qty and price == resting.price:
-        return []  # shrinking at the same price: always allowed
+    if total <= resting.qty and price == resting.price:  # shrinking at the same price: always allowed,
+        return [m for m in oracle.misses(order, left) if m.kind == "throttle"]  # but it is a message
     # The exchange's own minimums are on the new total (checked above); the rest as for any order.
     return [
         miss
@@ -329,7 +333,9 @@ def amend_witness(oracle: Oracle, resting: OpenOrder, asked_total: Decimal, pric
 
 def stop_loss_after(oracle: Oracle, symbol: str, stop: Decimal | None) -> tuple[Decimal, Decimal, Decimal]:
     """(loss, uncovered, size) of the position of `symbol` with its whole stop at `stop` (None: removed),
-    with the orders resting on its side filled in the way that loses most."""
+    with the orders resting on its side filled in the way that loses most. A resting order's own stop is not
+    counted on (what is left of it may fill after its first part set it): a stop change is judged on the
+    position's stops alone."""
     held = oracle.protected(symbol)
     position = Protected(held.size, held.entry, stop, held.legs)
     if held.size == 0:
@@ -337,7 +343,8 @@ def stop_loss_after(oracle: Oracle, symbol: str, stop: Decimal | None) -> tuple[
     side = "buy" if held.size > 0 else "sell"
     probe = Order(symbol, "linear", side, "market")
     nothing = Fill(ZERO, held.entry)  # no order: the position as it stands, with what rests on its side
-    left, loss, uncovered = worst_left(position, oracle.resting_fills(probe), nothing, _step(oracle, symbol))
+    resting = [replace(fill, stop=None) for fill in oracle.resting_fills(probe)]
+    left, loss, uncovered = worst_left(position, resting, nothing, _step(oracle, symbol))
     return loss, uncovered, left.size
 
 
@@ -366,9 +373,12 @@ def stop_misses(oracle: Oracle, symbol: str, stop: Decimal | None) -> list[Miss]
     after = stop_loss_after(oracle, symbol, stop)
     if not widens(before, after):
         return []
-    state = oracle.policy.state
+    state = oracle.tool_state
     if state != "active":
         return [Miss("state", state, "a wider stop grows the risk")]
+    edge = oracle.collar_edge(symbol, "sell" if held.size > 0 else "buy", instrument)
+    if stop is not None and edge is not None and (stop < edge if held.size > 0 else stop > edge):
+        return [Miss("protection", "priceCollar.stopLoss", f"{plain(stop)} beyond {plain(edge)}")]
     loss, uncovered, _size = after
     if oracle.policy.require_stop(symbol) and uncovered > 0:
         return [Miss("protection", "requireStopLoss", "part of the position would be left without a stop")]
@@ -390,7 +400,7 @@ def leverage_misses(oracle: Oracle, symbol: str, leverage: Decimal) -> list[Miss
     instrument = oracle.world.instrument("linear", symbol)
     assert instrument is not None
     current = oracle.leverage(symbol)
-    state = oracle.policy.state
+    state = oracle.tool_state
     if leverage <= current:
         return [Miss("state", "halted", "only cancels")] if state == "halted" else []
     out = []

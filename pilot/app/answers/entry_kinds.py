@@ -20,3 +20,9 @@ LOSS_LIMIT = (
 PROTECTION = (
     "protection"  # after a fill that asked for a stop-loss: the position's stop as the exchange reports it
 )
+DRAWDOWN = "drawdown"  # the drawdown limit reached (trading turns reducing) or reset by a human, with numbers
+EQUITY = (
+    "equity"  # the equity as Pilot read it, when it was a new peak of the drawdown window (or a mark in it)
+)
+COOLDOWN = "cooldown"  # enough losing trades: no growing order for the cooldown's minutes, with the numbers
+DEAD_MAN = "dead_man"  # the dead-man's switch fired: why, how long no agent call came, what it cancelled

@@ -14,13 +14,22 @@ from pilot.app.answers.responses import Snapshot
 from pilot.app.facts.pending import PendingRead, read_pending
 from pilot.app.facts.stream_cache import FACT_SOURCES
 from pilot.app.road.clock import Today
+from pilot.app.runtime.latches import (
+    cooldown_state,
+    drawdown_state,
+    latch_drawdown,
+    note_equity,
+    start_cooldown,
+)
 from pilot.app.runtime.ledger import JournalState, Send
 from pilot.app.runtime.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
 from pilot.app.runtime.runtime import PolicyView, Runtime
+from pilot.app.runtime.sessions import session_age
 from pilot.core.facts import (
     NO_DAY_PNL,
     NO_PENDING,
     UNLIMITED,
+    ClosedTrade,
     DayPnl,
     Facts,
     Funds,
@@ -30,10 +39,12 @@ from pilot.core.facts import (
     PendingOrders,
     Position,
     PriceBand,
+    RestingOrders,
     Side,
     Touch,
     TradingState,
 )
+from pilot.core.policy import Policy
 from pilot.core.risk import worst_case
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected, UnsupportedPositionMode
@@ -79,6 +90,16 @@ class _Market:
     hedged: UnsupportedPositionMode | None = None
     listed: bool = True
     band: PriceBand | None = None
+    resting: int | None = None  # ordinary orders resting on this market, with unknown sends (None: unread)
+
+
+@dataclass(frozen=True, slots=True)
+class _Extra:
+    """What only the pre-trade controls read from the exchange, and only while policy.json sets them: every
+    order resting on the account (maxRestingOrders), and the newest closed trades (cooldown)."""
+
+    resting_total: int | None = None
+    trades: tuple[ClosedTrade, ...] | None = None
 
 
 OTHER_CATEGORY = {"linear": "spot", "spot": "linear"}
@@ -108,11 +129,12 @@ async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gath
     _RETRY_AT.set([])
     now = runtime.now()
     journal = await runtime.ledger.state(now)
-    account, market = await asyncio.gather(
+    account, market, extra = await asyncio.gather(
         _account(runtime, view, now, journal),
         _market(runtime, order.category, order.symbol, now, list(journal.unsettled)),
+        _extra(runtime, view.policy, journal),
     )
-    facts = _facts(order, account, market, now)
+    facts = await _controls(runtime, view.policy, _facts(order, account, market, now), journal, market, extra)
     if await latch_if_reached(runtime.store.journal, view.policy, facts, account.latch) is not None:
         facts = replace(
             facts, trading_state=TradingState.strictest(facts.trading_state, TradingState.REDUCING)
@@ -132,13 +154,18 @@ async def gather_market_facts(
         _account(runtime, view, now, journal),
         asyncio.gather(*(_market(runtime, category, symbol, now, unsettled) for symbol in symbols)),
     )
+    activity = journal.activity  # the room under the turnover caps too
     return {
         symbol: Gathered(
-            _facts(
-                OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category),
-                account,
-                market,
-                now,
+            replace(
+                _facts(
+                    OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category),
+                    account,
+                    market,
+                    now,
+                ),
+                messages=activity.messages,
+                turnover=activity.turnover,
             ),
             market.hedged,
         )
@@ -149,7 +176,7 @@ async def gather_market_facts(
 async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: JournalState) -> _Account:
     balance, state, (day_pnl, open_markets, latch) = await asyncio.gather(
         _maybe(runtime.exchange.get_balance()),
-        runtime.trading_state(view.policy, journal),
+        runtime.trading_state(view.policy, journal, judged=True),
         _day(runtime, view, journal.today, latch_of(journal.loss_limit, journal.today)),
     )
     return _Account(balance, journal.sent_today, state, day_pnl, open_markets, latch)
@@ -201,6 +228,7 @@ async def _market(
         reads, _maybe(exchange.get_price_band(category, symbol))
     )
     pending = read.pending if read is not None else None
+    resting = _resting(read)
     other_pending = other_read.pending if other_read is not None else None
     linear = read if category == "linear" else other_read
     if isinstance(position, Position) and linear is not None and linear.partial_stops:
@@ -217,10 +245,83 @@ async def _market(
     if category == "spot":  # the perpetual of the same coin is the spot order's other category
         if isinstance(position, UnsupportedPositionMode):  # spot has no position mode: legs count gross
             position, other_pending = _legs_held(position, other_pending)
-        return _Market(known, touch, None, pending, position, other_pending, None, listed, limits)
+        return _Market(known, touch, None, pending, position, other_pending, None, listed, limits, resting)
     if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
-        return _Market(known, touch, None, pending, None, other_pending, position, listed, limits)
-    return _Market(known, touch, position, pending, None, other_pending, None, listed, limits)
+        return _Market(known, touch, None, pending, None, other_pending, position, listed, limits, resting)
+    return _Market(known, touch, position, pending, None, other_pending, None, listed, limits, resting)
+
+
+def _resting(read: PendingRead | None) -> int | None:
+    """Ordinary orders resting on the market, and sends whose outcome is not known yet (they may rest)."""
+    if read is None:
+        return None
+    unknown = sum(1 for fill in read.pending.fills if fill.unknown)
+    return sum(1 for order in read.open_orders if order.is_ordinary) + unknown
+
+
+async def _extra(runtime: Runtime, policy: Policy, journal: JournalState) -> _Extra:
+    """The reads only the pre-trade controls need, each only while policy.json sets its rule; a failed
+    read leaves its fact missing (growing orders fail closed under that rule)."""
+    total, trades = await asyncio.gather(
+        _resting_total(runtime, journal) if policy.max_resting_orders is not None else _none(),
+        _closed_trades(runtime) if policy.cooldown is not None else _none(),
+    )
+    return _Extra(total, trades)
+
+
+async def _resting_total(runtime: Runtime, journal: JournalState) -> int | None:
+    """Every ordinary order resting on the account (linear and spot), with the sends not yet settled."""
+    lists = await asyncio.gather(
+        *(_maybe(runtime.exchange.get_open_orders(category)) for category in ("linear", "spot"))
+    )
+    if any(found is None for found in lists):
+        return None
+    listed = {order.order_link_id for found in lists for order in found or () if order.is_ordinary}
+    unknown = sum(1 for send in journal.unsettled if send.order_link_id not in listed)
+    return len(listed) + unknown
+
+
+CLOSED_TRADES_READ = 100  # the newest closed trades a cooldown looks at (cooldown.afterLosses: at most 100)
+
+
+async def _closed_trades(runtime: Runtime) -> tuple[ClosedTrade, ...] | None:
+    """The account's newest closed trades (linear closed PnL), newest first."""
+    page = await _maybe(runtime.exchange.get_closed_pnl_page("linear", None, None, CLOSED_TRADES_READ))
+    if page is None:
+        return None
+    return tuple(ClosedTrade(row.updated_at, row.closed_pnl, row.order_id) for row in page.rows)
+
+
+async def _controls(
+    runtime: Runtime, policy: Policy, facts: Facts, journal: JournalState, market: _Market, extra: _Extra
+) -> Facts:
+    """The facts of the pre-trade controls (pilot.core.controls): the messages and turnover of this home,
+    the orders resting, the session's age, the drawdown and the cooldown; journaling a new peak of the
+    equity, a drawdown reached and a cooldown begun, as the daily loss limit's latch is journaled."""
+    now, store = facts.now, runtime.store.journal
+    activity = journal.activity
+    resting = RestingOrders(market.resting, extra.resting_total) if market.resting is not None else None
+    facts = replace(
+        facts,
+        messages=activity.messages,
+        turnover=activity.turnover,
+        resting=resting,
+        session_age=session_age(journal.today.here),
+    )
+    if policy.max_drawdown_usd is not None or policy.max_drawdown_pct is not None:
+        state = drawdown_state(policy, journal, now)
+        if facts.equity is not None:
+            await note_equity(store, policy, state, facts.equity, journal.equity_marks, journal.today)
+            state = await latch_drawdown(store, policy, state, facts.equity, now)
+        facts = replace(facts, drawdown=state if facts.equity is not None else None)
+    if policy.cooldown is not None:
+        if extra.trades is None:
+            return replace(facts, cooldown=None)
+        cooling, due = cooldown_state(policy, journal, extra.trades, now)
+        if due is not None:
+            await start_cooldown(store, policy, cooling, due, now)
+        facts = replace(facts, cooldown=cooling)
+    return facts
 
 
 async def _other_pending(

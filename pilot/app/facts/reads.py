@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -18,6 +18,8 @@ from pilot.app.answers.responses import (
     violations_out,
 )
 from pilot.app.facts.gather import Gathered, gather_market_facts, rules_dict
+from pilot.app.runtime.latches import drawdown_state
+from pilot.app.runtime.ledger import JournalState
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy
@@ -249,10 +251,42 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
             "max_open_positions": policy.max_open_positions,
             "trading_hours_utc": [f"{w.start}-{w.end}" for w in policy.trading_hours],
         },
+        "controls": _controls_view(runtime, policy, journal),
         "equity_usd": _num(equity),
         "markets": {symbol: _market_view(policy, one) for symbol, one in facts.items()},
     }
     return ReadAnswer(status="ok", data=data)
+
+
+def _controls_view(runtime: Runtime, policy: Policy, journal: JournalState) -> dict[str, Any]:
+    """The pre-trade controls in force (issue 27) and where this home stands against each."""
+    now = runtime.now()
+    activity, cooldown, dead_man = journal.activity, policy.cooldown, policy.dead_man_switch
+    drawdown = drawdown_state(policy, journal, now)
+    return {
+        "price_collar_pct": _num(policy.price_collar_pct),
+        "price_collar_ticks": policy.price_collar_ticks,
+        "max_order_messages_per_second": policy.max_order_messages_per_second,
+        "max_order_messages_per_minute": policy.max_order_messages_per_minute,
+        "messages_last_second": sum(1 for age in activity.messages if age < timedelta(seconds=1)),
+        "messages_last_minute": len(activity.messages),
+        "max_resting_orders": policy.max_resting_orders,
+        "max_resting_orders_per_market": policy.max_resting_orders_per_market,
+        "max_drawdown_usd": _num(policy.max_drawdown_usd),
+        "max_drawdown_pct": _num(policy.max_drawdown_pct),
+        "drawdown_window_hours": policy.drawdown_window_hours,
+        "drawdown_peak_usd": _num(drawdown.peak),
+        "drawdown_reached": drawdown.latched,
+        "cooldown": cooldown.model_dump(by_alias=False) if cooldown is not None else None,
+        "max_turnover_usd_per_day": _num(policy.max_turnover_usd_per_day),
+        "turnover_today_usd": plain(activity.turnover.day_usd.quantize(CENT)),
+        "max_turnover_usd_24h": _num(policy.max_turnover_usd_24h),
+        "turnover_24h_usd": plain(activity.turnover.rolling_usd.quantize(CENT)),
+        "valid_until": policy.valid_until.isoformat() if policy.valid_until is not None else None,
+        "max_session_minutes": policy.max_session_minutes,
+        "dead_man_switch": dead_man.model_dump(by_alias=False) if dead_man is not None else None,
+        "self_trade_prevention": policy.self_trade_prevention,
+    }
 
 
 def _day_loss_view(policy: Policy, facts: Facts | None) -> dict[str, Any] | None:

@@ -30,7 +30,9 @@ from pilot.store import ConfirmationRecord, DuplicateRecord, JournalEntry, Store
 # The repository's policy.json, sized for Bybit's real minimum orders (0.001 BTC is about $80, 0.01 ETH $31,
 # 0.1 SOL $10): $100 per market and per order, so each market's smallest order fits; BTCUSDT alone gets $150,
 # room for one 0.001 BTC lot with headroom for the price to rise, never two; a human confirms any order above
-# $50 (so every BTC order); no CLI channel. README.md, "The default policy", says why.
+# $50 (so every BTC order); no CLI channel; a limit price or a stop no farther than 10 % from the mark, at
+# most 5 order messages a second and 60 a minute, 5 orders resting per market and 10 in all, and Bybit's
+# self-match prevention on every create. README.md, "The default policy", says why.
 DEFAULT_POLICY = """\
 {
   "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
@@ -60,6 +62,22 @@ DEFAULT_POLICY = """\
   "dailyLossLimitPct": null,
   "maxOpenPositions": null,
   "tradingHours": [],
+  "priceCollarPct": 10,
+  "priceCollarTicks": null,
+  "maxOrderMessagesPerSecond": 5,
+  "maxOrderMessagesPerMinute": 60,
+  "maxRestingOrders": 10,
+  "maxRestingOrdersPerMarket": 5,
+  "maxDrawdownUsd": null,
+  "maxDrawdownPct": null,
+  "drawdownWindowHours": null,
+  "cooldown": null,
+  "maxTurnoverUsdPerDay": null,
+  "maxTurnoverUsd24h": null,
+  "validUntil": null,
+  "maxSessionMinutes": null,
+  "deadManSwitch": null,
+  "selfTradePrevention": "CancelMaker",
   "markets": {
     "BTCUSDT": {"maxNotionalUsd": 150, "maxOrderNotionalUsd": 150}
   }

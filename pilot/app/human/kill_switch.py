@@ -83,3 +83,15 @@ async def stop_on_rollback(runtime: Runtime) -> int | None:
     )
     await journal.reanchor()
     return entry.seq
+
+
+async def activate_by_pilot(runtime: Runtime, reason: str) -> int:
+    """Pilot's own switch (the dead-man's switch turns trading reducing): on, journaled as Pilot's with the
+    reason. Only a human turns it off. Returns the journal entry's seq."""
+    entry = await runtime.store.journal.append(
+        entry_kinds.KILL_SWITCH,
+        {"on": True, "by": "pilot", "reason": reason[:REASON_LIMIT]},
+        now=runtime.now(),
+        actor="pilot",
+    )
+    return entry.seq

@@ -30,8 +30,18 @@ from pilot.app.orders.plan import issue_plan, plan_payload, with_policy_issues
 from pilot.app.road.gate import NotSent, SendCondition
 from pilot.app.runtime.runtime import JUDGEMENTS, PolicyView, Runtime
 from pilot.core.codes import NO_HUMAN_FIX, Code
+from pilot.core.controls import throttle
 from pilot.core.evaluate import Evaluation, evaluate
-from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, Side
+from pilot.core.facts import (
+    Facts,
+    Funds,
+    OrderIntent,
+    OrderType,
+    PendingOrders,
+    RestingOrders,
+    Side,
+    Turnover,
+)
 from pilot.core.valuation import floor_to_step, price_on_tick
 from pilot.core.violations import NextAction, ToolCall, Violation, plain
 from pilot.exchange.errors import ExchangeError
@@ -119,7 +129,7 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
         price = price_on_tick(price, tick, side)
         qty = order.cum_exec_qty + floor_to_step(remaining, step)
         intent = replace(intent, qty=qty - order.cum_exec_qty, limit_price=price)
-    facts = replace(facts, pending=_without(facts.pending, order, side), order=intent, can_reach_human=False)
+    facts = _in_its_place(facts, order, intent)
     result = evaluate(view.policy, facts)
     violations, next_action = with_policy_issues(view, result)
     if gathered.hedged is not None:
@@ -130,6 +140,9 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
         grid = _off_grid(ask, order, qty, facts)
         if grid is not None:  # ... but what the exchange refuses (10001) is not planned
             violations, next_action = [grid], grid.next
+        busy = throttle(view.policy, facts.messages, facts.now)  # ... and it is a message like any other
+        if busy is not None and busy.next is not None:
+            violations, next_action = [busy.with_next(busy.next)], busy.next
     if qty <= order.cum_exec_qty:
         broken = _at_most_filled(ask, order)
         violations, next_action = [broken], broken.next
@@ -172,6 +185,54 @@ def _without(pending: PendingOrders | None, order: ExchangeOrder, side: Side) ->
         max(pending.sell_qty - (leaves if side is Side.SELL else 0), Decimal(0)),
         tuple(fill for fill in pending.fills if fill.order_id != order.order_id),
     )
+
+
+def _in_its_place(facts: Facts, order: ExchangeOrder, intent: OrderIntent) -> Facts:
+    """The facts the amended order is judged on, in place of the resting one: that one's remainder leaves
+    the pending exposure, its place among the resting orders is the amended one's, and what it may still
+    trade leaves the turnover (an amend counts what it adds). An amend never waits for a human."""
+    return replace(
+        facts,
+        pending=_without(facts.pending, order, intent.side),
+        resting=_one_fewer(facts.resting),
+        turnover=_without_notional(facts.turnover, order),
+        funds=_with_its_funds(facts, order, intent.side),
+        order=intent,
+        can_reach_human=False,
+    )
+
+
+def _with_its_funds(facts: Facts, order: ExchangeOrder, side: Side) -> Funds | None:
+    """What the account may spend on the amended order: the available balance with what the resting order
+    holds given back (its margin at the position's leverage; a spot order's locked coin), since the exchange
+    charges an amend only what it adds."""
+    funds = facts.funds
+    if funds is None:
+        return None
+    leaves = max(order.qty - order.cum_exec_qty, Decimal(0))
+    if order.category == "spot":
+        if side is Side.BUY:
+            return replace(funds, free_quote=funds.free_quote + leaves * order.price)
+        return replace(funds, free_base=funds.free_base + leaves)
+    if order.reduce_only:
+        return funds
+    leverage = max(facts.position.leverage if facts.position is not None else Decimal(1), Decimal(1))
+    return replace(funds, available_usd=funds.available_usd + leaves * order.price / leverage)
+
+
+def _one_fewer(resting: RestingOrders | None) -> RestingOrders | None:
+    if resting is None:
+        return None
+    total = max(resting.total - 1, 0) if resting.total is not None else None
+    return RestingOrders(max(resting.market - 1, 0), total)
+
+
+def _without_notional(turnover: Turnover | None, order: ExchangeOrder) -> Turnover | None:
+    """The turnover without what the resting order still may trade: the amend adds only what it changes."""
+    if turnover is None:
+        return None
+    leaves = max(order.qty - order.cum_exec_qty, Decimal(0)) * order.price
+    return replace(turnover, day_usd=turnover.day_usd - leaves, rolling_usd=turnover.rolling_usd - leaves)
 
 
 async def plan_amend(runtime: Runtime, ask: AmendAsk) -> PlanAnswer:
@@ -233,7 +294,7 @@ async def send_amend(
             return Refusal("refused", detail, tuple(judged.violations), judged.next_action)
         reducing = judged.result.situation is not None and judged.result.situation.reducing
         condition = None if reducing else runtime.judged_on(view, mark)
-        done = await _amend_once(runtime, plan_id, amend, symbol, category, condition)
+        done = await _amend_once(runtime, plan_id, amend, judged.order, symbol, category, condition)
         if not isinstance(done, NotSent):
             return done
     args = {"symbol": symbol, "order_id": amend.order_id, "qty": amend.qty, "price": amend.price}
@@ -246,6 +307,7 @@ async def _amend_once(
     runtime: Runtime,
     plan_id: str,
     amend: AmendRecord,
+    order: ExchangeOrder,
     symbol: str,
     category: str,
     condition: SendCondition | None,
@@ -257,6 +319,10 @@ async def _amend_once(
         "qty": amend.qty,
         "price": amend.price,
         "plan_id": plan_id,
+        # what it was: an amend's turnover is what it adds (pilot.app.runtime.activity)
+        "was_qty": plain(order.qty),
+        "was_price": plain(order.price),
+        "filled": plain(order.cum_exec_qty),
     }
     done = await runtime.gate.amend_order(
         category,

@@ -17,6 +17,7 @@ from pilot.app.human.approvals import (
     refusal_of,
     seek_approval,
 )
+from pilot.app.orders.messages import throttled
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
@@ -83,6 +84,11 @@ async def cancel_order(
     the position's stop-losses: cancelling that widens the loss and is judged as such."""
     action = {"symbol": symbol, "category": category, "order_id": order_id, "order_link_id": order_link_id}
     args = {key: value for key, value in action.items() if value is not None}
+    busy = await throttled(runtime, runtime.policy())  # a cancel is a message too (Bybit counts it)
+    if busy is not None:
+        return await journal_action_refusal(
+            runtime.store.journal, "cancel_order", action, busy, now=runtime.now()
+        )
     if category == "linear":
         judged = await judge_stop_cancel(runtime, symbol, order_id, order_link_id)
         if judged is not None:

@@ -17,7 +17,7 @@ from pilot.app.orders.inputs import PlanRequest
 from pilot.app.runtime.runtime import PolicyView, Runtime
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
-from pilot.core.evaluate import Evaluation, evaluate
+from pilot.core.evaluate import Evaluation, evaluate, evaluate_close
 from pilot.core.facts import Facts, OrderIntent, OrderType, Side
 from pilot.core.sizing import qty_for_notional
 from pilot.core.valuation import floor_to_step, price_on_tick, worst_fill_price
@@ -38,7 +38,8 @@ async def plan_order(
     gathered = await gather(runtime, view, _intent(request))
     order = _rounded(request, gathered.facts, view)
     facts = replace(gathered.facts, order=order, can_reach_human=can_reach_human)
-    result = evaluate(view.policy, facts)
+    judge = evaluate_close if tool == "close_position" else evaluate
+    result = judge(view.policy, facts)
     violations, next_action = with_policy_issues(view, result)
     if gathered.hedged is not None:  # no position to judge against, nothing sendable: only a human helps
         hedged = position_mode_violation(gathered.hedged)
@@ -219,6 +220,8 @@ def _rounded(request: PlanRequest, facts: Facts, view: PolicyView) -> OrderInten
         if facts.touch is None:
             return order
         slippage = view.policy.limits_for(order.symbol).max_slippage_pct
-        worst = worst_fill_price(order, facts.touch, rules, slippage)
+        worst = worst_fill_price(
+            order, facts.touch, rules, slippage, facts.band
+        )  # as judged: inside the band
         return replace(order, qty=qty_for_notional(request.notional_usd, worst, rules.qty_step))
     return replace(order, qty=floor_to_step(order.qty, rules.qty_step))

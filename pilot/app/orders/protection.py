@@ -20,6 +20,7 @@ from pilot.app.answers.responses import (
 )
 from pilot.app.facts.pending import position_with_stops
 from pilot.app.facts.reads import ReadAnswer, order_view, quarantined, unavailable
+from pilot.app.orders.messages import throttled
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.codes import Code
 from pilot.core.facts import OrderIntent
@@ -41,6 +42,12 @@ async def cancel_all_orders(
     included; Pilot sends orderFilter=Order so the stops stay. With `include_stops` the TP/SL and
     conditional orders go too: that removes the stops of every position it covers, judged as any removal of
     a stop (refused unless trading is active, and where it breaks requireStopLoss or the loss cap)."""
+    busy = await throttled(runtime, runtime.policy())  # a cancel-all is a message too (Bybit counts it)
+    if busy is not None:
+        action = {"symbol": symbol, "category": category, "include_stops": include_stops}
+        return await journal_action_refusal(
+            runtime.store.journal, "cancel_all_orders", action, busy, now=runtime.now()
+        )
     if not include_stops or category != "linear":
         return await runtime.gate.cancel_all_orders(category, symbol, order_filter="Order")
     refused = await _judge_cancel_all(runtime, symbol)

@@ -100,6 +100,7 @@ def request_dict(request: OrderRequest) -> dict[str, Any]:
         "reduceOnly": request.reduce_only,
         **({"stopLoss": plain(request.stop_loss)} if request.stop_loss is not None else {}),
         **({"takeProfit": plain(request.take_profit)} if request.take_profit is not None else {}),
+        **({"smpType": request.smp_type} if request.smp_type is not None else {}),
     }
 
 
@@ -190,7 +191,8 @@ class ExchangeGate:
 
     @property
     def holder(self) -> str:
-        """This gate's name as a holder of the send turn and of plan claims (host, pid and a token)."""
+        """This gate's name as a holder of the send turn, of plan claims and of this process's heartbeat row
+        (host, pid and a token)."""
         return self._holder
 
     @property
@@ -395,14 +397,21 @@ class ExchangeGate:
     # ---- cancel and leverage ---------------------------------------------------------------------------
 
     async def cancel_order(
-        self, category: str, symbol: str, *, order_id: str | None, order_link_id: str | None
+        self,
+        category: str,
+        symbol: str,
+        *,
+        order_id: str | None,
+        order_link_id: str | None,
+        origin: str | None = None,
     ) -> ActionAnswer:
-        """Cancel one order, once."""
+        """Cancel one order, once. `origin` says who asked when it was not the agent (the dead-man's switch)."""
         action = {
             "symbol": symbol,
             "category": category,
             "order_id": order_id,
             "order_link_id": order_link_id,
+            **({"origin": origin} if origin is not None else {}),
         }
 
         async def call() -> object:

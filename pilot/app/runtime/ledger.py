@@ -26,6 +26,7 @@ from decimal import Decimal
 
 from pilot.app.answers import entry_kinds
 from pilot.app.road.clock import Today
+from pilot.app.runtime.activity import NO_ACTIVITY, Activity, ActivityView
 from pilot.store import Instant, Journal, JournalEntry, Mark, age
 
 WINDOW = timedelta(days=1)  # a send older than this is no longer pending (pilot.app.facts.pending)
@@ -33,8 +34,24 @@ KEPT = timedelta(days=2)  # sends kept for the day's count: a day by one clock e
 PRUNE_EVERY = timedelta(minutes=10)
 # Outcomes after which the journal knows what became of a send (outcome_unknown and accepted are not).
 SETTLING = frozenset({"filled", "partially_filled", "cancelled", "rejected", "open"})
-LATEST = (entry_kinds.KILL_SWITCH, entry_kinds.LOSS_LIMIT)
-FOLLOWED = frozenset({*LATEST, entry_kinds.ORDER_SENT, entry_kinds.ORDER_OUTCOME, entry_kinds.ORDER_RESOLVED})
+LATEST = (
+    entry_kinds.KILL_SWITCH,
+    entry_kinds.LOSS_LIMIT,
+    entry_kinds.DRAWDOWN,
+    entry_kinds.COOLDOWN,
+    entry_kinds.DEAD_MAN,
+)
+EQUITY_KEPT = timedelta(days=7)  # the longest drawdown window (drawdownWindowHours: 168)
+FOLLOWED = frozenset(
+    {
+        *LATEST,
+        entry_kinds.ORDER_SENT,
+        entry_kinds.ORDER_OUTCOME,
+        entry_kinds.ORDER_RESOLVED,
+        entry_kinds.ACTION,
+        entry_kinds.EQUITY,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +169,12 @@ class JournalState:
     mark: int
     today: Today
     rolled_back: bool = False  # the journal lost entries it was anchored at (pilot.store.anchor)
+    # the messages the throttles count and the turnover (pilot.app.runtime.activity)
+    activity: ActivityView = NO_ACTIVITY
+    drawdown: JournalEntry | None = None  # the newest drawdown latch entry (pilot.app.runtime.latches)
+    cooldown: JournalEntry | None = None
+    dead_man: JournalEntry | None = None
+    equity_marks: tuple[JournalEntry, ...] = ()  # the equity entries of the last EQUITY_KEPT, oldest first
 
     @property
     def kill_switch_on(self) -> bool:
@@ -170,6 +193,8 @@ class Ledger:
         self._unsettled: dict[str, Send] = {}  # by order link id, in the order they were sent
         self._sends = SendsByDay()  # the last KEPT's: the day's count
         self._head: tuple[datetime, Instant | None] | None = None  # the newest entry folded in
+        self._activity = Activity()
+        self._equity: list[JournalEntry] = []
         self._lock = asyncio.Lock()
         self._asked = 0
         self._served = 0
@@ -199,6 +224,11 @@ class Ledger:
                 mark=self._mark.seq if self._mark is not None else 0,
                 today=today,
                 rolled_back=self._journal.rollback is not None,
+                activity=self._activity.view(now, here, today),
+                drawdown=self._latest.get(entry_kinds.DRAWDOWN),
+                cooldown=self._latest.get(entry_kinds.COOLDOWN),
+                dead_man=self._latest.get(entry_kinds.DEAD_MAN),
+                equity_marks=tuple(self._equity),
             )
 
     async def _read(self, now: datetime) -> None:
@@ -230,12 +260,18 @@ class Ledger:
         settles = await journal.entries(
             kind=(entry_kinds.ORDER_OUTCOME, entry_kinds.ORDER_RESOLVED), after=first
         )
+        actions = await journal.entries(kind=entry_kinds.ACTION, since=since)  # amends and cancels
+        marks = await journal.entries(kind=entry_kinds.EQUITY, since=now - EQUITY_KEPT)
         self._latest.clear()
+        self._equity.clear()
         self._unsettled.clear()
         self._sends = SendsByDay()
         self._head = None
+        self._activity.clear()
         # Rows appended after `mark` are left to the next read on, which starts there.
-        entries = (e for e in (*latest, *sends, *settles) if e is not None and e.seq <= mark.seq)
+        entries = (
+            e for e in (*latest, *sends, *settles, *actions, *marks) if e is not None and e.seq <= mark.seq
+        )
         for entry in sorted(entries, key=_seq):
             self._fold(entry)
         self._mark, self._floor, self._pruned = mark, since, since
@@ -244,15 +280,20 @@ class Ledger:
         """Take one entry in, in seq order: a send is unsettled until a later entry settles it."""
         kind, data = entry.kind, entry.data
         self._head = (entry.at, entry.clock)
+        self._activity.fold(entry)
         if kind in LATEST:
             known = self._latest.get(kind)
             if known is None or known.seq < entry.seq:
                 self._latest[kind] = entry
+        elif kind == entry_kinds.EQUITY:
+            self._equity.append(entry)
         elif kind == entry_kinds.ORDER_SENT:
             send = Send.of(entry)
             self._sends.add(send)
             self._unsettled[send.order_link_id] = send
-        elif kind == entry_kinds.ORDER_RESOLVED or data.get("status") in SETTLING:
+        elif kind == entry_kinds.ORDER_RESOLVED or (
+            kind != entry_kinds.ACTION and data.get("status") in SETTLING
+        ):
             self._unsettled.pop(str(data.get("order_link_id")), None)
 
     def _prune(self, now: datetime, here: Instant) -> None:
@@ -263,7 +304,15 @@ class Ledger:
             return
         self._unsettled = {k: s for k, s in self._unsettled.items() if s.age(now, here) <= KEPT}
         self._sends.keep(lambda send: send.age(now, here) <= KEPT)
+        self._activity.prune(now, here, KEPT)
+        self._equity = [entry for entry in self._equity if age_of(entry, now, here) <= EQUITY_KEPT]
         self._pruned = self._floor = since
+
+
+def age_of(entry: JournalEntry, now: datetime, here: Instant) -> timedelta:
+    """How long ago an entry was written: on the store's clock, or by the wall clock for one without a stamp."""
+    since = age(here, entry.clock)
+    return since if since is not None else now - entry.at
 
 
 def _seq(entry: JournalEntry) -> int:

@@ -12,16 +12,21 @@ from pilot.app.answers import entry_kinds
 from pilot.app.road.clock import Clock
 from pilot.app.road.gate import ExchangeGate, KeyCheck, SendCondition
 from pilot.app.road.ports import Exchange, ExchangeReader
+from pilot.app.runtime.latches import drawdown_state
 from pilot.app.runtime.ledger import JournalState, Ledger
 from pilot.app.runtime.loss_limit import latch_of
 from pilot.app.runtime.policy_file import read_policy_file
+from pilot.app.runtime.sessions import Sessions, session_age
+from pilot.core.controls import authority_breach
 from pilot.core.facts import TradingState
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
-from pilot.store import Store, StoreError, StoreLocation, Unless
+from pilot.store import Instant, Store, StoreError, StoreLocation, Unless
 
 # The entries that turn trading reducing (`Runtime.trading_state`): a growing send is journaled only if none
 # came after what its judgement read (`Runtime.judged_on`).
-REDUCING_KINDS = frozenset({entry_kinds.KILL_SWITCH, entry_kinds.LOSS_LIMIT})
+REDUCING_KINDS = frozenset(
+    {entry_kinds.KILL_SWITCH, entry_kinds.LOSS_LIMIT, entry_kinds.DRAWDOWN, entry_kinds.COOLDOWN}
+)
 # How many times a send is judged again when what it was judged on changes as it is about to leave.
 JUDGEMENTS = 3
 
@@ -132,9 +137,14 @@ class Runtime:
     clock: Clock
     environment: str = "paper"
     ledger: Ledger = field(init=False)  # the journal's state for judgements, read on incrementally
+    sessions: Sessions = field(default_factory=Sessions)  # the MCP sessions this process serves
+
+    # when this process began serving, on the store's clock (the dead-man's switch counts silence from it)
+    started: Instant = field(init=False)
 
     def __post_init__(self) -> None:
         self.ledger = Ledger(self.store.journal)
+        self.started = self.store.clock.read()
 
     def now(self) -> datetime:
         return self.clock.now()
@@ -149,13 +159,24 @@ class Runtime:
     async def kill_switch_on(self) -> bool:
         return (await self.journal_state()).kill_switch_on
 
-    async def trading_state(self, policy: Policy, journal: JournalState | None = None) -> TradingState:
+    async def trading_state(
+        self, policy: Policy, journal: JournalState | None = None, *, judged: bool = False
+    ) -> TradingState:
         """The strictest of policy.json's tradingState, the kill switch and the daily loss limit's latch
-        (either on means reducing), and a journal found rolled back (reducing: until its finding is journaled
-        as the kill switch, pilot.app.human.kill_switch.stop_on_rollback). `journal` is the journal's state
-        when the caller has just read it."""
+        (either on means reducing), a journal found rolled back (reducing: until its finding is journaled
+        as the kill switch, pilot.app.human.kill_switch.stop_on_rollback), the drawdown latch and authority
+        that expired (validUntil, maxSessionMinutes). `journal` is the journal's state when the caller has
+        just read it. `judged`: the caller runs evaluate(), whose checks report the drawdown and the
+        authority by their own codes (with when and how they lift), so they are left to those checks."""
         journal = journal if journal is not None else await self.journal_state()
-        if journal.kill_switch_on or journal.rolled_back or await self.loss_limit_on(journal):
+        reducing = journal.kill_switch_on or journal.rolled_back or await self.loss_limit_on(journal)
+        if not judged and not reducing:
+            now = self.now()
+            reducing = (
+                drawdown_state(policy, journal, now).latched
+                or authority_breach(policy, now, session_age(journal.today.here)) is not None
+            )
+        if reducing:
             return TradingState.strictest(policy.trading_state, TradingState.REDUCING)
         return policy.trading_state
 

@@ -188,6 +188,7 @@ class Engine:
             now,
             last_price_on_created=last_price(quote, instrument),
             position_idx=position_idx,
+            smp_type=new.smp_type,
             hidden_reads=self.ack_lag_reads,
         )
         if tpsl is not None:

@@ -58,6 +58,7 @@ class SimOrder:
     fee_coin: str = ""
     last_price_on_created: Decimal = ZERO
     position_idx: int = 0
+    smp_type: str = "None"  # self-match prevention as the create asked (this book never matches own orders)
     hidden_reads: int = 0  # list reads left before the order shows (the acknowledgement lag)
     # TP/SL attached to an ordinary or conditional order (create-order.mdx): they become the position's
     # TP/SL orders once the order fills (tpsl_mode Full), or partial ones for what filled (Partial).

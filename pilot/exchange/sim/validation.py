@@ -44,6 +44,10 @@ class NewOrder:
     order_link_id: str
     reduce_only: bool
     market_unit: str
+    smp_type: str = "None"  # self-match prevention (enum.mdx smpType), echoed in the order's views
+
+
+SMP_TYPES = frozenset({"None", "CancelMaker", "CancelTaker", "CancelBoth"})  # enum.mdx smpType
 
 
 def parse_new_order(category: str, params: dict[str, Any]) -> NewOrder:
@@ -71,8 +75,21 @@ def parse_new_order(category: str, params: dict[str, Any]) -> NewOrder:
     unit = str(
         params.get("marketUnit") or ("quoteCoin" if category == "spot" and side == "Buy" else "baseCoin")
     )
+    smp = str(params.get("smpType") or "None")
+    if smp not in SMP_TYPES:
+        raise SimReject(bad, "params error: smpType invalid")
     return NewOrder(
-        category, str(params.get("symbol") or ""), side, order_type, qty, price, tif, link, reduce_only, unit
+        category,
+        str(params.get("symbol") or ""),
+        side,
+        order_type,
+        qty,
+        price,
+        tif,
+        link,
+        reduce_only,
+        unit,
+        smp,
     )
 
 

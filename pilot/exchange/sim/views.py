@@ -90,7 +90,7 @@ def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
         "reduceOnly": order.reduce_only,
         "closeOnTrigger": order.close_on_trigger,
         "placeType": "",
-        "smpType": "None",
+        "smpType": order.smp_type,
         "smpGroup": 0,
         "smpOrderId": "",
         "createdTime": str(order.created_ms),

@@ -96,12 +96,47 @@ async def test_a_host_s_role_serves_but_cannot_change_the_past(
         await host.plans.create(plan_id=plan_id, payload={}, now=T0, ttl_seconds=60)
         assert (await host.plans.claim(plan_id, now=T0)).status == "claimed"
         assert await host.leases.try_acquire("send-turn", "h", now=T0, ttl=timedelta(minutes=2))
+        await host.agents.beat("h", now=T0, sessions=1)
         assert (await host.journal.verify()).count == 2
     finally:
         await host.close()
     url = as_role(server_store, host_role).url or ""
     with psycopg.connect(url, autocommit=True) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
         conn.execute(statement)
+
+
+async def test_a_host_role_granted_before_the_heartbeats_table_keeps_serving_once_the_owner_upgrades(
+    server_store: StoreLocation, home: Path, host_role: str
+) -> None:
+    await (await open_store(server_store, home=home)).close()
+    await grant_host_role(server_store, host_role)
+    with psycopg.connect(server_store.url or "", autocommit=True) as conn:  # the store as issue 28 left it
+        conn.execute("DROP TABLE agents")
+        conn.execute("DELETE FROM schema_version WHERE version = 2")
+    await (await open_store(server_store, home=home)).close()  # the owner's open brings it up to date
+    host = await open_store(as_role(server_store, host_role), home=home)
+    try:
+        await host.agents.beat("h", now=T0, sessions=1)
+        assert [row.holder for row in await host.agents.all()] == ["h"]
+    finally:
+        await host.close()
+
+
+async def test_a_process_on_another_host_is_gone_when_its_session_ends_and_not_before(
+    server_store: StoreLocation, home: Path
+) -> None:
+    store = await open_store(server_store, home=home)
+    host = await open_store(server_store, home=home)
+    try:
+        await host.agents.beat("another-host:4242:serve", now=T0, sessions=1)
+        (row,) = await store.agents.all()
+        assert not row.gone  # no pid on this machine says anything about a process on another host
+        await host.close()
+        (row,) = await store.agents.all()
+        assert row.gone and row.sessions == 1
+    finally:
+        await host.close()
+        await store.close()
 
 
 async def test_a_home_moved_from_sqlite_arrives_whole_with_its_chain_and_keys(
