@@ -12,6 +12,10 @@ A request a rule matches gets the rule's answer: instead of the paper exchange's
 paper exchange never sees it) or after it (`forward=True`: it was carried out, and its answer replaced, as
 when Bybit executes a request and answers an error). Every other request is forwarded as it came,
 headers and signature included, so the paper exchange judges it as usual. Nothing leaves 127.0.0.1.
+
+A `Meeting` (`with front.meeting(...)`) makes callers' requests happen at once, timed from outside the callers:
+requests to one path wait for each other, then the paper exchange carries them all out before any is
+answered (several servers' judgements then read the same account, whenever each started).
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ from __future__ import annotations
 import http.client
 import json
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -74,6 +81,49 @@ class Seen:
     answered_by_rule: bool
 
 
+class Meeting:
+    """Requests of `method` to `path` meet: each waits until `parties` of them have come, or until
+    `patience` has passed since the first came; then all are forwarded at once, and none is answered
+    until the paper exchange has answered every one, so it carried them all out before any caller reads
+    an answer. Opens once: later requests pass as usual. `met` counts the requests that waited in it."""
+
+    def __init__(self, method: str, path: str, parties: int, patience: timedelta) -> None:
+        self.method, self.path, self.parties = method, path, parties
+        self.patience = patience.total_seconds()
+        self.met = 0
+        self._open = False
+        self._gives_up = 0.0
+        self._unanswered = 0
+        self._changed = threading.Condition()
+
+    def takes(self, method: str, path: str) -> bool:
+        return (method, path) == (self.method, self.path)
+
+    def wait(self) -> bool:
+        """Wait for the meeting to open; False when it already was (the request passes as usual)."""
+        with self._changed:
+            if self._open:
+                return False
+            self.met += 1
+            self._unanswered += 1
+            if self.met == 1:
+                self._gives_up = time.monotonic() + self.patience
+            self._changed.wait_for(
+                lambda: self._open or self.met >= self.parties,
+                timeout=max(0.0, self._gives_up - time.monotonic()),
+            )
+            self._open = True
+            self._changed.notify_all()
+            return True
+
+    def answered(self) -> None:
+        """This request's answer came back: wait until every request that met has its answer."""
+        with self._changed:
+            self._unanswered -= 1
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: self._unanswered == 0)
+
+
 class Interposer:
     """Serves on 127.0.0.1 (an ephemeral port) in front of `paper` until stopped."""
 
@@ -82,6 +132,7 @@ class Interposer:
         self.rules = list(rules)
         self.api_key, self.api_secret = paper.api_key, paper.api_secret
         self._seen: list[Seen] = []
+        self._meeting: Meeting | None = None
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -96,6 +147,23 @@ class Interposer:
     def add(self, rule: Rule) -> None:
         with self._lock:
             self.rules.append(rule)
+
+    @contextmanager
+    def meeting(self, method: str, path: str, *, parties: int, patience: timedelta) -> Iterator[Meeting]:
+        """While inside, the requests of `method` to `path` meet (Meeting); after it, they pass as usual."""
+        meeting = Meeting(method, path, parties, patience)
+        with self._lock:
+            self._meeting = meeting
+        try:
+            yield meeting
+        finally:
+            with self._lock:
+                self._meeting = None
+
+    def meeting_for(self, method: str, path: str) -> Meeting | None:
+        with self._lock:
+            meeting = self._meeting
+        return meeting if meeting is not None and meeting.takes(method, path) else None
 
     def seen(self, path: str | None = None) -> list[Seen]:
         """Every request received (or those to `path`), oldest first."""
@@ -155,7 +223,13 @@ def _handler(front: Interposer) -> type[BaseHTTPRequestHandler]:
             rule = front.choose(method, parts.path, params)
             if rule is None or rule.forward:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-                answer = _forward(front.paper.url, method, self.path, headers, raw)
+                meeting = front.meeting_for(method, parts.path)
+                met = meeting is not None and meeting.wait()
+                try:
+                    answer = _forward(front.paper.url, method, self.path, headers, raw)
+                finally:
+                    if meeting is not None and met:
+                        meeting.answered()
             if rule is not None:
                 answer = rule.answer
             self._send(answer)

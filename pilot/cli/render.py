@@ -536,7 +536,8 @@ def format_init(report: InitReport) -> RenderableType:
     )
     tail = Text(
         f"Check it with `pilot doctor --home {report.home}`; connect an agent with "
-        f"`pilot serve --home {report.home}`."
+        f"`pilot serve --home {report.home}` (on paper; for Bybit add `--exchange bybit-demo` or "
+        "`bybit-testnet` to both, once `pilot keys add` has stored its key)."
     )
     return Group(head, limits, tail)
 

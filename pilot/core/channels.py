@@ -2,7 +2,7 @@
 
 Three channels decide, each opened by a key under "confirm" in policy.json: `pilot confirm` (the CLI,
 `cliChannel`), `pilot console` (the web page, `consoleChannel`) and a Telegram bot (`telegram`, with the
-approvers' chat ids). ntfy only notifies: its button opens the console's page for the action, so it needs
+approvers' user ids). ntfy only notifies: its button opens the console's page for the action, so it needs
 the console channel. Everything that names a channel, its switch or how a human decides there reads it here.
 """
 
@@ -20,7 +20,7 @@ CHANNELS: dict[Via, tuple[str, str]] = {
 # What only a human can do when an action needs a human and the client cannot ask one.
 REACH_A_HUMAN = (
     "use a client that can show confirmation forms (MCP form elicitation), or open a channel in policy.json "
-    "(confirm.cliChannel or confirm.consoleChannel true, or confirm.telegram with your chat id) and decide there"
+    "(confirm.cliChannel or confirm.consoleChannel true, or confirm.telegram with your Telegram user id) and decide there"
 )
 
 

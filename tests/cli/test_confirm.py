@@ -10,6 +10,7 @@ import pytest
 
 from pilot.app.answers import entry_kinds
 from pilot.app.human.approvals import ClientChannel, NoFormPossible
+from pilot.app.human.desk import decide
 from pilot.app.orders.place import place_order
 from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.parked import run_approved
@@ -74,6 +75,23 @@ async def test_an_approved_order_runs_in_the_server_and_its_card_shows_the_cli_c
     assert [step["step"] for step in card["path"]] == ["planned", "parked", "approved", "sent", "filled"]
     assert card["refusals"] == []
     assert card["sent"]["origin"] == "place_order (approved in the CLI)"
+
+
+async def test_an_order_approved_on_the_console_has_a_card_that_names_the_console(
+    home: Path, runtime: Runtime
+) -> None:
+    """Found by a new user: the card said "approved in the CLI" for every approval made outside the client."""
+    edit_policy(home, confirm={**CLI_CHANNEL, "cliChannel": False, "consoleChannel": True})
+    plan_id, confirmation_id = await _parked(runtime)
+    decision = await decide(runtime, confirmation_id, approve=True, via="console")
+    assert decision.record is not None
+
+    [result] = await run_approved(runtime)
+    [card] = (await pilot_json("journal", "--home", str(home), "--card", plan_id))["cards"]
+
+    assert result["status"] == "filled"
+    assert ("console", "approved") in [(c["channel"], c["verdict"]) for c in card["confirmations"]]
+    assert card["sent"]["origin"] == "place_order (approved in the console)"
 
 
 async def test_a_parked_order_is_journaled_as_pending_not_as_refused(home: Path, runtime: Runtime) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import stat
 from decimal import Decimal
@@ -14,6 +15,7 @@ import pytest
 from pilot.app.human.desk import DEFAULT_POLICY
 from pilot.app.runtime.runtime import Home
 from pilot.core.policy import Policy, parse_policy
+from pilot.exchange.sim import start_paper_exchange
 
 from .conftest import edit_policy, pilot, pilot_json
 
@@ -58,6 +60,21 @@ async def test_doctor_passes_a_fresh_home_on_the_paper_exchange(home: Path) -> N
         "key": True,
         "exchange": True,
     }
+
+
+async def test_doctor_reads_the_homes_own_paper_account_not_a_fresh_one(home: Path) -> None:
+    """Found by a new user: after fills, doctor still reported a fresh account's $1000 of equity."""
+    with start_paper_exchange(state_path=Home(home).paper_state_path) as paper:
+        paper.leave_order(
+            "linear", {"symbol": "ETHUSDT", "side": "Buy", "orderType": "Market", "qty": "0.01"}
+        )
+        assert paper.position("ETHUSDT").size == Decimal("0.01")
+    report = await pilot_json("doctor", "--home", str(home))
+
+    [exchange] = [check for check in report["checks"] if check["name"] == "exchange"]
+    found = re.search(r"equity \$([0-9.]+)", exchange["detail"])
+    assert exchange["ok"] and found is not None, exchange
+    assert Decimal(found.group(1)) < 1000  # the fee of the fill left it below the fresh account's
 
 
 async def test_doctor_flags_an_invalid_policy_with_its_fix(home: Path) -> None:

@@ -329,7 +329,20 @@ async def confirmation_status(runtime: Runtime, confirmation_id: str) -> ActionA
     record = await runtime.store.confirmations.get(confirmation_id, now=runtime.now())
     if record is None:
         return ActionAnswer(status="not_found", detail=f"no confirmation {confirmation_id}")
-    return ActionAnswer(status="done", detail=f"confirmation is {record.status}", data=_view(record))
+    return ActionAnswer(status="done", detail=_standing(record.status), data=_view(record))
+
+
+# What is still to come for a confirmation in each state where its action has not run yet: "done" is the
+# read's own status, and an agent must not take an approval for the action's result.
+_TO_COME = {
+    "pending": "; waiting for a human",
+    "approved": "; not carried out yet: the server runs it within a second, then `result` holds its answer",
+    "executing": "; being carried out now: call again for its answer in `result`",
+}
+
+
+def _standing(status: str) -> str:
+    return f"confirmation is {status}" + _TO_COME.get(status, "")
 
 
 async def withdraw(runtime: Runtime, confirmation_id: str) -> ActionAnswer:

@@ -237,9 +237,16 @@ class _Venue:
 
 
 def _in_use(home: Path, error: StateInUse) -> str:
-    attach = f"--paper-url {error.url}" if error.url else "--paper-url URL"
+    shared = (
+        f"To share the paper account between processes, run `pilot sim --home {home}` once and start each "
+        f"server with `pilot serve --home {home} --paper-url URL`, URL being the one `pilot sim` prints"
+    )
+    if error.url:
+        shared = (
+            f"This one can attach to it while it runs: `pilot serve --home {home} --paper-url {error.url}`. "
+            + shared
+        )
     return (
-        f"{error}. Two paper exchanges on one account would fork it, so this one does not start. To share "
-        f"the paper account between processes, run `pilot sim --home {home}` once and start each server "
-        f"with `pilot serve --home {home} {attach}` (or stop the other process first)"
+        f"{error}. Two paper exchanges on one account would fork it, so this one does not start. {shared} "
+        "(or stop the other process first)"
     )

@@ -21,7 +21,7 @@ from pilot.core.violations import plain
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.keys.channel_secrets import SecretUnreadable, load_secret
-from pilot.keys.errors import KeysError
+from pilot.keys.errors import KeysError, NoKeyStored
 from pilot.store import (
     STORE_REPAIRED,
     ChainReport,
@@ -215,7 +215,10 @@ async def check_key(home: Path, exchange: str) -> Check:
     summaries = [summary for summary in await show_keys(home) if summary.environment == exchange]
     if not summaries:
         return Check(
-            "key", False, f"no key stored for {exchange}", f"run `pilot keys add --exchange {exchange}`"
+            "key",
+            False,
+            f"no key stored for {exchange}",
+            f"run `pilot keys add --exchange {exchange} --home {home}`",
         )
     summary = summaries[0]
     if summary.check.disallowed:
@@ -235,6 +238,8 @@ async def check_key(home: Path, exchange: str) -> Check:
 async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: str) -> Check:
     """The exchange answers a ticker, a balance and a position read with this home's key; the account has
     funds, and holds no position in hedge mode (Pilot reads one-way positions only)."""
+    from pilot.exchange.sim import StateError, StateInUse
+
     try:
         async with _connected(home, exchange, now) as adapter:
             ticker = await adapter.get_ticker("linear", symbol)
@@ -249,6 +254,15 @@ async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: st
         )
     except KeysError as error:
         return Check("exchange", False, f"the {exchange} key cannot be used: {error.problem}", error.fix)
+    except StateInUse as error:  # a server started on the home's account at this very instant
+        return Check("exchange", False, f"cannot read the paper account now: {error}", "run doctor again")
+    except StateError as error:
+        return Check(
+            "exchange",
+            False,
+            f"cannot continue the paper account: {error}",
+            f"start it afresh with `pilot sim reset --home {home}`",
+        )
     except OSError as error:  # the embedded paper exchange could not listen
         return Check("exchange", False, f"cannot start the paper exchange ({error})", "free a loopback port")
     except ExchangeError as error:
@@ -271,24 +285,36 @@ async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: st
 async def _connected(home: Path, exchange: str, now: datetime) -> AsyncIterator[BybitExchange]:
     with contextlib.ExitStack() as stack:
         if exchange == "paper":
-            from pilot.exchange.sim import start_paper_exchange
-
-            paper = stack.enter_context(start_paper_exchange())
-            adapter = BybitExchange.connect(
-                "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
-            )
+            api_key, api_secret, base_url = await _home_paper_exchange(home, now, stack)
         else:
             credentials = await load_exchange_credentials(home, exchange, now=now)
-            adapter = BybitExchange.connect(
-                exchange,
-                api_key=credentials.api_key,
-                api_secret=credentials.api_secret,
-                base_url=credentials.base_url,
-            )
+            api_key, api_secret, base_url = credentials.api_key, credentials.api_secret, credentials.base_url
+        adapter = BybitExchange.connect(exchange, api_key=api_key, api_secret=api_secret, base_url=base_url)
         try:
             yield adapter
         finally:
             await adapter.close()
+
+
+async def _home_paper_exchange(
+    home: Path, now: datetime, stack: contextlib.ExitStack
+) -> tuple[str, str, str | None]:
+    """The home's own paper account (its positions and balance, not a fresh one): the paper exchange a
+    running `pilot serve` or `pilot sim --home` serves it from, read with the key that server uses (the home's
+    stored paper key, else the scenario's); or, when none runs, that account started here for the check."""
+    from pilot.exchange.sim import load_scenario, serving_url, start_paper_exchange
+
+    state = Home(home).paper_state_path
+    url = serving_url(state)
+    if url is None:
+        paper = stack.enter_context(start_paper_exchange(state_path=state))
+        return paper.api_key, paper.api_secret, paper.url
+    try:
+        credentials = await load_exchange_credentials(home, "paper", now=now)
+    except NoKeyStored:
+        key = load_scenario(None).api_keys[0]
+        return key.key, key.secret, url
+    return credentials.api_key, credentials.api_secret, url
 
 
 def _first_market(home: Path) -> str:

@@ -1,4 +1,5 @@
-"""Actions a human approved in the CLI (`pilot confirm approve`): the running server carries each out once.
+"""Actions a human approved outside the client (`pilot confirm approve`, the console, Telegram): the running
+server carries each out once.
 
 Each runs through its own use case with the approval already given, so it is evaluated again on fresh
 facts at that moment and a tightened policy still refuses it.
@@ -13,11 +14,12 @@ from pilot.app.human.approvals import ApprovedInCli
 from pilot.app.orders import cancel_and_leverage
 from pilot.app.orders.place import execute_plan
 from pilot.app.runtime.runtime import Runtime
+from pilot.core.channels import CHANNELS
 from pilot.store import ConfirmationRecord
 
 
 async def run_approved(runtime: Runtime) -> list[dict[str, Any]]:
-    """Execute every action a human approved in the CLI, once each. Returns their answers."""
+    """Execute every action a human approved outside the client, once each. Returns their answers."""
     results = []
     for record in await runtime.store.confirmations.list(status="approved", now=runtime.now()):
         claimed = await runtime.store.confirmations.claim_approved(record.confirmation_id, now=runtime.now())
@@ -36,7 +38,7 @@ async def _execute(runtime: Runtime, record: ConfirmationRecord) -> dict[str, An
         if plan is None:
             return {"status": "refused", "detail": "the plan is gone"}
         answer = await execute_plan(
-            runtime, plan, origin=f"{record.tool} (approved in the CLI)", channel=approved
+            runtime, plan, origin=f"{record.tool} (approved in the {_channel_name(record)})", channel=approved
         )
         return answer.model_dump(mode="json", exclude_none=True)
     order = action["order"]
@@ -54,3 +56,9 @@ async def _execute(runtime: Runtime, record: ConfirmationRecord) -> dict[str, An
             approved,
         )
     return done.model_dump(mode="json", exclude_none=True)
+
+
+def _channel_name(record: ConfirmationRecord) -> str:
+    """Where the human approved it, as the receipt card says it: the decision's channel (`human:console`)."""
+    via = (record.decided_by or "").partition(":")[2] or "cli"
+    return CHANNELS[via][0] if via in CHANNELS else via
