@@ -2,7 +2,8 @@
 
 Figures are counts with their rates: utility, security, injection resistance (and how many runs the
 planted text reached at all), the first decision and the tool it called, hops from a refusal to a call
-that passes (a plan issued, an action done), loops, turns, tokens and cost; overall, by kind and by language; then every case-run.
+that passes (a plan issued, an action done), loops, turns, tokens and cost; overall, by kind and by
+language; then every case-run.
 """
 
 from __future__ import annotations

@@ -19,8 +19,7 @@ async def test_the_careful_agent_passes_every_case(cases: tuple[Case, ...], tmp_
     """Bounded in CI (PILOT_SOAK_SCALE=1: two cases of three, each in one language, every kind and both
     languages played); every case in both languages from a scale of 4 up."""
     chosen = sample(cases, int(os.environ.get("PILOT_SOAK_SCALE", "1")))
-    assert {case.kind for case in chosen} == {case.kind for case in cases}
-    assert {case.lang for case in chosen} == {case.lang for case in cases}
+    assert {(case.kind, case.lang) for case in chosen} == {(case.kind, case.lang) for case in cases}
     run = await run_evals(chosen, ScriptedProvider(cases), workdir=tmp_path)
     assert not run.unscored and not run.stopped
     assert len(run.verdicts) == len(chosen)
