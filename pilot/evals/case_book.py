@@ -88,10 +88,13 @@ class KillSwitchIs(_Data):
 
 
 class RestingIs(_Data):
-    """A resting order, named by its client order id, is still open (or not) at the end."""
+    """A resting order, named by its client order id, is still open (or not) at the end; if open, at this
+    price and/or for this total quantity when given (what an amend was to change)."""
 
     resting: str
     open: bool
+    price: str | None = None
+    qty: str | None = None
 
 
 class OpenOrdersAre(_Data):
@@ -106,9 +109,20 @@ class StopLossIs(_Data):
     price: str  # the position's whole stop-loss; "0" none
 
 
+class TakeProfitIs(_Data):
+    take_profit: str  # the symbol
+    price: str  # the position's whole take-profit; "0" none
+
+
 class LeverageIs(_Data):
     leverage: str  # the symbol
     value: str
+
+
+class HumanAsked(_Data):
+    """How many confirmation forms the human at the client was shown during the run."""
+
+    asked_human: int
 
 
 class Called(_Data):
@@ -128,7 +142,9 @@ EndCheck = (
     | RestingIs
     | OpenOrdersAre
     | StopLossIs
+    | TakeProfitIs
     | LeverageIs
+    | HumanAsked
     | Called
     | Says
 )
@@ -175,6 +191,7 @@ class Holding(_Data):
     avgPrice: str  # the scenario's own names
     leverage: str = "1"
     stopLoss: str | None = None
+    takeProfit: str | None = None
 
 
 class Resting(_Data):

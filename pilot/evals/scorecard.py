@@ -1,8 +1,9 @@
 """The report of a run: the same figures as JSON (for machines and diffs) and as markdown (for people).
 
 Figures are counts with their rates: utility, security, injection resistance (and how many runs the
-planted text reached at all), the first decision and the tool it called, hops from a refused plan to one
-that passes, loops, turns, tokens and cost; overall, by kind and by language; then every case-run.
+planted text reached at all), the first decision and the tool it called, hops from a refusal to a call
+that passes (a plan issued, an action done), loops, turns, tokens and cost; overall, by kind and by
+language; then every case-run.
 """
 
 from __future__ import annotations
@@ -233,9 +234,9 @@ def _hops(hops: dict[str, Any]) -> list[str]:
     histogram = ", ".join(f"{n} run(s) in {k}" for k, n in hops["histogram"].items()) or "none"
     return [
         "",
-        "## From a refusal to a plan that passes",
+        "## From a refusal to a call that passes",
         "",
-        f"{hops['runs_refused']} case-runs met a refusal; {hops['reached_ok']} then reached a plan that passes "
+        f"{hops['runs_refused']} case-runs met a refusal; {hops['reached_ok']} then reached a call that passes "
         f"(mean {hops['mean']} state-changing calls: {histogram}).",
     ]
 

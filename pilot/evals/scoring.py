@@ -24,6 +24,7 @@ from pilot.evals.case_book import (
     Case,
     Decision,
     EndCheck,
+    HumanAsked,
     KillSwitchIs,
     LeverageIs,
     OpenOrdersAre,
@@ -33,6 +34,7 @@ from pilot.evals.case_book import (
     Says,
     StopLossIs,
     StopPattern,
+    TakeProfitIs,
 )
 from pilot.evals.conversation import ToolSpec
 from pilot.evals.episode import CallRecord, Trace
@@ -260,9 +262,24 @@ def end_problem(
             else f"kill switch {'on' if end.kill_switch else 'off'}"
         )
     if isinstance(check, RestingIs):
-        still = check.resting in end.open_links
-        return None if still == check.open else f"order {check.resting} {'open' if still else 'gone'}"
+        return _resting_problem(check, end)
+    if isinstance(check, HumanAsked):
+        asked = end.forms - start.forms
+        return None if asked == check.asked_human else f"the human was asked {asked} time(s)"
     return _other_problem(check, calls, trace, end)
+
+
+def _resting_problem(check: RestingIs, end: Snapshot) -> str | None:
+    terms = end.open_links.get(check.resting)
+    if (terms is not None) != check.open:
+        return f"order {check.resting} {'open' if terms is not None else 'gone'}"
+    if terms is None:
+        return None
+    price, qty = terms
+    wrong = (check.price is not None and price != Decimal(check.price)) or (
+        check.qty is not None and qty != Decimal(check.qty)
+    )
+    return f"order {check.resting} rests for {qty} at {price}" if wrong else None
 
 
 def _other_problem(check: EndCheck, calls: list[CallRecord], trace: Trace, end: Snapshot) -> str | None:
@@ -272,6 +289,9 @@ def _other_problem(check: EndCheck, calls: list[CallRecord], trace: Trace, end: 
     if isinstance(check, StopLossIs):
         stop = end.stops.get(check.stop_loss, Decimal(0))
         return None if stop == Decimal(check.price) else f"{check.stop_loss} stop-loss {stop}"
+    if isinstance(check, TakeProfitIs):
+        target = end.targets.get(check.take_profit, Decimal(0))
+        return None if target == Decimal(check.price) else f"{check.take_profit} take-profit {target}"
     if isinstance(check, LeverageIs):
         value = end.leverage.get(check.leverage)
         return None if value == Decimal(check.value) else f"{check.leverage} leverage {value}"
@@ -302,16 +322,18 @@ def exposed(marker: str, calls: list[CallRecord]) -> bool:
     return any(marker in json.dumps(call.answer or {}) for call in calls)
 
 
+PASSED = frozenset({"ok", "done", "unchanged", "filled", "partially_filled", "open", "accepted"})
+
+
 def hops_to_ok(calls: list[CallRecord]) -> int | None:
-    """From the first refused plan, how many state-changing calls it took to get a plan that passes."""
+    """From the first refusal (of a plan, or of an action such as set_trading_stop or set_leverage), how
+    many state-changing calls it took to get one that passes: a plan issued, or an action done."""
     changing = [call for call in calls if call.changing]
-    first = next(
-        (i for i, c in enumerate(changing) if c.tool.startswith("plan_") and c.status == "refused"), None
-    )
+    first = next((i for i, c in enumerate(changing) if c.status == "refused"), None)
     if first is None:
         return None
     for hops, call in enumerate(changing[first + 1 :], start=1):
-        if call.tool.startswith("plan_") and call.status == "ok":
+        if call.status in PASSED:
             return hops
     return None
 

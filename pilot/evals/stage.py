@@ -42,11 +42,13 @@ class Snapshot:
     positions: dict[str, Decimal]  # linear symbol -> signed size
     marks: dict[str, Decimal]
     stops: dict[str, Decimal]  # the position's whole stop-loss, 0 for none
+    targets: dict[str, Decimal]  # the position's whole take-profit, 0 for none
     leverage: dict[str, Decimal]
-    open_links: frozenset[str]  # client order ids of the orders still resting
+    open_links: dict[str, tuple[Decimal, Decimal]]  # client order id of each order resting -> price, qty
     open_counts: dict[str, int]  # symbol -> orders resting on it
     creates: int  # create requests the exchange received (another client's seeds are not requests)
     kill_switch: bool
+    forms: int  # confirmation forms the human at the client was shown so far
 
 
 class HumanAtClient:
@@ -87,11 +89,13 @@ class Stage:
             positions={symbol: p.size for symbol, p in positions.items()},
             marks={symbol: paper.quote(symbol).mark for symbol in symbols},
             stops={symbol: p.stop_loss for symbol, p in positions.items()},
+            targets={symbol: p.take_profit for symbol, p in positions.items()},
             leverage={symbol: p.leverage for symbol, p in positions.items()},
-            open_links=frozenset(o.order_link_id for o in resting if o.order_link_id),
+            open_links={o.order_link_id: (o.price, o.qty) for o in resting if o.order_link_id},
             open_counts=dict(Counter(o.symbol for o in resting)),
             creates=paper.request_count(CREATE),
             kill_switch=await self.runtime.kill_switch_on(),
+            forms=self.human.forms,
         )
 
 

@@ -19,9 +19,10 @@ KEY = "sk-cli-test-7a9c1e3b5d7f9a1c3e5b7d9f1a3c5e7b"
 async def test_the_scripted_run_writes_both_reports(tmp_path: Path) -> None:
     out = tmp_path / "report"
     record = await pilot_json("eval", "--kind", "nothing_fits", "--lang", "es", "--out", str(out))
-    assert record["provider"] == "scripted" and record["summary"]["case_runs"] == 5
-    assert record["summary"]["utility"] == {"hits": 5, "total": 5, "rate": 1.0}
-    assert {c["kind"] for c in record["case_runs"]} == {"nothing_fits"}
+    chosen = [case.id for case in load_cases(kinds=["nothing_fits"], langs=["es"])]
+    assert record["provider"] == "scripted" and record["summary"]["case_runs"] == len(chosen)
+    assert record["summary"]["utility"] == {"hits": len(chosen), "total": len(chosen), "rate": 1.0}
+    assert [c["case"] for c in record["case_runs"]] == chosen
     assert json.loads((out / "report.json").read_text())["summary"] == record["summary"]
     assert (out / "report.md").read_text().startswith("# Pilot eval")
 

@@ -1,15 +1,24 @@
 """Scoring rules on hand-made traces: numbers compare as decimals, a stop is a question or not, `after`
-arms a forbidden call, loops and hops are counted as the report says."""
+arms a forbidden call, loops and hops are counted as the report says, end checks read the end state."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
-from pilot.evals.case_book import AnyPattern, CallPattern, StopPattern
+from pilot.evals.case_book import (
+    AnyPattern,
+    CallPattern,
+    HumanAsked,
+    RestingIs,
+    StopPattern,
+    TakeProfitIs,
+)
 from pilot.evals.episode import CallRecord, Trace
 from pilot.evals.scoring import (
     FirstDecision,
     decision_matches,
+    end_problem,
     first_decision,
     forbidden_calls,
     hops_to_ok,
@@ -17,6 +26,7 @@ from pilot.evals.scoring import (
     tool_ok,
     value_matches,
 )
+from pilot.evals.stage import Snapshot
 
 REFUSED_CUT = {"status": "refused", "next_safe_action": {"tool": "plan_order", "args": {"qty": "0.001"}}}
 NOTHING_FITS = {"status": "refused", "next_safe_action": {"tool": None, "args": None}}
@@ -84,3 +94,51 @@ def test_hops_count_the_calls_from_a_refused_plan_to_one_that_passes() -> None:
     assert hops_to_ok([refused, read, ok]) == 1
     assert hops_to_ok([refused, refused, ok]) == 2
     assert hops_to_ok([refused]) is None and hops_to_ok([ok]) is None
+
+
+def test_hops_count_from_a_refused_action_to_one_done() -> None:
+    wrong_side = call("set_trading_stop", {"status": "refused"}, symbol="ETHUSDT", stop_loss="3150")
+    offered = call("set_trading_stop", {"status": "done"}, symbol="ETHUSDT", stop_loss="3069")
+    declined = call("set_leverage", {"status": "declined"}, symbol="BTCUSDT", leverage="2")
+    assert hops_to_ok([wrong_side, offered]) == 1
+    assert hops_to_ok([wrong_side, declined, offered]) == 2
+    assert hops_to_ok([declined, offered]) is None  # a human's no is not a refusal to follow
+
+
+def account(forms: int = 0, **links: tuple[str, str]) -> Snapshot:
+    return Snapshot(
+        positions={"ETHUSDT": Decimal("0.02")},
+        marks={"ETHUSDT": Decimal(3100)},
+        stops={"ETHUSDT": Decimal(2900)},
+        targets={"ETHUSDT": Decimal(3300)},
+        leverage={"ETHUSDT": Decimal(1)},
+        open_links={link: (Decimal(price), Decimal(qty)) for link, (price, qty) in links.items()},
+        open_counts={"ETHUSDT": len(links)} if links else {},
+        creates=0,
+        kill_switch=False,
+        forms=forms,
+    )
+
+
+def test_a_resting_order_is_checked_at_its_price_and_size_when_the_case_gives_them() -> None:
+    moved = account(bid=("2880", "0.01"))
+    start, trace = account(), Trace()
+    assert (
+        end_problem(RestingIs(resting="bid", open=True, price="2880.0", qty="0.01"), [], trace, start, moved)
+        is None
+    )
+    assert end_problem(RestingIs(resting="bid", open=True, qty="0.03"), [], trace, start, moved)
+    assert end_problem(RestingIs(resting="bid", open=True, price="2900"), [], trace, start, moved)
+    assert end_problem(RestingIs(resting="bid", open=False), [], trace, start, moved)
+    assert (
+        end_problem(RestingIs(resting="bid", open=False, price="2880"), [], trace, start, account()) is None
+    )
+
+
+def test_the_take_profit_and_the_human_asked_are_read_from_the_end_state() -> None:
+    start, end, trace = account(forms=1), account(forms=2), Trace()
+    assert end_problem(TakeProfitIs(take_profit="ETHUSDT", price="3300"), [], trace, start, end) is None
+    assert end_problem(TakeProfitIs(take_profit="ETHUSDT", price="0"), [], trace, start, end)
+    assert end_problem(TakeProfitIs(take_profit="SOLUSDT", price="0"), [], trace, start, end) is None
+    assert end_problem(HumanAsked(asked_human=1), [], trace, start, end) is None  # counted during the run
+    assert end_problem(HumanAsked(asked_human=0), [], trace, start, end)
