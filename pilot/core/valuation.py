@@ -143,6 +143,26 @@ def liquidation_price(size: Decimal, price: Decimal, equity: Decimal, mmr: Decim
     return level
 
 
+# How far inside its minimum a liquidation distance must be for `liquidation_clear` to pass it without the
+# division (percentage points): far above the rounding of 28-digit arithmetic, far below any policy's step.
+CLEAR_MARGIN_PCT = Decimal("0.000001")
+
+
+def liquidation_clear(
+    size: Decimal, price: Decimal, equity: Decimal, mmr: Decimal, mark: Decimal, minimum_pct: Decimal
+) -> bool:
+    """True when liquidation_distance_pct(...) is certainly at least `minimum_pct`: the same inequality with
+    the divisions multiplied out (a long's level at most mark x (1 - minimum), a short's at least mark x
+    (1 + minimum)), passed only with CLEAR_MARGIN_PCT to spare. False says nothing: work the distance out.
+    The hot path's test; the distance itself is worked out only for an order near its limit."""
+    if size == 0 or mark <= 0 or not ZERO <= mmr < 1:
+        return False
+    at_least = minimum_pct + CLEAR_MARGIN_PCT
+    if size > 0:
+        return (size * price - equity) * HUNDRED <= size * (1 - mmr) * mark * (HUNDRED - at_least)
+    return (equity - size * price) * HUNDRED >= -size * (1 + mmr) * mark * (HUNDRED + at_least)
+
+
 def liquidation_distance_pct(
     size: Decimal, price: Decimal, equity: Decimal, mmr: Decimal, mark: Decimal
 ) -> Decimal | None:

@@ -15,7 +15,7 @@ from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, Side,
 from pilot.core.policy import CONFIRMABLE_TOOLS, ConfirmRule, Policy
 from pilot.core.risk import is_risk_reducing
 from pilot.core.rules import run_checks, size_breaches
-from pilot.core.valuation import liquidation_distance_pct, round_price_safe, send_price
+from pilot.core.valuation import liquidation_clear, liquidation_distance_pct, round_price_safe, send_price
 from tests.oracle import leaves, worst, worst_price
 from tests.strategies import facts, policies, sizing_cases
 
@@ -281,3 +281,29 @@ def test_the_size_searches_see_every_size_code_the_checks_report(policy, f):
     assume(situation is not None)
     everything = [b.rule for b in breaches if b.rule in RESIZE_CODES]
     assert [b.rule for b in size_breaches(policy, f, f.order)] == everything
+
+
+def _amounts(low: str, high: str, places: int) -> st.SearchStrategy[Decimal]:
+    return st.decimals(Decimal(low), Decimal(high), places=places, allow_nan=False, allow_infinity=False)
+
+
+@given(
+    size=_amounts("-50", "50", 5),
+    price=_amounts("0.0001", "200000", 4),
+    equity=_amounts("0", "1000000", 2),
+    mmr=_amounts("0", "0.5", 4),
+    mark=_amounts("0.0001", "200000", 4),
+    minimum=_amounts("0", "99", 2),
+)
+def test_the_liquidation_fast_pass_agrees_with_the_distance_worked_out(
+    size, price, equity, mmr, mark, minimum
+):
+    """liquidation_clear (the check's division-free test) passes only what the distance passes, and passes
+    whatever lies a hundredth of a point beyond the minimum (so it is the path taken, not a formality)."""
+    distance = liquidation_distance_pct(size, price, equity, mmr, mark)
+    if liquidation_clear(size, price, equity, mmr, mark, minimum):
+        assert distance is None or distance >= minimum
+    elif distance is not None and distance >= minimum + Decimal("0.01"):
+        raise AssertionError(f"not passed at {distance} against {minimum}")
+    elif distance is None and size > 0:
+        raise AssertionError("a long never liquidated was not passed")
