@@ -73,6 +73,12 @@ def suggest(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
     lowest = _lowest_valid_steps(facts, moved or situation)
     asked = max(int(floor_to_step(order.qty, rules.qty_step) / rules.qty_step), lowest)
     blocking = fails(lowest, RESIZE_CODES)
+    if blocking and situation.reducing and not order.reduce_only and rules.category != "spot":
+        # No plain order of it fits (a minimum order value above a cap's room), but it only shrinks the
+        # position: made reduce-only it needs no minimum value and no cap stops it (found by the worlds).
+        closing = _as_reduce_only(policy, facts, situation, base, max(order.qty, rules.min_qty))
+        if closing.tool is not None:
+            return closing
     if blocking:
         room = _largest(0, asked, lambda k: not fails(k, SIZE_CAP_CODES)) or 0
         return _nothing_fits(situation, blocking[0], room * rules.qty_step, lowest * rules.qty_step)

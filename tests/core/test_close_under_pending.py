@@ -127,3 +127,55 @@ def test_a_close_only_its_resting_sells_hold_back_stays_refused_for_them_when_no
     sells = (PendingFill(Side.SELL, D("0.0006"), order_id="a"),)
     facts = close_under_two_resting_sells(pending=PendingOrders(sell_qty=RESTING, fills=sells))
     assert [v.rule.value for v in evaluate_close(POLICY, facts).violations] == ["maxNotionalUsd"]
+
+
+def test_a_reducing_order_no_plain_size_of_which_fits_is_offered_reduce_only():
+    """Found by the random worlds: a buy on a 6.18 LINK short, where the $10 minimum order value is above the
+    $2.70 per-order cap, answered "nothing fits" while the same buy made reduce-only (no minimum value, no
+    cap) passes. The next action is that reduce-only buy, and it passes as given."""
+    link = InstrumentRules(
+        "LINKUSDT",
+        "linear",
+        D("0.000001"),
+        D("0.01"),
+        D("0.01"),
+        D("956.96"),
+        D(10),
+        D(50),
+        D("0.005"),
+        "LINK",
+    )
+    policy = Policy(
+        allowed_markets=("LINKUSDT",),
+        max_notional_usd=D("2.4"),
+        max_order_notional_usd=D("2.7"),
+        max_leverage=D(2),
+        min_liquidation_distance_pct=D(20),
+        daily_order_cap=1,
+    )
+    facts = Facts(
+        order=OrderIntent(  # $0.0104 of LINK asked: 0 lots, with a stop
+            "LINKUSDT", Side.BUY, D(0), OrderType.LIMIT, limit_price=D("1.044991"), stop_loss=D("1.044484")
+        ),
+        rules=link,
+        touch=Touch(bid=D("1.044968"), ask=D("1.04497"), mark=D("1.044969"), observed_at=NOW),
+        position=Position("LINKUSDT", D("-6.18"), D("1.05"), D(14)),
+        equity=D("90.21"),
+        orders_today=1,  # the day's one order sent: only orders that shrink a position may go
+        trading_state=TradingState.ACTIVE,
+        now=NOW,
+    )
+    refused = evaluate(policy, facts)
+    assert not refused.passed
+    nxt = refused.next_safe_action
+    assert nxt is not None and nxt.tool == "plan_order" and nxt.args is not None
+    assert nxt.args["reduce_only"] is True and D(str(nxt.args["qty"])) >= link.min_qty
+    given = replace(
+        facts.order,
+        qty=D(str(nxt.args["qty"])),
+        reduce_only=True,
+        limit_price=D(str(nxt.args["price"])),
+        stop_loss=None,  # a reduce-only order carries none (plan_args leaves it out)
+    )
+    assert "stop_loss" not in nxt.args
+    assert evaluate(policy, replace(facts, order=given)).passed
