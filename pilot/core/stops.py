@@ -412,15 +412,20 @@ def _stop_collar(limits: EffectiveLimits, long: bool, mark: Decimal | None, tick
 def _wrong_side(
     position: Position, new: Decimal, market: Decimal, tick: Decimal, fix: NextAction
 ) -> Violation:
-    """A stop at or past the price now: Bybit refuses it (10001), so it is not sent. The next action is the
-    one a loss refusal gives, or, with no rule to say how far, a stop 1 % beyond the price."""
+    """A stop at or past the price now: Bybit refuses it (10001), so it is not sent. The agent asked for a stop
+    nearer than any the exchange takes, so the next action is the nearest of a stop 1 % beyond the price and
+    the stop a loss refusal would give (the farthest that fits, or the one the position keeps): the
+    farthest that fits would offer a stop the collar or the loss limit allows, many times farther than asked
+    (a long at 3100 asking 3150 was offered 2790 under a 10 % collar)."""
     long = position.size > 0
-    if fix.tool is None:
-        away = (
-            floor_to_step(market * Decimal("0.99"), tick)
-            if long
-            else ceil_to_step(market * Decimal("1.01"), tick)
-        )
+    away = (
+        floor_to_step(market * Decimal("0.99"), tick)
+        if long
+        else ceil_to_step(market * Decimal("1.01"), tick)
+    )
+    given = fix.args.get("stop_loss") if fix.tool == "set_trading_stop" and fix.args else None
+    other = Decimal(str(given)) if given is not None else None
+    if other is None or (other <= away if long else other >= away):
         args = {"symbol": position.symbol, "stop_loss": plain(away)}
         fix = NextAction.call("set_trading_stop", args, f"a stop 1 % beyond the price: {plain(away)}")
     way = "below" if long else "above"
