@@ -221,10 +221,18 @@ async def test_exactly_one_create_per_send_under_every_stream_fault(
 async def test_after_a_drop_the_stream_is_trusted_again_only_after_a_rest_read(
     runtime: Runtime, paper: PaperExchange
 ) -> None:
+    """Failed once under a full suite: in sync again, but BTCUSDT's own book or band not pushed since the drop
+    (a market is trusted again only after its own update: pilot.app.facts.stream_cache), or a read more than
+    the default 300 ms after the last pong on a loaded machine; either sends a fact to REST. The test waits
+    for the market's own update, as the outage test does, and allows the largest age the policy accepts."""
+    write_policy(runtime.home.path, maxFactAgeMs=5000)
     reader = streams(runtime)
     resyncs = reader.hub.resyncs
     paper.drop_streams()
-    await until(runtime, lambda: reader.hub.resyncs > resyncs and in_sync(runtime))
+    await until(
+        runtime,
+        lambda: reader.hub.resyncs > resyncs and in_sync(runtime) and market_pushed_again(runtime, "BTCUSDT"),
+    )
     plan = await plan_order(runtime, SELL)
     assert plan.snapshot is not None and plan.snapshot.fact_sources is not None
     assert set(plan.snapshot.fact_sources.values()) == {"stream"}
