@@ -607,6 +607,9 @@ class Oracle:
             out.append(
                 Miss("confirm", "aboveNotionalUsd", f"{plain(qty * worst)} needs a human, none reachable")
             )
+        # README, confirm: close_position waits on no threshold, but on `actions` naming it, as every tool does
+        if order.closing and not self.reaches_human and rules.needs_human("close_position", qty * worst):
+            out.append(Miss("confirm", "actions", "close_position needs a human, none reachable"))
         return out
 
     @property

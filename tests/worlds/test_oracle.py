@@ -17,7 +17,7 @@ from tests.worlds.at_stops import Fill, Protected, after, loss_at_stops, worst_l
 from tests.worlds.conftest import ORACLE_EXAMPLES
 from tests.worlds.oracle import Account, OpenOrder, Oracle, Order, Position, floor_steps, liquidation_distance
 from tests.worlds.strategies import stop_for, worlds
-from tests.worlds.world import Instrument, Quote, World
+from tests.worlds.world import Holding, Instrument, Quote, World
 
 SMALL = 300  # lot steps tried one by one
 
@@ -152,3 +152,27 @@ def test_an_order_is_judged_at_the_worst_way_the_orders_resting_on_its_side_may_
     order = Fill(Decimal(1), Decimal(100), Decimal(95))
     worst, _, _ = worst_left(position, cheap, order, step)
     assert (worst.size, worst.stop) == (Decimal(2), Decimal(95))
+
+
+def test_close_position_named_in_confirm_actions_needs_a_human_the_client_may_not_reach():
+    """README, confirm: close_position waits on no notional threshold but does on `actions` naming it. A
+    400-world survey found the oracle counting a close that Pilot rightly held back for a human no channel
+    reached as a reducing action refused."""
+    from tests.worlds.test_issue_cases import BTC, POLICY, QUOTES
+
+    short = (Holding("BTCUSDT", "Sell", Decimal("0.01"), Decimal(80000), Decimal(5)),)
+    for actions, cli, held_back in (
+        ([], False, False),
+        (["close_position"], False, True),
+        (["close_position"], True, False),
+    ):
+        policy = {
+            **POLICY,
+            "confirm": {"aboveNotionalUsd": Decimal(1), "actions": actions, "cliChannel": cli},
+        }
+        world = World((BTC,), QUOTES, policy, short, {"USDT": Decimal(10_000)}, ())
+        oracle = Oracle(world, starting_account(world, 0))
+        close = oracle.close_order("BTCUSDT", "linear")
+        assert close is not None
+        misses = {miss.name for miss in oracle.misses(close, Decimal("0.01"))}
+        assert ("actions" in misses) is held_back, (actions, cli, misses)
