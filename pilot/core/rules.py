@@ -1316,9 +1316,12 @@ def close_option(s: Situation) -> tuple[ToolCall, ...]:
     """The close_position call that frees room, when there is a position a close can act on.
 
     On linear any position can be closed (a minimum-size reduce-only order closes one smaller than it); on
-    spot the coin held must make an order the exchange takes.
+    spot the coin held must make an order the exchange takes. None when confirm.actions names close_position
+    and this caller cannot ask a human: the option would be a dead end.
     """
     if s.position_size == 0:
+        return ()
+    if not s.facts.can_reach_human and needs_human(s.policy.confirm, "close_position"):
         return ()
     if _is_spot(s):
         offered = s.facts.pending.sell_qty if s.facts.pending is not None else ZERO
