@@ -6,7 +6,7 @@ journaled), and the paged reads get_order_history, get_fills, get_closed_pnl."""
 from decimal import Decimal
 from typing import Annotated
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
 from pilot.app.answers.responses import ActionAnswer, PlanAnswer
@@ -27,6 +27,7 @@ from pilot.server.arguments import (
     TakeProfit,
     checked_symbol,
 )
+from pilot.server.forms import can_reach_human
 from pilot.server.market_tools import READ
 from pilot.server.trading_tools import CANCEL, PLAN
 
@@ -45,6 +46,7 @@ def _register_amend_and_stops(mcp: MCPServer, runtime: Runtime) -> None:
     @mcp.tool(annotations=PLAN)
     async def plan_amend(
         symbol: Symbol,
+        ctx: Context,
         order_id: OrderId = None,
         order_link_id: OrderLinkId = None,
         qty: Qty = None,
@@ -64,7 +66,7 @@ def _register_amend_and_stops(mcp: MCPServer, runtime: Runtime) -> None:
             arguments.optional_amount("price", price),
             category,
         )
-        return await amend.plan_amend(runtime, ask)
+        return await amend.plan_amend(runtime, ask, can_reach_human=can_reach_human(runtime, ctx))
 
     @mcp.tool(annotations=CANCEL)
     async def cancel_all_orders(

@@ -29,6 +29,8 @@ from pilot.app.facts.gather import gather, snapshot
 from pilot.app.orders.plan import issue_plan, plan_payload, with_policy_issues
 from pilot.app.road.gate import NotSent, SendCondition
 from pilot.app.runtime.runtime import JUDGEMENTS, PolicyView, Runtime
+from pilot.core.approval import needs_human
+from pilot.core.channels import REACH_A_HUMAN
 from pilot.core.codes import NO_HUMAN_FIX, Code
 from pilot.core.controls import throttle
 from pilot.core.evaluate import Evaluation, evaluate
@@ -42,6 +44,7 @@ from pilot.core.facts import (
     Side,
     Turnover,
 )
+from pilot.core.policy import CONFIRMABLE_TOOLS, ConfirmRule
 from pilot.core.valuation import floor_to_step, price_on_tick
 from pilot.core.violations import NextAction, ToolCall, Violation, plain
 from pilot.exchange.errors import ExchangeError
@@ -151,6 +154,20 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
     return Judged(order, qty, price, facts, result, violations, _as_amend(ask, order, next_action, human))
 
 
+def _reachable(action: NextAction | None, confirm: ConfirmRule, can_reach_human: bool) -> NextAction | None:
+    """`action`, or, when it calls a tool confirm.actions names for a caller who cannot reach a human (the way
+    out of an amend below the minimum is cancel_order), the stop that says what only a human can do."""
+    if can_reach_human or action is None or action.tool not in CONFIRMABLE_TOOLS:
+        return action
+    if not needs_human(confirm, action.tool):
+        return action
+    return NextAction.stop(
+        f"stop: the way out is {action.tool}, which needs a human, and this client cannot show a "
+        "confirmation form",
+        human=REACH_A_HUMAN,
+    )
+
+
 def _off_grid(ask: AmendAsk, order: ExchangeOrder, qty: Decimal, facts: Facts) -> Violation | None:
     """An amend to the same total and price (nothing to send: Bybit answers 10001), or to a total below the
     instrument's minimum (Bybit checks the new total): refused, the way out named."""
@@ -235,8 +252,10 @@ def _without_notional(turnover: Turnover | None, order: ExchangeOrder) -> Turnov
     return replace(turnover, day_usd=turnover.day_usd - leaves, rolling_usd=turnover.rolling_usd - leaves)
 
 
-async def plan_amend(runtime: Runtime, ask: AmendAsk) -> PlanAnswer:
-    """Judge the amend on live facts; one that passes gets a single-use plan id for place_order."""
+async def plan_amend(runtime: Runtime, ask: AmendAsk, *, can_reach_human: bool = True) -> PlanAnswer:
+    """Judge the amend on live facts; one that passes gets a single-use plan id for place_order.
+    `can_reach_human`: whether this caller can get a human's approval (a form, or a channel outside the
+    client); when it cannot, no refusal sends it to a call that would need one."""
     view = runtime.policy()
     judged = await judge_amend(runtime, view, ask)
     now = runtime.now()
@@ -250,10 +269,14 @@ async def plan_amend(runtime: Runtime, ask: AmendAsk) -> PlanAnswer:
         return answer
     shot = snapshot(view, judged.facts)
     if judged.violations or judged.result.situation is None:
+        confirm = view.policy.confirm
+        violations = [
+            replace(v, next=_reachable(v.next, confirm, can_reach_human) or v.next) for v in judged.violations
+        ]
         answer = PlanAnswer(
             status="refused",
-            violations=violations_out(judged.violations),
-            next_safe_action=next_out(judged.next_action),
+            violations=violations_out(violations),
+            next_safe_action=next_out(_reachable(judged.next_action, confirm, can_reach_human)),
             snapshot=shot,
         )
         await runtime.store.journal.append(entry_kinds.PLAN, _entry(answer, ask), now=now)
