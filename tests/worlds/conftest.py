@@ -23,9 +23,14 @@ PHASES = (Phase.explicit, Phase.reuse, Phase.generate) + (
     (Phase.shrink,) if os.environ.get("PILOT_WORLDS_SHRINK") else ()
 )
 
+# In the default profile the worlds are one fixed draw, the same on every run: a submission's CI result must
+# not depend on which 20 of the endless worlds a run happens to draw (two in about twenty random draws found
+# something this session). New worlds are drawn by `dev`, `thorough` and surveys (PILOT_WORLDS_REPORT, with
+# --hypothesis-seed); what they find is fixed, and pinned in a test of its own where it can be.
 WORLD_SETTINGS = settings(
     max_examples=WORLDS,
     deadline=None,
+    derandomize=PROFILE == "ci" and not REPORT,
     phases=PHASES,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
