@@ -797,43 +797,43 @@ def check_resting_orders(s: Situation) -> Breach | None:
 
 def check_turnover_day(s: Situation) -> Breach | None:
     """maxTurnoverUsdPerDay: the notional this home sent since 00:00 UTC plus this order at its worst fill."""
-    cap = s.policy.max_turnover_usd_per_day
-    if cap is None or s.reducing:
-        return None
-    turnover = s.facts.turnover
-    if turnover is None:
-        return _missing(s.facts, "turnover", "the notional sent today")
-    total = turnover.day_usd + s.order_notional
-    if total <= cap:
-        return None
-    return _size_breach(
-        Code.MAX_TURNOVER_DAY,
-        plain(cap),
-        plain(total.quantize(CENT)),
-        f"this order's {usd(s.order_notional)} at its worst fill would bring the notional sent today (UTC) "
-        f"to {usd(total)}, above the {usd(cap)} a day allows",
-        retry_after=_next_midnight(s.facts.now),
-    )
+    cap, turnover = s.policy.max_turnover_usd_per_day, s.facts.turnover
+    sent = turnover.day_usd if turnover is not None else None
+    return _turnover(s, cap, sent, Code.MAX_TURNOVER_DAY, "today (UTC)", lambda: _next_midnight(s.facts.now))
 
 
 def check_turnover_24h(s: Situation) -> Breach | None:
     """maxTurnoverUsd24h: as check_turnover_day, over the last 24 hours."""
-    cap = s.policy.max_turnover_usd_24h
+    cap, turnover = s.policy.max_turnover_usd_24h, s.facts.turnover
+    sent = turnover.rolling_usd if turnover is not None else None
+    frees = turnover.rolling_frees_at if turnover is not None else None
+    return _turnover(s, cap, sent, Code.MAX_TURNOVER_24H, "in the last 24 hours", lambda: frees)
+
+
+def _turnover(
+    s: Situation,
+    cap: Decimal | None,
+    sent: Decimal | None,
+    rule: Code,
+    window: str,
+    frees: Callable[[], datetime | None],
+) -> Breach | None:
+    """A turnover cap over `window`: the notional sent in it (`sent`; None: not read) plus this order at its
+    worst fill; refused as a size cap whose room comes back at `frees()` (worked out only for a refusal)."""
     if cap is None or s.reducing:
         return None
-    turnover = s.facts.turnover
-    if turnover is None:
-        return _missing(s.facts, "turnover", "the notional sent in the last 24 hours")
-    total = turnover.rolling_usd + s.order_notional
+    if sent is None:
+        return _missing(s.facts, "turnover", f"the notional sent {window}")
+    total = sent + s.order_notional
     if total <= cap:
         return None
     return _size_breach(
-        Code.MAX_TURNOVER_24H,
+        rule,
         plain(cap),
         plain(total.quantize(CENT)),
-        f"this order's {usd(s.order_notional)} at its worst fill would bring the notional sent in the last "
-        f"24 hours to {usd(total)}, above the {usd(cap)} allowed",
-        retry_after=turnover.rolling_frees_at,
+        f"this order's {usd(s.order_notional)} at its worst fill would bring the notional sent {window} "
+        f"to {usd(total)}, above the {usd(cap)} allowed",
+        retry_after=frees(),
     )
 
 
