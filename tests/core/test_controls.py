@@ -20,10 +20,11 @@ from hypothesis import strategies as st
 from pilot.core.codes import RESIZE_CODES, Code
 from pilot.core.controls import losses_counted
 from pilot.core.evaluate import evaluate
-from pilot.core.facts import ClosedTrade, Facts, OrderIntent, OrderType, Side, TradingState
+from pilot.core.facts import ClosedTrade, Facts, OrderType, Side, TradingState
 from pilot.core.policy import Cooldown, Policy
 from pilot.core.risk import is_risk_reducing
 from pilot.core.rules import CHECKS, check_price_collar, checks_for, run_checks, situate, size_breaches
+from tests.core.suggested import replay
 from tests.oracle import collar_limit, drawdown_now, in_window, worst_price
 from tests.strategies import NOW, control_cases
 
@@ -60,20 +61,6 @@ def open_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:
         update={"allowed_markets": (*policy.allowed_markets, f.order.symbol), "daily_order_cap": 50}
     )
     return policy, replace(f, orders_today=0, trading_state=TradingState.ACTIVE)
-
-
-def replay(f: Facts, args: dict) -> Facts:
-    order = OrderIntent(
-        symbol=args["symbol"],
-        side=Side(args["side"]),
-        qty=Decimal(args["qty"]),
-        order_type=OrderType(args["order_type"]),
-        limit_price=Decimal(args["price"]) if "price" in args else None,
-        reduce_only=args["reduce_only"],
-        category=args["category"],
-        stop_loss=Decimal(args["stop_loss"]) if "stop_loss" in args else None,
-    )
-    return replace(f, order=order)
 
 
 def reducing(f: Facts) -> bool:

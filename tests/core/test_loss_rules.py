@@ -30,6 +30,7 @@ from pilot.core.facts import (
 )
 from pilot.core.policy import Policy, TradingWindow
 from pilot.core.risk import is_risk_reducing
+from tests.core.suggested import replay
 from tests.oracle import (
     day_limit,
     in_hours,
@@ -55,22 +56,6 @@ LOSS_RULES = {
 
 
 # --- helpers -----------------------------------------------------------------------------------------
-
-
-def replay(f: Facts, args: dict) -> Facts:
-    """A suggested plan_order call as an order on the same facts (stop and target included)."""
-    order = OrderIntent(
-        symbol=args["symbol"],
-        side=Side(args["side"]),
-        qty=Decimal(args["qty"]),
-        order_type=OrderType(args["order_type"]),
-        limit_price=Decimal(args["price"]) if "price" in args else None,
-        reduce_only=args["reduce_only"],
-        category=args["category"],
-        stop_loss=Decimal(args["stop_loss"]) if "stop_loss" in args else None,
-        take_profit=Decimal(args["take_profit"]) if "take_profit" in args else None,
-    )
-    return replace(f, order=order)
 
 
 def open_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:

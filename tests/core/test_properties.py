@@ -11,27 +11,14 @@ from hypothesis import strategies as st
 from pilot.core.approval import may_need_human, needs_human
 from pilot.core.codes import RESIZE_CODES, SIZE_CAP_CODES, Code
 from pilot.core.evaluate import evaluate
-from pilot.core.facts import Facts, OrderIntent, OrderType, PendingOrders, Side, TradingState
+from pilot.core.facts import Facts, PendingOrders, Side, TradingState
 from pilot.core.policy import CONFIRMABLE_TOOLS, ConfirmRule, Policy
 from pilot.core.risk import is_risk_reducing
 from pilot.core.rules import run_checks, size_breaches
 from pilot.core.valuation import liquidation_clear, liquidation_distance_pct, round_price_safe, send_price
+from tests.core.suggested import replay
 from tests.oracle import leaves, worst, worst_price
 from tests.strategies import facts, policies, sizing_cases
-
-
-def replay(f: Facts, args: dict) -> Facts:
-    """Turn a suggested plan_order call back into an order on the same facts."""
-    order = OrderIntent(
-        symbol=args["symbol"],
-        side=Side(args["side"]),
-        qty=Decimal(args["qty"]),
-        order_type=OrderType(args["order_type"]),
-        limit_price=Decimal(args["price"]) if "price" in args else None,
-        reduce_only=args["reduce_only"],
-        category=args["category"],
-    )
-    return replace(f, order=order)
 
 
 @given(policies(), facts())
