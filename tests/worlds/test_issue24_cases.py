@@ -7,6 +7,7 @@ Bybit's BTCUSDT filters (tick 0.1, step 0.001, minimum 0.001) at 80,000; a clien
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -278,5 +279,30 @@ async def test_an_amend_asked_to_grow_a_reduce_only_order_already_above_the_posi
         refused = await call(run, "plan_amend", {"symbol": "BTCUSDT", "order_id": order_id, "qty": "0.05"})
         assert "reduceOnlyQty" in rules(refused)
         assert refused["next_safe_action"]["tool"] is None and refused["next_safe_action"]["human"]
+        assert run.paper.request_count(AMEND_PATH) == 0
+        clean(run)
+
+
+@pytest.mark.parametrize(("actions", "way_out"), [([], "cancel_order"), (["cancel_order"], None)])
+async def test_an_amend_below_the_minimum_names_cancel_order_only_where_it_can_be_made(
+    tmp_path: Path, actions: list[str], way_out: str | None
+):
+    """Found by the random worlds: an amend to a total below the minimum is answered "cancel it instead";
+    where confirm.actions names cancel_order and this client reaches no human, that call is a dead end, so
+    the answer says what only a human can do instead."""
+    instrument = replace(BTC, min_qty=Decimal("0.005"))
+    mine = Resting("linear", "BTCUSDT", "Buy", Decimal("0.01"), Decimal(79000))
+    world = scene(policy={"confirm": {"actions": actions}}, resting=(mine,), instrument=instrument)
+    async with open_world(world, tmp_path) as run:
+        order_id = run.paper.open_orders("BTCUSDT")[0].order_id
+        refused = await call(run, "plan_amend", {"symbol": "BTCUSDT", "order_id": order_id, "qty": "0.003"})
+        nxt = refused["next_safe_action"]
+        assert rules(refused) == ["instrument.minOrderQty"]
+        assert nxt["tool"] == way_out
+        if way_out is None:
+            assert nxt["human"]
+        else:
+            cancelled = await follow(run, refused)
+            assert cancelled["status"] == "done" and run.paper.open_orders("BTCUSDT") == []
         assert run.paper.request_count(AMEND_PATH) == 0
         clean(run)
