@@ -1,7 +1,8 @@
 """The documented commands that run offline, run as a new user would: in a shell, with `pilot` on the PATH and
 `~` a fresh home directory. A block of README.md or of a page in docs/ is run when the line before it says so
 (`<!-- offline: tests/test_readme.py runs this block -->`); each must exit 0, in reading order (README.md,
-then mkdocs.yml's nav). Then the counts, tables and claims the pages state, held to the code."""
+then mkdocs.yml's nav). Then the counts, tables and claims the pages state, held to the code, and the front
+page held to being one."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import click
 import pytest
 
-from tests.pages import DOCS, ROOT, in_reading_order, section, text
+from tests.pages import DOCS, README, ROOT, in_reading_order, nav, section, text
 
 MARK = "<!-- offline: tests/test_readme.py runs this block -->"
 BLOCK = re.compile(re.escape(MARK) + r"\n```bash\n(.*?)\n```", re.DOTALL)
@@ -77,6 +78,17 @@ def test_getting_started_is_one_screen_above_the_reference() -> None:
     assert len(started.strip().splitlines()) <= 50
     for step in ("./demo", "claude mcp add pilot", "pilot console", "--exchange bybit-demo", "pilot doctor"):
         assert step in started, step
+
+
+def test_the_quick_start_is_two_commands_of_this_repository() -> None:
+    """`./demo` (Pilot's main job on the paper exchange: `pilot demo`, which tests/demo plays) and `./test`
+    (this suite), each a script of the repository that needs only Python 3.11+ to set itself up."""
+    block = re.search(r"```bash\n(.*?)\n```", section("README.md", "Getting started"), re.DOTALL)
+    assert block is not None
+    assert [line.split()[0] for line in block.group(1).splitlines()] == ["./demo", "./test"]
+    for script in ("demo", "test"):
+        assert os.access(ROOT / script, os.X_OK) and "scripts/ensure-venv" in (ROOT / script).read_text()
+    assert re.search(r'/pilot" demo "\$@"', (ROOT / "demo").read_text())
 
 
 def test_the_tool_counts_are_the_tool_sets() -> None:
@@ -159,3 +171,43 @@ def test_troubleshooting_has_an_entry_for_each_symptom_new_users_met() -> None:
     ]
     for symptom in symptoms:
         assert any(symptom in heading for heading in headings), symptom
+
+
+# --- the front page and the links MkDocs cannot check -------------------------------------------------------
+
+
+def test_the_readme_is_a_front_page_that_leads_to_every_page() -> None:
+    front = text("README.md")
+    assert len(front.splitlines()) <= 300
+    linked = {target.split("#")[0] for target in re.findall(r"\]\(docs/([^)#]+)", front)}
+    assert set(nav()) <= linked, set(nav()) - linked
+
+
+def _anchors(path: Path) -> set[str]:
+    from markdown.extensions.toc import slugify
+
+    headings = re.findall(
+        r"^#+ (.+)$", re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.DOTALL), re.M
+    )
+    return {slugify(heading, "-") for heading in headings}
+
+
+def test_every_link_of_the_readme_leads_to_a_file_and_a_heading_there() -> None:
+    """MkDocs checks the pages' links in its strict build (./test); README.md is outside the site."""
+    for target in re.findall(r"\]\(([^)\s]+)\)", text("README.md")):
+        if target.startswith(("https://", "http://")):
+            continue
+        path, _, anchor = target.partition("#")
+        linked = ROOT / path if path else README
+        assert linked.exists(), target
+        assert not anchor or anchor in _anchors(linked), target
+
+
+def test_every_path_the_pages_name_is_in_the_repository() -> None:
+    """Pages name the repository's files as code (MkDocs links only within docs/): each must be there, so a
+    file moved or renamed takes its pages along. A placeholder (`pilot/cli/<command>.py`) names none."""
+    named = re.compile(r"`((?:pilot|tests|scripts|benchmarks|docs|\.ci)/[^`\s<]*)`")
+    for path in in_reading_order():
+        for name in named.findall(path.read_text(encoding="utf-8")):
+            module, _, _attribute = name.rpartition(".")  # pilot/app/human/kill_switch.stop_on_rollback
+            assert list(ROOT.glob(name.rstrip("/"))) or (ROOT / f"{module}.py").is_file(), (path.name, name)
