@@ -216,7 +216,7 @@ def _amounts(lots: list, start: Decimal, edges: list[Decimal], step: Decimal):
                     yield [*amounts[:i], edge - others, *amounts[i + 1 :]]
 
 
-# --- the pre-trade controls of issue 27, restated from the README ---------------------------------------
+# --- the pre-trade controls of issue 27, restated from docs/policy.md -----------------------------------
 
 
 def collar_limit(policy: Policy, f: Facts, buy: bool) -> Decimal | None:

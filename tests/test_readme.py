@@ -1,6 +1,8 @@
-"""The README's commands that run offline, run as a new user would: in a shell, with `pilot` on the PATH and
-`~` a fresh home directory. A block is run when the line before it says so
-(`<!-- offline: tests/test_readme.py runs this block -->`); each must exit 0, in the README's order."""
+"""The documented commands that run offline, run as a new user would: in a shell, with `pilot` on the PATH and
+`~` a fresh home directory. A block of README.md or of a page in docs/ is run when the line before it says so
+(`<!-- offline: tests/test_readme.py runs this block -->`); each must exit 0, in reading order (README.md,
+then mkdocs.yml's nav). Then the counts, tables and claims the pages state, held to the code, and the front
+page held to being one."""
 
 from __future__ import annotations
 
@@ -15,13 +17,14 @@ from pathlib import Path
 import click
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from tests.pages import DOCS, README, ROOT, in_reading_order, nav, section, text
+
 MARK = "<!-- offline: tests/test_readme.py runs this block -->"
 BLOCK = re.compile(re.escape(MARK) + r"\n```bash\n(.*?)\n```", re.DOTALL)
 
 
 def offline_blocks() -> list[str]:
-    return BLOCK.findall(README.read_text(encoding="utf-8"))
+    return [block for path in in_reading_order() for block in BLOCK.findall(path.read_text(encoding="utf-8"))]
 
 
 @pytest.fixture
@@ -36,10 +39,11 @@ def shell_env(tmp_path: Path, user_home: Path) -> dict[str, str]:
     return {**environment, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(user_home)}
 
 
-def test_the_readme_marks_its_offline_blocks() -> None:
+def test_the_pages_mark_their_offline_blocks() -> None:
     blocks = offline_blocks()
-    assert len(blocks) >= 3 and README.read_text(encoding="utf-8").count(MARK) == len(blocks)
-    assert any("pilot init" in block for block in blocks) and any("initialize" in block for block in blocks)
+    marks = sum(path.read_text(encoding="utf-8").count(MARK) for path in in_reading_order())
+    assert len(blocks) >= 3 and marks == len(blocks)
+    assert "pilot init" in blocks[0] and any("initialize" in block for block in blocks)
 
 
 def test_every_offline_block_runs_in_order_and_exits_0(shell_env: dict[str, str], user_home: Path) -> None:
@@ -62,36 +66,37 @@ def test_every_offline_block_runs_in_order_and_exits_0(shell_env: dict[str, str]
     assert (user_home / "pilot-home" / "journal" / "pilot.db").exists()
 
 
-# --- the README's counts and claims, held to the code ------------------------------------------------------
-
-
-def readme() -> str:
-    return README.read_text(encoding="utf-8")
-
-
-def section(title: str) -> str:
-    """The README's section under the heading `## title` (or ###), up to the next heading of any level."""
-    text = readme()
-    start = re.search(rf"^#+ {re.escape(title)}\n", text, re.MULTILINE)
-    assert start is not None, title
-    rest = text[start.end() :]
-    end = re.search(r"^#+ ", rest, re.MULTILINE)
-    return rest[: end.start() if end else len(rest)]
+# --- the counts and claims the pages state, held to the code ------------------------------------------------
 
 
 def test_getting_started_is_one_screen_above_the_reference() -> None:
-    text = readme()
-    assert text.index("## Getting started") < text.index("## How it works") < text.index("## Tools")
-    started = section("Getting started")
+    front = text("README.md")
+    assert (
+        front.index("## Getting started") < front.index("## How it works") < front.index("## Documentation")
+    )
+    started = section("README.md", "Getting started")
     assert len(started.strip().splitlines()) <= 50
     for step in ("./demo", "claude mcp add pilot", "pilot console", "--exchange bybit-demo", "pilot doctor"):
         assert step in started, step
 
 
+def test_the_quick_start_is_two_commands_of_this_repository() -> None:
+    """`./demo` (Pilot's main job on the paper exchange: `pilot demo`, which tests/demo plays) and `./test`
+    (this suite), each a script of the repository that needs only Python 3.11+ to set itself up."""
+    block = re.search(r"```bash\n(.*?)\n```", section("README.md", "Getting started"), re.DOTALL)
+    assert block is not None
+    assert [line.split()[0] for line in block.group(1).splitlines()] == ["./demo", "./test"]
+    for script in ("demo", "test"):
+        assert os.access(ROOT / script, os.X_OK) and "scripts/ensure-venv" in (ROOT / script).read_text()
+    assert re.search(r'/pilot" demo "\$@"', (ROOT / "demo").read_text())
+
+
 def test_the_tool_counts_are_the_tool_sets() -> None:
     from pilot.server.tool_sets import TOOL_SETS
 
-    found = re.search(r"`all` \(the default\) (\d+) tools, `read` (\d+), `trade` (\d+)", readme())
+    found = re.search(
+        r"`all` \(the default\) (\d+) tools, `read` (\d+), `trade` (\d+)", text("connecting.md")
+    )
     assert found is not None
     assert tuple(map(int, found.groups())) == tuple(len(TOOL_SETS[name]) for name in ("all", "read", "trade"))
 
@@ -99,7 +104,7 @@ def test_the_tool_counts_are_the_tool_sets() -> None:
 def test_the_tools_table_names_every_tool_once() -> None:
     from pilot.server.tool_sets import TOOL_SETS
 
-    rows = [line for line in section("Tools").splitlines() if line.startswith("| `")]
+    rows = [line for line in text("tools.md").splitlines() if line.startswith("| `")]
     named = [name for row in rows for name in re.findall(r"`([a-z_]+)[` {]", row.split(" | ")[0])]
     assert sorted(named) == sorted(TOOL_SETS["all"])
 
@@ -107,25 +112,25 @@ def test_the_tools_table_names_every_tool_once() -> None:
 def test_the_commands_table_lists_every_command() -> None:
     from pilot.cli import main
 
-    rows = [line for line in section("The human's commands").splitlines() if line.startswith("| `pilot ")]
+    rows = [line for line in text("commands.md").splitlines() if line.startswith("| `pilot ")]
     listed = {row.split("`")[1].split()[1] for row in rows}
     assert listed == set(main.list_commands(click.Context(main)))  # each imported when it runs
 
 
-def test_the_demo_runs_pilot_inits_policy_with_the_one_line_the_readme_names() -> None:
+def test_the_demo_runs_pilot_inits_policy_with_the_one_line_the_install_page_names() -> None:
     from pilot.app.human.desk import DEFAULT_POLICY
     from pilot.demo.story import demo_policy
 
     added = {
         key: value for key, value in demo_policy().items() if json.loads(DEFAULT_POLICY).get(key) != value
     }
-    assert f"`{json.dumps(added)[1:-1]}`" in " ".join(section("Install").split())
+    assert f"`{json.dumps(added)[1:-1]}`" in " ".join(text("install.md").split())
 
 
 def test_the_repositorys_policy_json_is_what_pilot_init_writes() -> None:
     from pilot.app.human.desk import DEFAULT_POLICY
 
-    assert (README.parent / "policy.json").read_text(encoding="utf-8") == DEFAULT_POLICY
+    assert (ROOT / "policy.json").read_text(encoding="utf-8") == DEFAULT_POLICY
 
 
 def test_the_http_server_and_the_console_default_to_different_ports() -> None:
@@ -134,18 +139,25 @@ def test_the_http_server_and_the_console_default_to_different_ports() -> None:
 
     [port] = [option.default for option in serve.params if option.name == "port"]
     assert port != CONSOLE
-    shown = {int(p) for p in re.findall(r"pilot serve [^\n]*--transport http --port (\d+)", readme())}
+    every_page = "\n".join(path.read_text(encoding="utf-8") for path in in_reading_order())
+    shown = {int(p) for p in re.findall(r"pilot serve [^\n]*--transport http --port (\d+)", every_page)}
     assert shown and CONSOLE not in shown
 
 
-def test_every_picture_the_readme_shows_is_in_docs() -> None:
-    pictures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", readme())
-    assert pictures and all((README.parent / path).is_file() for path in pictures)
-    assert any("phone" in path for path in pictures) and any("desktop" in path for path in pictures)
+def test_every_picture_the_pages_show_is_in_docs() -> None:
+    pictures = [
+        (path.parent / picture).resolve()
+        for path in in_reading_order()
+        for picture in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", path.read_text(encoding="utf-8"))
+    ]
+    assert pictures and all(picture.is_file() and picture.is_relative_to(DOCS) for picture in pictures)
+    assert re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text("README.md"))  # the front page shows the console
+    assert any("phone" in picture.name for picture in pictures)
+    assert any("desktop" in picture.name for picture in pictures)
 
 
 def test_troubleshooting_has_an_entry_for_each_symptom_new_users_met() -> None:
-    headings = re.findall(r"^\*\*(.+?)\*\*", section("Troubleshooting"), re.MULTILINE)
+    headings = re.findall(r"^\*\*(.+?)\*\*", text("troubleshooting.md"), re.MULTILINE)
     symptoms = [
         "Failed to connect",  # a server that refuses to start, behind a client that hides why
         "in use by a running paper exchange",
@@ -159,3 +171,43 @@ def test_troubleshooting_has_an_entry_for_each_symptom_new_users_met() -> None:
     ]
     for symptom in symptoms:
         assert any(symptom in heading for heading in headings), symptom
+
+
+# --- the front page and the links MkDocs cannot check -------------------------------------------------------
+
+
+def test_the_readme_is_a_front_page_that_leads_to_every_page() -> None:
+    front = text("README.md")
+    assert len(front.splitlines()) <= 300
+    linked = {target.split("#")[0] for target in re.findall(r"\]\(docs/([^)#]+)", front)}
+    assert set(nav()) <= linked, set(nav()) - linked
+
+
+def _anchors(path: Path) -> set[str]:
+    from markdown.extensions.toc import slugify
+
+    headings = re.findall(
+        r"^#+ (.+)$", re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.DOTALL), re.M
+    )
+    return {slugify(heading, "-") for heading in headings}
+
+
+def test_every_link_of_the_readme_leads_to_a_file_and_a_heading_there() -> None:
+    """MkDocs checks the pages' links in its strict build (./test); README.md is outside the site."""
+    for target in re.findall(r"\]\(([^)\s]+)\)", text("README.md")):
+        if target.startswith(("https://", "http://")):
+            continue
+        path, _, anchor = target.partition("#")
+        linked = ROOT / path if path else README
+        assert linked.exists(), target
+        assert not anchor or anchor in _anchors(linked), target
+
+
+def test_every_path_the_pages_name_is_in_the_repository() -> None:
+    """Pages name the repository's files as code (MkDocs links only within docs/): each must be there, so a
+    file moved or renamed takes its pages along. A placeholder (`pilot/cli/<command>.py`) names none."""
+    named = re.compile(r"`((?:pilot|tests|scripts|benchmarks|docs|\.ci)/[^`\s<]*)`")
+    for path in in_reading_order():
+        for name in named.findall(path.read_text(encoding="utf-8")):
+            module, _, _attribute = name.rpartition(".")  # pilot/app/human/kill_switch.stop_on_rollback
+            assert list(ROOT.glob(name.rstrip("/"))) or (ROOT / f"{module}.py").is_file(), (path.name, name)

@@ -14,7 +14,7 @@ from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
 
 DEFAULT_PORT = 8765
-HOST = "127.0.0.1"  # loopback only: from another device, use an SSH tunnel (README, "Console")
+HOST = "127.0.0.1"  # loopback only: from another device, use an SSH tunnel (docs/console.md)
 
 
 def _require_journal(home: Path) -> None:

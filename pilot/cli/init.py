@@ -1,4 +1,5 @@
-"""`pilot init`: create a home with the README's default policy.json and an empty journal; never overwrites."""
+"""`pilot init`: create a home with the default policy.json (docs/policy.md) and an empty journal; never
+overwrites."""
 
 from __future__ import annotations
 

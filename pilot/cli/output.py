@@ -1,6 +1,6 @@
 """How every human command answers: `--format text|json`, one error type, and the exit codes.
 
-Exit codes, the same for every command (README, "The human's commands"):
+Exit codes, the same for every command (docs/commands.md):
 
     0  done, or the check passed
     1  the command ran and the answer is no: a check failed (doctor, policy check, journal verify),

@@ -564,7 +564,7 @@ def format_problems(issues: Sequence[PolicyIssue], path: Path) -> Text:
 
 
 def _controls_line(policy: Policy) -> str:
-    """The pre-trade controls set (README, "Pre-trade controls"), for the limits table's caption."""
+    """The pre-trade controls set (docs/controls.md), for the limits table's caption."""
     parts = []
     if policy.price_collar_pct is not None or policy.price_collar_ticks is not None:
         pct = f"{plain(policy.price_collar_pct)} %" if policy.price_collar_pct is not None else ""

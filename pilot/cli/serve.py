@@ -74,7 +74,7 @@ log = logging.getLogger("pilot.serve")
 @click.option(
     "--allow-remote",
     is_flag=True,
-    help="HTTP only: allow a --host other than loopback. Put TLS in front of it (see the README).",
+    help="HTTP only: allow a --host other than loopback. Put TLS in front of it (see docs/connecting.md).",
 )
 @click.option(
     "--session-idle-seconds",

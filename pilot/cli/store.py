@@ -18,7 +18,7 @@ from pilot.store import StoreLocation
 @home_option
 def command() -> None:
     """Where the home's journal, plans and keys are: its SQLite file (one machine) or a PostgreSQL server
-    that several hosts share (README, "More than one machine")."""
+    that several hosts share (docs/more-than-one-machine.md)."""
 
 
 @command.command("move")

@@ -1,10 +1,10 @@
 """The closed set of codes an answer can carry: each declared once, with everything known about it.
 
 A `Code` member carries its value (what answers and the journal show), its `Group` (what kind of change
-fixes it), the sentence the README's table gives, and, for a size cap, the `Cap`: what "nothing fits"
-calls it and what only a human can change. Every other table (the groups' code sets, sizing's names, the
-README's tables, rendered by `code_tables`) is derived from these declarations. Agents and tests branch on
-the code, never on the sentence.
+fixes it), the sentence the table in docs/refusals.md gives, and, for a size cap, the `Cap`: what "nothing
+fits" calls it and what only a human can change. Every other table (the groups' code sets, sizing's names,
+the tables in docs/refusals.md, rendered by `code_tables`) is derived from these declarations. Agents and
+tests branch on the code, never on the sentence.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class Cap:
 
 
 class Code(StrEnum):
-    """Every code a violation can carry, declared once: value, group, the README's sentence, the cap.
+    """Every code a violation can carry, declared once: value, group, the reference's sentence, the cap.
 
     `Code("maxNotionalUsd")` looks a member up by its value, as for any enum; the other arguments of
     `__new__` are the declaration's and have no use outside this class.
@@ -404,8 +404,8 @@ def codes_in(*groups: Group) -> frozenset[Code]:
 
 
 def code_tables() -> str:
-    """The README's tables of groups and codes, rendered from the declarations (tests/core/test_codes.py
-    holds the README to them; scripts/regenerate-code-table writes them)."""
+    """The tables of groups and codes in docs/refusals.md, rendered from the declarations
+    (tests/core/test_codes.py holds the page to them; scripts/regenerate-code-table writes them)."""
     groups = [
         "| Group | Fixed by |",
         "|---|---|",

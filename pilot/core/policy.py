@@ -753,7 +753,9 @@ def _issue(detail: Any) -> PolicyIssue:
     path = _path(location)
     field = next((part for part in reversed(location) if part in EXAMPLES), None)
     fix = (
-        f"example of a valid value: {EXAMPLES[field]}" if field else "see the README's policy.json reference"
+        f"example of a valid value: {EXAMPLES[field]}"
+        if field
+        else "see the policy.json reference, docs/policy.md"
     )
     kind = detail["type"]
     if kind == "extra_forbidden":
@@ -789,10 +791,11 @@ def _known_keys(location: list[str]) -> str:
         model = DeadManSwitch
     names = [field.alias or name for name, field in model.model_fields.items()]
     shown: list[str] = []
-    for name in names:  # as many as fit a line or three; the README's reference lists them all
+    for name in names:  # as many as fit a line or three; docs/policy.md lists them all
         if sum(len(one) + 2 for one in shown) + len(name) > 200:
             return (
-                ", ".join(shown) + f" and {len(names) - len(shown)} more (the README's policy.json reference)"
+                ", ".join(shown)
+                + f" and {len(names) - len(shown)} more (the policy.json reference, docs/policy.md)"
             )
         shown.append(name)
     return ", ".join(shown)

@@ -1,7 +1,7 @@
 """Streamable HTTP: bearer tokens required, Host and Origin checked against loopback (and the chosen host).
 
 A host other than loopback is refused unless the caller allows it (`pilot serve --allow-remote`): tokens
-and orders would cross the network in clear text, so TLS belongs in front (README, Threat model). Client
+and orders would cross the network in clear text, so TLS belongs in front (docs/threat-model.md). Client
 sessions idle for `session_idle_seconds` are forgotten by the SDK's session manager. A client that goes away
 before its request has fully arrived is one log line, not a traceback (`WholeRequests`).
 

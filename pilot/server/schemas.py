@@ -5,7 +5,7 @@ Why: every client sends tools/list to the model on every turn. Pydantic's full o
 model, title and description) made it about 60 KB of JSON, most of it describing answers the model reads
 anyway. A client validates a result's structuredContent against the output schema, and that needs only
 the top-level fields and their JSON types: nested objects, and the values `status` can take (each tool's
-description and the README list them), are still checked by Pilot itself, which builds every answer from a
+description and docs/tools.md list them), are still checked by Pilot itself, which builds every answer from a
 pydantic model. `benchmarks/bench_tools_list.py`
 prints the size; tests/app/test_tools_list.py holds it under 20 KB.
 

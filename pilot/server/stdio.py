@@ -1,7 +1,7 @@
 """MCP over stdio that answers what it was asked before it stops at the end of its input.
 
 Why: when stdin closes, the SDK cancels every request still being handled, so a client that writes its
-requests and closes its end at once (a shell pipeline, the README's one-line smoke test, a script) could get
+requests and closes its end at once (a shell pipeline, the docs' one-line smoke test, a script) could get
 no answer at all. Here the requests read from stdin pass through a counter, the answers written to stdout
 tick them off, and at the end of input the server's own input is held open until every request read has
 been answered, for at most DRAIN_SECONDS (a request waiting on the client, such as a confirmation form,

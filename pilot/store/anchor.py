@@ -12,7 +12,7 @@ anchors the journal again at its new head, with the finding journaled (pilot.app
 Who can write the home but not the journal key's folder (an agent whose file tools reach the home only, a
 backup restored by mistake, a sync tool) can undo nothing unseen. Who can write both, as any process of the
 same OS user can, can put back an older anchor with an older database: that stays outside what Pilot can see
-(README, Threat model). A store on a server would keep its anchor where the home's writers cannot reach.
+(docs/threat-model.md). A store on a server would keep its anchor where the home's writers cannot reach.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from pilot.app.human.desk import DEFAULT_POLICY
 from pilot.app.runtime.runtime import Home
 from pilot.core.policy import Policy, parse_policy
 from pilot.exchange.sim import start_paper_exchange
+from tests import pages
 
 from .conftest import edit_policy, pilot, pilot_json
 
@@ -168,12 +169,9 @@ async def test_doctor_reports_restored_guards_now_and_on_every_later_run(home: P
     assert verify["ok"] and verify["count"] == 2  # the repair itself is a sealed entry
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-
-
-def _readme_policy_table() -> dict[str, tuple[str, str]]:
-    """The README's policy.json reference: field -> (left out, `pilot init` writes), as written there."""
-    text = README.read_text(encoding="utf-8")
+def _documented_policy_table() -> dict[str, tuple[str, str]]:
+    """The policy.json reference (docs/policy.md): field -> (left out, `pilot init` writes), as written."""
+    text = pages.text("policy.md")
     table = text[text.index("| Field | Left out | `pilot init` writes |") :].split("\n\n", 1)[0]
     rows = {}
     for line in table.splitlines()[2:]:
@@ -196,8 +194,8 @@ def _same(value: Any, written: str) -> bool:
     return value == expected
 
 
-def test_the_readme_states_exactly_what_pilot_init_writes_and_what_a_left_out_field_means() -> None:
-    rows = _readme_policy_table()
+def test_the_reference_states_exactly_what_pilot_init_writes_and_what_a_left_out_field_means() -> None:
+    rows = _documented_policy_table()
     written = json.loads(DEFAULT_POLICY)
     left_out = Policy().to_canonical()
 

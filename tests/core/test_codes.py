@@ -2,29 +2,28 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from pilot.core.codes import NO_HUMAN_FIX, RESIZE_CODES, SIZE_CAP_CODES, Code, Group, code_tables
+from tests import pages
 
-README = Path(__file__).resolve().parents[2] / "README.md"
-HEADING = "### Every code an answer can carry"
+PAGE = "refusals.md"  # scripts/regenerate-code-table writes the tables there
+HEADING = "Every code an answer can carry"
 
 
-def readme_tables() -> str:
-    """The README's section from its first table row to its last."""
-    lines = README.read_text(encoding="utf-8").split(HEADING, 1)[1].split("\n## ", 1)[0].splitlines()
+def documented_tables() -> str:
+    """docs/refusals.md's section on codes, from its first table row to its last."""
+    lines = pages.section(PAGE, HEADING).splitlines()
     rows = [i for i, line in enumerate(lines) if line.startswith("|")]
     return "\n".join(lines[rows[0] : rows[-1] + 1])
 
 
-def test_the_readme_tables_are_the_ones_rendered_from_the_declarations():
+def test_the_documented_tables_are_the_ones_rendered_from_the_declarations():
     # On a failure: scripts/regenerate-code-table writes the tables from pilot/core/codes.py.
-    assert readme_tables() == code_tables()
+    assert documented_tables() == code_tables()
 
 
-def test_every_code_declares_a_group_and_the_sentence_the_readme_shows():
+def test_every_code_declares_a_group_and_the_sentence_the_reference_shows():
     for code in Code:
         assert isinstance(code.group, Group)
         assert code.refused_because.strip(), code

@@ -4,7 +4,7 @@ cooldown after losses, turnover, and authority that expires.
 
 A passing order meets every control; a refusal by one names it with its numbers and a next action that
 replays to pass, or is terminal with a human's part and, where waiting helps, when; an order that only
-shrinks a position is refused by none of them but the ones the README names (the throttle, the collar on
+shrinks a position is refused by none of them but the ones docs/refusals.md names (the throttle, the collar on
 its limit price, resting orders).
 """
 
@@ -44,7 +44,7 @@ CONTROL_CODES = {
     Code.VALID_UNTIL,
     Code.MAX_SESSION_MINUTES,
 }
-# What may refuse an order that only shrinks a position, of these (README, "What can stop a reducing
+# What may refuse an order that only shrinks a position, of these (docs/refusals.md, "What can stop a reducing
 # action"): every message counts at the exchange, a limit price is a limit price, a limit order rests.
 MAY_REFUSE_REDUCING = {
     Code.PRICE_COLLAR,

@@ -15,14 +15,15 @@ whatever the venue charges). Stops trigger in the order the price reaches them: 
 first; partial stops past the whole stop never trigger (the whole stop has closed everything by then). What
 no stop closes is uncovered.
 
-What Pilot's policy means by "the position an order leaves" (README, maxLossPerTradeUsd): the order fills
-at its sent price, and every order resting on the side of the position it leaves may fill too, in part (by
-whole lot steps), in full or not at all, at its own price. The whole stop that then applies is the
-order's own (with none, the position's stop as it is), or the stop of a resting order one lot step of which
-fills after all the rest; a resting order's stop is never counted on otherwise, since the rest of an order
-may fill after its first part set the stop. The loss judged is the worst of all those ways. Without partial stops the loss
-at a whole stop is a sum over the units filled, so for each stop that may apply the worst takes each resting
-order in full when it adds to the loss and not at all otherwise; with partial stops every cut is tried.
+What Pilot's policy means by "the position an order leaves" (docs/policy.md, maxLossPerTradeUsd): the order
+fills at its sent price, and every order resting on the side of the position it leaves may fill too, in part
+(by whole lot steps), in full or not at all, at its own price. The whole stop that then applies is the order's
+own (with none, the position's stop as it is), or the stop of a resting order one lot step of which fills
+after all the rest; a resting order's stop is never counted on otherwise, since the rest of an order may fill
+after its first part set the stop. The loss judged is the worst of all those ways. Without partial stops the
+loss at a whole stop is a sum over the units filled, so for each stop that may apply the worst takes each
+resting order in full when it adds to the loss and not at all otherwise; with partial stops every cut is
+tried.
 """
 
 from __future__ import annotations

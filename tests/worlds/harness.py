@@ -57,7 +57,7 @@ from tests.worlds.tools import SUCCESS
 from tests.worlds.world import Quote, World, plain
 
 CREATE = "/v5/order/create"
-# Every request an order message is (README, maxOrderMessagesPerSecond: creates, amends and cancels).
+# Every request an order message is (docs/policy.md, maxOrderMessagesPerSecond: creates, amends and cancels).
 MESSAGES = (CREATE, "/v5/order/amend", "/v5/order/cancel", "/v5/order/cancel-all")
 JUDGING = frozenset(
     {"plan_order", "place_order", "plan_amend", "close_position"}
@@ -190,8 +190,8 @@ class WorldRun(ToolRuns):
         )
 
     def observe(self) -> None:
-        """What a judgement of Pilot's reads and latches (README: the drawdown from the peak equity it read,
-        the cooldown from the first judgement that saw the losses)."""
+        """What a judgement of Pilot's reads and latches (docs/policy.md: the drawdown from the peak equity it
+        read, the cooldown from the first judgement that saw the losses)."""
         policy = self.world.policy
         account = self.account()
         oracle = Oracle(self.world, account)
@@ -250,7 +250,7 @@ class WorldRun(ToolRuns):
     async def dead_man_round(self, when: str) -> None:
         """One upkeep round of Pilot's: when no call came for `afterSeconds` and orders Pilot's agent placed
         that can open a position rest, they are cancelled (as many as the throttles allow now), and with
-        `reducing` trading turns reducing; nothing is cancelled otherwise (README, deadManSwitch)."""
+        `reducing` trading turns reducing; nothing is cancelled otherwise (docs/policy.md, deadManSwitch)."""
         rule = self.world.policy["deadManSwitch"]
         oracle = self.oracle()
         before = opening_orders(oracle)
@@ -356,8 +356,9 @@ class WorldRun(ToolRuns):
         return answer
 
     def note_sent(self, answer: dict[str, Any]) -> None:
-        """The notional a send counts towards turnover (README, maxTurnoverUsdPerDay: a resting order in full,
-        an IOC one what it filled, a rejected one nothing; an amend what it adds), and its smpType."""
+        """The notional a send counts towards turnover (docs/policy.md, maxTurnoverUsdPerDay: a resting order
+        in full, an IOC one what it filled, a rejected one nothing; an amend what it adds), and its
+        smpType."""
         sent, status = answer["sent"], answer.get("status")
         amend = sent.get("amend")
         if isinstance(amend, dict):
@@ -926,7 +927,7 @@ async def open_world(world: World, home: Path) -> AsyncIterator[WorldRun]:
 
 def stops_widened(before: tuple[Decimal, Decimal], after: tuple[Decimal, Decimal]) -> bool:
     """Whether the stops now let the position lose more than before: more of it left without a stop, or as
-    much and more lost at them (README, maxLossPerTradeUsd)."""
+    much and more lost at them (docs/policy.md, maxLossPerTradeUsd)."""
     if after[1] != before[1]:
         return after[1] > before[1]
     return after[0] > before[0]

@@ -1,4 +1,4 @@
-"""Which sizes of an order pass: an oracle written apart from pilot.core, from the README, SCENARIOS.md and
+"""Which sizes of an order pass: an oracle written apart from pilot.core, from docs/, SCENARIOS.md and
 Bybit's documentation. It imports nothing of pilot (not the rules, sizing or valuation), so a bug there
 cannot hide here.
 
@@ -37,7 +37,7 @@ resting limit order against the position (not reduce-only) may fill after the po
 say, and open one of its own: whatever it does now, it is judged from flat too (requireStopLoss and the loss
 limit), as Bybit keeps it resting.
 
-The pre-trade controls (issue 27), from the README's policy reference: the message throttles (Pilot's own
+The pre-trade controls (issue 27), from docs/policy.md: the message throttles (Pilot's own
 creates, amends and cancels in the last second and minute of Pilot's clock, every order refused when one
 more would pass the cap); a limit order's price collar (a buy's price no farther above the mark, a sell's no
 farther below, than `priceCollarPct` or `priceCollarTicks`, whichever is nearer) and resting orders (a limit
@@ -212,8 +212,9 @@ class PolicyRules:
         return datetime.fromisoformat(until) if until else None
 
     def needs_human(self, tool: str, notional: Decimal, *, grows: bool = True) -> bool:
-        """README, confirm: `actions` always ask; `aboveNotionalUsd` asks only for an order that can grow the
-        worst-case exposure (one that only shrinks it never waits on it, as close_position never did)."""
+        """docs/policy.md, confirm: `actions` always ask; `aboveNotionalUsd` asks only for an order that can
+        grow the worst-case exposure (one that only shrinks it never waits on it, as close_position never
+        did)."""
         if tool in self.confirm_actions:
             return True
         above = self.above_notional
@@ -607,7 +608,8 @@ class Oracle:
             out.append(
                 Miss("confirm", "aboveNotionalUsd", f"{plain(qty * worst)} needs a human, none reachable")
             )
-        # README, confirm: close_position waits on no threshold, but on `actions` naming it, as every tool does
+        # docs/policy.md, confirm: close_position waits on no threshold, but on `actions` naming it, as every
+        # tool does
         if order.closing and not self.reaches_human and rules.needs_human("close_position", qty * worst):
             out.append(Miss("confirm", "actions", "close_position needs a human, none reachable"))
         return out
@@ -1121,7 +1123,7 @@ class Oracle:
 def liquidation_distance(
     after: Decimal, price: Decimal, equity: Decimal, mmr: Decimal, mark: Decimal
 ) -> Decimal | None:
-    """Distance from mark to liquidation, in % of mark (README: L = (qP - E) / (q (1 - mmr sign q))).
+    """Distance from mark to liquidation, in % of mark (docs/policy.md: L = (qP - E) / (q (1 - mmr sign q))).
 
     None when there is none (flat, or a liquidation price at or below zero); 0 when it is already past mark.
     """

@@ -84,7 +84,7 @@ BTC = Instrument(
 
 
 def test_the_articles_worked_example_values_a_short_at_the_bid_and_cuts_to_the_cap():
-    """README: a 0.0005 BTC short at 80220 is $40.11; the cap of $25 leaves 0.00031 BTC."""
+    """docs/refusals.md: a 0.0005 BTC short at 80220 is $40.11; the cap of $25 leaves 0.00031 BTC."""
     world = World(
         (BTC,),
         {"BTCUSDT": Quote(Decimal(80220), Decimal("80220.1"), Decimal(80220))},
@@ -155,9 +155,9 @@ def test_an_order_is_judged_at_the_worst_way_the_orders_resting_on_its_side_may_
 
 
 def test_close_position_named_in_confirm_actions_needs_a_human_the_client_may_not_reach():
-    """README, confirm: close_position waits on no notional threshold but does on `actions` naming it. A
-    400-world survey found the oracle counting a close that Pilot rightly held back for a human no channel
-    reached as a reducing action refused."""
+    """docs/policy.md, confirm: close_position waits on no notional threshold but does on `actions` naming
+    it. A 400-world survey found the oracle counting a close that Pilot rightly held back for a human no
+    channel reached as a reducing action refused."""
     from tests.worlds.test_issue_cases import BTC, POLICY, QUOTES
 
     short = (Holding("BTCUSDT", "Sell", Decimal("0.01"), Decimal(80000), Decimal(5)),)

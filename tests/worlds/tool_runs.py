@@ -6,7 +6,7 @@ For every tool that can refuse, per tool (the survey's table, tests/worlds/repor
 * a suggested size or stop is the largest that fits: one lot step more (one tick farther) is refused;
 * following the next actions ends in that or in a terminal answer within two hops (else a loop);
 * a terminal answer ("nothing fits") only when no variant of the action passes (tests/worlds/tools.py);
-* an action that only reduces risk is refused only by the rules the README names for it;
+* an action that only reduces risk is refused only by the rules docs/refusals.md names for it;
 * nothing Pilot lets through is rejected by the exchange (WorldRun.call counts every rejection).
 """
 
@@ -39,11 +39,11 @@ from tests.worlds.world import plain
 if TYPE_CHECKING:
     from tests.worlds.harness import WorldRun
 
-# Codes that may refuse an action that only reduces risk (README, "What can stop a reducing action"):
-# halted trading, the instrument's grid and band (with the fixed call), a reduce-only order larger than the
-# position or with nothing to reduce, the coin held (spot), a position held in hedge mode, a fact that could
-# not be read, a misplaced stop or target the action itself carries, a confirmation the policy asks for this
-# tool by name, and what only concerns Pilot's own store, idempotency keys and send turn.
+# Codes that may refuse an action that only reduces risk (docs/refusals.md, "What can stop a reducing
+# action"): halted trading, the instrument's grid and band (with the fixed call), a reduce-only order larger
+# than the position or with nothing to reduce, the coin held (spot), a position held in hedge mode, a fact
+# that could not be read, a misplaced stop or target the action itself carries, a confirmation the policy asks
+# for this tool by name, and what only concerns Pilot's own store, idempotency keys and send turn.
 MAY_REFUSE_REDUCING = frozenset(
     {
         "tradingState",
@@ -74,8 +74,8 @@ MAY_REFUSE_REDUCING = frozenset(
         "requireStopLoss",
         "maxLossPerTradeUsd",
         "maxLossPerTradePct",
-        # The pre-trade controls that bind reducing actions too (README): the exchange counts every message,
-        # a limit price is collared whatever the order does, and a limit order rests.
+        # The pre-trade controls that bind reducing actions too (docs/refusals.md): the exchange counts every
+        # message, a limit price is collared whatever the order does, and a limit order rests.
         "maxOrderMessagesPerSecond",
         "maxOrderMessagesPerMinute",
         "priceCollar",
@@ -186,7 +186,7 @@ class ToolRuns:
         return facts
 
     def reducing_refused(self: WorldRun, tool: str, answer: dict[str, Any], detail: dict[str, Any]) -> None:
-        """An action that only reduces risk was refused: only by the rules the README names for it."""
+        """An action that only reduces risk was refused: only by the rules docs/refusals.md names for it."""
         found = [code for code in codes(answer) if code not in MAY_REFUSE_REDUCING]
         state = self.oracle().state
         if "tradingState" in codes(answer) and state != "halted":
@@ -198,8 +198,8 @@ class ToolRuns:
     def throttled(
         self: WorldRun, tool: str, answer: dict[str, Any], oracle: Oracle, detail: dict[str, Any]
     ) -> bool:
-        """Whether `answer` refused a message for the throttle alone, as the throttle's count holds it (README:
-        one more message passes unless the cap's worth were sent in its window)."""
+        """Whether `answer` refused a message for the throttle alone, as the throttle's count holds it
+        (docs/policy.md: one more message passes unless the cap's worth were sent in its window)."""
         found = set(codes(answer))
         if not found or not found <= THROTTLES:
             return False

@@ -5,7 +5,7 @@ moved closer, farther, off the tick, to the wrong side or removed, a cancel of a
 position's stop, a cancel-all with or without the stops, a leverage lowered or raised past a cap, and
 place_order with a plan id that is unknown, used or expired.
 
-What passes is restated here apart from pilot.core, from the README and Bybit's documentation
+What passes is restated here apart from pilot.core, from docs/ and Bybit's documentation
 (amend-order.mdx, trading-stop.mdx, set-leverage.mdx, cancel-order.mdx, cancel-all.mdx):
 
 * an amend changes an ordinary order's total quantity and/or price (Bybit amends only what has not
@@ -390,7 +390,7 @@ def stop_misses(oracle: Oracle, symbol: str, stop: Decimal | None) -> list[Miss]
 
 def widens(before: tuple[Decimal, Decimal, Decimal], after: tuple[Decimal, Decimal, Decimal]) -> bool:
     """A change of stops widens the loss when it leaves more of the position without a stop, or as much and
-    loses more at the stops (README, maxLossPerTradeUsd: a stop moved away or removed)."""
+    loses more at the stops (docs/policy.md, maxLossPerTradeUsd: a stop moved away or removed)."""
     if after[1] != before[1]:
         return after[1] > before[1]
     return after[0] > before[0]

@@ -32,7 +32,7 @@ from pilot.store import ConfirmationRecord, DuplicateRecord, JournalEntry, Store
 # room for one 0.001 BTC lot with headroom for the price to rise, never two; a human confirms any order above
 # $50 (so every BTC order); no CLI channel; a limit price or a stop no farther than 10 % from the mark, at
 # most 5 order messages a second and 60 a minute, 5 orders resting per market and 10 in all, and Bybit's
-# self-match prevention on every create. README.md, "The default policy", says why.
+# self-match prevention on every create. docs/policy.md, "The default policy", says why.
 DEFAULT_POLICY = """\
 {
   "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
