@@ -94,7 +94,7 @@ COINS = {"BTCUSDT (spot listed)": ORDERS, "ETHUSDT (no spot)": NO_SPOT_ORDERS}
 
 
 def serve(scenario: dict, ready: Any, stop: Any, stall: Any, state_path: Path | None = None) -> None:
-    from pilot.exchange.sim import start_paper_exchange
+    from pilot.paper import start_paper_exchange
 
     with start_paper_exchange(scenario, state_path=state_path) as paper:
         ready.put((paper.url, paper.api_key, paper.api_secret, paper.ws_url))
@@ -107,9 +107,7 @@ STALL: Any = None  # set in the parent: the child stops every stream push while 
 
 def bench_scenario(latency_ms: float) -> dict[str, Any]:
     """The default scenario, rate limits off, a large balance, and no spot ETHUSDT."""
-    scenario = json.loads(
-        resources.files("pilot.exchange.sim").joinpath("scenarios/default.json").read_text()
-    )
+    scenario = json.loads(resources.files("pilot.paper").joinpath("scenarios/default.json").read_text())
     scenario["rateLimits"] = False
     scenario["latencyMs"] = latency_ms
     scenario["balances"] = {"USDT": "1000000"}

@@ -33,7 +33,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from pilot.exchange.sim import PaperExchange
+from pilot.paper import PaperExchange
 
 Params = dict[str, Any]
 

@@ -85,8 +85,6 @@ def layer(module: str) -> str | None:
         return None
     if parts[1] == "__main__":
         return "cli"
-    if parts[1] == "exchange" and len(parts) > 2 and parts[2] == "sim":
-        return "exchange.sim"
     return parts[1]
 
 
@@ -191,7 +189,7 @@ def test_only_the_gate_calls_an_exchange_write():
     writes = writer_methods()
     assert {"create_order", "cancel_order", "amend_order", "cancel_all_orders"} <= writes
     for name, tree in modules().items():
-        if name.startswith("pilot.exchange") or name == GATE:
+        if name.startswith(("pilot.exchange", "pilot.paper")) or name == GATE:
             continue
         # a use case module may name its function after the write it asks the gate for (cancel_order)
         use_case_modules = {
@@ -230,7 +228,7 @@ def _names_the_writer(node: ast.AST) -> bool:
 
 
 def test_the_paper_exchange_reaches_the_app_only_where_it_is_started():
-    users = {m for m in importers_of("pilot.exchange.sim") if m.startswith("pilot.app")}
+    users = {m for m in importers_of("pilot.paper") if m.startswith("pilot.app")}
     assert users == {"pilot.app.service.boot", "pilot.app.service.doctor"}
 
 

@@ -28,8 +28,8 @@ from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.boot import open_runtime
 from pilot.core.policy import Policy, parse_policy
 from pilot.evals.case_book import Case, World
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
-from pilot.exchange.sim.scenario import scenario_document
+from pilot.paper import PaperExchange, start_paper_exchange
+from pilot.paper.scenario import scenario_document
 from pilot.server import build_server
 
 CREATE = "/v5/order/create"

@@ -32,7 +32,7 @@ from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import OrderType, Side
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.store import Journal
 from tests.app.conftest import total_requests
 from tests.cli.conftest import pilot

@@ -13,8 +13,8 @@ import pytest
 
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
-from pilot.exchange.sim.handlers import ROUTES
+from pilot.paper import PaperExchange, start_paper_exchange
+from pilot.paper.handlers import ROUTES
 from pilot.server import build_server
 from pilot.store import open_store
 from tests.clocks import FakeClock

@@ -25,7 +25,7 @@ from pilot.app.answers.responses import ActionAnswer, OrderAnswer, PlanAnswer
 from pilot.app.facts.reads import ReadAnswer
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.sim import PaperExchange
+from pilot.paper import PaperExchange
 from pilot.server import build_server
 from pilot.server.store_refusals import answer_for
 from pilot.store import StoreBusy, StoreCorrupt, StoreError, StoreFull, open_store

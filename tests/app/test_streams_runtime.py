@@ -23,9 +23,9 @@ from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
 from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
-from pilot.exchange.sim.handlers import ROUTES
 from pilot.exchange.stream_events import PRIVATE
+from pilot.paper import PaperExchange, start_paper_exchange
+from pilot.paper.handlers import ROUTES
 from pilot.store import open_store
 from tests.app.conftest import CREATE, FakeClock, write_policy
 from tests.scenarios import article_scenario

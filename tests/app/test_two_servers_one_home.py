@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests.scenarios import article_scenario
 
 from .conftest import write_policy

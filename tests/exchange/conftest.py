@@ -8,7 +8,7 @@ import pytest
 from pybit.unified_trading import HTTP
 
 from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.paper import PaperExchange, start_paper_exchange
 from tests.scenarios import ARTICLE
 
 TIMEOUT_SECONDS = 0.3

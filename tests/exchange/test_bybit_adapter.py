@@ -15,7 +15,7 @@ from pilot.exchange.errors import (
     OutcomeUnknown,
 )
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests.scenarios import ARTICLE
 
 pytestmark = pytest.mark.anyio

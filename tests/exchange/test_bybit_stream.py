@@ -22,7 +22,6 @@ from pilot.exchange.bybit_stream import (
     next_pause,
     stream_urls,
 )
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.exchange.stream_events import (
     PRIVATE,
     Alive,
@@ -34,6 +33,7 @@ from pilot.exchange.stream_events import (
     StreamEvent,
     Subscribed,
 )
+from pilot.paper import PaperExchange, start_paper_exchange
 
 
 @pytest.mark.parametrize(

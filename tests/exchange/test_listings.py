@@ -10,7 +10,7 @@ from pilot.exchange.bybit import INSTRUMENT_TTL_SECONDS, BybitExchange
 from pilot.exchange.errors import ExchangeRejected
 from pilot.exchange.listings import UNLISTED, Listings
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests.scenarios import article_scenario
 
 INFO = "/v5/market/instruments-info"

@@ -12,7 +12,7 @@ from pybit.exceptions import InvalidRequestError
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.errors import UnsupportedPositionMode
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests.exchange.conftest import TIMEOUT_SECONDS, raw_session
 from tests.exchange.test_paper_matching import code_of, default_scenario, order
 

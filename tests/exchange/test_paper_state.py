@@ -14,7 +14,7 @@ from pilot.cli.sim import format_banner
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.errors import DuplicateOrderLinkId
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.sim import StateError, StateInUse, reset_state, start_paper_exchange
+from pilot.paper import StateError, StateInUse, reset_state, start_paper_exchange
 from tests.exchange.conftest import TIMEOUT_SECONDS
 from tests.scenarios import ARTICLE
 

@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.sim import ScenarioError, load_scenario, start_paper_exchange
+from pilot.paper import ScenarioError, load_scenario, start_paper_exchange
 from tests.exchange.test_paper_matching import default_scenario
 from tests.scenarios import ARTICLE
 

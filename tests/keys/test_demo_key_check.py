@@ -27,9 +27,9 @@ from pilot.cli import main
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.models import ApiKeyInfo
 from pilot.exchange.replay import ReplayServer
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.keys.credentials import Credentials
 from pilot.keys.errors import PermissionCheckFailed, PermissionCheckUnsupported
+from pilot.paper import PaperExchange, start_paper_exchange
 from tests.interposer import Answer, Interposer, Rule
 from tests.scenarios import article_scenario
 

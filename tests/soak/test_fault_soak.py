@@ -17,7 +17,7 @@ import pytest
 from mcp import Client
 
 from pilot.app.answers import entry_kinds
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.app.conftest import FakeClock, open_test_runtime, write_policy
 from tests.scenarios import ARTICLE

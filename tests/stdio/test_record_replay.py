@@ -21,7 +21,7 @@ from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.models import OrderRequest
 from pilot.exchange.recording import load
 from pilot.exchange.replay import ReplayServer
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from pilot.server import build_server
 from tests.scenarios import article_scenario
 

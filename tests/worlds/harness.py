@@ -46,7 +46,7 @@ from pilot.core.codes import Code
 from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.app.conftest import FakeClock, open_test_runtime
 from tests.worlds.at_stops import loss_at_stops

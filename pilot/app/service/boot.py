@@ -20,7 +20,7 @@ from pilot.exchange.bybit import BybitExchange
 from pilot.store import StoreError, open_store
 
 if TYPE_CHECKING:
-    from pilot.exchange.sim import StateInUse
+    from pilot.paper import StateInUse
 
 EXCHANGES = ("paper", "bybit-demo", "bybit-testnet")
 log = logging.getLogger("pilot.boot")
@@ -188,7 +188,7 @@ class _Venue:
             raise StartupError(str(error)) from None
 
     def _embedded(self, stack: contextlib.AsyncExitStack) -> BybitExchange:
-        from pilot.exchange.sim import ScenarioError, StateError, StateInUse, start_paper_exchange
+        from pilot.paper import ScenarioError, StateError, StateInUse, start_paper_exchange
 
         state = Home(self.home).paper_state_path
         try:
@@ -214,7 +214,7 @@ class _Venue:
 
     def _scenario_key(self) -> BybitExchange:
         """No paper key stored: a `pilot sim` on the same scenario serves its first key, so use that."""
-        from pilot.exchange.sim import ScenarioError, load_scenario
+        from pilot.paper import ScenarioError, load_scenario
 
         try:
             key = load_scenario(self.scenario).api_keys[0]

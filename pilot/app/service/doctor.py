@@ -238,7 +238,7 @@ async def check_key(home: Path, exchange: str) -> Check:
 async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: str) -> Check:
     """The exchange answers a ticker, a balance and a position read with this home's key; the account has
     funds, and holds no position in hedge mode (Pilot reads one-way positions only)."""
-    from pilot.exchange.sim import StateError, StateInUse
+    from pilot.paper import StateError, StateInUse
 
     try:
         async with _connected(home, exchange, now) as adapter:
@@ -302,7 +302,7 @@ async def _home_paper_exchange(
     """The home's own paper account (its positions and balance, not a fresh one): the paper exchange a
     running `pilot serve` or `pilot sim --home` serves it from, read with the key that server uses (the home's
     stored paper key, else the scenario's); or, when none runs, that account started here for the check."""
-    from pilot.exchange.sim import load_scenario, serving_url, start_paper_exchange
+    from pilot.paper import load_scenario, serving_url, start_paper_exchange
 
     state = Home(home).paper_state_path
     url = serving_url(state)
