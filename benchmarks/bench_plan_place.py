@@ -63,7 +63,7 @@ from pilot.app.orders.plan import plan_order
 from pilot.app.road.clock import SystemClock
 from pilot.app.road.ports import Exchange
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.stream_events import PRIVATE
 from pilot.server import build_server
 from pilot.store import StoreLocation, open_store

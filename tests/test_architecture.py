@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pilot"
 PORTS = "pilot.app.road.ports"
 GATE = "pilot.app.road.gate"
+BYBIT = "pilot.exchange.bybit"
 # What pilot/core may import besides itself and pydantic: the standard library's pure parts, named one by one,
 # so a module that reads the clock, the disk, the network or chance (time, os, pathlib, socket, random) is out.
 # Builtins that reach the disk, the terminal or arbitrary code: the core calls none of them.
@@ -164,11 +165,13 @@ def test_relative_imports_are_resolved():
 
 
 def test_each_outside_library_has_one_importer():
-    # REST (bybit.py) and the WebSocket streams (bybit_stream.py) are two pybit clients that share nothing
-    # but bybit_wire's parsers, so each has its own module; pybit stays out of everything else.
-    assert importers_of("pybit") == {"pilot.exchange.bybit", "pilot.exchange.bybit_stream"}
+    # Bybit is spoken in its own package: pybit, its HTTP stack (requests, urllib3) and its WebSocket
+    # transport are imported under pilot/exchange/bybit/ and nowhere else.
+    for library in ("pybit", "requests", "urllib3", "websocket"):
+        found = importers_of(library)
+        assert found and all(m.startswith(BYBIT + ".") for m in found), (library, found)
     # pybit's WebSocket transport, driven by the stream client's own connection threads
-    assert importers_of("websocket") == {"pilot.exchange.bybit_stream"}
+    assert importers_of("websocket") == {f"{BYBIT}.stream"}
     assert {m for m in importers_of("aiosqlite")} <= {m for m in modules() if m.startswith("pilot.store")}
     assert importers_of("aiosqlite")
     # The store's engines: SQLite (the embedded default) and PostgreSQL, whose driver is an optional extra

@@ -27,7 +27,7 @@ from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.ledger import JournalState
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.store import ChainReport, Journal, JournalEntry, open_store, parse_iso
 from tests.clocks import FakeClock
 

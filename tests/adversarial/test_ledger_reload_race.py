@@ -24,7 +24,7 @@ from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.ledger import Ledger
 from pilot.app.runtime.runtime import Home, assemble_runtime
 from pilot.core.facts import Side
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.store import iso_utc, open_store
 
 from .conftest import CREATE, write_policy

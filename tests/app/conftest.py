@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.paper.handlers import ROUTES
 from pilot.server import build_server

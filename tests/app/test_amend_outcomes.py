@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from pilot.app.runtime.runtime import Home, assemble_runtime
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.keys.errors import PermissionCheckFailed
 from pilot.server import build_server
 from pilot.store import open_store

@@ -77,7 +77,7 @@ CHILD = textwrap.dedent(
     from pilot.app.orders.plan import plan_order
     from pilot.app.runtime.runtime import Home, assemble_runtime
     from pilot.core.facts import OrderType, Side
-    from pilot.exchange.bybit import BybitExchange
+    from pilot.exchange.bybit.adapter import BybitExchange
     from pilot.store import open_store
 
     async def main(home, url, key, secret):
@@ -172,7 +172,7 @@ CLAIMING_CHILD = textwrap.dedent(
     from pilot.app.road.clock import SystemClock
     from pilot.app.orders.place import place_order
     from pilot.app.runtime.runtime import Home, assemble_runtime
-    from pilot.exchange.bybit import BybitExchange
+    from pilot.exchange.bybit.adapter import BybitExchange
     from pilot.store import open_store
 
     async def main(home, url, key, secret, plan_id):

@@ -24,7 +24,7 @@ from pilot.app.answers import entry_kinds
 from pilot.app.answers.responses import ActionAnswer, OrderAnswer, PlanAnswer
 from pilot.app.facts.reads import ReadAnswer
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.paper import PaperExchange
 from pilot.server import build_server
 from pilot.server.store_refusals import answer_for

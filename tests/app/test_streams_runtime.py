@@ -22,7 +22,7 @@ from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.stream_events import PRIVATE
 from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.paper.handlers import ROUTES

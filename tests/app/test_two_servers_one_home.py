@@ -38,7 +38,7 @@ WORKER = textwrap.dedent(
     from pilot.app.orders.plan import plan_order
     from pilot.app.runtime.runtime import Home, assemble_runtime
     from pilot.core.facts import OrderType, Side
-    from pilot.exchange.bybit import BybitExchange
+    from pilot.exchange.bybit.adapter import BybitExchange
     from pilot.store import open_store
 
     async def one_round(home, url, key, secret, qty):

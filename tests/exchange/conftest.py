@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pybit.unified_trading import HTTP
 
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.paper import PaperExchange, start_paper_exchange
 from tests.scenarios import ARTICLE
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.replay import ReplayServer
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.replay import ReplayServer
 
 pytestmark = pytest.mark.anyio
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bybit" / "open_orders_tpsl_orders.json"

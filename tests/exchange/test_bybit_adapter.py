@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.errors import (
     DuplicateOrderLinkId,
     ExchangeError,

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from pilot.exchange import bybit_codes as codes
-from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.bybit_codes import Verdict
+from pilot.exchange.bybit import ret_codes as codes
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.replay import ReplayServer
+from pilot.exchange.bybit.ret_codes import Verdict
 from pilot.exchange.errors import ExchangeRejected, UnsupportedPositionMode
 from pilot.exchange.models import FILL_EXEC_TYPES
-from pilot.exchange.replay import ReplayServer
 
 pytestmark = pytest.mark.anyio
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bybit"

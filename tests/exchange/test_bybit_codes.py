@@ -6,12 +6,12 @@ from decimal import Decimal
 
 import pytest
 
-from pilot.exchange import bybit_codes as codes
-from pilot.exchange.bybit import MAX_PAGES, BybitExchange
-from pilot.exchange.bybit_codes import Verdict
+from pilot.exchange.bybit import ret_codes as codes
+from pilot.exchange.bybit.adapter import MAX_PAGES, BybitExchange
+from pilot.exchange.bybit.recording import Exchange
+from pilot.exchange.bybit.replay import ReplayServer
+from pilot.exchange.bybit.ret_codes import Verdict
 from pilot.exchange.errors import ExchangeUnavailable
-from pilot.exchange.recording import Exchange
-from pilot.exchange.replay import ReplayServer
 
 DOC_PAGES = {codes.ERRORS, codes.RATE_LIMIT, codes.LEVERAGE, codes.CREATE, codes.DEMO}
 

@@ -1,7 +1,7 @@
 """Bybit's recorded and documented answers, replayed to the adapter on loopback: what Pilot concludes.
 
 Each fixture in tests/fixtures/bybit/ names its source (repository, path, commit or date) and says which
-exchanges were composed around the recorded ones. The stub (pilot.exchange.replay) answers recorded bodies
+exchanges were composed around the recorded ones. The stub (pilot.exchange.bybit.replay) answers recorded bodies
 per path and parameters; nothing leaves 127.0.0.1.
 """
 
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.replay import Received, ReplayServer
 from pilot.exchange.errors import (
     DuplicateOrderLinkId,
     ExchangeRejected,
@@ -25,7 +26,6 @@ from pilot.exchange.errors import (
     UnsupportedPositionMode,
 )
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.replay import Received, ReplayServer
 
 pytestmark = pytest.mark.anyio
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bybit"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pilot.exchange.bybit_stream import (
+from pilot.exchange.bybit.stream import (
     RECONNECT_MAX_SECONDS,
     BybitStreams,
     NoStreams,
@@ -303,7 +303,7 @@ def test_discovery_asks_only_loopback_and_gives_up_on_silence() -> None:
 def _buy(paper: PaperExchange) -> None:
     import asyncio
 
-    from pilot.exchange.bybit import BybitExchange
+    from pilot.exchange.bybit.adapter import BybitExchange
     from pilot.exchange.models import OrderRequest
 
     async def send() -> None:

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from pilot.exchange.bybit import INSTRUMENT_TTL_SECONDS, BybitExchange
+from pilot.exchange.bybit.adapter import INSTRUMENT_TTL_SECONDS, BybitExchange
 from pilot.exchange.errors import ExchangeRejected
 from pilot.exchange.listings import UNLISTED, Listings
 from pilot.exchange.models import OrderRequest

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 from pybit.exceptions import InvalidRequestError
 
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.errors import UnsupportedPositionMode
 from pilot.exchange.models import OrderRequest
 from pilot.paper import start_paper_exchange

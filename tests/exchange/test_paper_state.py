@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from pilot.cli import main
 from pilot.cli.sim import format_banner
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.errors import DuplicateOrderLinkId
 from pilot.exchange.models import OrderRequest
 from pilot.paper import StateError, StateInUse, reset_state, start_paper_exchange

@@ -7,10 +7,10 @@ from decimal import Decimal
 
 import pytest
 
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.recording import REDACTED, load
+from pilot.exchange.bybit.replay import ReplayServer
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.recording import REDACTED, load
-from pilot.exchange.replay import ReplayServer
 from tests.exchange.conftest import TIMEOUT_SECONDS
 
 pytestmark = pytest.mark.anyio

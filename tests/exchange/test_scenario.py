@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 import requests
 
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.paper import ScenarioError, load_scenario, start_paper_exchange
 from tests.exchange.test_paper_matching import default_scenario
 from tests.scenarios import ARTICLE

@@ -115,7 +115,7 @@ def test_private_auth_is_checked_as_bybit_does(paper: PaperExchange, problem: st
 
 
 def test_private_topics_push_what_rest_shows(paper: PaperExchange) -> None:
-    from pilot.exchange.bybit import BybitExchange
+    from pilot.exchange.bybit.adapter import BybitExchange
     from pilot.exchange.models import OrderRequest
 
     rest = BybitExchange.connect(

@@ -24,9 +24,9 @@ from pilot.app.human.exchange_keys import (
     show_keys,
 )
 from pilot.cli import main
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.replay import ReplayServer
 from pilot.exchange.models import ApiKeyInfo
-from pilot.exchange.replay import ReplayServer
 from pilot.keys.credentials import Credentials
 from pilot.keys.errors import PermissionCheckFailed, PermissionCheckUnsupported
 from pilot.paper import PaperExchange, start_paper_exchange

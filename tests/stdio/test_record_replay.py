@@ -17,10 +17,10 @@ from mcp import Client, StdioServerParameters
 
 from pilot.app.runtime.runtime import Home
 from pilot.app.service.boot import open_runtime
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.recording import load
+from pilot.exchange.bybit.replay import ReplayServer
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.recording import load
-from pilot.exchange.replay import ReplayServer
 from pilot.paper import start_paper_exchange
 from pilot.server import build_server
 from tests.scenarios import article_scenario

@@ -43,7 +43,7 @@ from mcp import Client, MCPError
 from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.upkeep import upkeep
 from pilot.core.codes import Code
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import OrderRequest
 from pilot.paper import PaperExchange, start_paper_exchange

@@ -52,7 +52,7 @@ from pilot.app.road.clock import Clock
 from pilot.app.road.ports import ExchangeReader
 from pilot.core.facts import InstrumentRules, Position, Touch
 from pilot.core.freshness import FactSource, age_ms, as_of_ms, source_for
-from pilot.exchange.bybit_wire import ms_to_datetime
+from pilot.exchange.bybit.payloads import ms_to_datetime
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import (
     AccountBalance,
@@ -398,7 +398,7 @@ def _rank(order: ExchangeOrder) -> tuple[datetime, Decimal, int]:
 
 
 class StreamControl(Protocol):
-    """What the hub needs from a stream client (pilot.exchange.bybit_stream.BybitStreams)."""
+    """What the hub needs from a stream client (pilot.exchange.bybit.stream.BybitStreams)."""
 
     def ping(self) -> int:
         """Send a ping on every channel; its id (the private pong carries it back)."""
@@ -686,7 +686,7 @@ async def start_streams(
     """Connect the streams of `symbols` and the account; the reader that uses them, or None (REST only)
     when the environment has no stream URL Pilot connects to. A connection that does not open, or ends,
     keeps being tried until `stack` closes the hub and its connections (REST for its facts meanwhile)."""
-    from pilot.exchange.bybit_stream import BybitStreams
+    from pilot.exchange.bybit.stream import BybitStreams
 
     markets = await stream_markets(rest, symbols)
     hub = StreamHub(StreamFacts(markets), rest, clock, max_age_ms)

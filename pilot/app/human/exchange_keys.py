@@ -15,8 +15,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from pilot.app.runtime.runtime import Home
-from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.bybit_codes import UNSUPPORTED
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.ret_codes import UNSUPPORTED
 from pilot.exchange.errors import ExchangeError, ExchangeRejected
 from pilot.exchange.models import ApiKeyInfo
 from pilot.keys.credentials import Credentials, checked_address, key_hint, new_credentials, parse_environment

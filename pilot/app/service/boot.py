@@ -16,7 +16,7 @@ from pilot.app.road.gate import KeyCheck
 from pilot.app.road.ports import ExchangeReader
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime, read_policy
 from pilot.app.service.upkeep import upkeep
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.store import StoreError, open_store
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ async def open_runtime(
     `pilot sim`) with the paper key stored in the home, or else the scenario's key. bybit-demo and
     bybit-testnet use the key stored with `pilot keys add`, whose permissions are re-checked when the last
     check is over an hour old. With record_dir, every exchange request and answer is written there,
-    redacted (pilot.exchange.recording).
+    redacted (pilot.exchange.bybit.recording).
 
     With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
     (pilot.app.facts.stream_cache). None (the default): on for the paper exchange, embedded or attached, unless
@@ -156,7 +156,7 @@ class _Venue:
 
     async def _discover(self, *, required: bool) -> str | None:
         """The attached paper exchange's WebSocket URL, or None (said once) when it names none Pilot uses."""
-        from pilot.exchange.bybit_stream import NoStreams, discover_paper_streams
+        from pilot.exchange.bybit.stream import NoStreams, discover_paper_streams
 
         try:
             return await asyncio.to_thread(discover_paper_streams, self.url or "")

@@ -18,7 +18,7 @@ from pilot.app.runtime.runtime import Home
 from pilot.app.service.boot import EXCHANGES
 from pilot.core.policy import LoadedPolicy
 from pilot.core.violations import plain
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.keys.channel_secrets import SecretUnreadable, load_secret
 from pilot.keys.errors import KeysError, NoKeyStored

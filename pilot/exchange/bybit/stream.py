@@ -1,7 +1,7 @@
-"""Bybit V5 WebSocket streams through pybit's WebSocket client: the only other module that imports pybit.
+"""Bybit V5 WebSocket streams through pybit's WebSocket client.
 
-It is apart from pilot.exchange.bybit (REST) because the two share nothing but the parsers of
-pilot.exchange.bybit_wire; the architecture test allows pybit in both, and nowhere else.
+It is apart from the REST adapter (pilot.exchange.bybit.adapter) because the two share nothing but the
+parsers of pilot.exchange.bybit.payloads; the architecture test allows pybit in this package, and nowhere else.
 
 Where it connects (STREAM_URLS): bybit-testnet's streams; bybit-demo's private stream with public market
 data from wss://stream.bybit.com (demo.mdx: the demo host serves private streams only, its public data is
@@ -54,8 +54,8 @@ from typing import Any
 import websocket
 from pybit.unified_trading import WebSocket
 
-from pilot.exchange import bybit_wire as wire_
-from pilot.exchange.bybit_urls import check_base_url, is_loopback_base
+from pilot.exchange.bybit import payloads as wire_
+from pilot.exchange.bybit.urls import check_base_url, is_loopback_base
 from pilot.exchange.stream_events import (
     PRIVATE,
     Alive,

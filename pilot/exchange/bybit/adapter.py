@@ -13,7 +13,7 @@ Safety, in order of importance:
   pybit's logger is silenced.
 
 Errors are the outcomes of pilot.exchange.errors, decided in one place: every retCode through the table
-of pilot.exchange.bybit_codes (per operation: create, cancel, amend, leverage, read), every HTTP status
+of pilot.exchange.bybit.ret_codes (per operation: create, cancel, amend, leverage, read), every HTTP status
 through `bybit_codes.http_verdict`. HTTP 403 is Bybit's IP ban: ExchangeUnavailable with `retry_at` ten
 minutes ahead, on reads and writes (the gateway refused the request; nothing was executed).
 
@@ -66,11 +66,13 @@ from pybit.unified_trading import HTTP
 from urllib3.exceptions import MaxRetryError, NewConnectionError
 
 from pilot.core.facts import InstrumentRules, Position, Touch
-from pilot.exchange import bybit_codes as codes
-from pilot.exchange import bybit_wire as wire_
-from pilot.exchange.bybit_codes import Verdict
-from pilot.exchange.bybit_urls import ENVIRONMENTS, LOOPBACK_HOSTS, check_base_url
-from pilot.exchange.bybit_wire import ms_to_datetime
+from pilot.exchange.bybit import payloads as wire_
+from pilot.exchange.bybit import ret_codes as codes
+from pilot.exchange.bybit.loopback_http import LoopbackClient
+from pilot.exchange.bybit.payloads import ms_to_datetime
+from pilot.exchange.bybit.recording import Recorder
+from pilot.exchange.bybit.ret_codes import Verdict
+from pilot.exchange.bybit.urls import ENVIRONMENTS, LOOPBACK_HOSTS, check_base_url
 from pilot.exchange.errors import (
     DuplicateOrderLinkId,
     ExchangeError,
@@ -80,7 +82,6 @@ from pilot.exchange.errors import (
     UnsupportedPositionMode,
 )
 from pilot.exchange.listings import UNLISTED, Listings
-from pilot.exchange.loopback_http import LoopbackClient
 from pilot.exchange.models import (
     AccountBalance,
     ApiKeyInfo,
@@ -95,7 +96,6 @@ from pilot.exchange.models import (
     PriceBand,
     Ticker,
 )
-from pilot.exchange.recording import Recorder
 from pilot.exchange.symbols import Quarantine, is_quarantined_name
 
 DEFAULT_MAINTENANCE_MARGIN_RATE = Decimal("0.01")
@@ -117,7 +117,7 @@ Clock = Callable[[], datetime]
 
 
 def family_of(ret_code: int) -> str:
-    """The family a Bybit retCode belongs to (pilot.exchange.bybit_codes), "other" when unlisted."""
+    """The family a Bybit retCode belongs to (pilot.exchange.bybit.ret_codes), "other" when unlisted."""
     return codes.rule_for(ret_code).family
 
 
@@ -163,7 +163,7 @@ def translate(
 ) -> ExchangeError:
     """Map a pybit/requests exception to an outcome, in our own words (no request text).
 
-    `operation` is "create", "cancel", "amend", "leverage" or "read" (see pilot.exchange.bybit_codes).
+    `operation` is "create", "cancel", "amend", "leverage" or "read" (see pilot.exchange.bybit.ret_codes).
     """
     write = operation != "read"
     if isinstance(error, InvalidRequestError):
@@ -303,7 +303,7 @@ class BybitExchange:
 
         Args:
             record_dir: when given, every request and its answer are written there, redacted (no key,
-                signature or secret), one JSON file each, in the format pilot.exchange.replay serves.
+                signature or secret), one JSON file each, in the format pilot.exchange.bybit.replay serves.
             clock: the time used for retry times (an IP ban's end); the system clock by default.
 
         Raises:

@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from pilot.exchange.recording import Exchange, load
+from pilot.exchange.bybit.recording import Exchange, load
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ class ReplayServer:
 
     @classmethod
     def from_path(cls, path: Path) -> ReplayServer:
-        """Serve a fixture file or a recording directory (see pilot.exchange.recording)."""
+        """Serve a fixture file or a recording directory (see pilot.exchange.bybit.recording)."""
         source, exchanges = load(path)
         return cls(exchanges, source).start()
 
