@@ -51,5 +51,4 @@ def exchange(paper: PaperExchange) -> Iterator[BybitExchange]:
         timeout_seconds=TIMEOUT_SECONDS,
     )
     yield adapter
-    adapter._session.client.close()
-    adapter._executor.shutdown(wait=False)
+    adapter._http.close()

@@ -7,10 +7,11 @@ from decimal import Decimal
 import pytest
 
 from pilot.exchange.bybit import ret_codes as codes
-from pilot.exchange.bybit.adapter import MAX_PAGES, BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.bybit.recording import Exchange
 from pilot.exchange.bybit.replay import ReplayServer
 from pilot.exchange.bybit.ret_codes import Verdict
+from pilot.exchange.bybit.transport import MAX_PAGES
 from pilot.exchange.errors import ExchangeUnavailable
 
 DOC_PAGES = {codes.ERRORS, codes.RATE_LIMIT, codes.LEVERAGE, codes.CREATE, codes.DEMO}

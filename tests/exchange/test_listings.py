@@ -6,7 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from pilot.exchange.bybit.adapter import INSTRUMENT_TTL_SECONDS, BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.market_reads import INSTRUMENT_TTL_SECONDS
 from pilot.exchange.errors import ExchangeRejected
 from pilot.exchange.listings import UNLISTED, Listings
 from pilot.exchange.models import OrderRequest
