@@ -144,17 +144,9 @@ def scenario_of(world: World) -> dict[str, Any]:
 
 def leave_resting_orders(paper: PaperExchange, world: World) -> None:
     for order in world.resting:
-        params = {
-            "symbol": order.symbol,
-            "side": order.side,
-            "orderType": "Limit",
-            "qty": order.qty,
-            "price": order.price,
-            "timeInForce": "GTC",
-            "orderLinkId": order.link,
-            "reduceOnly": order.reduce_only,
-        }
-        paper.leave_order(order.category, params)
+        paper.leave_resting_order(
+            order.category, order.symbol, order.side, order.qty, order.price, order.link, order.reduce_only
+        )
 
 
 def linear_symbols(paper: PaperExchange) -> tuple[str, ...]:

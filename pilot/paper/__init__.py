@@ -333,6 +333,14 @@ class PaperExchange:
         self.streams.changed()
         return order
 
+    def leave_resting_order(
+        self, category: str, symbol: str, side: str, qty: str, price: str, link: str, reduce_only: bool = False
+    ) -> SimOrder:
+        """Leave a GTC limit order as another client would (leave_order), with client order id `link`."""
+        params: dict[str, Any] = {"symbol": symbol, "side": side, "orderType": "Limit", "qty": qty, "price": price}
+        params |= {"timeInForce": "GTC", "orderLinkId": link, "reduceOnly": reduce_only}
+        return self.leave_order(category, params)
+
     # ---- prices -------------------------------------------------------------------------------
 
     def set_prices(self, symbol: str, *, bid: Any = None, ask: Any = None, mark: Any = None) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pilot.app.answers import entry_kinds
+from pilot.app.answers.sent_requests import sent_request
 from pilot.app.human.kill_switch import activate_kill_switch
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
@@ -133,10 +134,10 @@ async def restated(journal: Journal, now: datetime) -> tuple[Any, ...]:
 
     sends = [e for e in entries if e.kind == "order.sent"]
     unsettled = sorted(
-        e.data["request"]["orderLinkId"]
+        sent_request(e.data["request"])["order_link_id"]
         for e in sends
         if age(e) <= timedelta(days=1)
-        and not any(seq > e.seq for seq in settled.get(e.data["request"]["orderLinkId"], []))
+        and not any(seq > e.seq for seq in settled.get(sent_request(e.data["request"])["order_link_id"], []))
     )
     return newest["killswitch"], newest["loss_limit"], sum(1 for e in sends if today(e)), unsettled
 
@@ -161,7 +162,7 @@ def check_each_send_once(paper: Any, home: Path) -> list[JournalEntry]:
     assert report.ok, report
     links = [order.order_link_id for order in paper.orders("BTCUSDT")]
     assert len(links) == len(set(links)), "a plan was sent twice"
-    assert sorted(links) == sorted(e.data["request"]["orderLinkId"] for e in sent)
+    assert sorted(links) == sorted(sent_request(e.data["request"])["order_link_id"] for e in sent)
     assert len({e.plan_id for e in sent}) == len(sent)
     return sent
 

@@ -58,7 +58,7 @@ async def test_tpsl_orders_and_an_order_carrying_tpsl_are_told_apart_from_the_wi
 
 
 async def test_partial_tpsl_sent_by_the_adapter_come_back_as_stop_legs(paper, exchange):
-    await exchange.create_order(buy("pilot-partial-1", stop_loss=Decimal("79000"), tpsl_mode="Partial"))
+    await exchange.create_order(buy("pilot-partial-1", stop_loss=Decimal("79000"), stop_scope="order"))
     orders = await exchange.get_open_orders("linear", "BTCUSDT")
     [leg] = [o for o in orders if o.is_stop_leg]
     assert (leg.stop_order_type, leg.tpsl_mode, leg.qty, leg.side) == (

@@ -87,23 +87,6 @@ def look_up(symbol: str, category: str, text: str) -> NextAction:
     return NextAction.call("get_open_orders", {"symbol": symbol, "category": category}, text)
 
 
-def request_dict(request: OrderRequest) -> dict[str, Any]:
-    return {
-        "category": request.category,
-        "symbol": request.symbol,
-        "side": request.side,
-        "orderType": request.order_type,
-        "qty": plain(request.qty),
-        "price": plain(request.price),
-        "timeInForce": request.time_in_force,
-        "orderLinkId": request.order_link_id,
-        "reduceOnly": request.reduce_only,
-        **({"stopLoss": plain(request.stop_loss)} if request.stop_loss is not None else {}),
-        **({"takeProfit": plain(request.take_profit)} if request.take_profit is not None else {}),
-        **({"smpType": request.smp_type} if request.smp_type is not None else {}),
-    }
-
-
 @dataclass(frozen=True, slots=True)
 class Failure:
     """A write that did not succeed, sorted: a definite no (rejected) or an unknown outcome."""
@@ -287,7 +270,7 @@ class ExchangeGate:
         if problem is not None:
             refusal = Refusal.of(key_violation(problem), "nothing was sent")
             return await journal_order_refusal(self._journal, refusal, now=self._clock.now(), plan_id=plan_id)
-        journal, sent = self._journal, request_dict(request)
+        journal, sent = self._journal, request.as_record()
         attempt = await self._attempt(
             entry_kinds.ORDER_SENT, {"request": sent, "origin": origin}, plan_id, condition
         )

@@ -53,6 +53,10 @@ def wire(value: Decimal) -> str:
     return format(value, "f")
 
 
+# How a stop sent with an order applies (OrderRequest.stop_scope), in Bybit's words (tpslMode).
+TPSL_MODES = {"position": "Full", "order": "Partial"}
+
+
 def order_params(request: OrderRequest) -> dict[str, Any]:
     """The /v5/order/create body for an OrderRequest (positionIdx 0: one-way mode; hedge mode is refused
     when positions are read, see UnsupportedPositionMode).
@@ -77,7 +81,10 @@ def order_params(request: OrderRequest) -> dict[str, Any]:
     if request.reduce_only:
         params["reduceOnly"] = True
     if request.stop_loss is not None or request.take_profit is not None:
-        params["tpslMode"] = request.tpsl_mode  # Full: on the whole position, closed at market
+        # Full: the whole position's TP/SL, closed at market; Partial: TP/SL orders for the quantity that
+        # filled (create-order.mdx). Sent whenever a TP/SL is: the docs do not say which mode a create
+        # without it gets.
+        params["tpslMode"] = TPSL_MODES[request.stop_scope]
         if request.stop_loss is not None:
             params["stopLoss"] = wire(request.stop_loss)
         if request.take_profit is not None:
