@@ -7,6 +7,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
+from pilot.core.venues import StopScope
 from pilot.core.violations import plain
 
 T = TypeVar("T")
@@ -82,12 +83,11 @@ class OrderRequest:
     order_link_id: str  # the client order id: the order is found again by it
     reduce_only: bool = False
     order_type: str = "Limit"
-    # The stop-loss and take-profit sent with the order; None: none. With `stop_scope` "position" they become
-    # the whole position's once the order fills; with "order", stops of their own for the quantity that
-    # filled. How a venue applies a stop sent with an order is its profile's (pilot.core.venues).
+    # The stop-loss and take-profit sent with the order; None: none. `stop_scope` asks what they cover once
+    # the order fills: the whole position, or the quantity that filled (pilot.core.venues).
     stop_loss: Decimal | None = None
     take_profit: Decimal | None = None
-    stop_scope: str = "position"  # "position" | "order"
+    stop_scope: StopScope = StopScope.POSITION
     # Self-trade prevention, as policy.json's selfTradePrevention names it; None: not asked for.
     smp_type: str | None = None
 
@@ -170,6 +170,11 @@ class ExchangeOrder:
         """A stop-loss of the position, whole (StopLoss) or partial (PartialStopLoss): what limits its loss,
         so cancelling it widens the loss."""
         return self.stop_order_type in STOP_LOSS_TYPES
+
+    @property
+    def is_partial_stop_loss(self) -> bool:
+        """A partial stop-loss of the position: it closes its own quantity, beside the whole stop."""
+        return self.stop_order_type == "PartialStopLoss"
 
     @property
     def is_conditional(self) -> bool:

@@ -109,5 +109,5 @@ async def test_cancel_all_orders_leaves_the_positions_stops_unless_every_kind_is
     assert await exchange.cancel_all_orders("linear", "BTCUSDT") == [rest]  # orderFilter Order
     assert paper.position("BTCUSDT").stop_loss == Decimal("79000")
     [stop] = [o.order_id for o in await exchange.get_open_orders("linear", "BTCUSDT") if o.is_stop_leg]
-    assert await exchange.cancel_all_orders("linear", "BTCUSDT", order_filter=None) == [stop]
+    assert await exchange.cancel_all_orders("linear", "BTCUSDT", include_stops=True) == [stop]
     assert paper.position("BTCUSDT").stop_loss == 0

@@ -52,6 +52,7 @@ from pilot.app.road.clock import Clock
 from pilot.app.road.ports import ExchangeReader
 from pilot.core.facts import InstrumentRules, Position, Touch
 from pilot.core.freshness import FactSource, age_ms, as_of_ms, source_for
+from pilot.core.venues import VenueProfile
 from pilot.exchange.bybit.payloads import ms_to_datetime
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import (
@@ -539,6 +540,10 @@ class StreamingReader:
     @property
     def facts(self) -> StreamFacts:
         return self.hub.facts
+
+    @property
+    def profile(self) -> VenueProfile:
+        return self.rest.profile
 
     def _now_bound(self) -> tuple[int, int]:
         return self.hub.now_ms(), self.hub.max_age_ms()

@@ -416,14 +416,16 @@ class ExchangeGate:
         return await self.complete(self._write("set_leverage", action, call, check="get_positions"))
 
     async def cancel_all_orders(
-        self, category: str, symbol: str | None, *, order_filter: str | None
+        self, category: str, symbol: str | None, *, include_stops: bool
     ) -> ActionAnswer:
-        """Cancel the open orders of a category (or one symbol), once. `order_filter` is Bybit's: "Order"
-        keeps the TP/SL and conditional orders; None sends none, which on linear cancels every kind."""
-        action = {"symbol": symbol, "category": category, "order_filter": order_filter}
+        """Cancel the open orders of a category (or one symbol), once: the ordinary orders, and with
+        `include_stops` the positions' stops and the conditional orders too."""
+        # The journal and the answer have always named the reach as Bybit's orderFilter: "Order" for the
+        # ordinary orders alone, null for every kind. Kept so, for old and new rows to read alike.
+        action = {"symbol": symbol, "category": category, "order_filter": None if include_stops else "Order"}
 
         async def call() -> object:
-            cancelled = await self._writer.cancel_all_orders(category, symbol, order_filter=order_filter)
+            cancelled = await self._writer.cancel_all_orders(category, symbol, include_stops=include_stops)
             return ", ".join(cancelled)
 
         return await self.complete(self._write("cancel_all_orders", action, call, check="get_open_orders"))

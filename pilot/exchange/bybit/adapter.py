@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pilot.core.venues import BYBIT, VenueProfile
 from pilot.exchange.bybit.account_reads import AccountReads
 from pilot.exchange.bybit.failures import system_clock
 from pilot.exchange.bybit.market_reads import INSTRUMENT_TTL_SECONDS, MarketReads
@@ -34,6 +35,8 @@ class BybitExchange(MarketReads, AccountReads, OrderWrites):
     Each instance owns one pybit session and its worker threads (pilot.exchange.bybit.transport): pybit is
     synchronous, so every call runs in a worker thread and the event loop never blocks.
     """
+
+    profile: VenueProfile = BYBIT  # how Bybit applies stops, for the judgements (pilot.core.venues)
 
     def __init__(self, transport: Transport, environment: str, base_url: str) -> None:
         self._http = transport

@@ -109,18 +109,18 @@ class OrderWrites:
         return self._http.parse(answer, lambda a: str(a["result"]["orderId"]), action, operation="amend")
 
     async def cancel_all_orders(
-        self, category: str, symbol: str | None = None, order_filter: str | None = "Order"
+        self, category: str, symbol: str | None = None, *, include_stops: bool = False
     ) -> list[str]:
         """Cancel the open orders of a category (or of one symbol): /v5/order/cancel-all. The order ids.
 
-        `order_filter` is Bybit's orderFilter: "Order" (the default here) cancels the ordinary orders only.
-        Without it (None) Bybit cancels every kind on linear, the position's TP/SL and trailing stop and the
-        conditional orders too (cancel-all.mdx); "StopOrder" cancels only those.
+        Without orderFilter Bybit cancels every kind on linear: the position's TP/SL and trailing stop and
+        the conditional orders too (cancel-all.mdx). So the ordinary orders alone (`include_stops` False)
+        are asked for with orderFilter "Order"; every kind, with none.
         """
         action = f"cancel all {category} orders" + (f" on {symbol}" if symbol else "")
         where = {"symbol": symbol} if symbol else ({"settleCoin": SETTLE_COIN} if category != "spot" else {})
-        if order_filter is not None:
-            where["orderFilter"] = order_filter
+        if not include_stops:
+            where["orderFilter"] = "Order"
         answer = await self._http.call(
             "cancel_all_orders", action, operation="cancel", category=category, **where
         )

@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from pilot.core.facts import InstrumentRules, Position
+from pilot.core.venues import StopScope
 from pilot.exchange.models import (
     AccountBalance,
     ApiKeyInfo,
@@ -53,8 +54,8 @@ def wire(value: Decimal) -> str:
     return format(value, "f")
 
 
-# How a stop sent with an order applies (OrderRequest.stop_scope), in Bybit's words (tpslMode).
-TPSL_MODES = {"position": "Full", "order": "Partial"}
+# What a stop sent with an order covers (OrderRequest.stop_scope), in Bybit's words (tpslMode).
+TPSL_MODES = {StopScope.POSITION: "Full", StopScope.ORDER: "Partial"}
 
 
 def order_params(request: OrderRequest) -> dict[str, Any]:
