@@ -56,7 +56,7 @@ from typing import Any, cast
 from mcp import Client
 from plan_place_stdio import make_home, quantile, stdio_server
 
-from pilot.app.facts.stream_cache import StreamingReader, start_streams
+from pilot.app.facts.streaming_reader import StreamingReader, start_streams
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order

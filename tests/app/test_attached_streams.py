@@ -22,7 +22,7 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from pilot.app.facts.stream_cache import StreamingReader
+from pilot.app.facts.streaming_reader import StreamingReader
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.boot import StartupError, open_runtime

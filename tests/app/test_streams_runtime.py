@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from pilot.app.facts.stream_cache import StreamFacts, StreamHub, StreamingReader, start_streams
+from pilot.app.facts.stream_cache import StreamFacts
+from pilot.app.facts.stream_hub import StreamHub
+from pilot.app.facts.streaming_reader import StreamingReader, start_streams
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order

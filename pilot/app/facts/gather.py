@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from pilot.app.answers.responses import Snapshot
 from pilot.app.facts.pending import PendingRead, read_pending
-from pilot.app.facts.stream_cache import FACT_SOURCES
+from pilot.app.facts.streaming_reader import FACT_SOURCES
 from pilot.app.road.clock import Today
 from pilot.app.runtime.latches import (
     cooldown_state,

@@ -26,7 +26,7 @@ from decimal import Decimal
 
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import PlanOutcome
-from pilot.app.road.gate import answer_status
+from pilot.app.road.outcomes import answer_status
 from pilot.app.runtime.ledger import Send
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import PendingFill, PendingOrders, Position, Side, StopLeg

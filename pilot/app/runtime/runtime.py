@@ -210,7 +210,7 @@ def assemble_runtime(
 ) -> Runtime:
     """A Runtime over one adapter: the use cases get its reads, the gate alone gets its writes.
 
-    `reader` replaces the adapter's reads (pilot.app.facts.stream_cache.StreamingReader: facts from the streams
+    `reader` replaces the adapter's reads (pilot.app.facts.streaming_reader.StreamingReader: facts from the streams
     when fresh); writes still go to the adapter, through the gate only.
     """
     reads = reader if reader is not None else exchange

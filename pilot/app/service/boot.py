@@ -135,7 +135,7 @@ class _Venue:
             self.ws_url = await self._discover(required=wanted is True)
             if self.ws_url is None:
                 return None
-        from pilot.app.facts.stream_cache import start_streams
+        from pilot.app.facts.streaming_reader import start_streams
 
         policy_path = Home(self.home).policy_path
 
