@@ -28,9 +28,9 @@ from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.ledger import JournalState
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
-from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.store import ChainReport, Journal, JournalEntry, open_store, parse_iso
 from tests.clocks import FakeClock
+from tests.venue import connect_adapter
 
 DEADLINE_SECONDS = 60
 NOON = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)  # today, far from midnight
@@ -61,13 +61,7 @@ async def open_server(
     home: Path, venue: Venue, clock: Any, *, timeout_seconds: float = 10
 ) -> AsyncIterator[Runtime]:
     """A Runtime as `pilot serve` assembles it: its own store connection, gate, lease holder and ledger."""
-    adapter = BybitExchange.connect(
-        "paper",
-        api_key=venue.key,
-        api_secret=venue.secret,
-        base_url=venue.url,
-        timeout_seconds=timeout_seconds,
-    )
+    adapter = connect_adapter(venue.url, venue.key, venue.secret, timeout_seconds=timeout_seconds)
     store = await open_store(Home(home).database_path, clock=clock)
     try:
         yield assemble_runtime(home, store, adapter, clock)

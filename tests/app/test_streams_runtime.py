@@ -24,13 +24,13 @@ from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
-from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.stream_events import PRIVATE
 from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.paper.handlers import ROUTES
 from pilot.store import open_store
 from tests.app.conftest import CREATE, FakeClock, write_policy
 from tests.scenarios import article_scenario
+from tests.venue import connect_adapter
 
 pytestmark = pytest.mark.anyio
 
@@ -52,9 +52,7 @@ async def until(runtime: Runtime, condition: Any, timeout: float = 30.0) -> None
 @contextlib.asynccontextmanager
 async def streamed_runtime(home: Path, paper: PaperExchange, clock: FakeClock) -> AsyncIterator[Runtime]:
     write_policy(home)
-    adapter = BybitExchange.connect(
-        "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
-    )
+    adapter = connect_adapter(paper)
     store = await open_store(Home(home).database_path)
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(adapter.close)

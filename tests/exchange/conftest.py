@@ -10,6 +10,7 @@ from pybit.unified_trading import HTTP
 from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.paper import PaperExchange, start_paper_exchange
 from tests.scenarios import ARTICLE
+from tests.venue import connect_adapter
 
 TIMEOUT_SECONDS = 0.3
 
@@ -43,12 +44,6 @@ def session(paper: PaperExchange) -> HTTP:
 
 @pytest.fixture
 def exchange(paper: PaperExchange) -> Iterator[BybitExchange]:
-    adapter = BybitExchange.connect(
-        "paper",
-        api_key=paper.api_key,
-        api_secret=paper.api_secret,
-        base_url=paper.url,
-        timeout_seconds=TIMEOUT_SECONDS,
-    )
+    adapter = connect_adapter(paper, timeout_seconds=TIMEOUT_SECONDS)
     yield adapter
     adapter._http.close()

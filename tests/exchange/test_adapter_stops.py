@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.bybit.replay import ReplayServer
 from pilot.exchange.models import OrderRequest
+from tests.venue import connect_adapter
 
 pytestmark = pytest.mark.anyio
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bybit" / "open_orders_tpsl_orders.json"
@@ -28,9 +28,7 @@ def buy(link: str, **extra) -> OrderRequest:
 
 async def test_tpsl_orders_and_an_order_carrying_tpsl_are_told_apart_from_the_wire():
     with ReplayServer.from_path(FIXTURE) as stub:
-        adapter = BybitExchange.connect(
-            "paper", api_key="k", api_secret="s", base_url=stub.url, timeout_seconds=2
-        )
+        adapter = connect_adapter(stub.url, timeout_seconds=2)
         try:
             take, stop, ordinary = await adapter.get_open_orders("linear")
         finally:

@@ -26,6 +26,7 @@ from pilot.exchange.errors import (
     UnsupportedPositionMode,
 )
 from pilot.exchange.models import OrderRequest
+from tests.venue import connect_adapter
 
 pytestmark = pytest.mark.anyio
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bybit"
@@ -35,11 +36,10 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 @asynccontextmanager
 async def replayed(name: str) -> AsyncIterator[tuple[ReplayServer, BybitExchange]]:
     with ReplayServer.from_path(FIXTURES / name) as stub:
-        adapter = BybitExchange.connect(
-            "paper",
-            api_key="fixture-key",
-            api_secret="fixture-secret",
-            base_url=stub.url,
+        adapter = connect_adapter(
+            stub.url,
+            "fixture-key",
+            "fixture-secret",
             timeout_seconds=2,
             clock=lambda: NOW,
         )

@@ -34,6 +34,7 @@ from pilot.exchange.stream_events import (
     Subscribed,
 )
 from pilot.paper import PaperExchange, start_paper_exchange
+from tests.venue import connect_adapter
 
 
 @pytest.mark.parametrize(
@@ -303,13 +304,10 @@ def test_discovery_asks_only_loopback_and_gives_up_on_silence() -> None:
 def _buy(paper: PaperExchange) -> None:
     import asyncio
 
-    from pilot.exchange.bybit.adapter import BybitExchange
     from pilot.exchange.models import OrderRequest
 
     async def send() -> None:
-        rest = BybitExchange.connect(
-            "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
-        )
+        rest = connect_adapter(paper)
         request = OrderRequest(
             category="linear",
             symbol="BTCUSDT",
