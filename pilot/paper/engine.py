@@ -410,7 +410,9 @@ class Engine:
         else:
             self.open_orders[order.order_id] = order
 
-    def _crossing_levels(self, instrument: InstrumentSpec, order: SimOrder, limit: Decimal) -> list:
+    def _crossing_levels(
+        self, instrument: InstrumentSpec, order: SimOrder, limit: Decimal
+    ) -> list[tuple[Decimal, Decimal]]:
         bids, asks = self.market.book(instrument)
         if order.is_buy:
             return [(p, s) for p, s in asks if p <= limit]

@@ -11,7 +11,7 @@ from pilot.paper import views
 from pilot.paper.accounts import SETTLE_COIN, ZERO
 from pilot.paper.engine import OPEN, Engine, SimOrder
 from pilot.paper.scenario import ApiKeySpec
-from pilot.paper.validation import SimReject, order_filter_of
+from pilot.paper.validation import SimReject, last_price, order_filter_of
 
 Params = dict[str, Any]
 KLINE_MS = {
@@ -57,8 +57,8 @@ def category_of(params: Params, allowed: tuple[str, ...] = CATEGORIES, default: 
 
 
 def paginate(
-    items: list, params: Params, default: int, maximum: int, *, cursor_on_last_page: bool = True
-) -> tuple[list, str]:
+    items: list[Any], params: Params, default: int, maximum: int, *, cursor_on_last_page: bool = True
+) -> tuple[list[Any], str]:
     """Offset pages with Bybit-style opaque, already URL-encoded cursors ("offset%3D20").
 
     As real Bybit does on order, execution and position lists, a page with rows always carries a
@@ -78,7 +78,7 @@ def paginate(
     return page, f"offset%3D{offset + len(page)}"
 
 
-def _symbol_rows(ctx: Context, params: Params, category: str) -> list:
+def _symbol_rows(ctx: Context, params: Params, category: str) -> list[Any]:
     symbol = params.get("symbol")
     return [
         spec
@@ -90,11 +90,11 @@ def _symbol_rows(ctx: Context, params: Params, category: str) -> list:
 # ---- market (public) ------------------------------------------------------------------------------
 
 
-def server_time(ctx: Context, params: Params) -> dict:
+def server_time(ctx: Context, params: Params) -> dict[str, Any]:
     return {"timeSecond": str(ctx.now_ms // 1000), "timeNano": str(ctx.now_ms * 1_000_000)}
 
 
-def tickers(ctx: Context, params: Params) -> dict:
+def tickers(ctx: Context, params: Params) -> dict[str, Any]:
     category = category_of(params)
     if category == "option" and not (params.get("symbol") or params.get("baseCoin")):
         raise SimReject(10001, "params error: symbol or baseCoin is required for option")
@@ -114,12 +114,12 @@ def tickers(ctx: Context, params: Params) -> dict:
     return {"category": category, "list": rows}
 
 
-def orderbook(ctx: Context, params: Params) -> dict:
+def orderbook(ctx: Context, params: Params) -> dict[str, Any]:
     category = category_of(params)
     spec = ctx.engine.instrument(category, str(params.get("symbol") or ""))
     bids, asks = ctx.engine.market.book(spec, int(params.get("limit") or (1 if category == "spot" else 25)))
 
-    def side(levels: list) -> list:
+    def side(levels: list[Any]) -> list[Any]:
         return [[views.step(p, spec.tick_size), views.num(s)] for p, s in levels]
 
     return {
@@ -133,7 +133,7 @@ def orderbook(ctx: Context, params: Params) -> dict:
     }
 
 
-def kline(ctx: Context, params: Params) -> dict:
+def kline(ctx: Context, params: Params) -> dict[str, Any]:
     category = category_of(params, allowed=("linear", "inverse", "spot"), default="linear")
     spec = ctx.engine.instrument(category, str(params.get("symbol") or ""))
     width = KLINE_MS.get(str(params.get("interval")))
@@ -141,13 +141,13 @@ def kline(ctx: Context, params: Params) -> dict:
         raise SimReject(10001, "params error: interval invalid")
     limit = min(max(int(params.get("limit") or 200), 1), 1000)
     end = int(params.get("end") or ctx.now_ms)
-    price = views.step(views.last_price(ctx.engine.market.quote(spec.symbol), spec), spec.tick_size)
+    price = views.step(last_price(ctx.engine.market.quote(spec.symbol), spec), spec.tick_size)
     first = end - end % width
     rows = [[str(first - i * width), price, price, price, price, "0", "0"] for i in range(limit)]
     return {"category": category, "symbol": spec.symbol, "list": rows}
 
 
-def instruments_info(ctx: Context, params: Params) -> dict:
+def instruments_info(ctx: Context, params: Params) -> dict[str, Any]:
     category = category_of(params)
     specs = _symbol_rows(ctx, params, category)
     page, cursor = paginate(specs, params, 500, 1000, cursor_on_last_page=False)
@@ -155,13 +155,13 @@ def instruments_info(ctx: Context, params: Params) -> dict:
     return {"category": category, "list": rows, "nextPageCursor": cursor}
 
 
-def price_limit(ctx: Context, params: Params) -> dict:
+def price_limit(ctx: Context, params: Params) -> dict[str, Any]:
     category = category_of(params, allowed=("linear", "inverse", "spot"), default="linear")
     spec = ctx.engine.instrument(category, str(params.get("symbol") or ""))
     return views.price_limit_view(spec, ctx.engine.market.quote(spec.symbol), ctx.now_ms)
 
 
-def risk_limit(ctx: Context, params: Params) -> dict:
+def risk_limit(ctx: Context, params: Params) -> dict[str, Any]:
     """Risk tiers: a scenario's `riskTiers`, or one tier from `maintenanceMarginRate`; the smallest
     riskLimitValue is marked isLowestRisk (market/risk-limit.mdx)."""
     category = category_of(params, allowed=("linear", "inverse"))
@@ -188,23 +188,23 @@ def risk_limit(ctx: Context, params: Params) -> dict:
 # ---- orders ---------------------------------------------------------------------------------------
 
 
-def _ack(order: Any) -> dict:
+def _ack(order: Any) -> dict[str, Any]:
     return {"orderId": order.order_id, "orderLinkId": order.order_link_id}
 
 
-def create_order(ctx: Context, params: Params) -> dict:
+def create_order(ctx: Context, params: Params) -> dict[str, Any]:
     return _ack(ctx.engine.create_order(category_of(params), params))
 
 
-def amend_order(ctx: Context, params: Params) -> dict:
+def amend_order(ctx: Context, params: Params) -> dict[str, Any]:
     return _ack(ctx.engine.amend_order(category_of(params), params))
 
 
-def cancel_order(ctx: Context, params: Params) -> dict:
+def cancel_order(ctx: Context, params: Params) -> dict[str, Any]:
     return _ack(ctx.engine.cancel_order(category_of(params), params))
 
 
-def cancel_all(ctx: Context, params: Params) -> dict:
+def cancel_all(ctx: Context, params: Params) -> dict[str, Any]:
     category = category_of(params)
     if category == "linear" and not (
         params.get("symbol") or params.get("settleCoin") or params.get("baseCoin")
@@ -216,7 +216,7 @@ def cancel_all(ctx: Context, params: Params) -> dict:
     return {"list": [_ack(order) for order in orders], "success": "1"}
 
 
-def _order_rows(ctx: Context, params: Params, category: str, open_orders: bool) -> list:
+def _order_rows(ctx: Context, params: Params, category: str, open_orders: bool) -> list[Any]:
     engine = ctx.engine
     if category == "linear" and not (
         params.get("symbol") or params.get("settleCoin") or params.get("baseCoin")
@@ -257,21 +257,21 @@ def _candidates(engine: Engine, category: str, params: Params, open_orders: bool
     return reversed(engine.orders.values())
 
 
-def _orders_result(ctx: Context, params: Params, category: str, orders: list) -> dict:
+def _orders_result(ctx: Context, params: Params, category: str, orders: list[Any]) -> dict[str, Any]:
     page, cursor = paginate(orders, params, 20, 50)
     rows = [views.order_view(o, ctx.engine.instruments[(category, o.symbol)]) for o in page]
     ctx.engine.count_list_read()
     return {"category": category, "list": rows, "nextPageCursor": cursor}
 
 
-def open_orders(ctx: Context, params: Params) -> dict:
+def open_orders(ctx: Context, params: Params) -> dict[str, Any]:
     category = category_of(params)
     closed_recent = str(params.get("openOnly", "0")) == "1"
     orders = _order_rows(ctx, params, category, open_orders=not closed_recent)[:500]
     return _orders_result(ctx, params, category, orders)
 
 
-def order_history(ctx: Context, params: Params) -> dict:
+def order_history(ctx: Context, params: Params) -> dict[str, Any]:
     """Closed orders as order-list.mdx retains them: cancelled, rejected and deactivated orders without
     fills for 24 hours, other closed orders for 7 days, orders with fills beyond; at most a 7-day window
     (`startTime`/`endTime`, by creation time; the last 7 days by default)."""
@@ -307,7 +307,7 @@ def _window(params: Params, now_ms: int) -> tuple[int, int]:
     return start, end
 
 
-def executions(ctx: Context, params: Params) -> dict:
+def executions(ctx: Context, params: Params) -> dict[str, Any]:
     category = category_of(params)
     rows = [
         e
@@ -323,7 +323,7 @@ def executions(ctx: Context, params: Params) -> dict:
     return {"category": category, "list": items, "nextPageCursor": cursor}
 
 
-def closed_pnl(ctx: Context, params: Params) -> dict:
+def closed_pnl(ctx: Context, params: Params) -> dict[str, Any]:
     """Closed PnL, newest first (closed-pnl.mdx): linear only, a 7-day window by updated time (the last 7
     days by default), 50 rows a page at most (default 50)."""
     category = category_of(params, allowed=DERIVATIVES)
@@ -343,7 +343,7 @@ def closed_pnl(ctx: Context, params: Params) -> dict:
 # ---- positions and account ------------------------------------------------------------------------
 
 
-def positions(ctx: Context, params: Params) -> dict:
+def positions(ctx: Context, params: Params) -> dict[str, Any]:
     """Positions: one row per one-way symbol (positionIdx 0); a hedge-mode symbol from the scenario shows
     its two legs (positionIdx 1 and 2). With a symbol, its rows even when empty; with settleCoin only,
     the rows with a size (position.mdx)."""
@@ -373,17 +373,17 @@ def positions(ctx: Context, params: Params) -> dict:
     return {"category": category, "list": shown, "nextPageCursor": cursor}
 
 
-def set_leverage(ctx: Context, params: Params) -> dict:
+def set_leverage(ctx: Context, params: Params) -> dict[str, Any]:
     ctx.engine.set_leverage(str(params.get("category") or ""), params)
     return {}
 
 
-def trading_stop(ctx: Context, params: Params) -> dict:
+def trading_stop(ctx: Context, params: Params) -> dict[str, Any]:
     ctx.engine.trading_stop(str(params.get("category") or ""), params)
     return {}
 
 
-def wallet_balance(ctx: Context, params: Params) -> dict:
+def wallet_balance(ctx: Context, params: Params) -> dict[str, Any]:
     if params.get("accountType") != "UNIFIED":
         raise SimReject(10001, "accountType only support UNIFIED")
     engine, accounts = ctx.engine, ctx.engine.accounts
@@ -445,7 +445,7 @@ def _coin_row(
     position_im: Decimal,
     position_mm: Decimal,
     order_im: Decimal,
-) -> dict:
+) -> dict[str, Any]:
     n = views.num
     return {
         "coin": coin,
@@ -472,7 +472,7 @@ def _coin_row(
     }
 
 
-def account_info(ctx: Context, params: Params) -> dict:
+def account_info(ctx: Context, params: Params) -> dict[str, Any]:
     """/v5/account/info: a unified trading account (UTA 2.0 Pro, unifiedMarginStatus 6), regular margin."""
     return {
         "marginMode": "REGULAR_MARGIN",
@@ -486,7 +486,7 @@ def account_info(ctx: Context, params: Params) -> dict:
     }
 
 
-def query_api(ctx: Context, params: Params) -> dict:
+def query_api(ctx: Context, params: Params) -> dict[str, Any]:
     assert ctx.key is not None
     return views.api_key_view(ctx.key, list(ctx.keys).index(ctx.key))
 
@@ -494,7 +494,7 @@ def query_api(ctx: Context, params: Params) -> dict:
 # ---- Pilot's own --------------------------------------------------------------------------------------
 
 
-def streams(ctx: Context, params: Params) -> dict:
+def streams(ctx: Context, params: Params) -> dict[str, Any]:
     """GET /pilot/streams (Pilot's, not Bybit's): where the WebSocket side listens, so that `pilot serve
     --paper-url` finds it from the REST URL alone. A venue without this path serves no streams to Pilot."""
     if not ctx.streams_url:
@@ -505,7 +505,7 @@ def streams(ctx: Context, params: Params) -> dict:
 @dataclass(frozen=True, slots=True)
 class Route:
     method: str
-    handler: Callable[[Context, Params], dict]
+    handler: Callable[[Context, Params], dict[str, Any]]
     signed: bool
     permission: tuple[str, str] | None = (
         None  # (group, name) needed for linear; spot needs ("Spot","SpotTrade")

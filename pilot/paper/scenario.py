@@ -186,7 +186,7 @@ def with_moves(
     current price. `tapes`: symbol -> tape file, replayed one bar per minute of exchange time and scaled to
     start at the symbol's current price. `funding_rate`: settled on every linear instrument at its interval.
     """
-    changed = json.loads(json.dumps(document))
+    changed: dict[str, Any] = json.loads(json.dumps(document))
     prices = changed.setdefault("prices", {})
     for index, (symbol, per_hour) in enumerate((walks or {}).items()):
         walk = {"start": _start_of(prices, symbol), "volatilityPct": str(per_hour), "perMs": 3_600_000}

@@ -7,6 +7,7 @@ import contextlib
 import decimal
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from pilot.paper.dispatch import Dispatcher, Reply
 from pilot.paper.faults import FaultBook
@@ -56,7 +57,7 @@ class HttpServer:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="paper-exchange", daemon=True)
         self._server: asyncio.base_events.Server | None = None
-        self._connections: set[asyncio.Task] = set()
+        self._connections: set[asyncio.Task[Any]] = set()
         self.working = 0  # requests read and not yet answered (held by a latency fault, say)
 
     def start(self) -> None:

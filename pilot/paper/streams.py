@@ -54,6 +54,7 @@ from pilot.paper import handlers, views
 from pilot.paper.changes import OrderChanges
 from pilot.paper.engine import Engine
 from pilot.paper.scenario import ApiKeySpec
+from pilot.paper.validation import SimReject
 
 PUBLIC_PATHS = {"/v5/public/linear": "linear", "/v5/public/spot": "spot"}
 PRIVATE_PATH = "/v5/private"
@@ -340,7 +341,7 @@ class StreamServer:
                 if parts[0] == "priceLimit" and len(parts) == 2 and category != "option":
                     view = handlers.price_limit(self._context(), {"category": category, "symbol": parts[1]})
                     return {"symbol": view["symbol"], "buyLmt": view["buyLmt"], "sellLmt": view["sellLmt"]}
-        except (handlers.SimReject, ValueError, IndexError, KeyError):
+        except (SimReject, ValueError, IndexError, KeyError):
             return None
         return None
 

@@ -140,7 +140,7 @@ def execution_view(execution: SimExecution, instrument: InstrumentSpec) -> dict[
 
 def position_view(
     position: SimPosition, instrument: InstrumentSpec, accounts: Accounts, quote: Quote, position_idx: int = 0
-) -> dict:
+) -> dict[str, Any]:
     """A position as /v5/position/list writes it; an empty one has "" where Bybit has no value
     (positionValue, unrealisedPnl, liqPrice, takeProfit, stopLoss), as in Bybit's recorded answers."""
     size = abs(position.size)

@@ -173,7 +173,7 @@ def ticker(category: str, row: Row, observed_at: datetime) -> Ticker:
 
 
 def orderbook(category: str, result: Row, observed_at: datetime) -> OrderBook:
-    def levels(rows: list) -> tuple[BookLevel, ...]:
+    def levels(rows: list[Any]) -> tuple[BookLevel, ...]:
         return tuple(BookLevel(price=dec(price), size=dec(size)) for price, size in rows)
 
     return OrderBook(

@@ -63,7 +63,8 @@ class CodeRule:
     meaning: str
 
     def verdict(self, operation: str) -> Verdict:
-        return getattr(self, operation)
+        verdict: Verdict = getattr(self, operation)
+        return verdict
 
 
 def _no(code: int, family: str, meaning: str, source: str = ERRORS) -> CodeRule:

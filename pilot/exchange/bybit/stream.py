@@ -171,7 +171,7 @@ def _abort(app: websocket.WebSocketApp) -> None:
             raw.shutdown(sockets.SHUT_RDWR)
 
 
-class _PybitSocket(WebSocket):
+class _PybitSocket(WebSocket):  # type: ignore[misc]  # pybit ships no types: its WebSocket is Any
     """pybit's V5 WebSocket on `url`, kept connected by its own thread until `exit()` (see the module doc):
     every message goes to `deliver`; `opened` is told of every open before anything is read on it, `lost`
     of the end of every connection that opened, after its last message (not after exit())."""
@@ -261,7 +261,7 @@ class _PybitSocket(WebSocket):
                 if self._pilot_live is app:
                     self._pilot_live = None
             for client in clients:
-                client.shutdown()
+                client.shutdown()  # type: ignore[no-untyped-call]  # websocket-client leaves it untyped
         if opened and not self._pilot_closed.is_set():
             self._pilot_lost()
         return opened[0] if opened else None
