@@ -188,6 +188,13 @@ def test_each_outside_library_has_one_importer():
     assert importers_of("httpx2") == {"pilot.evals.model_http", "pilot.push.wire"}
 
 
+def test_a_venue_is_reached_through_the_port_and_the_one_module_that_names_its_adapter():
+    """Outside its own package, only pilot/exchange/adapters.py imports Bybit's: the use cases, the CLI and
+    the server reach a venue through the port (pilot/app/road/ports.py) and that module."""
+    outside = {m for m in importers_of(BYBIT) if m != BYBIT and not m.startswith(BYBIT + ".")}
+    assert outside == {"pilot.exchange.adapters"}
+
+
 def test_only_the_gate_calls_an_exchange_write():
     writes = writer_methods()
     assert {"create_order", "cancel_order", "amend_order", "cancel_all_orders"} <= writes

@@ -18,6 +18,10 @@ from pilot.exchange.models import AccountBalance, ExchangeOrder, Execution
 PRIVATE = "private"
 
 
+class NoStreams(Exception):
+    """A paper exchange does not say where its streams are, or names a place Pilot does not connect to."""
+
+
 @dataclass(frozen=True, slots=True)
 class Connected:
     """A connection (first or again) is open and its subscriptions were sent: nothing on it is trusted yet."""

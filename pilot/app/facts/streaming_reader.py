@@ -211,12 +211,12 @@ async def start_streams(
     """Connect the streams of `symbols` and the account; the reader that uses them, or None (REST only)
     when the environment has no stream URL Pilot connects to. A connection that does not open, or ends,
     keeps being tried until `stack` closes the hub and its connections (REST for its facts meanwhile)."""
-    from pilot.exchange.bybit.stream import BybitStreams
+    from pilot.exchange.adapters import open_streams
 
     markets = await stream_markets(rest, symbols)
     hub = StreamHub(StreamFacts(markets), rest, clock, max_age_ms)
     try:
-        client = BybitStreams(
+        client = open_streams(
             environment,
             api_key=api_key,
             api_secret=api_secret,

@@ -13,12 +13,13 @@ from pathlib import Path
 
 from pilot.app.answers import entry_kinds
 from pilot.app.human.exchange_keys import load_exchange_credentials, show_keys
+from pilot.app.road.ports import Exchange
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.runtime import Home
 from pilot.app.service.boot import EXCHANGES
 from pilot.core.policy import LoadedPolicy
 from pilot.core.violations import plain
-from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.adapters import connect_exchange
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.keys.channel_secrets import SecretUnreadable, load_secret
 from pilot.keys.errors import KeysError, NoKeyStored
@@ -282,14 +283,14 @@ async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: st
 
 
 @contextlib.asynccontextmanager
-async def _connected(home: Path, exchange: str, now: datetime) -> AsyncIterator[BybitExchange]:
+async def _connected(home: Path, exchange: str, now: datetime) -> AsyncIterator[Exchange]:
     with contextlib.ExitStack() as stack:
         if exchange == "paper":
             api_key, api_secret, base_url = await _home_paper_exchange(home, now, stack)
         else:
             credentials = await load_exchange_credentials(home, exchange, now=now)
             api_key, api_secret, base_url = credentials.api_key, credentials.api_secret, credentials.base_url
-        adapter = BybitExchange.connect(exchange, api_key=api_key, api_secret=api_secret, base_url=base_url)
+        adapter = connect_exchange(exchange, api_key=api_key, api_secret=api_secret, base_url=base_url)
         try:
             yield adapter
         finally:

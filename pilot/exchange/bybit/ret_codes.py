@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from pilot.exchange.errors import UNSUPPORTED
+
 
 class Verdict(Enum):
     REJECTED = "rejected"
@@ -44,7 +46,7 @@ LEVERAGE = "position/leverage.mdx"
 CREATE = "order/create-order.mdx"
 DEMO = "demo.mdx"  # demo trading serves only the endpoints it lists; others answer 10032
 
-UNSUPPORTED = "unsupported"  # the family of an endpoint this environment does not serve (10032 on demo)
+# 10032 on demo: an endpoint this environment does not serve (pilot.exchange.errors.UNSUPPORTED)
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,7 @@ from pilot.exchange.stream_events import (
     BookUpdate,
     Connected,
     ExecutionUpdate,
+    NoStreams,
     OrderUpdate,
     PositionUpdate,
     Refused,
@@ -104,10 +105,6 @@ def stream_urls(environment: str, paper_ws_url: str | None = None) -> tuple[str,
     if environment not in STREAM_URLS:
         raise ValueError(f"No streams for environment {environment!r} (mainnet is not supported).")
     return STREAM_URLS[environment]
-
-
-class NoStreams(Exception):
-    """A paper exchange does not say where its streams are, or names a place Pilot does not connect to."""
 
 
 def discover_paper_streams(rest_url: str, timeout_s: float = DISCOVERY_SECONDS) -> str:
