@@ -25,7 +25,7 @@ from pathlib import Path
 
 STARTUP_SNIPPET = (
     "import time; t = time.perf_counter(); "
-    "from pilot.exchange.sim import start_paper_exchange; "
+    "from pilot.paper import start_paper_exchange; "
     "p = start_paper_exchange(); print(time.perf_counter() - t); p.stop()"
 )
 
@@ -45,7 +45,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def serve(scenario: dict, ready: multiprocessing.Queue, stop: multiprocessing.Event) -> None:
-    from pilot.exchange.sim import start_paper_exchange
+    from pilot.paper import start_paper_exchange
 
     with start_paper_exchange(scenario) as paper:
         ready.put((paper.url, paper.api_key, paper.api_secret))
@@ -95,9 +95,7 @@ def client_process(
 def throughput(sessions: int, processes: int, seconds: float) -> tuple[float, int, float]:
     """Requests/s from `sessions` pybit sessions spread over `processes` client processes; the requests the
     exchange received; its CPU seconds per request."""
-    scenario = json.loads(
-        resources.files("pilot.exchange.sim").joinpath("scenarios/default.json").read_text()
-    )
+    scenario = json.loads(resources.files("pilot.paper").joinpath("scenarios/default.json").read_text())
     scenario["rateLimits"] = False
     scenario["balances"] = {"USDT": "10000000"}
     ready: multiprocessing.Queue = multiprocessing.Queue()

@@ -56,14 +56,14 @@ from typing import Any, cast
 from mcp import Client
 from plan_place_stdio import make_home, quantile, stdio_server
 
-from pilot.app.facts.stream_cache import StreamingReader, start_streams
+from pilot.app.facts.streaming_reader import StreamingReader, start_streams
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.road.clock import SystemClock
 from pilot.app.road.ports import Exchange
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.stream_events import PRIVATE
 from pilot.server import build_server
 from pilot.store import StoreLocation, open_store
@@ -94,7 +94,7 @@ COINS = {"BTCUSDT (spot listed)": ORDERS, "ETHUSDT (no spot)": NO_SPOT_ORDERS}
 
 
 def serve(scenario: dict, ready: Any, stop: Any, stall: Any, state_path: Path | None = None) -> None:
-    from pilot.exchange.sim import start_paper_exchange
+    from pilot.paper import start_paper_exchange
 
     with start_paper_exchange(scenario, state_path=state_path) as paper:
         ready.put((paper.url, paper.api_key, paper.api_secret, paper.ws_url))
@@ -107,9 +107,7 @@ STALL: Any = None  # set in the parent: the child stops every stream push while 
 
 def bench_scenario(latency_ms: float) -> dict[str, Any]:
     """The default scenario, rate limits off, a large balance, and no spot ETHUSDT."""
-    scenario = json.loads(
-        resources.files("pilot.exchange.sim").joinpath("scenarios/default.json").read_text()
-    )
+    scenario = json.loads(resources.files("pilot.paper").joinpath("scenarios/default.json").read_text())
     scenario["rateLimits"] = False
     scenario["latencyMs"] = latency_ms
     scenario["balances"] = {"USDT": "1000000"}

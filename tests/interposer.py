@@ -5,8 +5,7 @@ The paper exchange answers what it models; some of Bybit's answers it does not g
 between the adapter and the paper exchange:
 
     with Interposer(paper, [Rule("POST", "/v5/order/create", ret_code(170234, "System Error"))]) as front:
-        adapter = BybitExchange.connect("paper", api_key=front.api_key, api_secret=front.api_secret,
-                                        base_url=front.url)
+        adapter = connect_adapter(front.url, front.api_key, front.api_secret)  # tests/venue.py
 
 A request a rule matches gets the rule's answer: instead of the paper exchange's (`forward=False`: the
 paper exchange never sees it) or after it (`forward=True`: it was carried out, and its answer replaced, as
@@ -33,7 +32,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from pilot.exchange.sim import PaperExchange
+from pilot.paper import PaperExchange
 
 Params = dict[str, Any]
 

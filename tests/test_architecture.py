@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pilot"
 PORTS = "pilot.app.road.ports"
 GATE = "pilot.app.road.gate"
+BYBIT = "pilot.exchange.bybit"
 # What pilot/core may import besides itself and pydantic: the standard library's pure parts, named one by one,
 # so a module that reads the clock, the disk, the network or chance (time, os, pathlib, socket, random) is out.
 # Builtins that reach the disk, the terminal or arbitrary code: the core calls none of them.
@@ -85,8 +86,6 @@ def layer(module: str) -> str | None:
         return None
     if parts[1] == "__main__":
         return "cli"
-    if parts[1] == "exchange" and len(parts) > 2 and parts[2] == "sim":
-        return "exchange.sim"
     return parts[1]
 
 
@@ -166,11 +165,13 @@ def test_relative_imports_are_resolved():
 
 
 def test_each_outside_library_has_one_importer():
-    # REST (bybit.py) and the WebSocket streams (bybit_stream.py) are two pybit clients that share nothing
-    # but bybit_wire's parsers, so each has its own module; pybit stays out of everything else.
-    assert importers_of("pybit") == {"pilot.exchange.bybit", "pilot.exchange.bybit_stream"}
+    # Bybit is spoken in its own package: pybit, its HTTP stack (requests, urllib3) and its WebSocket
+    # transport are imported under pilot/exchange/bybit/ and nowhere else.
+    for library in ("pybit", "requests", "urllib3", "websocket"):
+        found = importers_of(library)
+        assert found and all(m.startswith(BYBIT + ".") for m in found), (library, found)
     # pybit's WebSocket transport, driven by the stream client's own connection threads
-    assert importers_of("websocket") == {"pilot.exchange.bybit_stream"}
+    assert importers_of("websocket") == {f"{BYBIT}.stream"}
     assert {m for m in importers_of("aiosqlite")} <= {m for m in modules() if m.startswith("pilot.store")}
     assert importers_of("aiosqlite")
     # The store's engines: SQLite (the embedded default) and PostgreSQL, whose driver is an optional extra
@@ -187,11 +188,18 @@ def test_each_outside_library_has_one_importer():
     assert importers_of("httpx2") == {"pilot.evals.model_http", "pilot.push.wire"}
 
 
+def test_a_venue_is_reached_through_the_port_and_the_one_module_that_names_its_adapter():
+    """Outside its own package, only pilot/exchange/adapters.py imports Bybit's: the use cases, the CLI and
+    the server reach a venue through the port (pilot/app/road/ports.py) and that module."""
+    outside = {m for m in importers_of(BYBIT) if m != BYBIT and not m.startswith(BYBIT + ".")}
+    assert outside == {"pilot.exchange.adapters"}
+
+
 def test_only_the_gate_calls_an_exchange_write():
     writes = writer_methods()
     assert {"create_order", "cancel_order", "amend_order", "cancel_all_orders"} <= writes
     for name, tree in modules().items():
-        if name.startswith("pilot.exchange") or name == GATE:
+        if name.startswith(("pilot.exchange", "pilot.paper")) or name == GATE:
             continue
         # a use case module may name its function after the write it asks the gate for (cancel_order)
         use_case_modules = {
@@ -230,7 +238,7 @@ def _names_the_writer(node: ast.AST) -> bool:
 
 
 def test_the_paper_exchange_reaches_the_app_only_where_it_is_started():
-    users = {m for m in importers_of("pilot.exchange.sim") if m.startswith("pilot.app")}
+    users = {m for m in importers_of("pilot.paper") if m.startswith("pilot.app")}
     assert users == {"pilot.app.service.boot", "pilot.app.service.doctor"}
 
 

@@ -1,4 +1,4 @@
-"""No function in pilot/ runs over 60 lines, the paper exchange's simulator (pilot/exchange/sim/) apart: a long
+"""No function in pilot/ runs over 60 lines, the paper exchange's simulator (pilot/paper/) apart: a long
 function hides what each of its parts does and reads, so split it by those parts."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 LIMIT = 60
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pilot"
-EXEMPT = PACKAGE / "exchange" / "sim"
+EXEMPT = PACKAGE / "paper"
 
 
 def function_sizes(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, int, int]]:

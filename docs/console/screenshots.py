@@ -30,8 +30,8 @@ from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime  # noqa: E
 from pilot.console.app import build_app  # noqa: E402
 from pilot.console.login import issue_secret  # noqa: E402
 from pilot.console.serving import serving  # noqa: E402
-from pilot.exchange.bybit import BybitExchange  # noqa: E402
-from pilot.exchange.sim import start_paper_exchange  # noqa: E402
+from pilot.exchange.bybit.adapter import BybitExchange  # noqa: E402
+from pilot.paper import start_paper_exchange  # noqa: E402
 from pilot.server import build_server  # noqa: E402
 from tests.scenarios import ARTICLE, ARTICLE_POLICY  # noqa: E402
 

@@ -102,7 +102,7 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
 
 
 def _home_paper_exchange(home: Path) -> str | None:
-    from pilot.exchange.sim import serving_url
+    from pilot.paper import serving_url
 
     return serving_url(Home(home).paper_state_path)
 

@@ -30,9 +30,9 @@ from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.service.boot import open_runtime
 from pilot.cli.output import emit_json, format_option, wants_json
-from pilot.exchange.sim import PaperExchange, load_scenario, start_paper_exchange
-from pilot.exchange.sim.engine import SimExecution, SimOrder
-from pilot.exchange.sim.scenario import PACKAGED
+from pilot.paper import PaperExchange, load_scenario, start_paper_exchange
+from pilot.paper.engine import SimExecution, SimOrder
+from pilot.paper.scenario import PACKAGED
 
 MINUTE_MS = 60_000
 POLL_SECONDS = 0.1  # how often, in wall time, a running rehearsal looks at the exchange

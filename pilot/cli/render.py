@@ -32,6 +32,7 @@ from pilot.app.answers.receipts import (
     ReceiptCard,
     event_key,
 )
+from pilot.app.answers.sent_requests import sent_request
 from pilot.app.human.desk import InitReport, KillSwitchChange, KillSwitchState
 from pilot.app.service.doctor import Check
 from pilot.core.channels import CHANNELS, REACH_A_HUMAN, Via
@@ -54,10 +55,10 @@ def entry_summary(entry: JournalEntry) -> str:
         rules = ", ".join(v.get("rule", "?") for v in data.get("violations") or [])
         return f"refused: {rules}"
     if kind == "order.sent":
-        request = data.get("request") or {}
+        request = sent_request(data.get("request"))
         return (
             f"sent {request.get('side')} {request.get('qty')} {request.get('symbol')} "
-            f"worst price {request.get('price')}, client order id {request.get('orderLinkId')}"
+            f"worst price {request.get('price')}, client order id {request.get('order_link_id')}"
         )
     if kind == "order.outcome":
         return _outcome_words(data)

@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 import click
 
-from pilot.app.facts.stream_cache import StreamingReader
+from pilot.app.facts.streaming_reader import StreamingReader
 from pilot.app.runtime.runtime import Home, Runtime
 from pilot.app.service.boot import EXCHANGES, StartupError, open_runtime
 from pilot.app.service.dead_man import stdio_ended

@@ -15,7 +15,7 @@ from pilot.app.runtime.runtime import Home
 from pilot.cli.home import explicit_home, home_option
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.cli.rehearse import command as rehearse_command
-from pilot.exchange.sim import (
+from pilot.paper import (
     PaperExchange,
     Scenario,
     ScenarioError,
@@ -24,8 +24,8 @@ from pilot.exchange.sim import (
     reset_state,
     start_paper_exchange,
 )
-from pilot.exchange.sim.scenario import PACKAGED, describe_moves, load_moving_scenario
-from pilot.exchange.sim.tape import packaged_tapes
+from pilot.paper.scenario import PACKAGED, describe_moves, load_moving_scenario
+from pilot.paper.tape import packaged_tapes
 
 DEFAULT_WALK_PCT_PER_HOUR = Decimal(1)
 DEFAULT_TAPE = "bybit-testnet-btcusdt-mark-1d-2022-11.json"

@@ -14,6 +14,7 @@ from typing import Any
 
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.receipts import ReceiptCard, card_id, event_key
+from pilot.app.answers.sent_requests import sent_request
 from pilot.app.human.desk import receipt_cards
 from pilot.app.runtime.runtime import Runtime
 
@@ -131,7 +132,12 @@ def _summary(kind: str, data: Mapping[str, Any]) -> str:
         )
     order = data.get("request") if kind == entry_kinds.PLAN else data.get("order") or data.get("request")
     if isinstance(order, Mapping):
-        parts = [order.get(name) for name in ("side", "qty", "symbol", "order_type", "price", "orderLinkId")]
+        shown = sent_request(order)
+        if kind == entry_kinds.ORDER_SENT:  # every send is a limit order (a market one is IOC): not repeated
+            shown.pop("order_type", None)
+        parts = [
+            shown.get(name) for name in ("side", "qty", "symbol", "order_type", "price", "order_link_id")
+        ]
         text = " ".join(str(part) for part in parts if part not in (None, ""))
         if text:
             return text[:200]

@@ -8,6 +8,8 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+from pilot.core.venues import BYBIT, VenueProfile
+
 
 class Side(StrEnum):
     BUY = "buy"
@@ -97,7 +99,7 @@ class Touch:
 
 @dataclass(frozen=True, slots=True)
 class StopLeg:
-    """A partial stop-loss resting on the exchange (tpslMode Partial): it closes `qty` at `price`."""
+    """A partial stop-loss resting on the exchange: it closes `qty` at `price`, beside the whole stop."""
 
     price: Decimal
     qty: Decimal
@@ -108,8 +110,8 @@ class StopLeg:
 class Position:
     """A one-way position: size is signed (positive long, negative short, zero flat).
 
-    `stop_loss` is the position's whole stop (Bybit's tpslMode Full: it closes all of the position, whatever
-    its size then); `partial_stops` are the partial stop-loss orders resting on it, each for its own size.
+    `stop_loss` is the position's whole stop (it closes all of the position, whatever its size then);
+    `partial_stops` are the partial stop-loss orders resting on it, each for its own size.
     """
 
     symbol: str
@@ -135,7 +137,7 @@ class OrderIntent:
     limit_price: Decimal | None = None
     reduce_only: bool = False
     category: str = "linear"
-    # Sent with the order (Bybit's TP/SL on create, on the whole position); None: not set.
+    # Sent with the order (what the stop then covers is the venue's: Facts.venue); None: not set.
     stop_loss: Decimal | None = None
     take_profit: Decimal | None = None
 
@@ -152,7 +154,7 @@ class OrderIntent:
 class PendingFill:
     """One order that may still fill (not reduce-only): its side, quantity left, the worst price it can fill
     at (a resting limit's own price; None: not known, valued like the order judged), and the stop-loss it
-    carries (tpslMode Full: once it fills, the whole position's stop)."""
+    carries (what it becomes once the order fills is the venue's: pilot.core.venues)."""
 
     side: Side
     qty: Decimal
@@ -345,3 +347,5 @@ class Facts:
     # How long the MCP session the call came in has lasted (None: no session, as for an action a human
     # approved outside the client).
     session_age: timedelta | None = None
+    # How the venue applies stops: what a stop sent with the order becomes once it fills (pilot.core.venues).
+    venue: VenueProfile = BYBIT

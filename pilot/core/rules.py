@@ -916,7 +916,7 @@ def check_cooldown(s: Situation) -> Breach | None:
 def position_left(
     s: Situation, stop: Decimal | None = None, qty: Decimal | None = None
 ) -> tuple[Exposure, LossAtStops]:
-    """The position the order leaves at its worst, with its loss at the stops Bybit will then apply
+    """The position the order leaves at its worst, with its loss at the stops the venue will then apply
     (pilot.core.stops.worst_case): the order filled at its worst fill with `stop` (default: the stop it
     carries) and `qty` (default: its own), and the orders pending on its side filled as far, and in the
     order, that loses most. Spot has no position stops: there the order stands alone."""
@@ -926,7 +926,7 @@ def position_left(
     pending = pending_fills(s.facts.pending, order.side, s.sent_price) if linear else []
     carried = order.stop_loss if stop is None else stop
     signed = order.signed_qty if qty is None else qty * order.side.sign
-    return worst_case(base, Fill(signed, s.sent_price, carried), pending, s.rules.qty_step)
+    return worst_case(base, Fill(signed, s.sent_price, carried), pending, s.rules.qty_step, s.facts.venue)
 
 
 def outlives(s: Situation) -> bool:
@@ -943,7 +943,7 @@ def from_flat(s: Situation) -> tuple[Exposure, LossAtStops]:
     """The position the order and the orders pending on its side open once the one held now is gone."""
     pending = pending_fills(s.facts.pending, s.order.side, s.sent_price)
     order = Fill(s.order.signed_qty, s.sent_price, s.order.stop_loss)
-    return worst_case(Exposure(ZERO, ZERO), order, pending, s.rules.qty_step)
+    return worst_case(Exposure(ZERO, ZERO), order, pending, s.rules.qty_step, s.facts.venue)
 
 
 def loss_limit(s: Situation) -> tuple[Decimal, Code] | None:

@@ -1,15 +1,20 @@
-"""Stops as Bybit runs them, and what a position loses at them.
+"""Stops as the venue runs them (its profile: pilot.core.venues), and what a position loses at them.
 
-Bybit keeps a position's stop-loss as orders on the position. A whole stop (tpslMode Full, the default of a
-create's `stopLoss` and of trading-stop) closes all of the position, whatever its size when it triggers, and
-a new one replaces the old: a small order sent with a far stop becomes the far stop of the whole position.
-Partial stops (tpslMode Partial) each close their own size and add up beside the whole one. So the loss a
-rule caps is the loss of the position an action leaves, at the stops that will then apply to it:
+A position's stop-loss lives on the position. A whole stop (the one set_trading_stop sets) closes all of the
+position, whatever its size when it triggers, and a new one replaces the old. Partial stops each close their
+own size and add up beside the whole one. A stop sent with an order becomes, once the order fills, what the
+venue's profile says (`VenueProfile.order_stop`): at Bybit the whole position's stop, so a small order sent
+with a far stop becomes the far stop of the whole position; elsewhere perhaps a partial stop for the
+quantity that filled. So the loss a rule caps is the loss of the position an action leaves, at the stops
+that will then apply to it:
 
-* an order that fills adds to the position at its worst price; the stop it carries replaces the whole stop;
-* the orders pending on the same side may fill in part, in full or not at all, in any order; whichever
-  stop-carrying one fills last sets the whole stop, or none does (what is left of an order fills after its
-  first part brought the stop): the worst of all those ways is judged (worst_case);
+* an order that fills adds to the position at its worst price; the stop it carries replaces the whole stop
+  (or, where it covers only what filled, joins the partial ones);
+* the orders pending on the same side may fill in part, in full or not at all, in any order; where their
+  stops become the whole position's, whichever stop-carrying one fills last sets the whole stop, or none does
+  (what is left of an order fills after its first part brought the stop): the worst of all those ways is
+  judged (worst_case); where a stop covers only what filled, a pending order's stop can only close more, so
+  they are judged without;
 * moving, removing or cancelling a stop changes the stops; it may not widen the loss past the cap.
 
 As the price runs against a long, the stops trigger from the highest down: partial legs above the whole stop
@@ -36,6 +41,7 @@ from pilot.core.facts import (
 )
 from pilot.core.policy import EffectiveLimits, Policy
 from pilot.core.valuation import TAKER_FEE, ceil_to_step, collar_edge, floor_to_step, price_on_tick
+from pilot.core.venues import BYBIT, StopScope, VenueProfile
 from pilot.core.violations import NextAction, Violation, plain, usd
 
 ZERO = Decimal(0)
@@ -121,11 +127,12 @@ def widest(long: bool, stops: Sequence[Decimal]) -> Decimal:
     return min(stops) if long else max(stops)
 
 
-def after_fills(exposure: Exposure, fills: Sequence[Fill]) -> Exposure:
+def after_fills(exposure: Exposure, fills: Sequence[Fill], venue: VenueProfile) -> Exposure:
     """The position left when every fill happens. A fill that closes or flips the position takes its stops
-    with it (Bybit cancels a closed position's TP/SL); the widest stop carried by a fill on the side the
-    position is left replaces the whole stop."""
-    if exposure.size == 0 and len(fills) == 1:  # one order opening from flat (the common case, kept cheap)
+    with it; a stop carried by a fill on the side the position is left applies as the venue applies it: the
+    widest of them replaces the whole stop, or each is a partial stop for the quantity its fill added."""
+    whole_stops = venue.order_stop is StopScope.POSITION
+    if exposure.size == 0 and len(fills) == 1 and whole_stops:  # opening from flat: the common case, cheap
         fill = fills[0]
         return Exposure(fill.qty, fill.price, fill.stop_loss) if fill.qty != 0 else FLAT
     size, entry, whole, partial = exposure.size, exposure.entry, exposure.stop_loss, exposure.partial
@@ -141,7 +148,10 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill]) -> Exposure:
             whole, partial, carried = None, (), []
         size = after
         if fill.stop_loss is not None and size != 0 and (size > 0) == (fill.qty > 0):
-            carried.append(fill.stop_loss)
+            if whole_stops:
+                carried.append(fill.stop_loss)
+            else:
+                partial = (*partial, StopLeg(fill.stop_loss, abs(fill.qty)))
     if size == 0:
         return FLAT
     if carried:
@@ -149,7 +159,7 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill]) -> Exposure:
     return Exposure(size, entry, whole, partial)
 
 
-def with_pending(position: Position | None, pending: PendingOrders | None) -> Exposure:
+def with_pending(position: Position | None, pending: PendingOrders | None, venue: VenueProfile) -> Exposure:
     """The position with the orders pending on its side filled as far as makes its loss at its own stops
     worst (worst_fill_of): what the position's stops must hold, and what changing them is judged on. A
     pending order's own stop is not counted on: what is left of it may fill after its first part set it."""
@@ -158,22 +168,23 @@ def with_pending(position: Position | None, pending: PendingOrders | None) -> Ex
         return base
     side = Side.BUY if base.long else Side.SELL
     bare = [replace(fill, stop_loss=None) for fill in pending_fills(pending, side, base.entry)]
-    return worst_fill_of(base, base.stop_loss, bare)[0]
+    return worst_fill_of(base, base.stop_loss, bare, venue)[0]
 
 
 def worst_case(
-    base: Exposure, order: Fill, pending: Sequence[Fill], step: Decimal
+    base: Exposure, order: Fill, pending: Sequence[Fill], step: Decimal, venue: VenueProfile
 ) -> tuple[Exposure, LossAtStops]:
     """The position an order leaves at its worst, with its loss at the stops, over every way the orders
     pending on its side may fill (each in part, by whole lot steps of `step`, in full or not at all, and in
     any order).
 
-    The order fills. The whole stop that then applies is the one of whichever stop-carrying order fills
-    last: the order's own, or a pending one's (which then filled at least one lot step); without either,
-    the position's stop now (and then no pending order carrying a stop filled). For each such stop the worst
-    is found by worst_fill_of.
+    The order fills. Where an order's stop becomes the whole position's, the whole stop that then applies
+    is the one of whichever stop-carrying order fills last: the order's own, or a pending one's (which then
+    filled at least one lot step); without either, the position's stop now (and then no pending order
+    carrying a stop filled). For each such stop the worst is found by worst_fill_of. Where a stop covers
+    only what its order filled, a pending order's stop only closes more: they fill without.
     """
-    forced = after_fills(base, [order])
+    forced = after_fills(base, [order], venue)
     if forced.size == 0:
         return forced, LossAtStops(ZERO, ZERO)
     same = [fill for fill in pending if (fill.qty > 0) == forced.long]
@@ -182,22 +193,25 @@ def worst_case(
     # The order filling last: its own stop (after_fills gave it to the position) with anything before it;
     # without one, the stop now. A pending order carrying a stop may fill without setting it too (a rest
     # filled after its first part: the stop came with the first fill), so any of them may fill here.
-    cases = [worst_fill_of(forced, forced.stop_loss, [replace(fill, stop_loss=None) for fill in same])]
+    bare = [replace(fill, stop_loss=None) for fill in same]
+    cases = [worst_fill_of(forced, forced.stop_loss, bare, venue)]
+    if venue.order_stop is not StopScope.POSITION:
+        return cases[0]
     for fill in same:  # a pending order carrying a stop fills last (one lot step at least) and sets it
         if fill.stop_loss is None:
             continue
         least = min(step, abs(fill.qty)) if step > 0 else abs(fill.qty)
         sign = 1 if fill.qty > 0 else -1
-        last = after_fills(forced, [Fill(least * sign, fill.price)])
+        last = after_fills(forced, [Fill(least * sign, fill.price)], venue)
         rest = [other for other in same if other is not fill]
         if abs(fill.qty) > least:
             rest.append(Fill(fill.qty - least * sign, fill.price))
-        cases.append(worst_fill_of(last, fill.stop_loss, rest))
+        cases.append(worst_fill_of(last, fill.stop_loss, rest, venue))
     return max(cases, key=lambda case: (case[1].loss, case[1].uncovered))
 
 
 def worst_fill_of(
-    forced: Exposure, stop: Decimal | None, optional: Sequence[Fill]
+    forced: Exposure, stop: Decimal | None, optional: Sequence[Fill], venue: VenueProfile
 ) -> tuple[Exposure, LossAtStops]:
     """With `stop` as the whole stop, the worst of `forced` plus any part of the `optional` fills.
 
@@ -224,11 +238,11 @@ def worst_fill_of(
         size = abs(current.size)
         cuts = [edge - size for edge in edges if size < edge < size + abs(fill.qty)] + [abs(fill.qty)]
         for cut in cuts:
-            probe = after_fills(current, [Fill(cut if long else -cut, fill.price)])
+            probe = after_fills(current, [Fill(cut if long else -cut, fill.price)], venue)
             loss = loss_at_stops(probe)
             if (loss.loss, loss.uncovered) > (best[1].loss, best[1].uncovered):
                 best = (probe, loss)
-        current = after_fills(current, [Fill(fill.qty, fill.price)])
+        current = after_fills(current, [Fill(fill.qty, fill.price)], venue)
     return best
 
 
@@ -350,14 +364,16 @@ def check_trading_stop(
     pending: PendingOrders | None = None,
     market: Decimal | None = None,
     mark: Decimal | None = None,
+    venue: VenueProfile = BYBIT,
 ) -> list[Violation]:
     """Violations of setting the position's whole stop to `new` (None: removed), as set_trading_stop does,
-    judged on the position with the orders pending on its side (with_pending): the next action moves it no
-    farther than the farthest stop that fits (the loss limit, and the price collar from `mark`), beyond both
-    the entry and `market` (the price now: Bybit refuses a long's stop at or above it), or keeps it where
-    it is."""
+    judged on the position with the orders pending on its side (with_pending, as `venue` applies their
+    stops): the next action moves it no farther than the farthest stop that fits (the loss limit, and the
+    price collar from `mark`), beyond both the entry and `market` (the price now: Bybit refuses a long's stop
+    at or above it), or keeps it where it is."""
     symbol = position.symbol
-    before, after = with_pending(position, pending), with_pending(replace(position, stop_loss=new), pending)
+    before = with_pending(position, pending, venue)
+    after = with_pending(replace(position, stop_loss=new), pending, venue)
     limits = policy.limits_for(symbol)
     cap = loss_cap(limits, equity)
     collar = _stop_collar(limits, position.size > 0, mark, tick)
@@ -365,7 +381,7 @@ def check_trading_stop(
     if cap is not None and before.size != 0:
 
         def loss(stop: Decimal) -> Decimal:
-            return loss_at_stops(with_pending(replace(position, stop_loss=stop), pending)).loss
+            return loss_at_stops(with_pending(replace(position, stop_loss=stop), pending, venue)).loss
 
         edge = [position.entry_price] + ([market] if market is not None else [])
         reference = min(edge) if before.long else max(edge)
@@ -464,8 +480,10 @@ def check_trading_stop_call(
     tick: Decimal,
     pending: PendingOrders | None,
     touch: Touch,
+    *,
+    venue: VenueProfile,
 ) -> list[Violation]:
-    """Violations of a set_trading_stop call (its prices on the tick), judged as Bybit will apply it: a stop
+    """Violations of a set_trading_stop call (its prices on the tick), judged as the venue will apply it: a stop
     or target needs a position; the stop by check_trading_stop; a target beyond the price in the position's
     favour (Bybit checks it against the last price, between the bid and the ask: 10001 otherwise)."""
     if position.size == 0:
@@ -481,7 +499,7 @@ def check_trading_stop_call(
         market = min(touch.bid, touch.mark) if long else max(touch.ask, touch.mark)
         new = call.stop_loss if call.stop_loss > 0 else None
         violations += check_trading_stop(
-            policy, state, position, equity, new, tick, pending, market, touch.mark
+            policy, state, position, equity, new, tick, pending, market, touch.mark, venue
         )
     if call.take_profit:
         favour = max(touch.ask, touch.mark) if long else min(touch.bid, touch.mark)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
-from pilot.exchange.sim.scenario import Scenario, load_moving_scenario
+from pilot.paper import PaperExchange, start_paper_exchange
+from pilot.paper.scenario import Scenario, load_moving_scenario
 
 MINUTE_MS = 60_000
 ETH_WALK_PCT_PER_HOUR = Decimal(2)  # a lively market: 2 % an hour, a step a second

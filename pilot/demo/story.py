@@ -24,7 +24,7 @@ import anyio
 from pilot.app.human.desk import DEFAULT_POLICY
 from pilot.demo.agent import Agent, StepFailed, next_call
 from pilot.demo.paper_market import Moment, run_until_flat
-from pilot.exchange.sim import PaperExchange
+from pilot.paper import PaperExchange
 
 BTC_SHORT = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.002"}
 BTC_ADD = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.001"}

@@ -28,8 +28,8 @@ from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.boot import open_runtime
 from pilot.core.policy import Policy, parse_policy
 from pilot.evals.case_book import Case, World
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
-from pilot.exchange.sim.scenario import scenario_document
+from pilot.paper import PaperExchange, start_paper_exchange
+from pilot.paper.scenario import scenario_document
 from pilot.server import build_server
 
 CREATE = "/v5/order/create"
@@ -144,17 +144,9 @@ def scenario_of(world: World) -> dict[str, Any]:
 
 def leave_resting_orders(paper: PaperExchange, world: World) -> None:
     for order in world.resting:
-        params = {
-            "symbol": order.symbol,
-            "side": order.side,
-            "orderType": "Limit",
-            "qty": order.qty,
-            "price": order.price,
-            "timeInForce": "GTC",
-            "orderLinkId": order.link,
-            "reduceOnly": order.reduce_only,
-        }
-        paper.leave_order(order.category, params)
+        paper.leave_resting_order(
+            order.category, order.symbol, order.side, order.qty, order.price, order.link, order.reduce_only
+        )
 
 
 def linear_symbols(paper: PaperExchange) -> tuple[str, ...]:

@@ -1,1 +1,2 @@
-"""Exchange access: the one Bybit adapter and the paper exchange it can talk to."""
+"""The venue port's vocabulary in Pilot's words (models, errors, listings, symbols, stream events), one package
+per venue beneath it (bybit/), and the one module that names each environment's adapter (adapters.py)."""

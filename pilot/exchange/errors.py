@@ -23,6 +23,8 @@ from __future__ import annotations
 from datetime import datetime
 from decimal import Decimal
 
+UNSUPPORTED = "unsupported"  # the family of a refusal for an endpoint this environment does not serve
+
 
 class ExchangeError(Exception):
     """Base of every exchange failure Pilot reports."""
@@ -54,6 +56,11 @@ class ExchangeRejected(ExchangeError):
     def unlisted(self) -> bool:
         """Whether a read of one symbol was refused because the exchange lists no such instrument."""
         return self.family in ("not_found", "params")
+
+    @property
+    def unsupported(self) -> bool:
+        """Whether this environment does not serve the endpoint at all (no answer will ever come)."""
+        return self.family == UNSUPPORTED
 
 
 class ExchangeUnavailable(ExchangeError):

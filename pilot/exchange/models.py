@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+from pilot.core.venues import StopScope
+from pilot.core.violations import plain
 
 T = TypeVar("T")
 
@@ -64,25 +67,47 @@ class AccountBalance:
 
 @dataclass(frozen=True, slots=True)
 class OrderRequest:
-    """Exactly what goes to /v5/order/create. Market intents are sent as Limit IOC at the worst price."""
+    """An order Pilot sends through the venue port, in Pilot's words; each adapter turns it into its venue's
+    request (Bybit's: pilot.exchange.bybit.payloads.order_params). Pilot sends limit orders only: a market
+    intent is a Limit IOC at the worst acceptable price, so `qty` is always in the base coin.
 
-    category: str
+    `as_record()` is the one form the journal keeps and answers show (`sent`).
+    """
+
+    category: str  # "linear" | "spot"
     symbol: str
-    side: str  # "Buy" | "Sell" as Bybit spells it
+    side: str  # "Buy" | "Sell"
     qty: Decimal
     price: Decimal
     time_in_force: str  # "IOC" | "GTC" | "PostOnly"
-    order_link_id: str
+    order_link_id: str  # the client order id: the order is found again by it
     reduce_only: bool = False
     order_type: str = "Limit"
-    # Bybit's TP/SL on create; None: not sent. With tpsl_mode "Full" they become the whole position's TP/SL
-    # once the order fills; with "Partial", TP/SL orders for the quantity that filled (create-order.mdx).
-    # The mode is sent whenever a TP/SL is: the docs do not say which mode a create without it gets.
+    # The stop-loss and take-profit sent with the order; None: none. `stop_scope` asks what they cover once
+    # the order fills: the whole position, or the quantity that filled (pilot.core.venues).
     stop_loss: Decimal | None = None
     take_profit: Decimal | None = None
-    tpsl_mode: str = "Full"
-    # Bybit's self-match prevention (enum.mdx smpType: CancelMaker, CancelTaker, CancelBoth); None: not sent.
+    stop_scope: StopScope = StopScope.POSITION
+    # Self-trade prevention, as policy.json's selfTradePrevention names it; None: not asked for.
     smp_type: str | None = None
+
+    def as_record(self) -> dict[str, Any]:
+        """The request in Pilot's own keys, amounts as plain strings: what the journal's order.sent entry
+        holds and answers show as `sent`. A stop, a target and self-trade prevention only when set."""
+        return {
+            "category": self.category,
+            "symbol": self.symbol,
+            "side": self.side,
+            "order_type": self.order_type,
+            "qty": plain(self.qty),
+            "price": plain(self.price),
+            "time_in_force": self.time_in_force,
+            "order_link_id": self.order_link_id,
+            "reduce_only": self.reduce_only,
+            **({"stop_loss": plain(self.stop_loss)} if self.stop_loss is not None else {}),
+            **({"take_profit": plain(self.take_profit)} if self.take_profit is not None else {}),
+            **({"smp_type": self.smp_type} if self.smp_type is not None else {}),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +170,11 @@ class ExchangeOrder:
         """A stop-loss of the position, whole (StopLoss) or partial (PartialStopLoss): what limits its loss,
         so cancelling it widens the loss."""
         return self.stop_order_type in STOP_LOSS_TYPES
+
+    @property
+    def is_partial_stop_loss(self) -> bool:
+        """A partial stop-loss of the position: it closes its own quantity, beside the whole stop."""
+        return self.stop_order_type == "PartialStopLoss"
 
     @property
     def is_conditional(self) -> bool:

@@ -1,6 +1,6 @@
 """What Bybit's V5 WebSocket streams say, as Pilot sees it: one frozen event per message, no client types.
 
-`pilot.exchange.bybit_stream` turns pybit's messages into these; `pilot.app.facts.stream_cache` keeps the facts
+`pilot.exchange.bybit.stream` turns pybit's messages into these; `pilot.app.facts.stream_cache` keeps the facts
 they carry. `exchange_ms` is the exchange's own time for the message (its ``ts``, ``creationTime`` or a
 pong's timestamp); the receiver stamps its own clock on arrival.
 
@@ -16,6 +16,10 @@ from pilot.core.facts import Position
 from pilot.exchange.models import AccountBalance, ExchangeOrder, Execution
 
 PRIVATE = "private"
+
+
+class NoStreams(Exception):
+    """A paper exchange does not say where its streams are, or names a place Pilot does not connect to."""
 
 
 @dataclass(frozen=True, slots=True)

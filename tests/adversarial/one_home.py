@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pilot.app.answers import entry_kinds
+from pilot.app.answers.sent_requests import sent_request
 from pilot.app.human.kill_switch import activate_kill_switch
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
@@ -27,9 +28,9 @@ from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.ledger import JournalState
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
-from pilot.exchange.bybit import BybitExchange
 from pilot.store import ChainReport, Journal, JournalEntry, open_store, parse_iso
 from tests.clocks import FakeClock
+from tests.venue import connect_adapter
 
 DEADLINE_SECONDS = 60
 NOON = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)  # today, far from midnight
@@ -60,13 +61,7 @@ async def open_server(
     home: Path, venue: Venue, clock: Any, *, timeout_seconds: float = 10
 ) -> AsyncIterator[Runtime]:
     """A Runtime as `pilot serve` assembles it: its own store connection, gate, lease holder and ledger."""
-    adapter = BybitExchange.connect(
-        "paper",
-        api_key=venue.key,
-        api_secret=venue.secret,
-        base_url=venue.url,
-        timeout_seconds=timeout_seconds,
-    )
+    adapter = connect_adapter(venue.url, venue.key, venue.secret, timeout_seconds=timeout_seconds)
     store = await open_store(Home(home).database_path, clock=clock)
     try:
         yield assemble_runtime(home, store, adapter, clock)
@@ -133,10 +128,10 @@ async def restated(journal: Journal, now: datetime) -> tuple[Any, ...]:
 
     sends = [e for e in entries if e.kind == "order.sent"]
     unsettled = sorted(
-        e.data["request"]["orderLinkId"]
+        sent_request(e.data["request"])["order_link_id"]
         for e in sends
         if age(e) <= timedelta(days=1)
-        and not any(seq > e.seq for seq in settled.get(e.data["request"]["orderLinkId"], []))
+        and not any(seq > e.seq for seq in settled.get(sent_request(e.data["request"])["order_link_id"], []))
     )
     return newest["killswitch"], newest["loss_limit"], sum(1 for e in sends if today(e)), unsettled
 
@@ -161,7 +156,7 @@ def check_each_send_once(paper: Any, home: Path) -> list[JournalEntry]:
     assert report.ok, report
     links = [order.order_link_id for order in paper.orders("BTCUSDT")]
     assert len(links) == len(set(links)), "a plan was sent twice"
-    assert sorted(links) == sorted(e.data["request"]["orderLinkId"] for e in sent)
+    assert sorted(links) == sorted(sent_request(e.data["request"])["order_link_id"] for e in sent)
     assert len({e.plan_id for e in sent}) == len(sent)
     return sent
 

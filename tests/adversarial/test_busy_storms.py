@@ -26,7 +26,7 @@ from mcp import Client
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.core.facts import Side
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from pilot.server import build_server
 from pilot.store import iso_utc
 from tests.app.conftest import FakeClock, call, write_policy

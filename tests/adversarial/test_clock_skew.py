@@ -31,7 +31,7 @@ from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import Side
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests.app.conftest import FakeClock
 from tests.scenarios import article_scenario
 

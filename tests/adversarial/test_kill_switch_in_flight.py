@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from pilot.app.answers import entry_kinds
+from pilot.app.answers.sent_requests import sent_request
 from pilot.app.human.kill_switch import activate_kill_switch, set_kill_switch_by_human
 from pilot.app.orders.amend import AmendAsk, plan_amend
 from pilot.app.orders.inputs import PlanRequest
@@ -32,7 +33,7 @@ from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import OrderType, Side
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.store import Journal
 from tests.app.conftest import total_requests
 from tests.cli.conftest import pilot
@@ -73,7 +74,7 @@ async def growing_sends_after_the_switch(journal: Journal) -> list[int]:
         for e in entries
         if e.kind == entry_kinds.ORDER_SENT
         and e.seq > switched[0]
-        and not e.data["request"].get("reduceOnly")
+        and not sent_request(e.data["request"]).get("reduce_only")
     ]
 
 

@@ -24,8 +24,8 @@ from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.ledger import Ledger
 from pilot.app.runtime.runtime import Home, assemble_runtime
 from pilot.core.facts import Side
-from pilot.exchange.bybit import BybitExchange
 from pilot.store import iso_utc, open_store
+from tests.venue import connect_adapter
 
 from .conftest import CREATE, write_policy
 from .one_home import Venue, kill_switch_hammer, market
@@ -71,7 +71,7 @@ async def test_servers_that_just_started_never_send_a_growing_order_while_the_ki
     venue = Venue.of(paper)
     context = multiprocessing.get_context("spawn")
     started, stop = context.Event(), context.Event()
-    adapter = BybitExchange.connect("paper", api_key=venue.key, api_secret=venue.secret, base_url=venue.url)
+    adapter = connect_adapter(venue.url, venue.key, venue.secret)
     async with await open_store(Home(tmp_path).database_path) as store:
         first = assemble_runtime(tmp_path, store, adapter, clock)
         plans = [await plan_order(first, market(Side.BUY, "0.0001")) for _ in range(PLANS)]

@@ -20,7 +20,7 @@ import pytest
 
 from pilot.app.orders.plan import plan_order
 from pilot.core.facts import Side
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from pilot.store import iso_utc
 from tests.app.conftest import FakeClock, write_policy
 from tests.scenarios import article_scenario

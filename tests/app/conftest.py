@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
-from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
-from pilot.exchange.sim.handlers import ROUTES
+from pilot.paper import PaperExchange, start_paper_exchange
+from pilot.paper.handlers import ROUTES
 from pilot.server import build_server
 from pilot.store import open_store
 from tests.clocks import FakeClock
 from tests.scenarios import ARTICLE
+from tests.venue import connect_adapter
 
 POLICY: dict[str, Any] = {
     "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
@@ -58,13 +58,7 @@ async def open_test_runtime(
     home: Path, paper: PaperExchange, clock: FakeClock, *, timeout_seconds: float = 10
 ) -> AsyncIterator[Runtime]:
     """A Runtime on `home` (its own store connection) and the paper exchange; closing it is a restart."""
-    adapter = BybitExchange.connect(
-        "paper",
-        api_key=paper.api_key,
-        api_secret=paper.api_secret,
-        base_url=paper.url,
-        timeout_seconds=timeout_seconds,
-    )
+    adapter = connect_adapter(paper, timeout_seconds=timeout_seconds)
     store = await open_store(Home(home).database_path, clock=clock)
     try:
         yield assemble_runtime(home, store, adapter, clock)

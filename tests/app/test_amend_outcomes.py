@@ -9,10 +9,10 @@ import pytest
 from mcp import Client
 
 from pilot.app.runtime.runtime import Home, assemble_runtime
-from pilot.exchange.bybit import BybitExchange
 from pilot.keys.errors import PermissionCheckFailed
 from pilot.server import build_server
 from pilot.store import open_store
+from tests.venue import connect_adapter
 
 from .conftest import call, write_policy
 
@@ -38,9 +38,7 @@ async def test_an_amend_the_gate_refuses_answers_refused_with_its_violation_and_
     """Issue 22: the amend's answer mapped the gate's own refusal to "rejected" and dropped its violations."""
     write_policy(tmp_path)
     check = KeyCheck()
-    adapter = BybitExchange.connect(
-        "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
-    )
+    adapter = connect_adapter(paper)
     store = await open_store(Home(tmp_path).database_path)
     runtime = assemble_runtime(tmp_path, store, adapter, clock, key_check=check)
     try:

@@ -22,13 +22,13 @@ import anyio
 import pytest
 from click.testing import CliRunner
 
-from pilot.app.facts.stream_cache import StreamingReader
+from pilot.app.facts.streaming_reader import StreamingReader
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.boot import StartupError, open_runtime
 from pilot.cli import main
-from pilot.exchange.sim import PaperExchange
 from pilot.exchange.stream_events import PRIVATE
+from pilot.paper import PaperExchange
 from tests.app.conftest import FakeClock, write_policy
 from tests.app.test_streams_runtime import FACT_READS, SELL, reads
 from tests.exchange.test_bybit_stream import envelope, venue_answering

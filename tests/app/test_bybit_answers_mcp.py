@@ -18,8 +18,8 @@ from pilot.app.answers import entry_kinds
 from pilot.app.answers.receipts import receipt_card
 from pilot.app.facts.pending import GIVE_UP_AFTER
 from pilot.cli.render import fee_words
-from pilot.exchange.sim import PaperExchange
-from pilot.exchange.sim.handlers import ROUTES
+from pilot.paper import PaperExchange
+from pilot.paper.handlers import ROUTES
 from pilot.server import build_server
 from tests.interposer import Answer, Interposer, Rule, ret_code
 

@@ -41,7 +41,7 @@ from pilot.app.orders.inputs import PlanRequest
 from pilot.app.runtime.runtime import Runtime
 from pilot.app.service import upkeep as service
 from pilot.core.facts import OrderType, Side
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from pilot.store.anchor import AnchorFile, anchor_path
 from tests.scenarios import article_scenario
 

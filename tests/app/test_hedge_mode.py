@@ -16,7 +16,7 @@ from mcp import Client
 
 from pilot.app.answers import entry_kinds
 from pilot.app.runtime.runtime import Runtime
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.scenarios import article_scenario
 

@@ -41,7 +41,7 @@ from mcp import Client, StdioServerParameters
 
 from pilot.app.answers import entry_kinds
 from pilot.app.runtime.runtime import Home
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from pilot.store import open_store
 from tests.interposer import Interposer
 from tests.scenarios import article_scenario

@@ -11,6 +11,7 @@ from mcp import Client
 
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.responses import snake_keys
+from pilot.app.answers.sent_requests import sent_request
 from pilot.app.runtime.runtime import assemble_runtime
 from pilot.server import build_server
 
@@ -31,7 +32,7 @@ class JournalAtSend:
 
     async def create_order(self, request: Any) -> Any:
         entries = await self._journal.entries(kind=entry_kinds.ORDER_SENT)
-        self.sent_before_create.append([e.data["request"]["orderLinkId"] for e in entries])
+        self.sent_before_create.append([sent_request(e.data["request"])["order_link_id"] for e in entries])
         return await self._inner.create_order(request)
 
 
@@ -57,7 +58,7 @@ async def test_every_plan_attempt_and_outcome_is_journalled_in_order_without_sec
     assert plan_refused.data["status"] == refused["status"] == "refused" and plan_refused.plan_id is None
     assert plan_ok.data["status"] == "ok" and plan_ok.plan_id == planned["plan_id"]
     assert sent.plan_id == outcome.plan_id == place_refused.plan_id == planned["plan_id"]
-    # The answer names Bybit's request fields in the answers' one key style; the journal keeps them as sent.
+    # The answer shows the request as the journal keeps it, in Pilot's keys (the answers' one key style).
     assert snake_keys(sent.data["request"]) == placed["sent"] and outcome.data["status"] == placed["status"]
     assert placed["sent"]["order_link_id"] == placed["order_link_id"]
     assert placed["journal_seq"] == [sent.seq, outcome.seq]

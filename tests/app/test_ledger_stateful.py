@@ -26,6 +26,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from pilot.app.answers.sent_requests import sent_request
 from pilot.app.runtime.ledger import Ledger
 from pilot.store import (
     GENESIS_HASH,
@@ -71,11 +72,13 @@ async def oracle(journal: Journal, now: datetime, here: Instant) -> tuple[Any, .
         if e.kind == "order.resolved" or (e.kind == "order.outcome" and e.data.get("status") in SETTLING):
             settled_at.setdefault(str(e.data.get("order_link_id")), []).append(e.seq)
     unsettled = [
-        e.data["request"]["orderLinkId"]
+        sent_request(e.data["request"])["order_link_id"]
         for e in entries
         if e.kind == "order.sent"
         and real_age(here, e) <= timedelta(days=1)
-        and not any(seq > e.seq for seq in settled_at.get(e.data["request"]["orderLinkId"], []))
+        and not any(
+            seq > e.seq for seq in settled_at.get(sent_request(e.data["request"])["order_link_id"], [])
+        )
     ]
     today = sum(1 for e in entries if e.kind == "order.sent" and counts_today(e, now, here))
     return newest["killswitch"], newest["loss_limit"], today, unsettled

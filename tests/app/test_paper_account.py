@@ -22,7 +22,7 @@ from pilot.app.service.boot import StartupError, open_runtime
 from pilot.app.service.parked import run_approved
 from pilot.cli import main
 from pilot.cli.sim import format_banner
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from pilot.server import build_server
 from tests.scenarios import ARTICLE
 

@@ -81,7 +81,7 @@ async def test_closing_under_resting_sells_cancels_the_ones_that_would_reopen_pa
 
 async def test_the_same_coin_held_on_spot_counts_towards_the_linear_cap(tmp_path, clock):
     """Issue 11: linear and spot of one coin were capped separately, about twice the per-market exposure."""
-    from pilot.exchange.sim import start_paper_exchange
+    from pilot.paper import start_paper_exchange
 
     scenario = article_scenario()
     scenario["balances"] = {"USDT": "1000", "BTC": "0.0002"}  # $16 of BTC held on spot

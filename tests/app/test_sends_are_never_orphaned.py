@@ -77,11 +77,11 @@ CHILD = textwrap.dedent(
     from pilot.app.orders.plan import plan_order
     from pilot.app.runtime.runtime import Home, assemble_runtime
     from pilot.core.facts import OrderType, Side
-    from pilot.exchange.bybit import BybitExchange
     from pilot.store import open_store
+    from tests.venue import connect_adapter
 
     async def main(home, url, key, secret):
-        adapter = BybitExchange.connect("paper", api_key=key, api_secret=secret, base_url=url, timeout_seconds=30)
+        adapter = connect_adapter(url, key, secret, timeout_seconds=30)
         store = await open_store(Home(Path(home)).database_path)
         runtime = assemble_runtime(Path(home), store, adapter, SystemClock())
         request = PlanRequest("BTCUSDT", Side.SELL, OrderType.MARKET, Decimal("0.00031"), None, None, False, "linear")
@@ -172,11 +172,11 @@ CLAIMING_CHILD = textwrap.dedent(
     from pilot.app.road.clock import SystemClock
     from pilot.app.orders.place import place_order
     from pilot.app.runtime.runtime import Home, assemble_runtime
-    from pilot.exchange.bybit import BybitExchange
     from pilot.store import open_store
+    from tests.venue import connect_adapter
 
     async def main(home, url, key, secret, plan_id):
-        adapter = BybitExchange.connect("paper", api_key=key, api_secret=secret, base_url=url, timeout_seconds=30)
+        adapter = connect_adapter(url, key, secret, timeout_seconds=30)
         store = await open_store(Home(Path(home)).database_path)
         await place_order(assemble_runtime(Path(home), store, adapter, SystemClock()), plan_id)
 

@@ -15,7 +15,7 @@ from mcp import Client
 
 from pilot.app.answers import entry_kinds
 from pilot.cli import main
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from pilot.server import build_server
 from tests.scenarios import article_scenario
 

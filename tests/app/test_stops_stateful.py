@@ -38,7 +38,7 @@ from pilot.app.orders import amend, cancel_and_leverage, close, place, plan, pro
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import OrderType, Side
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests.exchange.conftest import raw_session
 from tests.scenarios import article_scenario
 

@@ -24,11 +24,12 @@ from pilot.app.answers import entry_kinds
 from pilot.app.answers.responses import ActionAnswer, OrderAnswer, PlanAnswer
 from pilot.app.facts.reads import ReadAnswer
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
-from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.sim import PaperExchange
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.paper import PaperExchange
 from pilot.server import build_server
 from pilot.server.store_refusals import answer_for
 from pilot.store import StoreBusy, StoreCorrupt, StoreError, StoreFull, open_store
+from tests.venue import connect_adapter
 
 from .conftest import BTC_SHORT, CREATE, FakeClock, call, write_policy
 
@@ -112,9 +113,7 @@ async def world(disk: Disk, paper: PaperExchange, clock: FakeClock) -> AsyncIter
     home = disk.path / "home"
     home.mkdir()
     write_policy(home)
-    adapter = BybitExchange.connect(
-        "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url, timeout_seconds=10
-    )
+    adapter = connect_adapter(paper, timeout_seconds=10)
     exchange = DiskFillsAfter(adapter, disk)
     store = await open_store(Home(home).database_path)
     try:

@@ -3,7 +3,7 @@
 A model exchange changes its price, position and wallet over time and pushes Bybit V5 messages into two
 connections (linear public, private), which deliver them in order, late, never (stall), with two book deltas
 swapped, or drop and reconnect. Messages go through the real stream client's parsing and book keeping
-(pilot.exchange.bybit_stream.BybitStreams.receive, no socket) into the real cache (StreamFacts), with REST
+(pilot.exchange.bybit.stream.BybitStreams.receive, no socket) into the real cache (StreamFacts), with REST
 resynchronisations read from the model at one moment and applied at a later one. After every step, each
 fact the cache would let a judgement use is checked: its age is within maxFactAgeMs, and its value is what
 the exchange held at some moment within that bound. A fact the cache refuses is read over REST, which is
@@ -22,7 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from pilot.app.facts.stream_cache import Resync, StreamFacts, Sync
 from pilot.core.facts import Position
-from pilot.exchange.bybit_stream import BybitStreams
+from pilot.exchange.bybit.stream import BybitStreams
 from pilot.exchange.models import AccountBalance
 from pilot.exchange.stream_events import PRIVATE
 

@@ -16,19 +16,21 @@ from typing import Any
 
 import pytest
 
-from pilot.app.facts.stream_cache import StreamFacts, StreamHub, StreamingReader, start_streams
+from pilot.app.facts.stream_cache import StreamFacts
+from pilot.app.facts.stream_hub import StreamHub
+from pilot.app.facts.streaming_reader import StreamingReader, start_streams
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
-from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
-from pilot.exchange.sim.handlers import ROUTES
 from pilot.exchange.stream_events import PRIVATE
+from pilot.paper import PaperExchange, start_paper_exchange
+from pilot.paper.handlers import ROUTES
 from pilot.store import open_store
 from tests.app.conftest import CREATE, FakeClock, write_policy
 from tests.scenarios import article_scenario
+from tests.venue import connect_adapter
 
 pytestmark = pytest.mark.anyio
 
@@ -50,9 +52,7 @@ async def until(runtime: Runtime, condition: Any, timeout: float = 30.0) -> None
 @contextlib.asynccontextmanager
 async def streamed_runtime(home: Path, paper: PaperExchange, clock: FakeClock) -> AsyncIterator[Runtime]:
     write_policy(home)
-    adapter = BybitExchange.connect(
-        "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
-    )
+    adapter = connect_adapter(paper)
     store = await open_store(Home(home).database_path)
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(adapter.close)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests.scenarios import article_scenario
 
 from .conftest import write_policy
@@ -38,11 +38,11 @@ WORKER = textwrap.dedent(
     from pilot.app.orders.plan import plan_order
     from pilot.app.runtime.runtime import Home, assemble_runtime
     from pilot.core.facts import OrderType, Side
-    from pilot.exchange.bybit import BybitExchange
     from pilot.store import open_store
+    from tests.venue import connect_adapter
 
     async def one_round(home, url, key, secret, qty):
-        adapter = BybitExchange.connect("paper", api_key=key, api_secret=secret, base_url=url)
+        adapter = connect_adapter(url, key, secret)
         store = await open_store(Home(Path(home)).database_path)
         runtime = assemble_runtime(Path(home), store, adapter, SystemClock())
         try:

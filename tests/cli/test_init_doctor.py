@@ -15,7 +15,7 @@ import pytest
 from pilot.app.human.desk import DEFAULT_POLICY
 from pilot.app.runtime.runtime import Home
 from pilot.core.policy import Policy, parse_policy
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests import pages
 
 from .conftest import edit_policy, pilot, pilot_json

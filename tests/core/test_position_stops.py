@@ -4,7 +4,7 @@ Bybit's default tpslMode is Full: a stop-loss sent with a create becomes the sto
 the order fills, replacing the position's stop (order_create-order.mdx, `tpslMode`; position_trading-stop.mdx).
 Partial stops close their own size. So a small order sent with a far stop can multiply the loss at the stop of
 everything held; the worked cases below are the ones the issue measured, on the default ETHUSDT instrument
-(tick 0.01, step 0.01; pilot/exchange/sim/scenarios/default.json).
+(tick 0.01, step 0.01; pilot/paper/scenarios/default.json).
 
 The oracle is tests/oracle.py (`worst_stops_loss`, `sweep_loss`): a restatement written apart from pilot.core.stops.
 """

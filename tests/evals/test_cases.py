@@ -13,7 +13,7 @@ from pilot.core.policy import parse_policy
 from pilot.evals import Case, CaseError
 from pilot.evals.case_book import KINDS, LANGUAGES, parse_case_file
 from pilot.evals.stage import policy_text, scenario_of
-from pilot.exchange.sim import load_scenario
+from pilot.paper import load_scenario
 
 LINK_ID = re.compile(r"^[A-Za-z0-9_-]{1,36}$")  # Bybit's orderLinkId: where exchange text can be planted
 

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 import pytest
 from pybit.unified_trading import HTTP
 
-from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.paper import PaperExchange, start_paper_exchange
 from tests.scenarios import ARTICLE
+from tests.venue import connect_adapter
 
 TIMEOUT_SECONDS = 0.3
 
@@ -43,13 +44,6 @@ def session(paper: PaperExchange) -> HTTP:
 
 @pytest.fixture
 def exchange(paper: PaperExchange) -> Iterator[BybitExchange]:
-    adapter = BybitExchange.connect(
-        "paper",
-        api_key=paper.api_key,
-        api_secret=paper.api_secret,
-        base_url=paper.url,
-        timeout_seconds=TIMEOUT_SECONDS,
-    )
+    adapter = connect_adapter(paper, timeout_seconds=TIMEOUT_SECONDS)
     yield adapter
-    adapter._session.client.close()
-    adapter._executor.shutdown(wait=False)
+    adapter._http.close()

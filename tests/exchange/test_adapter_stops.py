@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.replay import ReplayServer
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.replay import ReplayServer
+from tests.venue import connect_adapter
 
 pytestmark = pytest.mark.anyio
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "bybit" / "open_orders_tpsl_orders.json"
@@ -28,9 +28,7 @@ def buy(link: str, **extra) -> OrderRequest:
 
 async def test_tpsl_orders_and_an_order_carrying_tpsl_are_told_apart_from_the_wire():
     with ReplayServer.from_path(FIXTURE) as stub:
-        adapter = BybitExchange.connect(
-            "paper", api_key="k", api_secret="s", base_url=stub.url, timeout_seconds=2
-        )
+        adapter = connect_adapter(stub.url, timeout_seconds=2)
         try:
             take, stop, ordinary = await adapter.get_open_orders("linear")
         finally:
@@ -58,7 +56,7 @@ async def test_tpsl_orders_and_an_order_carrying_tpsl_are_told_apart_from_the_wi
 
 
 async def test_partial_tpsl_sent_by_the_adapter_come_back_as_stop_legs(paper, exchange):
-    await exchange.create_order(buy("pilot-partial-1", stop_loss=Decimal("79000"), tpsl_mode="Partial"))
+    await exchange.create_order(buy("pilot-partial-1", stop_loss=Decimal("79000"), stop_scope="order"))
     orders = await exchange.get_open_orders("linear", "BTCUSDT")
     [leg] = [o for o in orders if o.is_stop_leg]
     assert (leg.stop_order_type, leg.tpsl_mode, leg.qty, leg.side) == (
@@ -109,5 +107,5 @@ async def test_cancel_all_orders_leaves_the_positions_stops_unless_every_kind_is
     assert await exchange.cancel_all_orders("linear", "BTCUSDT") == [rest]  # orderFilter Order
     assert paper.position("BTCUSDT").stop_loss == Decimal("79000")
     [stop] = [o.order_id for o in await exchange.get_open_orders("linear", "BTCUSDT") if o.is_stop_leg]
-    assert await exchange.cancel_all_orders("linear", "BTCUSDT", order_filter=None) == [stop]
+    assert await exchange.cancel_all_orders("linear", "BTCUSDT", include_stops=True) == [stop]
     assert paper.position("BTCUSDT").stop_loss == 0

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.errors import (
     DuplicateOrderLinkId,
     ExchangeError,
@@ -15,8 +15,9 @@ from pilot.exchange.errors import (
     OutcomeUnknown,
 )
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests.scenarios import ARTICLE
+from tests.venue import connect_adapter
 
 pytestmark = pytest.mark.anyio
 CREATE = "/v5/order/create"
@@ -176,7 +177,7 @@ async def test_read_timeouts_and_dropped_reads_are_unavailable(paper, exchange):
 async def test_connection_refused_is_unavailable():
     with start_paper_exchange(ARTICLE) as paper:
         url, key, secret = paper.url, paper.api_key, paper.api_secret
-    closed = BybitExchange.connect("paper", api_key=key, api_secret=secret, base_url=url, timeout_seconds=0.3)
+    closed = connect_adapter(url, key, secret, timeout_seconds=0.3)
     with pytest.raises(ExchangeUnavailable):
         await closed.create_order(btc_buy("nobody-home"))
     await closed.close()
@@ -219,9 +220,7 @@ async def test_secrets_never_appear_in_adapter_errors(paper, exchange):
             await exchange.create_order(btc_buy("leak", qty="1") if index == 5 else btc_buy(f"leak-{index}"))
         except ExchangeError as error:
             errors.append(error)
-    wrong = BybitExchange.connect(
-        "paper", api_key=paper.api_key, api_secret="x" + paper.api_secret, base_url=paper.url
-    )
+    wrong = connect_adapter(paper, api_secret="x" + paper.api_secret)
     try:
         await wrong.get_balance()
     except ExchangeError as error:

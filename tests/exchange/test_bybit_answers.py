@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from pilot.exchange import bybit_codes as codes
-from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.bybit_codes import Verdict
+from pilot.exchange.bybit import ret_codes as codes
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.replay import ReplayServer
+from pilot.exchange.bybit.ret_codes import Verdict
 from pilot.exchange.errors import ExchangeRejected, UnsupportedPositionMode
 from pilot.exchange.models import FILL_EXEC_TYPES
-from pilot.exchange.replay import ReplayServer
+from tests.venue import connect_adapter
 
 pytestmark = pytest.mark.anyio
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bybit"
@@ -30,9 +31,7 @@ TRADING_STOP = "/v5/position/trading-stop"
 @asynccontextmanager
 async def replayed(name: str) -> AsyncIterator[tuple[ReplayServer, BybitExchange]]:
     with ReplayServer.from_path(FIXTURES / name) as stub:
-        adapter = BybitExchange.connect(
-            "paper", api_key="fixture-key", api_secret="fixture-secret", base_url=stub.url, clock=lambda: NOW
-        )
+        adapter = connect_adapter(stub.url, "fixture-key", "fixture-secret", clock=lambda: NOW)
         try:
             yield stub, adapter
         finally:

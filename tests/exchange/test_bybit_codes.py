@@ -6,12 +6,13 @@ from decimal import Decimal
 
 import pytest
 
-from pilot.exchange import bybit_codes as codes
-from pilot.exchange.bybit import MAX_PAGES, BybitExchange
-from pilot.exchange.bybit_codes import Verdict
+from pilot.exchange.bybit import ret_codes as codes
+from pilot.exchange.bybit.recording import Exchange
+from pilot.exchange.bybit.replay import ReplayServer
+from pilot.exchange.bybit.ret_codes import Verdict
+from pilot.exchange.bybit.transport import MAX_PAGES
 from pilot.exchange.errors import ExchangeUnavailable
-from pilot.exchange.recording import Exchange
-from pilot.exchange.replay import ReplayServer
+from tests.venue import connect_adapter
 
 DOC_PAGES = {codes.ERRORS, codes.RATE_LIMIT, codes.LEVERAGE, codes.CREATE, codes.DEMO}
 
@@ -101,7 +102,7 @@ EMPTY = {
 @pytest.mark.anyio
 async def test_a_list_that_keeps_paging_fails_instead_of_being_cut_short():
     with ReplayServer(endless_pages(MAX_PAGES + 5, settleCoin="USDT")).start() as stub:
-        adapter = BybitExchange.connect("paper", api_key="k", api_secret="s", base_url=stub.url)
+        adapter = connect_adapter(stub.url)
         with pytest.raises(ExchangeUnavailable):
             await adapter.get_open_orders("linear")
         usdt = [r for r in stub.requests("/v5/order/realtime") if r.params["settleCoin"] == "USDT"]
@@ -121,7 +122,7 @@ async def test_a_lookup_stops_paging_once_it_has_found_the_order():
     }
     history = Exchange("GET", "/v5/order/history", query={"category": "linear"}, answer=empty)
     with ReplayServer([*pages, history]).start() as stub:
-        adapter = BybitExchange.connect("paper", api_key="k", api_secret="s", base_url=stub.url)
+        adapter = connect_adapter(stub.url)
         found = await adapter.find_order("linear", "BTCUSDT", "wanted")
         await adapter.close()
     assert found is not None and (found.order_id, found.qty) == ("order-1", Decimal("0.001"))

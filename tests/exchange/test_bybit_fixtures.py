@@ -1,7 +1,7 @@
 """Bybit's recorded and documented answers, replayed to the adapter on loopback: what Pilot concludes.
 
 Each fixture in tests/fixtures/bybit/ names its source (repository, path, commit or date) and says which
-exchanges were composed around the recorded ones. The stub (pilot.exchange.replay) answers recorded bodies
+exchanges were composed around the recorded ones. The stub (pilot.exchange.bybit.replay) answers recorded bodies
 per path and parameters; nothing leaves 127.0.0.1.
 """
 
@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.replay import Received, ReplayServer
 from pilot.exchange.errors import (
     DuplicateOrderLinkId,
     ExchangeRejected,
@@ -25,7 +26,7 @@ from pilot.exchange.errors import (
     UnsupportedPositionMode,
 )
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.replay import Received, ReplayServer
+from tests.venue import connect_adapter
 
 pytestmark = pytest.mark.anyio
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bybit"
@@ -35,11 +36,10 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 @asynccontextmanager
 async def replayed(name: str) -> AsyncIterator[tuple[ReplayServer, BybitExchange]]:
     with ReplayServer.from_path(FIXTURES / name) as stub:
-        adapter = BybitExchange.connect(
-            "paper",
-            api_key="fixture-key",
-            api_secret="fixture-secret",
-            base_url=stub.url,
+        adapter = connect_adapter(
+            stub.url,
+            "fixture-key",
+            "fixture-secret",
             timeout_seconds=2,
             clock=lambda: NOW,
         )

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pilot.exchange.bybit_stream import (
+from pilot.exchange.bybit.stream import (
     RECONNECT_MAX_SECONDS,
     BybitStreams,
     NoStreams,
@@ -22,7 +22,6 @@ from pilot.exchange.bybit_stream import (
     next_pause,
     stream_urls,
 )
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.exchange.stream_events import (
     PRIVATE,
     Alive,
@@ -34,6 +33,8 @@ from pilot.exchange.stream_events import (
     StreamEvent,
     Subscribed,
 )
+from pilot.paper import PaperExchange, start_paper_exchange
+from tests.venue import connect_adapter
 
 
 @pytest.mark.parametrize(
@@ -303,13 +304,10 @@ def test_discovery_asks_only_loopback_and_gives_up_on_silence() -> None:
 def _buy(paper: PaperExchange) -> None:
     import asyncio
 
-    from pilot.exchange.bybit import BybitExchange
     from pilot.exchange.models import OrderRequest
 
     async def send() -> None:
-        rest = BybitExchange.connect(
-            "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
-        )
+        rest = connect_adapter(paper)
         request = OrderRequest(
             category="linear",
             symbol="BTCUSDT",

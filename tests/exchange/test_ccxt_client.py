@@ -16,7 +16,7 @@ from decimal import Decimal
 import ccxt
 import pytest
 
-from pilot.exchange.sim import PaperExchange
+from pilot.paper import PaperExchange
 
 API_KINDS = ("spot", "futures", "v2", "public", "private")
 

@@ -6,12 +6,13 @@ from decimal import Decimal
 
 import pytest
 
-from pilot.exchange.bybit import INSTRUMENT_TTL_SECONDS, BybitExchange
+from pilot.exchange.bybit.market_reads import INSTRUMENT_TTL_SECONDS
 from pilot.exchange.errors import ExchangeRejected
 from pilot.exchange.listings import UNLISTED, Listings
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests.scenarios import article_scenario
+from tests.venue import connect_adapter
 
 INFO = "/v5/market/instruments-info"
 
@@ -65,9 +66,7 @@ def without_spot(symbol: str) -> dict:
 @pytest.mark.anyio
 async def test_the_adapter_asks_once_about_a_market_the_exchange_does_not_list() -> None:
     with start_paper_exchange(without_spot("ETHUSDT")) as paper:
-        adapter = BybitExchange.connect(
-            "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
-        )
+        adapter = connect_adapter(paper)
         try:
             assert adapter.listed("spot", "ETHUSDT") is None
             for _ in range(3):
@@ -86,9 +85,7 @@ async def test_the_adapter_asks_once_about_a_market_the_exchange_does_not_list()
 @pytest.mark.anyio
 async def test_an_order_the_exchange_refuses_for_its_parameters_drops_the_cached_rules() -> None:
     with start_paper_exchange(article_scenario()) as paper:
-        adapter = BybitExchange.connect(
-            "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
-        )
+        adapter = connect_adapter(paper)
         try:
             await adapter.get_instrument("linear", "BTCUSDT")
             off_grid = OrderRequest(

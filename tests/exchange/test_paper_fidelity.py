@@ -9,12 +9,12 @@ from decimal import Decimal
 import pytest
 from pybit.exceptions import InvalidRequestError
 
-from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.errors import UnsupportedPositionMode
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests.exchange.conftest import TIMEOUT_SECONDS, raw_session
 from tests.exchange.test_paper_matching import code_of, default_scenario, order
+from tests.venue import connect_adapter
 
 DAY_MS = 86_400_000
 
@@ -140,13 +140,7 @@ async def test_a_hedge_mode_account_is_refused_by_the_adapter_end_to_end():
             (1, "Buy", "0.01000"),
             (2, "Sell", "0.03000"),
         ]
-        adapter = BybitExchange.connect(
-            "paper",
-            api_key=paper.api_key,
-            api_secret=paper.api_secret,
-            base_url=paper.url,
-            timeout_seconds=TIMEOUT_SECONDS,
-        )
+        adapter = connect_adapter(paper, timeout_seconds=TIMEOUT_SECONDS)
         with pytest.raises(UnsupportedPositionMode) as caught:
             await adapter.get_position("linear", "BTCUSDT")
         assert caught.value.symbol == "BTCUSDT"

@@ -9,7 +9,7 @@ import pytest
 from pybit.exceptions import InvalidRequestError
 
 from pilot.core.valuation import liquidation_price
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests.exchange.conftest import raw_session
 from tests.scenarios import article_scenario
 

@@ -11,24 +11,19 @@ from click.testing import CliRunner
 
 from pilot.cli import main
 from pilot.cli.sim import format_banner
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.errors import DuplicateOrderLinkId
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.sim import StateError, StateInUse, reset_state, start_paper_exchange
+from pilot.paper import StateError, StateInUse, reset_state, start_paper_exchange
 from tests.exchange.conftest import TIMEOUT_SECONDS
 from tests.scenarios import ARTICLE
+from tests.venue import connect_adapter
 
 pytestmark = pytest.mark.anyio
 
 
 def adapter_for(paper) -> BybitExchange:
-    return BybitExchange.connect(
-        "paper",
-        api_key=paper.api_key,
-        api_secret=paper.api_secret,
-        base_url=paper.url,
-        timeout_seconds=TIMEOUT_SECONDS,
-    )
+    return connect_adapter(paper, timeout_seconds=TIMEOUT_SECONDS)
 
 
 def buy(link: str, qty: str = "0.00031", price: str = "80300", tif: str = "IOC") -> OrderRequest:

@@ -11,7 +11,7 @@ import pytest
 from pybit.exceptions import InvalidRequestError
 
 from pilot.exchange.errors import ExchangeRejected
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from tests.scenarios import article_scenario
 
 pytestmark = pytest.mark.anyio

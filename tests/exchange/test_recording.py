@@ -7,11 +7,12 @@ from decimal import Decimal
 
 import pytest
 
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.recording import REDACTED, load
+from pilot.exchange.bybit.replay import ReplayServer
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.recording import REDACTED, load
-from pilot.exchange.replay import ReplayServer
 from tests.exchange.conftest import TIMEOUT_SECONDS
+from tests.venue import connect_adapter
 
 pytestmark = pytest.mark.anyio
 
@@ -29,11 +30,8 @@ async def session_reads(adapter: BybitExchange) -> tuple:
 
 async def test_a_recorded_session_is_redacted_and_replays_to_the_same_conclusions(paper, tmp_path):
     recording = tmp_path / "demo-session"
-    live = BybitExchange.connect(
-        "paper",
-        api_key=paper.api_key,
-        api_secret=paper.api_secret,
-        base_url=paper.url,
+    live = connect_adapter(
+        paper,
         timeout_seconds=TIMEOUT_SECONDS,
         record_dir=recording,
     )
@@ -59,6 +57,6 @@ async def test_a_recorded_session_is_redacted_and_replays_to_the_same_conclusion
     assert json.loads(files[0].read_text())["body"]["orderLinkId"] == "rec-fill"
 
     with ReplayServer.from_path(recording) as stub:
-        replay = BybitExchange.connect("paper", api_key="other", api_secret="other", base_url=stub.url)
+        replay = connect_adapter(stub.url, "other", "other")
         assert await session_reads(replay) == expected
         await replay.close()

@@ -8,10 +8,10 @@ from decimal import Decimal
 import pytest
 import requests
 
-from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.sim import ScenarioError, load_scenario, start_paper_exchange
+from pilot.paper import ScenarioError, load_scenario, start_paper_exchange
 from tests.exchange.test_paper_matching import default_scenario
 from tests.scenarios import ARTICLE
+from tests.venue import connect_adapter
 
 
 def test_the_article_scenario_has_the_worked_example_instruments():
@@ -86,9 +86,7 @@ def test_unknown_runtime_fault_kind_is_refused(paper):
 @pytest.mark.anyio
 async def test_the_default_scenario_serves_bybits_real_minimums_to_the_adapter():
     with start_paper_exchange() as paper:
-        adapter = BybitExchange.connect(
-            "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
-        )
+        adapter = connect_adapter(paper)
         linear = await adapter.get_instrument("linear", "BTCUSDT")
         spot = await adapter.get_instrument("spot", "BTCUSDT")
         band = await adapter.get_price_band("spot", "BTCUSDT")

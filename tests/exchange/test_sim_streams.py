@@ -20,7 +20,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.paper import PaperExchange, start_paper_exchange
+from tests.venue import connect_adapter
 
 WAIT = 5.0
 
@@ -115,12 +116,9 @@ def test_private_auth_is_checked_as_bybit_does(paper: PaperExchange, problem: st
 
 
 def test_private_topics_push_what_rest_shows(paper: PaperExchange) -> None:
-    from pilot.exchange.bybit import BybitExchange
     from pilot.exchange.models import OrderRequest
 
-    rest = BybitExchange.connect(
-        "paper", api_key=paper.api_key, api_secret=paper.api_secret, base_url=paper.url
-    )
+    rest = connect_adapter(paper)
     with connect(f"{paper.ws_url}/v5/private") as ws:
         authenticate(paper, ws)
         receive(ws, topic("wallet"))  # the first push after subscribing: the account as it is

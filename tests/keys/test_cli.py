@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 
 from pilot.app.human.exchange_keys import add_key, load_exchange_credentials
 from pilot.cli.keys import command
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.paper import PaperExchange, start_paper_exchange
 from tests.scenarios import article_scenario
 
 NARROW_KEY, NARROW_SECRET = "paperNarrowKey0001", "paperNarrowSecret000000000000000001"

@@ -24,14 +24,14 @@ from pilot.app.human.exchange_keys import (
     show_keys,
 )
 from pilot.cli import main
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.replay import ReplayServer
 from pilot.exchange.models import ApiKeyInfo
-from pilot.exchange.replay import ReplayServer
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
 from pilot.keys.credentials import Credentials
 from pilot.keys.errors import PermissionCheckFailed, PermissionCheckUnsupported
+from pilot.paper import PaperExchange, start_paper_exchange
 from tests.interposer import Answer, Interposer, Rule
 from tests.scenarios import article_scenario
+from tests.venue import connect_adapter
 
 from .fakes import FakeKeyInfo
 
@@ -53,9 +53,7 @@ def reader_on(url: str) -> Callable[[Credentials], Awaitable[ApiKeyInfo]]:
     """Read a key's permissions through the real adapter, from the stub at `url`."""
 
     async def read(credentials: Credentials) -> ApiKeyInfo:
-        adapter = BybitExchange.connect(
-            "paper", api_key=credentials.api_key, api_secret=credentials.api_secret, base_url=url
-        )
+        adapter = connect_adapter(url, credentials.api_key, credentials.api_secret)
         try:
             return await adapter.get_api_key_info()
         finally:

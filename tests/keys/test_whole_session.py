@@ -17,7 +17,7 @@ from mcp import Client
 
 from pilot.app.road.clock import SystemClock
 from pilot.app.service.boot import open_runtime
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 
 from .test_cli import ALL_PLAINTEXT, NARROW_KEY, NARROW_SECRET, Keys, scenario

@@ -17,7 +17,8 @@ import pytest
 from mcp import Client
 
 from pilot.app.answers import entry_kinds
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.app.answers.sent_requests import sent_request
+from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.app.conftest import FakeClock, open_test_runtime, write_policy
 from tests.scenarios import ARTICLE
@@ -83,7 +84,7 @@ async def test_random_faults_never_cause_a_resend_a_cap_breach_or_a_broken_journ
                     assert held <= CAP * Decimal("1.01"), (seed, symbol, held)  # caps hold at worst fill
             report = await runtime.store.journal.verify()
             sent_ids = {
-                e.data["request"]["orderLinkId"]
+                sent_request(e.data["request"])["order_link_id"]
                 for e in await runtime.store.journal.entries(kind=entry_kinds.ORDER_SENT)
             }
     print(f"soak seed {seed}, {rounds} rounds: {dict(sorted(outcomes.items()))}")

@@ -17,13 +17,13 @@ from mcp import Client, StdioServerParameters
 
 from pilot.app.runtime.runtime import Home
 from pilot.app.service.boot import open_runtime
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.bybit.recording import load
+from pilot.exchange.bybit.replay import ReplayServer
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.recording import load
-from pilot.exchange.replay import ReplayServer
-from pilot.exchange.sim import start_paper_exchange
+from pilot.paper import start_paper_exchange
 from pilot.server import build_server
 from tests.scenarios import article_scenario
+from tests.venue import connect_adapter
 
 from .test_serve_stdio import POLICY, REPO, call
 
@@ -65,9 +65,7 @@ async def test_a_session_recorded_by_pilot_serve_replays_to_the_same_conclusions
 
     with start_paper_exchange(scenario, state_path=Home(home).paper_state_path) as sim:
         resting = OrderRequest("linear", "BTCUSDT", "Buy", Decimal("0.0001"), Decimal("79000"), "GTC", "rest")
-        direct = BybitExchange.connect(
-            "paper", api_key=sim.api_key, api_secret=sim.api_secret, base_url=sim.url
-        )
+        direct = connect_adapter(sim)
         await direct.create_order(resting)
         await direct.close()
         serve = StdioServerParameters(

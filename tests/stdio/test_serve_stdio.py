@@ -75,9 +75,7 @@ def _scenario_holding_creates(tmp_path: Path, held_ms: int) -> Path:
     """The packaged world, with BTCUSDT at the article's filters, and every create held `held_ms` first."""
     from importlib import resources
 
-    scenario = json.loads(
-        resources.files("pilot.exchange.sim").joinpath("scenarios/default.json").read_text()
-    )
+    scenario = json.loads(resources.files("pilot.paper").joinpath("scenarios/default.json").read_text())
     for instrument in scenario["instruments"]:
         if instrument["symbol"] == "BTCUSDT" and instrument["category"] == "linear":
             instrument.update(tickSize="0.1", qtyStep="0.00001", minOrderQty="0.00001", minNotionalValue="1")

@@ -43,12 +43,12 @@ from mcp import Client, MCPError
 from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.upkeep import upkeep
 from pilot.core.codes import Code
-from pilot.exchange.bybit import BybitExchange
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import OrderRequest
-from pilot.exchange.sim import PaperExchange, start_paper_exchange
+from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.app.conftest import FakeClock, open_test_runtime
+from tests.venue import connect_adapter
 from tests.worlds.at_stops import loss_at_stops
 from tests.worlds.oracle import PILOT_LINK, WORLD_START, Account, Miss, OpenOrder, Oracle, Order, Position
 from tests.worlds.strategies import Case, CloseCase, PlanCase
@@ -877,13 +877,7 @@ class WorldRun(ToolRuns):
 async def seed(paper: PaperExchange, world: World) -> int:
     """Leave the world's resting orders on the account, as another client would; return the creates sent."""
     if world.resting:
-        adapter = BybitExchange.connect(
-            "paper",
-            api_key=paper.api_key,
-            api_secret=paper.api_secret,
-            base_url=paper.url,
-            timeout_seconds=10,
-        )
+        adapter = connect_adapter(paper, timeout_seconds=10)
         try:
             for index, resting in enumerate(world.resting):
                 request = OrderRequest(

@@ -21,7 +21,7 @@ from tests.worlds.oracle import Order
 from tests.worlds.world import Holding, Instrument, Quote, Walk, World, plain
 
 pytestmark = pytest.mark.anyio
-# Bybit's linear BTCUSDT (pilot/exchange/sim/scenarios/bybit-filters.json): tick 0.1, step 0.001, min 0.001.
+# Bybit's linear BTCUSDT (pilot/paper/scenarios/bybit-filters.json): tick 0.1, step 0.001, min 0.001.
 BTC = Instrument(
     "BTCUSDT", "linear", Decimal("0.1"), Decimal("0.001"), Decimal("0.001"), Decimal(100), Decimal(5)
 )
@@ -345,7 +345,7 @@ async def test_a_limit_price_outside_the_price_band_is_refused_at_plan(tmp_path:
 
 # BTCUSDT on a walk of 0.2 % a step (a step a second) from 80000.1, two ticks wide. Seed 10's bid falls
 # (79847.5, 79774.2, 79678.7, 79627.7, 79742.7, 79469.3, ... in its first steps); seed 8's rises (80059.7,
-# 80466.3, 80642.8, ...). Worked out from pilot.exchange.sim.path.WalkPath with these seeds.
+# 80466.3, 80642.8, ...). Worked out from pilot.paper.path.WalkPath with these seeds.
 WALK_QUOTES = {"BTCUSDT": Quote(Decimal(80000), Decimal("80000.2"), Decimal("80000.1"))}
 FALLING, RISING = 10, 8
 # ETHUSDT as the issue writes it: Bybit's linear filters (tick 0.01, step and minimum 0.01, minimum value 5)

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot.app.answers import entry_kinds
+from pilot.app.answers.sent_requests import sent_request
 from pilot.store import JournalEntry, iso_utc
 
 
@@ -392,18 +393,18 @@ def _confirmation(entry: JournalEntry, earlier: list[CardConfirmation]) -> CardC
 
 
 def _sent(entry: JournalEntry) -> CardSent:
-    request = entry.data.get("request") or {}
+    request = sent_request(entry.data.get("request"))
     return CardSent(
         at=iso_utc(entry.at),
         seq=entry.seq,
-        client_order_id=request.get("orderLinkId"),
+        client_order_id=request.get("order_link_id"),
         symbol=request.get("symbol"),
         side=request.get("side"),
         qty=request.get("qty"),
         worst_price=request.get("price"),
-        order_type=request.get("orderType"),
-        time_in_force=request.get("timeInForce"),
-        reduce_only=request.get("reduceOnly"),
+        order_type=request.get("order_type"),
+        time_in_force=request.get("time_in_force"),
+        reduce_only=request.get("reduce_only"),
         origin=entry.data.get("origin"),
     )
 

@@ -17,7 +17,8 @@ _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 def snake_keys(data: Mapping[str, Any]) -> dict[str, Any]:
-    """`data` with Bybit's camelCase keys in the answers' one key style: orderLinkId -> order_link_id."""
+    """`data` with camelCase keys (an instrument's rules as Bybit names them) in the answers' one key style:
+    tickSize -> tick_size."""
     return {_WORD_START.sub("_", key).lower(): value for key, value in data.items()}
 
 

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from pilot.app.answers.responses import Snapshot
 from pilot.app.facts.pending import PendingRead, read_pending
-from pilot.app.facts.stream_cache import FACT_SOURCES
+from pilot.app.facts.streaming_reader import FACT_SOURCES
 from pilot.app.road.clock import Today
 from pilot.app.runtime.latches import (
     cooldown_state,
@@ -46,6 +46,7 @@ from pilot.core.facts import (
 )
 from pilot.core.policy import Policy
 from pilot.core.risk import worst_case
+from pilot.core.venues import VenueProfile
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected, UnsupportedPositionMode
 from pilot.exchange.models import AccountBalance
@@ -134,7 +135,8 @@ async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gath
         _market(runtime, order.category, order.symbol, now, list(journal.unsettled)),
         _extra(runtime, view.policy, journal),
     )
-    facts = await _controls(runtime, view.policy, _facts(order, account, market, now), journal, market, extra)
+    facts = _facts(order, account, market, now, runtime.venue)
+    facts = await _controls(runtime, view.policy, facts, journal, market, extra)
     if await latch_if_reached(runtime.store.journal, view.policy, facts, account.latch) is not None:
         facts = replace(
             facts, trading_state=TradingState.strictest(facts.trading_state, TradingState.REDUCING)
@@ -163,6 +165,7 @@ async def gather_market_facts(
                     account,
                     market,
                     now,
+                    runtime.venue,
                 ),
                 messages=activity.messages,
                 turnover=activity.turnover,
@@ -374,7 +377,9 @@ async def _position(runtime: Runtime, symbol: str) -> Position | UnsupportedPosi
         return None
 
 
-def _facts(order: OrderIntent, account: _Account, market: _Market, now: datetime) -> Facts:
+def _facts(
+    order: OrderIntent, account: _Account, market: _Market, now: datetime, venue: VenueProfile
+) -> Facts:
     position = market.position
     if order.category == "spot":
         position = _spot_position(order.symbol, market.rules, account.balance)
@@ -402,6 +407,7 @@ def _facts(order: OrderIntent, account: _Account, market: _Market, now: datetime
         day_pnl=account.day_pnl,
         open_markets=account.open_markets,
         unavailable_until=_unavailable_until(),
+        venue=venue,
     )
 
 

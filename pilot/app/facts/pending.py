@@ -26,7 +26,7 @@ from decimal import Decimal
 
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import PlanOutcome
-from pilot.app.road.gate import answer_status
+from pilot.app.road.outcomes import answer_status
 from pilot.app.runtime.ledger import Send
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import PendingFill, PendingOrders, Position, Side, StopLeg
@@ -41,7 +41,7 @@ RESTING = frozenset({"New", "PartiallyFilled", "Untriggered", "Created"})  # Byb
 @dataclass(frozen=True, slots=True)
 class PendingRead:
     """What the open orders of one market say: the pending exposure, and the partial stop-loss legs resting
-    on its position (tpslMode Partial: orders of their own size; the whole stop comes with the position)."""
+    on its position (orders of their own size; the whole stop comes with the position)."""
 
     pending: PendingOrders
     partial_stops: tuple[StopLeg, ...] = ()
@@ -97,7 +97,7 @@ def partial_stop_legs(open_orders: Sequence[ExchangeOrder]) -> tuple[StopLeg, ..
     return tuple(
         StopLeg(order.trigger_price, order.qty - order.cum_exec_qty, order.order_id)
         for order in open_orders
-        if order.stop_order_type == "PartialStopLoss"
+        if order.is_partial_stop_loss
         and order.trigger_price is not None
         and order.qty > 0
         and order.order_type != "Limit"

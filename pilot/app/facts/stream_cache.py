@@ -27,45 +27,21 @@ Orders: open ones are always kept, indexed per market; final ones only the newes
 older than FINAL_ORDER_MS behind the newest order seen, enough for a send's read-back; by link id in one
 lookup. So the cache stays bounded for the life of a server.
 
-`StreamingReader` is an ExchangeReader over a REST reader and the cache: each fact plan_order and
-place_order read (touch, price band, linear position, balance, open orders of a symbol) comes from the
-stream when it may and from REST otherwise, and the source of each is noted for the snapshot
-(`fact_sources`). `find_order` (the gate's read-back after a create) waits for the order on the private
-stream while the stream stays in sync and fresh, and reads REST otherwise: what it returns means the
-same either way, so unknown outcomes are handled exactly as before.
+The hub that feeds it is pilot.app.facts.stream_hub; the reader that judges on it,
+pilot.app.facts.streaming_reader.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import contextvars
 from collections import OrderedDict
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from enum import Enum
-from typing import Protocol
 
-from pilot.app.road.clock import Clock
-from pilot.app.road.ports import ExchangeReader
-from pilot.core.facts import InstrumentRules, Position, Touch
+from pilot.core.facts import Position, Touch
 from pilot.core.freshness import FactSource, age_ms, as_of_ms, source_for
-from pilot.exchange.bybit_wire import ms_to_datetime
-from pilot.exchange.errors import ExchangeError
-from pilot.exchange.models import (
-    AccountBalance,
-    ApiKeyInfo,
-    ClosedPnl,
-    ExchangeOrder,
-    ExchangePosition,
-    Execution,
-    OrderBook,
-    Page,
-    PriceBand,
-    Ticker,
-)
+from pilot.exchange.models import AccountBalance, ExchangeOrder, PriceBand
 from pilot.exchange.stream_events import (
     PRIVATE,
     Alive,
@@ -85,7 +61,6 @@ from pilot.exchange.stream_events import (
 
 OPEN_STATUSES = frozenset({"New", "PartiallyFilled", "Untriggered", "Created"})
 FINAL_STATUSES = frozenset({"Filled", "Cancelled", "Rejected", "PartiallyFilledCanceled", "Deactivated"})
-CLOSE_SECONDS = 5.0
 MAX_OUTCOME_WAIT_MS = 250  # the longest a lookup waits for an order on the stream before reading REST
 # Orders no longer open are kept only this many (the newest), and none older than FINAL_ORDER_MS behind the
 # newest order seen (the exchange's updated times): enough for a send's read-back (MAX_OUTCOME_WAIT_MS)
@@ -96,14 +71,13 @@ MAX_FINAL_ORDERS = 1000
 STALL_MS = 3000
 FINAL_ORDER_MS = 10 * 60_000
 
-# The sources of the facts read by the judgement running in this task (set by pilot.app.facts.gather.gather).
-FACT_SOURCES: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
-    "fact_sources", default=None
-)
-
 
 def to_ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
+
+
+def from_ms(stamp: int | None) -> datetime:
+    return datetime.fromtimestamp((stamp or 0) / 1000, tz=UTC)
 
 
 class Sync(Enum):
@@ -352,7 +326,7 @@ class StreamFacts:
         if mark is None:
             return None
         alive = self.channels[category].alive_ms
-        return Touch(bid=bid, ask=ask, mark=mark, observed_at=ms_to_datetime(alive))
+        return Touch(bid=bid, ask=ask, mark=mark, observed_at=from_ms(alive))
 
     def band(self, category: str, symbol: str, now_ms: int, max_age_ms: int) -> PriceBand | None:
         if not self.usable(category, now_ms, max_age_ms) or (category, symbol) not in self.bands:
@@ -365,7 +339,7 @@ class StreamFacts:
             buy_limit=buy,
             sell_limit=sell,
             outside="reject" if category == "spot" else "clamp",
-            observed_at=ms_to_datetime(alive),
+            observed_at=from_ms(alive),
         )
 
     def position(self, symbol: str, now_ms: int, max_age_ms: int) -> Position | None:
@@ -395,315 +369,3 @@ class StreamFacts:
 
 def _rank(order: ExchangeOrder) -> tuple[datetime, Decimal, int]:
     return (order.updated_at, order.cum_exec_qty, 1 if order.status in FINAL_STATUSES else 0)
-
-
-class StreamControl(Protocol):
-    """What the hub needs from a stream client (pilot.exchange.bybit_stream.BybitStreams)."""
-
-    def ping(self) -> int:
-        """Send a ping on every channel; its id (the private pong carries it back)."""
-        ...
-
-    def close(self) -> None:
-        """Close for good, within a bound (seconds), so it may run on a worker thread the loop waits for;
-        nothing reconnects after it returns."""
-        ...
-
-
-class StreamHub:
-    """Runs the cache on the event loop: events hop here from the client's threads; the private channel is
-    read again over REST whenever it needs it; the channels are pinged every `ping_every_ms`.
-
-    `resync_reader` is the REST reader; `max_age_ms` reads the policy's maxFactAgeMs.
-    """
-
-    def __init__(
-        self,
-        facts: StreamFacts,
-        rest: ExchangeReader,
-        clock: Clock,
-        max_age_ms: Callable[[], int],
-        *,
-        ping_every_ms: int = 100,
-    ) -> None:
-        self.facts = facts
-        self.rest = rest
-        self.clock = clock
-        self.max_age_ms = max_age_ms
-        self.ping_every_ms = ping_every_ms
-        self.client: StreamControl | None = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self._changed = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.resyncs = 0
-
-    def now_ms(self) -> int:
-        return to_ms(self.clock.now())
-
-    def attach(self, client: StreamControl) -> None:
-        """Start the resync and ping loops for `client` (call on the event loop)."""
-        self.loop = asyncio.get_running_loop()
-        self.client = client
-        for work in (self._resync_loop(), self._ping_loop()):
-            task = asyncio.create_task(work)
-            self._tasks.add(task)
-
-    def receive(self, event: StreamEvent) -> None:
-        """The client's sink: safe from any thread."""
-        received = self.now_ms()
-        loop = self.loop
-        if loop is None or loop.is_closed():
-            return
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(self.apply, event, received)
-
-    def apply(self, event: StreamEvent, received_ms: int) -> None:
-        self.facts.apply(event, received_ms)
-        self._changed.set()
-
-    async def changed(self, timeout_s: float) -> bool:
-        """Wait until an event arrives (True) or `timeout_s` passes (False)."""
-        self._changed.clear()
-        try:
-            # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the result when a cancel and the
-            # event arrive in the same turn, and the cancelled loop ran on until close() gave up on it
-            async with asyncio.timeout(timeout_s):
-                await self._changed.wait()
-        except TimeoutError:
-            return False
-        return True
-
-    async def close(self) -> None:
-        """Stop the loops and the client's connections (the client's close is bounded: see StreamControl)."""
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=CLOSE_SECONDS)
-        self._tasks.clear()
-        client, self.client = self.client, None
-        if client is not None:
-            await asyncio.to_thread(client.close)
-
-    async def _ping_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.ping_every_ms / 1000)
-            if self.client is not None:
-                await asyncio.to_thread(self.client.ping)
-
-    async def _resync_loop(self) -> None:
-        while True:
-            if not self.facts.resync_wanted():
-                await self.changed(1.0)
-                continue
-            await self.resync()
-
-    async def resync(self) -> None:
-        """Read the account over REST for the private channel, then confirm it with a ping."""
-        generation = self.facts.begin_resync()
-        self.resyncs += 1
-        read = await read_account(self.rest, self.facts.markets)
-        if self.client is None:
-            return
-        ping_id = await asyncio.to_thread(self.client.ping)
-        if not self.facts.finish_resync(generation, read, ping_id) and read is None:
-            await asyncio.sleep(1.0)  # REST failed: try again in a second, the stream is untrusted meanwhile
-
-
-async def read_account(rest: ExchangeReader, markets: dict[str, tuple[str, ...]]) -> Resync | None:
-    """The private facts over REST, for a resynchronisation; None when a read failed."""
-    try:
-        balance, listed, positions = await asyncio.gather(
-            rest.get_balance(),
-            asyncio.gather(*(rest.get_open_orders(category) for category in markets)),
-            asyncio.gather(*(rest.get_position("linear", symbol) for symbol in markets.get("linear", ()))),
-        )
-    except ExchangeError:
-        return None
-    orders = tuple(order for category in listed for order in category)
-    return Resync(positions={p.symbol: p for p in positions}, balance=balance, open_orders=orders)
-
-
-def note_source(fact: str, source: FactSource) -> None:
-    sources = FACT_SOURCES.get()
-    if sources is not None:
-        sources[fact] = source.value
-
-
-class StreamingReader:
-    """An ExchangeReader: the facts a judgement reads come from the streams when fresh, else from REST."""
-
-    def __init__(self, rest: ExchangeReader, hub: StreamHub) -> None:
-        self.rest = rest
-        self.hub = hub
-
-    @property
-    def facts(self) -> StreamFacts:
-        return self.hub.facts
-
-    def _now_bound(self) -> tuple[int, int]:
-        return self.hub.now_ms(), self.hub.max_age_ms()
-
-    async def get_touch(self, category: str, symbol: str) -> Touch:
-        touch = self.facts.touch(category, symbol, *self._now_bound())
-        if touch is not None:
-            note_source("touch", FactSource.STREAM)
-            return touch
-        note_source("touch", FactSource.REST)
-        return await self.rest.get_touch(category, symbol)
-
-    async def get_price_band(self, category: str, symbol: str) -> PriceBand:
-        band = self.facts.band(category, symbol, *self._now_bound())
-        if band is not None:
-            note_source("price_band", FactSource.STREAM)
-            return band
-        note_source("price_band", FactSource.REST)
-        return await self.rest.get_price_band(category, symbol)
-
-    async def get_position(self, category: str, symbol: str) -> Position:
-        position = self.facts.position(symbol, *self._now_bound()) if category == "linear" else None
-        if position is not None:
-            note_source("position", FactSource.STREAM)
-            return position
-        note_source("position", FactSource.REST)
-        return await self.rest.get_position(category, symbol)
-
-    async def get_balance(self) -> AccountBalance:
-        balance = self.facts.account_balance(*self._now_bound())
-        if balance is not None:
-            note_source("balance", FactSource.STREAM)
-            return balance
-        note_source("balance", FactSource.REST)
-        return await self.rest.get_balance()
-
-    async def get_open_orders(self, category: str, symbol: str | None = None) -> list[ExchangeOrder]:
-        orders = self.facts.open_orders(category, symbol, *self._now_bound()) if symbol else None
-        if orders is not None:
-            note_source(f"open_orders_{category}", FactSource.STREAM)
-            return orders
-        note_source(f"open_orders_{category}", FactSource.REST)
-        return await self.rest.get_open_orders(category, symbol)
-
-    async def find_order(self, category: str, symbol: str, order_link_id: str) -> ExchangeOrder | None:
-        """The order from the private stream when it shows there while the stream stays in sync and fresh
-        (at most MAX_OUTCOME_WAIT_MS), else REST's find_order. An IOC or FOK order is awaited until final."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + MAX_OUTCOME_WAIT_MS / 1000
-        while True:
-            now, bound = self._now_bound()
-            if not self.facts.usable(PRIVATE, now, bound):
-                break
-            found = self.facts.order_by_link(category, order_link_id)
-            if found is not None and (
-                found.status in FINAL_STATUSES or found.time_in_force not in ("IOC", "FOK")
-            ):
-                note_source("outcome", FactSource.STREAM)
-                return found
-            fresh_for = (bound - (self.facts.age(PRIVATE, now) or 0)) / 1000
-            wait_s = min(fresh_for, deadline - loop.time())
-            if wait_s <= 0:
-                break
-            await self.hub.changed(wait_s)
-        note_source("outcome", FactSource.REST)
-        return await self.rest.find_order(category, symbol, order_link_id)
-
-    # ---- the rest is REST ---------------------------------------------------------------------------
-
-    async def get_instrument(self, category: str, symbol: str) -> InstrumentRules:
-        return await self.rest.get_instrument(category, symbol)
-
-    def listed(self, category: str, symbol: str) -> bool | None:
-        return self.rest.listed(category, symbol)
-
-    async def get_ticker(self, category: str, symbol: str) -> Ticker:
-        return await self.rest.get_ticker(category, symbol)
-
-    async def get_orderbook(self, category: str, symbol: str, depth: int = 25) -> OrderBook:
-        return await self.rest.get_orderbook(category, symbol, depth)
-
-    async def get_positions(self, category: str, symbol: str | None = None) -> list[ExchangePosition]:
-        return await self.rest.get_positions(category, symbol)
-
-    async def get_order_history(
-        self, category: str, symbol: str | None = None, order_link_id: str | None = None
-    ) -> list[ExchangeOrder]:
-        return await self.rest.get_order_history(category, symbol, order_link_id)
-
-    async def get_executions(self, category: str, symbol: str, order_id: str) -> list[Execution]:
-        return await self.rest.get_executions(category, symbol, order_id)
-
-    async def get_api_key_info(self) -> ApiKeyInfo:
-        return await self.rest.get_api_key_info()
-
-    async def get_order_history_page(
-        self, category: str, symbol: str | None, cursor: str | None, limit: int
-    ) -> Page[ExchangeOrder]:
-        return await self.rest.get_order_history_page(category, symbol, cursor, limit)
-
-    async def get_executions_page(
-        self, category: str, symbol: str | None, cursor: str | None, limit: int
-    ) -> Page[Execution]:
-        return await self.rest.get_executions_page(category, symbol, cursor, limit)
-
-    async def get_closed_pnl_page(
-        self, category: str, symbol: str | None, cursor: str | None, limit: int, since: datetime | None = None
-    ) -> Page[ClosedPnl]:
-        return await self.rest.get_closed_pnl_page(category, symbol, cursor, limit, since)
-
-    async def get_closed_pnl_since(self, category: str, since: datetime) -> list[ClosedPnl]:
-        return await self.rest.get_closed_pnl_since(category, since)
-
-
-async def stream_markets(rest: ExchangeReader, symbols: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
-    """The allowed symbols the exchange lists, per category ("linear", "spot"): what is streamed."""
-    categories = ("linear", "spot")
-
-    async def listed(category: str, symbol: str) -> bool:
-        try:
-            await rest.get_instrument(category, symbol)
-        except ExchangeError:
-            return False
-        return True
-
-    found = await asyncio.gather(*(listed(c, s) for c in categories for s in symbols))
-    pairs = [(c, s) for c in categories for s in symbols]
-    return {
-        c: tuple(s for (cat, s), ok in zip(pairs, found, strict=True) if ok and cat == c) for c in categories
-    }
-
-
-async def start_streams(
-    stack: contextlib.AsyncExitStack,
-    rest: ExchangeReader,
-    clock: Clock,
-    max_age_ms: Callable[[], int],
-    *,
-    environment: str,
-    api_key: str,
-    api_secret: str,
-    symbols: tuple[str, ...],
-    paper_ws_url: str | None = None,
-) -> StreamingReader | None:
-    """Connect the streams of `symbols` and the account; the reader that uses them, or None (REST only)
-    when the environment has no stream URL Pilot connects to. A connection that does not open, or ends,
-    keeps being tried until `stack` closes the hub and its connections (REST for its facts meanwhile)."""
-    from pilot.exchange.bybit_stream import BybitStreams
-
-    markets = await stream_markets(rest, symbols)
-    hub = StreamHub(StreamFacts(markets), rest, clock, max_age_ms)
-    try:
-        client = BybitStreams(
-            environment,
-            api_key=api_key,
-            api_secret=api_secret,
-            markets=markets,
-            sink=hub.receive,
-            paper_ws_url=paper_ws_url,
-        )
-    except ValueError:
-        return None
-    hub.attach(client)
-    stack.push_async_callback(hub.close)
-    # Waits a few seconds at most for the first connections; those not open yet keep trying in the
-    # background (facts come from REST until their channel is in sync).
-    await asyncio.to_thread(client.start)
-    return StreamingReader(rest, hub)

@@ -15,8 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from pilot.app.runtime.runtime import Home
-from pilot.exchange.bybit import BybitExchange
-from pilot.exchange.bybit_codes import UNSUPPORTED
+from pilot.exchange.adapters import connect_exchange
 from pilot.exchange.errors import ExchangeError, ExchangeRejected
 from pilot.exchange.models import ApiKeyInfo
 from pilot.keys.credentials import Credentials, checked_address, key_hint, new_credentials, parse_environment
@@ -59,7 +58,7 @@ class KeySummary:
 
 async def read_key_info_from_exchange(credentials: Credentials) -> ApiKeyInfo:
     """Ask the exchange (`/v5/user/query-api`) what the key may do."""
-    exchange = BybitExchange.connect(
+    exchange = connect_exchange(
         credentials.environment.value,
         api_key=credentials.api_key,
         api_secret=credentials.api_secret,
@@ -241,7 +240,7 @@ async def _check(credentials: Credentials, read_key_info: KeyInfoReader, now: da
     try:
         info = await read_key_info(credentials)
     except ExchangeRejected as error:
-        if error.family == UNSUPPORTED:  # bybit-demo's 10032: no answer will come, the key stays unused
+        if error.unsupported:  # bybit-demo's 10032: no answer will come, the key stays unused
             raise PermissionCheckUnsupported(credentials.environment) from None
         reason = f"the exchange refused the key (retCode {error.ret_code})"
         raise PermissionCheckFailed(credentials.environment, reason) from None

@@ -113,7 +113,7 @@ async def judge_amend(runtime: Runtime, view: PolicyView, ask: AmendAsk) -> Judg
         ask.price if ask.price is not None else order.price,
     )
     remaining = max(qty - order.cum_exec_qty, Decimal(0))
-    # The stop it carries becomes the whole position's once it fills (tpslMode Full): judged with it.
+    # The stop it carries applies once it fills, as the venue applies it (Facts.venue): judged with it.
     intent = OrderIntent(
         ask.symbol,
         side,

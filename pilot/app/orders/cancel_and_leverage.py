@@ -188,7 +188,8 @@ async def judge_stop_cancel(
     except ExchangeError:
         return _unjudged(symbol, order_id, order_link_id)
     cancelled = _cancelled_stops(held, order)
-    before, after = with_pending(held, read.pending), with_pending(cancelled, read.pending)
+    before = with_pending(held, read.pending, runtime.venue)
+    after = with_pending(cancelled, read.pending, runtime.venue)
     keep = NextAction.stop(
         "keep this stop; to move it, call set_trading_stop with a stop the loss rules allow",
         human=RAISE_LOSS_CAP,

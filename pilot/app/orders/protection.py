@@ -36,12 +36,10 @@ MAX_PAGE = 50
 async def cancel_all_orders(
     runtime: Runtime, symbol: str | None, category: str = "linear", *, include_stops: bool = False
 ) -> ActionAnswer:
-    """Cancel every ordinary open order (of one symbol, or of the category): allowed in every trading state.
-
-    Bybit's cancel-all on linear cancels every kind of order unless told otherwise, the position's stops
-    included; Pilot sends orderFilter=Order so the stops stay. With `include_stops` the TP/SL and
-    conditional orders go too: that removes the stops of every position it covers, judged as any removal of
-    a stop (refused unless trading is active, and where it breaks requireStopLoss or the loss cap)."""
+    """Cancel every ordinary open order (of one symbol, or of the category): allowed in every trading state;
+    the positions' stops stay. With `include_stops` the TP/SL and conditional orders go too: that removes
+    the stops of every position it covers, judged as any removal of a stop (refused unless trading is
+    active, and where it breaks requireStopLoss or the loss cap)."""
     busy = await throttled(runtime, runtime.policy())  # a cancel-all is a message too (Bybit counts it)
     if busy is not None:
         action = {"symbol": symbol, "category": category, "include_stops": include_stops}
@@ -49,11 +47,11 @@ async def cancel_all_orders(
             runtime.store.journal, "cancel_all_orders", action, busy, now=runtime.now()
         )
     if not include_stops or category != "linear":
-        return await runtime.gate.cancel_all_orders(category, symbol, order_filter="Order")
+        return await runtime.gate.cancel_all_orders(category, symbol, include_stops=False)
     refused = await _judge_cancel_all(runtime, symbol)
     if refused is not None:
         return refused
-    return await runtime.gate.cancel_all_orders(category, symbol, order_filter=None)
+    return await runtime.gate.cancel_all_orders(category, symbol, include_stops=True)
 
 
 async def _judge_cancel_all(runtime: Runtime, symbol: str | None) -> ActionAnswer | None:
@@ -75,8 +73,8 @@ async def _judge_cancel_all(runtime: Runtime, symbol: str | None) -> ActionAnswe
         "cancel the ordinary orders and keep the stops",
     )
     for position, read in positions:
-        before = with_pending(position, read.pending)
-        after = with_pending(replace(position, stop_loss=None, partial_stops=()), read.pending)
+        before = with_pending(position, read.pending, runtime.venue)
+        after = with_pending(replace(position, stop_loss=None, partial_stops=()), read.pending, runtime.venue)
         what = f"cancelling the {position.symbol} stops"
         change = (before, after)
         violations = check_stop_change(
@@ -96,8 +94,8 @@ async def set_trading_stop(
     stop_loss: Decimal | None,
     take_profit: Decimal | None,
 ) -> ActionAnswer:
-    """Set the position's whole stop-loss and/or take-profit ("0" removes one), as Bybit's trading-stop
-    does in tpslMode Full. Closer or new stops always pass; a stop moved away or removed widens the loss:
+    """Set the position's whole stop-loss and/or take-profit ("0" removes one): the stop that closes all of
+    the position (at Bybit, trading-stop in its whole-position mode). Closer or new stops always pass; a stop moved away or removed widens the loss:
     refused unless trading is active, and it must keep the position's loss at its stops (with any partial
     legs) within maxLossPerTradeUsd/Pct, and a stop in place under requireStopLoss."""
     action: dict[str, Any] = {
@@ -137,7 +135,15 @@ async def _judge_stop(
     action["stop_loss_before"] = plain(position.stop_loss) if position.stop_loss else None
     on_tick = ask.on_tick(rules.tick_size, long=position.size > 0)
     violations = check_trading_stop_call(
-        view.policy, state, position, balance.total_equity_usd, on_tick, rules.tick_size, read.pending, touch
+        view.policy,
+        state,
+        position,
+        balance.total_equity_usd,
+        on_tick,
+        rules.tick_size,
+        read.pending,
+        touch,
+        venue=runtime.venue,
     )
     if not violations:
         return on_tick

@@ -1,7 +1,8 @@
 """The exchange gate: the one road to the exchange for every write (create, cancel, leverage; a close is a create).
 
 Only the gate holds the ExchangeWriter. For each write it checks the exchange key, journals the attempt
-before the request leaves, sends it once, and sorts what came back in one place (`sort_failure`):
+before the request leaves, sends it once, and sorts what came back in one place (`sort_failure`, in
+pilot.app.road.outcomes with the answers built from it):
 
     rejected         a definite no from the exchange (a retCode), or the exchange could not take it
                      (unreachable, rate limited: family "unavailable", with a retry time when known);
@@ -36,24 +37,30 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pilot.app.answers import entry_kinds, store_faults
 from pilot.app.answers.refusals import journal_action_refusal, journal_order_refusal, key_violation
 from pilot.app.answers.responses import (
     ActionAnswer,
-    ExchangeText,
-    Fill,
-    NextActionOut,
     OrderAnswer,
     Refusal,
     next_out,
 )
 from pilot.app.road.clock import Clock
+from pilot.app.road.outcomes import (
+    ALREADY_SO,
+    Failure,
+    done,
+    failed_action,
+    from_order,
+    rejected_order,
+    sort_failure,
+)
 from pilot.app.road.ports import ExchangeReader, ExchangeWriter
-from pilot.core.violations import NextAction, plain
-from pilot.exchange.errors import ExchangeError, ExchangeRejected, ExchangeUnavailable, OutcomeUnknown
-from pilot.exchange.models import ExchangeOrder, OrderRequest
+from pilot.core.violations import NextAction
+from pilot.exchange.errors import ExchangeError
+from pilot.exchange.models import OrderRequest
 from pilot.store import Journal, JournalEntry, Leases, Preempted, StoreError, Unless, holder_id
 
 ORDER_LINK_PREFIX = "pilot-"
@@ -68,9 +75,6 @@ DRAIN_TIMEOUT = timedelta(seconds=30)
 # and its lookups); the switch itself is on from its own entry, without waiting.
 SETTLE_WAIT = timedelta(seconds=15)
 T = TypeVar("T")
-# What a write returns when the exchange answered "not modified" (a trading stop's 34040): what was asked
-# already holds.
-ALREADY_SO = object()
 
 # Re-checks the exchange key's permissions when the last check is old; raises pilot.keys.errors.KeysError
 # when the key may now do more than the allowlist permits or cannot be checked. None on paper.
@@ -85,60 +89,6 @@ def order_link_id(plan_id: str) -> str:
 def look_up(symbol: str, category: str, text: str) -> NextAction:
     """The next action after a send whose result is not fully known: read open orders, never resend."""
     return NextAction.call("get_open_orders", {"symbol": symbol, "category": category}, text)
-
-
-def request_dict(request: OrderRequest) -> dict[str, Any]:
-    return {
-        "category": request.category,
-        "symbol": request.symbol,
-        "side": request.side,
-        "orderType": request.order_type,
-        "qty": plain(request.qty),
-        "price": plain(request.price),
-        "timeInForce": request.time_in_force,
-        "orderLinkId": request.order_link_id,
-        "reduceOnly": request.reduce_only,
-        **({"stopLoss": plain(request.stop_loss)} if request.stop_loss is not None else {}),
-        **({"takeProfit": plain(request.take_profit)} if request.take_profit is not None else {}),
-        **({"smpType": request.smp_type} if request.smp_type is not None else {}),
-    }
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """A write that did not succeed, sorted: a definite no (rejected) or an unknown outcome."""
-
-    status: Literal["rejected", "outcome_unknown"]
-    detail: str
-    family: str
-    ret_code: int | None = None
-    retry_after: datetime | None = None
-    untrusted_text: str = ""
-
-    @property
-    def exchange_text(self) -> ExchangeText | None:
-        return ExchangeText(untrusted_text=self.untrusted_text) if self.untrusted_text else None
-
-    @property
-    def retry_text(self) -> str | None:
-        return self.retry_after.isoformat() if self.retry_after else None
-
-
-def sort_failure(error: ExchangeError, what: str) -> Failure:
-    """The one sorting of exchange errors for every write, in Pilot's own words.
-
-    The adapter's message may name the order by an id the agent gave (possibly copied from exchange text),
-    so the sentence is built from the error's type and code alone.
-    """
-    if isinstance(error, ExchangeRejected):
-        detail = f"{what}: the exchange refused it (retCode {error.ret_code}, {error.family}); nothing was executed"
-        return Failure("rejected", detail, error.family, error.ret_code, error.retry_at, error.untrusted_text)
-    if isinstance(error, OutcomeUnknown):
-        detail = f"{what}: sent, but the exchange's answer was lost or unclear, so the outcome is not known"
-        return Failure("outcome_unknown", detail, "unknown", untrusted_text=error.untrusted_text)
-    retry = error.retry_at if isinstance(error, ExchangeUnavailable) else None
-    detail = f"{what}: the exchange could not be reached or did not take it; nothing was executed"
-    return Failure("rejected", detail, "unavailable", retry_after=retry, untrusted_text=error.untrusted_text)
 
 
 class TurnBusy(Exception):
@@ -287,7 +237,7 @@ class ExchangeGate:
         if problem is not None:
             refusal = Refusal.of(key_violation(problem), "nothing was sent")
             return await journal_order_refusal(self._journal, refusal, now=self._clock.now(), plan_id=plan_id)
-        journal, sent = self._journal, request_dict(request)
+        journal, sent = self._journal, request.as_record()
         attempt = await self._attempt(
             entry_kinds.ORDER_SENT, {"request": sent, "origin": origin}, plan_id, condition
         )
@@ -300,7 +250,7 @@ class ExchangeGate:
             if failure.status == "outcome_unknown":
                 answer = await self._reconnoitre(request, sent, failure)
             else:
-                answer = _rejected_order(failure, sent)
+                answer = rejected_order(failure, sent)
         else:
             answer = await self._read_back(request, sent, ack.order_id)
         # An outcome_unknown or accepted answer leaves the send unsettled: pending exposure until a lookup
@@ -353,7 +303,7 @@ class ExchangeGate:
         else:
             checked = "open orders and order history were checked and it is not there (yet)"
         if found is not None:
-            answer = _from_order(found, sent)
+            answer = from_order(found, sent)
             return answer.model_copy(
                 update={"found_by_reconnaissance": True, "detail": "accepted (found by lookup)"}
             )
@@ -392,7 +342,7 @@ class ExchangeGate:
                     )
                 ),
             )
-        return _from_order(found, sent)
+        return from_order(found, sent)
 
     # ---- cancel and leverage ---------------------------------------------------------------------------
 
@@ -433,14 +383,16 @@ class ExchangeGate:
         return await self.complete(self._write("set_leverage", action, call, check="get_positions"))
 
     async def cancel_all_orders(
-        self, category: str, symbol: str | None, *, order_filter: str | None
+        self, category: str, symbol: str | None, *, include_stops: bool
     ) -> ActionAnswer:
-        """Cancel the open orders of a category (or one symbol), once. `order_filter` is Bybit's: "Order"
-        keeps the TP/SL and conditional orders; None sends none, which on linear cancels every kind."""
-        action = {"symbol": symbol, "category": category, "order_filter": order_filter}
+        """Cancel the open orders of a category (or one symbol), once: the ordinary orders, and with
+        `include_stops` the positions' stops and the conditional orders too."""
+        # The journal and the answer have always named the reach as Bybit's orderFilter: "Order" for the
+        # ordinary orders alone, null for every kind. Kept so, for old and new rows to read alike.
+        action = {"symbol": symbol, "category": category, "order_filter": None if include_stops else "Order"}
 
         async def call() -> object:
-            cancelled = await self._writer.cancel_all_orders(category, symbol, order_filter=order_filter)
+            cancelled = await self._writer.cancel_all_orders(category, symbol, include_stops=include_stops)
             return ", ".join(cancelled)
 
         return await self.complete(self._write("cancel_all_orders", action, call, check="get_open_orders"))
@@ -522,9 +474,9 @@ class ExchangeGate:
         try:
             result = await call()
         except ExchangeError as error:
-            answer = _failed_action(sort_failure(error, tool), action, check)
+            answer = failed_action(sort_failure(error, tool), action, check)
         else:
-            answer = _done(tool, action, result)
+            answer = done(tool, action, result)
         try:
             outcome = await journal.append(
                 entry_kinds.ACTION,
@@ -535,109 +487,3 @@ class ExchangeGate:
             answer = answer.model_copy(update={"journal_seq": [attempt.seq]})
             return store_faults.unrecorded(answer, error, f"the outcome of this {tool}", sent=True)
         return answer.model_copy(update={"journal_seq": [attempt.seq, outcome.seq]})
-
-
-def _done(tool: str, action: Mapping[str, Any], result: object) -> ActionAnswer:
-    if result is ALREADY_SO:  # the exchange changed nothing because nothing needed changing
-        data = {**action, "result": "unchanged"}
-        return ActionAnswer(
-            status="unchanged", detail=f"{tool}: already as asked; nothing changed", data=data
-        )
-    done = {**action, "result": result if isinstance(result, str | None) else str(result)}
-    return ActionAnswer(status="done", detail=f"{tool} done", data=done)
-
-
-def _rejected_order(failure: Failure, sent: dict[str, Any]) -> OrderAnswer:
-    return OrderAnswer(
-        status="rejected",
-        sent=sent,
-        ret_code=failure.ret_code,
-        reject_family=failure.family,
-        exchange=failure.exchange_text,
-        detail=failure.detail,
-        next_safe_action=NextActionOut(
-            tool=None,
-            args=None,
-            text="the exchange refused this order and nothing was executed; plan again if it still makes sense",
-            retry_after=failure.retry_text,
-        ),
-    )
-
-
-def _failed_action(failure: Failure, action: Mapping[str, Any], check: str) -> ActionAnswer:
-    if failure.status == "outcome_unknown":
-        next_action = NextActionOut(
-            tool=check,
-            args={"symbol": action["symbol"], "category": action["category"]},
-            text="do not resend; check the current state first",
-        )
-    else:
-        next_action = NextActionOut(
-            tool=None,
-            args=None,
-            text="nothing was done; try again later if it still makes sense",
-            retry_after=failure.retry_text,
-        )
-    return ActionAnswer(
-        status=failure.status,
-        detail=failure.detail,
-        ret_code=failure.ret_code,
-        reject_family=failure.family if failure.status == "rejected" else None,
-        exchange=failure.exchange_text,
-        next_safe_action=next_action,
-    )
-
-
-STATUS_OF: dict[str, Literal["filled", "partially_filled", "open", "rejected"]] = {
-    "Filled": "filled",
-    "PartiallyFilled": "partially_filled",
-    "New": "open",
-    "Untriggered": "open",
-    "Created": "open",
-    "Rejected": "rejected",
-}
-
-
-def answer_status(
-    order: ExchangeOrder,
-) -> Literal["filled", "partially_filled", "open", "rejected", "cancelled"]:
-    """What an order the exchange reports means for the agent (Bybit's orderStatus, in Pilot's words)."""
-    # Cancelled, PartiallyFilledCanceled, Deactivated: an IOC remainder, or cancelled.
-    remainder: Literal["partially_filled", "cancelled"] = (
-        "partially_filled" if order.cum_exec_qty > 0 else "cancelled"
-    )
-    return STATUS_OF.get(order.status) or remainder
-
-
-def _from_order(order: ExchangeOrder, sent: dict[str, Any]) -> OrderAnswer:
-    filled = order.cum_exec_qty
-    status = answer_status(order)
-    text = (
-        order.reject_reason if order.reject_reason and order.reject_reason not in ("EC_NoError", "") else ""
-    )
-    return OrderAnswer(
-        status=status,
-        order_id=order.order_id,
-        sent=sent,
-        fill=Fill(
-            filled_qty=plain(filled),
-            avg_price=plain(order.avg_price) if order.avg_price and filled > 0 else None,
-            fee=plain(order.cum_exec_fee),
-            fee_coin=order.fee_coin or None,
-            fees={coin: plain(fee) for coin, fee in order.fees} if len(order.fees) > 1 else None,
-        ),
-        exchange=ExchangeText(untrusted_text=text) if text else None,
-        detail=_fill_words(status, filled, order.qty),
-    )
-
-
-def _fill_words(status: str, filled: Decimal, qty: Decimal) -> str:
-    if status == "filled":
-        return f"filled {plain(filled)} of {plain(qty)}"
-    if status == "partially_filled":
-        return f"filled {plain(filled)} of {plain(qty)}; the rest was not filled within the price limit"
-    if status == "cancelled":
-        return "nothing filled within the price limit; the order was cancelled (Limit IOC)"
-    if status == "open":
-        return "resting on the book"
-    return "the exchange rejected the order after accepting it"

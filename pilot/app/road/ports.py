@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Protocol
 
 from pilot.core.facts import InstrumentRules, Position, Touch
+from pilot.core.venues import VenueProfile
 from pilot.exchange.models import (
     AccountBalance,
     ApiKeyInfo,
@@ -28,7 +29,12 @@ from pilot.exchange.models import (
 
 
 class ExchangeReader(Protocol):
-    """Reads of one Bybit V5 account. Errors are pilot.exchange.errors types, nothing else."""
+    """Reads of one account at one venue. Errors are pilot.exchange.errors types, nothing else."""
+
+    @property
+    def profile(self) -> VenueProfile:
+        """How the venue applies stops (pilot.core.venues): what every judgement of the stops assumes."""
+        ...
 
     async def get_instrument(self, category: str, symbol: str) -> InstrumentRules: ...
     def listed(self, category: str, symbol: str) -> bool | None:
@@ -80,8 +86,8 @@ class ExchangeWriter(Protocol):
         price: Decimal | None = None,
     ) -> str: ...
     async def cancel_all_orders(
-        self, category: str, symbol: str | None = None, *, order_filter: str | None = "Order"
-    ) -> list[str]: ...
+        self, category: str, symbol: str | None = None, *, include_stops: bool = False
+    ) -> list[str]: ...  # include_stops: the position's stops and the conditional orders go too
     async def set_trading_stop(
         self, category: str, symbol: str, *, stop_loss: Decimal | None, take_profit: Decimal | None
     ) -> bool: ...  # False: nothing changed, the stops already were the asked values

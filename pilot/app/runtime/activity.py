@@ -25,6 +25,7 @@ from decimal import Decimal
 from typing import Any
 
 from pilot.app.answers import entry_kinds
+from pilot.app.answers.sent_requests import sent_request
 from pilot.app.road.clock import Today
 from pilot.core.facts import NO_TURNOVER, Turnover
 from pilot.store import Instant, JournalEntry, age
@@ -89,11 +90,13 @@ class Activity:
         outcome corrects what an IOC order filled."""
         kind, data = entry.kind, entry.data
         if kind == entry_kinds.ORDER_SENT:
-            request = data.get("request") or {}
+            request = sent_request(data.get("request"))
             self.messages.append((entry.at, entry.clock))
             qty, price = _decimal(request.get("qty")), _decimal(request.get("price"))
-            ioc = request.get("timeInForce") == "IOC"
-            self._add(str(request.get("orderLinkId")), _Sent(entry.at, entry.clock, qty * price, ioc, price))
+            ioc = request.get("time_in_force") == "IOC"
+            self._add(
+                str(request.get("order_link_id")), _Sent(entry.at, entry.clock, qty * price, ioc, price)
+            )
         elif kind == entry_kinds.ACTION and data.get("phase") == "sent" and data.get("tool") in MESSAGE_TOOLS:
             self.messages.append((entry.at, entry.clock))
             if data.get("tool") == "amend_order":  # what is left of it, at its new price against its old

@@ -25,6 +25,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 
 from pilot.app.answers import entry_kinds
+from pilot.app.answers.sent_requests import sent_request
 from pilot.app.road.clock import Today
 from pilot.app.runtime.activity import NO_ACTIVITY, Activity, ActivityView
 from pilot.store import Instant, Journal, JournalEntry, Mark, age
@@ -67,23 +68,23 @@ class Send:
     reduce_only: bool
     sent_at: datetime
     price: Decimal | None = None  # the limit price sent (every create is a limit: market ones are IOC)
-    stop_loss: Decimal | None = None  # the stop sent with it (tpslMode Full: the whole position's)
+    stop_loss: Decimal | None = None  # the stop sent with it (on Bybit, the whole position's once it fills)
     stamp: Instant | None = None  # when it was sent on the store's clock (None: journaled before it had one)
 
     @staticmethod
     def of(entry: JournalEntry) -> Send:
-        request = entry.data["request"]
+        request = sent_request(entry.data["request"])
         return Send(
-            order_link_id=request["orderLinkId"],
+            order_link_id=request["order_link_id"],
             plan_id=entry.plan_id,
             category=request["category"],
             symbol=request["symbol"],
             side=request["side"],
             qty=Decimal(request["qty"]),
-            reduce_only=bool(request.get("reduceOnly")),
+            reduce_only=bool(request.get("reduce_only")),
             sent_at=entry.at,
             price=Decimal(request["price"]) if request.get("price") else None,
-            stop_loss=Decimal(request["stopLoss"]) if request.get("stopLoss") else None,
+            stop_loss=Decimal(request["stop_loss"]) if request.get("stop_loss") else None,
             stamp=entry.clock,
         )
 

@@ -20,6 +20,7 @@ from pilot.app.runtime.sessions import Sessions, session_age
 from pilot.core.controls import authority_breach
 from pilot.core.facts import TradingState
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
+from pilot.core.venues import VenueProfile
 from pilot.store import Instant, Store, StoreError, StoreLocation, Unless
 
 # The entries that turn trading reducing (`Runtime.trading_state`): a growing send is journaled only if none
@@ -149,6 +150,11 @@ class Runtime:
     def now(self) -> datetime:
         return self.clock.now()
 
+    @property
+    def venue(self) -> VenueProfile:
+        """How the venue applies stops (pilot.core.venues), as its reader declares it."""
+        return self.exchange.profile
+
     async def journal_state(self) -> JournalState:
         return await self.ledger.state(self.now())
 
@@ -204,7 +210,7 @@ def assemble_runtime(
 ) -> Runtime:
     """A Runtime over one adapter: the use cases get its reads, the gate alone gets its writes.
 
-    `reader` replaces the adapter's reads (pilot.app.facts.stream_cache.StreamingReader: facts from the streams
+    `reader` replaces the adapter's reads (pilot.app.facts.streaming_reader.StreamingReader: facts from the streams
     when fresh); writes still go to the adapter, through the gate only.
     """
     reads = reader if reader is not None else exchange

@@ -13,14 +13,15 @@ from typing import TYPE_CHECKING
 from pilot.app.human.kill_switch import stop_on_rollback
 from pilot.app.road.clock import Clock, SystemClock, store_clock
 from pilot.app.road.gate import KeyCheck
-from pilot.app.road.ports import ExchangeReader
+from pilot.app.road.ports import Exchange, ExchangeReader
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime, read_policy
 from pilot.app.service.upkeep import upkeep
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.adapters import connect_exchange
+from pilot.exchange.stream_events import NoStreams
 from pilot.store import StoreError, open_store
 
 if TYPE_CHECKING:
-    from pilot.exchange.sim import StateInUse
+    from pilot.paper import StateInUse
 
 EXCHANGES = ("paper", "bybit-demo", "bybit-testnet")
 log = logging.getLogger("pilot.boot")
@@ -57,7 +58,7 @@ async def open_runtime(
     `pilot sim`) with the paper key stored in the home, or else the scenario's key. bybit-demo and
     bybit-testnet use the key stored with `pilot keys add`, whose permissions are re-checked when the last
     check is over an hour old. With record_dir, every exchange request and answer is written there,
-    redacted (pilot.exchange.recording).
+    redacted (pilot.exchange.bybit.recording).
 
     With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
     (pilot.app.facts.stream_cache). None (the default): on for the paper exchange, embedded or attached, unless
@@ -125,7 +126,7 @@ class _Venue:
         self.credentials: tuple[str, str] | None = None
 
     async def streams(
-        self, stack: contextlib.AsyncExitStack, adapter: BybitExchange, wanted: bool | None
+        self, stack: contextlib.AsyncExitStack, adapter: Exchange, wanted: bool | None
     ) -> ExchangeReader | None:
         """The stream-fed reader when streams are on (see open_runtime), else None (REST only)."""
         on = wanted if wanted is not None else self.exchange == "paper" and self.record_dir is None
@@ -135,7 +136,7 @@ class _Venue:
             self.ws_url = await self._discover(required=wanted is True)
             if self.ws_url is None:
                 return None
-        from pilot.app.facts.stream_cache import start_streams
+        from pilot.app.facts.streaming_reader import start_streams
 
         policy_path = Home(self.home).policy_path
 
@@ -156,10 +157,10 @@ class _Venue:
 
     async def _discover(self, *, required: bool) -> str | None:
         """The attached paper exchange's WebSocket URL, or None (said once) when it names none Pilot uses."""
-        from pilot.exchange.bybit_stream import NoStreams, discover_paper_streams
+        from pilot.exchange.adapters import paper_streams_url
 
         try:
-            return await asyncio.to_thread(discover_paper_streams, self.url or "")
+            return await asyncio.to_thread(paper_streams_url, self.url or "")
         except NoStreams as error:
             if required:
                 raise StartupError(
@@ -172,7 +173,7 @@ class _Venue:
             )
             return None
 
-    async def connect(self, stack: contextlib.AsyncExitStack) -> tuple[BybitExchange, bool]:
+    async def connect(self, stack: contextlib.AsyncExitStack) -> tuple[Exchange, bool]:
         """The adapter to use, and whether it uses a key stored in the home (whose permissions need checks)."""
         if self.exchange == "paper" and self.url is None:
             return self._embedded(stack), False
@@ -187,8 +188,8 @@ class _Venue:
         except KeysError as error:
             raise StartupError(str(error)) from None
 
-    def _embedded(self, stack: contextlib.AsyncExitStack) -> BybitExchange:
-        from pilot.exchange.sim import ScenarioError, StateError, StateInUse, start_paper_exchange
+    def _embedded(self, stack: contextlib.AsyncExitStack) -> Exchange:
+        from pilot.paper import ScenarioError, StateError, StateInUse, start_paper_exchange
 
         state = Home(self.home).paper_state_path
         try:
@@ -206,15 +207,15 @@ class _Venue:
         self.ws_url = paper.ws_url
         return self._adapter(paper.api_key, paper.api_secret, paper.url)
 
-    async def _stored_key(self) -> BybitExchange:
+    async def _stored_key(self) -> Exchange:
         from pilot.app.human.exchange_keys import load_exchange_credentials
 
         credentials = await load_exchange_credentials(self.home, self.exchange, now=self.clock.now())
         return self._adapter(credentials.api_key, credentials.api_secret, self.url or credentials.base_url)
 
-    def _scenario_key(self) -> BybitExchange:
+    def _scenario_key(self) -> Exchange:
         """No paper key stored: a `pilot sim` on the same scenario serves its first key, so use that."""
-        from pilot.exchange.sim import ScenarioError, load_scenario
+        from pilot.paper import ScenarioError, load_scenario
 
         try:
             key = load_scenario(self.scenario).api_keys[0]
@@ -222,10 +223,10 @@ class _Venue:
             raise StartupError(f"cannot read the scenario for the paper key: {error}") from None
         return self._adapter(key.key, key.secret, self.url)
 
-    def _adapter(self, api_key: str, api_secret: str, base_url: str | None) -> BybitExchange:
+    def _adapter(self, api_key: str, api_secret: str, base_url: str | None) -> Exchange:
         self.credentials = (api_key, api_secret)
         try:
-            return BybitExchange.connect(
+            return connect_exchange(
                 self.exchange,
                 api_key=api_key,
                 api_secret=api_secret,

@@ -13,12 +13,13 @@ from pathlib import Path
 
 from pilot.app.answers import entry_kinds
 from pilot.app.human.exchange_keys import load_exchange_credentials, show_keys
+from pilot.app.road.ports import Exchange
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.runtime import Home
 from pilot.app.service.boot import EXCHANGES
 from pilot.core.policy import LoadedPolicy
 from pilot.core.violations import plain
-from pilot.exchange.bybit import BybitExchange
+from pilot.exchange.adapters import connect_exchange
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.keys.channel_secrets import SecretUnreadable, load_secret
 from pilot.keys.errors import KeysError, NoKeyStored
@@ -238,7 +239,7 @@ async def check_key(home: Path, exchange: str) -> Check:
 async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: str) -> Check:
     """The exchange answers a ticker, a balance and a position read with this home's key; the account has
     funds, and holds no position in hedge mode (Pilot reads one-way positions only)."""
-    from pilot.exchange.sim import StateError, StateInUse
+    from pilot.paper import StateError, StateInUse
 
     try:
         async with _connected(home, exchange, now) as adapter:
@@ -282,14 +283,14 @@ async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: st
 
 
 @contextlib.asynccontextmanager
-async def _connected(home: Path, exchange: str, now: datetime) -> AsyncIterator[BybitExchange]:
+async def _connected(home: Path, exchange: str, now: datetime) -> AsyncIterator[Exchange]:
     with contextlib.ExitStack() as stack:
         if exchange == "paper":
             api_key, api_secret, base_url = await _home_paper_exchange(home, now, stack)
         else:
             credentials = await load_exchange_credentials(home, exchange, now=now)
             api_key, api_secret, base_url = credentials.api_key, credentials.api_secret, credentials.base_url
-        adapter = BybitExchange.connect(exchange, api_key=api_key, api_secret=api_secret, base_url=base_url)
+        adapter = connect_exchange(exchange, api_key=api_key, api_secret=api_secret, base_url=base_url)
         try:
             yield adapter
         finally:
@@ -302,7 +303,7 @@ async def _home_paper_exchange(
     """The home's own paper account (its positions and balance, not a fresh one): the paper exchange a
     running `pilot serve` or `pilot sim --home` serves it from, read with the key that server uses (the home's
     stored paper key, else the scenario's); or, when none runs, that account started here for the check."""
-    from pilot.exchange.sim import load_scenario, serving_url, start_paper_exchange
+    from pilot.paper import load_scenario, serving_url, start_paper_exchange
 
     state = Home(home).paper_state_path
     url = serving_url(state)

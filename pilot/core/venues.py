@@ -1,0 +1,45 @@
+"""How a venue applies stops, declared once per venue: what the core's judgement of the loss at the stops
+assumes, in Pilot's words rather than any venue's parameter names.
+
+What every venue Pilot trades on does, so no field says it: a position's stop-loss lives on the position.
+A whole stop closes all of the position, whatever its size when it triggers, and a new one replaces the old;
+partial stops each close their own size and add up beside the whole one; a fill that closes or flips the
+position takes its stops with it; a stop or a target is set only on a position, beyond the price now. What a
+cancel-all reaches is the venue port's to say in Pilot's words (`include_stops`): each adapter makes its venue
+keep the position's stops, or take them, as asked.
+
+What differs, and is declared here: what a stop-loss sent with an order becomes once the order fills. Each
+adapter names its venue's profile (pilot.exchange.bybit.adapter.BybitExchange.profile); the use cases read it
+from their reader (`ExchangeReader.profile`) and hand it to the core (`Facts.venue`, and the stop checks).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class StopScope(StrEnum):
+    """What a stop-loss sent with an order covers once the order fills."""
+
+    POSITION = "position"  # the whole position: it becomes the position's stop, replacing the one it had
+    ORDER = "order"  # the quantity that filled: a partial stop of its own, beside the position's others
+
+
+@dataclass(frozen=True, slots=True)
+class VenueProfile:
+    """How one venue applies stops.
+
+    Attributes:
+        name: the venue, as a human reads it.
+        order_stop: what a stop-loss sent with an order becomes once the order fills; orders are sent asking
+            for exactly this (OrderRequest.stop_scope).
+    """
+
+    name: str
+    order_stop: StopScope
+
+
+# Bybit V5: a stop-loss sent with a create in the whole-position mode (which Pilot asks for on every create
+# that carries one) becomes the position's stop once the order fills, replacing its stop (create-order.mdx).
+BYBIT = VenueProfile(name="Bybit", order_stop=StopScope.POSITION)

@@ -1,0 +1,85 @@
+"""Which venue's adapter serves an environment: the one place outside a venue's own package that names it.
+
+The use cases reach a venue through these and the port (pilot.app.road.ports), never through a venue's
+package: `connect_exchange` builds the REST adapter, `open_streams` its WebSocket streams, and
+`paper_streams_url` asks an attached paper exchange where its streams are. Every environment Pilot knows
+today is Bybit V5's: bybit-demo, bybit-testnet, and paper (the Bybit V5 paper exchange on loopback,
+pilot.paper). The streams' client is imported only when streams are opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.stream_events import StreamEvent
+
+if TYPE_CHECKING:
+    from pilot.exchange.bybit.stream import BybitStreams
+
+
+def connect_exchange(
+    environment: str,
+    *,
+    api_key: str,
+    api_secret: str,
+    base_url: str | None = None,
+    timeout_seconds: float = 10,
+    record_dir: Path | None = None,
+    clock: Callable[[], datetime] | None = None,
+) -> BybitExchange:
+    """The adapter for `environment` (no request is sent yet).
+
+    Raises:
+        ValueError: an unknown environment, a base URL off its allowlist (mainnet included), or no key.
+    """
+    return BybitExchange.connect(
+        environment,
+        api_key=api_key,
+        api_secret=api_secret,
+        base_url=base_url,
+        timeout_seconds=timeout_seconds,
+        record_dir=record_dir,
+        clock=clock,
+    )
+
+
+def open_streams(
+    environment: str,
+    *,
+    api_key: str,
+    api_secret: str,
+    markets: Mapping[str, Iterable[str]],
+    sink: Callable[[StreamEvent], None],
+    paper_ws_url: str | None = None,
+) -> BybitStreams:
+    """The streams' client of `environment` for `markets` and the account, every event given to `sink` (not
+    connected yet: its `start` connects).
+
+    Raises:
+        ValueError: the environment has no stream URL Pilot connects to.
+    """
+    from pilot.exchange.bybit.stream import BybitStreams
+
+    return BybitStreams(
+        environment,
+        api_key=api_key,
+        api_secret=api_secret,
+        markets=markets,
+        sink=sink,
+        paper_ws_url=paper_ws_url,
+    )
+
+
+def paper_streams_url(rest_url: str) -> str:
+    """The WebSocket URL the paper exchange at `rest_url` names for its streams. Blocking.
+
+    Raises:
+        NoStreams (pilot.exchange.stream_events): it names none, or one Pilot does not connect to.
+    """
+    from pilot.exchange.bybit.stream import discover_paper_streams
+
+    return discover_paper_streams(rest_url)
