@@ -24,6 +24,7 @@ from pilot.cli import render
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CheckFailed, CliError, emit_json, format_option, wants_json
 from pilot.core.channels import Via
+from pilot.core.errors import ErrorCode
 from pilot.store import ConfirmationRecord
 
 
@@ -85,7 +86,7 @@ def approve(confirmation_id: str, output: str) -> None:
     _require_pending(record)
     if not click.confirm("Approve?", default=False, err=wants_json()):
         raise CheckFailed(
-            "not_approved",
+            ErrorCode.NOT_APPROVED,
             f"not approved; {record.confirmation_id} stays pending",
             f"reject it with `pilot confirm reject {record.confirmation_id}`, or let it expire",
         )
@@ -116,7 +117,7 @@ def _read(home: Path, confirmation_id: str, *, deciding: bool = False) -> tuple[
 def _require_pending(record: ConfirmationRecord) -> None:
     if record.status != "pending":
         raise CliError(
-            "not_pending",
+            ErrorCode.NOT_PENDING,
             f"confirmation {record.confirmation_id} is {record.status}; it cannot be decided",
             "only a pending confirmation can be approved or rejected: see `pilot confirm list`",
         )
@@ -127,7 +128,7 @@ def _decide(home: Path, record: ConfirmationRecord, *, approve: bool) -> None:
     decision: Decision = on_desk(home, lambda runtime: decide(runtime, full_id, approve=approve))
     if decision.record is None:
         raise CliError(
-            "not_pending",
+            ErrorCode.NOT_PENDING,
             f"{full_id} expired or was decided meanwhile; nothing changed",
             "see where it stands with `pilot confirm show`",
         )

@@ -26,6 +26,7 @@ import click
 
 from pilot.app.runtime.runtime import STORE_ENVIRONMENT_VARIABLE, Home, Runtime
 from pilot.cli.output import GIVEN_HOME_KEY, CliError
+from pilot.core.errors import ErrorCode
 from pilot.store import StoreLocation
 
 T = TypeVar("T")
@@ -123,19 +124,19 @@ def _require_home(home: Path, source: str) -> None:
         return
     if source == "the current directory":
         raise CliError(
-            "not_a_home",
+            ErrorCode.NOT_A_HOME,
             f"no Pilot home given, and the current directory {home} is not one (it has no policy.json)",
             "give --home DIR (or set PILOT_HOME) for an existing home, or create one with "
             "`pilot init --home DIR`",
         )
     if paths.database_path.exists():
         raise CliError(
-            "not_a_home",
+            ErrorCode.NOT_A_HOME,
             f"{home} (from {source}) has a journal but no policy.json",
             f"restore policy.json there, or write the default one with `pilot init --home {home}`",
         )
     raise CliError(
-        "not_a_home",
+        ErrorCode.NOT_A_HOME,
         f"{home} (from {source}) is not a Pilot home: it has no policy.json",
         f"create it with `pilot init --home {home}`, or point --home at an existing home",
     )

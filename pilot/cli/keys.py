@@ -20,9 +20,8 @@ from pilot.app.human.exchange_keys import (
     show_keys,
 )
 from pilot.cli.home import home_option, resolve_home
-from pilot.cli.output import CliError, emit_json, format_option, wants_json
+from pilot.cli.output import emit_json, format_option, wants_json
 from pilot.keys.environments import Environment
-from pilot.keys.errors import KeysError
 
 T = TypeVar("T")
 
@@ -163,10 +162,7 @@ def _read_key_and_secret(from_stdin: bool) -> tuple[str, str]:
 
 
 def _run(use_case: Coroutine[Any, Any, T]) -> T:
-    try:
-        return asyncio.run(use_case)
-    except KeysError as error:
-        raise CliError(error.code, error.problem, error.fix) from None
+    return asyncio.run(use_case)  # a KeysError is answered at the top, as every foreseen failure is
 
 
 def _warn_if_not_ip_bound(summary: KeySummary) -> None:
