@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import IO, Any
+from collections.abc import Callable
+from typing import IO, Any, TypeVar
 
 import click
 
@@ -31,6 +32,7 @@ GIVEN_HOME_KEY = "pilot.given_home"  # the absolute home, when the human named i
 _COMMAND_IN_FIX = re.compile(r"`(pilot [^`]*)`")
 
 CHECK_FAILED, USAGE = 1, 2  # and 0: done
+Command = TypeVar("Command", bound=Callable[..., object])  # a command's function, before click makes it one
 
 
 class CliError(click.ClickException):
@@ -77,7 +79,7 @@ def _remember_format(ctx: click.Context, _param: click.Parameter, value: str) ->
     return value
 
 
-def format_option(*extra: str, default: str = "text") -> Any:
+def format_option(*extra: str, default: str = "text") -> Callable[[Command], Command]:
     """`--format text|json` (and any `extra` formats, such as markdown)."""
     choices = ["text", "json", *extra]
     return click.option(
