@@ -20,7 +20,7 @@ from pilot.app.human.desk import (
     require_channel,
 )
 from pilot.app.runtime.runtime import Runtime
-from pilot.cli import render
+from pilot.cli import render_desk
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CheckFailed, CliError, emit_json, format_option, wants_json
 from pilot.core.channels import Via
@@ -51,13 +51,13 @@ def list_pending(output: str) -> None:
         emit_json(
             {
                 "home": str(home),
-                "confirmations": [render.confirmation_record(r, now) for r in records],
+                "confirmations": [render_desk.confirmation_record(r, now) for r in records],
                 "channels": list(channels),
             }
         )
     else:
-        Console().print(render.format_confirmations(records))
-        click.echo(render.format_channels(channels))
+        Console().print(render_desk.format_confirmations(records))
+        click.echo(render_desk.format_channels(channels))
 
 
 @command.command("show")
@@ -69,9 +69,9 @@ def show(confirmation_id: str, output: str) -> None:
     home = resolve_home()
     record, now = _read(home, confirmation_id)
     if wants_json():
-        emit_json({"home": str(home), "confirmation": render.confirmation_record(record, now)})
+        emit_json({"home": str(home), "confirmation": render_desk.confirmation_record(record, now)})
     else:
-        click.echo(render.format_confirmation(record, now))
+        click.echo(render_desk.format_confirmation(record, now))
 
 
 @command.command("approve")
@@ -82,7 +82,7 @@ def approve(confirmation_id: str, output: str) -> None:
     """Print the exact action and ask; only an answer of y at the prompt approves (exit 1 otherwise)."""
     home = resolve_home()
     record, now = _read(home, confirmation_id, deciding=True)
-    click.echo(render.format_confirmation(record, now), err=wants_json())
+    click.echo(render_desk.format_confirmation(record, now), err=wants_json())
     _require_pending(record)
     if not click.confirm("Approve?", default=False, err=wants_json()):
         raise CheckFailed(

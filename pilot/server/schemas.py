@@ -136,7 +136,7 @@ def _collect(sub: dict[str, Any], root: dict[str, Any], found: list[str]) -> Non
         found.extend(_JSON_TYPES)  # Any: every type
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):

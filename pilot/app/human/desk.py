@@ -26,7 +26,12 @@ from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.channels import CHANNELS, Via
 from pilot.core.errors import ErrorCode, ExplainedError
 from pilot.core.policy import LoadedPolicy, PolicyIssue, parse_policy
-from pilot.store import ConfirmationRecord, DuplicateRecord, JournalEntry, StoreLocation, open_store
+
+# Re-exported (`as`): the desk's answers hand out ConfirmationRecord and JournalEntry, and the console, which
+# does not import the store, names them from here.
+from pilot.store import ConfirmationRecord as ConfirmationRecord
+from pilot.store import DuplicateRecord, StoreLocation, open_store
+from pilot.store import JournalEntry as JournalEntry
 
 # The repository's policy.json, sized for Bybit's real minimum orders (0.001 BTC is about $80, 0.01 ETH $31,
 # 0.1 SOL $10): $100 per market and per order, so each market's smallest order fits; BTCUSDT alone gets $150,
