@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypeVarTuple
 
 import anyio
 import click
@@ -30,6 +30,7 @@ from pilot.core.errors import ErrorCode
 from pilot.store import StoreLocation
 
 T = TypeVar("T")
+Args = TypeVarTuple("Args")
 
 HOME_KEY = "pilot.home"
 ENVIRONMENT_VARIABLE = "PILOT_HOME"
@@ -155,7 +156,7 @@ def on_desk(home: Path, use: Callable[[Runtime], Awaitable[T]], *, react: bool =
     return anyio.run(run)
 
 
-def run(call: Callable[..., Awaitable[T]], *args: Any) -> T:
+def run(call: Callable[[*Args], Awaitable[T]], *args: *Args) -> T:
     return anyio.run(call, *args)
 
 

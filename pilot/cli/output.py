@@ -98,7 +98,7 @@ def wants_json() -> bool:
     return context is not None and context.meta.get(FORMAT_KEY) == "json"
 
 
-def emit_json(value: Any) -> None:
+def emit_json(value: object) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=False))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from rich.console import Group
 from rich.panel import Panel
@@ -36,6 +36,38 @@ from pilot.app.answers.receipts import (
 from pilot.store import Anchor, ChainReport, JournalEntry, iso_utc
 
 Section = tuple[str, list[str]]
+
+
+class EntryRecord(TypedDict):
+    """`pilot journal --format json`: one entry, with its summary line."""
+
+    seq: int
+    at: str
+    kind: str
+    actor: str
+    plan_id: str | None
+    summary: str
+    hash: str
+    data: Mapping[str, Any]  # the entry's data as journaled: its shape is its kind's
+
+
+class ChainRecord(TypedDict):
+    """`pilot journal verify --format json`."""
+
+    ok: bool
+    count: int
+    first_broken_seq: int | None
+    reason: str | None
+    unsealed: int
+    anchored: bool
+
+
+class AnchorRecord(TypedDict):
+    """`pilot journal anchor --format json`."""
+
+    anchor: str
+    seq: int
+    seal: str
 
 
 # --- journal listing ---------------------------------------------------------------------------------
@@ -81,7 +113,7 @@ def _detail_words(data: Mapping[str, Any]) -> str:
     return str(data.get("detail") or data.get("reason") or data.get("status") or data.get("tool") or "")
 
 
-def entry_record(entry: JournalEntry) -> dict[str, Any]:
+def entry_record(entry: JournalEntry) -> EntryRecord:
     """An entry as JSON-ready data, with its summary line."""
     return {
         "seq": entry.seq,
@@ -398,7 +430,7 @@ def format_chain(report: ChainReport) -> str:
     return "\n".join(lines)
 
 
-def chain_record(report: ChainReport) -> dict[str, Any]:
+def chain_record(report: ChainReport) -> ChainRecord:
     return {
         "ok": report.ok,
         "count": report.count,
@@ -418,5 +450,5 @@ def format_anchor(anchor: Anchor) -> str:
     )
 
 
-def anchor_record(anchor: Anchor) -> dict[str, Any]:
+def anchor_record(anchor: Anchor) -> AnchorRecord:
     return {"anchor": str(anchor), "seq": anchor.seq, "seal": anchor.seal}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from rich.table import Table
 from rich.text import Text
@@ -15,6 +15,33 @@ from rich.text import Text
 from pilot.app.human.desk import KillSwitchChange, KillSwitchState
 from pilot.core.channels import CHANNELS, REACH_A_HUMAN, Via
 from pilot.store import ConfirmationRecord, iso_utc
+
+
+class KillSwitchRecord(TypedDict):
+    """`pilot kill-switch on|off|status --format json` (beside the home)."""
+
+    on: bool
+    asked: Literal["on", "off"] | None
+    changed: bool
+    by: str | None
+    reason: str | None
+    since: str | None
+    journal_seq: int | None
+
+
+class ParkedRecord(TypedDict):
+    """`pilot confirm list|show --format json`: one parked action, exactly as it would run."""
+
+    confirmation_id: str
+    status: str
+    tool: str
+    summary: str
+    action: dict[str, Any]  # the server's record of the call, by tool
+    expires_at: str
+    seconds_left: int
+    decided_by: str | None
+    decided_at: str | None
+    result: dict[str, Any] | None  # the tool's answer, as the server recorded it
 
 
 def format_kill_switch(state: KillSwitchState, *, already: bool = False) -> str:
@@ -33,7 +60,7 @@ def format_kill_switch(state: KillSwitchState, *, already: bool = False) -> str:
     return line + ("; nothing changed" if already else "")
 
 
-def kill_switch_record(change: KillSwitchChange, *, asked: bool | None) -> dict[str, Any]:
+def kill_switch_record(change: KillSwitchChange, *, asked: bool | None) -> KillSwitchRecord:
     """The switch as JSON-ready data: `changed` is false for status and for asking the state it was in."""
     state = change.state
     return {
@@ -69,7 +96,7 @@ def format_channels(channels: Sequence[Via]) -> str:
     return line
 
 
-def confirmation_record(record: ConfirmationRecord, now: datetime) -> dict[str, Any]:
+def confirmation_record(record: ConfirmationRecord, now: datetime) -> ParkedRecord:
     """A parked action as JSON-ready data, exactly as it would run."""
     return {
         "confirmation_id": record.confirmation_id,

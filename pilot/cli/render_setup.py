@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -16,6 +16,15 @@ from pilot.app.human.desk import InitReport
 from pilot.app.service.doctor import Check
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
 from pilot.core.violations import plain
+
+
+class CheckRecord(TypedDict):
+    """`pilot doctor --format json`: one check."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None
 
 
 def format_init(report: InitReport) -> RenderableType:
@@ -176,5 +185,5 @@ def format_checks(checks: Sequence[Check]) -> str:
     return "\n".join(lines)
 
 
-def check_record(check: Check) -> dict[str, Any]:
+def check_record(check: Check) -> CheckRecord:
     return {"name": check.name, "ok": check.ok, "detail": check.detail, "fix": check.fix}

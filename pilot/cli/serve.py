@@ -193,7 +193,7 @@ def _log_to_stderr(quiet: bool) -> None:
     if not any(getattr(handler, "pilot_serve", False) for handler in root.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
-        handler.pilot_serve = True  # type: ignore[attr-defined]
+        handler.pilot_serve = True  # type: ignore[attr-defined]  # our mark on the handler: found again above
         root.addHandler(handler)
     root.setLevel(logging.WARNING)
     logging.getLogger("pilot").setLevel(logging.INFO)

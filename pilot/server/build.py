@@ -44,8 +44,16 @@ class PilotServer(MCPServer):
     JSON-RPC error or pydantic's text: see pilot/server/input_errors.py. Every call counts for its session
     and the dead-man's switch first (pilot/server/middleware.py)."""
 
-    def __init__(self, runtime: Runtime, **settings: Any) -> None:
-        super().__init__(middleware=[EveryCall(runtime)], **settings)
+    def __init__(self, runtime: Runtime, *, name: str, version: str, instructions: str) -> None:
+        # WARNING: the SDK configures the root logger at this level if nothing did, and its INFO lines (one per
+        # session, request and tool call) are noise to whoever runs Pilot; `pilot serve` logs its own way.
+        super().__init__(
+            name=name,
+            version=version,
+            instructions=instructions,
+            log_level="WARNING",
+            middleware=[EveryCall(runtime)],
+        )
         self.runtime = runtime
 
     async def call_tool(
@@ -67,9 +75,7 @@ def build_server(runtime: Runtime, *, tools: Iterable[str] | str = "all") -> MCP
         ValueError: `tools` names an unknown set or tool.
     """
     exposed = select_tools(tools)
-    # WARNING: the SDK configures the root logger at this level if nothing did, and its INFO lines (one per
-    # session, request and tool call) are noise to whoever runs Pilot; `pilot serve` logs its own way.
-    mcp = PilotServer(runtime, name="pilot", version="0.1.0", instructions=INSTRUCTIONS, log_level="WARNING")
+    mcp = PilotServer(runtime, name="pilot", version="0.1.0", instructions=INSTRUCTIONS)
     register_market_tools(mcp, runtime)
     register_trading_tools(mcp, runtime, Resolvers(runtime))
     register_approval_tools(mcp, runtime)

@@ -62,21 +62,23 @@ def one_paragraph(text: str) -> str:
     return " ".join(inspect.cleandoc(text).split())
 
 
-def without_titles(schema: Any) -> Any:
+def without_titles(schema: dict[str, Any]) -> dict[str, Any]:
     """A JSON schema without pydantic's generated `title` keywords (field names already say it)."""
-    if isinstance(schema, list):
-        return [without_titles(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
     trimmed: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "title":
             continue
         if key in ("properties", "$defs"):
-            trimmed[key] = {name: without_titles(sub) for name, sub in value.items()}
+            trimmed[key] = {name: _untitled(sub) for name, sub in value.items()}
         else:
-            trimmed[key] = without_titles(value)
+            trimmed[key] = _untitled(value)
     return _types_listed(trimmed)
+
+
+def _untitled(value: object) -> object:
+    if isinstance(value, list):
+        return [_untitled(item) for item in value]
+    return without_titles(value) if isinstance(value, dict) else value
 
 
 def _types_listed(schema: dict[str, Any]) -> dict[str, Any]:
