@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
+from pilot.app.answers.failures import explain
 from pilot.app.human.exchange_keys import (
     KeySummary,
     add_key,
@@ -20,8 +21,9 @@ from pilot.app.human.exchange_keys import (
     show_keys,
 )
 from pilot.cli.home import home_option, resolve_home
-from pilot.cli.output import emit_json, format_option, wants_json
+from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.keys.environments import Environment
+from pilot.keys.errors import KeysError
 
 T = TypeVar("T")
 
@@ -162,7 +164,11 @@ def _read_key_and_secret(from_stdin: bool) -> tuple[str, str]:
 
 
 def _run(use_case: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(use_case)  # a KeysError is answered at the top, as every foreseen failure is
+    try:
+        return asyncio.run(use_case)
+    except KeysError as error:  # answered here too, in the map's words: `pilot keys` also runs on its own
+        failure = explain(error)
+        raise CliError(failure.code, failure.problem, failure.fix) from None
 
 
 def _warn_if_not_ip_bound(summary: KeySummary) -> None:
