@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.full_disk import Disk, small_disk
 
 settings.register_profile(
     "ci",
@@ -43,3 +46,10 @@ def user_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.delenv("PILOT_MASTER_KEY_FILE", raising=False)
     monkeypatch.delenv("PILOT_STORE", raising=False)  # every home on its own SQLite file unless a test says
     return home
+
+
+@pytest.fixture
+def disk(tmp_path: Path) -> Iterator[Disk]:
+    """A small disk to put a Pilot home on, filled and freed at will (root only: skipped elsewhere)."""
+    with small_disk(tmp_path) as mounted:
+        yield mounted

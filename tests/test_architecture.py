@@ -195,6 +195,51 @@ def test_a_venue_is_reached_through_the_port_and_the_one_module_that_names_its_a
     assert outside == {"pilot.exchange.adapters"}
 
 
+SDK_EDGE = "pilot.server.sdk"
+# Modules of the SDK that are its machinery, not its API: what a tool is registered as, and how.
+SDK_INTERNAL_MODULES = ("mcp.server.mcpserver.tools", "mcp.server.mcpserver.utilities")
+
+
+def sdk_private_names() -> set[str]:
+    """The MCP SDK's private names, read from the SDK itself: MCPServer's underscored attributes (its tool
+    manager, its low-level server) and the fields of its tool records that the public `mcp.types.Tool` lacks
+    (a record's function, argument model, resolver parameters)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.tools.base import Tool
+    from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+    from mcp.types import Tool as PublicTool
+
+    server = MCPServer("probe")
+    private = {n for n in {*dir(server), *vars(server)} if n.startswith("_") and not n.startswith("__")}
+    records = ({*Tool.model_fields} | {*FuncMetadata.model_fields}) - {*PublicTool.model_fields}
+    assert {"_tool_manager", "_lowlevel_server"} <= private and {"fn_metadata", "arg_model"} <= records
+    return private | records
+
+
+def _sdk_internal(module: str) -> bool:
+    parts = module.split(".")
+    return parts[0] == "mcp" and (
+        module.startswith(SDK_INTERNAL_MODULES) or any(part.startswith("_") for part in parts)
+    )
+
+
+def test_the_sdks_private_api_is_reached_from_one_module():
+    """pilot/server/sdk.py holds every use of the MCP SDK's private API; the rest goes through its public one."""
+    private = sdk_private_names()
+    reaching: dict[str, set[str]] = defaultdict(set)
+    for name, tree in modules().items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr in private:
+                reaching[name].add(node.attr)
+            elif isinstance(node, ast.Import):
+                reaching[name] |= {alias.name for alias in node.names if _sdk_internal(alias.name)}
+            elif isinstance(node, ast.ImportFrom) and _sdk_internal(module := absolute(name, node)):
+                reaching[name].add(module)
+            elif isinstance(node, ast.ImportFrom) and module.split(".")[0] == "mcp":
+                reaching[name] |= {alias.name for alias in node.names if alias.name.startswith("_")}
+    assert {name for name, used in reaching.items() if used} == {SDK_EDGE}, dict(reaching)
+
+
 def test_only_the_gate_calls_an_exchange_write():
     writes = writer_methods()
     assert {"create_order", "cancel_order", "amend_order", "cancel_all_orders"} <= writes

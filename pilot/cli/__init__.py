@@ -7,7 +7,6 @@ not pay for the console, the journal's card printer or the demo, nor they for th
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 import click
 
@@ -61,7 +60,7 @@ class PilotGroup(click.Group):
     def _name_of(module: str) -> str:
         return _COMMAND_NAMES.get(module, module)
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: click.Context) -> object:
         try:
             return super().invoke(ctx)
         except CliError as error:

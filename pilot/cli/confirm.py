@@ -20,10 +20,11 @@ from pilot.app.human.desk import (
     require_channel,
 )
 from pilot.app.runtime.runtime import Runtime
-from pilot.cli import render
+from pilot.cli import render_desk
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CheckFailed, CliError, emit_json, format_option, wants_json
 from pilot.core.channels import Via
+from pilot.core.errors import ErrorCode
 from pilot.store import ConfirmationRecord
 
 
@@ -50,13 +51,13 @@ def list_pending(output: str) -> None:
         emit_json(
             {
                 "home": str(home),
-                "confirmations": [render.confirmation_record(r, now) for r in records],
+                "confirmations": [render_desk.confirmation_record(r, now) for r in records],
                 "channels": list(channels),
             }
         )
     else:
-        Console().print(render.format_confirmations(records))
-        click.echo(render.format_channels(channels))
+        Console().print(render_desk.format_confirmations(records))
+        click.echo(render_desk.format_channels(channels))
 
 
 @command.command("show")
@@ -68,9 +69,9 @@ def show(confirmation_id: str, output: str) -> None:
     home = resolve_home()
     record, now = _read(home, confirmation_id)
     if wants_json():
-        emit_json({"home": str(home), "confirmation": render.confirmation_record(record, now)})
+        emit_json({"home": str(home), "confirmation": render_desk.confirmation_record(record, now)})
     else:
-        click.echo(render.format_confirmation(record, now))
+        click.echo(render_desk.format_confirmation(record, now))
 
 
 @command.command("approve")
@@ -81,11 +82,11 @@ def approve(confirmation_id: str, output: str) -> None:
     """Print the exact action and ask; only an answer of y at the prompt approves (exit 1 otherwise)."""
     home = resolve_home()
     record, now = _read(home, confirmation_id, deciding=True)
-    click.echo(render.format_confirmation(record, now), err=wants_json())
+    click.echo(render_desk.format_confirmation(record, now), err=wants_json())
     _require_pending(record)
     if not click.confirm("Approve?", default=False, err=wants_json()):
         raise CheckFailed(
-            "not_approved",
+            ErrorCode.NOT_APPROVED,
             f"not approved; {record.confirmation_id} stays pending",
             f"reject it with `pilot confirm reject {record.confirmation_id}`, or let it expire",
         )
@@ -116,7 +117,7 @@ def _read(home: Path, confirmation_id: str, *, deciding: bool = False) -> tuple[
 def _require_pending(record: ConfirmationRecord) -> None:
     if record.status != "pending":
         raise CliError(
-            "not_pending",
+            ErrorCode.NOT_PENDING,
             f"confirmation {record.confirmation_id} is {record.status}; it cannot be decided",
             "only a pending confirmation can be approved or rejected: see `pilot confirm list`",
         )
@@ -127,7 +128,7 @@ def _decide(home: Path, record: ConfirmationRecord, *, approve: bool) -> None:
     decision: Decision = on_desk(home, lambda runtime: decide(runtime, full_id, approve=approve))
     if decision.record is None:
         raise CliError(
-            "not_pending",
+            ErrorCode.NOT_PENDING,
             f"{full_id} expired or was decided meanwhile; nothing changed",
             "see where it stands with `pilot confirm show`",
         )

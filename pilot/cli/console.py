@@ -12,6 +12,7 @@ from pilot.app.human.desk import NoJournal
 from pilot.app.runtime.runtime import Home, Runtime
 from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
+from pilot.core.errors import ErrorCode
 
 DEFAULT_PORT = 8765
 HOST = "127.0.0.1"  # loopback only: from another device, use an SSH tunnel (docs/console.md)
@@ -56,7 +57,7 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
         paper_url = _home_paper_exchange(home)  # a `pilot serve` (or `pilot sim --home`) serving this home's
     if exchange == "paper" and paper_url is None:
         raise CliError(
-            "paper_needs_url",
+            ErrorCode.PAPER_NEEDS_URL,
             "no paper exchange is running on this home to read",
             f"start your agent's `pilot serve --home {home}` first (the console reads the paper exchange it "
             f"embeds), or run `pilot sim --home {home}` and give its URL with --paper-url",
@@ -65,7 +66,7 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
 
     if current_digest(home) is None:
         raise CliError(
-            "no_console_secret",
+            ErrorCode.NO_CONSOLE_SECRET,
             f"no console login secret for {home} yet",
             f"issue one with `pilot console token --home {home}`",
         )
@@ -77,7 +78,9 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
     except OSError as error:
         listener.close()
         raise CliError(
-            "port_in_use", f"cannot listen on {HOST}:{port}: {error.strerror}", "choose another --port"
+            ErrorCode.PORT_IN_USE,
+            f"cannot listen on {HOST}:{port}: {error.strerror}",
+            "choose another --port",
         ) from None
     import uvicorn
 

@@ -8,7 +8,7 @@ import click
 
 from pilot.app.service.boot import EXCHANGES
 from pilot.app.service.doctor import examine
-from pilot.cli import render
+from pilot.cli import render_setup
 from pilot.cli.home import home_option, resolve_home, run
 from pilot.cli.output import emit_json, format_option, wants_json
 
@@ -28,10 +28,10 @@ def command(exchange: str, output: str) -> None:
                 "home": str(home),
                 "exchange": exchange,
                 "ok": ok,
-                "checks": [render.check_record(check) for check in checks],
+                "checks": [render_setup.check_record(check) for check in checks],
             }
         )
     else:
-        click.echo(render.format_checks(checks))
+        click.echo(render_setup.format_checks(checks))
     if not ok:
         raise SystemExit(1)

@@ -11,6 +11,7 @@ from pilot.app.runtime.latches import DrawdownLatch, drawdown_latch, reset_drawd
 from pilot.app.runtime.runtime import Runtime
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CheckFailed, emit_json, format_option, wants_json
+from pilot.core.errors import ErrorCode
 
 
 @click.group("drawdown")
@@ -43,7 +44,7 @@ def reset(output: str) -> None:
     seq, state = on_desk(home, use)
     if seq is None:
         raise CheckFailed(
-            "drawdown_not_reached",
+            ErrorCode.DRAWDOWN_NOT_REACHED,
             "the drawdown limit does not hold now: nothing to reset",
             "nothing to do; `pilot drawdown status` shows the state",
         )

@@ -10,6 +10,7 @@ import anyio
 import click
 
 from pilot.cli.output import CheckFailed, CliError, emit_json, format_option, wants_json
+from pilot.core.errors import ErrorCode
 from pilot.evals import Budget, Limits, Prices, load_cases, report_record, run_evals, write_report
 from pilot.evals.case_book import KINDS, LANGUAGES, Case, CaseError
 from pilot.evals.conversation import Provider
@@ -100,7 +101,7 @@ def command(**given: object) -> None:
     _show(run, json_path, md_path)
     if run.stopped == "auth":
         raise CheckFailed(
-            "provider_refused_key",
+            ErrorCode.PROVIDER_REFUSED_KEY,
             "the provider refused the key; the report has what ran",
             "check the key's variable and the base URL",
         )
@@ -121,9 +122,11 @@ def _cases(given: dict[str, object]) -> tuple[Case, ...]:
     try:
         cases = load_cases(kinds=_many(given["kinds"]), langs=_many(given["langs"]), ids=_many(given["ids"]))
     except CaseError as error:
-        raise CliError("bad_case_file", str(error), "fix the case file named") from None
+        raise CliError(ErrorCode.BAD_CASE_FILE, str(error), "fix the case file named") from None
     if not cases:
-        raise CliError("no_cases", "no case matches --kind, --lang and --case", "run `pilot eval --list`")
+        raise CliError(
+            ErrorCode.NO_CASES, "no case matches --kind, --lang and --case", "run `pilot eval --list`"
+        )
     return cases
 
 
@@ -170,7 +173,9 @@ def _budget(given: dict[str, object]) -> Budget:
     if any(prices_given):
         if not all(prices_given):
             raise CliError(
-                "half_a_price", "give both prices or neither", "add --usd-per-mtok-in and --usd-per-mtok-out"
+                ErrorCode.HALF_A_PRICE,
+                "give both prices or neither",
+                "add --usd-per-mtok-in and --usd-per-mtok-out",
             )
         prices = Prices(
             _dollars("--usd-per-mtok-in", prices_given[0]), _dollars("--usd-per-mtok-out", prices_given[1])
@@ -178,7 +183,7 @@ def _budget(given: dict[str, object]) -> Budget:
     usd = _dollars("--budget-usd", given["budget_usd"]) if given["budget_usd"] else None
     if usd is not None and prices is None:
         raise CliError(
-            "no_prices",
+            ErrorCode.NO_PRICES,
             "a dollar budget needs the model's prices",
             "add --usd-per-mtok-in and --usd-per-mtok-out",
         )
@@ -195,7 +200,7 @@ def _dollars(option: str, value: object) -> Decimal:
         amount = Decimal(-1)
     if not amount.is_finite() or amount < 0:
         raise CliError(
-            "bad_amount", f"{option}: {value!r} is not an amount of dollars", f"write {option} 0.50"
+            ErrorCode.BAD_AMOUNT, f"{option}: {value!r} is not an amount of dollars", f"write {option} 0.50"
         )
     return amount
 

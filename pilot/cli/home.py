@@ -19,16 +19,18 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, TypeVarTuple
 
 import anyio
 import click
 
 from pilot.app.runtime.runtime import STORE_ENVIRONMENT_VARIABLE, Home, Runtime
 from pilot.cli.output import GIVEN_HOME_KEY, CliError
+from pilot.core.errors import ErrorCode
 from pilot.store import StoreLocation
 
 T = TypeVar("T")
+Args = TypeVarTuple("Args")
 
 HOME_KEY = "pilot.home"
 ENVIRONMENT_VARIABLE = "PILOT_HOME"
@@ -123,19 +125,19 @@ def _require_home(home: Path, source: str) -> None:
         return
     if source == "the current directory":
         raise CliError(
-            "not_a_home",
+            ErrorCode.NOT_A_HOME,
             f"no Pilot home given, and the current directory {home} is not one (it has no policy.json)",
             "give --home DIR (or set PILOT_HOME) for an existing home, or create one with "
             "`pilot init --home DIR`",
         )
     if paths.database_path.exists():
         raise CliError(
-            "not_a_home",
+            ErrorCode.NOT_A_HOME,
             f"{home} (from {source}) has a journal but no policy.json",
             f"restore policy.json there, or write the default one with `pilot init --home {home}`",
         )
     raise CliError(
-        "not_a_home",
+        ErrorCode.NOT_A_HOME,
         f"{home} (from {source}) is not a Pilot home: it has no policy.json",
         f"create it with `pilot init --home {home}`, or point --home at an existing home",
     )
@@ -154,7 +156,7 @@ def on_desk(home: Path, use: Callable[[Runtime], Awaitable[T]], *, react: bool =
     return anyio.run(run)
 
 
-def run(call: Callable[..., Awaitable[T]], *args: Any) -> T:
+def run(call: Callable[[*Args], Awaitable[T]], *args: *Args) -> T:
     return anyio.run(call, *args)
 
 

@@ -7,7 +7,7 @@ import click
 from rich.console import Console
 
 from pilot.app.human.desk import init_home
-from pilot.cli import render
+from pilot.cli import render_setup
 from pilot.cli.home import given_store, home_option, resolve_home, run
 from pilot.cli.output import emit_json, format_option, wants_json
 
@@ -24,6 +24,6 @@ def command(output: str) -> None:
     home = resolve_home(creating=True)
     report = run(init_home, home, given_store())
     if wants_json():
-        emit_json(render.init_record(report))
+        emit_json(render_setup.init_record(report))
     else:
-        Console().print(render.format_init(report))
+        Console().print(render_setup.format_init(report))

@@ -13,6 +13,7 @@ from pilot.app.runtime.runtime import Runtime
 from pilot.cli import render
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CheckFailed, emit_json, format_option
+from pilot.core.errors import ErrorCode
 from pilot.store import Anchor, ChainReport, JournalEntry
 
 
@@ -147,7 +148,7 @@ def anchor(output: str) -> None:
     found = on_desk(home, head)
     if found is None:
         raise CheckFailed(
-            "nothing_to_anchor",
+            ErrorCode.NOTHING_TO_ANCHOR,
             "nothing to anchor: the journal is empty or its newest entry has no seal",
             "anchor again once Pilot has journaled something",
         )

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 import click
 
+from pilot.app.answers.failures import explain
 from pilot.app.human.exchange_keys import (
     KeySummary,
     add_key,
@@ -165,8 +166,9 @@ def _read_key_and_secret(from_stdin: bool) -> tuple[str, str]:
 def _run(use_case: Coroutine[Any, Any, T]) -> T:
     try:
         return asyncio.run(use_case)
-    except KeysError as error:
-        raise CliError(error.code, error.problem, error.fix) from None
+    except KeysError as error:  # answered here too, in the map's words: `pilot keys` also runs on its own
+        failure = explain(error)
+        raise CliError(failure.code, failure.problem, failure.fix) from None
 
 
 def _warn_if_not_ip_bound(summary: KeySummary) -> None:

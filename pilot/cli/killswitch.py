@@ -6,7 +6,7 @@ import click
 
 from pilot.app.human.desk import KillSwitchChange, kill_switch_state, set_kill_switch
 from pilot.app.human.kill_switch import REASON_LIMIT
-from pilot.cli import render
+from pilot.cli import render_desk
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import emit_json, format_option, wants_json
 
@@ -61,6 +61,8 @@ def _switch(on: bool, reason: str) -> None:
 
 def _print(home: object, change: KillSwitchChange, *, asked: bool | None) -> None:
     if wants_json():
-        emit_json({"home": str(home), **render.kill_switch_record(change, asked=asked)})
+        emit_json({"home": str(home), **render_desk.kill_switch_record(change, asked=asked)})
     else:
-        click.echo(render.format_kill_switch(change.state, already=asked is not None and not change.changed))
+        click.echo(
+            render_desk.format_kill_switch(change.state, already=asked is not None and not change.changed)
+        )

@@ -11,6 +11,7 @@ from pilot.app.runtime.loss_limit import LossLimitState, loss_limit_state, reset
 from pilot.app.runtime.runtime import Runtime
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CheckFailed, emit_json, format_option, wants_json
+from pilot.core.errors import ErrorCode
 
 
 @click.group("loss-limit")
@@ -44,7 +45,7 @@ def reset(output: str) -> None:
     seq, state = on_desk(home, use)
     if seq is None:
         raise CheckFailed(
-            "loss_limit_not_reached",
+            ErrorCode.LOSS_LIMIT_NOT_REACHED,
             "the daily loss limit has not been reached today (UTC): nothing to reset",
             "nothing to do; `pilot loss-limit status` shows the state",
         )

@@ -20,15 +20,19 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from typing import IO, Any
+from collections.abc import Callable
+from typing import IO, Any, TypeVar
 
 import click
+
+from pilot.core.errors import ErrorCode
 
 FORMAT_KEY = "pilot.format"
 GIVEN_HOME_KEY = "pilot.given_home"  # the absolute home, when the human named it with --home
 _COMMAND_IN_FIX = re.compile(r"`(pilot [^`]*)`")
 
 CHECK_FAILED, USAGE = 1, 2  # and 0: done
+Command = TypeVar("Command", bound=Callable[..., object])  # a command's function, before click makes it one
 
 
 class CliError(click.ClickException):
@@ -36,7 +40,7 @@ class CliError(click.ClickException):
 
     exit_code = USAGE
 
-    def __init__(self, code: str, message: str, fix: str | None = None) -> None:
+    def __init__(self, code: ErrorCode, message: str, fix: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.fix = fix
@@ -75,7 +79,7 @@ def _remember_format(ctx: click.Context, _param: click.Parameter, value: str) ->
     return value
 
 
-def format_option(*extra: str, default: str = "text") -> Any:
+def format_option(*extra: str, default: str = "text") -> Callable[[Command], Command]:
     """`--format text|json` (and any `extra` formats, such as markdown)."""
     choices = ["text", "json", *extra]
     return click.option(
@@ -94,39 +98,13 @@ def wants_json() -> bool:
     return context is not None and context.meta.get(FORMAT_KEY) == "json"
 
 
-def emit_json(value: Any) -> None:
+def emit_json(value: object) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=False))
 
 
 def translated(error: Exception) -> CliError | None:
-    """The CliError for a failure Pilot foresees (a human's mistake, store, keys, journal key), or None for a bug."""
-    from pilot.app.human.desk import HumanError
-    from pilot.keys.errors import KeysError
-    from pilot.store import JournalKeyUnusable, StoreBusy, StoreCorrupt, StoreError, StoreFull
+    """The CliError for a failure Pilot foresees (the failure map's code and words), or None for a bug."""
+    from pilot.app.answers.failures import explain
 
-    if isinstance(error, HumanError):
-        return CliError(error.code, error.problem, error.fix)
-    if isinstance(error, KeysError):
-        return CliError(error.code, error.problem, error.fix)
-    if isinstance(error, JournalKeyUnusable):
-        return CliError("journal_key_unusable", error.problem, error.fix)
-    if isinstance(error, StoreFull):
-        return CliError("store_full", str(error), "free disk space where the home is, then run it again")
-    if isinstance(error, StoreBusy):
-        return CliError("store_busy", str(error), "run it again in a moment")
-    if isinstance(error, StoreCorrupt):
-        return CliError(
-            "store_corrupt",
-            str(error),
-            "run `pilot doctor`; keep the file for inspection and restore a backup",
-        )
-    if isinstance(error, StoreError):
-        return CliError("store_error", f"the journal cannot be used: {error}", "run `pilot doctor`")
-    if isinstance(error, OSError):  # a folder that cannot be created or read: the environment, not a bug
-        where = f" ({error.filename})" if error.filename else ""
-        return CliError(
-            "os_error",
-            f"{error.strerror or type(error).__name__}{where}",
-            "check the path and its permissions",
-        )
-    return None
+    failure = explain(error)
+    return None if failure is None else CliError(failure.code, failure.problem, failure.fix)

@@ -14,6 +14,7 @@ import click
 from pilot.app.human.phone_setup import forget, store_ntfy_token, store_telegram_token, test_channels
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CheckFailed, emit_json, format_option, wants_json
+from pilot.core.errors import ErrorCode
 
 
 @click.group("phone")
@@ -82,7 +83,7 @@ def test(output: str) -> None:
     results = on_desk(home, test_channels)
     if not results:
         raise CheckFailed(
-            "no_phone_channel",
+            ErrorCode.NO_PHONE_CHANNEL,
             "no phone channel is open in policy.json",
             'add "telegram": {"approvers": [YOUR_USER_ID]} (or "ntfy") under "confirm" in policy.json',
         )

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.runtime import Home
-from pilot.cli import render
+from pilot.cli import render_setup
 from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import emit_json, format_option, wants_json
 from pilot.core.policy import LoadedPolicy
@@ -30,10 +30,10 @@ def check(file: Path | None, output: str) -> None:
     path = Path(file).absolute() if file is not None else Home(resolve_home()).policy_path
     outcome = read_policy_file(path)
     if wants_json():
-        emit_json(render.policy_record(path, outcome))
+        emit_json(render_setup.policy_record(path, outcome))
     elif isinstance(outcome, LoadedPolicy):
-        Console().print(render.format_limits(outcome, path))
+        Console().print(render_setup.format_limits(outcome, path))
     else:
-        Console().print(render.format_problems(outcome, path))
+        Console().print(render_setup.format_problems(outcome, path))
     if not isinstance(outcome, LoadedPolicy):
         raise SystemExit(1)

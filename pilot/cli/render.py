@@ -1,4 +1,6 @@
-"""Pure `format_*` functions for the human's commands: values in, text or rich renderables out, no I/O.
+"""Pure `format_*` functions for what the journal says (`pilot journal`): its entries, its receipt cards, its
+chain and anchor; values in, text or rich renderables out, no I/O. The desk's commands print through
+`render_desk`, setting a home up and checking it through `render_setup`.
 
 Journal and exchange text is never parsed as rich markup: it goes into `Text` objects, so a string like
 "[red]" from the exchange shows as written.
@@ -9,10 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from rich.console import Group, RenderableType
+from rich.console import Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -33,14 +34,41 @@ from pilot.app.answers.receipts import (
     event_key,
 )
 from pilot.app.answers.sent_requests import sent_request
-from pilot.app.human.desk import InitReport, KillSwitchChange, KillSwitchState
-from pilot.app.service.doctor import Check
-from pilot.core.channels import CHANNELS, REACH_A_HUMAN, Via
-from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
-from pilot.core.violations import plain
-from pilot.store import Anchor, ChainReport, ConfirmationRecord, JournalEntry, iso_utc
+from pilot.store import Anchor, ChainReport, JournalEntry, iso_utc
 
 Section = tuple[str, list[str]]
+
+
+class EntryRecord(TypedDict):
+    """`pilot journal --format json`: one entry, with its summary line."""
+
+    seq: int
+    at: str
+    kind: str
+    actor: str
+    plan_id: str | None
+    summary: str
+    hash: str
+    data: Mapping[str, Any]  # the entry's data as journaled: its shape is its kind's
+
+
+class ChainRecord(TypedDict):
+    """`pilot journal verify --format json`."""
+
+    ok: bool
+    count: int
+    first_broken_seq: int | None
+    reason: str | None
+    unsealed: int
+    anchored: bool
+
+
+class AnchorRecord(TypedDict):
+    """`pilot journal anchor --format json`."""
+
+    anchor: str
+    seq: int
+    seal: str
 
 
 # --- journal listing ---------------------------------------------------------------------------------
@@ -86,7 +114,7 @@ def _detail_words(data: Mapping[str, Any]) -> str:
     return str(data.get("detail") or data.get("reason") or data.get("status") or data.get("tool") or "")
 
 
-def entry_record(entry: JournalEntry) -> dict[str, Any]:
+def entry_record(entry: JournalEntry) -> EntryRecord:
     """An entry as JSON-ready data, with its summary line."""
     return {
         "seq": entry.seq,
@@ -381,7 +409,7 @@ def _md_text(text: str) -> str:
     return text.replace("\n", " ").replace("`", "'")
 
 
-# --- chain, kill switch, confirmations, init, doctor ------------------------------------------------
+# --- the chain and its anchor --------------------------------------------------------------------
 
 
 def format_chain(report: ChainReport) -> str:
@@ -403,7 +431,7 @@ def format_chain(report: ChainReport) -> str:
     return "\n".join(lines)
 
 
-def chain_record(report: ChainReport) -> dict[str, Any]:
+def chain_record(report: ChainReport) -> ChainRecord:
     return {
         "ok": report.ok,
         "count": report.count,
@@ -423,258 +451,5 @@ def format_anchor(anchor: Anchor) -> str:
     )
 
 
-def anchor_record(anchor: Anchor) -> dict[str, Any]:
+def anchor_record(anchor: Anchor) -> AnchorRecord:
     return {"anchor": str(anchor), "seq": anchor.seq, "seal": anchor.seal}
-
-
-def format_kill_switch(state: KillSwitchState, *, already: bool = False) -> str:
-    """The switch as one line; `already`: the human asked for the state it was in, so nothing changed."""
-    if state.seq is None:
-        return (
-            "kill switch: already off (never set); nothing changed"
-            if already
-            else "kill switch: off (never set)"
-        )
-    since = f" since {iso_utc(state.at)}" if state.at else ""
-    reason = f": {state.reason}" if state.reason else ""
-    effect = " (only reducing orders, cancels and lower leverage work)" if state.on else ""
-    word = ("already " if already else "") + ("on" if state.on else "off")
-    line = f"kill switch: {word}{effect}, set by {state.by}{since}{reason} (journal seq {state.seq})"
-    return line + ("; nothing changed" if already else "")
-
-
-def kill_switch_record(change: KillSwitchChange, *, asked: bool | None) -> dict[str, Any]:
-    """The switch as JSON-ready data: `changed` is false for status and for asking the state it was in."""
-    state = change.state
-    return {
-        "on": state.on,
-        "asked": None if asked is None else ("on" if asked else "off"),
-        "changed": change.changed,
-        "by": state.by,
-        "reason": state.reason,
-        "since": iso_utc(state.at) if state.at else None,
-        "journal_seq": state.seq,
-    }
-
-
-def format_confirmations(records: Sequence[ConfirmationRecord]) -> Table | str:
-    if not records:
-        return "no confirmations waiting"
-    table = Table(title=f"{len(records)} waiting for a human")
-    for header in ("id", "tool", "expires (UTC)", "summary"):
-        table.add_column(header, overflow="fold")
-    for record in records:
-        table.add_row(record.confirmation_id, record.tool, iso_utc(record.expires_at), Text(record.summary))
-    return table
-
-
-def format_channels(channels: Sequence[Via]) -> str:
-    """Where a parked action can be decided now: the channels policy.json opens, and the CLI's switch if it
-    is not among them."""
-    if not channels:
-        return f"no channel is open to decide them: {REACH_A_HUMAN}"
-    line = "decide them in: " + ", ".join(CHANNELS[via][0] for via in channels)
-    if "cli" not in channels:
-        line += " (to decide here with `pilot confirm approve ID`, set confirm.cliChannel to true)"
-    return line
-
-
-def confirmation_record(record: ConfirmationRecord, now: datetime) -> dict[str, Any]:
-    """A parked action as JSON-ready data, exactly as it would run."""
-    return {
-        "confirmation_id": record.confirmation_id,
-        "status": record.status,
-        "tool": record.tool,
-        "summary": record.summary,
-        "action": record.action,
-        "expires_at": iso_utc(record.expires_at),
-        "seconds_left": max(int((record.expires_at - now).total_seconds()), 0),
-        "decided_by": record.decided_by,
-        "decided_at": iso_utc(record.decided_at) if record.decided_at else None,
-        "result": record.result,
-    }
-
-
-def format_confirmation(record: ConfirmationRecord, now: datetime) -> str:
-    """The exact parked action a human is asked about, from the server's record."""
-    action = record.action
-    order = action.get("order") or {}
-    left = int((record.expires_at - now).total_seconds())
-    lines = [
-        f"confirmation {record.confirmation_id} ({record.status})",
-        f"  tool:      {record.tool}",
-        f"  summary:   {record.summary}",
-        f"  order:     {json.dumps(order, sort_keys=True)}",
-        f"  notional:  ${action.get('notional_usd', '?')}",
-        f"  plan:      {action.get('plan_id') or '-'}",
-        f"  expires:   {iso_utc(record.expires_at)} ({max(left, 0)} s left)",
-    ]
-    if record.decided_by:
-        lines.append(
-            f"  decided:   by {record.decided_by} at {iso_utc(record.decided_at) if record.decided_at else '?'}"
-        )
-    if record.result:
-        lines.append(f"  result:    {json.dumps(record.result, sort_keys=True)[:300]}")
-    return "\n".join(lines)
-
-
-def format_init(report: InitReport) -> RenderableType:
-    """What init did, and the limits now in force (the confirmation threshold included)."""
-    policy = (
-        "created policy.json with the default policy"
-        if report.policy_created
-        else "kept the existing policy.json (init never overwrites it)"
-    )
-    where = (
-        "journal/pilot.db" if report.store.endswith("journal/pilot.db") else f"the journal in {report.store}"
-    )
-    journal = f"created {where}" if report.journal_created else f"{where} already there"
-    head = Text(f"Pilot home {report.home}:\n  {policy}\n  {journal}")
-    limits: RenderableType = (
-        format_limits(report.policy, report.home / "policy.json")
-        if isinstance(report.policy, LoadedPolicy)
-        else format_problems(report.policy, report.home / "policy.json")
-    )
-    tail = Text(
-        f"Check it with `pilot doctor --home {report.home}`; connect an agent with "
-        f"`pilot serve --home {report.home}` (on paper; for Bybit add `--exchange bybit-demo` or "
-        "`bybit-testnet` to both, once `pilot keys add` has stored its key)."
-    )
-    return Group(head, limits, tail)
-
-
-def init_record(report: InitReport) -> dict[str, Any]:
-    return {
-        "home": str(report.home),
-        "policy_created": report.policy_created,
-        "journal_created": report.journal_created,
-        **policy_record(report.home / "policy.json", report.policy),
-    }
-
-
-def format_problems(issues: Sequence[PolicyIssue], path: Path) -> Text:
-    """Each problem with its fix, under a line saying what an invalid file means."""
-    text = Text()
-    text.append(f"{path} is invalid", style="red")
-    text.append(": risk-increasing orders are refused until it is fixed")
-    for issue in issues:
-        text.append("\n  ")
-        text.append(issue.path, style="bold")
-        text.append(f": {issue.problem}\n    fix: {issue.fix}")
-    return text
-
-
-def _controls_line(policy: Policy) -> str:
-    """The pre-trade controls set (docs/controls.md), for the limits table's caption."""
-    parts = []
-    if policy.price_collar_pct is not None or policy.price_collar_ticks is not None:
-        pct = f"{plain(policy.price_collar_pct)} %" if policy.price_collar_pct is not None else ""
-        ticks = f"{policy.price_collar_ticks} ticks" if policy.price_collar_ticks is not None else ""
-        parts.append(f"price collar {' or '.join(p for p in (pct, ticks) if p)}")
-    per = [
-        f"{n}/{unit}"
-        for n, unit in (
-            (policy.max_order_messages_per_second, "s"),
-            (policy.max_order_messages_per_minute, "min"),
-        )
-        if n
-    ]
-    if per:
-        parts.append(f"messages {', '.join(per)}")
-    if policy.max_resting_orders_per_market or policy.max_resting_orders:
-        parts.append(
-            f"resting {policy.max_resting_orders_per_market or '-'} a market, {policy.max_resting_orders or '-'} in all"
-        )
-    named = {
-        "drawdown": policy.max_drawdown_usd is not None or policy.max_drawdown_pct is not None,
-        "cooldown": policy.cooldown is not None,
-        "turnover": policy.max_turnover_usd_per_day is not None or policy.max_turnover_usd_24h is not None,
-        "validUntil": policy.valid_until is not None,
-        "maxSessionMinutes": policy.max_session_minutes is not None,
-        "deadManSwitch": policy.dead_man_switch is not None,
-    }
-    parts += [name for name, on in named.items() if on]
-    if policy.self_trade_prevention:
-        parts.append(f"smpType {policy.self_trade_prevention}")
-    return " · " + " · ".join(parts) if parts else ""
-
-
-def format_limits(loaded: LoadedPolicy, path: Path) -> Table:
-    """The effective limits for each allowed market, with what applies to all of them as the caption."""
-    policy = loaded.policy
-    confirm = policy.confirm
-    above = f"above ${plain(confirm.above_notional_usd)}" if confirm.above_notional_usd else "never by size"
-    actions = f" and for {', '.join(confirm.actions)}" if confirm.actions else ""
-    channel = "on" if confirm.cli_channel else "off"
-    console = "on" if confirm.console_channel else "off"
-    table = Table(
-        title=f"{path}: valid, version {loaded.version[:19]}…",
-        caption=(
-            f"a human confirms orders {above}{actions} (CLI channel {channel}, console {console}) · "
-            f"tradingState {policy.trading_state.value} · dailyOrderCap {policy.daily_order_cap} · "
-            f"planTtlSeconds {policy.plan_ttl_seconds}{_controls_line(policy)}"
-        ),
-    )
-    for header in ("market", "position cap $", "order cap $", "max leverage", "min liq. %", "max slip. %"):
-        table.add_column(header, justify="left" if header == "market" else "right")
-    for symbol in policy.allowed_markets or ("(none allowed)",):
-        limits = policy.limits_for(symbol)
-        table.add_row(
-            symbol,
-            plain(limits.max_notional_usd),
-            plain(limits.max_order_notional_usd),
-            plain(limits.max_leverage),
-            plain(limits.min_liquidation_distance_pct),
-            plain(limits.max_slippage_pct),
-        )
-    return table
-
-
-def policy_record(path: Path, outcome: LoadedPolicy | Sequence[PolicyIssue]) -> dict[str, Any]:
-    """policy.json as JSON-ready data: valid with its limits per market, or each problem with its fix."""
-    if not isinstance(outcome, LoadedPolicy):
-        problems = [{"path": i.path, "problem": i.problem, "fix": i.fix} for i in outcome]
-        return {"policy": str(path), "valid": False, "problems": problems}
-    policy = outcome.policy
-    markets = {}
-    for symbol in policy.allowed_markets:
-        limits = policy.limits_for(symbol)
-        markets[symbol] = {
-            "max_notional_usd": plain(limits.max_notional_usd),
-            "max_order_notional_usd": plain(limits.max_order_notional_usd),
-            "max_leverage": plain(limits.max_leverage),
-            "min_liquidation_distance_pct": plain(limits.min_liquidation_distance_pct),
-            "max_slippage_pct": plain(limits.max_slippage_pct),
-        }
-    confirm = policy.confirm
-    return {
-        "policy": str(path),
-        "valid": True,
-        "version": outcome.version,
-        "trading_state": policy.trading_state.value,
-        "daily_order_cap": policy.daily_order_cap,
-        "plan_ttl_seconds": policy.plan_ttl_seconds,
-        "confirm": {
-            "above_notional_usd": plain(confirm.above_notional_usd) if confirm.above_notional_usd else None,
-            "actions": list(confirm.actions),
-            "cli_channel": confirm.cli_channel,
-            "console_channel": confirm.console_channel,
-            "pending_ttl_seconds": confirm.pending_ttl_seconds,
-        },
-        "markets": markets,
-    }
-
-
-def format_checks(checks: Sequence[Check]) -> str:
-    lines = []
-    for check in checks:
-        lines.append(f"{'✓' if check.ok else '✗'} {check.name}: {check.detail}")
-        if not check.ok and check.fix:
-            lines.append(f"    fix: {check.fix}")
-    failed = sum(not check.ok for check in checks)
-    lines.append("all checks passed" if not failed else f"{failed} check(s) failed")
-    return "\n".join(lines)
-
-
-def check_record(check: Check) -> dict[str, Any]:
-    return {"name": check.name, "ok": check.ok, "detail": check.detail, "fix": check.fix}

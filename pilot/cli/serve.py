@@ -27,6 +27,7 @@ from pilot.app.service.pushing import PhoneService
 from pilot.app.service.upkeep import UPKEEP_SECONDS, upkeep
 from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import CliError
+from pilot.core.errors import ErrorCode
 from pilot.server.build import select_tools
 from pilot.server.http import DEFAULT_SESSION_IDLE_SECONDS, RemoteHostRefused, check_host, is_loopback
 from pilot.server.tool_sets import TOOL_SETS
@@ -117,13 +118,13 @@ def command(
     try:
         exposed = select_tools(tools)
     except ValueError as error:
-        raise CliError("unknown_tools", str(error), "e.g. --tools read") from None
+        raise CliError(ErrorCode.UNKNOWN_TOOLS, str(error), "e.g. --tools read") from None
     http = HttpOptions(host, port, allow_remote, session_idle_seconds, quiet) if transport == "http" else None
     try:
         if http is not None:
             check_host(host, allow_remote=allow_remote)
     except RemoteHostRefused as error:
-        raise CliError("remote_host_refused", f"cannot start: {error}") from None
+        raise CliError(ErrorCode.REMOTE_HOST_REFUSED, f"cannot start: {error}") from None
     home = resolve_home(announce=False)  # refuses outside a home, before anything is created
     listener = _listen(http) if http is not None else None
     options = ServeOptions(
@@ -176,7 +177,7 @@ def _listen(http: HttpOptions) -> socket.socket:
     except OSError as error:
         listener.close()
         raise CliError(
-            "cannot_listen",
+            ErrorCode.CANNOT_LISTEN,
             f"cannot listen on {http.host}:{http.port}: {error.strerror or error}",
             "choose another --port (another `pilot serve` may be using this one)",
         ) from None
@@ -192,7 +193,7 @@ def _log_to_stderr(quiet: bool) -> None:
     if not any(getattr(handler, "pilot_serve", False) for handler in root.handlers):
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%Y-%m-%d %H:%M:%S"))
-        handler.pilot_serve = True  # type: ignore[attr-defined]
+        handler.pilot_serve = True  # type: ignore[attr-defined]  # our mark on the handler: found again above
         root.addHandler(handler)
     root.setLevel(logging.WARNING)
     logging.getLogger("pilot").setLevel(logging.INFO)

@@ -15,6 +15,7 @@ from pilot.app.runtime.runtime import Home
 from pilot.cli.home import explicit_home, home_option
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.cli.rehearse import command as rehearse_command
+from pilot.core.errors import ErrorCode
 from pilot.paper import (
     PaperExchange,
     Scenario,
@@ -111,7 +112,9 @@ def scenario_source(scenario: str | None) -> Path | str | None:
         return scenario
     if not Path(scenario).is_file():
         raise CliError(
-            "bad_scenario", f"no scenario file {scenario}", f"give a file or one of {', '.join(PACKAGED)}"
+            ErrorCode.BAD_SCENARIO,
+            f"no scenario file {scenario}",
+            f"give a file or one of {', '.join(PACKAGED)}",
         )
     return Path(scenario)
 
@@ -159,7 +162,9 @@ def moving_scenario(
         )
     except ScenarioError as error:
         raise CliError(
-            "bad_scenario", f"scenario {scenario or 'default'}: {error}", "fix the scenario or the switches"
+            ErrorCode.BAD_SCENARIO,
+            f"scenario {scenario or 'default'}: {error}",
+            "fix the scenario or the switches",
         ) from None
 
 
@@ -225,14 +230,20 @@ def command(
     try:
         paper = start_paper_exchange(world, port=port, state_path=path, speed=speed)
     except ScenarioError as error:
-        raise CliError("bad_scenario", f"scenario {scenario}: {error}", "fix the scenario file") from None
+        raise CliError(
+            ErrorCode.BAD_SCENARIO, f"scenario {scenario}: {error}", "fix the scenario file"
+        ) from None
     except StateInUse as error:
         raise CliError(
-            "paper_account_in_use", str(error), "attach to it instead, or stop it before starting another"
+            ErrorCode.PAPER_ACCOUNT_IN_USE,
+            str(error),
+            "attach to it instead, or stop it before starting another",
         ) from None
     except StateError as error:
         reset = f"pilot sim reset --home {home}" if home is not None else f"pilot sim reset --state {path}"
-        raise CliError("paper_account_unreadable", str(error), f"start afresh with `{reset}`") from None
+        raise CliError(
+            ErrorCode.PAPER_ACCOUNT_UNREADABLE, str(error), f"start afresh with `{reset}`"
+        ) from None
     if wants_json():
         emit_json(banner_record(paper, home))
     else:
@@ -265,7 +276,7 @@ def reset(state: Path | None, output: str) -> None:
         cleared = reset_state(path)
     except StateInUse as error:
         raise CliError(
-            "paper_account_in_use", str(error), "stop it first, or it would write the account back"
+            ErrorCode.PAPER_ACCOUNT_IN_USE, str(error), "stop it first, or it would write the account back"
         ) from None
     if wants_json():
         emit_json({"home": str(home) if home else None, "state": str(path), "cleared": cleared})

@@ -11,6 +11,7 @@ from pilot.app.service.moving import move_home
 from pilot.app.service.store_roles import grant_role
 from pilot.cli.home import home_option, resolve_home, run
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
+from pilot.core.errors import ErrorCode
 from pilot.store import StoreLocation
 
 
@@ -32,7 +33,7 @@ def move(url: str, output: str) -> None:
     try:
         target = StoreLocation.parse(url)
     except ValueError as error:
-        raise CliError("invalid_store", str(error)) from None
+        raise CliError(ErrorCode.INVALID_STORE, str(error)) from None
     outcome = run(lambda: move_home(home, target, now=datetime.now(UTC)))
     if wants_json():
         emit_json(

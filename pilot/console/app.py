@@ -5,7 +5,9 @@ DNS-rebinding page cannot talk to it), and a POST must come from this origin. Ev
 session (cookie HttpOnly, SameSite=Strict), and every POST needs the session's CSRF token
 (pilot.console.access). An agent's bearer token is never read. The routes are listed in pilot.console.routes, each
 page's endpoints in its *_pages module; they read the console's state from `app.state.console`
-(pilot.console.app_state).
+(pilot.console.app_state). A failure Pilot foresees that stops a page (a human's request that cannot be
+done, Pilot's database failing) is answered by one exception handler (pilot.console.failure_pages): the
+problem and the fix, with the status it calls for.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from starlette.applications import Starlette
 from pilot.app.human.desk import open_desk
 from pilot.app.road.clock import Clock
 from pilot.console.app_state import Console, Reader
+from pilot.console.failure_pages import HANDLERS
 from pilot.console.guard import Guard
 from pilot.console.login import LoginLimiter
 from pilot.console.routes import ROUTES
@@ -38,7 +41,7 @@ def build_app(
     console = Console(home, clock=clock, open_reader=reader)
     if limiter is not None:
         console.limiter = limiter
-    app = Starlette(routes=ROUTES, lifespan=lifespan)
+    app = Starlette(routes=ROUTES, lifespan=lifespan, exception_handlers=HANDLERS)
     app.state.console = console
     app.add_middleware(Guard)
     return app

@@ -11,6 +11,7 @@ from pilot.app.human.desk import HumanError, decide
 from pilot.console import decisions
 from pilot.console.access import page, posted, session_of
 from pilot.console.app_state import console_of
+from pilot.console.failure_pages import words
 from pilot.console.rendering import flash, plain, render
 
 
@@ -59,7 +60,7 @@ async def approvals_decide(request: Request) -> Response:
             console_of(request).desk, confirmation_id, approve=decision == "approve", via="console"
         )
     except HumanError as error:
-        flash(request, f"{error.problem}; {error.fix}")
+        flash(request, words(error))
     else:
         if decided.record is None:
             flash(request, f"{confirmation_id} expired or was decided meanwhile; nothing changed")

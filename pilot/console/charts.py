@@ -19,23 +19,24 @@ from typing import Any
 
 from pilot.app.answers import entry_kinds
 from pilot.app.facts.reads import position_path
+from pilot.app.human.desk import JournalEntry
 from pilot.app.runtime.runtime import Runtime
 
 LIMIT = 2000  # the newest entries of each kind a chart reads
 
 
-def _decimal(value: Any) -> Decimal | None:
+def _decimal(value: object) -> Decimal | None:
     try:
         return Decimal(str(value)) if value is not None else None
     except InvalidOperation:
         return None
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
+def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _millis(entry: Any) -> int:
+def _millis(entry: JournalEntry) -> int:
     return int(entry.at.timestamp() * 1000)
 
 
@@ -88,7 +89,9 @@ async def chart_data(runtime: Runtime, reader: Runtime | None = None) -> dict[st
     }
 
 
-def _journal_positions(plans: list[Any], outcomes: list[Any]) -> dict[str, list[dict[str, Any]]]:
+def _journal_positions(
+    plans: list[JournalEntry], outcomes: list[JournalEntry]
+) -> dict[str, list[dict[str, Any]]]:
     """Each linear market's position as the journal knows it, oldest first: what each plan saw, then each of
     Pilot's fills added to the position last known (a fill moves it before the next plan sees it)."""
     events = sorted([*plans, *outcomes], key=lambda entry: entry.seq)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pilot.app.answers.plan_records import PlanPayload
-from pilot.app.human.desk import ChannelOff, pending_confirmations, require_channel
+from pilot.app.human.desk import ChannelOff, ConfirmationRecord, pending_confirmations, require_channel
 from pilot.app.runtime.runtime import Runtime
 
 
@@ -100,7 +100,7 @@ async def approvals(runtime: Runtime, *, recent: int = 10) -> ApprovalsView:
     )
 
 
-def _decided(record: Any) -> Decided:
+def _decided(record: ConfirmationRecord) -> Decided:
     return Decided(
         confirmation_id=record.confirmation_id,
         tool=record.tool,
@@ -112,7 +112,7 @@ def _decided(record: Any) -> Decided:
     )
 
 
-async def _parked(runtime: Runtime, record: Any) -> Parked:
+async def _parked(runtime: Runtime, record: ConfirmationRecord) -> Parked:
     action = record.action if isinstance(record.action, dict) else {}
     order = action.get("order") if isinstance(action.get("order"), dict) else {}
     payload = None

@@ -15,7 +15,7 @@ from typing import Any
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.receipts import ReceiptCard, card_id, event_key
 from pilot.app.answers.sent_requests import sent_request
-from pilot.app.human.desk import receipt_cards
+from pilot.app.human.desk import JournalEntry, receipt_cards
 from pilot.app.runtime.runtime import Runtime
 
 PAGE = 50
@@ -79,7 +79,7 @@ def once_per_event(rows: list[Row]) -> list[Row]:
     return kept[::-1]
 
 
-def _walk(value: Any, key: str, depth: int = 0) -> Iterator[Any]:
+def _walk(value: object, key: str, depth: int = 0) -> Iterator[str | int]:
     """Every value stored under `key` anywhere in a journal entry's data (bounded depth)."""
     if depth > 6:
         return
@@ -94,14 +94,14 @@ def _walk(value: Any, key: str, depth: int = 0) -> Iterator[Any]:
             yield from _walk(inner, key, depth + 1)
 
 
-def _unique(values: Iterator[Any]) -> tuple[str, ...]:
+def _unique(values: Iterator[str | int]) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for value in values:
         seen.setdefault(str(value), None)
     return tuple(seen)
 
 
-def row_of(entry: Any) -> Row:
+def row_of(entry: JournalEntry) -> Row:
     data: Mapping[str, Any] = entry.data if isinstance(entry.data, Mapping) else {}
     status = data.get("status") or data.get("verdict") or data.get("event") or ""
     if entry.kind == entry_kinds.KILL_SWITCH:

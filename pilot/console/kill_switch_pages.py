@@ -9,6 +9,7 @@ from pilot.app.human.desk import HumanError, kill_switch_state, set_kill_switch
 from pilot.app.human.kill_switch import REASON_LIMIT
 from pilot.console.access import page, posted, session_of
 from pilot.console.app_state import console_of
+from pilot.console.failure_pages import words
 from pilot.console.rendering import flash, plain, render
 
 
@@ -32,7 +33,7 @@ async def kill_switch_set(request: Request) -> Response:
             console_of(request).desk, turn == "on", form.get("reason", ""), via="console"
         )
     except HumanError as error:
-        flash(request, f"{error.problem}; {error.fix}")
+        flash(request, words(error))
     else:
         flash(
             request,

@@ -9,10 +9,12 @@ given one to read (`pilot console --exchange ...`); without one the page says ho
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from pilot.app.facts.reads import get_policy
 from pilot.app.runtime.runtime import Runtime
+from pilot.core.policy import PolicyIssue
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +32,7 @@ class MarketLimits:
 class PolicyPage:
     version: str
     valid: bool
-    issues: list[Any]  # PolicyIssue: path, problem, fix
+    issues: list[PolicyIssue]
     trading_state: str
     daily_order_cap: int
     plan_ttl_seconds: int
@@ -40,7 +42,7 @@ class PolicyPage:
     live_problem: str | None
 
 
-def _plain(value: Any) -> str:
+def _plain(value: Decimal | None) -> str:
     return format(value.normalize(), "f") if value is not None else "—"
 
 

@@ -10,7 +10,6 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from pilot.app.human.desk import HumanError
 from pilot.console import feed
 from pilot.console.access import page, session_of
 from pilot.console.app_state import Console, console_of
@@ -80,10 +79,7 @@ async def _entries(
 async def card(request: Request) -> Response:
     session_of(request)
     name = request.path_params["card"]
-    try:
-        found = await feed.card_for(console_of(request).desk, name)
-    except HumanError as error:
-        return render(request, "problem.html", 404, problem=error.problem, fix=error.fix)
+    found = await feed.card_for(console_of(request).desk, name)  # none: 404 (console.failure_pages)
     return render(request, "card.html", card=found)
 
 

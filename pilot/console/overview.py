@@ -154,7 +154,7 @@ def _room(symbol: str, market: dict[str, Any]) -> RoomLine:
     )
 
 
-def _cents(amount: Any) -> str | None:
+def _cents(amount: object) -> str | None:
     """An amount of dollars as the page shows it: to the cent."""
     if amount is None:
         return None

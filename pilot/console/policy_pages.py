@@ -13,6 +13,7 @@ from pilot.app.human.desk import HumanError, policy_text, text_digest, write_pol
 from pilot.console import limits
 from pilot.console.access import page, posted, session_of
 from pilot.console.app_state import console_of
+from pilot.console.failure_pages import words
 from pilot.console.rendering import flash, render
 from pilot.core.policy import PolicyInvalid, parse_policy
 
@@ -59,6 +60,6 @@ async def policy_edit(request: Request) -> Response:
     try:
         written = await write_policy(desk, draft, base_digest=base, via="console")
     except HumanError as error:
-        return render(request, "policy_edit.html", 409, problem=f"{error.problem}; {error.fix}", **values)
+        return render(request, "policy_edit.html", 409, problem=words(error), **values)
     flash(request, f"policy.json written (journal seq {written.seq}); version {written.to_version}.")
     return RedirectResponse("/policy", status_code=303)

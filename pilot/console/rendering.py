@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
@@ -38,9 +36,10 @@ TEMPLATES.globals["ORDER_LABELS"] = {
 }
 
 
-def render(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+def render(
+    request: Request, template: str, status: int = 200, *, session: Session | None = None, **values: object
+) -> HTMLResponse:
     """`template` rendered with `values`; a whole page for a session also takes the flash left for it."""
-    session: Session | None = values.pop("session", None)
     # a fragment fetched by htmx (a poll, a card) never takes the message meant for the next whole page
     whole_page = session is not None and "hx-request" not in request.headers
     flashes = console_of(request).flashes

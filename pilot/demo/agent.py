@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcp import Client, MCPError
-from mcp.types import ElicitResult
+from mcp.client import ClientRequestContext
+from mcp.types import ElicitRequestParams, ElicitResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +41,7 @@ class Human:
     def __init__(self) -> None:
         self._shown: list[str] = []
 
-    async def answer(self, context: Any, params: Any) -> ElicitResult:
+    async def answer(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
         self._shown.append(params.message)
         return ElicitResult(action="accept", content={"approve": True})
 

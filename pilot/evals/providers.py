@@ -9,6 +9,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from pilot.core.errors import ErrorCode
 from pilot.evals.anthropic_messages import ANTHROPIC_URL, AnthropicMessages
 from pilot.evals.case_book import Case
 from pilot.evals.conversation import Provider
@@ -22,7 +23,7 @@ KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 class SetupError(ValueError):
     """What was asked for cannot make a provider: a stable code, the problem, and the fix."""
 
-    def __init__(self, code: str, problem: str, fix: str) -> None:
+    def __init__(self, code: ErrorCode, problem: str, fix: str) -> None:
         super().__init__(problem)
         self.code, self.problem, self.fix = code, problem, fix
 
@@ -45,24 +46,26 @@ def make_provider(
         return ScriptedProvider(cases, choice.scripted_mode)
     if choice.name not in KEY_VARIABLES:
         raise SetupError(
-            "unknown_provider", f"no provider {choice.name!r}", f"use one of {', '.join(PROVIDERS)}"
+            ErrorCode.UNKNOWN_PROVIDER, f"no provider {choice.name!r}", f"use one of {', '.join(PROVIDERS)}"
         )
     if not choice.model:
         raise SetupError(
-            "no_model", f"--provider {choice.name} needs --model", "name the model, e.g. --model NAME"
+            ErrorCode.NO_MODEL, f"--provider {choice.name} needs --model", "name the model, e.g. --model NAME"
         )
     variable = choice.key_variable or KEY_VARIABLES[choice.name]
     key = environ.get(variable, "")
     if choice.name == "openai":
         if not key and choice.base_url is None:
             raise SetupError(
-                "no_key",
+                ErrorCode.NO_KEY,
                 f"{variable} is not set",
                 f"export {variable}=...; a local server that needs no key: give its --base-url",
             )
         return OpenAIChat(choice.model, key, choice.base_url or OPENAI_URL, token_field=choice.token_field)
     if not key:
         raise SetupError(
-            "no_key", f"{variable} is not set", f"export {variable}=... (or name another with --api-key-env)"
+            ErrorCode.NO_KEY,
+            f"{variable} is not set",
+            f"export {variable}=... (or name another with --api-key-env)",
         )
     return AnthropicMessages(choice.model, key, choice.base_url or ANTHROPIC_URL)

@@ -189,7 +189,7 @@ def call_matches(pattern: CallPattern, tool: str, args: Mapping[str, Any] | None
     return all(value_matches(want, given.get(key)) for key, want in pattern.args.items())
 
 
-def value_matches(want: Any, have: Any) -> bool:
+def value_matches(want: object, have: object) -> bool:
     """Decimals compare as numbers ("0.0010" is 0.001; "0,001" is no number); {"min"}, {"max"} bound one;
     "*" is any value given."""
     if want == "*":
@@ -206,7 +206,7 @@ def value_matches(want: Any, have: Any) -> bool:
     return str(want) == str(have)
 
 
-def as_decimal(value: Any) -> Decimal | None:
+def as_decimal(value: object) -> Decimal | None:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         return None
     try:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp import Client
+from mcp.client import ClientRequestContext
 from mcp.types import ElicitRequestParams, ElicitResult
 
 from pilot.app.human.desk import DEFAULT_POLICY
@@ -62,7 +63,7 @@ class HumanAtClient:
     def shows_forms(self) -> bool:
         return self.answer != "absent"
 
-    async def decide(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
+    async def decide(self, context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
         self.forms += 1
         if self.answer == "approve":
             return ElicitResult(action="accept", content={"approve": True})

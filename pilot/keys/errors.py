@@ -1,14 +1,6 @@
 """What can go wrong with stored exchange keys. Every message names the fix; none carries a secret.
 
-    KeysError
-     ├── MasterKeyError          the master key file is missing, loose, a symlink or malformed
-     ├── NoKeyStored             no active key for the environment
-     ├── KeyAlreadyStored        `add` while a key is active (use `replace`)
-     ├── KeyPermissionsRejected  the key may do more than the allowlist permits
-     ├── PermissionCheckFailed   the exchange could not tell what the key may do
-     │    └── PermissionCheckUnsupported  the environment does not serve the permission read at all
-     ├── KeyUnreadable           the stored ciphertext does not open under this master key and row
-     └── InvalidKeyInput         an empty key or secret, or a paper exchange without a URL
+The classes are drawn with every other exception Pilot defines in `pilot/core/errors.py`.
 
 Callers branch on `code`, never on the wording. Messages are built from Pilot's own words and from
 non-secret values only (file paths, key ids, environment and permission names).
@@ -18,20 +10,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pilot.core.errors import ErrorCode, ExplainedError
 
-class KeysError(Exception):
+
+class KeysError(ExplainedError):
     """Base of every key failure; `code` is stable, `fix` is the next thing a human should do."""
 
-    code = "keys_error"
+    code = ErrorCode.KEYS_ERROR
 
     def __init__(self, problem: str, fix: str) -> None:
-        super().__init__(f"{problem} Fix: {fix}")
-        self.problem = problem
-        self.fix = fix
+        super().__init__(f"{problem} Fix: {fix}", problem, fix)
 
 
 class MasterKeyError(KeysError):
-    code = "master_key_unusable"
+    code = ErrorCode.MASTER_KEY_UNUSABLE
 
     def __init__(self, path: Path, problem: str, fix: str) -> None:
         super().__init__(f"Master key file {path}: {problem}.", fix)
@@ -39,7 +31,7 @@ class MasterKeyError(KeysError):
 
 
 class NoKeyStored(KeysError):
-    code = "no_key_stored"
+    code = ErrorCode.NO_KEY_STORED
 
     def __init__(self, environment: str) -> None:
         super().__init__(
@@ -50,7 +42,7 @@ class NoKeyStored(KeysError):
 
 
 class KeyAlreadyStored(KeysError):
-    code = "key_already_stored"
+    code = ErrorCode.KEY_ALREADY_STORED
 
     def __init__(self, environment: str, key_id: str) -> None:
         super().__init__(
@@ -62,7 +54,7 @@ class KeyAlreadyStored(KeysError):
 
 
 class KeyPermissionsRejected(KeysError):
-    code = "key_permissions_rejected"
+    code = ErrorCode.KEY_PERMISSIONS_REJECTED
 
     def __init__(self, environment: str, disallowed: tuple[str, ...]) -> None:
         super().__init__(
@@ -75,7 +67,7 @@ class KeyPermissionsRejected(KeysError):
 
 
 class PermissionCheckFailed(KeysError):
-    code = "key_permission_check_failed"
+    code = ErrorCode.KEY_PERMISSION_CHECK_FAILED
 
     def __init__(self, environment: str, reason: str) -> None:
         super().__init__(
@@ -94,7 +86,7 @@ class PermissionCheckUnsupported(PermissionCheckFailed):
     it could not read.
     """
 
-    code = "key_permission_check_unsupported"
+    code = ErrorCode.KEY_PERMISSION_CHECK_UNSUPPORTED
 
     def __init__(self, environment: str) -> None:
         KeysError.__init__(
@@ -110,7 +102,7 @@ class PermissionCheckUnsupported(PermissionCheckFailed):
 
 
 class KeyUnreadable(KeysError):
-    code = "key_unreadable"
+    code = ErrorCode.KEY_UNREADABLE
 
     def __init__(self, key_id: str) -> None:
         super().__init__(
@@ -122,4 +114,4 @@ class KeyUnreadable(KeysError):
 
 
 class InvalidKeyInput(KeysError):
-    code = "invalid_key_input"
+    code = ErrorCode.INVALID_KEY_INPUT

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pilot.core.errors import ErrorCode
 from pilot.keys.errors import KeysError
 from pilot.keys.key_file import KeyFileKind, create_key_file, read_key_file, refuse_inside_home
 
@@ -23,7 +24,7 @@ DEFAULT_JOURNAL_KEY_FILE = Path("~/.config/pilot/journal.key")
 
 
 class JournalKeyError(KeysError):
-    code = "journal_key_unusable"
+    code = ErrorCode.JOURNAL_KEY_UNUSABLE
 
     def __init__(self, path: Path, problem: str, fix: str) -> None:
         super().__init__(f"Journal key file {path}: {problem}.", fix)

@@ -46,8 +46,9 @@ class Ntfy:
             body["click"] = link
             body["actions"] = [{"action": "view", "label": label, "url": link, "clear": True}]
         status, answer = await post_json(self._client, SERVICE, self._root, body, headers=self._headers)
-        if status == 200 and isinstance(answer, dict) and isinstance(answer.get("id"), str):
-            return answer["id"]
+        message_id = answer.get("id") if isinstance(answer, dict) else None
+        if status == 200 and isinstance(message_id, str):
+            return message_id
         error = answer.get("error") if isinstance(answer, dict) else None
         raise PushError(
             SERVICE, f"publish refused: HTTP {status} {str(error or '')[:200]}".rstrip(), status=status

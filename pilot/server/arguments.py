@@ -6,7 +6,7 @@ tool's answer (a result with isError, so the model sees it and corrects its call
 
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
 from pydantic import BeforeValidator, Field
 
@@ -50,7 +50,7 @@ class ArgumentProblem(Exception):
         field: str,
         problem: str,
         *,
-        fixed: Any = NO_FIX,
+        fixed: object = NO_FIX,
         accepted: str | None = None,
         drop: tuple[str, ...] = (),
     ) -> None:
@@ -73,7 +73,7 @@ def parsed(parse: Callable[[], T]) -> T:
 def _no_numbers(field: str) -> BeforeValidator:
     """Refuse a JSON number for an amount, showing (and fixing it to) the string to send instead."""
 
-    def check(value: Any) -> Any:
+    def check(value: object) -> object:
         if isinstance(value, int | float) and not isinstance(value, bool):
             parsed(lambda: decimal_arg(field, value))
         return value

@@ -12,13 +12,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, InputRequiredResult
 
 from pilot.app.runtime.runtime import Runtime
-from pilot.app.runtime.sessions import SESSION_STARTED
-from pilot.app.service.dead_man import agent_called
-from pilot.server import input_errors
+from pilot.server import input_errors, sdk
 from pilot.server.approval_tools import register_approval_tools
 from pilot.server.environment import name_the_environment
 from pilot.server.forms import Resolvers
 from pilot.server.market_tools import register_market_tools
+from pilot.server.middleware import EveryCall
 from pilot.server.risk_tools import register_risk_tools
 from pilot.server.schemas import compact_schemas
 from pilot.server.store_refusals import answer_store_faults
@@ -40,53 +39,33 @@ not real money).
 """
 
 
-CLIENT_STATE = "pilot.client"  # the ASGI scope["state"] key under which the HTTP server names the token
-
-
 class PilotServer(MCPServer):
     """MCPServer whose argument problems are the tool's answer (isError with a refusal body), not a
-    JSON-RPC error or pydantic's text: see pilot/server/input_errors.py."""
+    JSON-RPC error or pydantic's text: see pilot/server/input_errors.py. Every call counts for its session
+    and the dead-man's switch first (pilot/server/middleware.py)."""
 
-    def __init__(self, runtime: Runtime, **settings: Any) -> None:
-        super().__init__(**settings)
+    def __init__(self, runtime: Runtime, *, name: str, version: str, instructions: str) -> None:
+        # WARNING: the SDK configures the root logger at this level if nothing did, and its INFO lines (one per
+        # session, request and tool call) are noise to whoever runs Pilot; `pilot serve` logs its own way.
+        super().__init__(
+            name=name,
+            version=version,
+            instructions=instructions,
+            log_level="WARNING",
+            middleware=[EveryCall(runtime)],
+        )
         self.runtime = runtime
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        key, expires = session_key(context)
-        started = self.runtime.sessions.touch(key, self.runtime.store.clock.read(), expires=expires)
-        token = SESSION_STARTED.set(started)  # its age judges maxSessionMinutes (pilot.app.runtime.sessions)
         try:
-            await agent_called(self.runtime)  # the dead-man's switch counts silence from here
             return await super().call_tool(name, arguments, context)
         except ToolError as error:
             problem = input_errors.find_problem(error)
             if problem is None:
                 raise
             return input_errors.answer(name, arguments, problem, self.runtime.environment)
-        finally:
-            SESSION_STARTED.reset(token)
-
-
-def session_key(context: Context[Any, Any] | None) -> tuple[str, bool]:
-    """The session a call belongs to, and whether it ends by being idle: over stdio the connection, which is
-    the process's (protocol 2026-07-28 has no sessions of its own, so the connection is the one there is);
-    an HTTP session's Mcp-Session-Id (protocol 2025-11-25); for a 2026-07-28 client over HTTP, its bearer
-    token's calls."""
-    try:
-        request_context = context.request_context if context is not None else None
-    except ValueError:  # outside a request
-        request_context = None
-    request = request_context.request if request_context is not None else None
-    if request is None:
-        return "stdio", False
-    headers = getattr(request, "headers", None) or {}
-    session_id = headers.get("mcp-session-id")
-    if session_id:
-        return f"http:{session_id}", True
-    state = (getattr(request, "scope", None) or {}).get("state") or {}
-    return f"token:{state.get(CLIENT_STATE, 'unknown')}", True
 
 
 def build_server(runtime: Runtime, *, tools: Iterable[str] | str = "all") -> MCPServer:
@@ -96,16 +75,14 @@ def build_server(runtime: Runtime, *, tools: Iterable[str] | str = "all") -> MCP
         ValueError: `tools` names an unknown set or tool.
     """
     exposed = select_tools(tools)
-    # WARNING: the SDK configures the root logger at this level if nothing did, and its INFO lines (one per
-    # session, request and tool call) are noise to whoever runs Pilot; `pilot serve` logs its own way.
-    mcp = PilotServer(runtime, name="pilot", version="0.1.0", instructions=INSTRUCTIONS, log_level="WARNING")
+    mcp = PilotServer(runtime, name="pilot", version="0.1.0", instructions=INSTRUCTIONS)
     register_market_tools(mcp, runtime)
     register_trading_tools(mcp, runtime, Resolvers(runtime))
     register_approval_tools(mcp, runtime)
     register_risk_tools(mcp, runtime)
-    for tool in mcp._tool_manager.list_tools():
-        if tool.name not in exposed:
-            mcp.remove_tool(tool.name)
+    for name in sdk.tool_names(mcp):
+        if name not in exposed:
+            mcp.remove_tool(name)
     forbid_unknown_arguments(mcp)
     answer_store_faults(mcp)
     name_the_environment(mcp, runtime.environment)  # outermost: a store fault's answer names it too

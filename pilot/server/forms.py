@@ -9,7 +9,7 @@ the approval channel the use case asks.
 
 # No `from __future__ import annotations`: the SDK evaluates resolver signatures at runtime.
 
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 from mcp import MCPError
 from mcp.server.mcpserver import AcceptedElicitation, Context, Elicit, ElicitationResult
@@ -26,7 +26,7 @@ from pilot.server import arguments
 Parkable = TypeVar("Parkable", OrderAnswer, ActionAnswer)  # the answers of the tools that may park
 
 
-def _only_true(value: Any) -> bool:
+def _only_true(value: object) -> bool:
     """The JSON boolean true approves; anything else a client sends ("true", 1, "yes", null) is a decline."""
     return value is True
 
@@ -109,7 +109,7 @@ def can_reach_human(runtime: Runtime, ctx: Context) -> bool:
     return shows_forms(ctx) or runtime.policy().policy.confirm.human_outside_client
 
 
-def channel(result: Any) -> ClientChannel:
+def channel(result: object) -> ClientChannel:
     """The approval channel for what the client answered. Only an accept with the box ticked approves."""
     answer: ClientAnswer = FormAnswer(approved=False)
     if isinstance(result, AcceptedElicitation):

@@ -28,7 +28,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pilot.app.answers.store_faults import StoreError
 from pilot.app.runtime.runtime import Runtime
-from pilot.server.build import CLIENT_STATE, build_server
+from pilot.server.build import build_server
+from pilot.server.middleware import CLIENT_STATE
 
 DEFAULT_SESSION_IDLE_SECONDS = 300
 MAX_SESSIONS = 10_000  # sessions remembered with the token that opened them

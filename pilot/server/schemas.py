@@ -9,8 +9,8 @@ description and docs/tools.md list them), are still checked by Pilot itself, whi
 pydantic model. `benchmarks/bench_tools_list.py`
 prints the size; tests/app/test_tools_list.py holds it under 20 KB.
 
-Like strict.py, this writes to the SDK's tool records (`tool.description`, `tool.parameters`,
-`tool.fn_metadata.output_schema`), which are not public API; the SDK reads them live on every tools/list.
+The SDK reads its records of the tools live on every tools/list; `sdk.reshape_listings` rewrites them once,
+after registration.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
+
+from pilot.server import sdk
 
 _JSON_TYPES = ("object", "array", "string", "number", "integer", "boolean", "null")
 # What MCP assumes of a hint left out (the spec's ToolAnnotations defaults): saying it again costs bytes.
@@ -33,15 +35,20 @@ _DEFAULT_HINTS = {
 
 def compact_schemas(mcp: MCPServer) -> None:
     """Trim every registered tool's description and schemas (see the module docstring)."""
-    for tool in mcp._tool_manager.list_tools():
-        tool.description = one_paragraph(tool.description)
-        tool.parameters = without_titles(tool.parameters)
-        if tool.annotations is not None:
-            tool.annotations = without_default_hints(tool.annotations)
-        full = tool.fn_metadata.output_schema
-        if full is not None:
-            tool.fn_metadata.output_schema = top_level_types(full)
-            tool.__dict__.pop("output_schema", None)  # the SDK caches it on first read
+    sdk.reshape_listings(mcp, compact)
+
+
+def compact(listing: sdk.Listing) -> sdk.Listing:
+    """One tool's listing: its description on one line, no titles, only the hints that differ from MCP's
+    defaults, and its output schema's top-level types."""
+    annotations = listing.annotations
+    full = listing.output_schema
+    return sdk.Listing(
+        description=one_paragraph(listing.description),
+        input_schema=without_titles(listing.input_schema),
+        annotations=None if annotations is None else without_default_hints(annotations),
+        output_schema=None if full is None else top_level_types(full),
+    )
 
 
 def without_default_hints(annotations: ToolAnnotations) -> ToolAnnotations:
@@ -55,21 +62,23 @@ def one_paragraph(text: str) -> str:
     return " ".join(inspect.cleandoc(text).split())
 
 
-def without_titles(schema: Any) -> Any:
+def without_titles(schema: dict[str, Any]) -> dict[str, Any]:
     """A JSON schema without pydantic's generated `title` keywords (field names already say it)."""
-    if isinstance(schema, list):
-        return [without_titles(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
     trimmed: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "title":
             continue
         if key in ("properties", "$defs"):
-            trimmed[key] = {name: without_titles(sub) for name, sub in value.items()}
+            trimmed[key] = {name: _untitled(sub) for name, sub in value.items()}
         else:
-            trimmed[key] = without_titles(value)
+            trimmed[key] = _untitled(value)
     return _types_listed(trimmed)
+
+
+def _untitled(value: object) -> object:
+    if isinstance(value, list):
+        return [_untitled(item) for item in value]
+    return without_titles(value) if isinstance(value, dict) else value
 
 
 def _types_listed(schema: dict[str, Any]) -> dict[str, Any]:
@@ -129,7 +138,7 @@ def _collect(sub: dict[str, Any], root: dict[str, Any], found: list[str]) -> Non
         found.extend(_JSON_TYPES)  # Any: every type
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):

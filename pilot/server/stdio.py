@@ -30,6 +30,8 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCError, JSONRPCRequest, JSONRPCResponse
 
+from pilot.server import sdk
+
 DRAIN_SECONDS = 5.0
 
 Incoming = SessionMessage | Exception
@@ -66,12 +68,11 @@ async def run_stdio(mcp: MCPServer) -> None:
         unanswered = _Unanswered()
         to_server, server_input = anyio.create_memory_object_stream[Incoming]()
         server_output, from_server = anyio.create_memory_object_stream[SessionMessage]()
-        lowlevel = mcp._lowlevel_server
         async with anyio.create_task_group() as reading:
             reading.start_soon(_requests, stdin, to_server, unanswered)
             async with anyio.create_task_group() as writing:
                 writing.start_soon(_answers, from_server, stdout, unanswered)
-                await lowlevel.run(server_input, server_output, lowlevel.create_initialization_options())
+                await sdk.serve_streams(mcp, server_input, server_output)
             # The server closed its output and every answer reached stdout; stop reading if stdin is still open.
             reading.cancel_scope.cancel()
 

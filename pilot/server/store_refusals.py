@@ -6,16 +6,14 @@ sent (pilot.app.road.gate answers for itself once a request has left), so the an
 storeUnavailable and a next action to stop until a human fixes the disk: a retry would fail the same way.
 The database's own words go to the server's log, one line, never to the agent.
 
-Like strict.py, it reaches into the SDK's tool manager (`tool.fn`, `tool.fn_metadata.output_model`), which
-the tests in tests/app/test_store_faults.py hold to the SDK version pinned in pyproject.toml.
+Every registered tool is wrapped once, after registration (`sdk.wrap_tools`); the tests in
+tests/app/test_store_faults.py hold every tool's answer to a full disk.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
@@ -23,31 +21,29 @@ from pilot.app.answers import store_faults
 from pilot.app.answers.responses import PlanAnswer, ToolAnswer, next_out, violations_out
 from pilot.app.answers.store_faults import StoreError
 from pilot.app.facts.reads import ReadAnswer
+from pilot.server import sdk
 
 log = logging.getLogger("pilot.server")
 
 
 def answer_store_faults(mcp: MCPServer) -> None:
     """Wrap every registered tool so a StoreError becomes its answer (see the module docstring)."""
-    for tool in mcp._tool_manager.list_tools():
-        tool.fn = _answering(tool.name, tool.fn, tool.fn_metadata.output_model)
+    sdk.wrap_tools(mcp, _answering)
 
 
-def _answering(
-    name: str, fn: Callable[..., Awaitable[Any]], answer_type: Any
-) -> Callable[..., Awaitable[Any]]:
+def _answering(tool: sdk.ToolFacts, fn: sdk.ToolFunction) -> sdk.ToolFunction:
     @functools.wraps(fn)
-    async def tool(**arguments: Any) -> Any:
+    async def answering(**arguments: object) -> object:
         try:
             return await fn(**arguments)
         except StoreError as error:
-            log.warning("%s: Pilot's database failed, nothing was sent: %s", name, error)
-            return answer_for(answer_type, error)
+            log.warning("%s: Pilot's database failed, nothing was sent: %s", tool.name, error)
+            return answer_for(tool.answer_type, error)
 
-    return tool
+    return answering
 
 
-def answer_for(answer_type: Any, error: StoreError) -> Any:
+def answer_for(answer_type: object, error: StoreError) -> ToolAnswer | PlanAnswer | ReadAnswer:
     """The answer of a tool of `answer_type` that stopped on a store failure before sending anything."""
     refused = store_faults.refusal(error)
     if isinstance(answer_type, type) and issubclass(answer_type, ToolAnswer):

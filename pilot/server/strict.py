@@ -8,9 +8,8 @@ argument model with a subclass that raises ArgumentProblem instead, naming the f
 does not take 'qty'; its arguments are plan_id") with the call that fixes it, and marks the published
 input schema `additionalProperties: false`.
 
-It reaches into the SDK's tool manager (`mcp._tool_manager`, `tool.fn_metadata.arg_model`), which is not
-public API: the tests in tests/app/test_plan_place_mcp.py and tests/adversarial fail if an SDK upgrade
-changes that, and `pyproject.toml` pins mcp to 2.3.x.
+The swap is made on the SDK's records of the tools (`sdk.strict_arguments`): the tests in
+tests/app/test_plan_place_mcp.py and tests/adversarial fail if an SDK upgrade changes how that works.
 """
 
 from __future__ import annotations
@@ -18,29 +17,26 @@ from __future__ import annotations
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from pydantic import ValidationError, model_validator
+from pydantic import BaseModel, ModelWrapValidatorHandler, ValidationError, model_validator
 
 from pilot.app.orders.inputs import DROP, NO_FIX
+from pilot.server import sdk
 from pilot.server.arguments import ArgumentProblem
 
 
 def forbid_unknown_arguments(mcp: MCPServer) -> None:
     """Swap every registered tool's argument model for a strict one (see the module docstring)."""
-    for tool in mcp._tool_manager.list_tools():
-        base = tool.fn_metadata.arg_model
-        allowed = sorted(name for name in base.model_fields if not _is_resolved(tool, name))
-        strict = _strict_model(base, tool.name, allowed)
-        tool.fn_metadata.arg_model = strict
-        tool.parameters["additionalProperties"] = False
+    sdk.strict_arguments(mcp, _strict_model)
 
 
-def _strict_model(base: type[ArgModelBase], tool: str, allowed: list[str]) -> type[ArgModelBase]:
+def _strict_model(tool: str, base: type[BaseModel], allowed: list[str]) -> type[BaseModel]:
     # mypy cannot check a base class known only at runtime: the SDK builds `base` per tool.
     class Strict(base):  # type: ignore[valid-type,misc]
         @model_validator(mode="wrap")
         @classmethod
-        def _known_only(cls, data: Any, handler: Any) -> Any:
+        def _known_only(
+            cls: type[BaseModel], data: object, handler: ModelWrapValidatorHandler[BaseModel]
+        ) -> BaseModel:
             if isinstance(data, dict):
                 unknown = sorted(set(data) - set(allowed))
                 if unknown:
@@ -100,7 +96,3 @@ def _accepted(kind: str, context: dict[str, Any]) -> str:
         if key in context:
             return f"{words} {context[key]}"
     return ""
-
-
-def _is_resolved(tool: Any, name: str) -> bool:
-    return name in getattr(tool, "resolved_params", {}) or name == getattr(tool, "context_kwarg", None)

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from enum import Enum
-from typing import Any
 
 
 def iso_utc(moment: datetime) -> str:
@@ -28,7 +27,7 @@ def parse_iso(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone(UTC)
 
 
-def _to_json_value(obj: Any) -> Any:
+def _to_json_value(obj: object) -> object:
     if isinstance(obj, Decimal):
         return str(obj)
     if isinstance(obj, datetime):
@@ -44,7 +43,7 @@ def _to_json_value(obj: Any) -> Any:
     raise TypeError(f"cannot store a {type(obj).__name__} as JSON")
 
 
-def canonical_json(obj: Any) -> str:
+def canonical_json(obj: object) -> str:
     """Serialise `obj` to canonical JSON: sorted keys, no spaces, UTF-8 text, no NaN.
 
     Decimal becomes its string, datetime an ISO-8601 UTC string, Enum its value and a dataclass
@@ -65,6 +64,6 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def canonical_hash(obj: Any) -> str:
+def canonical_hash(obj: object) -> str:
     """Hash the canonical JSON of `obj`: equal content always gives an equal hash."""
     return sha256_hex(canonical_json(obj))

@@ -1,13 +1,7 @@
 """The store's own failures; sqlite3 errors are translated here and go no further.
 
-StoreError
- ├── StoreBusy          another process held the database longer than the busy timeout
- ├── StoreFull          the disk holding the database is full: nothing was written
- ├── DuplicateRecord    an id, key or name that must be unique is already taken
- ├── InvalidTransition  a record is not in the state the operation needs (a bug in the caller)
- ├── SchemaTooNew       the database was written by a newer Pilot
- ├── StoreCorrupt       the file is not an SQLite database, or its pages are damaged
- └── JournalKeyUnusable the journal key file is missing, unsafe, or not the one the journal was sealed with
+The classes are drawn with every other exception Pilot defines in `pilot/core/errors.py`; what a human is
+told of each is `pilot.app.answers.failures.explain`.
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ async def _legacy_entries(tx: Tx, sealer: Sealer) -> int:
             continue
         data = read[1]
         count = data.get("unsealed_before") if isinstance(data, dict) else None
-        if count == row["seq"] - 1:
+        if isinstance(count, int) and count == row["seq"] - 1:
             return count
     return 0
 

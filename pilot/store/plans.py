@@ -55,7 +55,7 @@ class PlanRecord:
     claimer_gone: bool = False  # the claimer's session had ended when this was read (a server-based store)
 
 
-def _instant(boot: Any, micros: Any) -> Instant | None:
+def _instant(boot: object, micros: object) -> Instant | None:
     return Instant(boot, micros) if isinstance(boot, str) and isinstance(micros, int) else None
 
 
@@ -88,21 +88,25 @@ def _record(row: Row) -> PlanRecord:
     )
 
 
-def _json_or_none(value: Any) -> str | None:
+def _json_or_none(value: object) -> str | None:
     return None if value is None else canonical_json(value)
 
 
 def _plan_text(
-    plan_id: Any,
-    created_at: Any,
-    expires_at: Any,
-    payload_json: Any,
-    boot: Any = None,
-    expires_micros: Any = None,
+    plan_id: str,
+    created_at: str,
+    expires_at: str,
+    payload_json: str,
+    boot: str | None = None,
+    expires_micros: int | None = None,
 ) -> str:
     """What a plan's seal covers: everything about it that must never change (its end on the store's
     clock too, for a plan that has one)."""
-    fields = {"plan_id": plan_id, "created_at": created_at, "expires_at": expires_at}
+    fields: dict[str, str | int | None] = {
+        "plan_id": plan_id,
+        "created_at": created_at,
+        "expires_at": expires_at,
+    }
     if boot is not None:
         fields |= {"boot": boot, "expires_micros": expires_micros}
     return canonical_json({**fields, "payload_json": payload_json})

@@ -39,6 +39,7 @@ class SqliteTx:
         return rows[0] if rows else None
 
     async def all(self, sql: str, params: Params = ()) -> list[Row]:
+        # aiosqlite types every row as sqlite3.Row; the connection's row factory (_row) makes them dicts
         return list(await self._conn.execute_fetchall(sql, params))  # type: ignore[arg-type]
 
     async def run(self, sql: str, params: Params = ()) -> int:
@@ -49,7 +50,7 @@ class SqliteTx:
     async def stream(self, sql: str, params: Params = ()) -> AsyncGenerator[Row, None]:
         async with self._conn.execute(sql, params) as cursor:
             async for row in cursor:
-                yield row  # type: ignore[misc]
+                yield row  # type: ignore[misc]  # a dict, by the row factory (aiosqlite says sqlite3.Row)
 
 
 class SqliteDatabase(Database):
@@ -142,7 +143,7 @@ async def connect(
 
 
 async def _configure(conn: aiosqlite.Connection, clock: StoreClock) -> None:
-    conn.row_factory = _row  # type: ignore[assignment]
+    conn.row_factory = _row  # type: ignore[assignment]  # aiosqlite types the factory as making sqlite3.Row
     # The store's clock in statements: read in the connection's thread as each statement runs.
     await conn.create_function("pilot_boot", 0, lambda: clock.read().boot)
     await conn.create_function("pilot_micros", 0, lambda: clock.read().micros)
@@ -227,7 +228,7 @@ async def open_private(path: Path, schema: str) -> SqliteDatabase:
         conn = await aiosqlite.connect(path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None)
     try:
         with translated_errors():
-            conn.row_factory = _row  # type: ignore[assignment]
+            conn.row_factory = _row  # type: ignore[assignment]  # rows as dicts (see _configure)
             await conn.execute("PRAGMA secure_delete = ON")
             await conn.executescript(schema)
     except BaseException:

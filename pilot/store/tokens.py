@@ -36,7 +36,7 @@ class Tokens:
             row = await tx.one("SELECT name, token_hash FROM tokens WHERE token_hash = ?", (digest,))
         if row is None or not hmac.compare_digest(row["token_hash"], digest):
             return None
-        return row["name"]
+        return str(row["name"])
 
     async def revoke(self, name: str) -> bool:
         """Delete the token of `name`; return whether there was one."""

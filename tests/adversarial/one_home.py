@@ -10,9 +10,8 @@ and key as a `Venue`, times as ISO text.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from decimal import Decimal
@@ -26,11 +25,11 @@ from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import place_order
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.ledger import JournalState
-from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
+from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import OrderType, Side
 from pilot.store import ChainReport, Journal, JournalEntry, open_store, parse_iso
+from tests.app.conftest import open_test_runtime
 from tests.clocks import FakeClock
-from tests.venue import connect_adapter
 
 DEADLINE_SECONDS = 60
 NOON = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)  # today, far from midnight
@@ -45,29 +44,16 @@ SETTLING = {
 
 @dataclass(frozen=True)
 class Venue:
-    """Where the paper exchange listens and the key to use: what a spawned process needs to reach it."""
+    """Where the paper exchange listens and the key to use: what a spawned process needs to reach it (a
+    `PaperVenue` for open_test_runtime, as the running exchange is)."""
 
     url: str
-    key: str
-    secret: str
+    api_key: str
+    api_secret: str
 
     @staticmethod
     def of(paper: Any) -> Venue:
         return Venue(paper.url, paper.api_key, paper.api_secret)
-
-
-@contextlib.asynccontextmanager
-async def open_server(
-    home: Path, venue: Venue, clock: Any, *, timeout_seconds: float = 10
-) -> AsyncIterator[Runtime]:
-    """A Runtime as `pilot serve` assembles it: its own store connection, gate, lease holder and ledger."""
-    adapter = connect_adapter(venue.url, venue.key, venue.secret, timeout_seconds=timeout_seconds)
-    store = await open_store(Home(home).database_path, clock=clock)
-    try:
-        yield assemble_runtime(home, store, adapter, clock)
-    finally:
-        await store.close()
-        await adapter.close()
 
 
 def market(side: Side, qty: str, symbol: str = "BTCUSDT") -> PlanRequest:
@@ -183,7 +169,7 @@ def trader(
 
     async def run() -> dict[str, Any]:
         clock = FakeClock(parse_iso(now))
-        async with open_server(Path(home), venue, clock) as runtime:
+        async with open_test_runtime(Path(home), venue, clock) as runtime:
             await runtime.ledger.state(clock.now())  # warm, as a running server's is
             barrier.wait(timeout=DEADLINE_SECONDS)
             got = []
@@ -210,7 +196,7 @@ def placer(barrier: Any, results: Any, home: str, venue: Venue, now: str, plan_i
 
     async def run() -> dict[str, str]:
         clock = FakeClock(parse_iso(now))
-        async with open_server(Path(home), venue, clock) as runtime:
+        async with open_test_runtime(Path(home), venue, clock) as runtime:
             barrier.wait(timeout=DEADLINE_SECONDS)
             return {plan_id: (await place_order(runtime, plan_id)).status for plan_id in plan_ids}
 
@@ -222,7 +208,7 @@ def kill_switch_hammer(home: str, venue: Venue, now: str, started: Any, stop: An
 
     async def run() -> None:
         clock = FakeClock(parse_iso(now))
-        async with open_server(Path(home), venue, clock) as runtime:
+        async with open_test_runtime(Path(home), venue, clock) as runtime:
             while not stop.is_set():
                 await activate_kill_switch(runtime, "stop everything")
                 started.set()
@@ -250,7 +236,7 @@ def agent_turns_the_kill_switch_on(barrier: Any, results: Any, home: str, venue:
     """Another server's agent turns the kill switch on once."""
 
     async def run() -> int:
-        async with open_server(Path(home), venue, FakeClock(parse_iso(now))) as runtime:
+        async with open_test_runtime(Path(home), venue, FakeClock(parse_iso(now))) as runtime:
             barrier.wait(timeout=DEADLINE_SECONDS)
             answer = await activate_kill_switch(runtime, "another server's agent stops everything")
             return answer.journal_seq[0] if answer.journal_seq else -1
@@ -262,7 +248,7 @@ def held_sender(home: str, venue: Venue, now: str, qty: str, planned: Any, go: A
     """A server that plans a buy of `qty`, says so, and places it when told (the test kills it mid-send)."""
 
     async def run() -> None:
-        async with open_server(Path(home), venue, FakeClock(parse_iso(now))) as runtime:
+        async with open_test_runtime(Path(home), venue, FakeClock(parse_iso(now))) as runtime:
             plan = await plan_order(runtime, market(Side.BUY, qty))
             assert plan.plan_id is not None, plan
             planned.set()
@@ -302,7 +288,7 @@ def resting_agent(home: str, venue: Venue, now: str, price: str, rested: Any) ->
         from pilot.server import build_server
 
         async with (
-            open_server(Path(home), venue, FakeClock(parse_iso(now))) as runtime,
+            open_test_runtime(Path(home), venue, FakeClock(parse_iso(now))) as runtime,
             Client(build_server(runtime), raise_exceptions=True) as client,
         ):
             asked = {

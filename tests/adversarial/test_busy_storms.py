@@ -40,7 +40,7 @@ from .one_home import (
     check_each_send_once,
     lock_storm,
     market,
-    open_server,
+    open_test_runtime,
     restated,
     seen,
     trader,
@@ -72,9 +72,9 @@ async def test_writes_queued_behind_a_held_write_lock_each_apply_exactly_once(
     write_policy(tmp_path, maxNotionalUsd=1000)
     venue, now, ttl = Venue.of(paper), clock.now(), timedelta(minutes=2)
     async with (
-        open_server(tmp_path, venue, clock) as a,
-        open_server(tmp_path, venue, clock) as b,
-        open_server(tmp_path, venue, clock) as c,
+        open_test_runtime(tmp_path, venue, clock) as a,
+        open_test_runtime(tmp_path, venue, clock) as b,
+        open_test_runtime(tmp_path, venue, clock) as c,
     ):
         servers = (a, b, c)
         shared = await plan_order(a, market(Side.BUY, "0.0001"))
@@ -116,7 +116,7 @@ async def test_a_lock_held_past_the_busy_timeout_refuses_and_applies_nothing(
     tmp_path: Path, paper: Any, clock: Any
 ) -> None:
     write_policy(tmp_path)
-    async with open_server(tmp_path, Venue.of(paper), clock) as runtime:
+    async with open_test_runtime(tmp_path, Venue.of(paper), clock) as runtime:
         async with Client(build_server(runtime)) as client:
             order = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0001"}
             planned = await call(client, "plan_order", order)
@@ -171,5 +171,5 @@ def test_three_servers_trading_through_a_storm_of_held_write_locks(tmp_path: Pat
 
 async def _open_once(home: Path, venue: Venue) -> None:
     """Create the home's database before the storm (the storm writes to its tables)."""
-    async with open_server(home, venue, FakeClock(NOON)):
+    async with open_test_runtime(home, venue, FakeClock(NOON)):
         pass

@@ -36,7 +36,7 @@ from tests.app.conftest import FakeClock
 from tests.scenarios import article_scenario
 
 from .conftest import CREATE, write_policy
-from .one_home import Venue, market, open_server, restated, rules_of, seen, until
+from .one_home import Venue, market, open_test_runtime, restated, rules_of, seen, until
 
 pytestmark = pytest.mark.anyio
 PRICE_LIMIT = "/v5/market/price-limit"
@@ -57,8 +57,8 @@ async def two_servers(
     home: Path, paper: Any, clocks: tuple[FakeClock, FakeClock], timeouts: tuple[float, float] = (10, 10)
 ) -> AsyncIterator[tuple[Runtime, Runtime]]:
     async with (
-        open_server(home, Venue.of(paper), clocks[0], timeout_seconds=timeouts[0]) as first,
-        open_server(home, Venue.of(paper), clocks[1], timeout_seconds=timeouts[1]) as second,
+        open_test_runtime(home, Venue.of(paper), clocks[0], timeout_seconds=timeouts[0]) as first,
+        open_test_runtime(home, Venue.of(paper), clocks[1], timeout_seconds=timeouts[1]) as second,
     ):
         yield first, second
 

@@ -28,7 +28,7 @@ from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import Side
 
 from .conftest import CREATE, write_policy
-from .one_home import Venue, latch_the_loss_limit, market, open_server, rules_of, until
+from .one_home import Venue, latch_the_loss_limit, market, open_test_runtime, rules_of, until
 
 pytestmark = pytest.mark.anyio
 HOUR = 3600
@@ -57,7 +57,7 @@ async def test_a_plan_lives_its_ttl_of_real_time_whatever_the_wall_clock_does(
     tmp_path: Path, paper: Any, clock: Any, elapsed: int, step: int, fills: bool
 ) -> None:
     write_policy(tmp_path, **ROOMY)
-    async with open_server(tmp_path, Venue.of(paper), clock) as server:
+    async with open_test_runtime(tmp_path, Venue.of(paper), clock) as server:
         plan = await plan_order(server, market(Side.BUY, "0.0001"))
         assert plan.plan_id is not None
         clock.advance(elapsed)
@@ -90,7 +90,7 @@ async def test_the_daily_order_cap_holds_across_a_step_at_any_time_of_day(
     clock = FakeClock(start)
     write_policy(tmp_path, dailyOrderCap=3, **ROOMY)
     got = []
-    async with open_server(tmp_path, Venue.of(paper), clock) as server:
+    async with open_test_runtime(tmp_path, Venue.of(paper), clock) as server:
         for index in range(6):
             if index == 3:
                 clock.step(step)
@@ -107,7 +107,7 @@ async def test_a_day_counted_by_two_clocks_ends_when_both_have_left_it(tmp_path:
 
     clock = FakeClock(TODAY + timedelta(hours=23, minutes=30))
     write_policy(tmp_path, dailyOrderCap=3, **ROOMY)
-    async with open_server(tmp_path, Venue.of(paper), clock) as server:
+    async with open_test_runtime(tmp_path, Venue.of(paper), clock) as server:
         for _ in range(3):
             assert (await plan_and_place(server)).status == "filled"
         clock.step(HOUR)  # 00:30 tomorrow by the new clock; the old one says 23:30
@@ -135,7 +135,7 @@ async def test_the_daily_loss_latch_holds_for_its_day_across_a_step(
 
     clock = FakeClock(start)
     write_policy(tmp_path, dailyLossLimitUsd=100, **ROOMY)
-    async with open_server(tmp_path, Venue.of(paper), clock) as server:
+    async with open_test_runtime(tmp_path, Venue.of(paper), clock) as server:
         await latch_the_loss_limit(server)
         clock.step(step)
         stepped = await plan_order(server, market(Side.BUY, "0.0001"))
@@ -152,7 +152,7 @@ async def test_a_send_held_at_the_exchange_stays_pending_across_a_forward_step(
     """The create is held 1.5 s at the exchange; the server stops waiting after 0.3 s (outcome unknown) and its
     clock steps forward. The next order, which fits the $25 cap only without the held one, is refused."""
     write_policy(tmp_path)  # $25 cap
-    async with open_server(tmp_path, Venue.of(paper), clock, timeout_seconds=0.3) as server:
+    async with open_test_runtime(tmp_path, Venue.of(paper), clock, timeout_seconds=0.3) as server:
         first = await plan_order(server, market(Side.BUY, "0.0002"))
         assert first.plan_id is not None
         paper.add_fault(CREATE, "latency", delay_ms=1500)

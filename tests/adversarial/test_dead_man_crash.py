@@ -16,7 +16,7 @@ from pilot.app.service.upkeep import upkeep
 from pilot.store import iso_utc
 
 from .conftest import write_policy
-from .one_home import Venue, open_server, resting_agent
+from .one_home import Venue, open_test_runtime, resting_agent
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +37,7 @@ async def test_the_next_server_to_start_cancels_what_a_killed_one_s_agent_left_r
     finally:
         await asyncio.to_thread(victim.join, 60)
     assert [o.price for o in paper.orders() if o.leaves_qty > 0] == [70000]
-    async with open_server(tmp_path, Venue.of(paper), clock) as survivor:
+    async with open_test_runtime(tmp_path, Venue.of(paper), clock) as survivor:
         await upkeep(survivor)  # pilot serve's start-up round, before any agent call
         fired = await survivor.store.journal.entries(kind=entry_kinds.DEAD_MAN)
         state = await survivor.journal_state()

@@ -28,7 +28,7 @@ from pilot.core.facts import OrderType, Side
 from tests.store.support import forge_entry, raw
 
 from .conftest import CREATE, write_policy
-from .one_home import Venue, market, open_server, restated, rules_of, seen, until
+from .one_home import Venue, market, open_test_runtime, restated, rules_of, seen, until
 
 pytestmark = pytest.mark.anyio
 BAD_SEAL = "0" * 64  # the seal trigger wants one; without the key, no right one can be written
@@ -39,7 +39,7 @@ async def test_a_forged_kill_switch_off_between_two_judgements_is_never_obeyed(
 ) -> None:
     write_policy(tmp_path)
     venue = Venue.of(paper)
-    async with open_server(tmp_path, venue, clock) as server:
+    async with open_test_runtime(tmp_path, venue, clock) as server:
         assert (await plan_order(server, market(Side.BUY, "0.0001"))).status == "ok"  # the ledger is warm
         await activate_kill_switch(server, "stop")
         planned_before = await plan_order(server, market(Side.BUY, "0.0001"))
@@ -52,7 +52,7 @@ async def test_a_forged_kill_switch_off_between_two_judgements_is_never_obeyed(
                 seal=BAD_SEAL,
             )
         warm = await plan_order(server, market(Side.BUY, "0.0001"))
-        async with open_server(tmp_path, venue, clock) as started_after:
+        async with open_test_runtime(tmp_path, venue, clock) as started_after:
             fresh = await plan_order(started_after, market(Side.BUY, "0.0001"))
         report = await server.store.journal.verify()
     assert planned_before.status == "refused"
@@ -70,7 +70,7 @@ async def test_a_forged_lookup_that_settles_a_held_send_does_not_free_its_exposu
     write_policy(tmp_path)
     venue = Venue.of(paper)
     # The create is held past the timeout (its outcome unknown); the reads, a loaded machine's included, are not.
-    async with open_server(tmp_path, venue, clock, timeout_seconds=1.5) as sender:
+    async with open_test_runtime(tmp_path, venue, clock, timeout_seconds=1.5) as sender:
         plan = await plan_order(sender, market(Side.BUY, "0.0002"))
         assert plan.plan_id is not None
         paper.add_fault(CREATE, "latency", delay_ms=4000)
@@ -88,7 +88,7 @@ async def test_a_forged_lookup_that_settles_a_held_send_does_not_free_its_exposu
             )
         warm = await plan_order(sender, market(Side.BUY, "0.0002"))
         held_when_judged = paper.position("BTCUSDT").size
-        async with open_server(tmp_path, venue, clock) as started_after:
+        async with open_test_runtime(tmp_path, venue, clock) as started_after:
             fresh = await plan_order(started_after, market(Side.BUY, "0.0002"))
             held_when_fresh_judged = paper.position("BTCUSDT").size
         await until(lambda: paper.working == 0)
@@ -105,7 +105,7 @@ async def test_the_database_restored_from_an_earlier_copy_under_a_running_server
 ) -> None:
     write_policy(tmp_path, dailyOrderCap=3, maxNotionalUsd=1000)
     db_path, copy_path = tmp_path / "journal" / "pilot.db", tmp_path / "earlier.db"
-    async with open_server(tmp_path, Venue.of(paper), clock) as server:
+    async with open_test_runtime(tmp_path, Venue.of(paper), clock) as server:
         first = await plan_order(server, market(Side.BUY, "0.0001"))
         assert first.plan_id is not None and (await place_order(server, first.plan_id)).status == "filled"
         _copy(db_path, copy_path)  # a backup, taken while the server runs

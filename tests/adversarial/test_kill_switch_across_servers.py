@@ -23,7 +23,7 @@ from pilot.store import iso_utc
 from tests.store.support import run_in_processes
 
 from .conftest import CREATE, write_policy
-from .one_home import Venue, agent_turns_the_kill_switch_on, market, open_server, rules_of
+from .one_home import Venue, agent_turns_the_kill_switch_on, market, open_test_runtime, rules_of
 
 pytestmark = pytest.mark.anyio
 
@@ -50,7 +50,7 @@ async def test_a_switch_thrown_elsewhere_stops_a_running_servers_next_plan_and_p
     tmp_path: Path, paper: Any, clock: Any
 ) -> None:
     write_policy(tmp_path)
-    async with open_server(tmp_path, Venue.of(paper), clock) as server:
+    async with open_test_runtime(tmp_path, Venue.of(paper), clock) as server:
         opened = await plan_order(server, market(Side.BUY, "0.0001"))
         assert opened.plan_id is not None
         assert (await place_order(server, opened.plan_id)).status == "filled"  # a position to reduce

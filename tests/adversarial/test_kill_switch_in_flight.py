@@ -40,7 +40,7 @@ from tests.cli.conftest import pilot
 from tests.scenarios import article_scenario
 
 from .conftest import CREATE, write_policy
-from .one_home import Venue, latch_the_loss_limit, market, open_server, rules_of, until
+from .one_home import Venue, latch_the_loss_limit, market, open_test_runtime, rules_of, until
 
 pytestmark = pytest.mark.anyio
 PRICE_LIMIT = "/v5/market/price-limit"
@@ -130,7 +130,7 @@ async def test_a_switch_thrown_while_another_server_judges_stops_that_send(
 ) -> None:
     write_policy(tmp_path, **ROOMY)
     venue = Venue.of(paper)
-    async with open_server(tmp_path, venue, clock) as a, open_server(tmp_path, venue, clock) as b:
+    async with open_test_runtime(tmp_path, venue, clock) as a, open_test_runtime(tmp_path, venue, clock) as b:
         await plan_order(a, market(Side.BUY, "0.0001"))  # A's ledger is warm, as a running server's is
         placing = await held_in_judgement(paper, b, delay_ms=1500)
         await SWITCHES[switch](tmp_path, a)
@@ -148,7 +148,7 @@ async def test_an_amend_that_grows_an_order_is_stopped_by_a_switch_thrown_while_
     judges the amend's place_order. The amend is never sent; the order rests as it was."""
     write_policy(tmp_path, **ROOMY)
     venue = Venue.of(paper)
-    async with open_server(tmp_path, venue, clock) as a, open_server(tmp_path, venue, clock) as b:
+    async with open_test_runtime(tmp_path, venue, clock) as a, open_test_runtime(tmp_path, venue, clock) as b:
         resting = await plan_order(b, limit(Side.BUY, "0.0001", "79000"))
         assert resting.plan_id is not None, resting
         placed = await place_order(b, resting.plan_id)
@@ -180,7 +180,7 @@ async def test_a_policy_tightened_while_a_server_judges_applies_to_that_send(
     tmp_path: Path, paper: Any, clock: Any, change: dict[str, Any], rule: str
 ) -> None:
     write_policy(tmp_path, **ROOMY)
-    async with open_server(tmp_path, Venue.of(paper), clock) as b:
+    async with open_test_runtime(tmp_path, Venue.of(paper), clock) as b:
         placing = await held_in_judgement(paper, b, delay_ms=1500)
         tighten_policy(tmp_path, **change)
         placed = await placing
@@ -197,7 +197,7 @@ async def test_the_agents_switch_at_a_random_instant_of_another_servers_send_nev
     write_policy(tmp_path, **ROOMY)
     venue, rng = Venue.of(paper), random.Random(25)
     breaches, sent = [], 0
-    async with open_server(tmp_path, venue, clock) as a, open_server(tmp_path, venue, clock) as b:
+    async with open_test_runtime(tmp_path, venue, clock) as a, open_test_runtime(tmp_path, venue, clock) as b:
         for attempt in range(TRIES):
             plan = await plan_order(b, market(Side.BUY, "0.0001"))
             assert plan.plan_id is not None, plan

@@ -21,7 +21,7 @@ from pilot.core.facts import Side
 from tests.app.test_sends_are_never_orphaned import claiming_child
 
 from .conftest import CREATE, write_policy
-from .one_home import Venue, market, open_server, rules_of, until
+from .one_home import Venue, market, open_test_runtime, rules_of, until
 
 pytestmark = pytest.mark.anyio
 TICKERS = "/v5/market/tickers"
@@ -31,7 +31,7 @@ async def test_a_server_killed_between_its_claim_and_its_send_frees_the_plan_and
     tmp_path: Path, paper: Any, clock: Any
 ) -> None:
     write_policy(tmp_path, maxNotionalUsd=1000, maxOrderNotionalUsd=1000)
-    async with open_server(tmp_path, Venue.of(paper), clock) as survivor:
+    async with open_test_runtime(tmp_path, Venue.of(paper), clock) as survivor:
         victims = await plan_order(survivor, market(Side.BUY, "0.0001"))
         mine = await plan_order(survivor, market(Side.BUY, "0.0001"))
         assert victims.plan_id is not None and mine.plan_id is not None

@@ -25,7 +25,17 @@ from pilot.core.facts import Side
 from pilot.store import Store, iso_utc, open_store
 
 from .conftest import CREATE, write_policy
-from .one_home import Venue, held_sender, journal_hammer, market, open_server, restated, rules_of, seen, until
+from .one_home import (
+    Venue,
+    held_sender,
+    journal_hammer,
+    market,
+    open_test_runtime,
+    restated,
+    rules_of,
+    seen,
+    until,
+)
 
 pytestmark = pytest.mark.anyio
 SIXTEEN_DOLLARS = "0.0002"  # of BTC: two do not fit the $25 cap together
@@ -39,7 +49,7 @@ async def test_a_server_killed_mid_send_leaves_a_send_the_running_survivor_count
     context = multiprocessing.get_context("spawn")
     planned, go = context.Event(), context.Event()
     venue = Venue.of(paper)
-    async with open_server(tmp_path, venue, clock) as survivor:
+    async with open_test_runtime(tmp_path, venue, clock) as survivor:
         warm = await plan_order(survivor, market(Side.BUY, SIXTEEN_DOLLARS))  # passes: nothing held yet
         assert warm.plan_id is not None
         victim = context.Process(

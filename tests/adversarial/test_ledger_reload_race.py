@@ -71,7 +71,7 @@ async def test_servers_that_just_started_never_send_a_growing_order_while_the_ki
     venue = Venue.of(paper)
     context = multiprocessing.get_context("spawn")
     started, stop = context.Event(), context.Event()
-    adapter = connect_adapter(venue.url, venue.key, venue.secret)
+    adapter = connect_adapter(venue.url, venue.api_key, venue.api_secret)
     async with await open_store(Home(tmp_path).database_path) as store:
         first = assemble_runtime(tmp_path, store, adapter, clock)
         plans = [await plan_order(first, market(Side.BUY, "0.0001")) for _ in range(PLANS)]

@@ -142,11 +142,11 @@ async def test_a_journal_rolled_back_under_a_running_server_takes_no_growing_sen
     is restored under the running server before its ledger read the switch. The plan it placed next was
     judged with the switch off and filled (found by the cap-invariant state machine); the send is journaled
     only while the journal holds the entry it was anchored at, so it is judged again and refused."""
-    from .one_home import Venue, open_server
+    from .one_home import Venue, open_test_runtime
 
     write_policy(tmp_path, dailyOrderCap=3)
     copy = tmp_path / "copy.db"
-    async with open_server(tmp_path, Venue.of(paper), clock) as server:
+    async with open_test_runtime(tmp_path, Venue.of(paper), clock) as server:
         plan = await plan_order(server, market(Side.BUY, "0.0001"))
         assert plan.plan_id is not None
         with raw(database(tmp_path)) as conn, sqlite3.connect(copy) as target:

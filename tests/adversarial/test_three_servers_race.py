@@ -26,7 +26,7 @@ from tests.app.conftest import FakeClock, write_policy
 from tests.scenarios import article_scenario
 from tests.store.support import run_in_processes
 
-from .one_home import NOON, Venue, check_each_send_once, market, open_server, placer, trader
+from .one_home import NOON, Venue, check_each_send_once, market, open_test_runtime, placer, trader
 
 SERVERS = 3
 EIGHT_DOLLARS = "0.0001"  # of BTC at 80220: three fit the $25 cap, four do not
@@ -70,7 +70,7 @@ def test_three_servers_placing_the_same_plans_at_once_send_each_exactly_once(
     now = NOON
 
     async def plan_all() -> list[str]:
-        async with open_server(tmp_path, Venue.of(paper), FakeClock(now)) as runtime:
+        async with open_test_runtime(tmp_path, Venue.of(paper), FakeClock(now)) as runtime:
             plans = [await plan_order(runtime, market(Side.BUY, "0.00002")) for _ in range(8)]
         return [p.plan_id for p in plans if p.plan_id is not None]
 

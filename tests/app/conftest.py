@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -53,11 +53,24 @@ def write_policy(home: Path, **changes: Any) -> None:
     (home / "policy.json").write_text(json.dumps({**POLICY, **changes}, indent=2))
 
 
+class PaperVenue(Protocol):
+    """Where a paper exchange listens and the key it takes: the running PaperExchange itself, or a picklable
+    copy for a spawned process (tests/adversarial/one_home.Venue)."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def api_key(self) -> str: ...
+    @property
+    def api_secret(self) -> str: ...
+
+
 @contextlib.asynccontextmanager
 async def open_test_runtime(
-    home: Path, paper: PaperExchange, clock: FakeClock, *, timeout_seconds: float = 10
+    home: Path, paper: PaperVenue, clock: FakeClock, *, timeout_seconds: float = 10
 ) -> AsyncIterator[Runtime]:
-    """A Runtime on `home` (its own store connection) and the paper exchange; closing it is a restart."""
+    """A Runtime as `pilot serve` assembles it, on `home` (its own store connection, gate, lease holder and
+    ledger) and the paper exchange; closing it is a restart. Several on one home are several servers."""
     adapter = connect_adapter(paper, timeout_seconds=timeout_seconds)
     store = await open_store(Home(home).database_path, clock=clock)
     try:

@@ -8,13 +8,7 @@ Pilot, not a stand-in for Pilot's own code.
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
-import shutil
-import subprocess
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -29,6 +23,7 @@ from pilot.paper import PaperExchange
 from pilot.server import build_server
 from pilot.server.store_refusals import answer_for
 from pilot.store import StoreBusy, StoreCorrupt, StoreError, StoreFull, open_store
+from tests.full_disk import Disk
 from tests.venue import connect_adapter
 
 from .conftest import BTC_SHORT, CREATE, FakeClock, call, write_policy
@@ -38,48 +33,6 @@ CANCEL = "/v5/order/cancel"
 LEVERAGE = "/v5/position/set-leverage"
 WRITES = (CREATE, CANCEL, LEVERAGE)
 RESTING_BUY = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0002", "order_type": "limit", "price": "70000"}
-
-
-class Disk:
-    """A small tmpfs: fill it to the last byte, free it again."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.filler = path / "filler"
-
-    def fill(self) -> None:
-        descriptor = os.open(self.filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
-        try:
-            for chunk in (1 << 20, 1 << 16, 1 << 12, 1 << 9, 1):
-                with contextlib.suppress(OSError):
-                    while True:
-                        os.write(descriptor, b"\0" * chunk)
-        finally:
-            os.close(descriptor)
-        with pytest.raises(OSError) as full:
-            (self.path / "probe").write_bytes(b"\0" * 4096)
-        assert full.value.errno == errno.ENOSPC
-
-    def free(self) -> None:
-        self.filler.unlink()
-        (self.path / "probe").unlink(missing_ok=True)
-
-
-@pytest.fixture
-def disk(tmp_path: Path) -> Iterator[Disk]:
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("a full disk is simulated on a small tmpfs, which only root can mount")
-    path = tmp_path / "disk"
-    path.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(path)], capture_output=True, text=True
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {mounted.stderr.strip() or mounted.returncode}")
-    try:
-        yield Disk(path)
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
 
 
 class DiskFillsAfter:

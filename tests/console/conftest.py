@@ -52,20 +52,27 @@ def serve_console(home: Path, **options: Any) -> contextlib.AbstractAsyncContext
     return serving(build_app(home, **options))
 
 
-@pytest.fixture
-async def console(tmp_path: Path, paper: Any, clock: FakeClock) -> AsyncIterator[Console]:
-    write_policy(tmp_path, confirm={"aboveNotionalUsd": 1000, "consoleChannel": True})
-    store = await open_store(tmp_path / "journal" / "pilot.db")  # what `pilot init` creates
+@contextlib.asynccontextmanager
+async def open_console(home: Path, paper: Any, clock: FakeClock) -> AsyncIterator[Console]:
+    """A home at `home` with the console served on it, and the agent's runtime on the paper exchange."""
+    write_policy(home, confirm={"aboveNotionalUsd": 1000, "consoleChannel": True})
+    store = await open_store(home / "journal" / "pilot.db")  # what `pilot init` creates
     await store.close()
-    secret = issue_secret(tmp_path)
-    async with open_test_runtime(tmp_path, paper, clock) as runtime:
+    secret = issue_secret(home)
+    async with open_test_runtime(home, paper, clock) as runtime:
 
         @contextlib.asynccontextmanager
         async def reader() -> AsyncIterator[Runtime]:  # the console reads the agent's paper exchange
             yield runtime
 
-        async with serve_console(tmp_path, reader=reader) as url:
-            yield Console(url=url, home=tmp_path, secret=secret, runtime=runtime)
+        async with serve_console(home, reader=reader) as url:
+            yield Console(url=url, home=home, secret=secret, runtime=runtime)
+
+
+@pytest.fixture
+async def console(tmp_path: Path, paper: Any, clock: FakeClock) -> AsyncIterator[Console]:
+    async with open_console(tmp_path, paper, clock) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="package")

@@ -9,18 +9,20 @@ Two cases, never blurred:
                       says what was sent, and `journal_problem` says what is missing (`unrecorded`)
 
 Either way the next action is to stop until a human frees disk space or repairs the database: every write
-would fail the same way, so retrying is never suggested.
+would fail the same way, so retrying is never suggested. The words (what went wrong, what a human must do)
+are the failure map's (`pilot.app.answers.failures.explain_store`), the same the CLI and the console show.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from pilot.app.answers.failures import explain_store
 from pilot.app.answers.refusals import violation
 from pilot.app.answers.responses import Refusal, ToolAnswer, ViolationOut, next_out
 from pilot.core.codes import Code
 from pilot.core.violations import NextAction, Violation
-from pilot.store import JournalKeyUnusable, StoreBusy, StoreCorrupt, StoreError, StoreFull
+from pilot.store import StoreError
 
 __all__ = ["StoreError", "refusal", "unrecorded"]
 
@@ -31,33 +33,15 @@ NOTHING_SENT = (
 )
 
 
-def _explain(error: StoreError) -> tuple[str, str]:
-    """What went wrong and what a human must do, in Pilot's words (the database's own text stays in the log)."""
-    if isinstance(error, StoreFull):
-        return (
-            "the disk holding Pilot's database is full",
-            "free disk space on the volume that holds this Pilot home's journal/ folder, then continue",
-        )
-    if isinstance(error, StoreBusy):
-        return (
-            "another process held Pilot's database for longer than the busy timeout",
-            "another `pilot` process may hold this Pilot home's database: let it finish or stop it, then continue",
-        )
-    if isinstance(error, StoreCorrupt):
-        return "Pilot's database is damaged", "run `pilot doctor` for this Pilot home and repair it"
-    if isinstance(error, JournalKeyUnusable):
-        return f"the journal key cannot be used: {error.problem}", error.fix
-    return (
-        "Pilot's database could not be read or written (an I/O error)",
-        "check the disk that holds this Pilot home and run `pilot doctor`, then continue",
-    )
-
-
 def store_violation(error: StoreError, attempted: str, next_text: str) -> Violation:
     """The storeUnavailable violation for `error`: its next action stops, naming what a human must do."""
-    problem, human = _explain(error)
+    failure = explain_store(error)
     return violation(
-        Code.STORE_UNAVAILABLE, LIMIT, attempted, problem, NextAction.stop(next_text, human=human)
+        Code.STORE_UNAVAILABLE,
+        LIMIT,
+        attempted,
+        failure.problem,
+        NextAction.stop(next_text, human=failure.fix),
     )
 
 

@@ -24,8 +24,14 @@ from pilot.app.road.ports import Exchange
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.channels import CHANNELS, Via
+from pilot.core.errors import ErrorCode, ExplainedError
 from pilot.core.policy import LoadedPolicy, PolicyIssue, parse_policy
-from pilot.store import ConfirmationRecord, DuplicateRecord, JournalEntry, StoreLocation, open_store
+
+# Re-exported (`as`): the desk's answers hand out ConfirmationRecord and JournalEntry, and the console, which
+# does not import the store, names them from here.
+from pilot.store import ConfirmationRecord as ConfirmationRecord
+from pilot.store import DuplicateRecord, StoreLocation, open_store
+from pilot.store import JournalEntry as JournalEntry
 
 # The repository's policy.json, sized for Bybit's real minimum orders (0.001 BTC is about $80, 0.01 ETH $31,
 # 0.1 SOL $10): $100 per market and per order, so each market's smallest order fits; BTCUSDT alone gets $150,
@@ -85,21 +91,19 @@ DEFAULT_POLICY = """\
 """
 
 
-class HumanError(Exception):
+class HumanError(ExplainedError):
     """Something a human asked for cannot be done: a stable `code`, the `problem` and its `fix`."""
 
-    code = "human_error"
+    code = ErrorCode.HUMAN_ERROR
 
     def __init__(self, problem: str, fix: str) -> None:
-        super().__init__(f"{problem}; {fix}")
-        self.problem = problem
-        self.fix = fix
+        super().__init__(f"{problem}; {fix}", problem, fix)
 
 
 class NoJournal(HumanError):
     """The home has no journal database yet; `pilot init` creates one."""
 
-    code = "no_journal"
+    code = ErrorCode.NO_JOURNAL
 
     def __init__(self, home: Path) -> None:
         super().__init__(
@@ -214,7 +218,7 @@ async def kill_switch_state(runtime: Runtime) -> KillSwitchState:
 
 
 class ReasonTooLong(HumanError):
-    code = "reason_too_long"
+    code = ErrorCode.REASON_TOO_LONG
 
     def __init__(self, length: int) -> None:
         super().__init__(
@@ -249,14 +253,21 @@ async def set_kill_switch(
     return KillSwitchChange(await kill_switch_state(runtime), changed=True)
 
 
+_CHANNEL_OFF: dict[Via, ErrorCode] = {
+    "cli": ErrorCode.CLI_CHANNEL_OFF,
+    "console": ErrorCode.CONSOLE_CHANNEL_OFF,
+    "telegram": ErrorCode.TELEGRAM_CHANNEL_OFF,
+}
+
+
 class ChannelOff(HumanError):
     """policy.json does not enable this confirmation channel (or is invalid, which closes it)."""
 
-    code = "cli_channel_off"
+    code = ErrorCode.CLI_CHANNEL_OFF
 
     def __init__(self, policy_valid: bool = True, via: Via = "cli") -> None:
         name, switch = CHANNELS[via]
-        self.code = f"{via}_channel_off"
+        self.code = _CHANNEL_OFF[via]
         if policy_valid:
             super().__init__(
                 f"the {name} confirmation channel is off",
@@ -293,7 +304,7 @@ async def find_confirmation(runtime: Runtime, confirmation_id: str) -> Confirmat
 
 
 class UnknownId(HumanError):
-    code = "unknown_id"
+    code = ErrorCode.UNKNOWN_ID
 
     def __init__(self, what: str, given: str) -> None:
         fix = {
@@ -304,7 +315,7 @@ class UnknownId(HumanError):
 
 
 class AmbiguousId(HumanError):
-    code = "ambiguous_id"
+    code = ErrorCode.AMBIGUOUS_ID
 
     def __init__(self, what: str, given: str, matches: list[str]) -> None:
         shown = ", ".join(matches[:3]) + (", ..." if len(matches) > 3 else "")
@@ -416,7 +427,7 @@ TOKEN_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 
 
 class TokenExists(HumanError):
-    code = "token_exists"
+    code = ErrorCode.TOKEN_EXISTS
 
     def __init__(self, name: str) -> None:
         super().__init__(
@@ -426,14 +437,14 @@ class TokenExists(HumanError):
 
 
 class NoSuchToken(HumanError):
-    code = "no_such_token"
+    code = ErrorCode.NO_SUCH_TOKEN
 
     def __init__(self, name: str) -> None:
         super().__init__(f"no token named {name!r}", "list the names with `pilot token list`")
 
 
 class BadTokenName(HumanError):
-    code = "bad_token_name"
+    code = ErrorCode.BAD_TOKEN_NAME
 
     def __init__(self, name: str) -> None:
         super().__init__(
@@ -467,7 +478,7 @@ async def revoke_token(runtime: Runtime, name: str) -> None:
 
 
 class PolicyChangedMeanwhile(HumanError):
-    code = "policy_changed_meanwhile"
+    code = ErrorCode.POLICY_CHANGED_MEANWHILE
 
     def __init__(self) -> None:
         super().__init__(

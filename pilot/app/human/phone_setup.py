@@ -9,19 +9,20 @@ from pathlib import Path
 from pilot.app.human.desk import HumanError
 from pilot.app.human.phone import telegram_api
 from pilot.app.runtime.runtime import Runtime
+from pilot.core.errors import ErrorCode
 from pilot.keys.channel_secrets import ChannelSecret, delete_secret, load_secret, store_secret
 from pilot.push import NTFY_SERVER, Ntfy, PushError, TelegramBot
 
 
 class PhoneUnreachable(HumanError):
-    code = "phone_unreachable"
+    code = ErrorCode.PHONE_UNREACHABLE
 
     def __init__(self, error: PushError, fix: str) -> None:
         super().__init__(str(error), fix)
 
 
 class EmptySecret(HumanError):
-    code = "empty_secret"
+    code = ErrorCode.EMPTY_SECRET
 
     def __init__(self) -> None:
         super().__init__(

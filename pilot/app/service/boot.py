@@ -16,6 +16,7 @@ from pilot.app.road.gate import KeyCheck
 from pilot.app.road.ports import Exchange, ExchangeReader
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime, read_policy
 from pilot.app.service.upkeep import upkeep
+from pilot.core.errors import ErrorCode
 from pilot.exchange.adapters import connect_exchange
 from pilot.exchange.stream_events import NoStreams
 from pilot.store import StoreError, open_store
@@ -31,7 +32,9 @@ class StartupError(Exception):
     """A problem that stops Pilot from starting, stated in one line, with a stable code and, apart, its fix
     when the line does not already say it."""
 
-    def __init__(self, message: str, *, code: str = "cannot_start", fix: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, code: ErrorCode = ErrorCode.CANNOT_START, fix: str | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.fix = fix
@@ -165,7 +168,7 @@ class _Venue:
             if required:
                 raise StartupError(
                     f"--streams: the paper exchange at {self.url} serves no streams Pilot can use: {error}",
-                    code="no_streams",
+                    code=ErrorCode.NO_STREAMS,
                     fix="attach to a `pilot sim` of this version, or leave out --streams to read over REST",
                 ) from None
             log.warning(

@@ -9,6 +9,7 @@ from pathlib import Path
 from pilot.app.human.desk import HumanError, NoJournal
 from pilot.app.human.exchange_keys import KEYS_DATABASE
 from pilot.app.runtime.runtime import Home
+from pilot.core.errors import ErrorCode
 from pilot.store import STORE_MOVED, ChainReport, StoreLocation, open_store
 from pilot.store.keystore import open_keystore
 from pilot.store.transfer import move_store
@@ -17,7 +18,7 @@ from pilot.store.transfer import move_store
 class MoveRefused(HumanError):
     """The home's store cannot be moved as asked (already moved, a password in the URL, ...)."""
 
-    code = "store_move_refused"
+    code = ErrorCode.STORE_MOVE_REFUSED
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,13 +6,14 @@ from pathlib import Path
 
 from pilot.app.human.desk import HumanError
 from pilot.app.runtime.runtime import Home
+from pilot.core.errors import ErrorCode
 from pilot.store.roles import grant_host_role
 
 
 class NotOnServer(HumanError):
     """A command for a PostgreSQL store was run on a home whose store is its SQLite file."""
 
-    code = "not_on_a_server"
+    code = ErrorCode.NOT_ON_A_SERVER
 
 
 async def grant_role(home: Path, role: str) -> str:

@@ -8,7 +8,7 @@ Safety, in order of importance:
   is refused.
 * pybit's exception text contains the signed request (api key included); it never leaves this package.
   Every failure is one of the outcomes of pilot.exchange.errors, decided in one place
-  (pilot.exchange.bybit.failures); the exchange's retMsg travels only in `untrusted_text`.
+  (pilot.exchange.bybit.translate_errors); the exchange's retMsg travels only in `untrusted_text`.
 
 The adapter is its parts: the market reads (market_reads.py), the account and order reads
 (account_reads.py) and the writes (order_writes.py), over one Transport. Pilot's requests become Bybit's
@@ -21,9 +21,9 @@ from pathlib import Path
 
 from pilot.core.venues import BYBIT, VenueProfile
 from pilot.exchange.bybit.account_reads import AccountReads
-from pilot.exchange.bybit.failures import system_clock
 from pilot.exchange.bybit.market_reads import INSTRUMENT_TTL_SECONDS, MarketReads
 from pilot.exchange.bybit.order_writes import OrderWrites
+from pilot.exchange.bybit.translate_errors import system_clock
 from pilot.exchange.bybit.transport import Clock, Transport, open_session
 from pilot.exchange.bybit.urls import check_base_url
 from pilot.exchange.listings import Listings

@@ -7,7 +7,7 @@ reads them again, creates and reads back, so that was most of the server's CPU p
 
 It offers only what pybit asks of its client (`headers`, `prepare_request`, `send(prepared, timeout=)`,
 `close`, `trust_env`), and fails as requests' HTTPAdapter does: urllib3's errors become the same requests
-exceptions, so pilot.exchange.bybit.failures.translate sorts them as before (no connection opened: nothing was sent;
+exceptions, so pilot.exchange.bybit.translate_errors.translate sorts them as before (no connection opened: nothing was sent;
 a timeout or a dropped connection: outcome unknown for a write). Nothing is resent: urllib3 retries are
 zero with reads not retried, as requests sets them; redirects are not followed.
 

@@ -5,7 +5,7 @@
   `ignore_codes`, and `retry_codes` emptied *after* construction (pybit replaces an empty set given to the
   constructor with its defaults). pybit's logger is silenced: its records may carry requests.
 * pybit is synchronous, so every call runs in one of CONCURRENT_REQUESTS worker threads and the event loop
-  never blocks. Every failure is translated in the worker (pilot.exchange.bybit.failures), so pybit's
+  never blocks. Every failure is translated in the worker (pilot.exchange.bybit.translate_errors), so pybit's
   exception, with the signed request in its text, never leaves it.
 * Symbols the exchange names that no agent could write are quarantined (pilot.exchange.symbols): a request
   that names one sends the exchange's own text.
@@ -38,9 +38,9 @@ from pybit.exceptions import FailedRequestError, InvalidRequestError
 from pybit.unified_trading import HTTP
 
 from pilot.exchange.bybit import payloads as wire_
-from pilot.exchange.bybit.failures import system_clock, translate
 from pilot.exchange.bybit.loopback_http import LoopbackClient
 from pilot.exchange.bybit.recording import Recorder
+from pilot.exchange.bybit.translate_errors import system_clock, translate
 from pilot.exchange.errors import ExchangeError, ExchangeUnavailable
 from pilot.exchange.models import Page
 from pilot.exchange.symbols import Quarantine, is_quarantined_name

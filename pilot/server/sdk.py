@@ -1,0 +1,125 @@
+"""Every use of the MCP SDK's private API, in one module.
+
+mcp 2.3 has public ways to register tools, remove one, list them for a client, call one, and wrap every
+inbound message (`MCPServer(middleware=...)`, used by pilot/server/middleware.py). It has none for what Pilot
+does once, after its tools are registered, to the SDK's own records of them (`mcp._tool_manager`'s `Tool`s,
+which the SDK reads live on every tools/list and tools/call):
+
+    wrap_tools        wrap every tool's function: store faults answered, the environment named
+                      (pilot/server/store_refusals.py, environment.py)
+    strict_arguments  swap every tool's argument model for one that refuses what the tool does not take
+                      (pilot/server/strict.py)
+    reshape_listings  trim what tools/list shows of every tool (pilot/server/schemas.py)
+    serve_streams     run the low-level server on streams of Pilot's own (pilot/server/stdio.py)
+
+The modules named beside each say what and why in Pilot's words, and hold no SDK internals themselves:
+`tests/server/test_sdk_edge.py` fails if `_tool_manager`, a `Tool` record's private fields or an SDK module
+whose name starts with `_` is reached anywhere else. `pyproject.toml` pins mcp to 2.3.x; the tests that
+every answer names its environment, that unknown arguments are refused and that a store fault is each tool's
+answer fail if an upgrade moves any of this.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools.base import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.shared.message import SessionMessage
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel
+
+ToolFunction = Callable[..., Awaitable[object]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFacts:
+    """What a wrapper of a tool's function may need to know of the tool: its name and the type its answers
+    are validated against (a pilot.app answer model, usually)."""
+
+    name: str
+    answer_type: object
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What tools/list shows of one tool that Pilot reshapes."""
+
+    description: str
+    input_schema: dict[str, Any]
+    annotations: ToolAnnotations | None
+    output_schema: dict[str, Any] | None
+
+
+def _records(mcp: MCPServer) -> list[Tool]:
+    return mcp._tool_manager.list_tools()
+
+
+def tool_names(mcp: MCPServer) -> list[str]:
+    """The names of the tools registered on `mcp`, in registration order."""
+    return [tool.name for tool in _records(mcp)]
+
+
+def wrap_tools(mcp: MCPServer, wrap: Callable[[ToolFacts, ToolFunction], ToolFunction]) -> None:
+    """Replace every registered tool's function by `wrap(facts, function)` (its signature kept by the
+    wrapper, as `functools.wraps` keeps it; the SDK has already read it)."""
+    for tool in _records(mcp):
+        tool.fn = wrap(ToolFacts(tool.name, tool.fn_metadata.output_model), _awaitable(tool.fn))
+
+
+def _awaitable(fn: Callable[..., object]) -> ToolFunction:
+    if not inspect.iscoroutinefunction(fn):  # the SDK would run it on a worker thread, the wrappers not
+        raise TypeError(f"{getattr(fn, '__name__', fn)}: a Pilot tool is a coroutine function (async def)")
+    return fn
+
+
+def strict_arguments(
+    mcp: MCPServer, make_strict: Callable[[str, type[BaseModel], list[str]], type[BaseModel]]
+) -> None:
+    """Give every tool the argument model `make_strict(tool, model, takes)` builds on its own (`takes`: the
+    arguments a caller may send, those filled by the server left out), and say in its input schema that it
+    takes nothing else."""
+    for tool in _records(mcp):
+        base = tool.fn_metadata.arg_model
+        takes = sorted(name for name in base.model_fields if not _filled_by_the_server(tool, name))
+        strict = make_strict(tool.name, base, takes)
+        if not issubclass(strict, ArgModelBase):
+            raise TypeError(f"{tool.name}: an argument model must extend the tool's own ({base.__name__})")
+        tool.fn_metadata.arg_model = strict
+        tool.parameters["additionalProperties"] = False
+
+
+def _filled_by_the_server(tool: Tool, name: str) -> bool:
+    """A parameter the SDK fills itself: the Context, or one a resolver (a form) answers."""
+    return name in tool.resolved_params or name == tool.context_kwarg
+
+
+def reshape_listings(mcp: MCPServer, reshape: Callable[[Listing], Listing]) -> None:
+    """Show every tool in tools/list as `reshape` has it (the SDK reads these records on every tools/list)."""
+    for tool in _records(mcp):
+        before = Listing(tool.description, tool.parameters, tool.annotations, tool.fn_metadata.output_schema)
+        after = reshape(before)
+        tool.description, tool.parameters, tool.annotations = (
+            after.description,
+            after.input_schema,
+            after.annotations,
+        )
+        if after.output_schema is not before.output_schema:
+            tool.fn_metadata.output_schema = after.output_schema
+            tool.__dict__.pop("output_schema", None)  # the SDK caches it on first read
+
+
+async def serve_streams(
+    mcp: MCPServer,
+    incoming: ObjectReceiveStream[SessionMessage | Exception],
+    outgoing: ObjectSendStream[SessionMessage],
+) -> None:
+    """Run `mcp`'s low-level server on these streams until `incoming` ends (the SDK's stdio, on Pilot's own
+    pipes: pilot/server/stdio.py)."""
+    lowlevel = mcp._lowlevel_server
+    await lowlevel.run(incoming, outgoing, lowlevel.create_initialization_options())
