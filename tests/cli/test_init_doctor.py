@@ -15,6 +15,7 @@ import pytest
 from pilot.app.human.desk import DEFAULT_POLICY
 from pilot.app.runtime.runtime import Home
 from pilot.core.policy import Policy, parse_policy
+from pilot.core.policy.fields import REFERENCE_HEADER, REFERENCE_PAGE
 from pilot.exchange.sim import start_paper_exchange
 
 from .conftest import edit_policy, pilot, pilot_json
@@ -168,13 +169,13 @@ async def test_doctor_reports_restored_guards_now_and_on_every_later_run(home: P
     assert verify["ok"] and verify["count"] == 2  # the repair itself is a sealed entry
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[2] / REFERENCE_PAGE
 
 
 def _readme_policy_table() -> dict[str, tuple[str, str]]:
-    """The README's policy.json reference: field -> (left out, `pilot init` writes), as written there."""
-    text = README.read_text(encoding="utf-8")
-    table = text[text.index("| Field | Left out | `pilot init` writes |") :].split("\n\n", 1)[0]
+    """The policy.json reference: field -> (left out, `pilot init` writes), as written there."""
+    text = REFERENCE.read_text(encoding="utf-8")
+    table = text[text.index(REFERENCE_HEADER) :].split("\n\n", 1)[0]
     rows = {}
     for line in table.splitlines()[2:]:
         cells = [cell.strip() for cell in line.strip("|").split(" | ")]
