@@ -41,21 +41,15 @@ def check_funds(s: Situation) -> Breach | None:
     funds = s.facts.funds
     if funds is None or s.order.reduce_only or (s.reducing and is_spot(s)):
         return None
-    spot = is_spot(s)
-    if not spot:  # the common case first: the whole order's cost at leverage 1 bounds any opening part's
-        whole = s.order.qty * s.sent_price
-        if whole + whole * TAKER_FEE <= funds.available_usd:
-            return None
-    if spot:
+    if is_spot(s):
         if s.order.side is not Side.BUY:
             return None
         needed, available = s.order.qty * s.sent_price, funds.free_quote
     else:
-        closable = abs(s.position_size) if closes(s.position_size, s.order.side) else ZERO
-        opening = max(s.order.qty - closable, ZERO)
-        leverage = max(s.facts.position.leverage if s.facts.position else Decimal(1), Decimal(1))
-        needed = opening * s.sent_price / leverage + s.order.qty * s.sent_price * TAKER_FEE
-        available = funds.available_usd
+        whole = s.order.qty * s.sent_price
+        if whole + whole * TAKER_FEE <= funds.available_usd:
+            return None  # the common case: the whole order's cost at leverage 1 bounds linear_cost's
+        needed, available = linear_cost(s), funds.available_usd
     if needed <= available:
         return None
     return size_breach(
@@ -64,6 +58,16 @@ def check_funds(s: Situation) -> Breach | None:
         plain(needed.quantize(CENT)),
         f"this order needs {usd(needed)} of the account's available balance, which is {usd(available)}",
     )
+
+
+def linear_cost(s: Situation) -> Decimal:
+    """What a linear order takes from the available balance: the initial margin of the part that opens a
+    position, at the position's leverage, and the taker fee on the whole order (tests/core/test_fast_paths.py
+    holds check_funds' shortcut to it)."""
+    closable = abs(s.position_size) if closes(s.position_size, s.order.side) else ZERO
+    opening = max(s.order.qty - closable, ZERO)
+    leverage = max(s.facts.position.leverage if s.facts.position else Decimal(1), Decimal(1))
+    return opening * s.sent_price / leverage + s.order.qty * s.sent_price * TAKER_FEE
 
 
 def check_human_reach(s: Situation) -> Breach | None:

@@ -97,6 +97,17 @@ def day_loss(policy: Policy, equity: Decimal | None, pnl: DayPnl) -> DayLoss | N
     return DayLoss(Code.DAILY_LOSS_LIMIT_PCT, share, -total, pnl)
 
 
+def day_loss_reached(policy: Policy, equity: Decimal | None, pnl: DayPnl) -> bool:
+    """Whether the day's loss is at or past its limit: day_loss(...).reached, kept to a few operations for
+    the dollar limit alone (asked on every growing order's judgement; tests/core/test_fast_paths.py holds
+    the two alike)."""
+    usd = policy.daily_loss_limit_usd
+    if usd is not None and policy.daily_loss_limit_pct is None:
+        return -(pnl.realised + pnl.unrealised) >= usd
+    loss = day_loss(policy, equity, pnl)
+    return loss is not None and loss.reached
+
+
 def check_daily_loss(s: Situation) -> Breach | None:
     """dailyLossLimitUsd/Pct: the day's realised plus unrealised loss below the limit.
 
@@ -108,15 +119,10 @@ def check_daily_loss(s: Situation) -> Breach | None:
     pnl = s.facts.day_pnl
     if pnl is None:
         return missing_fact(s.facts, "day_pnl", "the day's realised and unrealised PnL")
-    usd_limit = policy.daily_loss_limit_usd
-    if (
-        usd_limit is not None
-        and policy.daily_loss_limit_pct is None
-        and -(pnl.realised + pnl.unrealised) < usd_limit
-    ):
-        return None  # the dollar limit alone, not reached (kept cheap: evaluate runs on every plan)
+    if not day_loss_reached(policy, s.facts.equity, pnl):
+        return None
     loss = day_loss(policy, s.facts.equity, pnl)
-    if loss is None or not loss.reached:
+    if loss is None:
         return None
     midnight = next_midnight(s.facts.now)
     return Breach(
