@@ -102,12 +102,12 @@ REGISTRY: tuple[Registered, ...] = (
     Registered(check_liquidation, sizes=True),
     Registered(check_funds, sizes=True),
     Registered(check_human_reach, sizes=True),
-    Registered(check_trading_hours),
-    Registered(check_daily_loss),
+    Registered(check_trading_hours, when=("trading_hours",)),
+    Registered(check_daily_loss, when=("daily_loss_limit_usd", "daily_loss_limit_pct")),
     Registered(check_drawdown, when=("max_drawdown_usd", "max_drawdown_pct")),
     Registered(check_cooldown, when=("cooldown",)),
-    Registered(check_open_positions),
-    Registered(check_loss_per_trade, sizes=True),
+    Registered(check_open_positions, when=("max_open_positions",)),
+    Registered(check_loss_per_trade, sizes=True, when=("max_loss_per_trade_usd", "max_loss_per_trade_pct")),
     Registered(check_protection),
 )
 
@@ -132,9 +132,10 @@ def checks_for(policy: Policy) -> tuple[tuple[Check, ...], tuple[Check, ...]]:
 
 
 def is_set(policy: Policy, fields: tuple[str, ...]) -> bool:
-    """Whether policy.json sets any of `fields`, at the top level or in a market's overrides."""
+    """Whether policy.json sets any of `fields`, at the top level or in a market's overrides (unset: null,
+    or an empty list)."""
     places: list[Any] = [policy, *policy.markets.values()]
-    return any(getattr(place, field, None) is not None for place in places for field in fields)
+    return any(getattr(place, field, None) not in (None, ()) for place in places for field in fields)
 
 
 def documented_order() -> str:
