@@ -201,7 +201,8 @@ def authority_breach(policy: Policy, now: datetime, session_age: timedelta | Non
     says who extends it and how; the caller adds the reducing ways out (close_position) it knows."""
     until, most = policy.valid_until, policy.max_session_minutes
     expired = until is not None and now >= until
-    over = most is not None and session_age is not None and session_age >= timedelta(minutes=most)
+    # in seconds, not as a timedelta: asked on every growing order's judgement while maxSessionMinutes is set
+    over = most is not None and session_age is not None and session_age.total_seconds() >= most * 60
     if not (expired or over):
         return None  # within its authority
     if expired and until is not None:
