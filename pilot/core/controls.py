@@ -35,13 +35,16 @@ def throttle(policy: Policy, messages: Sequence[timedelta], now: datetime) -> Br
     then waiting until it leaves is enough (`retry_after`).
     """
     second, minute = policy.max_order_messages_per_second, policy.max_order_messages_per_minute
-    if _has_room(messages, second, SECOND) and _has_room(messages, minute, MINUTE):
-        return None  # room in both windows (the common case, kept cheap)
+    count = len(messages)
+    if (second is None or count < second or messages[second - 1] >= SECOND) and (
+        minute is None or count < minute or messages[minute - 1] >= MINUTE
+    ):
+        return None  # has_room in both windows, inlined: the common case, asked on every order's judgement
     for cap, window, code, per in (
         (second, SECOND, Code.MAX_ORDER_MESSAGES_PER_SECOND, "second"),
         (minute, MINUTE, Code.MAX_ORDER_MESSAGES_PER_MINUTE, "minute"),
     ):
-        if cap is None or _has_room(messages, cap, window):
+        if cap is None or has_room(messages, cap, window):
             continue
         sent = sum(1 for age in messages if age < window)  # at least `cap`: they filled the window
         retry = now + (window - messages[cap - 1])
@@ -60,9 +63,10 @@ def throttle(policy: Policy, messages: Sequence[timedelta], now: datetime) -> Br
     return None
 
 
-def _has_room(messages: Sequence[timedelta], cap: int | None, window: timedelta) -> bool:
+def has_room(messages: Sequence[timedelta], cap: int | None, window: timedelta) -> bool:
     """Whether one more message fits `cap` a `window`: fewer than `cap` sent, or the cap-th newest already
-    out of the window (None: no cap)."""
+    out of the window (None: no cap). throttle's shortcut restates it (tests/core/test_fast_paths.py holds
+    the two alike)."""
     return cap is None or len(messages) < cap or messages[cap - 1] >= window
 
 

@@ -8,12 +8,13 @@ here: the property fails the day one of them changes without the other.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from pilot.core.controls import drawdown, drawdown_reached
+from pilot.core.controls import MINUTE, SECOND, drawdown, drawdown_reached, has_room, throttle
 from pilot.core.facts import DayPnl, DrawdownState, OrderType, Side
 from pilot.core.policy import Policy
 from pilot.core.rules import GROWING_NEEDS, collared_stop, price_collar, situate
@@ -43,6 +44,17 @@ def test_the_daily_loss_check_asks_what_day_loss_answers(usd, pct, equity, reali
     pnl = DayPnl(-realised, -unrealised)
     loss = day_loss(policy, equity, pnl)
     assert day_loss_reached(policy, equity, pnl) == (loss is not None and loss.reached)
+
+
+CAPS = st.none() | st.integers(1, 8)
+AGES = st.lists(st.integers(0, 70_000).map(lambda ms: timedelta(milliseconds=ms)), max_size=12).map(sorted)
+
+
+@given(second=CAPS, minute=CAPS, messages=AGES)
+def test_the_throttle_lets_a_message_through_when_each_window_has_room(second, minute, messages):
+    policy = Policy(max_order_messages_per_second=second, max_order_messages_per_minute=minute)
+    room = has_room(messages, second, SECOND) and has_room(messages, minute, MINUTE)
+    assert (throttle(policy, messages, datetime(2026, 11, 30, tzinfo=UTC)) is None) == room
 
 
 NEEDS = st.sets(st.sampled_from(GROWING_NEEDS))
