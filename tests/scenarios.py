@@ -21,8 +21,9 @@ def article_scenario() -> dict[str, Any]:
     return json.loads(ARTICLE.read_text())
 
 
-# `pilot init`'s policy before the default scenario used Bybit's filters: $25 caps, a human above $20.
-ARTICLE_POLICY: dict[str, Any] = {
+# The policy the tests run on, written out once: the article's $25 caps on its three markets. A test that
+# needs another writes policy_with(...) its changes, so what it changes is all it spells out.
+TEST_POLICY: dict[str, Any] = {
     "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
     "maxNotionalUsd": 25,
     "maxOrderNotionalUsd": 25,
@@ -31,7 +32,17 @@ ARTICLE_POLICY: dict[str, Any] = {
     "dailyOrderCap": 20,
     "maxSlippagePct": 0.5,
     "planTtlSeconds": 60,
-    "confirm": {"aboveNotionalUsd": 20, "actions": [], "cliChannel": False, "pendingTtlSeconds": 300},
-    "tradingState": "active",
-    "markets": {"BTCUSDT": {"maxNotionalUsd": 25}},
 }
+
+
+def policy_with(**changes: Any) -> dict[str, Any]:
+    """TEST_POLICY with `changes` (policy.json's keys), as a new dict."""
+    return {**TEST_POLICY, **changes}
+
+
+# `pilot init`'s policy before the default scenario used Bybit's filters: $25 caps, a human above $20.
+ARTICLE_POLICY: dict[str, Any] = policy_with(
+    confirm={"aboveNotionalUsd": 20, "actions": [], "cliChannel": False, "pendingTtlSeconds": 300},
+    tradingState="active",
+    markets={"BTCUSDT": {"maxNotionalUsd": 25}},
+)

@@ -321,7 +321,6 @@ SHARED_NAMES = {
     "doctor": {"pilot.app.service.doctor", "pilot.cli.doctor"},
     "idempotency": {"pilot.app.orders.idempotency", "pilot.store.idempotency"},
     "journal": {"pilot.cli.journal", "pilot.store.journal"},
-    "policy": {"pilot.cli.policy", "pilot.core.policy"},
     "phone": {"pilot.app.human.phone", "pilot.cli.phone"},
     "store": {"pilot.cli.store", "pilot.store.store"},
 }

@@ -34,20 +34,17 @@ def throttle(policy: Policy, messages: Sequence[timedelta], now: datetime) -> Br
     this: with N allowed per window, one more passes unless the N-th newest is still inside the window, and
     then waiting until it leaves is enough (`retry_after`).
     """
-    count, second, minute = (
-        len(messages),
-        policy.max_order_messages_per_second,
-        policy.max_order_messages_per_minute,
-    )
+    second, minute = policy.max_order_messages_per_second, policy.max_order_messages_per_minute
+    count = len(messages)
     if (second is None or count < second or messages[second - 1] >= SECOND) and (
         minute is None or count < minute or messages[minute - 1] >= MINUTE
     ):
-        return None  # room in both windows (the common case, kept cheap)
+        return None  # has_room in both windows, inlined: the common case, asked on every order's judgement
     for cap, window, code, per in (
-        (policy.max_order_messages_per_second, SECOND, Code.MAX_ORDER_MESSAGES_PER_SECOND, "second"),
-        (policy.max_order_messages_per_minute, MINUTE, Code.MAX_ORDER_MESSAGES_PER_MINUTE, "minute"),
+        (second, SECOND, Code.MAX_ORDER_MESSAGES_PER_SECOND, "second"),
+        (minute, MINUTE, Code.MAX_ORDER_MESSAGES_PER_MINUTE, "minute"),
     ):
-        if cap is None or len(messages) < cap or messages[cap - 1] >= window:
+        if cap is None or has_room(messages, cap, window):
             continue
         sent = sum(1 for age in messages if age < window)  # at least `cap`: they filled the window
         retry = now + (window - messages[cap - 1])
@@ -64,6 +61,13 @@ def throttle(policy: Policy, messages: Sequence[timedelta], now: datetime) -> Br
             ),
         )
     return None
+
+
+def has_room(messages: Sequence[timedelta], cap: int | None, window: timedelta) -> bool:
+    """Whether one more message fits `cap` a `window`: fewer than `cap` sent, or the cap-th newest already
+    out of the window (None: no cap). throttle's shortcut restates it (tests/core/test_fast_paths.py holds
+    the two alike)."""
+    return cap is None or len(messages) < cap or messages[cap - 1] >= window
 
 
 # --- resting orders --------------------------------------------------------------------------------
@@ -116,7 +120,8 @@ class Drawdown:
 
     @property
     def reached(self) -> bool:
-        return self.drawdown >= self.limit
+        """At or past the limit; at its peak (no drawdown) never, whatever the limit."""
+        return self.drawdown > 0 and self.drawdown >= self.limit
 
 
 def drawdown(policy: Policy, equity: Decimal | None, state: DrawdownState) -> Drawdown | None:
@@ -133,8 +138,8 @@ def drawdown(policy: Policy, equity: Decimal | None, state: DrawdownState) -> Dr
 
 
 def drawdown_reached(policy: Policy, equity: Decimal, state: DrawdownState) -> bool:
-    """Whether the drawdown now is at or past its limit (drawdown(), without its numbers: the check asks on
-    every growing order's judgement)."""
+    """Whether the drawdown now is at or past its limit: drawdown(...).reached without its numbers, as the
+    check asks on every growing order's judgement (tests/core/test_fast_paths.py holds the two alike)."""
     peak = state.peak
     if peak is None or peak <= equity:
         return False  # at its peak: no drawdown at all
@@ -199,11 +204,12 @@ def authority_breach(policy: Policy, now: datetime, session_age: timedelta | Non
     """validUntil and maxSessionMinutes: past either, only what shrinks a position passes. The next action
     says who extends it and how; the caller adds the reducing ways out (close_position) it knows."""
     until, most = policy.valid_until, policy.max_session_minutes
-    if (until is None or now < until) and (
-        most is None or session_age is None or session_age.total_seconds() < most * 60
-    ):
-        return None  # within its authority (the common case, kept cheap)
-    if until is not None and now >= until:
+    expired = until is not None and now >= until
+    # in seconds, not as a timedelta: asked on every growing order's judgement while maxSessionMinutes is set
+    over = most is not None and session_age is not None and session_age.total_seconds() >= most * 60
+    if not (expired or over):
+        return None  # within its authority
+    if expired and until is not None:
         return Breach(
             rule=Code.VALID_UNTIL,
             limit=until.isoformat(),
@@ -216,7 +222,7 @@ def authority_breach(policy: Policy, now: datetime, session_age: timedelta | Non
                 human="a human extends validUntil in policy.json (a later UTC time, or null for none)",
             ),
         )
-    if most is not None and session_age is not None and session_age >= timedelta(minutes=most):
+    if most is not None and session_age is not None:
         minutes = int(session_age.total_seconds() // 60)
         return Breach(
             rule=Code.MAX_SESSION_MINUTES,

@@ -65,7 +65,7 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      ├── BudgetSpent                               evals.budget            an eval's budget is spent
      └── ProviderError                             evals.conversation      a model call gave no answer
     ValueError
-     ├── PolicyInvalid                             core.policy             policy.json's issues with fixes
+     ├── PolicyInvalid                             core.policy.parsing     policy.json's issues with fixes
      ├── InvalidInput                              app.orders.inputs       a wrong tool argument
      ├── RemoteHostRefused                         server.http             not loopback, no --allow-remote
      ├── CaseError                                 evals.case_book         an eval case file that is unusable

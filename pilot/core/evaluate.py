@@ -50,7 +50,8 @@ def evaluate(policy: Policy, facts: Facts) -> Evaluation:
 
     Every violation names its rule, the limit and the attempted value, one sentence with the numbers, and a
     next action. All size violations share one suggestion that satisfies them all at once; a blocker that no
-    size can fix comes first as the next safe action.
+    size can fix comes first as the next safe action. The checks run in the order pilot.core.rules registers
+    them (its docstring numbers them).
     """
     situation, breaches = run_checks(policy, facts)
     resize = protection = None

@@ -11,8 +11,7 @@ from mcp import Client, StdioServerParameters
 
 from pilot.app.answers import entry_kinds
 from pilot.store import open_store
-from tests.app.conftest import POLICY
-from tests.scenarios import ARTICLE
+from tests.scenarios import ARTICLE, policy_with
 
 from .conftest import BTC_SHORT, CONFIRM_EVERY_ORDER
 from .hostile_agent import APPROVING_TOOLS, HostileAgent
@@ -24,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 async def test_over_stdio_the_agent_can_neither_approve_nor_forge_nor_lift_the_kill_switch(tmp_path):
     # Planned while the CLI channel was on (a human could be reached); placed after a human turned it off.
     with_cli = {"confirm": {**CONFIRM_EVERY_ORDER["confirm"], "cliChannel": True}}
-    (tmp_path / "policy.json").write_text(json.dumps({**POLICY, **with_cli}))
+    (tmp_path / "policy.json").write_text(json.dumps(policy_with(**with_cli)))
     serve = StdioServerParameters(
         command=sys.executable,
         args=["-m", "pilot", "serve", "--home", str(tmp_path), "--scenario", str(ARTICLE)],
@@ -35,7 +34,7 @@ async def test_over_stdio_the_agent_can_neither_approve_nor_forge_nor_lift_the_k
         names = await agent.tool_names()
         guesses = await agent.call_approving_tools()
         plan = await agent.plan(BTC_SHORT)
-        (tmp_path / "policy.json").write_text(json.dumps({**POLICY, **CONFIRM_EVERY_ORDER}))
+        (tmp_path / "policy.json").write_text(json.dumps(policy_with(**CONFIRM_EVERY_ORDER)))
         smuggled = await agent.place_with_smuggled_arguments(plan["plan_id"])
         forged = await agent.place_forged(("plan_" + "A" * 32, "' OR 1=1 --"))
         placed = await agent.place(plan["plan_id"])

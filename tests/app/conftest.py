@@ -17,19 +17,8 @@ from pilot.paper.handlers import ROUTES
 from pilot.server import build_server
 from pilot.store import open_store
 from tests.clocks import FakeClock
-from tests.scenarios import ARTICLE
+from tests.scenarios import ARTICLE, policy_with
 from tests.venue import connect_adapter
-
-POLICY: dict[str, Any] = {
-    "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
-    "maxNotionalUsd": 25,
-    "maxOrderNotionalUsd": 25,
-    "maxLeverage": 3,
-    "minLiquidationDistancePct": 20,
-    "dailyOrderCap": 20,
-    "maxSlippagePct": 0.5,
-    "planTtlSeconds": 60,
-}
 
 
 @pytest.fixture
@@ -50,7 +39,7 @@ def clock() -> FakeClock:
 
 
 def write_policy(home: Path, **changes: Any) -> None:
-    (home / "policy.json").write_text(json.dumps({**POLICY, **changes}, indent=2))
+    (home / "policy.json").write_text(json.dumps(policy_with(**changes), indent=2))
 
 
 class PaperVenue(Protocol):

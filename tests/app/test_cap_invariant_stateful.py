@@ -43,12 +43,12 @@ from pilot.app.service import upkeep as service
 from pilot.core.facts import OrderType, Side
 from pilot.paper import start_paper_exchange
 from pilot.store.anchor import AnchorFile, anchor_path
-from tests.scenarios import article_scenario
+from tests.scenarios import TEST_POLICY, article_scenario, policy_with
 
-from .conftest import POLICY, FakeClock, open_test_runtime
+from .conftest import FakeClock, open_test_runtime
 
 START = Decimal("80220")
-CAP = Decimal(POLICY["maxNotionalUsd"])
+CAP = Decimal(TEST_POLICY["maxNotionalUsd"])
 STEP = Decimal("0.00001")
 TOLERANCE = Decimal("1.06")  # (1 + 3 % price band) / (1 - 2 % limit distance), rounded up
 CREATE = "/v5/order/create"
@@ -84,7 +84,7 @@ class CapInvariant(RuleBasedStateMachine):
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.home = Path(tempfile.mkdtemp(prefix="pilot-invariant-"))
-        (self.home / "policy.json").write_text(json.dumps({**POLICY, "dailyOrderCap": 1000}))
+        (self.home / "policy.json").write_text(json.dumps(policy_with(dailyOrderCap=1000)))
         self.paper = start_paper_exchange(scenario())
         self.clock = FakeClock(datetime.now(UTC).replace(microsecond=0))
         self.stack = contextlib.AsyncExitStack()

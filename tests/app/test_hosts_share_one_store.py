@@ -44,7 +44,7 @@ from pilot.app.runtime.runtime import Home
 from pilot.paper import start_paper_exchange
 from pilot.store import open_store
 from tests.interposer import Interposer
-from tests.scenarios import article_scenario
+from tests.scenarios import article_scenario, policy_with
 from tests.store.contract.conftest import ENGINES, drop_schema, fresh_schema, server_url
 
 pytestmark = pytest.mark.anyio
@@ -61,16 +61,9 @@ SMALL = "0.00008"  # $6.42: three of them fit the cap, so only the plan's single
 # it). The exchange itself answers at once: the meeting, not latency, makes the judgements overlap.
 PATIENCE = timedelta(seconds=0.25)
 JUDGEMENT_READ = ("GET", "/v5/position/list")
-POLICY = {
-    "allowedMarkets": ["BTCUSDT"],
-    "maxNotionalUsd": CAP_USD,
-    "maxOrderNotionalUsd": CAP_USD,
-    "maxLeverage": 3,
-    "minLiquidationDistancePct": 20,
-    "dailyOrderCap": 1000,
-    "maxSlippagePct": 0.5,
-    "planTtlSeconds": 60,
-}
+POLICY = policy_with(
+    allowedMarkets=["BTCUSDT"], maxNotionalUsd=CAP_USD, maxOrderNotionalUsd=CAP_USD, dailyOrderCap=1000
+)
 
 
 @pytest.fixture

@@ -24,9 +24,9 @@ from pilot.cli import main
 from pilot.cli.sim import format_banner
 from pilot.paper import start_paper_exchange
 from pilot.server import build_server
-from tests.scenarios import ARTICLE
+from tests.scenarios import ARTICLE, policy_with
 
-from .conftest import BTC_SHORT, CREATE, POLICY, FakeClock, call, plan_and_place
+from .conftest import BTC_SHORT, CREATE, FakeClock, call, plan_and_place
 
 pytestmark = pytest.mark.anyio
 RESTING_BUY = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0002", "order_type": "limit", "price": "79000"}
@@ -35,7 +35,7 @@ SMALL_SHORT = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0002"}  # $16.04: 
 
 def make_home(path: Path, **changes: Any) -> Path:
     path.mkdir(parents=True, exist_ok=True)
-    (path / "policy.json").write_text(json.dumps({**POLICY, **changes}))
+    (path / "policy.json").write_text(json.dumps(policy_with(**changes)))
     return path
 
 

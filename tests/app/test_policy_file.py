@@ -24,8 +24,9 @@ from pilot.app.human.desk import init_home
 from pilot.app.runtime.policy_file import load_policy_file, read_policy_file
 from pilot.cli import main
 from pilot.core.policy import LoadedPolicy, PolicyInvalid, PolicyIssue
+from tests.scenarios import TEST_POLICY, policy_with
 
-from .conftest import BTC_SHORT, CREATE, POLICY, call, plan_and_place, write_policy
+from .conftest import BTC_SHORT, CREATE, call, plan_and_place, write_policy
 
 pytestmark = pytest.mark.anyio
 GROWING = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0001"}
@@ -120,7 +121,7 @@ def nested_deep_within_the_size_limit(path: Path) -> None:
 
 
 def exponent_of_a_billion(path: Path) -> None:
-    path.write_text(json.dumps(POLICY)[:-1] + ', "confirm": {"aboveNotionalUsd": 1e999999999}}')
+    path.write_text(json.dumps(TEST_POLICY)[:-1] + ', "confirm": {"aboveNotionalUsd": 1e999999999}}')
 
 
 def duplicate_key(path: Path) -> None:
@@ -144,9 +145,7 @@ def directory(path: Path) -> None:
 
 
 def over_64_kib(path: Path) -> None:
-    path.write_text(
-        json.dumps({**POLICY, "allowedMarkets": ["BTCUSDT"] + [f"X{i}USDT" for i in range(9000)]})
-    )
+    path.write_text(json.dumps(policy_with(allowedMarkets=["BTCUSDT"] + [f"X{i}USDT" for i in range(9000)])))
 
 
 def not_utf_8(path: Path) -> None:
@@ -217,7 +216,7 @@ def test_a_repeated_key_is_named_by_its_path_not_silently_the_last(tmp_path: Pat
 
 
 def test_a_symlink_to_a_regular_file_is_followed(tmp_path: Path):
-    (tmp_path / "kept-elsewhere.json").write_text(json.dumps({**POLICY, "maxNotionalUsd": 40}))
+    (tmp_path / "kept-elsewhere.json").write_text(json.dumps(policy_with(maxNotionalUsd=40)))
     (tmp_path / "policy.json").symlink_to(tmp_path / "kept-elsewhere.json")
     outcome = read_policy_file(tmp_path / "policy.json")
     assert isinstance(outcome, LoadedPolicy) and outcome.policy.max_notional_usd == 40
@@ -225,10 +224,10 @@ def test_a_symlink_to_a_regular_file_is_followed(tmp_path: Path):
 
 def test_a_same_size_file_restored_with_its_old_mtime_is_seen(tmp_path: Path):
     path = tmp_path / "policy.json"
-    path.write_text(json.dumps({**POLICY, "maxNotionalUsd": 25}))
+    path.write_text(json.dumps(policy_with(maxNotionalUsd=25)))
     before = os.stat(path)
     first = read_policy_file(path)
-    path.write_text(json.dumps({**POLICY, "maxNotionalUsd": 10}))
+    path.write_text(json.dumps(policy_with(maxNotionalUsd=10)))
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert os.stat(path).st_size == before.st_size and os.stat(path).st_mtime_ns == before.st_mtime_ns
     second = read_policy_file(path)
@@ -288,7 +287,7 @@ async def test_a_24_dollar_plan_is_refused_at_send_once_a_same_size_file_says_10
 
 
 async def test_a_repeated_cap_refuses_growing_orders_and_names_the_key(server, paper, runtime):
-    runtime.home.policy_path.write_text(json.dumps(POLICY)[:-1] + ', "maxNotionalUsd": 100000}')
+    runtime.home.policy_path.write_text(json.dumps(TEST_POLICY)[:-1] + ', "maxNotionalUsd": 100000}')
     async with Client(server, raise_exceptions=True) as client:
         refused = await call(client, "plan_order", {**GROWING, "qty": "0.01"})
     assert refused["violations"][0]["rule"] == "policy"

@@ -40,9 +40,9 @@ from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import OrderType, Side
 from pilot.paper import start_paper_exchange
 from tests.exchange.conftest import raw_session
-from tests.scenarios import article_scenario
+from tests.scenarios import TEST_POLICY, article_scenario
 
-from .conftest import POLICY, FakeClock, open_test_runtime
+from .conftest import FakeClock, open_test_runtime
 
 SYMBOL = "ETHUSDT"
 START = Decimal("3100.00")
@@ -100,7 +100,7 @@ class StopInvariant(RuleBasedStateMachine):
     def open_server(self, cap: int, require: bool) -> None:
         self.cap, self.require = Decimal(cap), require
         policy = {
-            **POLICY,
+            **TEST_POLICY,
             "allowedMarkets": [SYMBOL],
             "maxNotionalUsd": 3000,
             "maxOrderNotionalUsd": 3000,

@@ -15,8 +15,8 @@ import pytest
 from pilot.app.human.desk import DEFAULT_POLICY
 from pilot.app.runtime.runtime import Home
 from pilot.core.policy import Policy, parse_policy
+from pilot.core.policy.fields import REFERENCE_HEADER, REFERENCE_PAGE
 from pilot.paper import start_paper_exchange
-from tests import pages
 
 from .conftest import edit_policy, pilot, pilot_json
 
@@ -169,10 +169,13 @@ async def test_doctor_reports_restored_guards_now_and_on_every_later_run(home: P
     assert verify["ok"] and verify["count"] == 2  # the repair itself is a sealed entry
 
 
+REFERENCE = Path(__file__).resolve().parents[2] / REFERENCE_PAGE
+
+
 def _documented_policy_table() -> dict[str, tuple[str, str]]:
-    """The policy.json reference (docs/policy.md): field -> (left out, `pilot init` writes), as written."""
-    text = pages.text("policy.md")
-    table = text[text.index("| Field | Left out | `pilot init` writes |") :].split("\n\n", 1)[0]
+    """The policy.json reference: field -> (left out, `pilot init` writes), as written there."""
+    text = REFERENCE.read_text(encoding="utf-8")
+    table = text[text.index(REFERENCE_HEADER) :].split("\n\n", 1)[0]
     rows = {}
     for line in table.splitlines()[2:]:
         cells = [cell.strip() for cell in line.strip("|").split(" | ")]

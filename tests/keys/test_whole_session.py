@@ -19,11 +19,12 @@ from pilot.app.road.clock import SystemClock
 from pilot.app.service.boot import open_runtime
 from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.server import build_server
+from tests.scenarios import policy_with
 
 from .test_cli import ALL_PLAINTEXT, NARROW_KEY, NARROW_SECRET, Keys, scenario
 
 pytestmark = pytest.mark.anyio
-POLICY = {"allowedMarkets": ["BTCUSDT"], "maxNotionalUsd": 25, "maxOrderNotionalUsd": 25}
+POLICY = policy_with(allowedMarkets=["BTCUSDT"])
 SHORT = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.00031"}
 COVER = {**SHORT, "side": "buy"}
 CHECK = "/v5/user/query-api"

@@ -12,20 +12,11 @@ from mcp import Client, StdioServerParameters
 
 from pilot.app.answers import entry_kinds
 from pilot.store import open_store
-from tests.scenarios import ARTICLE
+from tests.scenarios import ARTICLE, policy_with
 
 pytestmark = pytest.mark.anyio
 REPO = Path(__file__).resolve().parents[2]
-POLICY = {
-    "allowedMarkets": ["BTCUSDT", "ETHUSDT"],
-    "maxNotionalUsd": 25,
-    "maxOrderNotionalUsd": 25,
-    "maxLeverage": 3,
-    "minLiquidationDistancePct": 20,
-    "dailyOrderCap": 20,
-    "maxSlippagePct": 0.5,
-    "planTtlSeconds": 60,
-}
+POLICY = policy_with(allowedMarkets=["BTCUSDT", "ETHUSDT"])
 
 
 @pytest.fixture

@@ -22,7 +22,8 @@ from pilot.app.runtime.latches import drawdown_state
 from pilot.app.runtime.ledger import JournalState
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import Facts, Side
-from pilot.core.policy import Policy
+from pilot.core.policy import Policy, Shown
+from pilot.core.policy.fields import answer_group
 from pilot.core.rules import GROWING_NEEDS, day_loss
 from pilot.core.sizing import room_left
 from pilot.core.violations import plain
@@ -221,36 +222,18 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
     sent, kill_switch = journal.sent_today, journal.kill_switch_on
     first = next(iter(facts.values())).facts if facts else None
     equity = first.equity if first is not None else None
+    today = {"orders_sent_today": sent, "orders_left_today": max(policy.daily_order_cap - sent, 0)}
+    day = {"daily_loss_limit_reached": loss_limit_on, "day_loss": _day_loss_view(policy, first)}
     data = {
         "policy_version": view.version,
         "valid": view.valid,
         "issues": [str(issue) for issue in view.issues],
         "trading_state": state.value,
-        "policy_trading_state": policy.trading_state.value,
+        **answer_group(Shown.STATE, policy),
         "kill_switch": kill_switch,
-        "allowed_markets": list(policy.allowed_markets),
-        "daily_order_cap": policy.daily_order_cap,
-        "orders_sent_today": sent,
-        "orders_left_today": max(policy.daily_order_cap - sent, 0),
-        "plan_ttl_seconds": policy.plan_ttl_seconds,
-        "confirm": {
-            "above_notional_usd": _num(policy.confirm.above_notional_usd),
-            "actions": list(policy.confirm.actions),
-            "cli_channel": policy.confirm.cli_channel,
-            "console_channel": policy.confirm.console_channel,
-            "pending_ttl_seconds": policy.confirm.pending_ttl_seconds,
-        },
-        "loss_rules": {
-            "max_loss_per_trade_usd": _num(policy.max_loss_per_trade_usd),
-            "max_loss_per_trade_pct": _num(policy.max_loss_per_trade_pct),
-            "require_stop_loss": policy.require_stop_loss,
-            "daily_loss_limit_usd": _num(policy.daily_loss_limit_usd),
-            "daily_loss_limit_pct": _num(policy.daily_loss_limit_pct),
-            "daily_loss_limit_reached": loss_limit_on,
-            "day_loss": _day_loss_view(policy, first),
-            "max_open_positions": policy.max_open_positions,
-            "trading_hours_utc": [f"{w.start}-{w.end}" for w in policy.trading_hours],
-        },
+        **beside(answer_group(Shown.TOP, policy), {"daily_order_cap": today}),
+        "confirm": answer_group(Shown.CONFIRM, policy.confirm),
+        "loss_rules": beside(answer_group(Shown.LOSS_RULES, policy), {"daily_loss_limit_pct": day}),
         "controls": _controls_view(runtime, policy, journal),
         "equity_usd": _num(equity),
         "markets": {symbol: _market_view(policy, one) for symbol, one in facts.items()},
@@ -260,33 +243,34 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
 
 def _controls_view(runtime: Runtime, policy: Policy, journal: JournalState) -> dict[str, Any]:
     """The pre-trade controls in force (issue 27) and where this home stands against each."""
-    now = runtime.now()
-    activity, cooldown, dead_man = journal.activity, policy.cooldown, policy.dead_man_switch
-    drawdown = drawdown_state(policy, journal, now)
-    return {
-        "price_collar_pct": _num(policy.price_collar_pct),
-        "price_collar_ticks": policy.price_collar_ticks,
-        "max_order_messages_per_second": policy.max_order_messages_per_second,
-        "max_order_messages_per_minute": policy.max_order_messages_per_minute,
-        "messages_last_second": sum(1 for age in activity.messages if age < timedelta(seconds=1)),
-        "messages_last_minute": len(activity.messages),
-        "max_resting_orders": policy.max_resting_orders,
-        "max_resting_orders_per_market": policy.max_resting_orders_per_market,
-        "max_drawdown_usd": _num(policy.max_drawdown_usd),
-        "max_drawdown_pct": _num(policy.max_drawdown_pct),
-        "drawdown_window_hours": policy.drawdown_window_hours,
-        "drawdown_peak_usd": _num(drawdown.peak),
-        "drawdown_reached": drawdown.latched,
-        "cooldown": cooldown.model_dump(by_alias=False) if cooldown is not None else None,
-        "max_turnover_usd_per_day": _num(policy.max_turnover_usd_per_day),
-        "turnover_today_usd": plain(activity.turnover.day_usd.quantize(CENT)),
-        "max_turnover_usd_24h": _num(policy.max_turnover_usd_24h),
-        "turnover_24h_usd": plain(activity.turnover.rolling_usd.quantize(CENT)),
-        "valid_until": policy.valid_until.isoformat() if policy.valid_until is not None else None,
-        "max_session_minutes": policy.max_session_minutes,
-        "dead_man_switch": dead_man.model_dump(by_alias=False) if dead_man is not None else None,
-        "self_trade_prevention": policy.self_trade_prevention,
+    activity = journal.activity
+    drawdown = drawdown_state(policy, journal, runtime.now())
+    figures: dict[str, dict[str, Any]] = {
+        "max_order_messages_per_minute": {
+            "messages_last_second": sum(1 for age in activity.messages if age < timedelta(seconds=1)),
+            "messages_last_minute": len(activity.messages),
+        },
+        "drawdown_window_hours": {
+            "drawdown_peak_usd": _num(drawdown.peak),
+            "drawdown_reached": drawdown.latched,
+        },
+        "max_turnover_usd_per_day": {"turnover_today_usd": plain(activity.turnover.day_usd.quantize(CENT))},
+        "max_turnover_usd_24h": {"turnover_24h_usd": plain(activity.turnover.rolling_usd.quantize(CENT))},
     }
+    return beside(answer_group(Shown.CONTROLS, policy), figures)
+
+
+def beside(fields: dict[str, Any], figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The policy's `fields` as get_policy shows them, each limit followed by its `figures` (where this home
+    stands against it)."""
+    missing = figures.keys() - fields.keys()
+    if missing:
+        raise KeyError(f"get_policy shows no field {sorted(missing)} to put figures beside")
+    placed: dict[str, Any] = {}
+    for name, value in fields.items():
+        placed[name] = value
+        placed.update(figures.get(name, {}))
+    return placed
 
 
 def _day_loss_view(policy: Policy, facts: Facts | None) -> dict[str, Any] | None:
@@ -314,11 +298,7 @@ def _market_view(policy: Policy, gathered: Gathered) -> dict[str, Any]:
     mark = facts.touch.mark if facts.touch is not None else None
     at_mark = abs(size) * mark if size is not None and mark is not None else None
     return {
-        "max_notional_usd": plain(limits.max_notional_usd),
-        "max_order_notional_usd": plain(limits.max_order_notional_usd),
-        "max_leverage": plain(limits.max_leverage),
-        "min_liquidation_distance_pct": plain(limits.min_liquidation_distance_pct),
-        "max_slippage_pct": plain(limits.max_slippage_pct),
+        **answer_group(Shown.MARKET, limits),
         "position_size": _num(size),
         "position_notional_usd_at_mark": _num(at_mark.quantize(CENT) if at_mark is not None else None),
         "pending_qty": {"buy": plain(facts.pending.buy_qty), "sell": plain(facts.pending.sell_qty)}

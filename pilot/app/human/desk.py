@@ -26,6 +26,7 @@ from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.channels import CHANNELS, Via
 from pilot.core.errors import ErrorCode, ExplainedError
 from pilot.core.policy import LoadedPolicy, PolicyIssue, parse_policy
+from pilot.core.policy.fields import init_policy_text
 
 # Re-exported (`as`): the desk's answers hand out ConfirmationRecord and JournalEntry, and the console, which
 # does not import the store, names them from here.
@@ -33,62 +34,9 @@ from pilot.store import ConfirmationRecord as ConfirmationRecord
 from pilot.store import DuplicateRecord, StoreLocation, open_store
 from pilot.store import JournalEntry as JournalEntry
 
-# The repository's policy.json, sized for Bybit's real minimum orders (0.001 BTC is about $80, 0.01 ETH $31,
-# 0.1 SOL $10): $100 per market and per order, so each market's smallest order fits; BTCUSDT alone gets $150,
-# room for one 0.001 BTC lot with headroom for the price to rise, never two; a human confirms any order above
-# $50 (so every BTC order); no CLI channel; a limit price or a stop no farther than 10 % from the mark, at
-# most 5 order messages a second and 60 a minute, 5 orders resting per market and 10 in all, and Bybit's
-# self-match prevention on every create. docs/policy.md, "The default policy", says why.
-DEFAULT_POLICY = """\
-{
-  "allowedMarkets": ["BTCUSDT", "ETHUSDT", "SOLUSDT"],
-  "maxNotionalUsd": 100,
-  "maxOrderNotionalUsd": 100,
-  "maxLeverage": 3,
-  "minLiquidationDistancePct": 20,
-  "dailyOrderCap": 20,
-  "maxSlippagePct": 0.5,
-  "planTtlSeconds": 60,
-  "maxFactAgeMs": 300,
-  "confirm": {
-    "aboveNotionalUsd": 50,
-    "actions": [],
-    "cliChannel": false,
-    "consoleChannel": false,
-    "pendingTtlSeconds": 300,
-    "consoleUrl": "http://127.0.0.1:8765",
-    "telegram": null,
-    "ntfy": null
-  },
-  "tradingState": "active",
-  "maxLossPerTradeUsd": null,
-  "maxLossPerTradePct": null,
-  "requireStopLoss": false,
-  "dailyLossLimitUsd": null,
-  "dailyLossLimitPct": null,
-  "maxOpenPositions": null,
-  "tradingHours": [],
-  "priceCollarPct": 10,
-  "priceCollarTicks": null,
-  "maxOrderMessagesPerSecond": 5,
-  "maxOrderMessagesPerMinute": 60,
-  "maxRestingOrders": 10,
-  "maxRestingOrdersPerMarket": 5,
-  "maxDrawdownUsd": null,
-  "maxDrawdownPct": null,
-  "drawdownWindowHours": null,
-  "cooldown": null,
-  "maxTurnoverUsdPerDay": null,
-  "maxTurnoverUsd24h": null,
-  "validUntil": null,
-  "maxSessionMinutes": null,
-  "deadManSwitch": null,
-  "selfTradePrevention": "CancelMaker",
-  "markets": {
-    "BTCUSDT": {"maxNotionalUsd": 150, "maxOrderNotionalUsd": 150}
-  }
-}
-"""
+# What `pilot init` writes (the repository's policy.json): each field's value is declared with the field
+# (pilot.core.policy.model says why these values).
+DEFAULT_POLICY = init_policy_text()
 
 
 class HumanError(ExplainedError):
