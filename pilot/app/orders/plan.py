@@ -10,7 +10,14 @@ from typing import Any
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import IntentRecord, PlanPayload, PlanTool, approval_text
 from pilot.app.answers.refusals import position_mode_violation
-from pilot.app.answers.responses import PlanAnswer, PlannedOrderOut, Snapshot, next_out, violations_out
+from pilot.app.answers.responses import (
+    PlanAnswer,
+    PlannedOrderOut,
+    Snapshot,
+    journaled,
+    next_out,
+    violations_out,
+)
 from pilot.app.facts.gather import gather, snapshot
 from pilot.app.orders.adjustments import adjustments, with_nearest_symbol
 from pilot.app.orders.inputs import PlanRequest
@@ -99,9 +106,9 @@ async def issue_plan(
         order=payload.order,
         notional_usd=payload.notional_usd,
         position_notional_usd=payload.position_notional_usd,
+        liquidation_price=payload.liquidation_price,
         liquidation_distance_pct=payload.liquidation_distance_pct,
         needs_confirmation=payload.needs_confirmation,
-        confirmation_text=payload.confirmation_text,
         can_confirm=can_confirm,
         snapshot=shot,
     )
@@ -121,7 +128,7 @@ def _entry(answer: PlanAnswer, request: PlanRequest) -> dict[str, Any]:
         "stop_loss": plain(request.stop_loss) if request.stop_loss is not None else None,
         "take_profit": plain(request.take_profit) if request.take_profit is not None else None,
     }
-    return {**answer.model_dump(mode="json"), "request": asked}
+    return {**journaled(answer), "request": asked}
 
 
 def plan_payload(view: PolicyView, result: Evaluation, shot: Snapshot, tool: PlanTool) -> PlanPayload:
@@ -129,7 +136,7 @@ def plan_payload(view: PolicyView, result: Evaluation, shot: Snapshot, tool: Pla
     s = result.situation
     assert s is not None, "a passing evaluation has a situation"
     order = s.order
-    distance = result.liquidation_distance_pct
+    found = result.liquidation
     planned = PlannedOrderOut(
         category=order.category,
         symbol=order.symbol,
@@ -149,10 +156,11 @@ def plan_payload(view: PolicyView, result: Evaluation, shot: Snapshot, tool: Pla
         intent=IntentRecord.of(order),
         notional_usd=plain(s.order_notional),
         position_notional_usd=plain(s.after_notional),
-        liquidation_distance_pct=plain(distance.quantize(Decimal("0.01"))) if distance is not None else None,
+        liquidation_distance_pct=plain(found.distance_pct.quantize(Decimal("0.01"))) if found else None,
+        liquidation_price=plain(found.price) if found else None,
         needs_confirmation=needs,
         grows=not s.reducing,
-        confirmation_text=approval_text(planned, s.order_notional, distance) if needs else None,
+        confirmation_text=approval_text(planned, s.order_notional, found) if needs else None,
         snapshot=shot,
         policy_version=view.version,
     )
