@@ -6,8 +6,9 @@ one way, here, for the wire and for the journal alike (`_Answer._compact`):
 - a field that is null is left out (a next action's `tool` excepted: null there says no call fits);
 - a violation whose next action is the answer's `next_safe_action` leaves its `next` out: it refers to the
   one at the top instead of repeating it (a violation with a next action of its own keeps it);
-- a snapshot says each fact once: where a plan passed, the instrument's rules are left out (the order is
-  already on its grid), and the source of each fact (stream or REST) is only journaled (`JOURNAL`).
+- a snapshot says each fact once, and what the answer is about: the instrument's grid only where a size or
+  a price on the grid was refused (a plan that passed is on it already), the source of each fact (stream or
+  REST) only in the journal (`JOURNAL`).
 
 Models keep every field in memory; only what is written out is trimmed, so every answer a tool builds,
 and every refusal a rule adds, gets the compact shape without a line of its own.
@@ -31,9 +32,11 @@ from pydantic import (
     model_serializer,
 )
 
+from pilot.core.codes import RESIZE_CODES
 from pilot.core.violations import NextAction, Violation
 
 RefusalStatus = Literal["refused", "declined", "pending_confirmation"]
+_SIZE_RULES = frozenset(code.value for code in RESIZE_CODES)  # a snapshot shows the grid for these
 
 _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -134,6 +137,21 @@ class NextActionOut(_Answer):
     )
 
 
+class HoldOut(_Answer):
+    """One thing holding trading below active, and who set it, when and why."""
+
+    source: str = Field(
+        description="policy, invalidPolicy, killSwitch, lossLimit, drawdown, journalRollback or authority"
+    )
+    state: str = Field(description="The trading state it holds: reducing or halted")
+    by: str | None = Field(default=None, description="Who set it: human, agent or pilot")
+    at: str | None = None
+    reason: str | None = Field(
+        default=None, description="The reason given when it was set (a person's words)"
+    )
+    until: str | None = Field(default=None, description="When it lifts by itself")
+
+
 class ViolationOut(_Answer):
     rule: str = Field(description="Stable code: a policy.json key, instrument.*, tradingState, facts, ...")
     limit: str
@@ -143,7 +161,14 @@ class ViolationOut(_Answer):
         default=None, description="Left out where it is the answer's next_safe_action (said once, there)"
     )
     did_you_mean: str | None = Field(
-        default=None, description="For a symbol not allowed or not listed: the nearest allowed one"
+        default=None,
+        description="For a symbol not allowed or not listed: the listed market most likely meant",
+    )
+    did_you_mean_allowed: bool | None = Field(
+        default=None, description="Whether policy.json allows that market (false: only a human can allow it)"
+    )
+    held_by: list[HoldOut] | None = Field(
+        default=None, description="tradingState: what holds trading (only what stops this action)"
     )
 
 
@@ -244,7 +269,8 @@ class PlanAnswer(Answer):
         shot = data.get("snapshot")
         if journal or not isinstance(shot, dict):
             return data
-        left_out = {"fact_sources", "instrument"} if self.status == "ok" else {"fact_sources"}
+        sizes = any(v.rule in _SIZE_RULES for v in self.violations or ())
+        left_out = {"fact_sources"} if sizes else {"fact_sources", "instrument"}
         return {**data, "snapshot": {key: value for key, value in shot.items() if key not in left_out}}
 
 

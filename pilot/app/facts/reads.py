@@ -214,9 +214,9 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
     view = runtime.policy()
     policy = view.policy
     journal = await runtime.journal_state()
-    facts, state, loss_limit_on = await asyncio.gather(
+    facts, trading, loss_limit_on = await asyncio.gather(
         gather_market_facts(runtime, view, "linear", policy.allowed_markets),
-        runtime.trading_state(policy, journal),
+        runtime.trading_status(policy, journal, valid=view.valid),
         runtime.loss_limit_on(journal),
     )
     sent, kill_switch = journal.sent_today, journal.kill_switch_on
@@ -228,7 +228,8 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
         "policy_version": view.version,
         "valid": view.valid,
         "issues": [str(issue) for issue in view.issues],
-        "trading_state": state.value,
+        "trading_state": trading.state.value,
+        "held_by": [{k: v for k, v in hold.to_dict().items() if v is not None} for hold in trading.holds],
         **answer_group(Shown.STATE, policy),
         "kill_switch": kill_switch,
         **beside(answer_group(Shown.TOP, policy), {"daily_order_cap": today}),

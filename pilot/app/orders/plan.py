@@ -19,7 +19,7 @@ from pilot.app.answers.responses import (
     violations_out,
 )
 from pilot.app.facts.gather import gather, snapshot
-from pilot.app.orders.adjustments import adjustments, with_nearest_symbol
+from pilot.app.orders.adjustments import Nearest, adjustments, named_nearest, nearest_market, with_nearest
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.runtime.runtime import PolicyView, Runtime
 from pilot.core.approval import needs_human
@@ -55,11 +55,11 @@ async def plan_order(
     now = runtime.now()
     changed = adjustments(request, order, gathered.facts.rules) or None
     if violations:
+        nearest = await _nearest(runtime, view, facts, violations)
+        violations, next_action = with_nearest(violations, next_action, request.symbol, nearest)
         answer = PlanAnswer(
             status="refused",
-            violations=with_nearest_symbol(
-                violations_out(violations), request.symbol, view.policy.allowed_markets
-            ),
+            violations=named_nearest(violations_out(violations), nearest),
             next_safe_action=next_out(next_action),
             snapshot=shot,
             adjustments=changed,
@@ -72,6 +72,17 @@ async def plan_order(
     assert answer.plan_id is not None
     await journal_decision(runtime, answer, request, now)
     return answer
+
+
+async def _nearest(
+    runtime: Runtime, view: PolicyView, facts: Facts, violations: list[Violation]
+) -> Nearest | None:
+    """The listed market a refused symbol most likely meant, asked only when the symbol is the problem."""
+    if not any(v.rule in (Code.ALLOWED_MARKETS, Code.UNKNOWN_SYMBOL) for v in violations):
+        return None
+    order = facts.order
+    allowed = view.policy.allowed_markets
+    return await nearest_market(runtime.exchange, order.category, order.symbol, allowed, facts.listed)
 
 
 async def journal_decision(runtime: Runtime, answer: PlanAnswer, request: PlanRequest, now: datetime) -> None:
