@@ -11,7 +11,7 @@ JSON-RPC line.
 2. ok plan: plan_order sell 0.001 BTCUSDT, about $80 (demo step 2: a human must confirm it);
 3. kill switch: activate_kill_switch, then plan_order buy 0.001 BTCUSDT, refused as trading is reducing.
 
-tests/app/test_answer_sizes.py holds the text of each under LIMITS_BYTES.
+tests/app/test_answer_sizes.py holds the text of each at or under LIMITS_BYTES, half of what it was.
 
     .venv/bin/python benchmarks/bench_answers.py [--show]
 """
@@ -27,9 +27,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-# What the model reads of each answer (its text content), at most; issue 40 asked for under half of what
-# they were before the answers were made compact (refusal 3,539, ok plan 2,437, kill switch 3,009 bytes).
-LIMITS_BYTES = {"refusal": 1_700, "ok plan": 1_200, "kill switch": 1_500}
+# What the model reads of each answer (its text content), at most: half of what each was before answers
+# were made compact (issue 40: refusal 2,810, ok plan 1,674, kill switch 2,153 bytes).
+BEFORE_BYTES = {"refusal": 2_810, "ok plan": 1_674, "kill switch": 2_153}
+LIMITS_BYTES = {name: before // 2 for name, before in BEFORE_BYTES.items()}
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 0,
@@ -45,7 +46,7 @@ SHORT = {"symbol": "BTCUSDT", "side": "sell"}
 CALLS: list[tuple[str | None, str, dict[str, Any]]] = [
     ("refusal", "plan_order", {**SHORT, "qty": "0.002"}),
     ("ok plan", "plan_order", {**SHORT, "qty": "0.001"}),
-    (None, "activate_kill_switch", {"reason": "bench_answers: the kill switch's refusal"}),
+    (None, "activate_kill_switch", {"reason": "demo: the agent halts itself"}),  # as the demo does
     ("kill switch", "plan_order", {"symbol": "BTCUSDT", "side": "buy", "qty": "0.001"}),
 ]
 
@@ -122,10 +123,11 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pilot-bench-") as folder:
         lines = answer_lines(measured_home(Path(folder)))
-    print(f"  {'answer':<14}{'text':>8}{'structured':>12}{'line':>8}{'limit':>8}")
+    print(f"  {'answer':<14}{'text':>8}{'structured':>12}{'line':>8}{'limit':>8}{'before':>8}")
     for name, line in lines.items():
         text, structured, whole = sizes(line)
-        print(f"  {name:<14}{text:>8,}{structured:>12,}{whole:>8,}{LIMITS_BYTES[name]:>8,}")
+        limit, before = LIMITS_BYTES[name], BEFORE_BYTES[name]
+        print(f"  {name:<14}{text:>8,}{structured:>12,}{whole:>8,}{limit:>8,}{before:>8,}")
     if options.show:
         for name, line in lines.items():
             print(f"\n{name}:\n{text_of(line)}")

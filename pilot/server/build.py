@@ -30,7 +30,8 @@ INSTRUCTIONS = """\
 Pilot guards trading on a Bybit V5 account. Plan first, then send:
 1. plan_order judges an order on live facts. If it passes you get a plan_id (single use, short-lived).
 If it is refused, read next_safe_action: when it names a tool, call it exactly as given; when its tool is
-null, nothing fits: stop and tell the user what the human must change (its `human` field).
+null, nothing fits: stop and tell the user what the human must change (its `human` field). A violation
+carries its own `next` only where it differs from next_safe_action; a field that would be null is left out.
 2. place_order takes only that plan_id and sends exactly the planned order.
 Never resend an order whose outcome is unknown: look it up with get_open_orders.
 Amounts are decimal strings ("0.001"), never JSON numbers. A call with a bad argument comes back as an error

@@ -87,7 +87,7 @@ class CardChecks(_Card):
             ).words()
         if self.liquidation_distance_pct is not None:
             return f"liquidation {self.liquidation_distance_pct}% from the mark"
-        return "no liquidation (none estimated, or spot)"
+        return "no liquidation price (flat, spot, or the equity covers the position)"
 
 
 class CardRefusal(_Card):
