@@ -79,6 +79,7 @@ def answer_lines(home: Path, timeout: float = 60) -> dict[str, bytes]:
     finally:
         server.stdin.close()
         server.wait(timeout=timeout)
+        server.stdout.close()
 
 
 def _send(server: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
