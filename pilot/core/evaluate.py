@@ -18,7 +18,7 @@ from pilot.core.sizing import (
     with_close_option,
     with_stop_option,
 )
-from pilot.core.valuation import liquidation_distance_pct
+from pilot.core.valuation import Liquidation, liquidation
 from pilot.core.violations import NextAction, Violation
 
 
@@ -35,14 +35,22 @@ class Evaluation:
         return not self.violations
 
     @property
-    def liquidation_distance_pct(self) -> Decimal | None:
-        """Distance from mark to the estimated liquidation of the position left (None: none, or spot)."""
+    def liquidation(self) -> Liquidation | None:
+        """The estimated liquidation of the position left: price and distance from mark (None: none, or
+        spot)."""
         s = self.situation
         if s is None or s.facts.equity is None or s.rules.category == "spot":
             return None
-        return liquidation_distance_pct(
-            s.after, s.price, s.facts.equity, s.rules.maintenance_margin_rate, s.touch.mark
+        rules = s.rules
+        return liquidation(
+            s.after, s.price, s.facts.equity, rules.maintenance_margin_rate, s.touch.mark, rules.tick_size
         )
+
+    @property
+    def liquidation_distance_pct(self) -> Decimal | None:
+        """Distance from mark to the estimated liquidation of the position left (None: none, or spot)."""
+        found = self.liquidation
+        return found.distance_pct if found is not None else None
 
 
 def evaluate(policy: Policy, facts: Facts) -> Evaluation:

@@ -30,7 +30,6 @@ from decimal import Decimal
 
 from pilot.core.codes import Code
 from pilot.core.facts import (
-    RESUME_TRADING,
     Effect,
     PendingOrders,
     Position,
@@ -39,6 +38,7 @@ from pilot.core.facts import (
     Touch,
     TradingState,
 )
+from pilot.core.holds import Hold, blocking, held_by, resume_trading
 from pilot.core.policy import EffectiveLimits, Policy
 from pilot.core.valuation import TAKER_FEE, ceil_to_step, collar_edge, floor_to_step, price_on_tick
 from pilot.core.venues import BYBIT, StopScope, VenueProfile
@@ -336,20 +336,24 @@ def check_stop_change(
     equity: Decimal | None,
     what: str,
     fix: NextAction,
+    holds: Sequence[Hold] = (),
 ) -> list[Violation]:
     """Violations of changing a position's stops from `change[0]` to `change[1]`: one that widens the loss
-    is a risk-increasing action (refused unless trading is active) and must fit the stop rules; `fix` is
-    the next action a loss-rule refusal offers."""
+    is a risk-increasing action (refused unless trading is active, naming what of `holds` stops it) and
+    must fit the stop rules; `fix` is the next action a loss-rule refusal offers."""
     before, after = change
     if before.size == 0 or not widens(loss_at_stops(before), loss_at_stops(after)):
         return []
     if not state.permits(Effect.GROW):
-        detail = f"trading is {state.value}: {what} would widen the position's loss at its stops"
+        held = blocking(holds, state, Effect.GROW)
+        detail = (
+            f"trading is {state.value}: {what} would widen the position's loss at its stops ({held_by(held)})"
+        )
         keep = NextAction.stop(
             "keep the stops; closer stops, cancels of ordinary orders and reducing orders still work",
-            human=RESUME_TRADING,
+            human=resume_trading(held),
         )
-        return [Violation(Code.TRADING_STATE, state.value, what, detail, keep)]
+        return [Violation(Code.TRADING_STATE, state.value, what, detail, keep, held)]
     judged = judge_stop_change(policy.limits_for(symbol), equity, before, after)
     return [] if judged is None else [stop_violation(judged, symbol, what, before, fix)]
 
@@ -365,6 +369,7 @@ def check_trading_stop(
     market: Decimal | None = None,
     mark: Decimal | None = None,
     venue: VenueProfile = BYBIT,
+    holds: Sequence[Hold] = (),
 ) -> list[Violation]:
     """Violations of setting the position's whole stop to `new` (None: removed), as set_trading_stop does,
     judged on the position with the orders pending on its side (with_pending, as `venue` applies their
@@ -394,18 +399,11 @@ def check_trading_stop(
     if fits is not None and current is not None and not state.permits(Effect.GROW):
         # trading that may not grow may not move a stop away either: no farther than where it is
         fits = max(fits, current) if position.size > 0 else min(fits, current)
-    if fits is not None and fits != position.stop_loss:
-        args = {"symbol": symbol, "stop_loss": plain(fits)}
-        fix = NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(fits)}")
-    elif position.stop_loss is not None:
-        keep = {"symbol": symbol, "stop_loss": plain(position.stop_loss)}
-        fix = NextAction.call("set_trading_stop", keep, "keep the stop where it is")
-    else:
-        fix = NextAction.stop("no farther stop fits the loss limit", human=RAISE_LOSS_CAP)
+    fix = _stop_fix(position, fits)
     what = "removing the stop" if new is None else f"a stop at {plain(new)}"
     if new is not None and market is not None and (new >= market if position.size > 0 else new <= market):
         return [_wrong_side(position, new, market, tick, fix)]
-    judged = check_stop_change(policy, state, symbol, (before, after), equity, what, fix)
+    judged = check_stop_change(policy, state, symbol, (before, after), equity, what, fix, holds)
     beyond = collar is not None and new is not None and (new < collar if position.size > 0 else new > collar)
     if not beyond or any(v.rule is Code.TRADING_STATE for v in judged):
         return judged
@@ -414,6 +412,18 @@ def check_trading_stop(
     assert collar is not None and new is not None
     detail = f"{what} is farther from the mark {plain(mark or ZERO)} than the price collar allows: at most {plain(collar)}"
     return [Violation(Code.PRICE_COLLAR_STOP, plain(collar), plain(new), detail, fix), *judged]
+
+
+def _stop_fix(position: Position, fits: Decimal | None) -> NextAction:
+    """The next action of a stop refused: the farthest that fits, else keeping the stop there is."""
+    symbol = position.symbol
+    if fits is not None and fits != position.stop_loss:
+        args = {"symbol": symbol, "stop_loss": plain(fits)}
+        return NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(fits)}")
+    if position.stop_loss is not None:
+        keep = {"symbol": symbol, "stop_loss": plain(position.stop_loss)}
+        return NextAction.call("set_trading_stop", keep, "keep the stop where it is")
+    return NextAction.stop("no farther stop fits the loss limit", human=RAISE_LOSS_CAP)
 
 
 def _stop_collar(limits: EffectiveLimits, long: bool, mark: Decimal | None, tick: Decimal) -> Decimal | None:
@@ -482,6 +492,7 @@ def check_trading_stop_call(
     touch: Touch,
     *,
     venue: VenueProfile,
+    holds: Sequence[Hold] = (),
 ) -> list[Violation]:
     """Violations of a set_trading_stop call (its prices on the tick), judged as the venue will apply it: a stop
     or target needs a position; the stop by check_trading_stop; a target beyond the price in the position's
@@ -499,7 +510,7 @@ def check_trading_stop_call(
         market = min(touch.bid, touch.mark) if long else max(touch.ask, touch.mark)
         new = call.stop_loss if call.stop_loss > 0 else None
         violations += check_trading_stop(
-            policy, state, position, equity, new, tick, pending, market, touch.mark, venue
+            policy, state, position, equity, new, tick, pending, market, touch.mark, venue, holds
         )
     if call.take_profit:
         favour = max(touch.ask, touch.mark) if long else min(touch.bid, touch.mark)

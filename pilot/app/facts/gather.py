@@ -23,7 +23,7 @@ from pilot.app.runtime.latches import (
 )
 from pilot.app.runtime.ledger import JournalState, Send
 from pilot.app.runtime.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
-from pilot.app.runtime.runtime import PolicyView, Runtime
+from pilot.app.runtime.runtime import PolicyView, Runtime, loss_limit_hold
 from pilot.app.runtime.sessions import session_age
 from pilot.core.facts import (
     NO_DAY_PNL,
@@ -42,8 +42,8 @@ from pilot.core.facts import (
     RestingOrders,
     Side,
     Touch,
-    TradingState,
 )
+from pilot.core.holds import TradingStatus
 from pilot.core.policy import Policy
 from pilot.core.risk import worst_case
 from pilot.core.venues import VenueProfile
@@ -72,7 +72,7 @@ def _unavailable_until() -> datetime | None:
 class _Account:
     balance: AccountBalance | None
     orders_today: int
-    trading_state: TradingState
+    trading: TradingStatus
     day_pnl: DayPnl | None = NO_DAY_PNL
     open_markets: frozenset[str] | None = frozenset()
     latch: DayLatch = NO_LATCH
@@ -138,9 +138,8 @@ async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gath
     facts = _facts(order, account, market, now, runtime.venue)
     facts = await _controls(runtime, view.policy, facts, journal, market, extra)
     if await latch_if_reached(runtime.store.journal, view.policy, facts, account.latch) is not None:
-        facts = replace(
-            facts, trading_state=TradingState.strictest(facts.trading_state, TradingState.REDUCING)
-        )
+        holds = (*facts.holds, loss_limit_hold(now, now))
+        facts = replace(facts, trading_state=TradingStatus(holds).state, holds=holds)
     return Gathered(facts, market.hedged, journal.mark)
 
 
@@ -179,7 +178,7 @@ async def gather_market_facts(
 async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: JournalState) -> _Account:
     balance, state, (day_pnl, open_markets, latch) = await asyncio.gather(
         _maybe(runtime.exchange.get_balance()),
-        runtime.trading_state(view.policy, journal, judged=True),
+        runtime.trading_status(view.policy, journal, judged=True, valid=view.valid),
         _day(runtime, view, journal.today, latch_of(journal.loss_limit, journal.today)),
     )
     return _Account(balance, journal.sent_today, state, day_pnl, open_markets, latch)
@@ -397,7 +396,8 @@ def _facts(
         position=position,
         equity=account.balance.total_equity_usd if account.balance is not None else None,
         orders_today=account.orders_today,
-        trading_state=account.trading_state,
+        trading_state=account.trading.state,
+        holds=account.trading.holds,
         now=now,
         pending=market.pending,
         elsewhere=elsewhere,

@@ -39,7 +39,7 @@ async def set_leverage(
 ) -> ActionAnswer:
     """Lowering is always allowed (unless halted); raising must fit maxLeverage and the instrument."""
     view = runtime.policy()
-    state = await runtime.trading_state(view.policy)
+    status = await runtime.trading_status(view.policy, valid=view.valid)
     action = {"symbol": symbol, "category": category, "leverage": plain(leverage)}
     try:
         current, instrument_max = await _leverage_facts(runtime, category, symbol)
@@ -47,7 +47,9 @@ async def set_leverage(
         blocked = position_mode_violation(hedged)
         return await _refuse_leverage(runtime, action, Refusal.of(blocked, blocked.detail))
     # An invalid policy.json reads as the fail-closed policy, whose "reducing" state refuses any raise.
-    violations = check_set_leverage(view.policy, state, symbol, current, leverage, instrument_max)
+    violations = check_set_leverage(
+        view.policy, status.state, symbol, current, leverage, instrument_max, status.holds
+    )
     if current is not None:
         action["from"] = plain(current)
     if violations:
@@ -164,7 +166,8 @@ async def judge_stop_cancel(
     """Why cancelling this order may not go ahead (it is a stop-loss whose removal widens the loss past a
     rule), or None. When the open orders cannot be read and a stop rule could apply, the cancel waits."""
     view = runtime.policy()
-    state = await runtime.trading_state(view.policy)
+    status = await runtime.trading_status(view.policy, valid=view.valid)
+    state = status.state
     if state is TradingState.ACTIVE and not _stops_matter(view.policy, symbol):
         return None  # no rule a removed stop could break: nothing to read
     try:
@@ -202,7 +205,7 @@ async def judge_stop_cancel(
         )
     what = f"cancelling the {order.stop_order_type} at {plain(order.trigger_price)}"
     violations = check_stop_change(
-        view.policy, state, symbol, (before, after), balance.total_equity_usd, what, keep
+        view.policy, state, symbol, (before, after), balance.total_equity_usd, what, keep, status.holds
     )
     if not violations:
         return None

@@ -173,7 +173,7 @@ async def _judge(
         order = payload.order.model_copy(update={"price": plain(price)})
         approval = ApprovalRequest(
             tool=payload.tool,
-            text=approval_text(order, notional, result.liquidation_distance_pct),
+            text=approval_text(order, notional, result.liquidation),
             action=order.model_dump(mode="json"),
             plan_id=plan_id,
             notional_usd=plain(notional),

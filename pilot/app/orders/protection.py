@@ -58,10 +58,10 @@ async def _judge_cancel_all(runtime: Runtime, symbol: str | None) -> ActionAnswe
     view = runtime.policy()
     action: dict[str, Any] = {"symbol": symbol, "category": "linear", "include_stops": True}
     try:
-        rows, balance, state = await asyncio.gather(
+        rows, balance, status = await asyncio.gather(
             runtime.exchange.get_positions("linear", symbol),
             runtime.exchange.get_balance(),
-            runtime.trading_state(view.policy),
+            runtime.trading_status(view.policy, valid=view.valid),
         )
         held = sorted({row.symbol for row in rows if row.size != 0})
         positions = await asyncio.gather(*(position_with_stops(runtime, held_symbol) for held_symbol in held))
@@ -78,7 +78,14 @@ async def _judge_cancel_all(runtime: Runtime, symbol: str | None) -> ActionAnswe
         what = f"cancelling the {position.symbol} stops"
         change = (before, after)
         violations = check_stop_change(
-            view.policy, state, position.symbol, change, balance.total_equity_usd, what, keep
+            view.policy,
+            status.state,
+            position.symbol,
+            change,
+            balance.total_equity_usd,
+            what,
+            keep,
+            status.holds,
         )
         if violations:
             refusal = Refusal("refused", violations[0].detail, tuple(violations), keep)
@@ -123,11 +130,11 @@ async def _judge_stop(
     (a smaller loss at the stop, a closer target), judged as Bybit will apply them."""
     view = runtime.policy()
     try:
-        (position, read), balance, rules, state, touch = await asyncio.gather(
+        (position, read), balance, rules, status, touch = await asyncio.gather(
             position_with_stops(runtime, ask.symbol),
             runtime.exchange.get_balance(),
             runtime.exchange.get_instrument("linear", ask.symbol),
-            runtime.trading_state(view.policy),
+            runtime.trading_status(view.policy, valid=view.valid),
             runtime.exchange.get_touch("linear", ask.symbol),
         )
     except ExchangeError as error:
@@ -136,7 +143,7 @@ async def _judge_stop(
     on_tick = ask.on_tick(rules.tick_size, long=position.size > 0)
     violations = check_trading_stop_call(
         view.policy,
-        state,
+        status.state,
         position,
         balance.total_equity_usd,
         on_tick,
@@ -144,6 +151,7 @@ async def _judge_stop(
         read.pending,
         touch,
         venue=runtime.venue,
+        holds=status.holds,
     )
     if not violations:
         return on_tick
