@@ -430,6 +430,8 @@ def protect(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
         action = NextAction.call("plan_order", plan_args(variant_order, variant_order.qty), text)
     elif variant_situation is not None and all(b.rule in RESIZE_CODES for b in breaches):
         action = suggest(policy, variant, variant_situation)
+        if order.stop_loss is None or stop_problem(situation) is not None:
+            action = _refitted(policy, facts, variant, action)
     else:
         return NextAction.stop(
             f"no order with a stop_loss at {plain(stop)} passes",
@@ -452,6 +454,34 @@ def stop_first(policy: Policy, facts: Facts, situation: Situation) -> NextAction
         return cut
     option = ToolCall(cut.tool, cut.args, "or without a stop: " + cut.text)
     return replace(action, options=(*action.options, option))
+
+
+def _refitted(policy: Policy, facts: Facts, variant: Facts, action: NextAction) -> NextAction:
+    """A stop Pilot chose, fitted to the size asked, once the size is cut by another rule: the farthest stop
+    that fits the size given instead (no size rule depends on the stop), where that order passes."""
+    args = action.args
+    if action.tool != "plan_order" or args is None or "stop_loss" not in args:
+        return action
+    qty = Decimal(str(args["qty"]))
+    cut = replace(
+        variant.order, qty=qty, limit_price=Decimal(str(args["price"])) if "price" in args else None
+    )
+    probe = situate(policy, replace(facts, order=cut))
+    limit = loss_limit(probe) if probe is not None else None
+    if probe is None or limit is None or qty >= variant.order.qty:
+        return action
+    stop = stop_for_qty(probe, qty, limit[0])
+    if stop is None:
+        return action
+    stop = collared_stop(probe, stop)
+    refit = replace(cut, stop_loss=stop)
+    if run_checks(policy, replace(facts, order=refit))[1]:
+        return action
+    return replace(
+        action,
+        args={**args, "stop_loss": plain(stop)},
+        text=f"{action.text}, with the stop_loss at {plain(stop)}",
+    )
 
 
 def _with_flip_close(policy: Policy, facts: Facts, situation: Situation, action: NextAction) -> NextAction:

@@ -435,22 +435,7 @@ def check_trading_stop(
         fits = collar if fits is None else (max(fits, collar) if position.size > 0 else min(fits, collar))
         if market is not None and (fits >= market if position.size > 0 else fits <= market):
             fits = None  # the collar's edge is not beyond the price: no stop farther than now fits it
-    current = position.stop_loss
-    if current is not None and (
-        fits is None or not state.permits(Effect.GROW) or triggers_first(position.size > 0, fits, current)
-    ):
-        # Keep the stop where it is: trading that may not grow may not move a stop away, and where the stop
-        # already loses more than the cap the farthest that fits is nearer than it (a move the agent did not
-        # ask for; one tick farther than the stop now is refused, as any widening past the cap is).
-        fits = current
-    if fits is not None and fits != position.stop_loss:
-        args = {"symbol": symbol, "stop_loss": plain(fits)}
-        fix = NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(fits)}")
-    elif position.stop_loss is not None:
-        keep = {"symbol": symbol, "stop_loss": plain(position.stop_loss)}
-        fix = NextAction.call("set_trading_stop", keep, "keep the stop where it is")
-    else:
-        fix = NextAction.stop("no farther stop fits the loss limit", human=RAISE_LOSS_CAP)
+    fix = _stop_fix(position, fits, state.permits(Effect.GROW))
     what = "removing the stop" if new is None else f"a stop at {plain(new)}"
     if new is not None and market is not None and (new >= market if position.size > 0 else new <= market):
         return [_wrong_side(position, new, market, tick, fix)]
@@ -463,6 +448,26 @@ def check_trading_stop(
     assert collar is not None and new is not None
     detail = f"{what} is farther from the mark {plain(mark or ZERO)} than the price collar allows: at most {plain(collar)}"
     return [Violation(Code.PRICE_COLLAR_STOP, plain(collar), plain(new), detail, fix), *judged]
+
+
+def _stop_fix(position: Position, fits: Decimal | None, may_grow: bool) -> NextAction:
+    """The next action of a refused stop change: move the stop no farther than `fits` (the farthest that
+    fits), or keep it where it is. It is kept where trading may not grow (no stop moves away then), and where
+    the stop already loses more than the cap, so that the farthest that fits is nearer than it: that would
+    be a move the agent did not ask for, and one tick farther than the stop now is refused, as any widening
+    past the cap is."""
+    symbol, current = position.symbol, position.stop_loss
+    if current is not None and (
+        fits is None or not may_grow or triggers_first(position.size > 0, fits, current)
+    ):
+        fits = current
+    if fits is not None and fits != current:
+        args = {"symbol": symbol, "stop_loss": plain(fits)}
+        return NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(fits)}")
+    if current is not None:
+        keep = {"symbol": symbol, "stop_loss": plain(current)}
+        return NextAction.call("set_trading_stop", keep, "keep the stop where it is")
+    return NextAction.stop("no farther stop fits the loss limit", human=RAISE_LOSS_CAP)
 
 
 def _stop_collar(limits: EffectiveLimits, long: bool, mark: Decimal | None, tick: Decimal) -> Decimal | None:

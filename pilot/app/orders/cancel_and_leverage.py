@@ -18,7 +18,7 @@ from pilot.app.human.approvals import (
     seek_approval,
 )
 from pilot.app.orders.messages import throttled
-from pilot.app.orders.spot_stops import find, judge_spot_removal, spot_holding, waiting_kind, what_cancel
+from pilot.app.orders.spot_holding import find, judge_spot_removal, spot_holding, waiting_kind, what_cancel
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code

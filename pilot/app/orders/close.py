@@ -8,7 +8,7 @@ from decimal import Decimal
 from pilot.app.answers.refusals import journal_order_refusal, position_mode_violation, violation
 from pilot.app.answers.responses import CancelledOrder, NextActionOut, OrderAnswer, Refusal
 from pilot.app.facts.gather import gather_facts
-from pilot.app.human.approvals import ApprovalChannel
+from pilot.app.human.approvals import ApprovalChannel, no_human_for
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import execute_plan
 from pilot.app.orders.plan import plan_order
@@ -17,7 +17,7 @@ from pilot.core.codes import Code
 from pilot.core.facts import InstrumentRules, OrderIntent, OrderType, Side, TradingState
 from pilot.core.rules import refused_only_for_pending, retry_missing
 from pilot.core.sizing import closing_qty
-from pilot.core.violations import NextAction, plain
+from pilot.core.violations import NextAction, Violation, plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.exchange.models import ExchangeOrder
 
@@ -65,14 +65,7 @@ async def _close(
     if size == 0 and category == "spot":
         size = await _held_under_stops(runtime, symbol)
     if size == 0:
-        flat = violation(
-            Code.REDUCE_ONLY,
-            "0",
-            "close",
-            f"there is no {symbol} position to close",
-            NextAction.stop("nothing to close", human="nothing: there is no position to close"),
-        )
-        refusal = Refusal.of(flat, "there is no position to close; nothing was sent")
+        refusal = Refusal.of(_nothing_to_close(symbol), "there is no position to close; nothing was sent")
         return await journal_order_refusal(runtime.store.journal, refusal, now=runtime.now(), context=context)
     freed: list[CancelledOrder] = []
     if category == "spot":  # coin held by the spot stops selling it is freed for the close first
@@ -86,10 +79,15 @@ async def _close(
     cancelled = freed + await _cancel_what_would_reopen(runtime, request)
     planned = await plan_order(runtime, request, tool="close_position")
     if planned.status != "ok" or planned.plan_id is None:
+        again = _as_close(planned.next_safe_action, symbol, category)
+        if no_human_for(runtime, channel, "close_position") is not None:
+            # another close would wait for a human this client cannot reach: the order that closes as much
+            # is offered as plan_order, which confirm.actions does not name
+            again = planned.next_safe_action
         answer = OrderAnswer(
             status="refused",
             violations=planned.violations,
-            next_safe_action=_as_close(planned.next_safe_action, symbol, category),
+            next_safe_action=again,
             detail="the close did not pass; nothing was sent",
         )
     else:
@@ -98,6 +96,16 @@ async def _close(
         answer = await execute_plan(runtime, claim.plan, origin="close_position", channel=channel)
         answer = _next_chunk(answer, size, amount, qty, symbol, category)
     return answer.model_copy(update={"cancelled_first": cancelled or None})
+
+
+def _nothing_to_close(symbol: str) -> Violation:
+    return violation(
+        Code.REDUCE_ONLY,
+        "0",
+        "close",
+        f"there is no {symbol} position to close",
+        NextAction.stop("nothing to close", human="nothing: there is no position to close"),
+    )
 
 
 def _as_close(action: NextActionOut | None, symbol: str, category: str) -> NextActionOut | None:

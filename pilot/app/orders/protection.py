@@ -21,7 +21,7 @@ from pilot.app.answers.responses import (
 from pilot.app.facts.pending import position_with_stops
 from pilot.app.facts.reads import ReadAnswer, order_view, quarantined, unavailable
 from pilot.app.orders.messages import throttled
-from pilot.app.orders.spot_stops import judge_spot_removal, spot_holding
+from pilot.app.orders.spot_holding import judge_spot_removal, spot_holding
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.codes import Code
 from pilot.core.facts import OrderIntent
