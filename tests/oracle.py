@@ -310,22 +310,28 @@ def _any_open(policy: Policy, f: Facts, position: Position) -> bool:
     return False
 
 
+def arrived(qty: Decimal, step: Decimal) -> Decimal:
+    """What a spot buy's stop sells: the coin that arrived, the taker fee paid in it taken off, on the step."""
+    return (qty * (1 - TAKER) / step).to_integral_value(ROUND_FLOOR) * step
+
+
 def spot_loss(policy: Policy, f: Facts) -> Decimal:
     """A spot buy's loss at the stops: what the coin held, the buy and the buys resting cost, taker fee in,
-    less what the stops sell it for, fee out; each stop sells its own quantity, the highest first, and the
-    rest is sold at nothing."""
+    less what the stops sell it for, fee out; each stop sells its own quantity (a buy's, the coin that
+    arrived), the highest first, and the rest is sold at nothing."""
     bid, entry = f.touch.bid, worst_entry(policy, f)
     held = max(f.position.size, Decimal(0))
     cost, total = held * bid, held
     legs = [(leg.price, leg.qty) for leg in f.position.partial_stops]
+    step = f.rules.qty_step
     cost, total = cost + f.order.qty * entry, total + f.order.qty
     if f.order.stop_loss is not None:
-        legs.append((f.order.stop_loss, f.order.qty))
+        legs.append((f.order.stop_loss, arrived(f.order.qty, step)))
     known = [p for p in f.pending.fills if p.side is Side.BUY]
     for p in known:
         cost, total = cost + p.qty * (p.price or entry), total + p.qty
         if p.stop_loss is not None:
-            legs.append((p.stop_loss, p.qty))
+            legs.append((p.stop_loss, arrived(p.qty, step)))
     rest = f.pending.buy_qty - sum((p.qty for p in known), Decimal(0))
     if rest > 0:
         cost, total = cost + rest * entry, total + rest

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from decimal import Decimal
+from decimal import ROUND_FLOOR, Decimal
 
 from pilot.core.codes import Code
 from pilot.core.facts import (
@@ -98,11 +98,25 @@ SPOT_FLAT = Exposure(ZERO, ZERO, floor=ZERO)
 
 @dataclass(frozen=True, slots=True)
 class Fill:
-    """A fill the worst case assumes: signed quantity, price, and the whole stop the order carries."""
+    """A fill the worst case assumes: signed quantity, price, the stop the order carries, and where that stop
+    covers only what filled, how much of it (None: all of it; a spot buy's stop sells the coin that arrived,
+    net of the fee paid in it, on the lot step: spot_fill)."""
 
     qty: Decimal
     price: Decimal
     stop_loss: Decimal | None = None
+    covers: Decimal | None = None
+
+
+def spot_fill(fill: Fill, step: Decimal) -> Fill:
+    """A spot buy's fill as its stop covers it: the coin that arrives is what filled less the fee paid in that
+    coin (the taker rate, the larger), and its stop order sells that on the lot step; the rest (dust) has no
+    stop and can lose its whole value."""
+    if fill.stop_loss is None or fill.qty <= 0:
+        return fill
+    net = fill.qty * (1 - TAKER_FEE)
+    covered = (net / step).to_integral_value(rounding=ROUND_FLOOR) * step if step > 0 else net
+    return replace(fill, covers=covered)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +206,9 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill], scope: StopScope) -> 
             if whole_stops:
                 carried.append(fill.stop_loss)
             else:
-                partial = (*partial, StopLeg(fill.stop_loss, abs(fill.qty)))
+                covered = abs(fill.qty) if fill.covers is None else fill.covers
+                if covered > 0:
+                    partial = (*partial, StopLeg(fill.stop_loss, covered))
     if size == 0:
         return exposure.flat
     if carried:

@@ -500,8 +500,9 @@ class Engine:
             fee = (qty if order.is_buy else qty * price) * rate
             fee_coin = instrument.base_coin if order.is_buy else instrument.quote_coin
             self.accounts.apply_spot_fill(instrument, order.is_buy, qty, price, fee)
-            received = floor_to(qty - fee, instrument.qty_step) if order.is_buy else qty
-            self.spot_stops.attach(order, received)
+            # what the order's fills have brought so far, net of the fee a buy pays in the coin it buys
+            arrived = order.cum_exec_qty + qty - ((order.cum_exec_fee + fee) if order.is_buy else ZERO)
+            self.spot_stops.attach(order, floor_to(arrived, instrument.qty_step))
         order.cum_exec_qty += qty
         order.cum_exec_value += qty * price
         order.cum_exec_fee += fee

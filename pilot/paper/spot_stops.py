@@ -19,8 +19,8 @@ loss or limit take profit, limit stop loss when creating an order"), Market by d
 `tpOrderType`), Limit with `slLimitPrice` / `tpLimitPrice`; on a Market order they are refused (170130).
 The docs do not say when the TP/SL orders appear; the paper exchange places them as the order fills: each
 fill of a buy grows one tpslOrder sell per price set (the take-profit and the stop-loss, bound: when one
-triggers the other is cancelled) by the coin that fill brought, net of the fee paid in that coin, so the
-orders never hold more coin than arrived. Their parentOrderLinkId is the order's orderLinkId.
+triggers the other is cancelled) to the coin the order's fills have brought, net of the fee paid in that
+coin and on the lot step, so the orders never hold more coin than arrived. Their parentOrderLinkId is the order's orderLinkId.
 
 Cancelling one by id needs its orderFilter (cancel-order.mdx: "If not passed, Order by default"): without
 it the order is not found (170213). A cancel-all on spot takes the ordinary orders unless its orderFilter
@@ -156,22 +156,23 @@ class SpotStops:
                 total += order.qty * (order.price or order.trigger_price)
         return total
 
-    def attach(self, order: SimOrder, received: Decimal) -> None:
-        """After a fill of a spot order carrying TP/SL: its tpslOrders grow by the coin the fill brought
-        (`received`: a buy's net of its fee), one per price set, bound together."""
-        if not (order.take_profit or order.stop_loss) or received <= 0 or not self.engine.tpsl_on_create:
+    def attach(self, order: SimOrder, arrived: Decimal) -> None:
+        """After a fill of a spot order carrying TP/SL: its tpslOrders sell what its fills have brought so far
+        (`arrived`: a buy's net of its fee, on the lot step), one per price set, bound together."""
+        if not (order.take_profit or order.stop_loss) or arrived <= 0 or not self.engine.tpsl_on_create:
             return
-        mine = [o for o in self.engine.stop_book.waiting.values() if o.pair == order.order_id]
+        mine = [o for o in self.engine.orders.values() if o.pair == order.order_id and o.category == "spot"]
         if mine:
             now = self.engine.clock_ms()
             for leg in mine:
-                leg.qty, leg.updated_ms = leg.qty + received, now
+                if leg.untriggered:  # (one that fired or was cancelled is done)
+                    leg.qty, leg.updated_ms = arrived, now
             return
         legs = [("tp", order.take_profit, order.tp_order_type, order.tp_limit_price)]
         legs.append(("sl", order.stop_loss, order.sl_order_type, order.sl_limit_price))
         for _, price, order_type, limit in legs:
             if price:
-                self._new_leg(order, price, order_type or "Market", limit, received)
+                self._new_leg(order, price, order_type or "Market", limit, arrived)
 
     def _new_leg(
         self, parent: SimOrder, trigger: Decimal, order_type: str, limit: Decimal, qty: Decimal

@@ -22,6 +22,7 @@ from .conftest import CREATE, call, write_policy
 pytestmark = pytest.mark.anyio
 FEE = Decimal("0.00055")  # Bybit's taker fee, both ways
 TICK = Decimal("0.01")
+STEP = Decimal("0.00001")  # spot ETHUSDT's basePrecision
 BUY_WORST = (Decimal("3100.01") * Decimal("1.005") / TICK).to_integral_value(ROUND_CEILING) * TICK  # 3115.52
 SELL_WORST = (Decimal("3100.00") * Decimal("0.995") / TICK).to_integral_value(ROUND_FLOOR) * TICK  # 3084.50
 CAP = Decimal(5)
@@ -35,6 +36,13 @@ ROOMY = {
 
 def long_loss(qty: Decimal, entry: Decimal, stop: Decimal) -> Decimal:
     return qty * (entry - stop) + qty * FEE * (entry + stop)
+
+
+def spot_loss(qty: Decimal, entry: Decimal, stop: Decimal) -> Decimal:
+    """A spot buy of `qty` at `entry` whose stop sells the coin that arrived (the fee paid in it taken off,
+    on the 0.00001 step); the fee's dust can fall to nothing."""
+    arrived = (qty * (1 - FEE) / STEP).to_integral_value(ROUND_FLOOR) * STEP
+    return qty * entry * (1 + FEE) - arrived * stop * (1 - FEE)
 
 
 def short_loss(qty: Decimal, entry: Decimal, stop: Decimal) -> Decimal:
@@ -58,9 +66,9 @@ async def test_a_spot_buy_under_the_cap_passes_only_with_a_stop_that_bounds_it_a
         assert fix["tool"] == "plan_order" and fix["args"]["qty"] == "0.1"
         stop = Decimal(fix["args"]["stop_loss"])
         assert (
-            long_loss(Decimal("0.1"), BUY_WORST, stop)
+            spot_loss(Decimal("0.1"), BUY_WORST, stop)
             <= CAP
-            < long_loss(Decimal("0.1"), BUY_WORST, stop - TICK)
+            < spot_loss(Decimal("0.1"), BUY_WORST, stop - TICK)
         )
         planned = await call(client, "plan_order", fix["args"])
         assert planned["status"] == "ok"
@@ -161,7 +169,7 @@ async def test_a_spot_stop_is_not_cancelled_past_the_cap_and_close_position_sell
         planned = await call(
             client,
             "plan_order",
-            {"symbol": "ETHUSDT", "side": "buy", "qty": "0.1", "category": "spot", "stop_loss": "3070"},
+            {"symbol": "ETHUSDT", "side": "buy", "qty": "0.1", "category": "spot", "stop_loss": "3075"},
         )
         assert (await call(client, "place_order", {"plan_id": planned["plan_id"]}))["status"] == "filled"
         [stop] = (await call(client, "get_open_orders", {"symbol": "ETHUSDT", "category": "spot"}))["data"]

@@ -199,19 +199,20 @@ def _cut(start: Protected, fills: Sequence[Fill], amount: Decimal) -> Protected:
 
 
 def spot_loss(
-    held: Decimal, bid: Decimal, legs: Sequence[tuple[Decimal, Decimal]], buys: Sequence[Fill]
+    held: Decimal, bid: Decimal, legs: Sequence[tuple[Decimal, Decimal]], buys: Sequence[Fill], step: Decimal
 ) -> tuple[Decimal, Decimal]:
     """(loss, quantity no stop sells) of the coin held on spot with its stop orders `legs` (trigger, qty)
-    and the buys `buys` (each with the stop it carries, which sells what it bought): docs/policy.md's spot
-    reading. What the coin held cost is not known, so it counts at the bid; every buy at its own price. The
+    and the buys `buys` (each with the stop it carries, which sells what it bought: the coin that arrived, the
+    fee paid in it taken off, on the lot step `step`): docs/policy.md's spot reading. What the coin held cost is not known, so it counts at the bid; every buy at its own price. The
     stops sell from the highest trigger down, each its own quantity; what none sells falls to zero. The loss
     is what it all cost, taker fee in, less what the stops sell it for, fee out."""
     cost, total = held * bid, held
     sells = list(legs)
     for buy in buys:
         cost, total = cost + buy.qty * buy.price, total + buy.qty
-        if buy.stop is not None:
-            sells.append((buy.stop, buy.qty))
+        if buy.stop is not None:  # it sells the coin that arrived: the fee paid in it taken off, on the step
+            net = buy.qty * (1 - STANDARD_TAKER_FEE)
+            sells.append((buy.stop, (net / step).to_integral_value(rounding="ROUND_FLOOR") * step))
     sold, proceeds = ZERO, ZERO
     for price, qty in sorted(sells, key=lambda leg: -leg[0]):
         take = min(qty, total - sold)

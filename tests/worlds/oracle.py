@@ -896,7 +896,8 @@ class Oracle:
             if (o.category, o.symbol, o.side) == ("spot", order.symbol, "buy") and not o.reduce_only
         ]
         buys.append(Fill(qty, price, self.stop(order)))
-        return spot_loss(held, self.quote(order.symbol).bid, self.spot_legs(order.symbol), buys)[0]
+        bid = self.quote(order.symbol).bid
+        return spot_loss(held, bid, self.spot_legs(order.symbol), buys, instrument.step)[0]
 
     def spot_breach(self, symbol: str) -> str | None:
         """Whether the coin held of `symbol` can lose more than maxLossPerTradeUsd at its stop orders (the
@@ -906,7 +907,7 @@ class Oracle:
         if cap is None or instrument is None:
             return None
         held = self.account.wallet.get(instrument.base, ZERO)
-        loss, uncovered = spot_loss(held, self.quote(symbol).bid, self.spot_legs(symbol), [])
+        loss, uncovered = spot_loss(held, self.quote(symbol).bid, self.spot_legs(symbol), [], instrument.step)
         if loss <= cap:
             return None
         return f"{plain(held)} held, {plain(uncovered)} under no stop: loses {plain(loss)} > {plain(cap)}"

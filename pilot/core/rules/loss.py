@@ -31,6 +31,7 @@ from pilot.core.stops import (
     LossAtStops,
     loss_cap,
     pending_fills,
+    spot_fill,
     worse,
     worst_case,
 )
@@ -201,6 +202,9 @@ def position_left(
     carried = order.stop_loss if stop is None else stop
     signed = order.signed_qty if qty is None else qty * order.side.sign
     fill = Fill(signed, s.sent_price, carried)
+    if is_spot(s):  # a spot stop sells the coin that arrived: the fee paid in it has none
+        step = s.rules.qty_step
+        fill, pending = spot_fill(fill, step), [spot_fill(one, step) for one in pending]
     return worst_case(base, fill, pending, s.rules.qty_step, s.facts.venue.scope(order.category))
 
 
