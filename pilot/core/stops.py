@@ -429,9 +429,9 @@ def check_trading_stop(
     """Violations of setting the position's whole stop to `new` (None: removed), as set_trading_stop does,
     judged on the position with the orders pending on its side (with_pending, their stops applied as `scope`
     says): the next action moves it no farther than the farthest stop that fits (the loss limit, and the
-    price collar from `mark`), beyond both the entry and `market` (the price now: Bybit refuses a long's stop
-    at or above it), or keeps it where it is (where that is nearer than the farthest that fits: the stop
-    already loses more than the cap)."""
+    price collar from `mark`), beyond `market` (the price now: Bybit refuses a long's stop at or above it; a
+    stop between it and the entry is in profit), or keeps it where it is (where that is nearer than the
+    farthest that fits: the stop already loses more than the cap)."""
     symbol = position.symbol
     before = with_pending(position, pending, scope)
     after = with_pending(replace(position, stop_loss=new), pending, scope)
@@ -444,8 +444,9 @@ def check_trading_stop(
         def loss(stop: Decimal) -> Decimal:
             return loss_at_stops(with_pending(replace(position, stop_loss=stop), pending, scope)).loss
 
-        edge = [position.entry_price] + ([market] if market is not None else [])
-        reference = min(edge) if before.long else max(edge)
+        # Beyond the price now (Bybit refuses a stop at or past it); a stop between it and the entry is one
+        # in profit, which may be the farthest that fits when no stop past the entry does.
+        reference = market if market is not None else position.entry_price
         fits = farthest_stop(loss, cap[0], before.long, reference, tick)
     if collar is not None and before.size != 0 and (fits is not None or cap is None):  # nor the collar
         fits = collar if fits is None else (max(fits, collar) if position.size > 0 else min(fits, collar))

@@ -30,7 +30,7 @@ from pilot.core.facts import (
 from pilot.core.policy import Policy
 from pilot.core.stops import check_trading_stop
 from tests.core.suggested import replay
-from tests.oracle import UNBOUNDED, judged_loss, stop_reference, trade_loss_limit
+from tests.oracle import TAKER, UNBOUNDED, judged_loss, stop_reference, trade_loss_limit
 from tests.strategies import loss_model_cases
 
 LOSS = {Code.MAX_LOSS_PER_TRADE_USD, Code.MAX_LOSS_PER_TRADE_PCT}
@@ -281,6 +281,29 @@ def test_a_wider_stop_asked_where_the_stop_already_loses_more_than_the_cap_is_an
     assert refused.next.tool == "set_trading_stop" and refused.next.args["stop_loss"] == "0.0045"
     assert not judge("0.0045")  # keeping it is no change
     assert judge("0.00449")  # one tick farther is refused
+
+
+def test_the_farthest_stop_that_fits_may_lie_between_the_entry_and_the_price_now():
+    """Found by the worlds (seed 36106): a long of 8.76 from 82.085, its stop at 83.092 (in profit), a $0.01
+    cap; 81.43 asked was answered by keeping 83.092, while 83.091 passes: no stop past the entry fits, but
+    the stops between the entry and the price do, down to where the loss reaches the cap."""
+    policy = _policy("ETHUSDT", "0.01")
+    held = Position("ETHUSDT", Decimal("8.76"), Decimal("82.085"), Decimal(1), stop_loss=Decimal("83.092"))
+    tick, price = Decimal("0.001"), Decimal("83.93")
+
+    def judge(stop: str) -> list:
+        return check_trading_stop(
+            policy, TradingState.ACTIVE, held, Decimal(2265), Decimal(stop), tick, market=price, mark=price
+        )
+
+    (refused,) = judge("81.43")
+    fits = Decimal(refused.next.args["stop_loss"])
+    assert fits < Decimal("83.092")  # farther than the stop it has
+    entry, size = Decimal("82.085"), Decimal("8.76")
+    loss = size * (entry - fits) + size * TAKER * (entry + fits)
+    farther = fits - tick
+    assert loss <= Decimal("0.01") < size * (entry - farther) + size * TAKER * (entry + farther)
+    assert not judge(str(fits)) and judge(str(farther))
 
 
 def plan(order: OrderIntent) -> dict[str, object]:
