@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import TypeVar
 
 from pilot.app.answers.responses import Snapshot
-from pilot.app.facts.pending import PendingRead, read_pending
+from pilot.app.facts.pending import PendingRead, read_pending, spot_stops
 from pilot.app.facts.streaming_reader import FACT_SOURCES
 from pilot.app.road.clock import Today
 from pilot.app.runtime.latches import (
@@ -41,6 +41,7 @@ from pilot.core.facts import (
     PriceBand,
     RestingOrders,
     Side,
+    StopLeg,
     Touch,
 )
 from pilot.core.holds import TradingStatus
@@ -92,6 +93,7 @@ class _Market:
     listed: bool = True
     band: PriceBand | None = None
     resting: int | None = None  # ordinary orders resting on this market, with unknown sends (None: unread)
+    spot_legs: tuple[StopLeg, ...] = ()  # spot orders waiting to sell the coin held at a trigger
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +249,10 @@ async def _market(
     if category == "spot":  # the perpetual of the same coin is the spot order's other category
         if isinstance(position, UnsupportedPositionMode):  # spot has no position mode: legs count gross
             position, other_pending = _legs_held(position, other_pending)
-        return _Market(known, touch, None, pending, position, other_pending, None, listed, limits, resting)
+        legs = read.partial_stops if read is not None else ()
+        return _Market(
+            known, touch, None, pending, position, other_pending, None, listed, limits, resting, legs
+        )
     if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
         return _Market(known, touch, None, pending, None, other_pending, position, listed, limits, resting)
     return _Market(known, touch, position, pending, None, other_pending, None, listed, limits, resting)
@@ -382,6 +387,8 @@ def _facts(
     position = market.position
     if order.category == "spot":
         position = _spot_position(order.symbol, market.rules, account.balance)
+        if position is not None and market.touch is not None:  # the stops selling it: below the bid
+            position = replace(position, partial_stops=spot_stops(market.spot_legs, market.touch.bid))
         held = market.other_position.size if market.other_position is not None else None
     else:
         spot = _spot_position(order.symbol, market.rules, account.balance)
@@ -463,7 +470,8 @@ def rules_dict(rules: InstrumentRules) -> dict[str, str]:
 def _spot_position(
     symbol: str, rules: InstrumentRules | None, balance: AccountBalance | None
 ) -> Position | None:
-    """On spot, the 'position' is the base coin held."""
+    """On spot, the 'position' is the base coin held (its cost is not known here: entry_price 0, and the loss
+    rules value it at the price now)."""
     if rules is None or balance is None:
         return None
     held = next((coin.wallet_balance for coin in balance.coins if coin.coin == rules.base), Decimal(0))
