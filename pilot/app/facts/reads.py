@@ -21,6 +21,7 @@ from pilot.app.facts.gather import Gathered, gather_market_facts, rules_dict
 from pilot.app.runtime.latches import drawdown_state
 from pilot.app.runtime.ledger import JournalState
 from pilot.app.runtime.runtime import Runtime
+from pilot.core.day_pnl import COUNTED
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy, Shown
 from pilot.core.policy.fields import answer_group
@@ -287,6 +288,9 @@ def _day_loss_view(policy: Policy, facts: Facts | None) -> dict[str, Any] | None
         "loss_usd": plain(loss.loss.quantize(CENT)),
         "realised_pnl_usd": plain(loss.pnl.realised.quantize(CENT)),
         "unrealised_pnl_usd": plain(loss.pnl.unrealised.quantize(CENT)),
+        "spot_realised_pnl_usd": plain(loss.pnl.spot_realised.quantize(CENT)),  # of those, spot's
+        "spot_unrealised_pnl_usd": plain(loss.pnl.spot_unrealised.quantize(CENT)),
+        "counted": COUNTED,
     }
 
 

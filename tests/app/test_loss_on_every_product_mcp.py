@@ -1,0 +1,122 @@
+"""Issue 36 through a real MCP client on the paper exchange, with prices that move between trades: the day's
+loss and the losing trades counted on spot as on derivatives (pilot.core.day_pnl), latches that cancel what
+rests, and the drawdown's peak from every equity Pilot reads.
+
+The oracles are written apart from the code: the paper exchange's own account (an account that began the
+day with dollars only lost, on spot alone, what its dollars and its coin at the exchange's price say) and
+the fills it records."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import ROUND_DOWN, Decimal
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from pilot.app.answers import entry_kinds
+from pilot.paper import PaperExchange, start_paper_exchange
+from pilot.server import build_server
+from tests.scenarios import article_scenario
+
+from .conftest import call, write_policy
+
+pytestmark = pytest.mark.anyio
+ROOMY = {"maxNotionalUsd": 200, "maxOrderNotionalUsd": 200}
+HIGH, LOW = "80220", "78300"  # a round trip bought at the one and sold at the other loses about $2 a 0.001
+START_USDT = Decimal(1000)  # the article's account: dollars only
+
+
+@pytest.fixture
+def paper() -> Iterator[PaperExchange]:
+    """The article's world without its request limits: the trades here follow each other at once."""
+    with start_paper_exchange({**article_scenario(), "rateLimits": False}) as exchange:
+        yield exchange
+
+
+def rules(answer: dict[str, Any]) -> set[str]:
+    return {v["rule"] for v in answer.get("violations") or []}
+
+
+def at(paper: PaperExchange, price: str) -> None:
+    paper.set_prices("BTCUSDT", bid=price, ask=str(Decimal(price) + Decimal("0.1")), mark=price)
+
+
+async def placed(client: Any, order: dict[str, Any]) -> dict[str, Any]:
+    plan = await call(client, "plan_order", order)
+    assert plan["status"] == "ok", plan.get("violations")
+    return await call(client, "place_order", {"plan_id": plan["plan_id"]})
+
+
+def spot(side: str, qty: Any, **more: Any) -> dict[str, Any]:
+    return {"symbol": "BTCUSDT", "category": "spot", "side": side, "qty": str(qty), **more}
+
+
+async def losing_round_trip(client: Any, paper: PaperExchange) -> None:
+    """Buy 0.001 BTC at HIGH, the price falls, sell all the coin held (to the lot step) at LOW."""
+    at(paper, HIGH)
+    assert (await placed(client, spot("buy", "0.001")))["status"] == "filled"
+    at(paper, LOW)
+    held = paper.balance("BTC").quantize(Decimal("0.000001"), rounding=ROUND_DOWN)
+    assert (await placed(client, spot("sell", held)))["status"] == "filled"
+
+
+def account_loss(paper: PaperExchange) -> Decimal:
+    """The oracle: what an account that began with START_USDT alone has lost, its coin at the exchange's
+    mid price (as the paper exchange values it)."""
+    quote = paper.quote("BTCUSDT")
+    return START_USDT - paper.balance("USDT") - paper.balance("BTC") * (quote.bid + quote.ask) / 2
+
+
+async def test_three_losing_spot_round_trips_past_the_daily_limit_latch_the_day_on_every_product(
+    runtime, paper, tmp_path, clock
+):
+    write_policy(tmp_path, dailyLossLimitUsd=5, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        for trip in range(3):
+            await losing_round_trip(client, paper)
+            day = (await call(client, "get_policy"))["data"]["loss_rules"]["day_loss"]
+            assert day is not None and abs(Decimal(day["loss_usd"]) - account_loss(paper)) <= Decimal("0.01")
+            assert Decimal(day["spot_realised_pnl_usd"]) < 0 and Decimal(day["loss_usd"]) > 0
+            if trip < 2:
+                assert Decimal(day["loss_usd"]) < 5  # about $2 a trip: under the limit after two
+        assert account_loss(paper) > 5
+        at(paper, HIGH)
+        for category in ("spot", "linear"):
+            refused = await call(client, "plan_order", {**spot("buy", "0.0002"), "category": category})
+            assert refused["status"] == "refused" and "dailyLossLimitUsd" in rules(refused), refused
+        latched = await runtime.store.journal.entries(kind=entry_kinds.LOSS_LIMIT)
+        assert len(latched) == 1 and latched[0].data["on"] is True
+        # reached as the third coin lay unsold at the low: two trips realised, the third's coin unrealised
+        spot_pnl = Decimal(latched[0].data["spot_realised_usd"]) + Decimal(
+            latched[0].data["spot_unrealised_usd"]
+        )
+        assert spot_pnl <= -5 and Decimal(latched[0].data["spot_unrealised_usd"]) < 0
+        policy = (await call(client, "get_policy"))["data"]
+        assert policy["trading_state"] == "reducing" and policy["loss_rules"]["daily_loss_limit_reached"]
+        assert Decimal(policy["loss_rules"]["day_loss"]["loss_usd"]) > 5
+
+
+async def test_the_cooldown_counts_losing_spot_round_trips(runtime, paper, tmp_path, clock):
+    write_policy(tmp_path, cooldown={"afterLosses": 2, "minutes": 30}, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        await losing_round_trip(client, paper)
+        at(paper, HIGH)
+        assert (await call(client, "plan_order", spot("buy", "0.001")))["status"] == "ok"  # one loss: not yet
+        await losing_round_trip(client, paper)
+        at(paper, HIGH)
+        refused = await call(client, "plan_order", spot("buy", "0.001"))
+        assert rules(refused) == {"cooldown"}, refused
+        linear = await call(client, "plan_order", {**spot("buy", "0.0002"), "category": "linear"})
+        assert rules(linear) == {"cooldown"}
+        started = await runtime.store.journal.entries(kind=entry_kinds.COOLDOWN)
+        assert len(started) == 1 and started[0].data["losses"] == 2
+        # the oracle: each sell order lost against what its buy cost, by the paper exchange's own fills
+        sells = [e for e in paper.executions() if e.order.category == "spot" and not e.order.is_buy]
+        buys = [e for e in paper.executions() if e.order.category == "spot" and e.order.is_buy]
+        assert len(sells) == len(buys) == 2
+        assert all(s.qty * s.price - s.fee < b.qty * b.price for s, b in zip(sells, buys, strict=True))
+        assert Decimal(started[0].data["trade_pnl"]) < 0
+        clock.advance(30 * 60 + 1)
+        assert (await call(client, "plan_order", spot("buy", "0.001")))["status"] == "ok"
