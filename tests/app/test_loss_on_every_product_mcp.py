@@ -16,11 +16,13 @@ import pytest
 from mcp import Client
 
 from pilot.app.answers import entry_kinds
+from pilot.app.service.upkeep import upkeep
 from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.scenarios import article_scenario
 
 from .conftest import call, write_policy
+from .test_streams_runtime import streamed_runtime, streams, until
 
 pytestmark = pytest.mark.anyio
 ROOMY = {"maxNotionalUsd": 200, "maxOrderNotionalUsd": 200}
@@ -120,3 +122,50 @@ async def test_the_cooldown_counts_losing_spot_round_trips(runtime, paper, tmp_p
         assert Decimal(started[0].data["trade_pnl"]) < 0
         clock.advance(30 * 60 + 1)
         assert (await call(client, "plan_order", spot("buy", "0.001")))["status"] == "ok"
+
+
+# --- the drawdown's peak from every equity Pilot reads ----------------------------------------------------
+
+
+async def test_a_peak_the_agent_read_through_get_balances_counts_for_the_drawdown(
+    runtime, paper, tmp_path, clock
+):
+    write_policy(tmp_path, maxDrawdownUsd=5, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        at(paper, HIGH)
+        assert (await placed(client, spot("buy", "0.002")))["status"] == "filled"  # judged near $1000
+        at(paper, "84000")  # the coin is worth about $7.56 more
+        read = await call(client, "get_balances")
+        peak = Decimal(read["data"]["total_equity_usd"])
+        at(paper, "81000")  # back down: about $6 below what get_balances read, above what the buy judged
+        quote = paper.quote("BTCUSDT")
+        now = paper.balance("USDT") + paper.balance("BTC") * (quote.bid + quote.ask) / 2
+        assert peak - now > 5  # the oracle: the fall from the peak the agent read passed the limit
+        refused = await call(client, "plan_order", spot("buy", "0.0002"))
+        assert "maxDrawdownUsd" in rules(refused), refused.get("violations")
+        latched = await runtime.store.journal.entries(kind=entry_kinds.DRAWDOWN)
+        assert len(latched) == 1 and Decimal(latched[0].data["peak_usd"]) == peak
+        linear = await call(client, "plan_order", {**spot("buy", "0.0002"), "category": "linear"})
+        assert linear["status"] == "refused"
+
+
+async def test_a_peak_the_wallet_stream_pushed_counts_for_the_drawdown(paper, tmp_path, clock):
+    async with streamed_runtime(tmp_path, paper, clock) as runtime:
+        write_policy(tmp_path, maxDrawdownUsd=5, **ROOMY)
+        async with Client(build_server(runtime), raise_exceptions=True) as client:
+            at(paper, HIGH)
+            assert (await placed(client, spot("buy", "0.002")))["status"] == "filled"
+            facts = streams(runtime).facts
+            facts.take_equity()  # what was pushed up to the buy
+            at(paper, "84000")  # no call reads this equity: only the wallet stream pushes it
+            await until(runtime, lambda: facts.equity_seen is not None and facts.equity_seen[0] > 1005)
+            assert facts.equity_seen is not None
+            pushed = facts.equity_seen[0]
+            await upkeep(runtime)  # the server's round takes what the stream pushed
+            marks = await runtime.store.journal.entries(kind=entry_kinds.EQUITY)
+            assert Decimal(marks[-1].data["equity_usd"]) == pushed
+            at(paper, "81000")
+            fallen = lambda: facts.equity_seen is not None and facts.equity_seen[1] < pushed - 5  # noqa: E731
+            await until(runtime, fallen)  # the judgement below reads the streamed balance
+            refused = await call(client, "plan_order", spot("buy", "0.0002"))
+            assert "maxDrawdownUsd" in rules(refused), refused.get("violations")

@@ -12,16 +12,11 @@ from typing import TypeVar
 
 from pilot.app.answers.responses import Snapshot
 from pilot.app.facts.day_reads import DayRead, SpotDays, spot_days
+from pilot.app.facts.peaks import equity_read, watches_drawdown
 from pilot.app.facts.pending import PendingRead, read_pending
 from pilot.app.facts.streaming_reader import FACT_SOURCES
 from pilot.app.road.clock import Today
-from pilot.app.runtime.latches import (
-    cooldown_state,
-    drawdown_state,
-    latch_drawdown,
-    note_equity,
-    start_cooldown,
-)
+from pilot.app.runtime.latches import cooldown_state, start_cooldown
 from pilot.app.runtime.ledger import JournalState, Send
 from pilot.app.runtime.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
 from pilot.app.runtime.runtime import PolicyView, Runtime
@@ -324,12 +319,10 @@ async def _controls(
         resting=resting,
         session_age=session_age(journal.today.here),
     )
-    if policy.max_drawdown_usd is not None or policy.max_drawdown_pct is not None:
-        state = drawdown_state(policy, journal, now)
-        if facts.equity is not None:
-            await note_equity(store, policy, state, facts.equity, journal.equity_marks, journal.today)
-            state = await latch_drawdown(store, policy, state, facts.equity, now)
-        facts = replace(facts, drawdown=state if facts.equity is not None else None)
+    if watches_drawdown(policy):  # the equity read here counts as every equity Pilot reads does
+        equity = facts.equity
+        state = await equity_read(runtime, policy, equity, journal) if equity is not None else None
+        facts = replace(facts, drawdown=state)
     if policy.cooldown is not None:
         if extra.trades is None:
             return replace(facts, cooldown=None)
