@@ -8,23 +8,33 @@ the fills it records."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Iterator
 from decimal import ROUND_DOWN, Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 
 from pilot.app.answers import entry_kinds
+from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.app.service.upkeep import upkeep
 from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.server import build_server
+from pilot.store import open_store
+from tests.clocks import FakeClock
 from tests.scenarios import article_scenario
+from tests.store.contract.conftest import ENGINES, drop_schema, fresh_schema, server_url
+from tests.venue import connect_adapter
 
 from .conftest import call, write_policy
 from .test_streams_runtime import streamed_runtime, streams, until
 
 pytestmark = pytest.mark.anyio
+CANCEL = "/v5/order/cancel"
 ROOMY = {"maxNotionalUsd": 200, "maxOrderNotionalUsd": 200}
 HIGH, LOW = "80220", "78300"  # a round trip bought at the one and sold at the other loses about $2 a 0.001
 START_USDT = Decimal(1000)  # the article's account: dollars only
@@ -169,3 +179,117 @@ async def test_a_peak_the_wallet_stream_pushed_counts_for_the_drawdown(paper, tm
             await until(runtime, fallen)  # the judgement below reads the streamed balance
             refused = await call(client, "plan_order", spot("buy", "0.0002"))
             assert "maxDrawdownUsd" in rules(refused), refused.get("violations")
+
+
+# --- a latch also stops what rests ------------------------------------------------------------------------
+
+
+def resting(paper: PaperExchange) -> list[Any]:
+    return [order for order in paper.orders() if order.leaves_qty > 0 and not order.stop_order_type]
+
+
+async def cancels_by(runtime: Any, origin: str) -> int:
+    entries = await runtime.store.journal.entries(kind=entry_kinds.ACTION)
+    return sum(1 for e in entries if e.data.get("origin") == origin and e.data.get("phase") == "sent")
+
+
+@pytest.fixture(params=ENGINES)
+def homes(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[Path]]:
+    """Two servers' homes on one store: on SQLite one home (its file is the store: two processes of one
+    machine), on PostgreSQL a home per host on a fresh schema of the test server (two hosts)."""
+    if request.param == "sqlite":
+        yield [tmp_path, tmp_path]
+        return
+    base = server_url()
+    schema, url = fresh_schema(base)
+    try:
+        hosts = [tmp_path / f"host-{index}" for index in range(2)]
+        for home in hosts:
+            home.mkdir()
+            (home / "store.json").write_text(json.dumps({"url": url}))
+        yield hosts
+    finally:
+        drop_schema(base, schema)
+
+
+@contextlib.asynccontextmanager
+async def server(home: Path, paper: PaperExchange, clock: FakeClock) -> AsyncIterator[Runtime]:
+    """A server on `home` as `pilot serve` assembles it, on the home's store (SQLite on the test's clock)."""
+    location = Home(home).store()
+    adapter = connect_adapter(paper)
+    store = await open_store(location, home=home, clock=clock if location.url is None else None)
+    try:
+        yield assemble_runtime(home, store, adapter, clock)
+    finally:
+        await store.close()
+        await adapter.close()
+
+
+async def test_a_drawdown_latch_cancels_what_could_grow_once_with_two_servers_on_one_store(
+    homes, paper, clock
+):
+    for home in homes:
+        write_policy(home, maxDrawdownUsd=5, **ROOMY)
+    async with (
+        server(homes[0], paper, clock) as first,
+        server(homes[1], paper, clock) as second,
+        Client(build_server(first), raise_exceptions=True) as client,
+    ):
+        at(paper, HIGH)
+        linear = {**spot("buy", "0.001"), "category": "linear"}
+        assert (await placed(client, linear))["status"] == "filled"  # a long of 0.001 BTC
+        below = {"order_type": "limit", "price": "70000"}
+        assert (await placed(client, spot("buy", "0.001", **below)))["status"] == "open"  # grows
+        assert (await placed(client, {**linear, "qty": "0.0005", **below}))["status"] == "open"  # grows
+        exit_ = {**linear, "side": "sell", "order_type": "limit", "price": "90000"}
+        assert (await placed(client, exit_))["status"] == "open"  # the long's exit: stays
+        at(paper, "74000")  # the long loses about $6.2
+        read = await call(client, "get_balances")  # the agent reads the fall: the latch trips
+        assert read["status"] == "ok"
+        assert len(await first.store.journal.entries(kind=entry_kinds.DRAWDOWN)) == 1
+        await asyncio.gather(upkeep(first), upkeep(second))
+        left = resting(paper)
+        assert [(o.category, o.side) for o in left] == [("linear", "Sell")]
+        swept = await second.store.journal.entries(kind=entry_kinds.LATCH_CANCEL)
+        assert len(swept) == 1 and swept[0].data["latch"] == entry_kinds.DRAWDOWN
+        assert len(swept[0].data["orders"]) == 2
+        assert await cancels_by(first, entry_kinds.DRAWDOWN) == 2  # each once, across both servers
+        assert paper.request_count(CANCEL) == 2
+        await asyncio.gather(upkeep(first), upkeep(second))
+        assert len(await first.store.journal.entries(kind=entry_kinds.LATCH_CANCEL)) == 1
+        bought = paper.balance("BTC")
+        at(paper, "69000")  # through the cancelled buys' price: nothing fills
+        assert paper.balance("BTC") == bought and paper.position("BTCUSDT").size == Decimal("0.001")
+
+
+async def test_the_day_s_loss_on_spot_latches_and_cancels_the_spot_buy_resting(runtime, paper, tmp_path):
+    write_policy(tmp_path, dailyLossLimitUsd=5, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        at(paper, HIGH)
+        waiting = spot("buy", "0.0005", order_type="limit", price="60000")
+        assert (await placed(client, waiting))["status"] == "open"
+        for _ in range(3):
+            await losing_round_trip(client, paper)
+        assert len(await runtime.store.journal.entries(kind=entry_kinds.LOSS_LIMIT)) == 1
+        assert len(resting(paper)) == 1
+        await upkeep(runtime)
+        assert resting(paper) == []
+        swept = await runtime.store.journal.entries(kind=entry_kinds.LATCH_CANCEL)
+        assert len(swept) == 1 and swept[0].data["latch"] == entry_kinds.LOSS_LIMIT
+        assert await cancels_by(runtime, entry_kinds.LOSS_LIMIT) == 1
+
+
+async def test_a_cooldown_after_spot_losses_cancels_the_spot_buy_resting(runtime, paper, tmp_path, clock):
+    write_policy(tmp_path, cooldown={"afterLosses": 1, "minutes": 30}, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        at(paper, HIGH)
+        assert (await placed(client, spot("buy", "0.0005", order_type="limit", price="60000")))[
+            "status"
+        ] == "open"
+        await losing_round_trip(client, paper)
+        at(paper, HIGH)
+        assert rules(await call(client, "plan_order", spot("buy", "0.001"))) == {"cooldown"}
+        await upkeep(runtime)
+        assert resting(paper) == []
+        swept = await runtime.store.journal.entries(kind=entry_kinds.LATCH_CANCEL)
+        assert len(swept) == 1 and swept[0].data["latch"] == entry_kinds.COOLDOWN

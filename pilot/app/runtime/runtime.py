@@ -142,6 +142,8 @@ class Runtime:
     sessions: Sessions = field(default_factory=Sessions)  # the MCP sessions this process serves
     # the day's spot fills this process has read, by the day's start (pilot.app.facts.day_reads)
     day_fills: dict[datetime, DayFills] = field(default_factory=dict)
+    # the seq of the latch whose growing orders this process found all cancelled (pilot.app.service.latched)
+    latch_swept: int = 0
 
     # when this process began serving, on the store's clock (the dead-man's switch counts silence from it)
     started: Instant = field(init=False)

@@ -14,6 +14,7 @@ from pilot.app.orders.place import release_unsent
 from pilot.app.road.gate import TURN_TTL, TURN_WAIT
 from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.dead_man import watch
+from pilot.app.service.latched import stop_what_rests
 from pilot.app.service.parked import run_approved
 
 UPKEEP_SECONDS = 1.0
@@ -26,13 +27,15 @@ STALE_CLAIM = TURN_WAIT + TURN_TTL + timedelta(seconds=30)
 async def upkeep(runtime: Runtime) -> None:
     """One round: stop growing orders if the journal was rolled back meanwhile, finish plans a stopped server
     left, run actions a human approved in the CLI, look up every unsettled send, set the equities the wallet
-    stream pushed against the drawdown's peak, then look whether the dead-man's switch fires. A failed
-    exchange read leaves a send unsettled (and pending), or an order resting, for the next round."""
+    stream pushed against the drawdown's peak, cancel what could grow while a latch holds, then look
+    whether the dead-man's switch fires. A failed exchange read leaves a send unsettled (and pending), or
+    an order resting, for the next round."""
     await stop_on_rollback(runtime)
     await recover(runtime)
     await run_approved(runtime)
     await settle_sends(runtime)
     await streamed_equity(runtime)
+    await stop_what_rests(runtime)
     await watch(runtime)
 
 

@@ -112,7 +112,9 @@ def day_loss_parts(pnl: DayPnl) -> str:
     """The day's loss in its parts, as losses: realised and unrealised, and what of them spot lost."""
     parts = f"realised {usd(-pnl.realised)}, unrealised {usd(-pnl.unrealised)}"
     if pnl.spot_realised or pnl.spot_unrealised:
-        parts += f"; of which spot: realised {usd(-pnl.spot_realised)}, unrealised {usd(-pnl.spot_unrealised)}"
+        parts += (
+            f"; of which spot: realised {usd(-pnl.spot_realised)}, unrealised {usd(-pnl.spot_unrealised)}"
+        )
     return parts
 
 
