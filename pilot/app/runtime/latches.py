@@ -176,7 +176,7 @@ def cooldown_state(
     count, _ = losses_counted(rule, trades)
     due = cooldown_due(rule, trades)
     latest = journal.cooldown
-    if due is not None and (latest is None or latest.data.get("trade") != _trade_key(due)):
+    if due is not None and (latest is None or not _same_trade(latest.data.get("trade"), due)):
         return CooldownState(count, now + timedelta(minutes=rule.minutes)), due
     left = cooldown_left(policy, journal, now)
     if left is not None:
@@ -228,6 +228,17 @@ async def start_cooldown(
         now=now,
         actor="pilot",
     )
+
+
+def _same_trade(recorded: object, trade: ClosedTrade) -> bool:
+    """Whether a cooldown entry's trade is `trade`: by the order that closed it, whose time moves on while
+    more of its fills come in (a resting spot sell, a closing order filled in parts); by the whole key for a
+    trade without an order id."""
+    if not isinstance(recorded, str):
+        return False
+    if trade.order_id:
+        return recorded.split("@", 1)[0] == trade.order_id
+    return recorded == _trade_key(trade)
 
 
 def _trade_key(trade: ClosedTrade) -> str:
