@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from decimal import ROUND_DOWN, Decimal
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,10 @@ import pytest
 from mcp import Client
 
 from pilot.app.answers import entry_kinds
+from pilot.app.runtime.latches import cooldown_state, start_cooldown
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.app.service.upkeep import upkeep
+from pilot.core.facts import ClosedTrade
 from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from pilot.store import open_store
@@ -293,3 +296,17 @@ async def test_a_cooldown_after_spot_losses_cancels_the_spot_buy_resting(runtime
         assert resting(paper) == []
         swept = await runtime.store.journal.entries(kind=entry_kinds.LATCH_CANCEL)
         assert len(swept) == 1 and swept[0].data["latch"] == entry_kinds.COOLDOWN
+
+
+async def test_a_closing_order_filled_in_parts_starts_one_cooldown(runtime, tmp_path):
+    write_policy(tmp_path, cooldown={"afterLosses": 1, "minutes": 30})
+    policy = runtime.policy().policy
+    now = runtime.now()
+    first = ClosedTrade(now - timedelta(minutes=2), Decimal("-1.5"), "sell-1")
+    state, due = cooldown_state(policy, await runtime.journal_state(), (first,), now)
+    assert due == first
+    await start_cooldown(runtime.store.journal, policy, state, first, now)
+    more = ClosedTrade(now - timedelta(minutes=1), Decimal("-2.5"), "sell-1")  # the same sell, filled further
+    assert cooldown_state(policy, await runtime.journal_state(), (more,), now)[1] is None
+    other = ClosedTrade(now, Decimal("-1"), "sell-2")
+    assert cooldown_state(policy, await runtime.journal_state(), (other, more), now)[1] == other
