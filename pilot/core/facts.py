@@ -6,9 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pilot.core.venues import BYBIT, VenueProfile
+
+if TYPE_CHECKING:  # pilot.core.holds builds on TradingState, defined here
+    from pilot.core.holds import Hold
 
 
 class Side(StrEnum):
@@ -55,12 +58,6 @@ class TradingState(StrEnum):
     @staticmethod
     def strictest(*states: TradingState) -> TradingState:
         return max(states, key=lambda state: state.strictness)
-
-
-# What only a human can do about a halted or reducing trading state.
-RESUME_TRADING = (
-    "set tradingState to active in policy.json, and turn the kill switch off with `pilot kill-switch off`"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,3 +349,5 @@ class Facts:
     session_age: timedelta | None = None
     # How the venue applies stops: what a stop sent with the order becomes once it fills (pilot.core.venues).
     venue: VenueProfile = BYBIT
+    # What holds trading below active (policy.json, the kill switch, the loss limit's latch): who, when, why.
+    holds: tuple[Hold, ...] = ()

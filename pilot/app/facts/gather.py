@@ -13,13 +13,13 @@ from typing import TypeVar
 from pilot.app.answers.responses import Snapshot
 from pilot.app.facts.day_reads import DayRead, SpotDays, spot_days
 from pilot.app.facts.peaks import equity_read, watches_drawdown
-from pilot.app.facts.pending import PendingRead, read_pending
+from pilot.app.facts.pending import PendingRead, read_pending, spot_stops
 from pilot.app.facts.streaming_reader import FACT_SOURCES
 from pilot.app.road.clock import Today
 from pilot.app.runtime.latches import cooldown_state, start_cooldown
 from pilot.app.runtime.ledger import JournalState, Send
 from pilot.app.runtime.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
-from pilot.app.runtime.runtime import PolicyView, Runtime
+from pilot.app.runtime.runtime import PolicyView, Runtime, loss_limit_hold
 from pilot.app.runtime.sessions import session_age
 from pilot.core.facts import (
     NO_DAY_PNL,
@@ -37,9 +37,10 @@ from pilot.core.facts import (
     PriceBand,
     RestingOrders,
     Side,
+    StopLeg,
     Touch,
-    TradingState,
 )
+from pilot.core.holds import TradingStatus
 from pilot.core.policy import Policy
 from pilot.core.risk import worst_case
 from pilot.core.venues import VenueProfile
@@ -68,7 +69,7 @@ def _unavailable_until() -> datetime | None:
 class _Account:
     balance: AccountBalance | None
     orders_today: int
-    trading_state: TradingState
+    trading: TradingStatus
     day_pnl: DayPnl | None = NO_DAY_PNL
     open_markets: frozenset[str] | None = frozenset()
     latch: DayLatch = NO_LATCH
@@ -89,6 +90,7 @@ class _Market:
     listed: bool = True
     band: PriceBand | None = None
     resting: int | None = None  # ordinary orders resting on this market, with unknown sends (None: unread)
+    spot_legs: tuple[StopLeg, ...] = ()  # spot orders waiting to sell the coin held at a trigger
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,9 +138,8 @@ async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gath
     extra = replace(extra, trades=_every_trade(extra.trades, account.spot))
     facts = await _controls(runtime, view.policy, facts, journal, market, extra)
     if await latch_if_reached(runtime.store.journal, view.policy, facts, account.latch) is not None:
-        facts = replace(
-            facts, trading_state=TradingState.strictest(facts.trading_state, TradingState.REDUCING)
-        )
+        holds = (*facts.holds, loss_limit_hold(now, now))
+        facts = replace(facts, trading_state=TradingStatus(holds).state, holds=holds)
     return Gathered(facts, market.hedged, journal.mark)
 
 
@@ -178,7 +179,7 @@ async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: J
     policy = view.policy
     balance, state, (day, open_markets) = await asyncio.gather(
         _maybe(runtime.exchange.get_balance()),
-        runtime.trading_state(policy, journal, judged=True),
+        runtime.trading_status(policy, journal, judged=True, valid=view.valid),
         _day(runtime, policy, journal.today),
     )
     latch = latch_of(journal.loss_limit, journal.today)
@@ -246,7 +247,10 @@ async def _market(
     if category == "spot":  # the perpetual of the same coin is the spot order's other category
         if isinstance(position, UnsupportedPositionMode):  # spot has no position mode: legs count gross
             position, other_pending = _legs_held(position, other_pending)
-        return _Market(known, touch, None, pending, position, other_pending, None, listed, limits, resting)
+        legs = read.partial_stops if read is not None else ()
+        return _Market(
+            known, touch, None, pending, position, other_pending, None, listed, limits, resting, legs
+        )
     if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
         return _Market(known, touch, None, pending, None, other_pending, position, listed, limits, resting)
     return _Market(known, touch, position, pending, None, other_pending, None, listed, limits, resting)
@@ -389,6 +393,8 @@ def _facts(
     position = market.position
     if order.category == "spot":
         position = _spot_position(order.symbol, market.rules, account.balance)
+        if position is not None and market.touch is not None:  # the stops selling it: below the bid
+            position = replace(position, partial_stops=spot_stops(market.spot_legs, market.touch.bid))
         held = market.other_position.size if market.other_position is not None else None
     else:
         spot = _spot_position(order.symbol, market.rules, account.balance)
@@ -403,7 +409,8 @@ def _facts(
         position=position,
         equity=account.balance.total_equity_usd if account.balance is not None else None,
         orders_today=account.orders_today,
-        trading_state=account.trading_state,
+        trading_state=account.trading.state,
+        holds=account.trading.holds,
         now=now,
         pending=market.pending,
         elsewhere=elsewhere,
@@ -469,7 +476,8 @@ def rules_dict(rules: InstrumentRules) -> dict[str, str]:
 def _spot_position(
     symbol: str, rules: InstrumentRules | None, balance: AccountBalance | None
 ) -> Position | None:
-    """On spot, the 'position' is the base coin held."""
+    """On spot, the 'position' is the base coin held (its cost is not known here: entry_price 0, and the loss
+    rules value it at the price now)."""
     if rules is None or balance is None:
         return None
     held = next((coin.wallet_balance for coin in balance.coins if coin.coin == rules.base), Decimal(0))

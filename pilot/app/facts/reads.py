@@ -141,27 +141,47 @@ def _balances(balance: AccountBalance) -> dict[str, Any]:
 
 
 async def get_positions(runtime: Runtime, category: str, symbol: str | None) -> ReadAnswer:
-    return await _read(
-        runtime.exchange.get_positions(category, symbol),
-        lambda rows: [
-            {
-                "symbol": p.symbol,
-                "size": _num(p.size),
-                "side": "long" if p.size > 0 else "short" if p.size < 0 else "flat",
-                "entry_price": _num(p.entry_price),
-                "mark_price": _num(p.mark_price),
-                "leverage": _num(p.leverage),
-                "unrealised_pnl": _num(p.unrealised_pnl),
-                "liquidation_price": _num(p.liq_price),
-                "position_value": _num(p.position_value),
-                "stop_loss": _num(p.stop_loss),
-                "take_profit": _num(p.take_profit),
-                "settle_coin": p.settle_coin or None,  # USDT or USDC: the coin of the PnL and the value
-                **({"untrusted_text": quarantined(p)} if p.untrusted_symbol else {}),
-            }
-            for p in rows
-        ],
-    )
+    """Open positions. Two leverages are told apart: `exchange_leverage` is the exchange's setting for the
+    symbol (the margin it holds and where it liquidates; set_leverage changes it), `leverage_on_equity` the
+    position's value over the account's equity, which policy.json's maxLeverage (`policy_max_leverage`) caps
+    for every order that grows a position."""
+    policy = runtime.policy().policy
+
+    async def read() -> tuple[list[ExchangePosition], Decimal | None]:
+        rows, balance = await asyncio.gather(
+            runtime.exchange.get_positions(category, symbol), _maybe_balance(runtime)
+        )
+        return rows, balance.total_equity_usd if balance is not None else None
+
+    return await _read(read(), lambda found: [_position_view(p, found[1], policy) for p in found[0]])
+
+
+async def _maybe_balance(runtime: Runtime) -> AccountBalance | None:
+    try:
+        return await runtime.exchange.get_balance()
+    except ExchangeError:  # the positions are still worth showing; only the multiple of equity is unknown
+        return None
+
+
+def _position_view(p: ExchangePosition, equity: Decimal | None, policy: Policy) -> dict[str, Any]:
+    on_equity = abs(p.position_value) / equity if equity is not None and equity > 0 else None
+    return {
+        "symbol": p.symbol,
+        "size": _num(p.size),
+        "side": "long" if p.size > 0 else "short" if p.size < 0 else "flat",
+        "entry_price": _num(p.entry_price),
+        "mark_price": _num(p.mark_price),
+        "exchange_leverage": _num(p.leverage),
+        "leverage_on_equity": _num(on_equity.quantize(CENT)) if on_equity is not None else None,
+        "policy_max_leverage": _num(policy.limits_for(p.symbol).max_leverage),
+        "unrealised_pnl": _num(p.unrealised_pnl),
+        "liquidation_price": _num(p.liq_price),
+        "position_value": _num(p.position_value),
+        "stop_loss": _num(p.stop_loss),
+        "take_profit": _num(p.take_profit),
+        "settle_coin": p.settle_coin or None,  # USDT or USDC: the coin of the PnL and the value
+        **({"untrusted_text": quarantined(p)} if p.untrusted_symbol else {}),
+    }
 
 
 def order_view(order: ExchangeOrder) -> dict[str, Any]:
@@ -235,8 +255,8 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
             runtime.store.journal, policy, first, latch_of(journal.loss_limit, journal.today)
         )
     journal = await runtime.journal_state()
-    state, loss_limit_on = await asyncio.gather(
-        runtime.trading_state(policy, journal), runtime.loss_limit_on(journal)
+    trading, loss_limit_on = await asyncio.gather(
+        runtime.trading_status(policy, journal, valid=view.valid), runtime.loss_limit_on(journal)
     )
     sent, kill_switch = journal.sent_today, journal.kill_switch_on
     today = {"orders_sent_today": sent, "orders_left_today": max(policy.daily_order_cap - sent, 0)}
@@ -245,7 +265,8 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
         "policy_version": view.version,
         "valid": view.valid,
         "issues": [str(issue) for issue in view.issues],
-        "trading_state": state.value,
+        "trading_state": trading.state.value,
+        "held_by": [{k: v for k, v in hold.to_dict().items() if v is not None} for hold in trading.holds],
         **answer_group(Shown.STATE, policy),
         "kill_switch": kill_switch,
         **beside(answer_group(Shown.TOP, policy), {"daily_order_cap": today}),
