@@ -310,3 +310,27 @@ async def test_a_closing_order_filled_in_parts_starts_one_cooldown(runtime, tmp_
     assert cooldown_state(policy, await runtime.journal_state(), (more,), now)[1] is None
     other = ClosedTrade(now, Decimal("-1"), "sell-2")
     assert cooldown_state(policy, await runtime.journal_state(), (other, more), now)[1] == other
+
+
+async def test_an_exit_kept_under_a_latch_is_cancelled_once_the_position_it_closed_is_gone(
+    runtime, paper, tmp_path
+):
+    write_policy(tmp_path, maxDrawdownUsd=5, maxLossPerTradeUsd=20, **ROOMY)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        at(paper, HIGH)
+        long = {**spot("buy", "0.001"), "category": "linear", "stop_loss": "74000"}
+        assert (await placed(client, long))["status"] == "filled"
+        exit_ = {**long, "side": "sell", "order_type": "limit", "price": "81000", "stop_loss": "82000"}
+        assert (await placed(client, exit_))["status"] == "open"  # the long's exit: a short if it is gone
+        at(paper, "74600")  # the long loses about $5.6
+        assert (await call(client, "get_balances"))["status"] == "ok"  # the fall is read: the latch trips
+        await upkeep(runtime)
+        assert len(resting(paper)) == 1  # the exit only shrinks the long: it stays
+        at(paper, "73900")  # the long's stop closes it
+        assert paper.position("BTCUSDT").size == 0
+        await upkeep(runtime)
+        assert resting(paper) == []  # the sell would now open a short: it could grow, and is cancelled
+        at(paper, "81500")
+        assert paper.position("BTCUSDT").size == 0
+        swept = await runtime.store.journal.entries(kind=entry_kinds.LATCH_CANCEL)
+        assert len(swept) == 1 and [o["side"] for o in swept[0].data["orders"]] == ["Sell"]

@@ -7,8 +7,9 @@ It runs between calls (pilot.app.service.upkeep: every second in `pilot serve`, 
 latch journaled by any process of the home, on any host sharing its store, is answered within a round by
 whichever process looks first: the look is taken under the send turn (a lease in the store), and the
 first to find orders journals one `latch.cancel` entry naming the latch (its entry's seq) and the orders;
-the next finds them gone. A process that found nothing left to cancel for a latch does not look again
-for it; a newer latch is looked at afresh.
+the next finds them gone. A process that found nothing resting that could open a position for a latch
+does not look again for it (a newer latch is looked at afresh); while an exit it kept rests, it looks every
+round, since that exit opens a position the other way once its own is gone (its stop hit, a close).
 
 Which orders could grow is the core's rule (pilot.core.risk.is_risk_reducing): a spot buy; a linear order
 that is not reduce-only, unless it is on the other side of the position and, with the orders on its side
@@ -46,15 +47,21 @@ async def stop_what_rests(runtime: Runtime) -> None:
 
 
 async def _sweep(runtime: Runtime, latch: JournalEntry) -> None:
-    orders = await growing_orders(runtime)
-    if orders is None:
+    found = await growing_orders(runtime)
+    if found is None:
         return  # a read failed: the next round
+    opening, orders = found
     if not orders:
-        if not (await runtime.ledger.state(runtime.now())).unsettled:
+        if not opening and not (await runtime.ledger.state(runtime.now())).unsettled:
             runtime.latch_swept = latch.seq  # nothing rests, nothing may yet: done for this latch
-        return
+        return  # an exit kept grows once its position is gone (its stop, a close): looked at each round
     last = await runtime.store.journal.latest(entry_kinds.LATCH_CANCEL)
-    if last is None or last.data.get("latch_seq") != latch.seq:
+    named = {o.get("order_id") for o in last.data.get("orders", ())} if last is not None else set()
+    if (
+        last is None
+        or last.data.get("latch_seq") != latch.seq
+        or any(o.order_id not in named for o in orders)
+    ):
         data = {
             "latch": latch.kind,
             "latch_seq": latch.seq,
@@ -64,9 +71,10 @@ async def _sweep(runtime: Runtime, latch: JournalEntry) -> None:
     await cancel_each(runtime, orders, latch.kind)
 
 
-async def growing_orders(runtime: Runtime) -> list[ExchangeOrder] | None:
-    """The orders Pilot's agent left resting that could grow a position (None: the positions could not be
-    read while a linear order needs them; a failed list of one category is left for the next round)."""
+async def growing_orders(runtime: Runtime) -> tuple[list[ExchangeOrder], list[ExchangeOrder]] | None:
+    """The orders Pilot's agent left resting that can open a position, and of them those that could grow
+    one now (None: the positions could not be read while a linear order needs them; a failed list of one
+    category is left for the next round)."""
     orders = sorted(await opening_orders(runtime), key=lambda order: order.created_at)
     positions: dict[str, Decimal] = {}
     if any(order.category == "linear" for order in orders):
@@ -86,7 +94,7 @@ async def growing_orders(runtime: Runtime) -> list[ExchangeOrder] | None:
             kept[order.symbol] = _with(exits, side, left)
         else:
             growing.append(order)
-    return growing
+    return orders, growing
 
 
 def _with(pending: PendingOrders, side: Side, qty: Decimal) -> PendingOrders:
