@@ -209,11 +209,14 @@ class Funds:
 
 @dataclass(frozen=True, slots=True)
 class DayPnl:
-    """The account's profit and loss for the UTC day so far, in USD: realised since 00:00 UTC (closed PnL,
-    fees included) plus the unrealised PnL of the positions open now. Negative is a loss."""
+    """The account's profit and loss for the UTC day so far, in USD, on every product (pilot.core.day_pnl
+    defines it): realised since 00:00 UTC plus unrealised now; `spot_realised` and `spot_unrealised` say how
+    much of each came from spot. Negative is a loss."""
 
     realised: Decimal
     unrealised: Decimal
+    spot_realised: Decimal = Decimal(0)
+    spot_unrealised: Decimal = Decimal(0)
 
     @property
     def total(self) -> Decimal:
@@ -253,8 +256,8 @@ NO_DRAWDOWN = DrawdownState(None)
 
 @dataclass(frozen=True, slots=True)
 class ClosedTrade:
-    """One closed trade as the exchange reports it (a closed-PnL row: what one order closed): when, by the
-    exchange's clock, its realised PnL after fees, and its order id."""
+    """One closed trade (pilot.core.day_pnl says what one is on each product): when, by the exchange's clock,
+    its realised PnL after fees, and the order that closed it."""
 
     at: datetime
     pnl: Decimal

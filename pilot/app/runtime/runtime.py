@@ -20,6 +20,7 @@ from pilot.app.runtime.loss_limit import latch_of
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.sessions import Sessions, session_age
 from pilot.core.controls import authority_breach
+from pilot.core.day_pnl import DayFills
 from pilot.core.facts import TradingState
 from pilot.core.holds import Hold, HoldSource, TradingStatus
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
@@ -142,6 +143,10 @@ class Runtime:
     environment: str = "paper"
     ledger: Ledger = field(init=False)  # the journal's state for judgements, read on incrementally
     sessions: Sessions = field(default_factory=Sessions)  # the MCP sessions this process serves
+    # the day's spot fills this process has read, by the day's start (pilot.app.facts.day_reads)
+    day_fills: dict[datetime, DayFills] = field(default_factory=dict)
+    # the seq of the latch whose growing orders this process found all cancelled (pilot.app.service.latched)
+    latch_swept: int = 0
 
     # when this process began serving, on the store's clock (the dead-man's switch counts silence from it)
     started: Instant = field(init=False)

@@ -182,8 +182,8 @@ class Policy(Frozen):
         Decimal | None,
         About(
             "50 (or null for no limit)",
-            "past it (realised PnL since 00:00 UTC plus unrealised PnL now), trading turns `reducing` by itself until 00:00 UTC or `pilot loss-limit reset`, journaled with the numbers",
-            "`the day's loss so far is $61.20 (realised $40, unrealised $21.20), at or past the daily loss limit of $50`",
+            "past it (the day's loss on every product: realised since 00:00 UTC plus unrealised now, spot counted from the day's fills at their cost: [The day's loss](#the-days-loss)), trading turns `reducing` by itself until 00:00 UTC or `pilot loss-limit reset`, journaled with the numbers, and the agent's resting orders that could grow a position are cancelled",
+            "`the day's loss so far is $61.20 (realised $40, unrealised $21.20; of which spot: realised $30.99, unrealised $0), at or past the daily loss limit of $50`",
             shown=Shown.LOSS_RULES,
         ),
     ] = Field(default=None, alias="dailyLossLimitUsd", gt=0, le=BILLION)
@@ -282,7 +282,7 @@ class Policy(Frozen):
         Decimal | None,
         About(
             "50 (from the peak equity, or null)",
-            "past this drawdown from the peak equity Pilot read in the UTC day (or in `drawdownWindowHours`), trading turns `reducing` by itself until the window passes (00:00 UTC, or that many hours after it was reached) or `pilot drawdown reset`, journaled with the numbers",
+            "past this drawdown from the peak equity Pilot read in the UTC day (or in `drawdownWindowHours`: every equity it reads counts, a judgement's, `get_policy`'s, `get_balances`' and the wallet stream's), trading turns `reducing` by itself until the window passes (00:00 UTC, or that many hours after it was reached) or `pilot drawdown reset`, journaled with the numbers, and the agent's resting orders that could grow a position are cancelled",
             "`the equity $995.12 is $4.88 below its peak $1000, at or past the drawdown limit of $3`",
             shown=Shown.CONTROLS,
         ),
@@ -308,7 +308,7 @@ class Policy(Frozen):
         Cooldown | None,
         About(
             '{"afterLosses": 3, "minutes": 30} (or null)',
-            '`{"afterLosses": 3, "minutes": 30}`, with `"withinMinutes": 60` to count losses within that window instead of in a row: after that many losing closed trades, a growing order for `minutes` from when Pilot first saw them (`retry_after`)',
+            '`{"afterLosses": 3, "minutes": 30}`, with `"withinMinutes": 60` to count losses within that window instead of in a row: after that many losing closed trades (on derivatives a closed-PnL row; on spot a sell of coin bought that day: [The day\'s loss](#the-days-loss)), a growing order for `minutes` from when Pilot first saw them (`retry_after`), and the agent\'s resting orders that could grow a position are cancelled',
             "`2 closed trades were losses in a row: no order that opens or adds for 30 minutes, until …`",
             shown=Shown.CONTROLS,
         ),
