@@ -4,6 +4,7 @@ its prices moving if asked (`--speed`, `--walk`, `--tape`, `--funding`, or a mov
 
 from __future__ import annotations
 
+import signal
 import threading
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -30,6 +31,10 @@ from pilot.paper.tape import packaged_tapes
 
 DEFAULT_WALK_PCT_PER_HOUR = Decimal(1)
 DEFAULT_TAPE = "bybit-testnet-btcusdt-mark-1d-2022-11.json"
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def format_banner(paper: PaperExchange, home: Path | None = None) -> str:
@@ -244,6 +249,9 @@ def command(
         raise CliError(
             ErrorCode.PAPER_ACCOUNT_UNREADABLE, str(error), f"start afresh with `{reset}`"
         ) from None
+    # SIGTERM (`kill`, a service manager, a script that started it with `&`, where Ctrl+C's SIGINT is ignored
+    # from birth) stops it as Ctrl+C does: the exchange's threads stopped and its state left whole.
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
         # Ctrl+C may come the moment the banner is out (a script reads it, then stops the exchange): inside
         # the try, so it still stops the exchange's threads, which would otherwise keep the process alive.

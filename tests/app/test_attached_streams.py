@@ -114,10 +114,11 @@ async def test_pilot_serve_says_no_streams_and_serves_unless_they_were_asked_for
 
 @contextlib.contextmanager
 def pilot_sim(*args: str) -> Iterator[dict[str, Any]]:
-    """`pilot sim --format json` in its own process: what it printed; stopped with Ctrl+C (SIGINT) at exit.
+    """`pilot sim --format json` in its own process: what it printed; stopped with SIGTERM at exit.
 
-    Its stderr goes to a file and faulthandler is on: if Ctrl+C does not stop it, SIGABRT makes it write where
-    each of its threads stands, and the failure shows that instead of a bare timeout.
+    SIGTERM, not Ctrl+C's SIGINT: a suite started in the background (`./test &`) starts every child with SIGINT
+    ignored, and `pilot sim` then rightly keeps ignoring it. Its stderr goes to a file and faulthandler is on:
+    if SIGTERM does not stop it, SIGABRT makes it write where each of its threads stands.
     """
     with tempfile.TemporaryFile(mode="w+") as errors:
         process = subprocess.Popen(
@@ -134,18 +135,18 @@ def pilot_sim(*args: str) -> Iterator[dict[str, Any]]:
                 lines.append(process.stdout.readline())
             yield json.loads("".join(lines))
         finally:
-            stopped_by_ctrl_c(process, errors)
+            stopped_by_sigterm(process, errors)
 
 
-def stopped_by_ctrl_c(process: subprocess.Popen[str], errors: IO[str]) -> None:
-    process.send_signal(signal.SIGINT)
+def stopped_by_sigterm(process: subprocess.Popen[str], errors: IO[str]) -> None:
+    process.send_signal(signal.SIGTERM)
     try:
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:
         process.send_signal(signal.SIGABRT)
         process.wait(timeout=10)
         errors.seek(0)
-        pytest.fail(f"pilot sim did not stop on Ctrl+C; its threads:\n{errors.read()}")
+        pytest.fail(f"pilot sim did not stop on SIGTERM; its threads:\n{errors.read()}")
     finally:
         if process.stdout is not None:
             process.stdout.close()
