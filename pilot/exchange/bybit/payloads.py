@@ -195,7 +195,15 @@ def signed_size(row: Row) -> Decimal:
     return -size if row.get("side") == "Sell" else size
 
 
+def entry_price(row: Row) -> Any:
+    """A position's average entry price: `avgPrice` in /v5/position/list (position.mdx), `entryPrice` on the
+    `position` stream (websocket/private/position.mdx; the recorded pushes carry no avgPrice)."""
+    listed = row.get("avgPrice")
+    return listed if listed not in (None, "") else row.get("entryPrice")
+
+
 def position(symbol: str, row: Row | None) -> Position:
+    """A one-way position from a position-list row or a `position` push."""
     if row is None:
         return Position.flat(symbol)
     leverage = dec(row.get("leverage"), Decimal(1))
@@ -205,7 +213,7 @@ def position(symbol: str, row: Row | None) -> Position:
     return Position(
         symbol=symbol,
         size=size,
-        entry_price=dec(row.get("avgPrice")),
+        entry_price=dec(entry_price(row)),
         leverage=leverage,
         stop_loss=_set_price(row.get("stopLoss")),  # the whole stop (tpslMode Full); partial legs are orders
     )
@@ -216,7 +224,7 @@ def exchange_position(category: str, row: Row) -> ExchangePosition:
         symbol=row["symbol"],
         category=category,
         size=signed_size(row),
-        entry_price=dec(row.get("avgPrice"), Decimal(0)),
+        entry_price=dec(entry_price(row), Decimal(0)),
         mark_price=dec(row.get("markPrice"), Decimal(0)),
         leverage=dec(row.get("leverage"), Decimal(1)),
         unrealised_pnl=dec(row.get("unrealisedPnl"), Decimal(0)),

@@ -558,7 +558,9 @@ class BybitStreams:
         if topic == "execution":
             return [ExecutionUpdate(tuple(wire_.execution(r) for r in rows), ts)]
         if topic == "position":
-            linear = [r for r in rows if r.get("category", "linear") == "linear"]
+            # the all-in-one topic carries linear, inverse and option; a 2023 testnet recording sent "" for
+            # linear (hirokisan/bybit's golden file), so a missing or empty category is linear
+            linear = [r for r in rows if str(r.get("category") or "linear") == "linear"]
             hedged = tuple(sorted({str(r["symbol"]) for r in linear if wire_.position_idx(r) != 0}))
             positions = tuple(wire_.position(r["symbol"], r) for r in linear if r["symbol"] not in hedged)
             return [PositionUpdate(positions, hedged, ts)]
