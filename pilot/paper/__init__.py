@@ -122,6 +122,7 @@ class PaperExchange:
             except BaseException:
                 self._release_state()
                 raise
+        self._engine.note_prices()  # where the market stands at the start (restored or not)
         self._faults = FaultBook(scenario.faults)
         keys = {spec.key: spec for spec in scenario.api_keys}
         self.streams = StreamServer(
@@ -334,10 +335,23 @@ class PaperExchange:
         return order
 
     def leave_resting_order(
-        self, category: str, symbol: str, side: str, qty: str, price: str, link: str, reduce_only: bool = False
+        self,
+        category: str,
+        symbol: str,
+        side: str,
+        qty: str,
+        price: str,
+        link: str,
+        reduce_only: bool = False,
     ) -> SimOrder:
         """Leave a GTC limit order as another client would (leave_order), with client order id `link`."""
-        params: dict[str, Any] = {"symbol": symbol, "side": side, "orderType": "Limit", "qty": qty, "price": price}
+        params: dict[str, Any] = {
+            "symbol": symbol,
+            "side": side,
+            "orderType": "Limit",
+            "qty": qty,
+            "price": price,
+        }
         params |= {"timeInForce": "GTC", "orderLinkId": link, "reduceOnly": reduce_only}
         return self.leave_order(category, params)
 

@@ -59,10 +59,10 @@ def parse_new_order(category: str, params: dict[str, Any]) -> NewOrder:
         raise SimReject(bad, "params error: side invalid")
     if order_type not in ("Market", "Limit"):
         raise SimReject(bad, "params error: orderType invalid")
-    qty = to_decimal(params.get("qty"), "qty", bad)
+    qty = wire_decimal(params.get("qty"), "qty", bad)
     price = None
     if order_type == "Limit":
-        price = to_decimal(params.get("price"), "price", bad)
+        price = wire_decimal(params.get("price"), "price", bad)
     tif = "IOC" if order_type == "Market" else str(params.get("timeInForce") or "GTC")
     if tif not in TIME_IN_FORCE:
         raise SimReject(bad, "params error: timeInForce invalid")
@@ -91,6 +91,21 @@ def parse_new_order(category: str, params: dict[str, Any]) -> NewOrder:
         unit,
         smp,
     )
+
+
+PLAIN_NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+PARAMETER_ERROR = (10001, "Request parameter error.")
+
+
+def wire_decimal(value: Any, name: str, code: int) -> Decimal:
+    """An order's `qty` or `price` as Bybit takes it: a string of plain digits. A JSON number, or a string
+    such as "1E-3", is refused with 10001 "Request parameter error." before anything else is checked, as
+    Bybit answers clients that send them (sieblyio/bybit-api#282, JKorf/Bybit.Net#267)."""
+    if value is not None and not isinstance(value, bool) and not isinstance(value, str):
+        raise SimReject(*PARAMETER_ERROR)
+    if isinstance(value, str) and value and not PLAIN_NUMBER.match(value):
+        raise SimReject(*PARAMETER_ERROR)
+    return to_decimal(value, name, code)
 
 
 def to_decimal(value: Any, name: str, code: int) -> Decimal:

@@ -154,7 +154,7 @@ def position_view(
         "riskLimitValue": "2000000",
         "symbol": position.symbol,
         "side": side,
-        "size": step(size, instrument.qty_step),
+        "size": step(size, instrument.qty_step) if open_ else "0",  # a flat position's size is "0"
         "avgPrice": num(position.avg_price),
         "positionValue": num(size * position.avg_price) if open_ else "",
         "autoAddMargin": 0,
@@ -361,6 +361,9 @@ def api_key_view(spec: ApiKeySpec, index: int) -> dict[str, Any]:
         "parentUid": "0",
         "kycLevel": "LEVEL_DEFAULT",
         "kycRegion": "",
+        "userIDInt64": "0",  # as apikey-info.mdx's example writes them beside the integer ids
+        "inviterIDInt64": "0",
+        "affiliateIDInt64": "0",
     }
 
 
