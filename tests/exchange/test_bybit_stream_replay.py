@@ -207,21 +207,33 @@ def test_recorded_execution_pushes_are_read_field_by_field(name, exec_id, price,
 
 
 @pytest.mark.parametrize(
-    "name, equity, coin, wallet",
+    "name, equity, coin, wallet, streamed",
     [
-        ("wallet_docs.json", "10262.91335023", "BTC", "0.00102964"),
-        ("wallet_testnet.json", "27336.17009523", "USDT", "-620.53813709"),
+        ("wallet_docs.json", "10262.91335023", "BTC", "0.00102964", False),  # BTC's value moves: REST
+        ("wallet_testnet.json", "27336.17009523", "USDT", "-620.53813709", True),
     ],
 )
-def test_recorded_wallet_pushes_become_the_balance_they_say(name, equity, coin, wallet):
+def test_recorded_wallet_pushes_become_the_balance_they_say(name, equity, coin, wallet, streamed):
     replay = Replay()
     at = stamp_of(name)
     replay.in_sync(at)
     replay.play(name)
-    balance = replay.facts.account_balance(at, MAX_AGE_MS)
+    balance = replay.facts.balance
     assert balance is not None
     assert balance.total_equity_usd == Decimal(equity)
     assert {c.coin: c.wallet_balance for c in balance.coins}[coin] == Decimal(wallet)
+    # served to a judgement only while nothing in it moves with a market (Bybit pushes no price moves)
+    served = replay.facts.account_balance(at, MAX_AGE_MS)
+    assert (served is not None) == streamed
+
+
+def test_a_balance_holding_a_coin_that_moves_with_its_market_is_read_over_rest():
+    replay = Replay()
+    at = stamp_of("wallet_docs.json")
+    replay.in_sync(at)
+    replay.play("position_short_entry_price.json")
+    replay.play("wallet_testnet.json")  # USDT and USDC only: its value holds between pushes...
+    assert replay.facts.account_balance(at, MAX_AGE_MS) is None  # ...but a position is open
 
 
 def test_documented_public_messages_become_mark_book_and_band():

@@ -70,6 +70,8 @@ MAX_FINAL_ORDERS = 1000
 # exchange's own clock was not sending (a stall), and what it sends next is coalesced, topic by topic.
 STALL_MS = 3000
 FINAL_ORDER_MS = 10 * 60_000
+# Coins whose USD value the wallet push may be taken to hold between pushes (the settle coins).
+STABLE_COINS = frozenset({"USDT", "USDC"})
 
 
 def to_ms(moment: datetime) -> int:
@@ -350,7 +352,15 @@ class StreamFacts:
         return self.positions.get(symbol)
 
     def account_balance(self, now_ms: int, max_age_ms: int) -> AccountBalance | None:
+        """The pushed balance, while nothing in it moves with prices. Bybit pushes the wallet when its balances
+        change, not when only the unrealised PnL does (websocket/private/wallet.mdx), so with a position
+        open, or a coin whose value follows a market, its equity and available balance go stale between
+        pushes: REST then."""
         if self.wallet_behind is not None or not self.usable(PRIVATE, now_ms, max_age_ms):
+            return None
+        if self.balance is None or any(p.size != 0 for p in self.positions.values()) or self.hedged:
+            return None
+        if any(c.coin not in STABLE_COINS and c.wallet_balance != 0 for c in self.balance.coins):
             return None
         return self.balance
 
