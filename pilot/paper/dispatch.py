@@ -13,7 +13,7 @@ from pilot.paper.auth import MissingAuthHeaders, verify
 from pilot.paper.engine import Engine
 from pilot.paper.handlers import Answer, Context, Route
 from pilot.paper.ratelimit import LimitStatus, RateLimiter, public_status
-from pilot.paper.routes import ROUTES
+from pilot.paper.endpoints import ROUTES
 from pilot.paper.scenario import ApiKeySpec, Scenario
 from pilot.paper.validation import SimReject
 

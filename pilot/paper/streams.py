@@ -18,7 +18,7 @@ price change and every `interval_ms` (tickers are pushed at that interval even w
 pushes derivatives tickers every 100 ms). Faults (`StreamFaults`): ``drop()`` aborts every connection (a
 reset, not a close), ``stall`` holds every push and pong while connections stay open (changes meanwhile
 are pushed, coalesced, when it ends, and what was held is sent first, in order: nothing is lost, as on a
-TCP stream that stops moving), ``delay_ms`` holds
+TCP stream that stops moving), `push_raw(path, text)` sends any text to a path's connections, ``delay_ms`` holds
 each message that long before sending it, ``swap_next_deltas`` sends the next book delta after the one
 that follows it, ``hold_topics`` keeps a private topic's pushes back (in order) until it is taken off.
 Connections themselves: ``unavailable`` answers every new one HTTP 503 (as Bybit's edge does during
@@ -197,6 +197,16 @@ class StreamServer:
         if self.loop is not None and not self.loop.is_closed():
             with contextlib.suppress(RuntimeError):
                 self.loop.call_soon_threadsafe(self._publish, False)
+
+    def push_raw(self, path: str, text: str) -> None:
+        """Send `text` as it is to every connection on `path` (a message a client may not be able to read)."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._push_raw, path, text)
+
+    def _push_raw(self, path: str, text: str) -> None:
+        for connection in self._connections:
+            if connection.path == path:
+                connection.queue.put_nowait(text)
 
     def drop(self) -> None:
         """Reset every connection (no close frame), as a network failure would."""

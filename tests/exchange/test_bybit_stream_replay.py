@@ -29,6 +29,7 @@ from pilot.exchange.stream_events import (
     Refused,
     StreamEvent,
     Subscribed,
+    Unreadable,
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bybit_streams"
@@ -247,3 +248,29 @@ def test_documented_public_messages_become_mark_book_and_band():
     assert replay.facts.bands[("linear", "BTCUSDT")] == (Decimal("114450.00"), Decimal("103550.00"))
     replay.play("tickers_spot_testnet.json")  # a spot ticker has no mark: nothing to keep, nothing refused
     assert ("spot", "BTCUSDT") not in replay.facts.marks
+
+
+def test_an_unreadable_public_message_forgets_only_its_market_and_the_channel_stays_in_sync():
+    replay = Replay()
+    at = stamp_of("orderbook_snapshot_then_delta.json")
+    replay.in_sync(at)
+    replay.play("orderbook_snapshot_then_delta.json")
+    replay.facts.marks[("linear", "ETHUSDT")] = Decimal("3000")  # another market, known
+    garbled = {"topic": "orderbook.50.BTCUSDT", "type": "delta", "ts": at, "data": {"u": "x"}}
+    replay.reader.receive("linear", json.dumps(garbled))
+    (event,) = replay.events[-1:]
+    replay.facts.apply(event, at)
+    assert event == Unreadable("linear", "orderbook.50.BTCUSDT")
+    assert ("linear", "BTCUSDT") not in replay.facts.books
+    assert replay.facts.marks[("linear", "ETHUSDT")] == Decimal("3000")
+    assert replay.facts.usable("linear", at, MAX_AGE_MS)
+
+
+def test_an_unreadable_private_message_has_the_account_read_again():
+    replay = Replay()
+    at = stamp_of("position_short_entry_price.json")
+    replay.in_sync(at)
+    replay.reader.receive(PRIVATE, json.dumps({"topic": "wallet", "creationTime": at, "data": [{"coin": 5}]}))
+    replay.facts.apply(replay.events[-1], at)
+    assert replay.events[-1] == Unreadable(PRIVATE, "wallet")
+    assert replay.facts.resync_wanted()  # REST reads what the lost message said; the stream stays on

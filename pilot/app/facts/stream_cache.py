@@ -56,6 +56,7 @@ from pilot.exchange.stream_events import (
     StreamEvent,
     Subscribed,
     TickerUpdate,
+    Unreadable,
     WalletUpdate,
 )
 
@@ -98,6 +99,7 @@ class Channel:
     dirty: bool = False  # a private message arrived since the REST read began
     confirm_ping: int | None = None
     refused: bool = False
+    unreadable: int = 0  # messages that could not be read on this connection
     exchange_ms: int = 0  # the exchange's latest stamp on a public channel (a silence is measured on it)
 
 
@@ -150,6 +152,9 @@ class StreamFacts:
             channel.refused = True
             channel.sync = Sync.OFF
             return
+        if isinstance(event, Unreadable):
+            self._unreadable(channel, event)
+            return
         if isinstance(event, Subscribed):
             if not channel.refused:
                 channel.sync = Sync.WANTED if event.channel == PRIVATE else Sync.IN_SYNC
@@ -173,6 +178,22 @@ class StreamFacts:
             self.bands[(event.channel, event.symbol)] = (event.buy_limit, event.sell_limit)
         else:
             self._private(channel, event)
+
+    def _unreadable(self, channel: Channel, event: Unreadable) -> None:
+        """A message was lost to an unreadable form: what it fed is read again, and the stream stays on.
+        Private: the account is read over REST again (and confirmed with a ping), as after a reconnection;
+        public: the market it named is forgotten until its next update (every market, when none is named)."""
+        channel.unreadable += 1
+        if event.channel == PRIVATE:
+            if channel.sync in (Sync.IN_SYNC, Sync.CONFIRMING):
+                channel.sync = Sync.WANTED
+            elif channel.sync is Sync.READING:
+                channel.dirty = True
+            return
+        symbol = event.topic.rpartition(".")[2] if event.topic != "other" else None
+        for store in (self.books, self.marks, self.bands):
+            for key in [k for k in store if k[0] == event.channel and symbol in (None, k[1])]:
+                del store[key]
 
     def _after_silence(self, channel: Channel, name: str, exchange_ms: int) -> None:
         """A public message stamped more than STALL_MS after the one before: the exchange sent nothing
