@@ -156,8 +156,14 @@ def kline(ctx: Context, params: Params) -> dict[str, Any]:
 
 
 def instruments_info(ctx: Context, params: Params) -> dict[str, Any]:
+    """Instruments, filtered as instrument.mdx says: every one is `Trading` (another `status` lists none),
+    `baseCoin` on derivatives."""
     category = category_of(params)
     specs = _symbol_rows(ctx, params, category)
+    if params.get("status") not in (None, "", "Trading"):
+        specs = []
+    if params.get("baseCoin") and category != "spot":
+        specs = [spec for spec in specs if spec.base_coin == params["baseCoin"]]
     page, cursor = paginate(specs, params, 500, 1000, cursor_on_last_page=False)
     rows = [views.instrument_view(spec, i + 1) for i, spec in enumerate(page)]
     return {"category": category, "list": rows, "nextPageCursor": cursor}

@@ -61,10 +61,16 @@ from pilot.paper.scenario import ApiKeySpec
 PUBLIC_PATHS = {"/v5/public/linear": "linear", "/v5/public/spot": "spot"}
 PRIVATE_PATH = "/v5/private"
 # all-in-one and categorised (websocket/private/*.mdx); the categorised ones carry that category's rows
-CATEGORISED = (("order", CATEGORIES), ("execution", CATEGORIES), ("position", DERIVATIVES))
+CATEGORISED = (
+    ("order", CATEGORIES),
+    ("execution", CATEGORIES),
+    ("execution.fast", CATEGORIES),
+    ("position", DERIVATIVES),
+)
 PRIVATE_TOPICS = (
     "order",
     "execution",
+    "execution.fast",
     "position",
     "wallet",
     *(f"{topic}.{category}" for topic, categories in CATEGORISED for category in categories),
@@ -186,6 +192,10 @@ class StreamServer:
             self.refused[request.path] += 1
             return socket.respond(HTTPStatus.SERVICE_UNAVAILABLE, "stream unavailable\n")
         return None
+
+    def topics(self, path: str) -> set[str]:
+        """The topics the connections on `path` are subscribed to now (a test waits for its subscriptions)."""
+        return {topic for c in list(self._connections) if c.path == path for topic in c.topics}
 
     @property
     def open_connections(self) -> int:
@@ -395,9 +405,11 @@ class StreamServer:
             positions = self._position_rows()
             wallet = handlers.wallet_balance(self._context(), {"accountType": "UNIFIED"})["list"]
         moved = pushes.wallet_moved(wallet)
+        fast = [row for row in map(pushes.fast_execution, executions) if row is not None]
         updates = {
             "order": orders,
             "execution": executions,
+            "execution.fast": fast,
             "position": _changed_positions(self._published.get("position"), positions, touched),
             "wallet": pushes.wallet(wallet) if moved != self._published.get("wallet") else [],
         }
