@@ -126,7 +126,13 @@ class PaperExchange:
         self._faults = FaultBook(scenario.faults)
         keys = {spec.key: spec for spec in scenario.api_keys}
         self.streams = StreamServer(
-            self._engine, self._lock, keys, self.now_ms, server_clock_ms=self.server_ms
+            self._engine,
+            self._lock,
+            keys,
+            self.now_ms,
+            server_clock_ms=self.server_ms,
+            before_write=self.catch_up,
+            after_write=self._save,
         )
         dispatcher = Dispatcher(
             self._engine,

@@ -1,6 +1,7 @@
 """The paper exchange's Bybit V5 WebSocket side, on 127.0.0.1, driven by the same engine as its REST side.
 
-Paths as Bybit serves them: ``/v5/public/linear``, ``/v5/public/spot`` and ``/v5/private``. Messages as
+Paths as Bybit serves them: ``/v5/public/linear``, ``/v5/public/spot``, ``/v5/private`` and the order entry
+``/v5/trade`` (order_entry.py). Messages as
 Bybit sends them (websocket/connect.mdx and the topic pages):
 
 * ``{"op": "ping", "req_id": ...}``: public answers ``{"success": true, "ret_msg": "pong", "op": "ping"}``,
@@ -55,6 +56,7 @@ from pilot.paper import handlers, pushes, views
 from pilot.paper.changes import OrderChanges
 from pilot.paper.engine import Engine, SimOrder
 from pilot.paper.handlers import CATEGORIES, DERIVATIVES
+from pilot.paper.order_entry import TRADE_PATH, EntrySession, OrderEntry
 from pilot.paper.public_topics import PublicTopics, parse_topic
 from pilot.paper.scenario import ApiKeySpec
 
@@ -103,6 +105,7 @@ class _Connection:
     topics: set[str] = field(default_factory=set)
     key: ApiKeySpec | None = None
     queue: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
+    entry: EntrySession = field(default_factory=EntrySession)  # order entry (TRADE_PATH) only
 
 
 class StreamServer:
@@ -116,6 +119,8 @@ class StreamServer:
         clock_ms: Callable[[], int],
         interval_ms: float = 100,
         server_clock_ms: Callable[[], int] | None = None,
+        before_write: Callable[[], object] = lambda: None,
+        after_write: Callable[[], None] = lambda: None,
     ) -> None:
         self.engine = engine
         self.lock = lock
@@ -129,6 +134,8 @@ class StreamServer:
         self._server: Server | None = None
         self._connections: set[_Connection] = set()
         self.public = PublicTopics(engine, lock, clock_ms, self.server_clock_ms)
+        self._before_write, self._after_write = before_write, after_write
+        self.order_entry = OrderEntry(engine, keys, self._write, clock_ms, self.server_clock_ms)
         self._published: dict[str, Any] = {}  # private: the position rows and the wallet last pushed
         self._held_delta: dict[str, str] = {}
         self._held_private: list[tuple[str, list[dict[str, Any]]]] = []
@@ -193,6 +200,18 @@ class StreamServer:
             return socket.respond(HTTPStatus.SERVICE_UNAVAILABLE, "stream unavailable\n")
         return None
 
+    def _write(self, work: Callable[[], Any]) -> Any:
+        """Carry out an order-entry write as a REST one is: the market caught up first, the work under the
+        engine's lock, then what it changed saved (`after_write`, under the lock) and published."""
+        self._before_write()
+        try:
+            with self.lock:
+                result = work()
+                self._after_write()
+        finally:
+            self._publish(False)
+        return result
+
     def topics(self, path: str) -> set[str]:
         """The topics the connections on `path` are subscribed to now (a test waits for its subscriptions)."""
         return {topic for c in list(self._connections) if c.path == path for topic in c.topics}
@@ -238,7 +257,7 @@ class StreamServer:
 
     async def _serve(self, socket: ServerConnection) -> None:
         path = socket.request.path if socket.request is not None else ""
-        if path not in PUBLIC_PATHS and path != PRIVATE_PATH:
+        if path not in PUBLIC_PATHS and path not in (PRIVATE_PATH, TRADE_PATH):
             await socket.close(1008, "unknown path")
             return
         connection = _Connection(socket, path)
@@ -274,6 +293,9 @@ class StreamServer:
             op = request.get("op")
         except (ValueError, AttributeError):
             self._send(connection, {"success": False, "ret_msg": "invalid request", "op": ""})
+            return
+        if connection.path == TRADE_PATH:
+            self._send(connection, self.order_entry.answer(connection.entry, request))
             return
         req_id = request.get("req_id")
         private = connection.path == PRIVATE_PATH

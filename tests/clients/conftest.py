@@ -20,7 +20,7 @@ from typing import Any
 import ccxt
 import ccxt.pro
 import pytest
-from pybit.unified_trading import HTTP, WebSocket
+from pybit.unified_trading import HTTP, WebSocket, WebSocketTrading
 
 from pilot.paper import PaperExchange, start_paper_exchange
 
@@ -63,6 +63,17 @@ class LoopbackWebSocket(WebSocket):  # type: ignore[misc]  # pybit ships no type
         super()._connect(self._paper_url)
 
 
+class LoopbackTrading(WebSocketTrading):  # type: ignore[misc]  # pybit ships no types
+    """pybit's WebSocket order entry (/v5/trade), connected to the paper exchange as LoopbackWebSocket is."""
+
+    def __init__(self, base: str, **kwargs: Any) -> None:
+        self._paper_url = base + "/v5/trade"
+        super().__init__(testnet=False, **kwargs)
+
+    def _connect(self, url: str) -> None:
+        super()._connect(self._paper_url)
+
+
 class Inbox:
     """Messages a pybit callback receives on its thread, waited for with a deadline (never a sleep)."""
 
@@ -84,12 +95,18 @@ class Inbox:
 
 @pytest.fixture
 def pybit_socket(paper: PaperExchange) -> Iterator[Any]:
-    """A factory of pybit WebSockets on the paper exchange ("linear", "spot", "private"), closed after."""
+    """A factory of pybit WebSockets on the paper exchange, closed after."""
     opened: list[WebSocket] = []
 
     def open_socket(channel_type: str) -> WebSocket:
-        keys = {"api_key": paper.api_key, "api_secret": paper.api_secret} if channel_type == "private" else {}
-        socket = LoopbackWebSocket(paper.ws_url, channel_type, **keys)
+        """ "linear", "spot", "private", or "trade" (order entry)."""
+        keys = {"api_key": paper.api_key, "api_secret": paper.api_secret}
+        if channel_type == "trade":
+            socket = LoopbackTrading(paper.ws_url, **keys)
+        else:
+            socket = LoopbackWebSocket(
+                paper.ws_url, channel_type, **(keys if channel_type == "private" else {})
+            )
         opened.append(socket)
         return socket
 

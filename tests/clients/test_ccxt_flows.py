@@ -94,7 +94,7 @@ def test_a_filled_order_its_trades_and_the_position_closed(exchange: Any) -> Non
     assert [entry["type"] for entry in ledger] == ["trade", "trade"]
 
 
-def test_a_batch_and_cancel_all(exchange: Any) -> None:
+def test_a_batch_and_cancel_all(exchange: Any, paper: PaperExchange) -> None:
     orders = [
         {"symbol": PERP, "type": "limit", "side": "buy", "amount": 0.001, "price": 79000},
         {"symbol": PERP, "type": "limit", "side": "buy", "amount": 0.001, "price": 78000},
@@ -102,8 +102,14 @@ def test_a_batch_and_cancel_all(exchange: Any) -> None:
     made = exchange.create_orders(orders)
     assert [bool(o["id"]) for o in made] == [True, True]
     assert len(exchange.fetch_open_orders(PERP)) == 2
+    exchange.edit_orders([o | {"id": m["id"], "amount": 0.002} for o, m in zip(orders, made, strict=True)])
+    assert [o["amount"] for o in exchange.fetch_open_orders(PERP)] == [0.002, 0.002]
+    exchange.cancel_orders([made[0]["id"]], PERP)
+    assert [o["id"] for o in exchange.fetch_open_orders(PERP)] == [made[1]["id"]]
     exchange.cancel_all_orders(PERP)
     assert exchange.fetch_open_orders(PERP) == []
+    batches = ("/v5/order/create-batch", "/v5/order/amend-batch", "/v5/order/cancel-batch")
+    assert [paper.request_count(path) for path in batches] == [1, 1, 1]
 
 
 def test_take_profit_stop_loss_and_conditional_orders(exchange: Any, paper: PaperExchange) -> None:

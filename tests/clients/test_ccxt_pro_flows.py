@@ -71,3 +71,13 @@ async def test_my_orders_trades_positions_and_balance(pro: Any, paper: PaperExch
     assert positions[-1]["contracts"] == 0.006 and positions[-1]["entryPrice"] == 80220.1
     balance = await after_a_fill(paper, pro.watch_balance(), "wallet", "/v5/private")
     assert 999 < balance["USDT"]["total"] < 1000  # fees paid on four fills
+
+
+async def test_orders_over_the_order_entry_socket(pro: Any, paper: PaperExchange) -> None:
+    placed = await within(pro.create_order_ws(PERP, "limit", "buy", 0.001, 79000))
+    assert [o.order_id for o in paper.open_orders("BTCUSDT")] == [placed["id"]]
+    await within(pro.edit_order_ws(placed["id"], PERP, "limit", "buy", 0.002, 79100))
+    (resting,) = paper.open_orders("BTCUSDT")
+    assert (str(resting.qty), str(resting.price)) == ("0.002", "79100")
+    await within(pro.cancel_order_ws(placed["id"], PERP))
+    assert paper.open_orders("BTCUSDT") == []

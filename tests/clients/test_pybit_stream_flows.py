@@ -102,3 +102,31 @@ def test_private_streams_of_one_fill(paper: PaperExchange, pybit_socket: Any) ->
     assert (position["size"], position["entryPrice"], position["side"]) == ("0.002", "80220.1", "Buy")
     (account,) = inboxes["wallet"].wait_for(topic("wallet"))["data"]
     assert account["accountType"] == "UNIFIED" and account["coin"][0]["coin"] == "USDT"
+
+
+def test_orders_created_amended_and_cancelled_over_the_order_entry_socket(
+    paper: PaperExchange, pybit_socket: Any
+) -> None:
+    """websocket/trade/guideline.mdx: the REST answer in `data`, a batch's codes in `retExtInfo`."""
+    trade, acks, refusals = pybit_socket("trade"), Inbox(), Inbox()
+    limit = {"category": "linear", "symbol": "BTCUSDT", "side": "Buy", "orderType": "Limit", "qty": "0.001"}
+    trade.place_order(acks, refusals, **limit, price="79000", orderLinkId="ws-1")
+    created = acks.wait_for(lambda m: m["op"] == "order.create")
+    assert (created["retCode"], created["data"]["orderLinkId"]) == (0, "ws-1")
+    trade.amend_order(acks, refusals, category="linear", symbol="BTCUSDT", orderLinkId="ws-1", price="79100")
+    assert acks.wait_for(lambda m: m["op"] == "order.amend")["retCode"] == 0
+    assert [(o.order_link_id, str(o.price)) for o in paper.open_orders("BTCUSDT")] == [("ws-1", "79100")]
+    trade.cancel_order(acks, refusals, category="linear", symbol="BTCUSDT", orderLinkId="ws-1")
+    assert acks.wait_for(lambda m: m["op"] == "order.cancel")["retCode"] == 0
+    assert paper.open_orders("BTCUSDT") == []
+    trade.place_order(acks, refusals, **limit, price="79000.05")  # off the tick
+    assert refusals.wait_for(lambda m: m["op"] == "order.create")["retCode"] == 10001
+    batch = [limit | {"price": "79000"}, limit | {"price": "78000", "qty": "0.0001"}]
+    trade.place_batch_order(
+        acks,
+        refusals,
+        category="linear",
+        request=[{k: v for k, v in o.items() if k != "category"} for o in batch],
+    )
+    placed = acks.wait_for(lambda m: m["op"] == "order.create-batch")
+    assert [row["code"] for row in placed["retExtInfo"]["list"]] == [0, 10001]
