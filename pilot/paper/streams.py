@@ -353,7 +353,9 @@ class StreamServer:
         for topic in topics:
             if problem or op == "unsubscribe":
                 break
-            if private:
+            if topic in connection.topics:  # as answered in the wild (sieblyio/bybit-api#477)
+                problem = f"error:already subscribed,topic:{topic}"
+            elif private:
                 problem = "" if topic in PRIVATE_TOPICS else f"error:handler not found,topic:{topic}"
             else:
                 found = parse_topic(self.engine, category, topic)

@@ -224,3 +224,10 @@ def test_an_unknown_topic_fails_its_whole_request_as_on_bybit(paper: PaperExchan
         "error:handler not found,topic:orderbook.500.BTCUSDT",
     )
     assert taken["success"] is True
+
+
+def test_a_topic_subscribed_twice_is_refused_as_bybit_answers_it(paper: PaperExchange) -> None:
+    with public(paper, "linear", "tickers.BTCUSDT") as ws:
+        send(ws, {"op": "subscribe", "req_id": "again", "args": ["tickers.BTCUSDT"]})
+        again = receive(ws, lambda m: m.get("op") == "subscribe")
+    assert (again["success"], again["ret_msg"]) == (False, "error:already subscribed,topic:tickers.BTCUSDT")
