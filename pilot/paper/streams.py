@@ -10,9 +10,10 @@ Bybit sends them (websocket/connect.mdx and the topic pages):
   hex HMAC-SHA256 of ``"GET/realtime" + expires`` with the key's secret; an expired or wrong one is refused
   with ``success: false``. Private topics need it.
 * ``{"op": "subscribe", "args": [...]}``: ``tickers.{symbol}``, ``orderbook.{depth}.{symbol}``,
-  ``priceLimit.{symbol}`` (public); ``order``, ``execution``, ``position``, ``wallet`` (private). Tickers and
-  books start with a snapshot and go on with deltas; a book delta's ``u`` is the snapshot's plus one per
-  delta. Private topics push rows whose REST view changed, in REST's shape.
+  ``priceLimit.{symbol}``, ``publicTrade.{symbol}``, ``kline.{interval}.{symbol}`` (public: public_topics.py);
+  ``order``, ``execution``, ``execution.fast``, ``position``, ``wallet`` and the categorised ones such as
+  ``order.linear`` (private). Private topics push the rows whose REST view changed, in the stream's shape
+  (pushes.py: a position's ``entryPrice``, the wallet on balance changes only, ...).
 
 Changes are found by comparing the REST views with what was last published, after every write, every
 price change and every `interval_ms` (tickers are pushed at that interval even when unchanged, as Bybit
