@@ -10,10 +10,10 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from pilot.paper.auth import MissingAuthHeaders, verify
+from pilot.paper.endpoints import ROUTES
 from pilot.paper.engine import Engine
 from pilot.paper.handlers import Answer, Context, Route
 from pilot.paper.ratelimit import LimitStatus, RateLimiter, public_status
-from pilot.paper.endpoints import ROUTES
 from pilot.paper.scenario import ApiKeySpec, Scenario
 from pilot.paper.validation import SimReject
 
