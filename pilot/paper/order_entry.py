@@ -69,16 +69,26 @@ class OrderEntry:
     def answer(self, session: EntrySession, request: dict[str, Any]) -> dict[str, Any]:
         op = str(request.get("op") or "")
         if op == "ping":
-            return {"retCode": 0, "retMsg": "OK", "op": "pong", "data": [str(self.clock_ms())], "connId": "paper"}
+            return {
+                "retCode": 0,
+                "retMsg": "OK",
+                "op": "pong",
+                "data": [str(self.clock_ms())],
+                "connId": "paper",
+            }
         if op == "auth":
             return self._auth(session, request) | {"op": "auth", "connId": "paper"}
         reply = {"reqId": request["reqId"]} if "reqId" in request else {}
         code, message, data, ext = self._order(session, op, request)
         header = {"Traceid": f"paper-{self.clock_ms()}", "Timenow": str(self.clock_ms())}
-        return reply | {"retCode": code, "retMsg": message, "op": op, "data": data, "retExtInfo": ext} | {
-            "header": header,
-            "connId": "paper",
-        }
+        return (
+            reply
+            | {"retCode": code, "retMsg": message, "op": op, "data": data, "retExtInfo": ext}
+            | {
+                "header": header,
+                "connId": "paper",
+            }
+        )
 
     def _auth(self, session: EntrySession, request: dict[str, Any]) -> dict[str, Any]:
         reply = {"reqId": request["reqId"]} if "reqId" in request else {}
@@ -121,7 +131,9 @@ class OrderEntry:
         if key.read_only or needed[1] not in key.permissions.get(needed[0], ()):
             return 10005, "Permission denied, please check your API key permissions.", {}, {}
         try:
-            result = self.run(lambda: route(Context(self.engine, key, list(self.keys.values()), self.clock_ms()), params))
+            result = self.run(
+                lambda: route(Context(self.engine, key, list(self.keys.values()), self.clock_ms()), params)
+            )
         except SimReject as reject:
             return reject.code, reject.message, {}, {}
         if isinstance(result, Answer):
