@@ -30,3 +30,6 @@ STREAM_STATE = (
     "stream.state"  # the private stream down (why) after DOWN_AFTER_SECONDS out of sync, up, closed
 )
 STREAM_UNREADABLE = "stream.unreadable"  # a stream message Pilot could not read: channel, topic, how many
+LATCH_CANCEL = (
+    "latch.cancel"  # a latch turned trading reducing: the resting orders that could grow, cancelled
+)
