@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import decimal
 import queue
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -64,14 +65,27 @@ class LoopbackWebSocket(WebSocket):  # type: ignore[misc]  # pybit ships no type
 
 
 class LoopbackTrading(WebSocketTrading):  # type: ignore[misc]  # pybit ships no types
-    """pybit's WebSocket order entry (/v5/trade), connected to the paper exchange as LoopbackWebSocket is."""
+    """pybit's WebSocket order entry (/v5/trade), connected to the paper exchange as LoopbackWebSocket is.
+
+    pybit 5.17 registers a request's callback only after `ws.send` returns; on loopback the answer can come
+    back first and pybit drops it ("unregistered reqId"). A lock makes the answer wait until the request is
+    registered (pybit's race, not the paper exchange's: on Bybit the network's latency hides it)."""
 
     def __init__(self, base: str, **kwargs: Any) -> None:
         self._paper_url = base + "/v5/trade"
+        self._sending = threading.Lock()
         super().__init__(testnet=False, **kwargs)
 
     def _connect(self, url: str) -> None:
         super()._connect(self._paper_url)
+
+    def _send_order_operation(self, *args: Any, **kwargs: Any) -> None:
+        with self._sending:
+            super()._send_order_operation(*args, **kwargs)
+
+    def _handle_incoming_message(self, message: dict[str, Any]) -> None:
+        with self._sending:
+            super()._handle_incoming_message(message)
 
 
 class Inbox:
