@@ -69,9 +69,10 @@ def parse_new_order(category: str, params: dict[str, Any]) -> NewOrder:
     link = str(params.get("orderLinkId") or "")
     if link and not LINK_ID.match(link):
         raise SimReject(bad, "params error: orderLinkId invalid")
-    reduce_only = is_true(params.get("reduceOnly"))
-    if reduce_only and category == "spot":
-        raise SimReject(bad, "params error: reduceOnly is not supported for spot")
+    # create-order.mdx: reduceOnly is "Valid for linear, inverse & option"; spot takes the order and leaves
+    # the flag aside, as it does triggerDirection (ccxt sends reduceOnly=true with every stopLossPrice and
+    # takeProfitPrice order, spot's tpslOrder included, and Bybit takes those: ccxt/ccxt#19000, #26378)
+    reduce_only = is_true(params.get("reduceOnly")) and category != "spot"
     unit = str(
         params.get("marketUnit") or ("quoteCoin" if category == "spot" and side == "Buy" else "baseCoin")
     )

@@ -46,7 +46,7 @@ def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
     def price(value: Decimal, unset: str = "") -> str:
         return step(value, tick) if value else unset
 
-    return {
+    row = {
         "orderId": order.order_id,
         "orderLinkId": order.order_link_id,
         "parentOrderLinkId": order.parent_order_link_id,
@@ -100,6 +100,11 @@ def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
         "rpiTakerAccess": False,
         "rpiMatchedQty": "0",
     }
+    if (
+        order.category == "spot"
+    ):  # open-order.mdx: "Spot does not have this field" (ccxt reads it as a contract's)
+        del row["tpslMode"]
+    return row
 
 
 def execution_view(execution: SimExecution, instrument: InstrumentSpec) -> dict[str, Any]:

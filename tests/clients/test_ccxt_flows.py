@@ -17,7 +17,6 @@ from pilot.paper.scenario import scenario_document
 from tests.clients.conftest import REST_KINDS, UNPACED
 
 PERP, SPOT = "BTC/USDT:USDT", "BTC/USDT"
-SPOT_STOPS = pytest.mark.skip(reason="needs spot stops from issue 36")
 
 
 def test_markets_load_with_default_options_currencies_included(paper: PaperExchange) -> None:
@@ -182,14 +181,23 @@ def test_spot_orders_and_balance(exchange: Any) -> None:
     assert exchange.fetch_open_orders(SPOT) == []
 
 
-@SPOT_STOPS
 def test_a_spot_stop_loss_order(exchange: Any) -> None:
+    """ccxt sends a spot stopLossPrice as a tpslOrder (with reduceOnly, which spot leaves aside); its
+    `trigger` lists the conditional orders (StopOrder), so the TP/SL ones are asked for by their filter."""
     exchange.create_order(SPOT, "market", "buy", 100, None, {"marketUnit": "quoteCoin"})
     stop = exchange.create_order(SPOT, "limit", "sell", 0.0005, 70000, {"stopLossPrice": 70000})
-    assert [o["id"] for o in exchange.fetch_open_orders(SPOT, params={"trigger": True})] == [stop["id"]]
+    tpsl = {"orderFilter": "tpslOrder"}
+    (listed,) = exchange.fetch_open_orders(SPOT, params=tpsl)
+    assert (listed["id"], listed["triggerPrice"], listed["status"]) == (stop["id"], 70000.0, "open")
+    assert exchange.fetch_open_orders(SPOT, params={"trigger": True}) == []
+    exchange.cancel_order(stop["id"], SPOT, tpsl)
+    assert exchange.fetch_open_orders(SPOT, params=tpsl) == []
 
 
-@SPOT_STOPS
-def test_a_spot_conditional_order(exchange: Any) -> None:
-    trigger = exchange.create_order(SPOT, "limit", "buy", 0.0005, 81000, {"triggerPrice": 81000})
+def test_a_spot_conditional_order(exchange: Any, paper: PaperExchange) -> None:
+    trigger = exchange.create_order(SPOT, "limit", "buy", 0.0005, 81100, {"triggerPrice": 81000})
     assert [o["id"] for o in exchange.fetch_open_orders(SPOT, params={"trigger": True})] == [trigger["id"]]
+    paper.set_prices("BTCUSDT", bid=81000, ask="81000.1")  # the last price reaches the trigger
+    assert exchange.fetch_open_orders(SPOT, params={"trigger": True}) == []
+    (filled,) = exchange.fetch_closed_orders(SPOT, params={"trigger": True})
+    assert (filled["id"], filled["filled"]) == (trigger["id"], 0.0005)

@@ -81,3 +81,20 @@ async def test_orders_over_the_order_entry_socket(pro: Any, paper: PaperExchange
     assert (str(resting.qty), str(resting.price)) == ("0.002", "79100")
     await within(pro.cancel_order_ws(placed["id"], PERP))
     assert paper.open_orders("BTCUSDT") == []
+
+
+async def test_a_spot_stop_placed_over_the_order_entry_socket_triggers_and_is_watched(
+    pro: Any, paper: PaperExchange
+) -> None:
+    """A spot conditional order through createOrderWs; watch_orders sees it fill when the price reaches it."""
+    placed = await within(pro.create_order_ws(SPOT, "limit", "buy", 0.0005, 81100, {"triggerPrice": 81000}))
+    watch = asyncio.ensure_future(pro.watch_orders(SPOT))
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while "order" not in paper.streams.topics("/v5/private"):
+        assert asyncio.get_running_loop().time() < deadline, "order was never subscribed"
+        await asyncio.sleep(0.005)
+    paper.set_prices("BTCUSDT", bid=81000, ask="81000.1")  # the last price reaches the trigger
+    seen = await within(watch)
+    while seen[-1]["status"] != "closed":
+        seen = await within(pro.watch_orders(SPOT))
+    assert (seen[-1]["id"], seen[-1]["filled"], seen[-1]["price"]) == (placed["id"], 0.0005, 81100.0)

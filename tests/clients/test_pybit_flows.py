@@ -21,8 +21,6 @@ from pybit.unified_trading import HTTP
 from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.paper.scenario import scenario_document
 
-SPOT_STOPS = pytest.mark.skip(reason="needs spot stops from issue 36")
-
 
 def code_of(call: Any, **params: Any) -> int:
     with pytest.raises(InvalidRequestError) as refused:
@@ -292,8 +290,18 @@ def test_spot_orders_move_both_coins(session: HTTP) -> None:
     assert resting["orderId"] == placed["orderId"] and resting["orderStatus"] == "New"
 
 
-@SPOT_STOPS
-def test_a_spot_take_profit_and_stop_loss_order(session: HTTP) -> None:
+def test_a_spot_sell_with_reduce_only_is_a_plain_sell(session: HTTP) -> None:
+    """create-order.mdx: reduceOnly is "Valid for linear, inverse & option"; spot leaves it aside."""
+    result(session.place_order(category="spot", symbol="BTCUSDT", side="Buy", orderType="Market", qty="100"))
+    placed = result(session.place_order(
+        category="spot", symbol="BTCUSDT", side="Sell", orderType="Limit", qty="0.0005", price="90000",
+        reduceOnly=True,
+    ))  # fmt: skip
+    (resting,) = result(session.get_open_orders(category="spot", orderId=placed["orderId"]))["list"]
+    assert (resting["orderStatus"], resting["reduceOnly"]) == ("New", False)
+
+
+def test_a_spot_take_profit_and_stop_loss_order(session: HTTP, paper: PaperExchange) -> None:
     result(session.place_order(category="spot", symbol="BTCUSDT", side="Buy", orderType="Market", qty="100"))
     placed = result(session.place_order(
         category="spot", symbol="BTCUSDT", side="Sell", orderType="Limit", qty="0.001", price="70000",
@@ -302,10 +310,30 @@ def test_a_spot_take_profit_and_stop_loss_order(session: HTTP) -> None:
     stops = result(session.get_open_orders(category="spot", symbol="BTCUSDT", orderFilter="tpslOrder"))[
         "list"
     ]
-    assert [o["orderId"] for o in stops] == [placed["orderId"]]
+    assert [(o["orderId"], o["stopOrderType"], o["orderStatus"]) for o in stops] == [
+        (placed["orderId"], "tpslOrder", "Untriggered")
+    ]
+    paper.set_prices("BTCUSDT", bid=70000, ask="70000.1")  # the last price falls to the trigger
+    (done,) = result(session.get_open_orders(category="spot", orderId=placed["orderId"]))["list"]
+    assert (done["orderStatus"], Decimal(done["cumExecQty"]), Decimal(done["avgPrice"])) == (
+        "Filled",
+        Decimal("0.001"),
+        Decimal(70000),
+    )
 
 
-@SPOT_STOPS
+def test_a_spot_limit_buy_carrying_its_take_profit_and_stop_loss(session: HTTP) -> None:
+    """A spot Limit order may carry takeProfit / stopLoss: each fill grows their tpslOrder sells."""
+    result(session.place_order(
+        category="spot", symbol="BTCUSDT", side="Buy", orderType="Limit", qty="0.001", price="80300",
+        takeProfit="90000", stopLoss="75000",
+    ))  # fmt: skip
+    stops = result(session.get_open_orders(category="spot", symbol="BTCUSDT", orderFilter="tpslOrder"))[
+        "list"
+    ]
+    assert sorted((o["side"], o["triggerPrice"]) for o in stops) == [("Sell", "75000.0"), ("Sell", "90000.0")]
+
+
 def test_a_spot_conditional_order(session: HTTP) -> None:
     placed = result(session.place_order(
         category="spot", symbol="BTCUSDT", side="Buy", orderType="Limit", qty="0.001", price="81000",
