@@ -171,6 +171,31 @@ def test_recorded_order_pushes_become_the_orders_they_say():
     )
 
 
+def test_a_spot_order_and_its_fill_are_read_with_the_coin_the_fee_was_paid_in():
+    replay = Replay()
+    at = stamp_of("order_spot_filled.json")
+    replay.in_sync(at)
+    (update,) = [e for e in replay.play("order_spot_filled.json") if isinstance(e, OrderUpdate)]
+    order = update.orders[0]
+    assert (order.category, order.status, order.cum_exec_qty, order.fee_coin, order.tpsl_mode) == (
+        "spot",
+        "Filled",
+        Decimal("0.005"),
+        "BTC",  # no cumFeeDetail: the deprecated feeCurrency names it
+        "",  # tpslMode null
+    )
+    assert replay.facts.order_by_link("spot", "spot-client-order-001") == order
+    assert replay.facts.open_orders("spot", "BTCUSDT", at, MAX_AGE_MS) == []
+    (fills,) = [e for e in replay.play("execution_spot_filled.json") if isinstance(e, ExecutionUpdate)]
+    (fill,) = fills.executions
+    assert (fill.order_id, fill.exec_qty, fill.exec_fee) == (
+        order.order_id,
+        Decimal("0.005"),
+        Decimal("0.000025"),
+    )
+    assert replay.facts.usable(PRIVATE, at, MAX_AGE_MS)
+
+
 @pytest.mark.parametrize(
     "name, exec_id, price, qty, fee, fee_coin",
     [

@@ -304,12 +304,13 @@ def order_fees(row: Row) -> tuple[str, Decimal, tuple[tuple[str, Decimal], ...]]
     `cumFeeDetail` ({coin: amount}) replaces `cumExecFee` on linear and spot (order-list.mdx: cumExecFee
     "Deprecated. Use cumFeeDetail instead"); inverse and option still report `cumExecFee` only, and an
     order without fills has `{}`. With several coins the fee reported is the one in the symbol's quote
-    coin when present, else the first coin; all of them stay in the third element.
+    coin when present, else the first coin; all of them stay in the third element. Without
+    `cumFeeDetail`, a spot order push's deprecated `feeCurrency` names the coin of `cumExecFee`.
     """
     detail = row.get("cumFeeDetail")
     fees = tuple(sorted((str(coin), dec(amount, Decimal(0))) for coin, amount in (detail or {}).items()))
     if not fees:
-        return "", dec(row.get("cumExecFee"), Decimal(0)), ()
+        return str(row.get("feeCurrency") or ""), dec(row.get("cumExecFee"), Decimal(0)), ()
     symbol = str(row.get("symbol", ""))
     quote = [(coin, amount) for coin, amount in fees if symbol.endswith(coin)]
     coin, amount = (quote or list(fees))[0]
