@@ -299,3 +299,17 @@ def test_an_unreadable_private_message_has_the_account_read_again():
     replay.facts.apply(replay.events[-1], at)
     assert replay.events[-1] == Unreadable(PRIVATE, "wallet")
     assert replay.facts.resync_wanted()  # REST reads what the lost message said; the stream stays on
+
+
+def test_a_conditional_order_pushed_as_triggered_stays_open():
+    """enum.mdx: Triggered is "instantaneous state for conditional orders from Untriggered to New"; a push
+    carrying it (the recorded order's row in that state) leaves the order open, never gone."""
+    replay = Replay()
+    recorded = fixture("order_linear_cancelled.json")["messages"][0]
+    at = int(recorded["creationTime"])
+    replay.in_sync(at)
+    row = recorded["data"][0] | {"orderStatus": "Triggered", "stopOrderType": "Stop", "cancelType": "UNKNOWN"}
+    replay.reader.receive(PRIVATE, json.dumps(recorded | {"data": [row]}))
+    replay.facts.apply(replay.events[-1], at)
+    (order,) = replay.facts.open_orders("linear", "BTCUSDT", at, MAX_AGE_MS)
+    assert (order.status, order.qty) == ("Triggered", Decimal("0.010"))

@@ -41,7 +41,7 @@ from enum import Enum
 
 from pilot.core.facts import Position, Touch
 from pilot.core.freshness import FactSource, age_ms, as_of_ms, source_for
-from pilot.exchange.models import AccountBalance, ExchangeOrder, PriceBand
+from pilot.exchange.models import OPEN_STATUSES, AccountBalance, ExchangeOrder, PriceBand
 from pilot.exchange.stream_events import (
     PRIVATE,
     Alive,
@@ -60,7 +60,6 @@ from pilot.exchange.stream_events import (
     WalletUpdate,
 )
 
-OPEN_STATUSES = frozenset({"New", "PartiallyFilled", "Untriggered", "Created"})
 FINAL_STATUSES = frozenset({"Filled", "Cancelled", "Rejected", "PartiallyFilledCanceled", "Deactivated"})
 MAX_OUTCOME_WAIT_MS = 250  # the longest a lookup waits for an order on the stream before reading REST
 # Orders no longer open are kept only this many (the newest), and none older than FINAL_ORDER_MS behind the
