@@ -1,7 +1,8 @@
 """The Overview page: what a trader reads at a glance, from the agent's own read tools and the journal.
 
 * the trading state and why (policy.json, the kill switch, the daily loss limit), orders sent today against
-  the daily cap, today's loss against its limit, actions waiting for a human: from the journal (the desk);
+  the daily cap, today's loss against its limit, actions waiting for a human, the streams' trouble (the
+  private stream down, messages Pilot could not read): from the journal (the desk);
 * each position with its stop-loss, take-profit, partial stops and unrealised PnL, and the room left per
   market and side: get_positions, get_open_orders and get_policy (pilot.app.facts.reads) on the exchange the
   console reads, so the page shows what the agent is shown. Without one, it says how to get it.
@@ -15,6 +16,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from pilot.app.facts.reads import get_open_orders, get_policy, get_positions
+from pilot.app.facts.stream_health import stream_trouble
 from pilot.app.human.desk import pending_confirmations
 from pilot.app.runtime.runtime import Runtime
 
@@ -57,14 +59,18 @@ class Overview:
     positions: list[PositionLine] | None  # None: no exchange read
     rooms: list[RoomLine] | None
     exchange_problem: str | None
+    streams: tuple[str, ...] = ()  # the private stream down, messages that could not be read (the journal)
 
 
 async def overview(desk: Runtime, reader: Runtime | None) -> Overview:
     """The overview; positions and room only when the console reads an exchange (`reader`)."""
     journal = await desk.journal_state()
     view = desk.policy()
-    state, loss_on, waiting = await asyncio.gather(
-        desk.trading_state(view.policy, journal), desk.loss_limit_on(journal), pending_confirmations(desk)
+    state, loss_on, waiting, trouble = await asyncio.gather(
+        desk.trading_state(view.policy, journal),
+        desk.loss_limit_on(journal),
+        pending_confirmations(desk),
+        stream_trouble(desk.store.journal, desk.clock.now()),
     )
     why = tuple(
         reason
@@ -87,6 +93,7 @@ async def overview(desk: Runtime, reader: Runtime | None) -> Overview:
         positions=None,
         rooms=None,
         exchange_problem=None,
+        streams=trouble.lines() if trouble is not None else (),
     )
     if reader is None:
         return base

@@ -12,6 +12,7 @@ import pytest
 from mcp import Client
 from playwright.async_api import expect
 
+from pilot.app.answers import entry_kinds
 from pilot.server import build_server
 from tests.app.conftest import BTC_SHORT, call, plan_and_place, write_policy
 
@@ -136,3 +137,20 @@ async def test_the_overview_shows_what_spot_lost_of_the_day_and_what_is_counted(
     page = await logged_in(browser, console, at="/overview")
     await expect(page.locator("#day-loss-spot-realised")).to_have_text(day["spot_realised_pnl_usd"])
     await expect(page.locator("#day-loss-counted")).to_have_text(day["counted"])
+
+
+async def test_the_overview_says_when_the_private_stream_is_down_and_why(console, browser):
+    """As `pilot serve` journals the streams' trouble (pilot.app.service.boot.journal_stream_troubles)."""
+    journal, now = console.runtime.store.journal, console.runtime.clock.now()
+    down = {"channel": "private", "state": "down", "reason": "the connection ended"}
+    await journal.append(entry_kinds.STREAM_STATE, down, now=now, actor="pilot", durable=False)
+    unreadable = {"channel": "private", "topic": "position", "count": 2}
+    await journal.append(entry_kinds.STREAM_UNREADABLE, unreadable, now=now, actor="pilot", durable=False)
+    page = await logged_in(browser, console, at="/overview")
+    await expect(page.locator("#stream-trouble-1")).to_contain_text("the connection ended")
+    await expect(page.locator("#stream-trouble-2")).to_contain_text("position")
+    up = {"channel": "private", "state": "up"}
+    await journal.append(entry_kinds.STREAM_STATE, up, now=now, actor="pilot", durable=False)
+    await page.reload()
+    await expect(page.locator("#stream-trouble-1")).to_contain_text("position")  # the down line is gone
+    await expect(page.locator(".stream-trouble")).to_have_count(1)

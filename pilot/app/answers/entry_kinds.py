@@ -26,6 +26,10 @@ EQUITY = (
 )
 COOLDOWN = "cooldown"  # enough losing trades: no growing order for the cooldown's minutes, with the numbers
 DEAD_MAN = "dead_man"  # the dead-man's switch fired: why, how long no agent call came, what it cancelled
+STREAM_STATE = (
+    "stream.state"  # the private stream down (why) after DOWN_AFTER_SECONDS out of sync, up, closed
+)
+STREAM_UNREADABLE = "stream.unreadable"  # a stream message Pilot could not read: channel, topic, how many
 LATCH_CANCEL = (
     "latch.cancel"  # a latch turned trading reducing: the resting orders that could grow, cancelled
 )

@@ -216,7 +216,7 @@ def _intent(request: PlanRequest) -> OrderIntent:
 def _rounded(request: PlanRequest, facts: Facts, view: PolicyView) -> OrderIntent:
     """Quantities floor to the lot step; a limit price rounds to the tick on the safe side; notional -> qty.
 
-    Spot has no reduce-only orders (Bybit refuses the flag there): a reduce-only spot sell is planned as a
+    Spot has no reduce-only orders (Bybit leaves the flag aside there): a reduce-only spot sell is planned as a
     plain sell, which the checks keep to the coin held; a reduce-only spot buy has nothing to reduce.
     """
     order, rules = facts.order, facts.rules

@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pilot.app.human.kill_switch import stop_on_rollback
 from pilot.app.road.clock import Clock, SystemClock, store_clock
@@ -19,7 +19,7 @@ from pilot.app.service.upkeep import upkeep
 from pilot.core.errors import ErrorCode
 from pilot.exchange.adapters import connect_exchange
 from pilot.exchange.stream_events import NoStreams
-from pilot.store import StoreError, open_store
+from pilot.store import Store, StoreError, open_store
 
 if TYPE_CHECKING:
     from pilot.paper import StateInUse
@@ -91,6 +91,7 @@ async def open_runtime(
         stack.push_async_callback(store.close)
         key_check = _key_check(home, exchange) if stored_key else None
         reader = await venue.streams(stack, adapter, streams)
+        journal_stream_troubles(reader, store, clock)
         runtime = assemble_runtime(
             home, store, adapter, clock, environment=exchange, key_check=key_check, reader=reader
         )
@@ -100,6 +101,20 @@ async def open_runtime(
         if settle:
             await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
         yield runtime
+
+
+def journal_stream_troubles(reader: ExchangeReader | None, store: Store, clock: Clock) -> None:
+    """What goes wrong on the streams (a message that could not be read, the private stream down) goes to
+    the journal, where `pilot doctor` and the console read it (pilot.app.facts.stream_health)."""
+    from pilot.app.facts.streaming_reader import StreamingReader
+
+    if not isinstance(reader, StreamingReader):
+        return
+
+    async def report(kind: str, data: dict[str, Any]) -> None:
+        await store.journal.append(kind, data, now=clock.now(), actor="pilot", durable=False)
+
+    reader.hub.report = report
 
 
 def _key_check(home: Path, environment: str) -> KeyCheck:

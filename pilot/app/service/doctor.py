@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pilot.app.answers import entry_kinds
+from pilot.app.facts.stream_health import stream_trouble
 from pilot.app.human.exchange_keys import load_exchange_credentials, show_keys
 from pilot.app.road.ports import Exchange
 from pilot.app.runtime.policy_file import read_policy_file
@@ -61,6 +62,8 @@ async def examine(home: Path, exchange: str, *, now: datetime, symbol: str | Non
         )
     else:
         checks.append(await check_journal(where, home))
+        if checks[-1].ok:
+            checks += await check_streams(where, home, now)
     key = await check_key(home, exchange)
     checks.append(key)
     if key.ok:
@@ -148,6 +151,30 @@ async def check_journal(where: Path | StoreLocation, home: Path | None = None) -
     finally:
         await store.close()
     return _rollback_verdict(report, switch) or _journal_verdict(report, repairs, store.opened)
+
+
+async def check_streams(where: Path | StoreLocation, home: Path, now: datetime) -> list[Check]:
+    """The streams as the last server journaled them: the private stream down (since when, why), and stream
+    messages Pilot could not read in the last day. Nothing to say: no line."""
+    location = where if isinstance(where, StoreLocation) else StoreLocation(path=where)
+    try:
+        store = await open_store(location, home=home)
+    except StoreError:
+        return []  # check_journal said what is wrong with it
+    try:
+        trouble = await stream_trouble(store.journal, now)
+    except StoreError:
+        return []
+    finally:
+        await store.close()
+    if trouble is None:
+        return []
+    fix = (
+        "facts are read over REST meanwhile (judgements stay safe, only slower); check the network and "
+        "the key's permissions, restart `pilot serve` if it stays down, and report a message Pilot could "
+        "not read (Bybit may have changed it)"
+    )
+    return [Check("streams", False, line, fix) for line in trouble.lines()]
 
 
 _LOOK = (
