@@ -44,7 +44,7 @@ from urllib.parse import parse_qsl, urlsplit
 from pilot.paper import PaperExchange
 
 from .endpoints import ACCOUNT, PUBLIC, Handler, error
-from .paper_wire import PaperWire
+from .paper_wire import PaperFault, PaperWire
 from .trading import TRADING
 
 API_KEY = "okxDemoKey0a1b2c3d4e5f6a7b8c9d0e1f2a3b"
@@ -216,7 +216,14 @@ def _handler(front: OkxFront) -> type[BaseHTTPRequestHandler]:
             body: dict[str, Any] = {}
             if rule is None or rule.forward:
                 target = self.path if method == "GET" else parts.path  # a GET is signed with its query
-                body = front.answer(method, target, params, headers, raw)
+                try:
+                    body = front.answer(method, target, params, headers, raw)
+                except PaperFault as fault:  # the paper exchange's fault, served as OKX would serve it
+                    self._send_raw(fault.raw, fault.status)
+                    return
+                except OSError:  # it closed the connection (having carried the request out, or not)
+                    self.close_connection = True
+                    return
             if rule is not None and rule.drop:
                 self.close_connection = True  # carried out (forward), and no answer ever comes
                 return
@@ -224,6 +231,13 @@ def _handler(front: OkxFront) -> type[BaseHTTPRequestHandler]:
             if rule is not None and rule.answer is not None:
                 body, status = rule.answer, rule.status
             self._send(body, status)
+
+        def _send_raw(self, data: bytes, status: int) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         def _send(self, body: dict[str, Any], status: int) -> None:
             data = json.dumps(body).encode()

@@ -17,6 +17,7 @@ from pilot.paper.auth import sign
 
 LOT = Decimal("0.01")  # every perpetual here trades in hundredths of a contract, as OKX's BTC-USDT-SWAP does
 RECV_WINDOW = "5000"
+TIMEOUT_SECONDS = 5  # a paper answer slower than this (a fault's drip) is dropped, as a lost answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,15 @@ class Market:
     def whole_algo_id(self) -> str:
         """The algoId the front gives the position's whole TP/SL (closeFraction 1): stable per market."""
         return str(900_000_000 + zlib.crc32(self.inst_id.encode()) % 99_999_999)
+
+
+class PaperFault(Exception):
+    """The paper exchange answered no Bybit JSON (a fault it was told to make: a 5xx, a 4xx, an HTML page):
+    the front answers the same way, so the OKX adapter meets the fault as OKX would serve it."""
+
+    def __init__(self, status: int, raw: bytes) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status, self.raw = status, raw
 
 
 class PaperWire:
@@ -70,13 +80,20 @@ class PaperWire:
             "X-BAPI-SIGN": sign(self.paper.api_secret, stamp, self.paper.api_key, RECV_WINDOW, payload),
             "Content-Type": "application/json",
         }
-        connection = http.client.HTTPConnection(self.host, self.port, timeout=10)
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=TIMEOUT_SECONDS)
         try:
             connection.request(method, target, body=raw.encode() if raw else None, headers=headers)
-            answer: dict[str, Any] = json.loads(connection.getresponse().read())
-            return answer
+            reply = connection.getresponse()
+            data = reply.read()
         finally:
             connection.close()
+        try:
+            answer: dict[str, Any] = json.loads(data)
+        except ValueError:
+            raise PaperFault(reply.status, data) from None
+        if reply.status != 200:
+            raise PaperFault(reply.status, data)
+        return answer
 
     def _markets(self) -> dict[str, Market]:
         found = {}

@@ -36,6 +36,8 @@ CODES = {
     110001: 51603,
     170213: 51603,
     10006: 50011,
+    110079: 51149,  # Bybit's "processing": OKX's "order timed out", whose outcome is open
+    170035: 51149,
 }
 
 

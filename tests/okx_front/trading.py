@@ -52,7 +52,15 @@ def orders_pending(front: OkxFront, params: Params) -> Row:
 
 
 def orders_history(front: OkxFront, params: Params) -> Row:
-    found = _orders(front, _listed(front, params), "/v5/order/history", ordinary=True)
+    """Finished orders: the ordinary ones, and the orders a triggered TP/SL placed (OKX lists a triggered
+    algo's order here, as an ordinary market order; one that never triggered only in the algo history)."""
+    markets = _listed(front, params)
+    found = _orders(front, markets, "/v5/order/history", ordinary=True)
+    found += [
+        (m, {**r, "stopOrderType": "", "orderType": "Market"})
+        for m, r in _orders(front, markets, "/v5/order/history", ordinary=False)
+        if okx.d(r.get("cumExecQty")) > 0
+    ]
     data = [okx.order(m, r) for m, r in found if r["orderStatus"] not in ("New", "PartiallyFilled")]
     return ok(_paged(sorted(data, key=lambda r: r["uTime"], reverse=True), params, "ordId"))
 
