@@ -253,7 +253,9 @@ def _attached(row: Row, key: str) -> Decimal | None:
 
 
 def exchange_order(name: Named, row: Row, unit: Contract) -> ExchangeOrder:
-    """An ordinary order (orders-pending, orders-history, order): sizes from contracts to coins."""
+    """An ordinary order (orders-pending, orders-history, order): sizes from contracts to coins. A spot
+    market order sized in the quote coin (tgtCcy quote_ccy: `sz` is USDT) has no base quantity but what
+    filled, which is its quantity here (Pilot never sends one; a human may have)."""
     state = str(row.get("state") or "")
     filled = unit.coins(dec(row.get("accFillSz"), Decimal(0)))
     fee = -dec(row.get("fee"), Decimal(0))
@@ -268,7 +270,7 @@ def exchange_order(name: Named, row: Row, unit: Contract) -> ExchangeOrder:
         side=_side(row.get("side")),
         order_type="Market" if ord_type == "market" else "Limit",
         price=dec(row.get("px"), Decimal(0)),
-        qty=unit.coins(dec(row.get("sz"), Decimal(0))),
+        qty=filled if row.get("tgtCcy") == "quote_ccy" else unit.coins(dec(row.get("sz"), Decimal(0))),
         cum_exec_qty=filled,
         avg_price=optional(row.get("avgPx")),
         cum_exec_fee=fee,
