@@ -119,10 +119,17 @@ class UnsupportedPositionMode(ExchangeError):
         category: str,
         gross_size: Decimal = Decimal(0),
         human_fix: str | None = None,
+        per_symbol: bool = True,
     ) -> None:
         super().__init__(message)
         self.symbol = symbol
         self.category = category
         self.gross_size = gross_size
-        # What only a human can do, in the venue's words (Bybit's by default: one-way mode per symbol).
-        self.human_fix = human_fix or f"switch the Bybit account to one-way mode for {symbol} ({category})"
+        # What only a human can do, in the venue's words (Bybit's by default: one-way mode per symbol), and
+        # whether the mode is the symbol's alone (Bybit) or the whole account's (OKX: every market refused).
+        self.human_fix = human_fix or (
+            f"close both {symbol} legs and cancel its open orders on Bybit, then switch the Bybit account to "
+            f"one-way mode for {symbol} ({category}); Bybit switches only a symbol with no position and no "
+            "open order"
+        )
+        self.per_symbol = per_symbol

@@ -170,6 +170,24 @@ def positions(front: OkxFront, params: Params) -> Row:
     return ok(found)
 
 
+def leverage_info(front: OkxFront, params: Params) -> Row:
+    market = _market(front, params)
+    if market is None or market.category != "linear":
+        return error(51001, "Instrument ID does not exist")
+    rows = front.wire.get("/v5/position/list", category="linear", symbol=market.symbol)["result"]["list"]
+    lever = rows[0]["leverage"] if rows else "10"
+    return ok(
+        [
+            {
+                "instId": market.inst_id,
+                "mgnMode": params.get("mgnMode", "cross"),
+                "posSide": "net",
+                "lever": lever,
+            }
+        ]
+    )
+
+
 def set_leverage(front: OkxFront, params: Params) -> Row:
     market = _market(front, params)
     if market is None:
@@ -206,5 +224,6 @@ ACCOUNT: dict[tuple[str, str], Handler] = {
     ("GET", "/api/v5/account/config"): config,
     ("GET", "/api/v5/account/balance"): balance,
     ("GET", "/api/v5/account/positions"): positions,
+    ("GET", "/api/v5/account/leverage-info"): leverage_info,
     ("POST", "/api/v5/account/set-leverage"): set_leverage,
 }

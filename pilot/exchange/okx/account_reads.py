@@ -73,8 +73,19 @@ class AccountReads(MarketReads):
         found = await self.get_positions(category, symbol)
         mine = next((p for p in found if p.symbol == symbol), None)
         if mine is None:
-            return Position.flat(symbol)
+            return Position.flat(symbol, await self._leverage(category, symbol))
         return Position(symbol, mine.size, mine.entry_price, mine.leverage, stop_loss=mine.stop_loss)
+
+    async def _leverage(self, category: str, symbol: str) -> Decimal:
+        """The leverage set on a market with no position: OKX lists no position row then, so it is read from
+        /api/v5/account/leverage-info (cross margin), as a flat Bybit position's row says it."""
+        action = f"read the {symbol} leverage"
+        rows = await self._http.read(
+            "/api/v5/account/leverage-info",
+            {"instId": self._inst(category, symbol), "mgnMode": "cross"},
+            action,
+        )
+        return parsed(lambda: wire_.dec(rows[0]["lever"]), action)
 
     async def get_positions(self, category: str, symbol: str | None = None) -> list[ExchangePosition]:
         """Every open net position (or the one of `symbol`) in coins; linear perpetuals only.
@@ -127,8 +138,10 @@ class AccountReads(MarketReads):
             symbol=shown,
             category=category,
             gross_size=gross,
-            human_fix="switch the OKX account to net mode (Trade settings, Position mode: One-way; or "
-            "POST /api/v5/account/set-position-mode posMode=net_mode, with no positions or orders open)",
+            human_fix="close every perpetual position and cancel the open orders on OKX, then switch the account "
+            "to net mode (Settings, Position mode: One-way mode; OKX switches only with no position and no "
+            "open order)",
+            per_symbol=False,
         )
 
     def _named(self, rows: Iterable[Row]) -> list[tuple[Named, Row]]:

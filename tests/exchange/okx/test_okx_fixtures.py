@@ -112,7 +112,7 @@ async def test_the_documented_key_with_withdraw_is_refused_and_the_account_s_lon
     verdict = check_permissions(info)
     assert verdict.granted == ("OKX.read_only", "OKX.trade", "OKX.withdraw")
     assert verdict.disallowed == ("OKX.withdraw",) and not verdict.read_only and not verdict.ip_bound
-    assert mode.value.symbol == "BTC-USDT" and "net mode" in mode.value.human_fix
+    assert mode.value.symbol == "BTC-USDT" and not mode.value.per_symbol  # OKX's mode is the account's
 
 
 async def test_long_and_short_legs_are_refused_with_what_they_hold_together() -> None:
