@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.okx import markets as okx_markets
 from pilot.exchange.okx.adapter import OkxExchange
 from pilot.exchange.stream_events import StreamEvent
 
@@ -25,6 +26,16 @@ if TYPE_CHECKING:
 BYBIT_ENVIRONMENTS = ("paper", "bybit-demo", "bybit-testnet")
 OKX_ENVIRONMENTS = ("okx-demo",)
 ENVIRONMENTS = (*BYBIT_ENVIRONMENTS, *OKX_ENVIRONMENTS)
+
+
+def spelling(environment: str) -> Callable[[str], str]:
+    """How the environment's venue spells a market that Pilot's defaults name in capitals and digits
+    (BTCUSDT): as it is (Bybit, the paper exchange), or OKX's BASE-QUOTE (BTC-USDT)."""
+    return okx_markets.spelled if environment in OKX_ENVIRONMENTS else _as_it_is
+
+
+def _as_it_is(symbol: str) -> str:
+    return symbol
 
 
 def streams_served(environment: str) -> bool:

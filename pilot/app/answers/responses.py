@@ -86,6 +86,7 @@ class Snapshot(_Answer):
 
     policy_version: str
     trading_state: str
+    venue: str | None = Field(default=None, description="The venue the facts were read from: Bybit, OKX")
     market_data_at: str | None
     bid: str | None
     ask: str | None

@@ -46,6 +46,12 @@ def inst_type(category: str) -> str:
     return CATEGORIES[category]
 
 
+def spelled(symbol: str) -> str:
+    """OKX's spelling of a market Pilot's defaults name as Bybit does (BTCUSDT: BTC-USDT), for `pilot init`."""
+    quote = next((q for q in LINEAR_SETTLE if symbol.endswith(q) and len(symbol) > len(q)), None)
+    return f"{symbol[: -len(quote)]}-{quote}" if quote else symbol
+
+
 @dataclass(frozen=True, slots=True)
 class Named:
     """An OKX instrument as Pilot names it."""
