@@ -47,7 +47,7 @@ class Answer(_Answer):
 
     environment: str | None = Field(
         default=None,
-        description="The account this answer is about: paper, bybit-demo or bybit-testnet",
+        description="The account this answer is about: paper, bybit-demo, bybit-testnet or okx-demo",
     )
 
     def naming(self, environment: str) -> Self:

@@ -305,11 +305,12 @@ def algo_order(name: Named, row: Row, unit: Contract) -> ExchangeOrder:
     """An algo order (orders-algo-pending) as the port's TP/SL or conditional order."""
     kind = algo_kind(row)
     stop, target = optional(row.get("slTriggerPx")), optional(row.get("tpTriggerPx"))
-    trigger = optional(row.get("triggerPx")) if kind == "Stop" and row.get("ordType") == "trigger" else None
-    trigger = trigger or (stop if stop is not None else target)
-    limit = row.get("slOrdPx") if stop is not None else row.get("tpOrdPx")
-    limit = row.get("ordPx") if row.get("ordType") == "trigger" else limit
-    market = str(limit) in ("-1", "", "None")
+    if row.get("ordType") == "trigger":  # a trigger order: its own trigger, and the price it then places at
+        trigger, limit = optional(row.get("triggerPx")), row.get("ordPx")
+    else:  # a TP/SL: the stop-loss leg's trigger when it has one (the one that limits the loss)
+        trigger = stop if stop is not None else target
+        limit = row.get("slOrdPx") if stop is not None else row.get("tpOrdPx")
+    market = str(limit) in ("-1", "", "None")  # OKX's -1: executed at market when triggered
     side = _side(row.get("side"))
     return ExchangeOrder(
         order_id=ALGO_PREFIX + str(row.get("algoId") or ""),
