@@ -286,6 +286,15 @@ class AccountReads(MarketReads):
         rows, after = await self._page("/api/v5/trade/fills", where, "billId", cursor, limit, action)
         return Page(tuple(await self._closed(action, rows)), after)
 
+    async def get_executions_since(self, category: str, since: datetime) -> list[Execution]:
+        """Every fill of the account since `since` (OKX keeps three days of fills here), all pages."""
+        action = "read the day's fills"
+        where = self._where(category, None) or {}
+        rows = await self._pages(
+            action, "/api/v5/trade/fills", {**where, "begin": str(int(since.timestamp() * 1000))}, "billId"
+        )
+        return await self._executions(action, rows)
+
     async def get_closed_pnl_since(self, category: str, since: datetime) -> list[ClosedPnl]:
         """Every order's closed PnL realised since `since` (OKX keeps three days of fills here), all pages."""
         action = "read the day's closed PnL"

@@ -79,14 +79,23 @@ class OrderWrites(AccountReads):
         return parsed(ack, action, operation="create")
 
     async def cancel_order(
-        self, category: str, symbol: str, *, order_id: str | None = None, order_link_id: str | None = None
+        self,
+        category: str,
+        symbol: str,
+        *,
+        order_id: str | None = None,
+        order_link_id: str | None = None,
+        waiting_kind: str = "",
     ) -> str:
-        """Cancel one order by exchange id or client id; return the exchange's order id. An algo order's id
-        ("algo:" and OKX's algoId) goes to cancel-algos."""
+        """Cancel one order by exchange id or client id; return the exchange's order id. An algo order
+        (its id "algo:" and OKX's algoId; or, named by client id, one waiting for its trigger: `waiting_kind`
+        set) goes to cancel-algos, which takes OKX's algoId only: a client id is looked up first."""
         if not order_id and not order_link_id:
             raise ValueError("cancel_order needs order_id or order_link_id")
         action = f"cancel order {order_id or order_link_id}"
         inst = self._wire_inst(category, symbol)
+        if not order_id and waiting_kind:
+            order_id = await self._algo_id(category, symbol, order_link_id or "", action)
         if order_id and order_id.startswith(wire_.ALGO_PREFIX):
             body: Any = [{"instId": inst, "algoId": order_id.removeprefix(wire_.ALGO_PREFIX)}]
             await self._http.write("/api/v5/trade/cancel-algos", body, action, operation="cancel")
@@ -96,6 +105,18 @@ class OrderWrites(AccountReads):
             "/api/v5/trade/cancel-order", {"instId": inst, **which}, action, operation="cancel"
         )
         return parsed(lambda: str(rows[0]["ordId"]), action, operation="cancel")
+
+    async def _algo_id(self, category: str, symbol: str, link: str, action: str) -> str:
+        """The port's id of the algo order waiting under client id `link` (nothing is sent when none is).
+
+        Raises:
+            ExchangeRejected: no such order waits (OKX's own answer to a cancel of an unknown order, 51400).
+        """
+        waiting = [o for o in await self.get_open_orders(category, symbol) if not o.is_ordinary]
+        found = next((o.order_id for o in waiting if o.order_link_id == link), None)
+        if found is None:
+            raise failure(51400, action, "cancel")  # no text of its own: nothing from OKX to carry
+        return found
 
     async def amend_order(
         self,
