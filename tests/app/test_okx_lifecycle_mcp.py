@@ -110,3 +110,30 @@ async def test_a_fill_with_its_stop_then_the_whole_stop_then_a_close_on_okx(okx,
     assert paper.position("BTCUSDT").size == 0
     assert all(Decimal(row["size"]) == 0 for row in positions["data"])
     assert paper.request_count(CREATE) == 2
+
+
+async def test_a_spot_buy_s_stop_is_read_back_and_a_close_takes_its_place_on_okx(okx, okx_runtime):
+    """On spot the coin held is the position: a stop sent with a buy becomes an algo order selling what it
+    bought (a conditional one, in cash mode), which Pilot reads as the coin's stop; close_position cancels it
+    (cancel-algos) before it sells the coin it holds."""
+    paper = okx.paper
+    async with Client(build_server(okx_runtime), raise_exceptions=True) as client:
+        buy = {"symbol": "BTC-USDT", "category": "spot", "side": "buy", "qty": "0.0003", "stop_loss": "79000"}
+        planned = await call(client, "plan_order", buy)
+        assert planned["status"] == "ok", planned
+        placed = await call(client, "place_order", {"plan_id": planned["plan_id"]})
+        assert placed["status"] == "filled", placed
+        assert placed["protection"] == {"stop_loss": "79000", "missing_stop": False}
+        (create,) = sent(okx, ORDER)
+        assert (create["tdMode"], create["attachAlgoOrds"][0]["slTriggerPx"]) == ("cash", "79000")
+        listed = await call(client, "get_open_orders", {"category": "spot", "symbol": "BTC-USDT"})
+        (stop,) = listed["data"]
+        assert stop["order_id"].startswith("algo:") and Decimal(stop["trigger_price"]) == Decimal("79000")
+
+        closed = await call(client, "close_position", {"symbol": "BTC-USDT", "category": "spot"})
+        assert closed["status"] == "filled", closed
+        assert [c["order_id"] for c in closed["cancelled_first"]] == [stop["order_id"]]
+        cancels = sent(okx, "/api/v5/trade/cancel-algos")
+        assert [row["algoId"] for body in cancels for row in body] == [stop["order_id"].removeprefix("algo:")]
+    assert [o for o in paper.orders("BTCUSDT") if o.status == "Untriggered"] == []
+    assert sent(okx, ORDER)[-1]["side"] == "sell"

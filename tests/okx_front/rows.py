@@ -21,6 +21,8 @@ STATES = {
 ORD_TYPES = {"GTC": "limit", "IOC": "ioc", "PostOnly": "post_only", "FOK": "fok"}
 WHOLE = ("StopLoss", "TakeProfit")
 PARTIAL = ("PartialStopLoss", "PartialTakeProfit")
+SPOT_TPSL = "tpslOrder"  # a spot TP/SL order on the paper exchange (pilot/paper/spot_stops.py)
+FALL = 2  # Bybit's triggerDirection: the price falls to the trigger
 # Bybit's retCode -> OKX's code, for the answers the paper exchange gives (anything else: 51000).
 CODES = {
     110007: 51008,
@@ -163,6 +165,24 @@ def partial_algo(market: Market, leg: Row) -> Row:
         close_fraction="",
         size=n(market.contracts(d(leg["qty"]) - d(leg["cumExecQty"]))),
     )
+
+
+def spot_algo(market: Market, leg: Row) -> Row:
+    """A spot TP/SL order (Bybit's tpslOrder, one per price) as the OKX conditional algo order a spot order's
+    attachAlgoOrds become: selling (or buying) the coin in cash mode, its stop-loss leg below the price and
+    its take-profit leg above (the paper exchange's triggerDirection says which)."""
+    stop = int(leg.get("triggerDirection") or 0) == FALL
+    row = _algo(
+        market,
+        leg,
+        algo_id=leg["orderId"],
+        ord_type="conditional",
+        stop=leg["triggerPrice"] if stop else "",
+        target="" if stop else leg["triggerPrice"],
+        close_fraction="",
+        size=n(d(leg["qty"]) - d(leg["cumExecQty"])),
+    )
+    return {**row, "tdMode": "cash", "posSide": "", "reduceOnly": "false"}
 
 
 def _algo(

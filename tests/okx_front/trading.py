@@ -3,6 +3,8 @@ paper exchange behind it as OKX runs them.
 
 * A create's attachAlgoOrds become the paper exchange's partial TP/SL for what fills (Bybit's tpslMode
   Partial with the order's size): a stop of the order's own size, as OKX places it.
+* On spot they become the paper exchange's spot TP/SL orders (tpslOrder), listed as OKX's spot conditional
+  algo orders and cancelled by cancel-algos.
 * The whole position's TP/SL (an algo with closeFraction 1) is Bybit's Full trading stop; OKX allows one per
   position (51088). A partial algo (its own sz) is a Partial trading stop leg.
 * In long/short mode a create without posSide is refused as OKX refuses it (51000 posSide error).
@@ -90,6 +92,7 @@ def orders_algo_pending(front: OkxFront, params: Params) -> Row:
         if kinds & {"conditional", "oco"}:
             data += [okx.whole_algo(market, whole)] if whole else []
             data += [okx.partial_algo(market, leg) for leg in legs if leg["stopOrderType"] in okx.PARTIAL]
+            data += [okx.spot_algo(market, leg) for leg in legs if leg["stopOrderType"] == okx.SPOT_TPSL]
     return ok(_paged(data, params, "algoId"))
 
 
@@ -197,7 +200,8 @@ def _create_body(market: Market, params: Params) -> Row:
     if params.get("reduceOnly") in (True, "true"):
         body["reduceOnly"] = True
     for algo in params.get("attachAlgoOrds") or []:
-        body["tpslMode"] = "Partial"  # OKX: a TP/SL for the quantity that filled
+        if market.category == "linear":  # spot TP/SL orders are the quantity filled's already
+            body["tpslMode"] = "Partial"  # OKX: a TP/SL for the quantity that filled
         if algo.get("slTriggerPx"):
             body |= {"stopLoss": str(algo["slTriggerPx"]), "slOrderType": "Market"}
         if algo.get("tpTriggerPx"):
@@ -344,9 +348,10 @@ def cancel_algos(front: OkxFront, params: Params) -> Row:
             refused = _trading_stop(front, market, {"tpslMode": "Full", "stopLoss": "0", "takeProfit": "0"})
             results.append({"algoId": algo_id, "sCode": "0" if refused is None else "51400", "sMsg": ""})
         else:
-            answer = front.wire.post(
-                "/v5/order/cancel", {"category": "linear", "symbol": market.symbol, "orderId": algo_id}
-            )
+            body = {"category": market.category, "symbol": market.symbol, "orderId": algo_id}
+            if market.category == "spot":  # a spot TP/SL is found by its kind (pilot/paper/spot_stops.py)
+                body["orderFilter"] = okx.SPOT_TPSL
+            answer = front.wire.post("/v5/order/cancel", body)
             code = "0" if answer["retCode"] == 0 else "51400"
             results.append(
                 {"algoId": algo_id, "sCode": code, "sMsg": "" if code == "0" else answer["retMsg"]}

@@ -14,8 +14,10 @@ adapter maps its venue into):
 * an algo order (orders-algo-pending) is a stop of the position: one with `closeFraction` 1 closes the whole
   position (StopLoss, or TakeProfit when it has no stop-loss leg), one with its own size is a partial stop
   (PartialStopLoss, PartialTakeProfit); a `trigger` order, or a conditional one that is not reduce-only,
-  is a conditional order that may fill (Stop). Its id is given as "algo:" and OKX's algoId, so a cancel
-  knows which endpoint it goes to.
+  is a conditional order that may fill (Stop). On spot, where the coin held is the position, a conditional
+  or oco algo is a TP/SL of the coin (tpslOrder: what a stop sent with a spot order becomes, docs-v5 "Place
+  order", attachAlgoOrds), and a trigger order a conditional one (Stop). Its id is given as "algo:" and
+  OKX's algoId, so a cancel knows which endpoint it goes to.
 """
 
 from __future__ import annotations
@@ -294,7 +296,10 @@ def algo_kind(row: Row) -> str:
     stop = optional(row.get("slTriggerPx")) is not None
     whole = str(row.get("closeFraction")) == "1"
     reducing = whole or str(row.get("reduceOnly")).lower() == "true"
-    if row.get("ordType") not in ("conditional", "oco") or not reducing:
+    tpsl = row.get("ordType") in ("conditional", "oco")
+    if tpsl and row.get("instType") == "SPOT":
+        return "tpslOrder"
+    if not tpsl or not reducing:
         return "Stop"
     if whole:
         return "StopLoss" if stop else "TakeProfit"
