@@ -265,3 +265,33 @@ def test_a_stop_sent_with_an_order_asks_okx_for_the_order_s_size_only() -> None:
     whole = replace(request, stop_scope=StopScope.POSITION)  # not what OKX does with a stop: never sent so
     with pytest.raises(ValueError):
         payloads.order_body(whole, "BTC-USDT-SWAP", payloads.contract({"instType": "SWAP", "ctVal": "0.001"}))
+
+
+def test_a_spot_tp_sl_algo_is_the_coin_s_stop_and_a_spot_trigger_order_a_conditional_one() -> None:
+    # The fields of OKX's docs-v5 "GET / Algo order list" response (instType, ordType, side, sz, tdMode,
+    # slTriggerPx, slOrdPx -1: at market), on spot: what a spot order's attachAlgoOrds become, and a trigger.
+    name = Named("spot", "BTC-USDT")
+    spot = payloads.contract({"instType": "SPOT"})
+    tpsl = {
+        "instType": "SPOT",
+        "instId": "BTC-USDT",
+        "algoId": "681096944655273984",
+        "ordType": "conditional",
+        "side": "sell",
+        "sz": "0.0003",
+        "tdMode": "cash",
+        "reduceOnly": "false",
+        "slTriggerPx": "79000",
+        "slOrdPx": "-1",
+        "tpTriggerPx": "",
+        "tpOrdPx": "",
+        "state": "live",
+        "cTime": "1724751378980",
+        "uTime": "1724751378980",
+    }
+    stop = payloads.algo_order(name, tpsl, spot)
+    assert (stop.stop_order_type, stop.order_id) == ("tpslOrder", "algo:681096944655273984")
+    assert stop.is_spot_stop_sell and stop.is_untriggered
+    assert (stop.trigger_price, stop.qty) == (Decimal("79000"), Decimal("0.0003"))
+    trigger = {**tpsl, "ordType": "trigger", "triggerPx": "78000", "ordPx": "-1", "slTriggerPx": ""}
+    assert payloads.algo_order(name, trigger, spot).stop_order_type == "Stop"
