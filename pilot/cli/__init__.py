@@ -25,6 +25,7 @@ _COMMAND_MODULES = (
     "drawdown",
     "confirm",
     "token",
+    "agent_credentials",
     "console",
     "phone",
     "keys",
@@ -37,6 +38,7 @@ _COMMAND_NAMES = {
     "killswitch": "kill-switch",
     "losslimit": "loss-limit",
     "evals": "eval",
+    "agent_credentials": "agent",
 }  # else the module name
 
 

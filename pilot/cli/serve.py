@@ -226,6 +226,7 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
             streaming = isinstance(runtime.exchange, StreamingReader)
             click.echo(format_banner(options, listener, tokens, streaming=streaming), err=True)
         if http is None or listener is None:
+            await _take_credential(runtime)
             await run_stdio(build_server(runtime, tools=options.tools))
             await stdio_ended(runtime)  # the dead-man's switch may fire when the last session ends
         else:
@@ -239,6 +240,30 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
                 tools=options.tools,
             )
         tasks.cancel_scope.cancel()
+
+
+async def _take_credential(runtime: Runtime) -> None:
+    """Over stdio, the agent's credential the client's configuration carries (PILOT_AGENT_TOKEN or
+    PILOT_AGENT_TOKEN_FILE): its calls are that agent's. One that is not this home's stops the start."""
+    from pilot.server.callers import CredentialProblem, stdio_credential
+
+    try:
+        credential = stdio_credential()
+    except CredentialProblem as problem:
+        raise CliError(
+            ErrorCode.BAD_AGENT_CREDENTIAL, str(problem), "fix the client's configuration"
+        ) from None
+    if credential is None:
+        return
+    holder = await runtime.store.tokens.identify(credential)
+    if holder is None or holder.role is None:
+        raise CliError(
+            ErrorCode.BAD_AGENT_CREDENTIAL,
+            "the agent's credential (PILOT_AGENT_TOKEN) is not an agent's of this home, or it was revoked",
+            "`pilot agent list` shows the agents; `pilot agent add NAME --role ...` gives a new credential",
+        )
+    runtime.credential, runtime.credential_name = credential, holder.name
+    log.info("pilot serve: calls over stdio are agent %s's (role %s)", holder.name, holder.role)
 
 
 @contextlib.asynccontextmanager

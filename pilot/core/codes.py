@@ -41,6 +41,7 @@ class Group(StrEnum):
         "a human changing the exchange account's settings (Pilot reads one-way positions only)",
     )
     ARGUMENTS = "arguments", "the agent's own call, corrected as the answer says (nothing was judged or sent)"
+    AGENT = "agent", "a human giving the agent another role or a new credential (`pilot agent add`)"
 
     fixed_by: str
 
@@ -369,6 +370,21 @@ class Code(StrEnum):
         "storeUnavailable",
         Group.STORE,
         "Pilot's database failed (a full disk, an I/O error)",
+    )
+    AGENT_READ_ONLY = (
+        "agentReadOnly",
+        Group.AGENT,
+        "the agent's credential has role read: it may read, never plan, send, cancel or change a setting; nothing was sent",
+    )
+    AGENT_REDUCE_ONLY = (
+        "agentReduceOnly",
+        Group.AGENT,
+        "the agent's credential has role reduce: it may close, cancel and send reduce-only orders, never open or add; nothing was sent",
+    )
+    AGENT_REVOKED = (
+        "agentRevoked",
+        Group.AGENT,
+        "the agent's credential was revoked (`pilot agent revoke`) or is not this home's; nothing was sent",
     )
     POSITION_MODE = (
         "positionMode",

@@ -290,6 +290,16 @@ class Turnover:
 NO_TURNOVER = Turnover(Decimal(0), Decimal(0))
 
 
+@dataclass(frozen=True, slots=True)
+class AgentFacts:
+    """The agent that acts (`pilot agent add`), and what its own budget counts: its orders sent today (UTC)
+    and the notional it sent (as Turnover counts the home's)."""
+
+    name: str
+    orders_today: int = 0
+    turnover: Turnover = NO_TURNOVER
+
+
 UNLIMITED = Decimal("Infinity")
 # For facts built without an account to read (the core's own tests): nothing is refused for funds.
 NO_FUNDS_LIMIT = Funds(UNLIMITED, UNLIMITED, UNLIMITED)
@@ -351,3 +361,5 @@ class Facts:
     venue: VenueProfile = BYBIT
     # What holds trading below active (policy.json, the kill switch, the loss limit's latch): who, when, why.
     holds: tuple[Hold, ...] = ()
+    # The named agent acting (None: no agent declared, or a client without a credential), for its budget.
+    agent: AgentFacts | None = None

@@ -32,6 +32,8 @@ class HoldSource(StrEnum):
     DRAWDOWN = "drawdown"  # the drawdown latch
     ROLLBACK = "journalRollback"  # the journal lost entries; Pilot turns the kill switch on for it
     AUTHORITY = "authority"  # validUntil or maxSessionMinutes passed
+    AGENT_KILL_SWITCH = "agentKillSwitch"  # the acting agent's own kill switch (or its revoke)
+    AGENT_ROLE = "agentRole"  # the acting agent's credential has role reduce (or read)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,8 @@ _DESCRIBED = {
     HoldSource.DRAWDOWN: "the drawdown limit was reached",
     HoldSource.ROLLBACK: "the journal was found rolled back",
     HoldSource.AUTHORITY: "the authority policy.json gives expired (validUntil or maxSessionMinutes)",
+    HoldSource.AGENT_KILL_SWITCH: "this agent's kill switch is on",
+    HoldSource.AGENT_ROLE: "this agent's credential may only reduce",
 }
 _LIFTS = {
     HoldSource.POLICY: "set tradingState to active in policy.json (it says {state})",
@@ -87,6 +91,8 @@ _LIFTS = {
     HoldSource.DRAWDOWN: "reset the drawdown latch with `pilot drawdown reset`",
     HoldSource.ROLLBACK: "look at what `pilot doctor` says of the journal, then `pilot kill-switch off`",
     HoldSource.AUTHORITY: "extend validUntil in policy.json, or start a new session (maxSessionMinutes)",
+    HoldSource.AGENT_KILL_SWITCH: "turn this agent's switch off with `pilot agent resume NAME`",
+    HoldSource.AGENT_ROLE: "give the agent role trade (`pilot agent add NAME --role trade`, after revoking it)",
 }
 
 

@@ -29,6 +29,7 @@ from pilot.store.database import Database, Dialect, Row, Tx
 from pilot.store.errors import DuplicateRecord
 from pilot.store.monotonic import HostClock, Instant, StoreClock
 from pilot.store.sealing import Sealer
+from pilot.store.tokens import acting_actor
 
 
 @dataclass(frozen=True)
@@ -285,6 +286,7 @@ class Journal:
         Raises:
             Preempted: `unless` was given and such an entry is there.
         """
+        actor = acting_actor(actor)
         draft = _Draft(self._sealer, kind, data, now, actor, plan_id, self.clock.read())
         # A conditional entry also waits on the journal still holding its anchored entry: a journal rolled
         # back under a running server takes no growing send (pilot.store.anchor).

@@ -170,6 +170,7 @@ class ViolationOut(_Answer):
     held_by: list[HoldOut] | None = Field(
         default=None, description="tradingState: what holds trading (only what stops this action)"
     )
+    budget: str | None = Field(default=None, description="Whose limit: account, or agent:NAME")
 
 
 class Snapshot(_Answer):

@@ -19,12 +19,13 @@ from pilot.app.road.clock import Today
 from pilot.app.runtime.latches import cooldown_state, start_cooldown
 from pilot.app.runtime.ledger import JournalState, Send
 from pilot.app.runtime.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
-from pilot.app.runtime.runtime import PolicyView, Runtime, loss_limit_hold
+from pilot.app.runtime.runtime import PolicyView, Runtime, acting_agent, loss_limit_hold
 from pilot.app.runtime.sessions import session_age
 from pilot.core.facts import (
     NO_DAY_PNL,
     NO_PENDING,
     UNLIMITED,
+    AgentFacts,
     ClosedTrade,
     DayPnl,
     Facts,
@@ -137,6 +138,7 @@ async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gath
     facts = _facts(order, account, market, now, runtime.venue)
     extra = replace(extra, trades=_every_trade(extra.trades, account.spot))
     facts = await _controls(runtime, view.policy, facts, journal, market, extra)
+    facts = with_agent(facts, journal)
     if await latch_if_reached(runtime.store.journal, view.policy, facts, account.latch) is not None:
         holds = (*facts.holds, loss_limit_hold(now, now))
         facts = replace(facts, trading_state=TradingStatus(holds).state, holds=holds)
@@ -168,11 +170,23 @@ async def gather_market_facts(
                 ),
                 messages=activity.messages,
                 turnover=activity.turnover,
+                agent=_agent_facts(journal),
             ),
             market.hedged,
         )
         for symbol, market in zip(symbols, markets, strict=True)
     }
+
+
+def with_agent(facts: Facts, journal: JournalState) -> Facts:
+    """The facts naming the acting agent and what its budget counts (unchanged when no agent is named)."""
+    agent = _agent_facts(journal)
+    return replace(facts, agent=agent) if agent is not None else facts
+
+
+def _agent_facts(journal: JournalState) -> AgentFacts | None:
+    agent = acting_agent()
+    return journal.agent(agent.name) if agent is not None else None
 
 
 async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: JournalState) -> _Account:

@@ -21,7 +21,8 @@ from pilot.app.answers.responses import (
 from pilot.app.facts.gather import gather, snapshot
 from pilot.app.orders.adjustments import Nearest, adjustments, named_nearest, nearest_market, with_nearest
 from pilot.app.orders.inputs import PlanRequest
-from pilot.app.runtime.runtime import PolicyView, Runtime
+from pilot.app.runtime.runtime import PolicyView, Runtime, acting_agent
+from pilot.core.agent_budgets import Role
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
 from pilot.core.evaluate import Evaluation, evaluate, evaluate_close
@@ -221,6 +222,9 @@ def _rounded(request: PlanRequest, facts: Facts, view: PolicyView) -> OrderInten
     order, rules = facts.order, facts.rules
     if order.category == "spot" and order.reduce_only and order.side is Side.SELL:
         order = replace(order, reduce_only=False)  # a reduce-only spot buy reduces nothing: refused as such
+    agent = acting_agent()
+    if agent is not None and agent.role != Role.TRADE and order.category == "linear":
+        order = replace(order, reduce_only=True)  # an agent that may only reduce sends nothing else
     if rules is None:
         return order
     price = order.limit_price

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 
@@ -28,7 +28,8 @@ from pilot.app.answers import entry_kinds
 from pilot.app.answers.sent_requests import sent_request
 from pilot.app.road.clock import Today
 from pilot.app.runtime.activity import NO_ACTIVITY, Activity, ActivityView
-from pilot.store import Instant, Journal, JournalEntry, Mark, age
+from pilot.core.facts import AgentFacts
+from pilot.store import Instant, Journal, JournalEntry, Mark, age, agent_of
 
 WINDOW = timedelta(days=1)  # a send older than this is no longer pending (pilot.app.facts.pending)
 KEPT = timedelta(days=2)  # sends kept for the day's count: a day by one clock ends within a day of another's
@@ -46,6 +47,7 @@ EQUITY_KEPT = timedelta(days=7)  # the longest drawdown window (drawdownWindowHo
 FOLLOWED = frozenset(
     {
         *LATEST,
+        entry_kinds.AGENT_SWITCH,
         entry_kinds.ORDER_SENT,
         entry_kinds.ORDER_OUTCOME,
         entry_kinds.ORDER_RESOLVED,
@@ -176,10 +178,31 @@ class JournalState:
     cooldown: JournalEntry | None = None
     dead_man: JournalEntry | None = None
     equity_marks: tuple[JournalEntry, ...] = ()  # the equity entries of the last EQUITY_KEPT, oldest first
+    # Each named agent's newest switch entry (its kill switch, its revoke) and what its budget counts.
+    agent_switches: Mapping[str, JournalEntry] = field(default_factory=dict)
+    agents: Mapping[str, AgentFacts] = field(default_factory=dict)
+    agent_orders: Mapping[str, frozenset[str]] = field(default_factory=dict)  # its sends' link ids, last KEPT
 
     @property
     def kill_switch_on(self) -> bool:
         return bool(self.kill_switch and self.kill_switch.data.get("on"))
+
+    def agent_switch(self, name: str) -> JournalEntry | None:
+        """Agent `name`'s switch entry while it is on (None: off, or never turned on)."""
+        entry = self.agent_switches.get(name)
+        return entry if entry is not None and entry.data.get("on") else None
+
+    def agent(self, name: str) -> AgentFacts:
+        """What agent `name`'s budget counts (nothing yet: zeros)."""
+        return self.agents.get(name) or AgentFacts(name)
+
+
+@dataclass(slots=True)
+class _AgentBook:
+    """One named agent's sends: the day's count and its activity (turnover), folded as the home's are."""
+
+    sends: SendsByDay = field(default_factory=lambda: SendsByDay())
+    activity: Activity = field(default_factory=Activity)
 
 
 class Ledger:
@@ -196,6 +219,8 @@ class Ledger:
         self._head: tuple[datetime, Instant | None] | None = None  # the newest entry folded in
         self._activity = Activity()
         self._equity: list[JournalEntry] = []
+        self._switches: dict[str, JournalEntry] = {}  # each agent's newest switch entry
+        self._books: dict[str, _AgentBook] = {}  # each named agent's sends
         self._lock = asyncio.Lock()
         self._asked = 0
         self._served = 0
@@ -230,7 +255,19 @@ class Ledger:
                 cooldown=self._latest.get(entry_kinds.COOLDOWN),
                 dead_man=self._latest.get(entry_kinds.DEAD_MAN),
                 equity_marks=tuple(self._equity),
+                agent_switches=dict(self._switches),
+                agents=self._agent_facts(now, here, today),
+                agent_orders={
+                    name: frozenset(send.order_link_id for send in book.sends.sends)
+                    for name, book in self._books.items()
+                },
             )
+
+    def _agent_facts(self, now: datetime, here: Instant, today: Today) -> dict[str, AgentFacts]:
+        return {
+            name: AgentFacts(name, book.sends.count(today), book.activity.view(now, here, today).turnover)
+            for name, book in self._books.items()
+        }
 
     async def _read(self, now: datetime) -> None:
         """Read on from the mark, after reading afresh when needed. A fresh read ends at its mark, and what
@@ -263,7 +300,10 @@ class Ledger:
         )
         actions = await journal.entries(kind=entry_kinds.ACTION, since=since)  # amends and cancels
         marks = await journal.entries(kind=entry_kinds.EQUITY, since=now - EQUITY_KEPT)
+        switches = await journal.entries(kind=entry_kinds.AGENT_SWITCH)
         self._latest.clear()
+        self._switches.clear()
+        self._books.clear()
         self._equity.clear()
         self._unsettled.clear()
         self._sends = SendsByDay()
@@ -271,7 +311,9 @@ class Ledger:
         self._activity.clear()
         # Rows appended after `mark` are left to the next read on, which starts there.
         entries = (
-            e for e in (*latest, *sends, *settles, *actions, *marks) if e is not None and e.seq <= mark.seq
+            e
+            for e in (*latest, *sends, *settles, *actions, *marks, *switches)
+            if e is not None and e.seq <= mark.seq
         )
         for entry in sorted(entries, key=_seq):
             self._fold(entry)
@@ -282,6 +324,7 @@ class Ledger:
         kind, data = entry.kind, entry.data
         self._head = (entry.at, entry.clock)
         self._activity.fold(entry)
+        self._fold_agent(entry)
         if kind in LATEST:
             known = self._latest.get(kind)
             if known is None or known.seq < entry.seq:
@@ -297,6 +340,24 @@ class Ledger:
         ):
             self._unsettled.pop(str(data.get("order_link_id")), None)
 
+    def _fold_agent(self, entry: JournalEntry) -> None:
+        """A named agent's switch, send or message goes to its own book too; an outcome to every book (only
+        the one that sent the order knows it)."""
+        kind, name = entry.kind, agent_of(entry.actor)
+        if kind == entry_kinds.AGENT_SWITCH:
+            agent = str(entry.data.get("agent"))
+            known = self._switches.get(agent)
+            if known is None or known.seq < entry.seq:
+                self._switches[agent] = entry
+        elif kind in (entry_kinds.ORDER_OUTCOME, entry_kinds.ORDER_RESOLVED):
+            for book in self._books.values():
+                book.activity.fold(entry)
+        elif name is not None and kind in (entry_kinds.ORDER_SENT, entry_kinds.ACTION):
+            book = self._books.setdefault(name, _AgentBook())
+            book.activity.fold(entry)
+            if kind == entry_kinds.ORDER_SENT:
+                book.sends.add(Send.of(entry))
+
     def _prune(self, now: datetime, here: Instant) -> None:
         """Forget sends older than KEPT (by the store's clock when it can tell), now and then (the window
         only moves on: a clock set back before what is known reads everything afresh)."""
@@ -306,6 +367,9 @@ class Ledger:
         self._unsettled = {k: s for k, s in self._unsettled.items() if s.age(now, here) <= KEPT}
         self._sends.keep(lambda send: send.age(now, here) <= KEPT)
         self._activity.prune(now, here, KEPT)
+        for book in self._books.values():
+            book.sends.keep(lambda send: send.age(now, here) <= KEPT)
+            book.activity.prune(now, here, KEPT)
         self._equity = [entry for entry in self._equity if age_of(entry, now, here) <= EQUITY_KEPT]
         self._pruned = self._floor = since
 

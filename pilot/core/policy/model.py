@@ -12,6 +12,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from pilot.core.facts import TradingState
 from pilot.core.policy.about import About, Shown
+from pilot.core.policy.budgets import AgentBudget, check_agent_names
 from pilot.core.policy.parts import (
     BILLION,
     MAX_SLIPPAGE_CEILING,
@@ -366,6 +367,15 @@ class Policy(Frozen):
             shown=Shown.CONTROLS,
         ),
     ] = Field(default=None, alias="selfTradePrevention")
+    agents: Annotated[
+        dict[str, AgentBudget],
+        About(
+            '{"scout": {"maxNotionalUsd": 50, "dailyOrderCap": 10}}',
+            "an order by agent NAME (`pilot agent add NAME`) past its own budget: `allowedMarkets`, `maxNotionalUsd` and `maxOrderNotionalUsd` (and per market under `markets`), `maxLossPerTradeUsd`, `dailyLossLimitUsd` (the account's loss today), `dailyOrderCap` and `maxTurnoverUsdPerDay` (its own sends); the account's limits bind it too, the tighter wins, and a refusal's `budget` says whose",
+            "`5 orders already sent today (UTC), the cap is 5` with `budget` `agent:scout`",
+            shown=Shown.CONTROLS,
+        ),
+    ] = Field(default_factory=dict)
     markets: Annotated[
         dict[str, MarketOverrides],
         About(
@@ -401,6 +411,11 @@ class Policy(Frozen):
         if moment.tzinfo is None:
             raise ValueError('needs its zone: end it with "Z" for UTC, such as "2026-12-31T18:00:00Z"')
         return moment
+
+    @field_validator("agents")
+    @classmethod
+    def _agent_names(cls, value: dict[str, AgentBudget]) -> dict[str, AgentBudget]:
+        return check_agent_names(value)
 
     @model_validator(mode="after")
     def _market_keys(self) -> Policy:
