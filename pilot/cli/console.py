@@ -10,6 +10,7 @@ import click
 
 from pilot.app.human.desk import NoJournal
 from pilot.app.runtime.runtime import Home, Runtime
+from pilot.app.service.boot import EXCHANGES
 from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.core.errors import ErrorCode
@@ -33,7 +34,7 @@ def _require_journal(home: Path) -> None:
 )
 @click.option(
     "--exchange",
-    type=click.Choice(["paper", "bybit-demo", "bybit-testnet"]),
+    type=click.Choice(EXCHANGES),
     default=None,
     help="Read this exchange (never write to it) to show the room left under each cap on the Policy page; "
     "paper needs --paper-url.",
@@ -118,7 +119,7 @@ def _reading(exchange: str | None, paper_url: str | None) -> str:
         return f"positions and room left read from {exchange} with the stored key (read only)"
     return (
         "no exchange read: positions and room left show once a `pilot serve` runs on this home and the "
-        "console is started again, or with --exchange bybit-demo"
+        "console is started again, or with --exchange bybit-demo (or okx-demo)"
     )
 
 

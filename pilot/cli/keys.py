@@ -30,7 +30,10 @@ T = TypeVar("T")
 _ENVIRONMENTS = click.Choice([environment.value for environment in Environment])
 _url_option = click.option("--url", default=None, help="The paper exchange's address, http://127.0.0.1:PORT.")
 _stdin_option = click.option(
-    "--stdin", "from_stdin", is_flag=True, help="Read the key and then the secret as two lines from stdin."
+    "--stdin",
+    "from_stdin",
+    is_flag=True,
+    help="Read the key and then the secret as two lines from stdin (OKX: a third, the passphrase).",
 )
 
 
@@ -40,7 +43,7 @@ def _exchange_option(required: bool = True) -> Callable[[Callable[..., Any]], Ca
         "environment",
         type=_ENVIRONMENTS,
         required=required,
-        help="Bybit demo or testnet, or the paper exchange (which needs --url).",
+        help="Bybit demo or testnet, OKX demo, or the paper exchange (which needs --url).",
     )
 
 
@@ -61,8 +64,10 @@ def add(environment: str, url: str | None, from_stdin: bool, output: str) -> Non
     """Add a key for an environment that has none; its permissions are checked on the exchange first."""
     home = resolve_home()
     _run(check_ready_to_store(home, environment, base_url=url))
-    api_key, api_secret = _read_key_and_secret(from_stdin)
-    summary = _run(add_key(home, environment, api_key, api_secret, now=_now(), base_url=url))
+    api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)
+    summary = _run(
+        add_key(home, environment, api_key, api_secret, now=_now(), base_url=url, passphrase=passphrase)
+    )
     _print_stored("Added", home, summary)
 
 
@@ -76,8 +81,10 @@ def replace_command(environment: str, url: str | None, from_stdin: bool, output:
     """Replace the environment's key; the old one stays if the new one is refused."""
     home = resolve_home()
     _run(check_ready_to_store(home, environment, base_url=url, replacing=True))
-    api_key, api_secret = _read_key_and_secret(from_stdin)
-    summary = _run(replace_key(home, environment, api_key, api_secret, now=_now(), base_url=url))
+    api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)
+    summary = _run(
+        replace_key(home, environment, api_key, api_secret, now=_now(), base_url=url, passphrase=passphrase)
+    )
     _print_stored("Replaced", home, summary)
 
 
@@ -155,12 +162,16 @@ def format_summary(summary: KeySummary) -> str:
     return "\n".join(lines)
 
 
-def _read_key_and_secret(from_stdin: bool) -> tuple[str, str]:
+def _read_secrets(environment: Environment, from_stdin: bool) -> tuple[str, str, str | None]:
+    """The key, its secret and (OKX's keys only) the passphrase: hidden prompts, or lines of stdin."""
+    third = environment.needs_passphrase
     if from_stdin:
-        return sys.stdin.readline(), sys.stdin.readline()
+        key, secret = sys.stdin.readline(), sys.stdin.readline()
+        return key, secret, sys.stdin.readline() if third else None
     api_key = click.prompt("API key", hide_input=True, err=True)
     api_secret = click.prompt("API secret", hide_input=True, err=True)
-    return api_key, api_secret
+    passphrase = click.prompt("API passphrase", hide_input=True, err=True) if third else None
+    return api_key, api_secret, passphrase
 
 
 def _run(use_case: Coroutine[Any, Any, T]) -> T:
@@ -172,9 +183,12 @@ def _run(use_case: Coroutine[Any, Any, T]) -> T:
 
 
 def _warn_if_not_ip_bound(summary: KeySummary) -> None:
-    if not summary.check.ip_bound and summary.environment != Environment.PAPER:
+    environment = Environment(summary.environment)
+    if not summary.check.ip_bound and environment != Environment.PAPER:
         click.echo(
-            "Warning: the key works from any IP address; binding it to yours on Bybit is safer.", err=True
+            "Warning: the key works from any IP address; binding it to yours on "
+            f"{environment.venue_name} is safer.",
+            err=True,
         )
 
 

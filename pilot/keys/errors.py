@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pilot.core.errors import ErrorCode, ExplainedError
+from pilot.keys.environments import Environment
+from pilot.keys.permissions import LEAST_PRIVILEGE
 
 
 class KeysError(ExplainedError):
@@ -59,7 +61,7 @@ class KeyPermissionsRejected(KeysError):
     def __init__(self, environment: str, disallowed: tuple[str, ...]) -> None:
         super().__init__(
             f"The {environment} key has permissions Pilot does not allow: {', '.join(disallowed)}.",
-            "create a key with only Contract Orders and Positions, Spot Trade, or Read-Only ticked, "
+            f"{_least_privilege(environment)}, "
             f"then run `pilot keys replace --exchange {environment}` (or `add` for a new one).",
         )
         self.environment = environment
@@ -115,3 +117,11 @@ class KeyUnreadable(KeysError):
 
 class InvalidKeyInput(KeysError):
     code = ErrorCode.INVALID_KEY_INPUT
+
+
+def _least_privilege(environment: str) -> str:
+    """What to tick on the venue of `environment` for a key Pilot accepts."""
+    try:
+        return LEAST_PRIVILEGE[Environment(environment).exchange]
+    except ValueError:
+        return LEAST_PRIVILEGE["bybit"]

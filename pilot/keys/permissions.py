@@ -1,4 +1,9 @@
-"""The least-privilege rule for exchange keys: a pure allowlist check over what the exchange reports."""
+"""The least-privilege rule for exchange keys: a pure allowlist check over what the exchange reports.
+
+Each venue's adapter reports its key's permissions as Group.Name strings (pilot.exchange.models.ApiKeyInfo):
+Bybit's groups and names as /v5/user/query-api spells them, OKX's as the group "OKX" and the names of its
+/api/v5/account/config `perm` (read_only, trade, withdraw).
+"""
 
 from __future__ import annotations
 
@@ -6,15 +11,24 @@ from dataclasses import dataclass
 
 from pilot.exchange.models import ApiKeyInfo
 
-# Group.Name exactly as /v5/user/query-api spells them. Anything absent here, including names
-# Bybit adds later, rejects the key: the list says what is allowed, never what is forbidden.
+# Group.Name exactly as each venue spells them. Anything absent here, including names a venue adds later,
+# rejects the key: the list says what is allowed, never what is forbidden. OKX's withdraw is not on it.
 ALLOWED_PERMISSIONS: frozenset[str] = frozenset(
     {
         "ContractTrade.Order",
         "ContractTrade.Position",
         "Spot.SpotTrade",
+        "OKX.read_only",
+        "OKX.trade",
     }
 )
+
+# What to tick when creating a key that passes, in each venue's own words (the fix of a rejected key).
+LEAST_PRIVILEGE = {
+    "bybit": "create a key with only Contract Orders and Positions, Spot Trade, or Read-Only ticked",
+    "okx": "create an API key with the Read and Trade permissions only (never Withdraw)",
+    "paper": "use the key the paper exchange prints",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,5 +61,6 @@ def check_permissions(info: ApiKeyInfo) -> PermissionVerdict:
         read_only=info.read_only,
         granted=granted,
         disallowed=tuple(name for name in granted if name not in ALLOWED_PERMISSIONS),
-        ip_bound=bool(info.ips) and "*" not in info.ips,  # Bybit lists "*" for a key open to any address
+        ip_bound=bool(info.ips) and "*" not in info.ips,  # Bybit lists "*" for a key open to any address;
+        # OKX an empty `ip`: the adapter reports no addresses
     )

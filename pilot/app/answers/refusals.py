@@ -78,10 +78,9 @@ def position_mode_violation(error: UnsupportedPositionMode) -> Violation:
         f"{symbol} is held in hedge mode (a Buy and a Sell leg); Pilot judges one-way positions only and will "
         f"not guess the net, so nothing on {symbol} can be planned, closed or re-levered",
         NextAction.stop(
-            f"stop trading {symbol}: only a human can change the account's position mode "
-            "(cancel_order still works, and other symbols are not affected)",
-            human=f"close both {symbol} legs and cancel its open orders on Bybit, then {error.human_fix}; "
-            "Bybit switches only a symbol with no position and no open order",
+            f"stop trading {symbol}: only a human can change the account's position mode (cancel_order still "
+            + ("works, and other symbols are not affected)" if error.per_symbol else "works)"),
+            human=error.human_fix,
         ),
     )
 

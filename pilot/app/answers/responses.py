@@ -114,7 +114,7 @@ class Answer(_Answer):
 
     environment: str | None = Field(
         default=None,
-        description="The account this answer is about: paper, bybit-demo or bybit-testnet",
+        description="The account this answer is about: paper, bybit-demo, bybit-testnet or okx-demo",
     )
 
     def naming(self, environment: str) -> Self:
@@ -178,6 +178,7 @@ class Snapshot(_Answer):
 
     policy_version: str
     trading_state: str
+    venue: str | None = Field(default=None, description="The venue the facts were read from: Bybit, OKX")
     market_data_at: str | None = None  # a fact left out was not read
     bid: str | None = None
     ask: str | None = None

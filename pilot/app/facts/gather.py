@@ -458,6 +458,7 @@ def snapshot(view: PolicyView, facts: Facts) -> Snapshot:
     return Snapshot(
         policy_version=view.version,
         trading_state=facts.trading_state.value,
+        venue=facts.venue.name,
         market_data_at=touch.observed_at.isoformat() if touch else None,
         bid=plain(touch.bid) if touch else None,
         ask=plain(touch.ask) if touch else None,

@@ -27,6 +27,7 @@ from pilot.core.channels import CHANNELS, Via
 from pilot.core.errors import ErrorCode, ExplainedError
 from pilot.core.policy import LoadedPolicy, PolicyIssue, parse_policy
 from pilot.core.policy.fields import init_policy_text
+from pilot.exchange.adapters import spelling
 
 # Re-exported (`as`): the desk's answers hand out ConfirmationRecord and JournalEntry, and the console, which
 # does not import the store, names them from here.
@@ -104,18 +105,19 @@ class InitReport:
     store: str = "journal/pilot.db"  # where the journal is (a PostgreSQL URL is shown without a password)
 
 
-async def init_home(home: Path, store: StoreLocation | None = None) -> InitReport:
+async def init_home(home: Path, store: StoreLocation | None = None, exchange: str = "paper") -> InitReport:
     """Create policy.json (safe defaults) and the journal database; never overwrite an existing policy.
 
-    With `store` (a PostgreSQL database), the home's store is that database from now on (store.json): its
-    schema is made if it has none, and a journal already there is this home's too (another host's).
+    The policy names its markets as the venue of `exchange` spells them (okx-demo: BTC-USDT). With `store`
+    (a PostgreSQL database), the home's store is that database from now on (store.json): its schema is made
+    if it has none, and a journal already there is this home's too (another host's).
     """
     home.mkdir(parents=True, exist_ok=True)
     paths = Home(home)
     policy_created = journal_created = False
     if not paths.policy_path.exists():
         with paths.policy_path.open("x", encoding="utf-8") as file:  # "x": lose a race rather than overwrite
-            file.write(DEFAULT_POLICY)
+            file.write(DEFAULT_POLICY if exchange == "paper" else init_policy_text(spelling(exchange)))
         policy_created = True
     location = store or paths.store()
     existed = location.url is None and paths.database_path.exists()

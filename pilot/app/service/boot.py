@@ -1,4 +1,4 @@
-"""Assembling a Runtime: the home's store, an exchange (embedded paper exchange or a stored Bybit key), a clock."""
+"""Assembling a Runtime: the home's store, an exchange (embedded paper exchange or a venue's stored key), a clock."""
 
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ from pilot.app.road.ports import Exchange, ExchangeReader
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime, read_policy
 from pilot.app.service.upkeep import upkeep
 from pilot.core.errors import ErrorCode
-from pilot.exchange.adapters import connect_exchange
+from pilot.exchange.adapters import ENVIRONMENTS, connect_exchange, streams_served
 from pilot.exchange.stream_events import NoStreams
 from pilot.store import Store, StoreError, open_store
 
 if TYPE_CHECKING:
     from pilot.paper import StateInUse
 
-EXCHANGES = ("paper", "bybit-demo", "bybit-testnet")
+EXCHANGES = ENVIRONMENTS  # paper, bybit-demo, bybit-testnet, okx-demo (pilot.exchange.adapters)
 log = logging.getLogger("pilot.boot")
 
 
@@ -58,14 +58,15 @@ async def open_runtime(
     runtime's lifetime, keeping its account in the home (HOME/paper/state.json), so positions, balances and
     orders carry over to the next start; only one process at a time may embed it (StartupError otherwise,
     naming `pilot sim` and `--paper-url`). With paper_url, Pilot attaches to that paper exchange (a running
-    `pilot sim`) with the paper key stored in the home, or else the scenario's key. bybit-demo and
-    bybit-testnet use the key stored with `pilot keys add`, whose permissions are re-checked when the last
-    check is over an hour old. With record_dir, every exchange request and answer is written there,
+    `pilot sim`) with the paper key stored in the home, or else the scenario's key. bybit-demo,
+    bybit-testnet and okx-demo use the key stored with `pilot keys add`, whose permissions are re-checked
+    when the last check is over an hour old. With record_dir, every exchange request and answer is written there,
     redacted (pilot.exchange.bybit.recording).
 
     With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
     (pilot.app.facts.stream_cache). None (the default): on for the paper exchange, embedded or attached, unless
-    record_dir is given (a recording must hold every fact read); off for Bybit. An attached paper exchange
+    record_dir is given (a recording must hold every fact read); off for Bybit and OKX (OKX has no streams
+    yet: with streams True that is a StartupError). An attached paper exchange
     is asked where its streams are (GET /pilot/streams); one that does not say, or names a place off
     loopback, is read over REST only, said once in the log; with streams True that is a StartupError
     (code "no_streams") instead.
@@ -127,7 +128,8 @@ def _key_check(home: Path, environment: str) -> KeyCheck:
 
 
 class _Venue:
-    """Where the Runtime's exchange comes from: the embedded paper exchange, a running one, or Bybit."""
+    """Where the Runtime's exchange comes from: the embedded paper exchange, a running one, or a venue's
+    demo or testnet with the key stored in the home."""
 
     def __init__(
         self,
@@ -148,6 +150,14 @@ class _Venue:
     ) -> ExchangeReader | None:
         """The stream-fed reader when streams are on (see open_runtime), else None (REST only)."""
         on = wanted if wanted is not None else self.exchange == "paper" and self.record_dir is None
+        if on and not streams_served(self.exchange):
+            if wanted:
+                raise StartupError(
+                    f"--streams: {self.exchange} has no streams in this version; its facts are read over REST",
+                    code=ErrorCode.NO_STREAMS,
+                    fix="leave out --streams",
+                )
+            return None
         if not on or self.credentials is None:
             return None
         if self.exchange == "paper" and self.ws_url is None:  # an attached paper exchange: ask it
@@ -229,7 +239,12 @@ class _Venue:
         from pilot.app.human.exchange_keys import load_exchange_credentials
 
         credentials = await load_exchange_credentials(self.home, self.exchange, now=self.clock.now())
-        return self._adapter(credentials.api_key, credentials.api_secret, self.url or credentials.base_url)
+        return self._adapter(
+            credentials.api_key,
+            credentials.api_secret,
+            self.url or credentials.base_url,
+            passphrase=credentials.passphrase,
+        )
 
     def _scenario_key(self) -> Exchange:
         """No paper key stored: a `pilot sim` on the same scenario serves its first key, so use that."""
@@ -241,13 +256,16 @@ class _Venue:
             raise StartupError(f"cannot read the scenario for the paper key: {error}") from None
         return self._adapter(key.key, key.secret, self.url)
 
-    def _adapter(self, api_key: str, api_secret: str, base_url: str | None) -> Exchange:
+    def _adapter(
+        self, api_key: str, api_secret: str, base_url: str | None, *, passphrase: str | None = None
+    ) -> Exchange:
         self.credentials = (api_key, api_secret)
         try:
             return connect_exchange(
                 self.exchange,
                 api_key=api_key,
                 api_secret=api_secret,
+                passphrase=passphrase,
                 base_url=base_url,
                 record_dir=self.record_dir,
             )

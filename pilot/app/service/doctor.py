@@ -278,7 +278,7 @@ async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: st
             "exchange",
             False,
             f"{exchange} holds {error.symbol} in hedge mode; Pilot reads one-way positions only",
-            "close both legs and cancel its orders, then switch the symbol to one-way mode on Bybit",
+            error.human_fix,
         )
     except KeysError as error:
         return Check("exchange", False, f"the {exchange} key cannot be used: {error.problem}", error.fix)
@@ -302,7 +302,7 @@ async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: st
         )
     quote = f"{symbol} bid {plain(ticker.bid)} / ask {plain(ticker.ask)}"
     if balance.total_equity_usd <= 0:
-        fix = "fund the account (on Bybit demo: request demo funds on the demo trading page)"
+        fix = "fund the account (on a venue's demo trading: request demo funds on its demo trading page)"
         return Check("exchange", False, f"{exchange} reachable ({quote}) but the account has no equity", fix)
     return Check(
         "exchange", True, f"{exchange} reachable: {quote}, equity ${plain(balance.total_equity_usd)}"
@@ -314,10 +314,14 @@ async def _connected(home: Path, exchange: str, now: datetime) -> AsyncIterator[
     with contextlib.ExitStack() as stack:
         if exchange == "paper":
             api_key, api_secret, base_url = await _home_paper_exchange(home, now, stack)
+            passphrase = None
         else:
             credentials = await load_exchange_credentials(home, exchange, now=now)
             api_key, api_secret, base_url = credentials.api_key, credentials.api_secret, credentials.base_url
-        adapter = connect_exchange(exchange, api_key=api_key, api_secret=api_secret, base_url=base_url)
+            passphrase = credentials.passphrase  # OKX's third secret
+        adapter = connect_exchange(
+            exchange, api_key=api_key, api_secret=api_secret, passphrase=passphrase, base_url=base_url
+        )
         try:
             yield adapter
         finally:

@@ -17,6 +17,7 @@ from pilot.core.policy.parts import (
     BILLION,
     MAX_SLIPPAGE_CEILING,
     SYMBOL_PATTERN,
+    SYMBOL_SHAPE,
     ConfirmRule,
     Cooldown,
     DeadManSwitch,
@@ -390,7 +391,7 @@ class Policy(Frozen):
     def _symbols(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for symbol in value:
             if not SYMBOL_PATTERN.match(symbol):
-                raise ValueError(f"{quoted(symbol)} is not a Bybit symbol (upper-case letters and digits)")
+                raise ValueError(f"{quoted(symbol)} is not a market's symbol ({SYMBOL_SHAPE})")
         if len(set(value)) != len(value):
             raise ValueError("a market is listed twice")
         return value
@@ -420,9 +421,7 @@ class Policy(Frozen):
     def _market_keys(self) -> Policy:
         for symbol in self.markets:
             if not SYMBOL_PATTERN.match(symbol):
-                raise ValueError(
-                    f"markets key {quoted(symbol)} is not a Bybit symbol (upper-case letters and digits)"
-                )
+                raise ValueError(f"markets key {quoted(symbol)} is not a market's symbol ({SYMBOL_SHAPE})")
         return self
 
     def limits_for(self, symbol: str) -> EffectiveLimits:
