@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from pilot.app.answers.responses import Snapshot
 from pilot.app.facts.pending import PendingRead, read_pending
+from pilot.app.facts.stream_cache import from_ms, to_ms
 from pilot.app.facts.streaming_reader import FACT_SOURCES
 from pilot.app.road.clock import Today
 from pilot.app.runtime.latches import (
@@ -44,6 +45,7 @@ from pilot.core.facts import (
     Touch,
     TradingState,
 )
+from pilot.core.freshness import as_of_ms
 from pilot.core.policy import Policy
 from pilot.core.risk import worst_case
 from pilot.core.venues import VenueProfile
@@ -221,7 +223,7 @@ async def _market(
     other = OTHER_CATEGORY[category]
     reads = asyncio.gather(
         _instrument(runtime, category, symbol),
-        _maybe(exchange.get_touch(category, symbol)),
+        _touch(runtime, category, symbol),
         _position(runtime, symbol),  # the perpetual's: the order's own for linear, the other one for spot
         read_pending(runtime, category, symbol, now, unsettled),
         _instrument(runtime, other, symbol),
@@ -252,6 +254,17 @@ async def _market(
     if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
         return _Market(known, touch, None, pending, None, other_pending, position, listed, limits, resting)
     return _Market(known, touch, position, pending, None, other_pending, None, listed, limits, resting)
+
+
+async def _touch(runtime: Runtime, category: str, symbol: str) -> Touch | None:
+    """The top of the book and mark, as of the older of the exchange's stamp and Pilot's clock when they
+    arrived (the rule a streamed fact follows, pilot.core.freshness.as_of_ms): an exchange whose clock runs
+    ahead (a paper market moved on, as the demo moves it) never stamps a fact later than Pilot read it."""
+    touch = await _maybe(runtime.exchange.get_touch(category, symbol))
+    if touch is None:
+        return None
+    as_of = as_of_ms(to_ms(touch.observed_at), to_ms(runtime.now()))
+    return replace(touch, observed_at=from_ms(as_of))
 
 
 def _resting(read: PendingRead | None) -> int | None:
