@@ -154,28 +154,19 @@ async def gather_market_facts(
     now = runtime.now()
     journal = await runtime.ledger.state(now)
     unsettled = list(journal.unsettled)
-    account, markets = await asyncio.gather(
+    account, markets, extra = await asyncio.gather(
         _account(runtime, view, now, journal),
         asyncio.gather(*(_market(runtime, category, symbol, now, unsettled) for symbol in symbols)),
+        _extra(runtime, view.policy, journal),
     )
-    activity = journal.activity  # the room under the turnover caps too
-    return {
-        symbol: Gathered(
-            replace(
-                _facts(
-                    OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category),
-                    account,
-                    market,
-                    now,
-                    runtime.venue,
-                ),
-                messages=activity.messages,
-                turnover=activity.turnover,
-            ),
-            market.hedged,
-        )
-        for symbol, market in zip(symbols, markets, strict=True)
-    }
+    gathered = {}
+    for symbol, market in zip(symbols, markets, strict=True):
+        order = OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category)
+        facts = _facts(order, account, market, now, runtime.venue)
+        # the pre-trade controls as a plan would see them, journaling nothing: a read only reads
+        facts = await _controls(runtime, view.policy, facts, journal, market, extra, record=False)
+        gathered[symbol] = Gathered(facts, market.hedged)
+    return gathered
 
 
 async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: JournalState) -> _Account:
@@ -309,11 +300,18 @@ async def _closed_trades(runtime: Runtime) -> tuple[ClosedTrade, ...] | None:
 
 
 async def _controls(
-    runtime: Runtime, policy: Policy, facts: Facts, journal: JournalState, market: _Market, extra: _Extra
+    runtime: Runtime,
+    policy: Policy,
+    facts: Facts,
+    journal: JournalState,
+    market: _Market,
+    extra: _Extra,
+    *,
+    record: bool = True,
 ) -> Facts:
     """The facts of the pre-trade controls (pilot.core.controls): the messages and turnover of this home,
-    the orders resting, the session's age, the drawdown and the cooldown; journaling a new peak of the
-    equity, a drawdown reached and a cooldown begun, as the daily loss limit's latch is journaled."""
+    the orders resting, the session's age, the drawdown and the cooldown; journaling (`record`) a new peak
+    of the equity, a drawdown reached and a cooldown begun, as the daily loss limit's latch is journaled."""
     now, store = facts.now, runtime.store.journal
     activity = journal.activity
     resting = RestingOrders(market.resting, extra.resting_total) if market.resting is not None else None
@@ -326,7 +324,7 @@ async def _controls(
     )
     if policy.max_drawdown_usd is not None or policy.max_drawdown_pct is not None:
         state = drawdown_state(policy, journal, now)
-        if facts.equity is not None:
+        if facts.equity is not None and record:
             await note_equity(store, policy, state, facts.equity, journal.equity_marks, journal.today)
             state = await latch_drawdown(store, policy, state, facts.equity, now)
         facts = replace(facts, drawdown=state if facts.equity is not None else None)
@@ -334,7 +332,7 @@ async def _controls(
         if extra.trades is None:
             return replace(facts, cooldown=None)
         cooling, due = cooldown_state(policy, journal, extra.trades, now)
-        if due is not None:
+        if due is not None and record:
             await start_cooldown(store, policy, cooling, due, now)
         facts = replace(facts, cooldown=cooling)
     return facts
