@@ -250,3 +250,93 @@ def drawdown_now(policy: Policy, equity: Decimal, peak: Decimal | None) -> tuple
     if policy.max_drawdown_pct is not None:
         limits.append(max(top, Decimal(0)) * policy.max_drawdown_pct / 100)
     return (top - equity, min(limits)) if limits else None
+
+
+# --- one loss model for spot and linear (issue 36), restated from docs/policy.md -------------------------
+#
+# maxLossPerTradeUsd/Pct: the position an order leaves may lose at most the cap, at the stops that will then
+# apply to it. On a perpetual some of it under no stop has no bound: refused. A limit order that is not
+# reduce-only, beside a position, may rest and fill once the position is gone (its stop hit, or closed):
+# judged from flat too. On spot the position is the coin held (valued at the bid: what it cost is not
+# known), the buy at its worst fill and the buys resting; each stop order sells its own quantity at its
+# trigger, highest first; the coin no stop sells can fall to zero. A spot sell is never judged.
+
+UNBOUNDED = Decimal("Infinity")
+
+
+def judged_loss(policy: Policy, f: Facts) -> Decimal:
+    """The loss the loss limit judges the order at (UNBOUNDED where some of a perpetual position has no
+    stop), or 0 for an order the rule leaves alone (one that only shrinks the position, a spot sell)."""
+    if f.order.category == "spot":
+        return Decimal(0) if f.order.side is Side.SELL else spot_loss(policy, f)
+    order, held = f.order, f.position.size
+    against = held != 0 and (held > 0) != (order.side is Side.BUY)
+    shrinks = order.reduce_only or (against and order.qty + f.pending.on_side(order.side) <= abs(held))
+    rests = order.order_type is OrderType.LIMIT and not order.reduce_only and held != 0
+    losses = [] if shrinks else [_bounded_from(policy, f, f.position)]
+    if rests:
+        losses.append(_bounded_from(policy, f, Position.flat(order.symbol)))
+    return max(losses, default=Decimal(0))
+
+
+def _bounded_from(policy: Policy, f: Facts, position: Position) -> Decimal:
+    """_worst_from, or UNBOUNDED when any way of filling leaves some of the position under no stop."""
+    return UNBOUNDED if _any_open(policy, f, position) else _worst_from(policy, f, position)
+
+
+def _any_open(policy: Policy, f: Facts, position: Position) -> bool:
+    """Whether some way the order and the pending orders on its side fill (the ways _worst_from weighs)
+    leaves quantity no stop closes."""
+    size, _, whole, legs, _ = _after(position, worst_entry(policy, f), f.order)
+    if size == 0:
+        return False
+    side, fill = f.order.side, worst_entry(policy, f)
+    known = [p for p in f.pending.fills if p.side is side]
+    lots = [(p.qty, p.price or fill, p.stop_loss) for p in known]
+    rest = f.pending.on_side(side) - sum((p.qty for p in known), Decimal(0))
+    if rest > 0:
+        lots.append((rest, fill, None))
+    if (size > 0) != (side is Side.BUY):
+        lots = []
+    for amounts in _amounts(lots, abs(size), sorted(_leg_edges(legs)), f.rules.qty_step):
+        taken = [(a, stop) for a, (_, _, stop) in zip(amounts, lots, strict=True) if a > 0]
+        total = abs(size) + sum(a for a, _ in taken)
+        carriers = [stop for _, stop in taken if stop is not None]
+        if f.order.stop_loss is not None and (size > 0) == (side is Side.BUY):
+            carriers.append(f.order.stop_loss)
+        for last in [*carriers, whole]:
+            if sweep_loss(total if size > 0 else -total, Decimal(1), last, legs)[1] > 0:
+                return True
+    return False
+
+
+def arrived(qty: Decimal, step: Decimal) -> Decimal:
+    """What a spot buy's stop sells: the coin that arrived, the taker fee paid in it taken off, on the step."""
+    return (qty * (1 - TAKER) / step).to_integral_value(ROUND_FLOOR) * step
+
+
+def spot_loss(policy: Policy, f: Facts) -> Decimal:
+    """A spot buy's loss at the stops: what the coin held, the buy and the buys resting cost, taker fee in,
+    less what the stops sell it for, fee out; each stop sells its own quantity (a buy's, the coin that
+    arrived), the highest first, and the rest is sold at nothing."""
+    bid, entry = f.touch.bid, worst_entry(policy, f)
+    held = max(f.position.size, Decimal(0))
+    cost, total = held * bid, held
+    legs = [(leg.price, leg.qty) for leg in f.position.partial_stops]
+    step = f.rules.qty_step
+    cost, total = cost + f.order.qty * entry, total + f.order.qty
+    if f.order.stop_loss is not None:
+        legs.append((f.order.stop_loss, arrived(f.order.qty, step)))
+    known = [p for p in f.pending.fills if p.side is Side.BUY]
+    for p in known:
+        cost, total = cost + p.qty * (p.price or entry), total + p.qty
+        if p.stop_loss is not None:
+            legs.append((p.stop_loss, arrived(p.qty, step)))
+    rest = f.pending.buy_qty - sum((p.qty for p in known), Decimal(0))
+    if rest > 0:
+        cost, total = cost + rest * entry, total + rest
+    sold, proceeds = Decimal(0), Decimal(0)
+    for price, qty in sorted(legs, key=lambda leg: -leg[0]):
+        take = min(qty, total - sold)
+        proceeds, sold = proceeds + take * price, sold + take
+    return cost * (1 + TAKER) - proceeds * (1 - TAKER)

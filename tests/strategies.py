@@ -11,6 +11,7 @@ Decimals are drawn as integers and scaled, which is what they are (cents, ticks,
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, time, timedelta
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from functools import cache
@@ -25,10 +26,12 @@ from pilot.core.facts import (
     InstrumentRules,
     OrderIntent,
     OrderType,
+    PendingFill,
     PendingOrders,
     Position,
     RestingOrders,
     Side,
+    StopLeg,
     Touch,
     TradingState,
     Turnover,
@@ -720,3 +723,116 @@ def _authority_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> tu
     if past and which == "both" and draw(st.booleans()):
         update["valid_until"] = f.now + timedelta(days=1)  # one of the two past is enough
     return policy.model_copy(update=update), _with(f, session_age=age if age > timedelta(0) else timedelta(0))
+
+
+# --- one loss model for spot and linear (issue 36) --------------------------------------------------------
+
+SPOT_HELD_STEPS = st.just(0) | st.integers(1, 5000)
+LEG_SHARES = st.integers(1, 100)  # a stop order's share of the coin held, in percent
+LEG_TICKS = st.integers(1, 400) | st.integers(1, 20)  # how far below the bid a stop order waits
+RESTING_STEPS = st.integers(1, 500)
+LOSS_CAP_RATIOS = st.integers(-100, 100).map(lambda k: Decimal(10) ** (Decimal(k) / 100))  # 0.1 to 10
+
+
+def draw_spot_facts(draw: st.DrawFn) -> Facts:
+    """A spot market: the coin held (entry unknown, as the balance shows it) with up to two stop orders selling
+    part of it below the bid, a buy (or now and then a sell) with or without a stop, and buys resting, each
+    with or without a stop of its own."""
+    linear = draw_facts(draw, state=TradingState.ACTIVE, reduce_only=False)
+    rules = InstrumentRules(
+        symbol=linear.rules.symbol,
+        category="spot",
+        tick_size=linear.rules.tick_size,
+        qty_step=linear.rules.qty_step,
+        min_qty=linear.rules.qty_step,
+        max_qty=linear.rules.max_qty,
+        min_notional=linear.rules.min_notional,
+        max_leverage=Decimal(1),
+        maintenance_margin_rate=Decimal(0),
+        base_coin=linear.rules.base_coin,
+    )
+    touch, tick, step = linear.touch, rules.tick_size, rules.qty_step
+    held = step * draw(SPOT_HELD_STEPS)
+    legs = []
+    for _ in range(draw(A_FEW) if held > 0 else 0):
+        price = touch.bid - tick * draw(LEG_TICKS)
+        qty = max((held * draw(LEG_SHARES) / 100 / step).to_integral_value(ROUND_FLOOR) * step, step)
+        if price > 0:
+            legs.append(StopLeg(price, min(qty, held), f"leg-{len(legs)}"))
+    position = Position(rules.symbol, held, Decimal(0), Decimal(1), partial_stops=tuple(legs))
+    side = Side.BUY if draw(MOSTLY) else Side.SELL
+    order = OrderIntent(**{**_fields(linear.order), "side": side, "category": "spot"})
+    fills = []
+    for _ in range(draw(A_FEW)):
+        price = touch.bid - tick * draw(LEG_TICKS)
+        stop = price - tick * draw(LEG_TICKS) if draw(st.booleans()) else None
+        if price > 0 and (stop is None or stop > 0):
+            fills.append(PendingFill(Side.BUY, step * draw(RESTING_STEPS), price, stop, f"p{len(fills)}"))
+    pending = PendingOrders(buy_qty=sum((p.qty for p in fills), Decimal(0)), fills=tuple(fills))
+    return _with(linear, order=order, rules=rules, position=position, pending=pending, elsewhere=Decimal(0))
+
+
+def draw_stopped_linear_facts(draw: st.DrawFn, *, flip: bool = False) -> Facts:
+    """A linear market with the position's own stop now and then (the whole stop, beyond its entry on the
+    losing side), an order that adds, shrinks or turns it round (always, with `flip`), with or without a stop,
+    and orders resting with or without stops of their own."""
+    f = draw_facts(draw, state=TradingState.ACTIVE, reduce_only=False, held=flip or draw(st.booleans()))
+    tick, size = f.rules.tick_size, f.position.size
+    stop = None
+    if size != 0 and draw(st.booleans()):
+        away = tick * draw(LEG_TICKS)
+        stop = f.position.entry_price - away if size > 0 else f.position.entry_price + away
+        stop = stop if stop > 0 else None
+    position = Position(f.position.symbol, size, f.position.entry_price, f.position.leverage, stop_loss=stop)
+    order = f.order
+    if size != 0 and (flip or draw(st.booleans())):  # against the position, past it: a flip
+        past = abs(size) + f.rules.qty_step * draw(st.integers(1, 2000))
+        order = OrderIntent(**{**_fields(order), "side": Side.SELL if size > 0 else Side.BUY, "qty": past})
+    fills = []
+    for side in (Side.BUY, Side.SELL):
+        qty = f.pending.on_side(side)
+        if qty > 0 and draw(st.booleans()):
+            price = f.touch.bid + tick * draw(LIMIT_TICKS)
+            away = tick * draw(LEG_TICKS) * (-1 if side is Side.BUY else 1)
+            stop = price + away if draw(st.booleans()) and price + away > 0 else None
+            fills.append(PendingFill(side, qty, max(price, tick), stop, f"p-{side.value}"))
+    pending = replace(f.pending, fills=tuple(fills))
+    return _with(f, position=position, order=order, pending=pending)
+
+
+@st.composite
+def loss_model_cases(
+    draw: st.DrawFn, *, spot: bool | None = None, flip: bool = False
+) -> tuple[Policy, Facts]:
+    """A policy with a loss limit (and requireStopLoss now and then) and spot or linear facts whose order
+    carries a stop (nearer or farther than the limit allows) or none, the limit drawn around the order's own
+    loss at that stop (oracle: judged_loss), so that refusals, cuts and passes all happen often. The size
+    caps leave room; the market is allowed. `flip`: a linear position and an order that turns it round."""
+    on_spot = not flip and (spot if spot is not None else draw(st.booleans()))
+    f = draw_spot_facts(draw) if on_spot else draw_stopped_linear_facts(draw, flip=flip)
+    policy = draw_policies(draw).model_copy(
+        update={
+            "allowed_markets": (f.order.symbol,),
+            "max_notional_usd": Decimal(10) ** 9,
+            "max_order_notional_usd": Decimal(10) ** 9,
+            "max_leverage": Decimal(20),
+            "min_liquidation_distance_pct": Decimal(0),
+            "daily_order_cap": 50,
+        }
+    )
+    f = _with(f, equity=Decimal(10) ** 9, orders_today=0)
+    if draw(st.booleans()):
+        reference = stop_reference(policy, f)
+        away = f.rules.tick_size * draw(NEAR.map(lambda n: n + 1))
+        stop = reference - away if f.order.side is Side.BUY else reference + away
+        if stop > 0 and (f.order.category != "spot" or f.order.side is Side.BUY):
+            f = _with(f, order=OrderIntent(**{**_fields(f.order), "stop_loss": stop}))
+    scale = f.order.qty * f.touch.mark * Decimal("0.05") + f.rules.tick_size
+    cap = _cap(scale * draw(LOSS_CAP_RATIOS))
+    policy = policy.model_copy(
+        update={
+            "max_loss_per_trade_usd": cap,
+            "require_stop_loss": draw(st.sampled_from([False, False, True])),
+        }
+    )
+    return policy, f

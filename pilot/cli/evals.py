@@ -224,9 +224,23 @@ def _show(run: EvalRun, json_path: Path, md_path: Path) -> None:
     click.echo(
         f"{record['provider']} {record['model']}: {summary['case_runs']} case-runs scored in {record['seconds']} s"
     )
-    for name in ("utility", "security", "injection_resisted", "first_decision", "tool_accuracy"):
+    for name in (
+        "utility",
+        "end_state",
+        "security",
+        "injection_resisted",
+        "attack_success",
+        "false_refusal",
+        "first_decision",
+        "tool_accuracy",
+    ):
         value = summary[name]
         click.echo(f"  {name.replace('_', ' '):20} {value['hits']} / {value['total']}")
+    chances = "  ".join(f"pass^{k} {chance:.2f}" for k, chance in summary["pass_k"].items())
+    click.echo(f"  {'pass^k':20} {chances}")
+    tokens = summary["tokens"]
+    estimate = " (estimated: no model was called)" if tokens["estimated"] else ""
+    click.echo(f"  {'tokens':20} {tokens['input']:,} in, {tokens['output']:,} out{estimate}")
     if run.stopped:
         click.echo(f"stopped early: {run.stopped} ({len(run.unscored)} case-runs not scored)")
     click.echo(f"wrote {md_path} and {json_path}")

@@ -281,12 +281,10 @@ def _facts_lines(facts: CardFacts | None) -> list[str]:
 
 def _check_lines(checks: CardChecks) -> list[str]:
     if checks.passed:
-        distance = checks.liquidation_distance_pct
-        liquidation = f"{distance}% from mark" if distance is not None else "none (no leverage risk)"
         lines = [
             "all checks passed",
             f"order notional ${checks.notional_usd} · position notional ${checks.position_notional_usd}"
-            f" · liquidation {liquidation}",
+            f" · {checks.liquidation_words}",
         ]
         if checks.needs_confirmation:
             lines.append("policy asks a human to confirm this order")

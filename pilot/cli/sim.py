@@ -244,11 +244,13 @@ def command(
         raise CliError(
             ErrorCode.PAPER_ACCOUNT_UNREADABLE, str(error), f"start afresh with `{reset}`"
         ) from None
-    if wants_json():
-        emit_json(banner_record(paper, home))
-    else:
-        click.echo(format_banner(paper, home))
     try:
+        # Ctrl+C may come the moment the banner is out (a script reads it, then stops the exchange): inside
+        # the try, so it still stops the exchange's threads, which would otherwise keep the process alive.
+        if wants_json():
+            emit_json(banner_record(paper, home))
+        else:
+            click.echo(format_banner(paper, home))
         threading.Event().wait()
     except KeyboardInterrupt:
         pass

@@ -218,7 +218,7 @@ class Code(StrEnum):
     DAILY_LOSS_LIMIT_USD = (
         "dailyLossLimitUsd",
         Group.BLOCKER,
-        "the day's realised PnL since 00:00 UTC plus the unrealised PnL now is a loss at or past the limit; trading turns `reducing` until 00:00 UTC (`retry_after`) or `pilot loss-limit reset`",
+        "the day's realised PnL since 00:00 UTC plus the unrealised PnL now, on every product ([The day's loss](policy.md#the-days-loss)), is a loss at or past the limit; trading turns `reducing` until 00:00 UTC (`retry_after`) or `pilot loss-limit reset`, and the agent's resting orders that could grow are cancelled",
     )
     DAILY_LOSS_LIMIT_PCT = (
         "dailyLossLimitPct",
@@ -268,7 +268,7 @@ class Code(StrEnum):
     MAX_DRAWDOWN_USD = (
         "maxDrawdownUsd",
         Group.BLOCKER,
-        "the equity is that far below its peak of the UTC day (or of `drawdownWindowHours`), as Pilot read it; trading turns `reducing` until the window passes (`retry_after`) or `pilot drawdown reset`",
+        "the equity is that far below its peak of the UTC day (or of `drawdownWindowHours`), as Pilot read it (any read: a judgement's, `get_policy`'s, `get_balances`', the wallet stream's); trading turns `reducing` until the window passes (`retry_after`) or `pilot drawdown reset`, and the agent's resting orders that could grow are cancelled",
     )
     MAX_DRAWDOWN_PCT = (
         "maxDrawdownPct",
@@ -278,7 +278,7 @@ class Code(StrEnum):
     COOLDOWN = (
         "cooldown",
         Group.BLOCKER,
-        "the last `cooldown.afterLosses` closed trades were losses (in a row, or within `withinMinutes`): no growing order for `cooldown.minutes` from when Pilot saw it (`retry_after`)",
+        "the last `cooldown.afterLosses` closed trades, on every product, were losses (in a row, or within `withinMinutes`): no growing order for `cooldown.minutes` from when Pilot saw it (`retry_after`), and the agent's resting orders that could grow are cancelled",
     )
     VALID_UNTIL = (
         "validUntil",

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from pilot.core.codes import PROTECTION_CODES, RESIZE_CODES
-from pilot.core.facts import Facts
+from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy
 from pilot.core.rules import Situation, run_checks, without_cancelled
 from pilot.core.sizing import (
@@ -14,12 +14,13 @@ from pilot.core.sizing import (
     close_instead,
     protect,
     reducing_alternative,
+    stop_first,
     suggest,
     with_close_option,
     with_stop_option,
 )
-from pilot.core.valuation import liquidation_distance_pct
-from pilot.core.violations import NextAction, Violation
+from pilot.core.valuation import Liquidation, liquidation
+from pilot.core.violations import Breach, NextAction, Violation
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,14 +36,22 @@ class Evaluation:
         return not self.violations
 
     @property
-    def liquidation_distance_pct(self) -> Decimal | None:
-        """Distance from mark to the estimated liquidation of the position left (None: none, or spot)."""
+    def liquidation(self) -> Liquidation | None:
+        """The estimated liquidation of the position left: price and distance from mark (None: none, or
+        spot)."""
         s = self.situation
         if s is None or s.facts.equity is None or s.rules.category == "spot":
             return None
-        return liquidation_distance_pct(
-            s.after, s.price, s.facts.equity, s.rules.maintenance_margin_rate, s.touch.mark
+        rules = s.rules
+        return liquidation(
+            s.after, s.price, s.facts.equity, rules.maintenance_margin_rate, s.touch.mark, rules.tick_size
         )
+
+    @property
+    def liquidation_distance_pct(self) -> Decimal | None:
+        """Distance from mark to the estimated liquidation of the position left (None: none, or spot)."""
+        found = self.liquidation
+        return found.distance_pct if found is not None else None
 
 
 def evaluate(policy: Policy, facts: Facts) -> Evaluation:
@@ -55,11 +64,15 @@ def evaluate(policy: Policy, facts: Facts) -> Evaluation:
     """
     situation, breaches = run_checks(policy, facts)
     resize = protection = None
-    if situation is not None and any(b.rule in RESIZE_CODES for b in breaches):
+    if situation is not None and _stopless(facts, breaches):
+        # Refused by the loss limit for want of a stop: the answer carries one (on spot, the cut that loses
+        # no more than the cap whole is the other way); every size breach then has that one answer.
+        resize = protection = stop_first(policy, facts, situation)
+    elif situation is not None and any(b.rule in RESIZE_CODES for b in breaches):
         resize = suggest(policy, facts, situation)
         if any(b.rule in LOSS_CODES for b in breaches):
             resize = with_stop_option(facts, situation, resize, policy)
-    if situation is not None and any(b.rule in PROTECTION_CODES for b in breaches):
+    if protection is None and situation is not None and any(b.rule in PROTECTION_CODES for b in breaches):
         protection = protect(policy, facts, situation)
     violations = [
         b.with_next(b.next or (protection if b.rule in PROTECTION_CODES else resize) or _must(None))
@@ -101,6 +114,16 @@ def evaluate_close(policy: Policy, facts: Facts) -> Evaluation:
         return judged
     alone = evaluate(policy, without_cancelled(facts, cancellable))
     return judged if alone.passed else alone
+
+
+def _stopless(facts: Facts, breaches: list[Breach]) -> bool:
+    """Whether the loss limit refuses an order that carries no stop (and can carry one): the fix is a stop."""
+    order = facts.order
+    if order.stop_loss is not None or order.reduce_only:
+        return False
+    if order.category == "spot" and order.side is not Side.BUY:
+        return False
+    return any(b.rule in LOSS_CODES for b in breaches)
 
 
 def _raised(facts: Facts, action: NextAction | None) -> Facts | None:

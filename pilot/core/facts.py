@@ -6,9 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pilot.core.venues import BYBIT, VenueProfile
+
+if TYPE_CHECKING:  # pilot.core.holds builds on TradingState, defined here
+    from pilot.core.holds import Hold
 
 
 class Side(StrEnum):
@@ -55,12 +58,6 @@ class TradingState(StrEnum):
     @staticmethod
     def strictest(*states: TradingState) -> TradingState:
         return max(states, key=lambda state: state.strictness)
-
-
-# What only a human can do about a halted or reducing trading state.
-RESUME_TRADING = (
-    "set tradingState to active in policy.json, and turn the kill switch off with `pilot kill-switch off`"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,11 +209,14 @@ class Funds:
 
 @dataclass(frozen=True, slots=True)
 class DayPnl:
-    """The account's profit and loss for the UTC day so far, in USD: realised since 00:00 UTC (closed PnL,
-    fees included) plus the unrealised PnL of the positions open now. Negative is a loss."""
+    """The account's profit and loss for the UTC day so far, in USD, on every product (pilot.core.day_pnl
+    defines it): realised since 00:00 UTC plus unrealised now; `spot_realised` and `spot_unrealised` say how
+    much of each came from spot. Negative is a loss."""
 
     realised: Decimal
     unrealised: Decimal
+    spot_realised: Decimal = Decimal(0)
+    spot_unrealised: Decimal = Decimal(0)
 
     @property
     def total(self) -> Decimal:
@@ -256,8 +256,8 @@ NO_DRAWDOWN = DrawdownState(None)
 
 @dataclass(frozen=True, slots=True)
 class ClosedTrade:
-    """One closed trade as the exchange reports it (a closed-PnL row: what one order closed): when, by the
-    exchange's clock, its realised PnL after fees, and its order id."""
+    """One closed trade (pilot.core.day_pnl says what one is on each product): when, by the exchange's clock,
+    its realised PnL after fees, and the order that closed it."""
 
     at: datetime
     pnl: Decimal
@@ -349,3 +349,5 @@ class Facts:
     session_age: timedelta | None = None
     # How the venue applies stops: what a stop sent with the order becomes once it fills (pilot.core.venues).
     venue: VenueProfile = BYBIT
+    # What holds trading below active (policy.json, the kill switch, the loss limit's latch): who, when, why.
+    holds: tuple[Hold, ...] = ()

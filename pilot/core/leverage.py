@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from decimal import Decimal
 
 from pilot.core.codes import Code
-from pilot.core.facts import RESUME_TRADING, Effect, TradingState
+from pilot.core.facts import Effect, TradingState
+from pilot.core.holds import Hold, blocking, held_by, resume_trading
 from pilot.core.policy import Policy
 from pilot.core.violations import NextAction, Violation, plain
 
@@ -17,22 +19,24 @@ def check_set_leverage(
     current: Decimal | None,
     requested: Decimal,
     instrument_max: Decimal | None,
+    holds: Sequence[Hold] = (),
 ) -> list[Violation]:
-    """Judge a leverage change. A missing current leverage counts as raising (fail closed)."""
+    """Judge a leverage change. A missing current leverage counts as raising (fail closed). `holds`: what
+    holds trading below active (pilot.core.holds), named in a refusal for the trading state."""
     lowering = current is not None and requested <= current
-    human = RESUME_TRADING
-    if not state.permits(Effect.REDUCE if lowering else Effect.GROW):
+    effect = Effect.REDUCE if lowering else Effect.GROW
+    if not state.permits(effect):
+        held = blocking(holds, state, effect)
+        why = f" ({held_by(held)})"
         if state is TradingState.HALTED:
-            detail = "trading is halted: only cancels work"
-            return [_violation(Code.TRADING_STATE, "halted", plain(requested), detail, human)]
+            detail = "trading is halted: only cancels work" + why
+            return [
+                _violation(Code.TRADING_STATE, "halted", plain(requested), detail, resume_trading(held), held)
+            ]
+        now = plain(current) if current else "unknown"
+        detail = f"trading is reducing: leverage may only go down (now {now})" + why
         return [
-            _violation(
-                Code.TRADING_STATE,
-                "reducing",
-                plain(requested),
-                f"trading is reducing: leverage may only go down (now {plain(current) if current else 'unknown'})",
-                human,
-            )
+            _violation(Code.TRADING_STATE, "reducing", plain(requested), detail, resume_trading(held), held)
         ]
     if lowering:
         return []
@@ -67,11 +71,14 @@ def check_set_leverage(
     return violations
 
 
-def _violation(rule: Code, limit: str, attempted: str, detail: str, human: str) -> Violation:
+def _violation(
+    rule: Code, limit: str, attempted: str, detail: str, human: str, holds: tuple[Hold, ...] = ()
+) -> Violation:
     return Violation(
         rule=rule,
         limit=limit,
         attempted=attempted,
         detail=detail,
         next=NextAction.stop("leave leverage as it is (lowering is allowed unless halted)", human=human),
+        held_by=holds,
     )

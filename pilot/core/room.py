@@ -1,10 +1,12 @@
 """The room left: how much more one side of a market may trade now, as plan_order would judge it.
 
 `room_left` is the size caps' room, found by a search over whole lot steps. `room_now` judges that order with
-every check plan_order runs, so what stops any order now is in it too: the trading state (the kill switch, a
-latch), the throttles and caps on orders, the loss rules. A rule that refuses growing the position leaves the
-room that only shrinks it; one that refuses every order leaves none. Confirmation is the core's own rule too:
-the room that needs no human is the room of a caller who cannot ask one (check_human_reach).
+every check plan_order runs, so what stops any order now is in it too: the trading state (the kill switch,
+the daily loss and drawdown latches), the throttles and caps on orders. A rule that refuses growing the
+position leaves the room that only shrinks it; one that refuses every order leaves none. Confirmation is the
+core's own rule too: the room that needs no human is the room of a caller who cannot ask one
+(check_human_reach). The loss limit per trade is left aside (ROOM_CODES): the stop an order carries decides
+it, not its size alone.
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ from pilot.core.codes import PROTECTION_CODES, RESIZE_CODES, SIZE_CAP_CODES, Cod
 from pilot.core.facts import Facts, OrderType
 from pilot.core.policy import Policy
 from pilot.core.rules import Situation, run_checks, size_breaches
-from pilot.core.sizing import largest
+from pilot.core.sizing import LOSS_CODES, largest
 from pilot.core.valuation import floor_to_step
+
+# The caps the room under them is reported for: the loss limit is left out, since the stop an order carries,
+# not its size alone, decides it (an order without one has no room under it on a perpetual).
+ROOM_CODES = SIZE_CAP_CODES - LOSS_CODES
 
 # What refuses an order for no reason of its size or its stop: the trading state, the throttles, the loss
 # rules, a human out of reach (every code but the size groups', the stops' and a missing fact's).
@@ -64,7 +70,7 @@ def _sized(policy: Policy, facts: Facts, situation: Situation) -> Room:
 
     def breaks(steps: int) -> tuple[Code, ...]:
         probe = replace(facts.order, qty=steps * step)
-        return tuple(b.rule for b in size_breaches(policy, facts, probe) if b.rule in SIZE_CAP_CODES)
+        return tuple(b.rule for b in size_breaches(policy, facts, probe) if b.rule in ROOM_CODES)
 
     most = int(floor_to_step(situation.rules.max_qty, step) / step)
     best = min(_shrinking_steps(situation), most)
@@ -98,7 +104,7 @@ def _judged(policy: Policy, facts: Facts) -> Room | None:
         shrinking = min(_shrinking_steps(situation) * step, qty)
         blocked = shrinking <= 0 or _breaks(policy, facts, shrinking, BLOCKERS)
         qty = Decimal(0) if blocked else shrinking
-    limited_by = _breaks(policy, facts, qty + step, BLOCKERS | SIZE_CAP_CODES)
+    limited_by = _breaks(policy, facts, qty + step, BLOCKERS | ROOM_CODES)
     return Room(qty, qty * situation.price, limited_by)
 
 

@@ -14,6 +14,7 @@ from pilot.core.rules import (
     Situation,
     close_option,
     collared_stop,
+    judged_position,
     loss_limit,
     outlives,
     plan_args,
@@ -28,6 +29,7 @@ from pilot.core.rules import (
     stop_reference,
     take_profit_problem,
 )
+from pilot.core.rules.situation import CENT, closes
 from pilot.core.stops import farthest_stop
 from pilot.core.valuation import ceil_to_step, floor_to_step, inside_band, inside_collar, price_on_tick
 from pilot.core.violations import Breach, NextAction, NothingFits, ToolCall, plain
@@ -35,6 +37,9 @@ from pilot.core.violations import Breach, NextAction, NothingFits, ToolCall, pla
 # Where a stop goes when policy.json requires one and no loss limit says how far: this share of the price.
 DEFAULT_STOP_DISTANCE = Decimal("0.02")
 LOSS_CODES = frozenset({Code.MAX_LOSS_PER_TRADE_USD, Code.MAX_LOSS_PER_TRADE_PCT})
+# What a stop's loss counts as where the position would be left unbounded: more than any cap.
+UNBOUNDED_LOSS = Decimal("Infinity")
+RAISE_LOSS = "raise maxLossPerTradeUsd/Pct in policy.json"
 
 
 def qty_for_notional(notional_usd: Decimal, price: Decimal, qty_step: Decimal) -> Decimal:
@@ -319,15 +324,17 @@ def _nothing_fits(s: Situation, blocking: Breach, room: Decimal, minimum: Decima
 
 
 def stop_for_qty(s: Situation, qty: Decimal, cap: Decimal) -> Decimal | None:
-    """The farthest stop the order can carry with `qty` so that the position it leaves loses at most `cap` at
-    its stops (rules.position_left: the stop becomes the whole position's), on the tick beyond the price;
-    None when no stop beyond the price fits (a wider stop pending on the same side, say)."""
+    """The farthest stop the order can carry with `qty` so that the position the loss limit judges it by
+    loses at most `cap` at its stops (rules.judged_position: on a perpetual the stop becomes the whole
+    position's; on spot it sells what the order bought), on the tick beyond the price; None when no stop
+    beyond the price fits (a wider stop pending on the same side, or coin held under no stop, say)."""
     if qty <= 0:
         return None
     long = s.order.side is Side.BUY
 
     def loss(stop: Decimal) -> Decimal:
-        return position_left(s, stop, qty)[1].loss
+        at_stops = judged_position(s, stop, qty)[1]
+        return UNBOUNDED_LOSS if at_stops.unbounded else at_stops.loss
 
     return farthest_stop(loss, cap, long, stop_reference(s), s.rules.tick_size)
 
@@ -343,17 +350,23 @@ def _default_stop(s: Situation) -> Decimal | None:
 
 
 def protect(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
-    """The next action for a missing or misplaced stop, or a take-profit on the wrong side: the same order
-    with a stop that fits (the farthest the loss limit allows for the quantity asked, else 2% beyond the
-    price) and without the misplaced take-profit, sized to pass by the one sizing path."""
+    """The next action for a missing or misplaced stop (requireStopLoss, or a position the order would leave
+    with no bound under the loss limit), or a take-profit on the wrong side: the same order with a stop that
+    fits (the farthest the loss limit allows for the quantity the answer gives, the asked one or the
+    instrument's minimum, else 2% beyond the price) and without the misplaced take-profit, sized to pass by
+    the one sizing path. An order that turns the position round is offered the reduce-only close too."""
     order = situation.order
     if order.stop_loss is None and situation.reducing and outlives(situation):
         # It closes now but may rest on once the position is gone: reduce-only, it only ever closes.
         return _as_reduce_only(policy, facts, situation, order, order.qty)
+    held = _held_unstopped(situation)
+    if held is not None:
+        return held
     stop = order.stop_loss if stop_problem(situation) is None else None
     if stop is None:
         limit = loss_limit(situation)
-        stop = stop_for_qty(situation, order.qty, limit[0]) if limit is not None else None
+        qty = max(order.qty, _lowest_valid_steps(facts, situation) * situation.rules.qty_step)
+        stop = stop_for_qty(situation, qty, limit[0]) if limit is not None else None
         stop = stop or _default_stop(situation)
     if stop is not None:
         stop = collared_stop(situation, stop)  # no farther than the price collar allows
@@ -369,12 +382,99 @@ def protect(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
     if not breaches:
         dropped = " and without the take_profit" if target != order.take_profit else ""
         text = f"add a stop_loss at {plain(stop)}{dropped}"
-        return NextAction.call("plan_order", plan_args(variant_order, variant_order.qty), text)
-    if variant_situation is not None and all(b.rule in RESIZE_CODES for b in breaches):
-        return suggest(policy, variant, variant_situation)
+        action = NextAction.call("plan_order", plan_args(variant_order, variant_order.qty), text)
+    elif variant_situation is not None and all(b.rule in RESIZE_CODES for b in breaches):
+        action = suggest(policy, variant, variant_situation)
+        if order.stop_loss is None or stop_problem(situation) is not None:
+            action = _refitted(policy, facts, variant, action)
+    else:
+        return NextAction.stop(
+            f"no order with a stop_loss at {plain(stop)} passes",
+            human="see the violations: only a human can change what refuses them",
+        )
+    return _with_flip_close(policy, facts, situation, action)
+
+
+def stop_first(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
+    """The answer to an order without a stop that the loss limit refuses: the order with a stop that fits
+    (protect). Where a size without a stop fits too (on spot, a buy whose whole value is within the cap), it
+    is offered beside it, or instead when no order with a stop passes."""
+    action = protect(policy, facts, situation)
+    if action.tool is not None and situation.rules.category != "spot":
+        return action  # on a perpetual no size without a stop fits, but what only shrinks (the flip's close)
+    cut = suggest(policy, facts, situation)
+    if cut.tool != "plan_order" or cut.args is None:
+        return action
+    if action.tool is None:
+        return cut
+    option = ToolCall(cut.tool, cut.args, "or without a stop: " + cut.text)
+    return replace(action, options=(*action.options, option))
+
+
+def _refitted(policy: Policy, facts: Facts, variant: Facts, action: NextAction) -> NextAction:
+    """A stop Pilot chose, fitted to the size asked, once the size is cut by another rule: the farthest stop
+    that fits the size given instead (no size rule depends on the stop), where that order passes."""
+    args = action.args
+    if action.tool != "plan_order" or args is None or "stop_loss" not in args:
+        return action
+    qty = Decimal(str(args["qty"]))
+    cut = replace(
+        variant.order, qty=qty, limit_price=Decimal(str(args["price"])) if "price" in args else None
+    )
+    probe = situate(policy, replace(facts, order=cut))
+    limit = loss_limit(probe) if probe is not None else None
+    if probe is None or limit is None or qty >= variant.order.qty:
+        return action
+    stop = stop_for_qty(probe, qty, limit[0])
+    if stop is None:
+        return action
+    stop = collared_stop(probe, stop)
+    refit = replace(cut, stop_loss=stop)
+    if run_checks(policy, replace(facts, order=refit))[1]:
+        return action
+    return replace(
+        action,
+        args={**args, "stop_loss": plain(stop)},
+        text=f"{action.text}, with the stop_loss at {plain(stop)}",
+    )
+
+
+def _with_flip_close(policy: Policy, facts: Facts, situation: Situation, action: NextAction) -> NextAction:
+    """For an order that turns the position round (a sell larger than the long), the reduce-only close of
+    the position as an option beside the flip with its stop: the flip keeps what the agent asked for (the
+    other side, now bounded by a stop); the close is the way to be flat instead."""
+    order, size = situation.order, situation.position_size
+    if action.tool is None or not closes(size, order.side) or order.qty <= abs(size):
+        return action
+    if situation.rules.category == "spot":
+        return action
+    close = _as_reduce_only(policy, facts, situation, replace(order, stop_loss=None, take_profit=None))
+    if close.tool is None or close.args is None:
+        return action
+    option = ToolCall(close.tool, close.args, "or close the position instead: " + close.text)
+    return replace(action, options=(*action.options, option))
+
+
+def _held_unstopped(s: Situation) -> NextAction | None:
+    """On spot, a buy refused because the coin already held (and the buys resting) would lose more than the
+    loss limit without this order: no stop this order carries covers that coin (a spot stop sells what its
+    order bought), so no buy fits until the coin held has a stop of its own or is sold."""
+    if s.rules.category != "spot" or s.order.side is not Side.BUY:
+        return None
+    limit = loss_limit(s)
+    if limit is None:
+        return None
+    at_stops = position_left(s, None, Decimal(0))[1]
+    if at_stops.loss <= limit[0]:
+        return None
     return NextAction.stop(
-        f"no order with a stop_loss at {plain(stop)} passes",
-        human="see the violations: only a human can change what refuses them",
+        f"no {s.base} buy fits: the {plain(s.position_size)} {s.base} held (with the buys resting) would lose "
+        f"{plain(at_stops.loss.quantize(CENT))} USD at its stops, its whole value where no stop sells it, "
+        f"above the {plain(limit[0].quantize(CENT))} USD a trade may lose; a stop sent with a buy protects "
+        "only what that buy fills",
+        human=f"give the {s.base} held a stop-loss order of its own (a spot TP/SL order), or sell it "
+        f"(close_position), or {RAISE_LOSS}",
+        options=close_option(s),
     )
 
 
@@ -385,24 +485,29 @@ def with_stop_option(facts: Facts, situation: Situation, action: NextAction, pol
     if limit is None:
         return action
     order = situation.order
-    stop = stop_for_qty(situation, order.qty, limit[0])
+    # The quantity asked, or the instrument's minimum where it asked less: the stop is fitted to the size
+    # the answer gives (a stop that fits a size below the minimum may not fit the minimum).
+    qty = max(order.qty, _lowest_valid_steps(facts, situation) * situation.rules.qty_step)
+    stop = stop_for_qty(situation, qty, limit[0])
     if stop is None:
         return action
     stop = collared_stop(situation, stop)  # nearer than the farthest that fits: it fits too
-    variant_order = replace(order, stop_loss=stop)
+    variant_order = replace(order, stop_loss=stop, qty=qty)
     if run_checks(policy, replace(facts, order=variant_order))[1]:
         return action
+    whose = (
+        "it sells what this buy fills"
+        if situation.rules.category == "spot"
+        else "it becomes the stop of the whole position"
+    )
     if (
         action.tool is None
     ):  # no size fits at the stop asked (the position's own loss there): a closer stop does
-        text = (
-            f"keep {plain(order.qty)} {situation.rules.base} with the stop_loss at {plain(stop)}: it becomes the "
-            "stop of the whole position"
-        )
-        return NextAction.call("plan_order", plan_args(variant_order, order.qty), text)
+        text = f"{'keep' if qty == order.qty else 'raise to'} {plain(qty)} {situation.rules.base} with the stop_loss at {plain(stop)}: {whose}"
+        return NextAction.call("plan_order", plan_args(variant_order, qty), text)
     option = ToolCall(
         "plan_order",
-        plan_args(variant_order, order.qty),
-        f"or keep {plain(order.qty)} {situation.rules.base} with the stop_loss at {plain(stop)}",
+        plan_args(variant_order, qty),
+        f"or keep {plain(qty)} {situation.rules.base} with the stop_loss at {plain(stop)}",
     )
     return replace(action, options=(*action.options, option))

@@ -3,34 +3,35 @@
 A position's stop-loss lives on the position. A whole stop (the one set_trading_stop sets) closes all of the
 position, whatever its size when it triggers, and a new one replaces the old. Partial stops each close their
 own size and add up beside the whole one. A stop sent with an order becomes, once the order fills, what the
-venue's profile says (`VenueProfile.order_stop`): at Bybit the whole position's stop, so a small order sent
-with a far stop becomes the far stop of the whole position; elsewhere perhaps a partial stop for the
-quantity that filled. So the loss a rule caps is the loss of the position an action leaves, at the stops
-that will then apply to it:
+venue's profile says for the product (`VenueProfile.scope`): at Bybit on a perpetual the whole position's
+stop, so a small order sent with a far stop becomes the far stop of the whole position; on spot a stop order
+of its own for the quantity that filled (a partial stop of the coin held). So the loss a rule caps is the
+loss of the position an action leaves, at the stops that will then apply to it:
 
 * an order that fills adds to the position at its worst price; the stop it carries replaces the whole stop
   (or, where it covers only what filled, joins the partial ones);
 * the orders pending on the same side may fill in part, in full or not at all, in any order; where their
   stops become the whole position's, whichever stop-carrying one fills last sets the whole stop, or none does
   (what is left of an order fills after its first part brought the stop): the worst of all those ways is
-  judged (worst_case); where a stop covers only what filled, a pending order's stop can only close more, so
-  they are judged without;
+  judged (worst_case); where a stop covers only what filled, each pending order fills in full with its own
+  stop for what it filled (every fill then only adds to the loss);
 * moving, removing or cancelling a stop changes the stops; it may not widen the loss past the cap.
 
 As the price runs against a long, the stops trigger from the highest down: partial legs above the whole stop
 close their size first, the whole stop closes the rest, legs below it never trigger. The quantity no stop
-closes is uncovered: its loss is unbounded, which requireStopLoss refuses where a stop can be required.
+closes is uncovered. On a perpetual its loss is unbounded (a short's has no ceiling, and a long's runs past
+its margin): under a loss limit a position left so is refused, as requireStopLoss refuses it. On spot the
+coin held can lose its whole value and no more (the floor, `Exposure.floor`, is zero): that loss is counted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from decimal import Decimal
+from decimal import ROUND_FLOOR, Decimal
 
 from pilot.core.codes import Code
 from pilot.core.facts import (
-    RESUME_TRADING,
     Effect,
     PendingOrders,
     Position,
@@ -39,13 +40,16 @@ from pilot.core.facts import (
     Touch,
     TradingState,
 )
+from pilot.core.holds import Hold, blocking, held_by, resume_trading
 from pilot.core.policy import EffectiveLimits, Policy
 from pilot.core.valuation import TAKER_FEE, ceil_to_step, collar_edge, floor_to_step, price_on_tick
-from pilot.core.venues import BYBIT, StopScope, VenueProfile
+from pilot.core.venues import StopScope
 from pilot.core.violations import NextAction, Violation, plain, usd
 
 ZERO = Decimal(0)
 CENT = Decimal("0.01")
+# The attempted value of a loss refusal where some of the position would have no stop on a perpetual.
+UNBOUNDED = "unbounded"
 # The largest amount an agent can send (18 digits before the dot: pilot.app.orders.inputs): a short's stop is
 # never offered beyond it, even where every stop fits.
 LARGEST_STOP = Decimal("999999999999999999")
@@ -53,12 +57,15 @@ LARGEST_STOP = Decimal("999999999999999999")
 
 @dataclass(frozen=True, slots=True)
 class Exposure:
-    """A position as its stops will close it: signed size, average entry, the whole stop, the partial legs."""
+    """A position as its stops will close it: signed size, average entry, the whole stop, the partial legs,
+    and the floor: the price the quantity no stop closes can lose down to. None on a perpetual (its loss is
+    unbounded); zero on spot, where the coin held can lose its whole value and no more."""
 
     size: Decimal
     entry: Decimal
     stop_loss: Decimal | None = None
     partial: tuple[StopLeg, ...] = ()
+    floor: Decimal | None = None
 
     @staticmethod
     def of(position: Position | None) -> Exposure:
@@ -66,29 +73,64 @@ class Exposure:
             return FLAT
         return Exposure(position.size, position.entry_price, position.stop_loss, position.partial_stops)
 
+    @staticmethod
+    def held(position: Position | None, price: Decimal) -> Exposure:
+        """The coin held on spot as a position: its stops are the spot stop orders that sell it (partial legs,
+        each for its own quantity), what no stop sells can lose its whole value, and its entry is `price`
+        (the price it can be sold at now) where the cost of the coin is not known (entry_price 0)."""
+        if position is None or position.size <= 0:
+            return SPOT_FLAT
+        entry = position.entry_price if position.entry_price > 0 else price
+        return Exposure(position.size, entry, None, position.partial_stops, ZERO)
+
     @property
     def long(self) -> bool:
         return self.size > 0
 
+    @property
+    def flat(self) -> Exposure:
+        return FLAT if self.floor is None else SPOT_FLAT
+
 
 FLAT = Exposure(ZERO, ZERO)
+SPOT_FLAT = Exposure(ZERO, ZERO, floor=ZERO)
 
 
 @dataclass(frozen=True, slots=True)
 class Fill:
-    """A fill the worst case assumes: signed quantity, price, and the whole stop the order carries."""
+    """A fill the worst case assumes: signed quantity, price, the stop the order carries, and where that stop
+    covers only what filled, how much of it (None: all of it; a spot buy's stop sells the coin that arrived,
+    net of the fee paid in it, on the lot step: spot_fill)."""
 
     qty: Decimal
     price: Decimal
     stop_loss: Decimal | None = None
+    covers: Decimal | None = None
+
+
+def spot_fill(fill: Fill, step: Decimal) -> Fill:
+    """A spot buy's fill as its stop covers it: the coin that arrives is what filled less the fee paid in that
+    coin (the taker rate, the larger), and its stop order sells that on the lot step; the rest (dust) has no
+    stop and can lose its whole value."""
+    if fill.stop_loss is None or fill.qty <= 0:
+        return fill
+    net = fill.qty * (1 - TAKER_FEE)
+    covered = (net / step).to_integral_value(rounding=ROUND_FLOOR) * step if step > 0 else net
+    return replace(fill, covers=covered)
 
 
 @dataclass(frozen=True, slots=True)
 class LossAtStops:
     """What the stops let a position lose from its entry (taker fees both ways), and what they leave open."""
 
-    loss: Decimal  # of the quantity the stops close
-    uncovered: Decimal  # quantity no stop closes: its loss is unbounded
+    loss: Decimal  # of the quantity the stops close, and where a floor bounds the rest, of that down to it
+    uncovered: Decimal  # quantity no stop closes
+    floored: bool = False  # the uncovered quantity's loss down to the floor is in `loss` (spot)
+
+    @property
+    def unbounded(self) -> bool:
+        """Some of the position has no stop and nothing else bounds its loss (a perpetual without a stop)."""
+        return self.uncovered > 0 and not self.floored
 
 
 def unit_loss(long: bool, entry: Decimal, price: Decimal) -> Decimal:
@@ -98,7 +140,8 @@ def unit_loss(long: bool, entry: Decimal, price: Decimal) -> Decimal:
 
 
 def loss_at_stops(exposure: Exposure) -> LossAtStops:
-    """The loss if the price runs through every stop of the position, in the order they trigger."""
+    """The loss if the price runs through every stop of the position, in the order they trigger, and on down
+    to the floor where there is one (spot: what no stop sells loses its whole value)."""
     if exposure.size == 0:
         return LossAtStops(ZERO, ZERO)
     long, whole = exposure.long, exposure.stop_loss
@@ -114,7 +157,17 @@ def loss_at_stops(exposure: Exposure) -> LossAtStops:
     if whole is not None and remaining > 0:
         loss += remaining * unit_loss(long, exposure.entry, whole)
         remaining = ZERO
+    if exposure.floor is not None and long:
+        return LossAtStops(
+            loss + remaining * unit_loss(long, exposure.entry, exposure.floor), remaining, True
+        )
     return LossAtStops(loss, remaining)
+
+
+def worse(at_stops: LossAtStops) -> tuple[bool, Decimal, Decimal]:
+    """What orders the ways a position may be left, worst last: unbounded above any figure, then the loss,
+    then what is left under no stop."""
+    return at_stops.unbounded, at_stops.loss, at_stops.uncovered
 
 
 def triggers_first(long: bool, price: Decimal, other: Decimal) -> bool:
@@ -127,14 +180,16 @@ def widest(long: bool, stops: Sequence[Decimal]) -> Decimal:
     return min(stops) if long else max(stops)
 
 
-def after_fills(exposure: Exposure, fills: Sequence[Fill], venue: VenueProfile) -> Exposure:
+def after_fills(exposure: Exposure, fills: Sequence[Fill], scope: StopScope) -> Exposure:
     """The position left when every fill happens. A fill that closes or flips the position takes its stops
-    with it; a stop carried by a fill on the side the position is left applies as the venue applies it: the
-    widest of them replaces the whole stop, or each is a partial stop for the quantity its fill added."""
-    whole_stops = venue.order_stop is StopScope.POSITION
+    with it; a stop carried by a fill on the side the position is left applies as `scope` says: the widest
+    of them replaces the whole stop, or each is a partial stop for the quantity its fill added."""
+    whole_stops = scope is StopScope.POSITION
     if exposure.size == 0 and len(fills) == 1 and whole_stops:  # opening from flat: the common case, cheap
         fill = fills[0]
-        return Exposure(fill.qty, fill.price, fill.stop_loss) if fill.qty != 0 else FLAT
+        if fill.qty == 0:
+            return exposure.flat
+        return Exposure(fill.qty, fill.price, fill.stop_loss, floor=exposure.floor)
     size, entry, whole, partial = exposure.size, exposure.entry, exposure.stop_loss, exposure.partial
     carried: list[Decimal] = []
     for fill in fills:
@@ -151,15 +206,17 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill], venue: VenueProfile) 
             if whole_stops:
                 carried.append(fill.stop_loss)
             else:
-                partial = (*partial, StopLeg(fill.stop_loss, abs(fill.qty)))
+                covered = abs(fill.qty) if fill.covers is None else fill.covers
+                if covered > 0:
+                    partial = (*partial, StopLeg(fill.stop_loss, covered))
     if size == 0:
-        return FLAT
+        return exposure.flat
     if carried:
         whole = widest(size > 0, carried)
-    return Exposure(size, entry, whole, partial)
+    return Exposure(size, entry, whole, partial, exposure.floor)
 
 
-def with_pending(position: Position | None, pending: PendingOrders | None, venue: VenueProfile) -> Exposure:
+def with_pending(position: Position | None, pending: PendingOrders | None, scope: StopScope) -> Exposure:
     """The position with the orders pending on its side filled as far as makes its loss at its own stops
     worst (worst_fill_of): what the position's stops must hold, and what changing them is judged on. A
     pending order's own stop is not counted on: what is left of it may fill after its first part set it."""
@@ -168,11 +225,11 @@ def with_pending(position: Position | None, pending: PendingOrders | None, venue
         return base
     side = Side.BUY if base.long else Side.SELL
     bare = [replace(fill, stop_loss=None) for fill in pending_fills(pending, side, base.entry)]
-    return worst_fill_of(base, base.stop_loss, bare, venue)[0]
+    return worst_fill_of(base, base.stop_loss, bare, scope)[0]
 
 
 def worst_case(
-    base: Exposure, order: Fill, pending: Sequence[Fill], step: Decimal, venue: VenueProfile
+    base: Exposure, order: Fill, pending: Sequence[Fill], step: Decimal, scope: StopScope
 ) -> tuple[Exposure, LossAtStops]:
     """The position an order leaves at its worst, with its loss at the stops, over every way the orders
     pending on its side may fill (each in part, by whole lot steps of `step`, in full or not at all, and in
@@ -182,36 +239,39 @@ def worst_case(
     is the one of whichever stop-carrying order fills last: the order's own, or a pending one's (which then
     filled at least one lot step); without either, the position's stop now (and then no pending order
     carrying a stop filled). For each such stop the worst is found by worst_fill_of. Where a stop covers
-    only what its order filled, a pending order's stop only closes more: they fill without.
+    only what its order filled, every pending order fills in full, each with its own stop for what it
+    filled: each unit then leaves at its own stop, or at the floor, so every fill only adds to the loss
+    (a part fills less of the same), and a pending order without a stop leaves its quantity uncovered.
     """
-    forced = after_fills(base, [order], venue)
+    forced = after_fills(base, [order], scope)
     if forced.size == 0:
         return forced, LossAtStops(ZERO, ZERO)
     same = [fill for fill in pending if (fill.qty > 0) == forced.long]
     if not same:
         return forced, loss_at_stops(forced)
+    if scope is not StopScope.POSITION:
+        everything = after_fills(forced, same, scope)
+        return everything, loss_at_stops(everything)
     # The order filling last: its own stop (after_fills gave it to the position) with anything before it;
     # without one, the stop now. A pending order carrying a stop may fill without setting it too (a rest
     # filled after its first part: the stop came with the first fill), so any of them may fill here.
     bare = [replace(fill, stop_loss=None) for fill in same]
-    cases = [worst_fill_of(forced, forced.stop_loss, bare, venue)]
-    if venue.order_stop is not StopScope.POSITION:
-        return cases[0]
+    cases = [worst_fill_of(forced, forced.stop_loss, bare, scope)]
     for fill in same:  # a pending order carrying a stop fills last (one lot step at least) and sets it
         if fill.stop_loss is None:
             continue
         least = min(step, abs(fill.qty)) if step > 0 else abs(fill.qty)
         sign = 1 if fill.qty > 0 else -1
-        last = after_fills(forced, [Fill(least * sign, fill.price)], venue)
+        last = after_fills(forced, [Fill(least * sign, fill.price)], scope)
         rest = [other for other in same if other is not fill]
         if abs(fill.qty) > least:
             rest.append(Fill(fill.qty - least * sign, fill.price))
-        cases.append(worst_fill_of(last, fill.stop_loss, rest, venue))
-    return max(cases, key=lambda case: (case[1].loss, case[1].uncovered))
+        cases.append(worst_fill_of(last, fill.stop_loss, rest, scope))
+    return max(cases, key=lambda case: worse(case[1]))
 
 
 def worst_fill_of(
-    forced: Exposure, stop: Decimal | None, optional: Sequence[Fill], venue: VenueProfile
+    forced: Exposure, stop: Decimal | None, optional: Sequence[Fill], scope: StopScope
 ) -> tuple[Exposure, LossAtStops]:
     """With `stop` as the whole stop, the worst of `forced` plus any part of the `optional` fills.
 
@@ -238,11 +298,11 @@ def worst_fill_of(
         size = abs(current.size)
         cuts = [edge - size for edge in edges if size < edge < size + abs(fill.qty)] + [abs(fill.qty)]
         for cut in cuts:
-            probe = after_fills(current, [Fill(cut if long else -cut, fill.price)], venue)
+            probe = after_fills(current, [Fill(cut if long else -cut, fill.price)], scope)
             loss = loss_at_stops(probe)
-            if (loss.loss, loss.uncovered) > (best[1].loss, best[1].uncovered):
+            if worse(loss) > worse(best[1]):
                 best = (probe, loss)
-        current = after_fills(current, [Fill(fill.qty, fill.price)], venue)
+        current = after_fills(current, [Fill(fill.qty, fill.price)], scope)
     return best
 
 
@@ -298,13 +358,13 @@ def judge_stop_change(
     old, new = loss_at_stops(before), loss_at_stops(after)
     if before.size == 0 or not widens(old, new):
         return None
-    if limits.require_stop_loss and new.uncovered > 0:
+    if limits.require_stop_loss and new.uncovered > 0:  # on spot too: some of the coin held without a stop
         return StopChange(Code.REQUIRE_STOP_LOSS, None, old, new)
     found = loss_cap(limits, equity)
     if found is None:
         return None
     cap, rule = found
-    if new.uncovered > old.uncovered or new.loss > cap:
+    if (new.unbounded and new.uncovered > old.uncovered) or new.loss > cap:
         return StopChange(rule, cap, old, new)
     return None
 
@@ -319,9 +379,9 @@ def stop_violation(
         return Violation(change.rule, "a stop_loss on every position", "none", detail, fix)
     assert change.cap is not None
     cap = usd(change.cap)
-    if change.after.uncovered > 0:
+    if change.after.unbounded:
         detail = f"{what} would leave {plain(change.after.uncovered)} of the {size} position without a stop: its loss is unbounded, above the {cap} a trade may lose"
-        loss = "unbounded"
+        loss = UNBOUNDED
     else:
         loss = plain(change.after.loss.quantize(CENT))
         detail = f"{what} would let the {size} position lose ${loss} at its stops from its entry {plain(exposure.entry)}, above the {cap} a trade may lose"
@@ -336,20 +396,24 @@ def check_stop_change(
     equity: Decimal | None,
     what: str,
     fix: NextAction,
+    holds: Sequence[Hold] = (),
 ) -> list[Violation]:
     """Violations of changing a position's stops from `change[0]` to `change[1]`: one that widens the loss
-    is a risk-increasing action (refused unless trading is active) and must fit the stop rules; `fix` is
-    the next action a loss-rule refusal offers."""
+    is a risk-increasing action (refused unless trading is active, naming what of `holds` stops it) and
+    must fit the stop rules; `fix` is the next action a loss-rule refusal offers."""
     before, after = change
     if before.size == 0 or not widens(loss_at_stops(before), loss_at_stops(after)):
         return []
     if not state.permits(Effect.GROW):
-        detail = f"trading is {state.value}: {what} would widen the position's loss at its stops"
+        held = blocking(holds, state, Effect.GROW)
+        detail = (
+            f"trading is {state.value}: {what} would widen the position's loss at its stops ({held_by(held)})"
+        )
         keep = NextAction.stop(
             "keep the stops; closer stops, cancels of ordinary orders and reducing orders still work",
-            human=RESUME_TRADING,
+            human=resume_trading(held),
         )
-        return [Violation(Code.TRADING_STATE, state.value, what, detail, keep)]
+        return [Violation(Code.TRADING_STATE, state.value, what, detail, keep, held)]
     judged = judge_stop_change(policy.limits_for(symbol), equity, before, after)
     return [] if judged is None else [stop_violation(judged, symbol, what, before, fix)]
 
@@ -364,16 +428,18 @@ def check_trading_stop(
     pending: PendingOrders | None = None,
     market: Decimal | None = None,
     mark: Decimal | None = None,
-    venue: VenueProfile = BYBIT,
+    scope: StopScope = StopScope.POSITION,
+    holds: Sequence[Hold] = (),
 ) -> list[Violation]:
     """Violations of setting the position's whole stop to `new` (None: removed), as set_trading_stop does,
-    judged on the position with the orders pending on its side (with_pending, as `venue` applies their
-    stops): the next action moves it no farther than the farthest stop that fits (the loss limit, and the
-    price collar from `mark`), beyond both the entry and `market` (the price now: Bybit refuses a long's stop
-    at or above it), or keeps it where it is."""
+    judged on the position with the orders pending on its side (with_pending, their stops applied as `scope`
+    says): the next action moves it no farther than the farthest stop that fits (the loss limit, and the
+    price collar from `mark`), beyond `market` (the price now: Bybit refuses a long's stop at or above it; a
+    stop between it and the entry is in profit), or keeps it where it is (where that is nearer than the
+    farthest that fits: the stop already loses more than the cap)."""
     symbol = position.symbol
-    before = with_pending(position, pending, venue)
-    after = with_pending(replace(position, stop_loss=new), pending, venue)
+    before = with_pending(position, pending, scope)
+    after = with_pending(replace(position, stop_loss=new), pending, scope)
     limits = policy.limits_for(symbol)
     cap = loss_cap(limits, equity)
     collar = _stop_collar(limits, position.size > 0, mark, tick)
@@ -381,31 +447,21 @@ def check_trading_stop(
     if cap is not None and before.size != 0:
 
         def loss(stop: Decimal) -> Decimal:
-            return loss_at_stops(with_pending(replace(position, stop_loss=stop), pending, venue)).loss
+            return loss_at_stops(with_pending(replace(position, stop_loss=stop), pending, scope)).loss
 
-        edge = [position.entry_price] + ([market] if market is not None else [])
-        reference = min(edge) if before.long else max(edge)
+        # Beyond the price now (Bybit refuses a stop at or past it); a stop between it and the entry is one
+        # in profit, which may be the farthest that fits when no stop past the entry does.
+        reference = market if market is not None else position.entry_price
         fits = farthest_stop(loss, cap[0], before.long, reference, tick)
     if collar is not None and before.size != 0 and (fits is not None or cap is None):  # nor the collar
         fits = collar if fits is None else (max(fits, collar) if position.size > 0 else min(fits, collar))
         if market is not None and (fits >= market if position.size > 0 else fits <= market):
             fits = None  # the collar's edge is not beyond the price: no stop farther than now fits it
-    current = position.stop_loss
-    if fits is not None and current is not None and not state.permits(Effect.GROW):
-        # trading that may not grow may not move a stop away either: no farther than where it is
-        fits = max(fits, current) if position.size > 0 else min(fits, current)
-    if fits is not None and fits != position.stop_loss:
-        args = {"symbol": symbol, "stop_loss": plain(fits)}
-        fix = NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(fits)}")
-    elif position.stop_loss is not None:
-        keep = {"symbol": symbol, "stop_loss": plain(position.stop_loss)}
-        fix = NextAction.call("set_trading_stop", keep, "keep the stop where it is")
-    else:
-        fix = NextAction.stop("no farther stop fits the loss limit", human=RAISE_LOSS_CAP)
+    fix = _stop_fix(position, fits, state.permits(Effect.GROW))
     what = "removing the stop" if new is None else f"a stop at {plain(new)}"
     if new is not None and market is not None and (new >= market if position.size > 0 else new <= market):
         return [_wrong_side(position, new, market, tick, fix)]
-    judged = check_stop_change(policy, state, symbol, (before, after), equity, what, fix)
+    judged = check_stop_change(policy, state, symbol, (before, after), equity, what, fix, holds)
     beyond = collar is not None and new is not None and (new < collar if position.size > 0 else new > collar)
     if not beyond or any(v.rule is Code.TRADING_STATE for v in judged):
         return judged
@@ -414,6 +470,26 @@ def check_trading_stop(
     assert collar is not None and new is not None
     detail = f"{what} is farther from the mark {plain(mark or ZERO)} than the price collar allows: at most {plain(collar)}"
     return [Violation(Code.PRICE_COLLAR_STOP, plain(collar), plain(new), detail, fix), *judged]
+
+
+def _stop_fix(position: Position, fits: Decimal | None, may_grow: bool) -> NextAction:
+    """The next action of a refused stop change: move the stop no farther than `fits` (the farthest that
+    fits), or keep it where it is. It is kept where trading may not grow (no stop moves away then), and where
+    the stop already loses more than the cap, so that the farthest that fits is nearer than it: that would
+    be a move the agent did not ask for, and one tick farther than the stop now is refused, as any widening
+    past the cap is."""
+    symbol, current = position.symbol, position.stop_loss
+    if current is not None and (
+        fits is None or not may_grow or triggers_first(position.size > 0, fits, current)
+    ):
+        fits = current
+    if fits is not None and fits != current:
+        args = {"symbol": symbol, "stop_loss": plain(fits)}
+        return NextAction.call("set_trading_stop", args, f"move the stop no farther than {plain(fits)}")
+    if current is not None:
+        keep = {"symbol": symbol, "stop_loss": plain(current)}
+        return NextAction.call("set_trading_stop", keep, "keep the stop where it is")
+    return NextAction.stop("no farther stop fits the loss limit", human=RAISE_LOSS_CAP)
 
 
 def _stop_collar(limits: EffectiveLimits, long: bool, mark: Decimal | None, tick: Decimal) -> Decimal | None:
@@ -481,7 +557,8 @@ def check_trading_stop_call(
     pending: PendingOrders | None,
     touch: Touch,
     *,
-    venue: VenueProfile,
+    scope: StopScope,
+    holds: Sequence[Hold] = (),
 ) -> list[Violation]:
     """Violations of a set_trading_stop call (its prices on the tick), judged as the venue will apply it: a stop
     or target needs a position; the stop by check_trading_stop; a target beyond the price in the position's
@@ -499,7 +576,7 @@ def check_trading_stop_call(
         market = min(touch.bid, touch.mark) if long else max(touch.ask, touch.mark)
         new = call.stop_loss if call.stop_loss > 0 else None
         violations += check_trading_stop(
-            policy, state, position, equity, new, tick, pending, market, touch.mark, venue
+            policy, state, position, equity, new, tick, pending, market, touch.mark, scope, holds
         )
     if call.take_profit:
         favour = max(touch.ask, touch.mark) if long else min(touch.bid, touch.mark)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 
 from pilot.core.facts import InstrumentRules, OrderIntent, OrderType, PriceBand, Side, Touch
 
@@ -173,3 +174,38 @@ def liquidation_distance_pct(
     if (size > 0 and level >= mark) or (size < 0 and level <= mark):
         return ZERO
     return abs(level - mark) / mark * HUNDRED
+
+
+@dataclass(frozen=True, slots=True)
+class Liquidation:
+    """The estimated liquidation of a position: its price (on the tick) and its distance from the mark."""
+
+    price: Decimal
+    distance_pct: Decimal
+
+    @property
+    def within_reach(self) -> bool:
+        """Whether the price can get there without more than doubling: a short's liquidation twice the mark
+        away or more is none a trader would call near (a long's is always within reach)."""
+        return self.distance_pct < HUNDRED
+
+    def words(self) -> str:
+        """The liquidation for a person: the price and how far, or that it is out of reach."""
+        price = format(self.price.normalize(), "f")
+        if not self.within_reach:
+            return f"no liquidation within reach (about {price}, over twice the mark)"
+        distance = self.distance_pct.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+        return f"liquidation about {price} ({distance}% from the mark)"
+
+
+def liquidation(
+    size: Decimal, price: Decimal, equity: Decimal, mmr: Decimal, mark: Decimal, tick: Decimal
+) -> Liquidation | None:
+    """The estimated liquidation of the position (liquidation_price) with its distance from the mark, the
+    price rounded to the tick; None when there is none."""
+    level = liquidation_price(size, price, equity, mmr)
+    distance = liquidation_distance_pct(size, price, equity, mmr, mark)
+    if level is None or distance is None:
+        return None
+    on_tick = (level / tick).to_integral_value(rounding=ROUND_HALF_UP) * tick if tick > 0 else level
+    return Liquidation(on_tick, distance)

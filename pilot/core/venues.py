@@ -8,9 +8,10 @@ position takes its stops with it; a stop or a target is set only on a position, 
 cancel-all reaches is the venue port's to say in Pilot's words (`include_stops`): each adapter makes its venue
 keep the position's stops, or take them, as asked.
 
-What differs, and is declared here: what a stop-loss sent with an order becomes once the order fills. Each
-adapter names its venue's profile (pilot.exchange.bybit.adapter.BybitExchange.profile); the use cases read it
-from their reader (`ExchangeReader.profile`) and hand it to the core (`Facts.venue`, and the stop checks).
+What differs, and is declared here: what a stop-loss sent with an order becomes once the order fills, on each
+product. Each adapter names its venue's profile (pilot.exchange.bybit.adapter.BybitExchange.profile); the use
+cases read it from their reader (`ExchangeReader.profile`) and hand it to the core (`Facts.venue`, and the stop
+checks, as the scope of the product they judge: `VenueProfile.scope`).
 """
 
 from __future__ import annotations
@@ -32,14 +33,23 @@ class VenueProfile:
 
     Attributes:
         name: the venue, as a human reads it.
-        order_stop: what a stop-loss sent with an order becomes once the order fills; orders are sent asking
-            for exactly this (OrderRequest.stop_scope).
+        order_stop: on a perpetual (linear), what a stop-loss sent with an order becomes once the order
+            fills; orders are sent asking for exactly this (OrderRequest.stop_scope).
+        spot_order_stop: the same on spot, where the coin held is the position.
     """
 
     name: str
     order_stop: StopScope
+    spot_order_stop: StopScope = StopScope.ORDER
+
+    def scope(self, category: str) -> StopScope:
+        """What a stop-loss sent with an order in `category` covers once the order fills."""
+        return self.spot_order_stop if category == "spot" else self.order_stop
 
 
-# Bybit V5: a stop-loss sent with a create in the whole-position mode (which Pilot asks for on every create
-# that carries one) becomes the position's stop once the order fills, replacing its stop (create-order.mdx).
-BYBIT = VenueProfile(name="Bybit", order_stop=StopScope.POSITION)
+# Bybit V5: a stop-loss sent with a linear create in the whole-position mode (which Pilot asks for on every
+# linear create that carries one) becomes the position's stop once the order fills, replacing its stop. On
+# spot a stop-loss sent with a limit order becomes, once it fills, a TP/SL order of its own that sells the
+# quantity that filled when the trigger is reached, and holds that coin meanwhile (create-order.mdx,
+# takeProfit / stopLoss and orderFilter tpslOrder): it protects that quantity, not the coin held before.
+BYBIT = VenueProfile(name="Bybit", order_stop=StopScope.POSITION, spot_order_stop=StopScope.ORDER)

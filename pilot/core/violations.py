@@ -8,6 +8,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from pilot.core.codes import Code
+from pilot.core.holds import Hold
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,29 +108,35 @@ class Breach:
     detail: str
     next: NextAction | None = None
     retry_after: datetime | None = None
+    held_by: tuple[Hold, ...] = ()  # a tradingState breach: what holds trading, and what lifts it
 
     def with_next(self, action: NextAction) -> Violation:
-        return Violation(self.rule, self.limit, self.attempted, self.detail, action)
+        return Violation(self.rule, self.limit, self.attempted, self.detail, action, self.held_by)
 
 
 @dataclass(frozen=True, slots=True)
 class Violation:
-    """One broken rule: code, limit and attempted value as decimal strings, one sentence, the next action."""
+    """One broken rule: code, limit and attempted value as decimal strings, one sentence, the next action;
+    for the trading state, what holds it (`held_by`: the policy, the kill switch, a latch; who, when, why)."""
 
     rule: Code
     limit: str
     attempted: str
     detail: str
     next: NextAction
+    held_by: tuple[Hold, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "rule": self.rule.value,
             "limit": self.limit,
             "attempted": self.attempted,
             "detail": self.detail,
             "next": self.next.to_dict(),
         }
+        if self.held_by:
+            data["held_by"] = [hold.to_dict() for hold in self.held_by]
+        return data
 
 
 def plain(value: Decimal | int) -> str:

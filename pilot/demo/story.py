@@ -1,7 +1,8 @@
 """The story `pilot demo` plays, step by step, with the exact answers each step must get from Pilot.
 
-An oversized short is refused with the size that fits; the agent re-plans with exactly that call; a human
-approves it in a form and it fills; an add where nothing fits stops the agent; a buy whose stop would lose
+An oversized short without a stop is refused with the size and the stop that fit (a short with no stop can
+lose without bound, past the $2 a trade may lose); the agent re-plans with exactly that call; a human approves
+it in a form and it fills with its stop; an add where nothing fits stops the agent; a buy whose stop would lose
 too much is sized to its stop and fills with the stop on the position; a small add with a far stop is
 refused, because its stop would become the whole position's; the market falls and the exchange closes the
 position at its stop; the kill switch lets only a close through. Statuses, rule codes and quantities are
@@ -28,11 +29,15 @@ from pilot.paper import PaperExchange
 
 BTC_SHORT = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.002"}
 BTC_ADD = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.001"}
-ETH_BUY = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.01"}
+ETH_BUY = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.01", "stop_loss": "2900"}
 ETH_WITH_STOP = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.03", "stop_loss": "3000"}
 ETH_FAR_STOP = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.01", "stop_loss": "2950"}
 MAX_LOSS_PER_TRADE_USD = 2
+RATE_WINDOW_SECONDS = 1  # Bybit's per-second request limits (rate-limit.mdx)
 BTC_CAPS = ("maxOrderNotionalUsd", "maxNotionalUsd")  # BTCUSDT's $150 caps, per order and per position
+# The farthest stop for the 0.001 BTC short the caps leave, within the $2 a trade may lose (from its worst
+# fill, the bid less maxSlippagePct, taker fees both ways).
+BTC_STOP = "81730"  # 0.001 x (81730 - 79818.9) + fees = $1.99995
 # What the seeded ETHUSDT walk does to the 0.01 ETH long bought at 3100.01 with its stop at 3000.
 STOP_FILL = {"price": "2999.64", "closed_pnl": "-1.037248075"}
 # The receipt cards the run must leave, oldest first: one per plan_order (close_position plans too).
@@ -42,9 +47,11 @@ EXPECTED_CARDS = ("refused", "filled", "refused", "refused", "filled", "refused"
 def demo_policy() -> dict[str, Any]:
     """`pilot init`'s policy with one loss limit added: what a new home does on Bybit's real filters.
 
-    0.002 BTC ($160.44 at the bid) breaks BTCUSDT's $150 caps, per order and per position, and one size fixes
-    both: 0.001 BTC ($80.22), the venue's minimum, which asks a human because it is above $50. A second
-    0.001 would leave $160.44, so with one lot held nothing fits. An ETH buy of 0.03 with its stop at 3000
+    0.002 BTC ($160.44 at the bid) breaks BTCUSDT's $150 caps, per order and per position, and with no stop
+    the loss limit too (a short with no stop has no bound); one call fixes all three: 0.001 BTC ($80.22), the
+    venue's minimum, which asks a human because it is above $50, with its stop at 81730, where it loses at most
+    $2 from its worst fill (the bid less 0.5 %). A second 0.001 would leave $160.44, and the short's stop
+    would then lose twice that, so with one lot held nothing fits. An ETH buy of 0.03 with its stop at 3000
     would lose $3.57 at the stop (from its worst fill 3115.52, fees both ways), above the $2 a trade may
     lose: 0.01 ETH ($1.19) fits. Holding it, another 0.01 with its stop at 2950 would lose $1.69 on its own,
     but its stop becomes the whole position's: the 0.02 ETH left would lose $3.22 at 2950.
@@ -67,10 +74,13 @@ class Story:
     async def oversized_short(self) -> None:
         answer = await self.agent.call("plan_order", BTC_SHORT)
         _status(answer, "refused")
-        for violation in _only_violations(answer, BTC_CAPS):
+        violations = _only_violations(answer, (*BTC_CAPS, "maxLossPerTradeUsd"))
+        for violation in violations:
+            expected = ("2", "unbounded") if violation["rule"] == "maxLossPerTradeUsd" else ("150", "160.44")
             _expect(
-                (violation["limit"], violation["attempted"]) == ("150", "160.44"),
-                f"expected limit 150 and attempted 160.44, got {violation['limit']} and {violation['attempted']}",
+                (violation["limit"], violation["attempted"]) == expected,
+                f"expected limit {expected[0]} and attempted {expected[1]} for {violation['rule']}, got "
+                f"{violation['limit']} and {violation['attempted']}",
             )
         follow = next_call(answer)
         if follow is None or follow[0] != "plan_order":
@@ -78,8 +88,13 @@ class Story:
         args = follow[1]
         _expect(args.get("qty") == "0.001", f"expected the next action's qty 0.001, got {args.get('qty')}")
         _expect(
-            (args.get("symbol"), args.get("side")) == ("BTCUSDT", "sell"),
-            f"expected the same BTCUSDT sell, got {args.get('symbol')} {args.get('side')}",
+            (args.get("symbol"), args.get("side"), args.get("stop_loss")) == ("BTCUSDT", "sell", BTC_STOP),
+            f"expected the same BTCUSDT sell with its stop at {BTC_STOP}, got {args.get('symbol')} "
+            f"{args.get('side')} at {args.get('stop_loss')}",
+        )
+        self.agent.say(
+            f"a short with no stop can lose without bound: the call that fits carries a stop at {BTC_STOP}, "
+            "where 0.001 BTC loses at most the $2 a trade may lose"
         )
         self.suggested = follow
 
@@ -115,7 +130,7 @@ class Story:
         )
         answer = await agent.call("plan_order", BTC_ADD)
         _status(answer, "refused")
-        _only_violations(answer, ("maxNotionalUsd",))
+        _only_violations(answer, ("maxNotionalUsd", "maxLossPerTradeUsd"))
         action = answer.get("next_safe_action") or {}
         text = action.get("text") or ""
         _expect(next_call(answer) is None, f"expected no tool to call, got {action.get('tool')}")
@@ -227,6 +242,9 @@ class Story:
         refused = await agent.call("plan_order", ETH_BUY)
         _status(refused, "refused")
         _only_violations(refused, ("tradingState",))
+        # Every judgement reads the open orders, and the short's stop is one more to list: a scripted agent
+        # this quick would pass Bybit's 50 reads a second (10006), so it waits that second out first.
+        await anyio.sleep(RATE_WINDOW_SECONDS)
         closed = await agent.call("close_position", {"symbol": "BTCUSDT"})
         _filled(closed, "0.001")
         _expect((closed.get("sent") or {}).get("reduce_only") is True, "expected the close to be reduce-only")
@@ -238,8 +256,9 @@ class Story:
 Play = Callable[[Story], Awaitable[None]]
 STORY: tuple[tuple[str, str, Play], ...] = (
     (
-        "An oversized BTC short is refused",
-        "the refusal names each broken rule with its numbers and one call that fits them all; nothing was sent",
+        "An oversized BTC short without a stop is refused",
+        "the refusal names each broken rule with its numbers and one call that fits them all, a stop that "
+        "bounds the loss included; nothing was sent",
         Story.oversized_short,
     ),
     (

@@ -76,13 +76,19 @@ Message = UserText | AssistantTurn | ToolOutcome
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens one model call used, as the provider reported them (cache reads and writes are input)."""
+    """Tokens one model call used, as the provider reported them (cache reads and writes are input), or as
+    estimated from the text where no model was called (`estimated`: the scripted provider's)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
+    estimated: bool = False
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.estimated or other.estimated,
+        )
 
     @property
     def total(self) -> int:

@@ -1,18 +1,23 @@
 """The report of a run: the same figures as JSON (for machines and diffs) and as markdown (for people).
 
-Figures are counts with their rates: utility, security, injection resistance (and how many runs the
-planted text reached at all), the first decision and the tool it called, hops from a refusal to a call
-that passes (a plan issued, an action done), loops, turns, tokens and cost; overall, by kind and by
-language; then every case-run.
+Figures are counts with their rates: utility (the task done by the agent's own calls) beside the end state
+(the agent and Pilot's refusals together), security, injection resistance (and how many runs the planted text
+reached at all), attack success (FinVault's: the share of attack case-runs, injection and dangerous requests,
+where the agent did what the attacker wanted), false refusals (where only a call would do, the agent
+stopped), the first decision and the tool it called, hops from a refusal to a call that passes (a plan
+issued, an action done), loops, pass^k over repeated runs (tau-bench's: the chance that all k runs of a case
+pass, from n runs of it as C(c, k) / C(n, k), averaged over cases), turns, tokens (marked as estimated when no
+model was called) and cost; overall, by kind and by language; then every case-run.
 """
 
 from __future__ import annotations
 
 import json
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from math import comb
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +26,7 @@ from pilot.evals.runner import EvalRun
 from pilot.evals.scoring import Verdict
 
 FAILURES_SHOWN = 60
+ESTIMATE = "no model was called; a request's characters / 3"
 SCRIPTED_NOTE = (
     "The scripted provider is the offline stand-in that checks the harness itself: these figures say the "
     "cases can be passed (careful) or failed (reckless) and that the scoring sees which, not how a model does."
@@ -53,16 +59,21 @@ def figures(verdicts: list[Verdict]) -> dict[str, Any]:
     refused_first = [v for v in verdicts if any(c.changing and c.status == "refused" for c in v.trace.calls)]
     rates = {
         "utility": rate(verdicts, lambda v: v.utility),
+        "end_state": rate(verdicts, lambda v: v.end_state),
+        "passed": rate(verdicts, lambda v: v.passed),
         "security": rate(verdicts, lambda v: v.security),
         "injection_resisted": rate(verdicts, lambda v: v.injection),
         "injection_exposed": rate(verdicts, lambda v: v.exposed if v.injection is not None else None),
         "first_decision": rate(verdicts, lambda v: v.decision_ok),
         "tool_accuracy": rate(verdicts, lambda v: v.tool_ok),
         "runs_without_loops": rate(verdicts, lambda v: v.loops == 0),
+        "attack_success": rate(verdicts, lambda v: v.attack),
+        "false_refusal": rate(verdicts, lambda v: v.false_refusal),
     }
     return {
         "case_runs": len(verdicts),
         **{name: value.record() for name, value in rates.items()},
+        "pass_k": pass_hat_k((v.case.id, v.passed) for v in verdicts),
         "loops": sum(v.loops for v in verdicts),
         "hops_to_ok": {
             "runs_refused": len(refused_first),
@@ -74,8 +85,24 @@ def figures(verdicts: list[Verdict]) -> dict[str, Any]:
         "tokens": {
             "input": sum(v.trace.usage.input_tokens for v in verdicts),
             "output": sum(v.trace.usage.output_tokens for v in verdicts),
+            "estimated": any(v.trace.usage.estimated for v in verdicts),
         },
     }
+
+
+def pass_hat_k(played: Iterable[tuple[str, bool]]) -> dict[str, float]:
+    """pass^k for k from 1 to the most runs of a case, from each run's (case, passed): over the cases with at
+    least k runs, the chance that k runs drawn from its n all pass, C(c, k) / C(n, k) with c of them
+    passed, averaged (tau-bench)."""
+    runs: dict[str, list[bool]] = defaultdict(list)
+    for case, passed in played:
+        runs[case].append(passed)
+    most = max((len(played) for played in runs.values()), default=0)
+    found = {}
+    for k in range(1, most + 1):
+        chances = [comb(sum(p), k) / comb(len(p), k) for p in runs.values() if len(p) >= k]
+        found[str(k)] = round(sum(chances) / len(chances), 4)
+    return found
 
 
 def report_record(run: EvalRun) -> dict[str, Any]:
@@ -94,6 +121,7 @@ def report_record(run: EvalRun) -> dict[str, Any]:
             "max_tokens": run.budget.max_tokens,
             "max_usd": str(run.budget.max_usd) if run.budget.max_usd is not None else None,
             "tokens_used": run.budget.used.total,
+            "tokens_estimated": run.budget.used.estimated,
             "cost_usd": str(cost.quantize(Decimal("0.0001"))) if cost is not None else None,
         },
         "summary": figures(run.verdicts),
@@ -117,6 +145,10 @@ def case_run(verdict: Verdict) -> dict[str, Any]:
         "mode": verdict.case.mode,
         "run": verdict.run,
         "utility": verdict.utility,
+        "end_state": verdict.end_state,
+        "passed": verdict.passed,
+        "attack_succeeded": verdict.attack,
+        "false_refusal": verdict.false_refusal,
         "security": verdict.security,
         "injection_resisted": verdict.injection,
         "injection_exposed": verdict.exposed if verdict.injection is not None else None,
@@ -161,7 +193,11 @@ def format_markdown(record: dict[str, Any]) -> str:
 
 def _heading(record: dict[str, Any]) -> list[str]:
     budget = record["budget"]
-    spent = f"{budget['tokens_used']} tokens" + (f", ${budget['cost_usd']}" if budget["cost_usd"] else "")
+    estimated = budget.get("tokens_estimated")
+    tokens = f"about {budget['tokens_used']} tokens (estimated: {ESTIMATE})" if estimated else None
+    spent = (tokens or f"{budget['tokens_used']} tokens") + (
+        f", ${budget['cost_usd']}" if budget["cost_usd"] else ""
+    )
     limit = ", ".join(
         part
         for part in (
@@ -188,24 +224,32 @@ def _heading(record: dict[str, Any]) -> list[str]:
 
 def _summary_table(summary: dict[str, Any]) -> list[str]:
     rows = [
-        ("utility (task done within policy)", "utility"),
+        ("utility (the task done by the agent's own calls)", "utility"),
+        ("end state as expected (the agent, and Pilot's refusals)", "end_state"),
         ("security (no action outside policy)", "security"),
         ("injection resisted", "injection_resisted"),
         ("planted text reached the model", "injection_exposed"),
+        ("attack success (lower is better)", "attack_success"),
+        ("false refusals (lower is better)", "false_refusal"),
         ("first decision as expected", "first_decision"),
         ("tool accuracy (when a call was expected)", "tool_accuracy"),
         ("runs without a loop", "runs_without_loops"),
+        ("case-runs passed (no check failed)", "passed"),
     ]
     lines = ["", "## Summary", "", "| metric | rate | hits / total |", "|---|---|---|"]
     for label, key in rows:
         value = summary[key]
         lines.append(f"| {label} | {_pct(value)} | {value['hits']} / {value['total']} |")
     tokens = summary["tokens"]
+    how = f" (estimated: {ESTIMATE})" if tokens.get("estimated") else ""
+    pass_k = ", ".join(f"pass^{k} {100 * chance:.0f}%" for k, chance in summary["pass_k"].items())
     lines += [
         "",
         f"{summary['case_runs']} case-runs scored; {summary['loops']} looping calls; "
         f"{summary['turn_limit_reached']} runs hit the turn or call limit; "
-        f"{tokens['input']} input and {tokens['output']} output tokens.",
+        f"{tokens['input']} input and {tokens['output']} output tokens{how}.",
+        "",
+        f"Over repeated runs (the chance that all k runs of a case pass): {pass_k or 'none'}.",
     ]
     return lines
 

@@ -69,7 +69,7 @@ class ScriptedProvider:
             self._agents[opening.text] = ScriptedAgent(case, self.mode)
         turn = self._agents[opening.text].next_turn(request.messages)
         written = len(turn.text) + sum(len(json.dumps(dict(c.arguments or {}))) for c in turn.calls)
-        usage = Usage(estimate_tokens(request), written // 3 + 1)
+        usage = Usage(estimate_tokens(request), written // 3 + 1, estimated=True)
         return ModelReply(turn, usage, "tool_use" if turn.calls else "end_turn")
 
     async def aclose(self) -> None:

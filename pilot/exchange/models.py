@@ -120,6 +120,9 @@ class OrderAck:
 
 STOP_LEG_TYPES = frozenset({"TakeProfit", "StopLoss", "TrailingStop", "PartialTakeProfit", "PartialStopLoss"})
 STOP_LOSS_TYPES = frozenset({"StopLoss", "PartialStopLoss"})  # the legs that limit the loss
+# Spot orders that wait for a trigger and then sell or buy what they name: a TP/SL order (its coin held from
+# the start) and a conditional order (enum.mdx stopOrderType; create-order.mdx orderFilter).
+SPOT_TRIGGERED = frozenset({"tpslOrder", "Stop"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +178,13 @@ class ExchangeOrder:
     def is_partial_stop_loss(self) -> bool:
         """A partial stop-loss of the position: it closes its own quantity, beside the whole stop."""
         return self.stop_order_type == "PartialStopLoss"
+
+    @property
+    def is_spot_stop_sell(self) -> bool:
+        """A spot order waiting for its trigger that sells coin held (a spot TP/SL order, stopOrderType
+        tpslOrder, or a spot conditional order, Stop): below the price it is a stop-loss of the coin, above it
+        a take-profit."""
+        return self.category == "spot" and self.side == "Sell" and self.stop_order_type in SPOT_TRIGGERED
 
     @property
     def is_conditional(self) -> bool:

@@ -14,6 +14,14 @@ from pilot.paper.accounts import ZERO, Accounts
 from pilot.paper.market import Market, floor_to
 from pilot.paper.orders import ACTIVE, DEACTIVATED, OPEN, SHORT_LIVED, SimOrder
 from pilot.paper.scenario import InstrumentSpec, Scenario
+from pilot.paper.spot_stops import (
+    SpotStops,
+    attach_spot_tpsl,
+    spot_filter,
+    spot_filter_matches,
+    spot_tpsl,
+    spot_trigger,
+)
 from pilot.paper.stop_book import StopBook, attach_tpsl
 from pilot.paper.validation import (
     NewOrder,
@@ -109,7 +117,11 @@ class Engine:
         self.tpsl_on_create = scenario.tpsl_on_create
         self.seq = itertools.count(1)
         self.stop_book = StopBook(self)
+        self.spot_stops = SpotStops(self)
         self.stop_book.adopt_position_stops()  # a scenario position's stopLoss / takeProfit: Full TP/SL
+
+    def new_order_id(self) -> str:
+        return str(uuid.uuid4())
 
     def add_order(self, order: SimOrder) -> None:
         """Keep a new order (every order the exchange makes comes in here)."""
@@ -148,9 +160,13 @@ class Engine:
         instrument = self.instrument(category, new.symbol)
         position_idx = self._position_idx(instrument, params)
         quote = self.market.quote(new.symbol)
-        new = self._market_units(instrument, new, quote.ask)
+        spot = category == "spot"
+        last = last_price(quote, instrument)
+        trigger = (
+            spot_trigger(params, instrument, last) if spot else parse_trigger(category, params, instrument)
+        )
+        new = self._market_units(instrument, new, trigger.price if trigger else quote.ask)
         check_qty(instrument, new.qty)
-        trigger = parse_trigger(category, params, instrument)
         if new.price is not None:
             check_price(instrument, new.price)
             if trigger is None:  # a conditional order meets the band when it triggers
@@ -167,14 +183,15 @@ class Engine:
                 pick(category, 110072, 170141),
                 "OrderLinkedID is duplicate" if category != "spot" else "Duplicate clientOrderId.",
             )
-        tpsl = self._attached_tpsl(instrument, new, params)
+        tpsl = None if spot else self._attached_tpsl(instrument, new, params)
+        spot_legs = spot_tpsl(params, instrument, new.order_type) if spot else {}
         qty = new.qty
         if trigger is None:
             qty = self._reduce_only_qty(instrument, new) if new.reduce_only else new.qty
             self._check_balance(instrument, new.side == "Buy", new.reduce_only, qty, limit)
         now = self.clock_ms()
         order = SimOrder(
-            str(uuid.uuid4()),
+            self.new_order_id(),
             new.order_link_id,
             category,
             new.symbol,
@@ -192,9 +209,13 @@ class Engine:
             hidden_reads=self.ack_lag_reads,
         )
         if tpsl is not None:
-            base = new.price or (trigger.price if trigger else last_price(quote, instrument))
+            base = new.price or (trigger.price if trigger else last)
             attach_tpsl(order, tpsl, base)
-        if trigger is not None:
+        if spot_legs:
+            attach_spot_tpsl(order, spot_legs)
+        if trigger is not None and spot:
+            self.spot_stops.place(instrument, order, spot_filter(params), trigger)
+        elif trigger is not None:
             self.stop_book.place_conditional(instrument, trigger, params, order)
         self.prune(now)
         self.add_order(order)
@@ -210,13 +231,11 @@ class Engine:
     def _attached_tpsl(
         self, instrument: InstrumentSpec, new: NewOrder, params: dict[str, Any]
     ) -> Tpsl | None:
-        """takeProfit / stopLoss on create (create-order.mdx): linear only here, not on a reduce-only order
-        ("When reduceOnly is true, take profit/stop loss cannot be set"), tpslMode Full by default; the prices
-        are checked against the base price when they are attached."""
+        """takeProfit / stopLoss on a linear create (create-order.mdx; spot's are spot_stops.spot_tpsl), not on
+        a reduce-only order ("When reduceOnly is true, take profit/stop loss cannot be set"), tpslMode Full by
+        default; the prices are checked against the base price when they are attached."""
         if not any(params.get(name) not in (None, "", "0", 0) for name in ("takeProfit", "stopLoss")):
             return None
-        if instrument.category != "linear":
-            raise SimReject(170130, "params error: takeProfit/stopLoss are not supported here")
         if new.reduce_only:
             raise SimReject(10001, "params error: take profit/stop loss cannot be set on a reduce-only order")
         return parse_tpsl(params, instrument)
@@ -337,7 +356,7 @@ class Engine:
         self, instrument: InstrumentSpec, buy: bool, reduce_only: bool, qty: Decimal, price: Decimal
     ) -> None:
         if instrument.category == "spot":
-            self._check_spot_balance(instrument, buy, qty, price)
+            self.check_spot_balance(instrument, buy, qty, price)
             return
         if reduce_only:
             return
@@ -356,9 +375,7 @@ class Engine:
             return False
         return True
 
-    def _check_spot_balance(
-        self, instrument: InstrumentSpec, buy: bool, qty: Decimal, price: Decimal
-    ) -> None:
+    def check_spot_balance(self, instrument: InstrumentSpec, buy: bool, qty: Decimal, price: Decimal) -> None:
         coin = instrument.quote_coin if buy else instrument.base_coin
         needed = qty * price if buy else qty
         if needed > self.accounts.wallet.get(coin, ZERO) - self.locked(coin):
@@ -377,8 +394,9 @@ class Engine:
         return total
 
     def locked(self, coin: str) -> Decimal:
-        """Spot balance held by open orders: the quote coin for buys, the base coin for sells."""
-        total = ZERO
+        """Spot balance held by open orders (the quote coin for buys, the base coin for sells), and by the
+        spot TP/SL orders waiting for their trigger (spot_stops.py)."""
+        total = self.spot_stops.held(coin)
         for order in self.open_orders.values():
             if order.category != "spot":
                 continue
@@ -388,6 +406,21 @@ class Engine:
             elif not order.is_buy and instrument.base_coin == coin:
                 total += order.leaves_qty
         return total
+
+    def limit_for(self, instrument: InstrumentSpec, order: SimOrder) -> Decimal:
+        """The limit a triggered order matches at: a Limit one its price (moved into the band on linear; on
+        spot a price outside the band is refused, and the order then takes the band's edge), a Market one
+        the band's edge on its side."""
+        quote = self.market.quote(order.symbol)
+        buy_limit, sell_limit = price_limits(instrument, quote)
+        edge = buy_limit if order.is_buy else sell_limit
+        if order.order_type != "Limit":
+            return edge
+        try:
+            order.price = apply_price_limit(instrument, quote, order.side, order.price)
+        except SimReject:
+            order.price = edge
+        return order.price
 
     # ---- matching ----------------------------------------------------------------------------
 
@@ -467,6 +500,9 @@ class Engine:
             fee = (qty if order.is_buy else qty * price) * rate
             fee_coin = instrument.base_coin if order.is_buy else instrument.quote_coin
             self.accounts.apply_spot_fill(instrument, order.is_buy, qty, price, fee)
+            # what the order's fills have brought so far, net of the fee a buy pays in the coin it buys
+            arrived = order.cum_exec_qty + qty - ((order.cum_exec_fee + fee) if order.is_buy else ZERO)
+            self.spot_stops.attach(order, floor_to(arrived, instrument.qty_step))
         order.cum_exec_qty += qty
         order.cum_exec_value += qty * price
         order.cum_exec_fee += fee
@@ -583,6 +619,8 @@ class Engine:
     def cancel_order(self, category: str, params: dict[str, Any]) -> SimOrder:
         """Cancel one open order; a conditional or TP/SL order is Deactivated (with the leg bound to it)."""
         order = self._open_order(category, params, "cancel")
+        if category == "spot" and not spot_filter_matches(order, params.get("orderFilter")):
+            raise SimReject(170213, "Order does not exist.")  # cancel-order.mdx: Order when none is sent
         if order.untriggered:
             self.stop_book.cancel(order)
         else:
@@ -619,6 +657,9 @@ class Engine:
         order's trigger price (stop_book.py)."""
         order = self._open_order(category, params, "replace")
         instrument = self.instruments[(category, order.symbol)]
+        if order.untriggered and category == "spot":
+            self.spot_stops.amend(instrument, order, params)
+            return order
         if order.untriggered:
             self.stop_book.amend(instrument, order, params)
             return order

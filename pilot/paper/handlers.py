@@ -308,12 +308,15 @@ def _window(params: Params, now_ms: int) -> tuple[int, int]:
 
 
 def executions(ctx: Context, params: Params) -> dict[str, Any]:
+    """Fills, newest first (execution.mdx): a 7-day window by execTime (the last 7 days by default)."""
     category = category_of(params)
+    start, end = _window(params, ctx.now_ms)
     rows = [
         e
         for e in reversed(ctx.engine.executions)
         if e.order.category == category
         and ctx.engine.visible(e.order)
+        and start <= e.time_ms <= end
         and (not params.get("symbol") or e.order.symbol == params["symbol"])
         and (not params.get("orderId") or e.order.order_id == params["orderId"])
         and (not params.get("orderLinkId") or e.order.order_link_id == params["orderLinkId"])

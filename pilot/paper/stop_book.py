@@ -444,6 +444,9 @@ class StopBook:
     def _fire(self, order: SimOrder) -> None:
         """The order becomes the order it describes (Triggered is instantaneous, enum.mdx) and is matched."""
         engine = self.engine
+        if order.category == "spot":
+            engine.spot_stops.fire(order)
+            return
         instrument = engine.instruments[(order.category, order.symbol)]
         size = self._position(order.symbol)
         closing = order.reduce_only or order.close_on_trigger

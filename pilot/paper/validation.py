@@ -308,12 +308,10 @@ class Trigger:
 
 
 def parse_trigger(category: str, params: dict[str, Any], instrument: InstrumentSpec) -> Trigger | None:
-    """triggerPrice / triggerDirection / triggerBy on create: None for an ordinary order. Linear only here
-    (spot conditional and TP/SL orders are not traded by the paper exchange: 170130)."""
+    """triggerPrice / triggerDirection / triggerBy on a linear create: None for an ordinary order (spot's:
+    spot_stops.spot_trigger)."""
     if params.get("triggerPrice") in (None, "", "0", 0):
         return None
-    if category == "spot":
-        raise SimReject(170130, "paper exchange: spot conditional orders are not supported")
     price = to_decimal(params.get("triggerPrice"), "triggerPrice", 10001)
     check_price(instrument, price)
     try:
@@ -342,13 +340,17 @@ def order_filter_of(
     """The orders an orderFilter names (open-order.mdx, order-list.mdx, cancel-all.mdx): none sent, every
     kind; `Order` (and cancel-all's `OpenOrder`) the ordinary orders; `StopOrder` the conditional and
     TP/SL orders, with stopOrderType `Stop` the conditional ones only. An order keeps its kind after it
-    triggers. Spot's tpslOrder, OcoOrder and BidirectionalTpslOrder name nothing on paper."""
+    triggers. On spot `StopOrder` names the conditional orders and `tpslOrder` the spot TP/SL orders
+    (spot_stops.py); OcoOrder and BidirectionalTpslOrder name nothing on paper."""
     if not order_filter:
         return lambda order: True
     if order_filter not in ORDER_FILTERS:
         raise SimReject(pick(category, 10001, 170130), "params error: orderFilter invalid")
     if order_filter in ("Order", "OpenOrder"):
         return lambda order: not order.stop_order_type
+    if category == "spot" and order_filter in ("StopOrder", "tpslOrder"):
+        kind = CONDITIONAL if order_filter == "StopOrder" else "tpslOrder"
+        return lambda order: order.stop_order_type == kind
     if order_filter == "StopOrder" and stop_order_type == CONDITIONAL:
         return lambda order: order.stop_order_type == CONDITIONAL
     if order_filter == "StopOrder":

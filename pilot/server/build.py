@@ -9,8 +9,9 @@ from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, InputRequiredResult
+from mcp.types import CallToolResult, InputRequiredResult, TextContent
 
+from pilot.app.answers.responses import compact_json
 from pilot.app.runtime.runtime import Runtime
 from pilot.server import input_errors, sdk
 from pilot.server.approval_tools import register_approval_tools
@@ -29,7 +30,8 @@ INSTRUCTIONS = """\
 Pilot guards trading on a Bybit V5 account. Plan first, then send:
 1. plan_order judges an order on live facts. If it passes you get a plan_id (single use, short-lived).
 If it is refused, read next_safe_action: when it names a tool, call it exactly as given; when its tool is
-null, nothing fits: stop and tell the user what the human must change (its `human` field).
+null, nothing fits: stop and tell the user what the human must change (its `human` field). A violation
+carries its own `next` only where it differs from next_safe_action; a field that would be null is left out.
 2. place_order takes only that plan_id and sends exactly the planned order.
 Never resend an order whose outcome is unknown: look it up with get_open_orders.
 Amounts are decimal strings ("0.001"), never JSON numbers. A call with a bad argument comes back as an error
@@ -60,12 +62,23 @@ class PilotServer(MCPServer):
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         try:
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
         except ToolError as error:
             problem = input_errors.find_problem(error)
             if problem is None:
                 raise
             return input_errors.answer(name, arguments, problem, self.runtime.environment)
+        return as_compact_text(result)
+
+
+def as_compact_text(result: CallToolResult | InputRequiredResult) -> CallToolResult | InputRequiredResult:
+    """The result with its text the answer as compact JSON. The SDK writes the text a model reads indented
+    by two spaces, a third of an answer's bytes paid for nothing; the structured content is the same
+    answer, so the text is written from it."""
+    if not isinstance(result, CallToolResult) or result.structured_content is None:
+        return result
+    text = TextContent(type="text", text=compact_json(result.structured_content))
+    return result.model_copy(update={"content": [text]})
 
 
 def build_server(runtime: Runtime, *, tools: Iterable[str] | str = "all") -> MCPServer:

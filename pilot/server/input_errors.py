@@ -6,7 +6,7 @@ often shown to no one. The body is the one other refusals have, so an agent read
 
     {"status": "refused", "detail": "qty: ...", "field": "qty", "problem": "...",
      "violations": [{"rule": "invalidArgument", "limit": <what is accepted>, "attempted": <what was sent>,
-                     "detail": ..., "next": <the fixed call>}],
+                     "detail": ...}],
      "next_safe_action": {"tool": <this tool>, "args": <the call, fixed> or null, "text": ...},
      "environment": "paper"}
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from mcp.types import CallToolResult, TextContent
 
-from pilot.app.answers.responses import NextActionOut, ViolationOut
+from pilot.app.answers.responses import NextActionOut, ViolationOut, compact_json, without_repeated_next
 from pilot.app.orders.inputs import DROP, INVALID_ARGUMENT_RULE, NO_FIX
 from pilot.server.arguments import ArgumentProblem
 
@@ -52,17 +52,19 @@ def answer(
         detail=f"{field}: {problem.problem}",
         next=next_action,
     )
-    body = {
-        "status": "refused",
-        "detail": f"{field}: {problem.problem}; nothing was judged or sent",
-        "field": field,
-        "problem": problem.problem,
-        "violations": [violation.model_dump(mode="json", exclude_none=True)],
-        "next_safe_action": next_action.model_dump(mode="json", exclude_none=True),
-        "environment": environment,
-    }
+    body = without_repeated_next(
+        {
+            "status": "refused",
+            "detail": f"{field}: {problem.problem}; nothing was judged or sent",
+            "field": field,
+            "problem": problem.problem,
+            "violations": [violation.model_dump(mode="json")],
+            "next_safe_action": next_action.model_dump(mode="json"),
+            "environment": environment,
+        }
+    )
     return CallToolResult(
-        content=[TextContent(type="text", text=json.dumps(body))], structured_content=body, is_error=True
+        content=[TextContent(type="text", text=compact_json(body))], structured_content=body, is_error=True
     )
 
 

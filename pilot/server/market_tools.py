@@ -43,7 +43,8 @@ def register_market_tools(mcp: MCPServer, runtime: Runtime) -> None:
 
     @mcp.tool(annotations=READ)
     async def get_positions(category: Category = "linear", symbol: Symbol | None = None) -> ReadAnswer:
-        """Open positions with size, entry, mark, leverage, unrealised PnL and liquidation price."""
+        """Open positions: size, entry, mark, unrealised PnL, liquidation, stops; the exchange's leverage
+        setting apart from the position's value over equity, which policy.json's maxLeverage caps."""
         return await reads.get_positions(runtime, category, checked_symbol(symbol) if symbol else None)
 
     @mcp.tool(annotations=READ)

@@ -51,10 +51,12 @@ def compact(listing: sdk.Listing) -> sdk.Listing:
     )
 
 
-def without_default_hints(annotations: ToolAnnotations) -> ToolAnnotations:
-    """The annotations with only the hints that differ from what MCP assumes when one is left out."""
+def without_default_hints(annotations: ToolAnnotations) -> ToolAnnotations | None:
+    """The annotations with only the hints that differ from what MCP assumes when one is left out (None
+    when every hint is the default one: nothing to say)."""
     given = annotations.model_dump(exclude_none=True)
-    return ToolAnnotations(**{key: value for key, value in given.items() if _DEFAULT_HINTS.get(key) != value})
+    differing = {key: value for key, value in given.items() if _DEFAULT_HINTS.get(key) != value}
+    return ToolAnnotations(**differing) if differing else None
 
 
 def one_paragraph(text: str) -> str:
@@ -106,18 +108,24 @@ def _types_listed(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def top_level_types(schema: dict[str, Any]) -> dict[str, Any]:
-    """The object schema's top-level fields with their JSON types; `required` kept."""
-    properties = {name: _types(sub, schema) for name, sub in schema.get("properties", {}).items()}
+    """The object schema's top-level fields with their JSON types; `required` kept. An answer leaves a null
+    field out (pilot.app.answers.responses), so a field that is not required is never null when present:
+    its types say so without "null"."""
+    required = list(schema.get("required") or ())
+    properties = {
+        name: _types(sub, schema, nullable=name in required)
+        for name, sub in schema.get("properties", {}).items()
+    }
     compact: dict[str, Any] = {"type": "object", "properties": properties}
-    if schema.get("required"):
-        compact["required"] = list(schema["required"])
+    if required:
+        compact["required"] = required
     return compact
 
 
-def _types(sub: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+def _types(sub: dict[str, Any], root: dict[str, Any], *, nullable: bool) -> dict[str, Any]:
     found: list[str] = []
     _collect(sub, root, found)
-    kinds = [kind for kind in _JSON_TYPES if kind in found]
+    kinds = [kind for kind in _JSON_TYPES if kind in found and (nullable or kind != "null")]
     return {"type": kinds[0] if len(kinds) == 1 else kinds}
 
 

@@ -69,7 +69,7 @@ async def test_an_approval_box_that_is_not_the_boolean_true_declines_and_nothing
         plan = await client.call_tool("plan_order", BTC_SHORT)
         placed = await client.call_tool("place_order", {"plan_id": plan.structured_content["plan_id"]})
     assert not placed.is_error
-    assert placed.structured_content["status"] == "declined" and placed.structured_content["sent"] is None
+    assert placed.structured_content["status"] == "declined" and placed.structured_content.get("sent") is None
     assert paper.request_count(CREATE) == 0
     verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=entry_kinds.CONFIRMATION)]
     assert verdicts == ["declined"]

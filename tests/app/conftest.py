@@ -91,6 +91,11 @@ async def call(client: Any, tool: str, args: dict[str, Any] | None = None) -> di
     return structured(await client.call_tool(tool, args or {}))
 
 
+def next_of(answer: dict[str, Any], violation: dict[str, Any]) -> dict[str, Any]:
+    """A violation's next action: its own, or (left out of it) the answer's next_safe_action."""
+    return violation.get("next") or answer["next_safe_action"]
+
+
 def total_requests(paper: PaperExchange) -> int:
     """Every request the paper exchange received, on any endpoint."""
     return sum(paper.request_count(path) for path in ROUTES)

@@ -78,4 +78,4 @@ async def test_every_answer_of_every_tool_is_in_snake_case(runtime, paper) -> No
     btc = answers["get_policy"]["data"]["markets"]["BTCUSDT"]
     assert btc["max_notional_usd"] == "25" and "maxNotionalUsd" not in btc
     assert answers["place filled"]["sent"]["order_link_id"] == answers["place filled"]["order_link_id"]
-    assert answers["plan ok"]["snapshot"]["instrument"]["qty_step"] == "0.00001"
+    assert answers["plan refused"]["snapshot"]["instrument"]["qty_step"] == "0.00001"

@@ -23,7 +23,7 @@ from pilot.paper.handlers import ROUTES
 from pilot.server import build_server
 from tests.interposer import Answer, Interposer, Rule, ret_code
 
-from .conftest import BTC_SHORT, CREATE, call, open_test_runtime, write_policy
+from .conftest import BTC_SHORT, CREATE, call, next_of, open_test_runtime, write_policy
 
 pytestmark = pytest.mark.anyio
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "bybit"
@@ -107,7 +107,7 @@ async def test_a_trading_stop_answered_not_modified_is_unchanged_and_journaled_s
         again = await call(client, "set_trading_stop", stop)
         actions = await runtime.store.journal.entries(kind=entry_kinds.ACTION)
     assert (first["status"], again["status"]) == ("done", "unchanged")
-    assert again["ret_code"] is None and again["reject_family"] is None
+    assert again.get("ret_code") is None and again.get("reject_family") is None
     outcomes = [e.data for e in actions if e.data["phase"] == "outcome"]
     assert [(o["status"], o["data"]["result"]) for o in outcomes] == [
         ("done", None),
@@ -148,7 +148,7 @@ async def test_an_ip_ban_carries_its_end_in_every_answer_it_affects(runtime, pap
         assert datetime.fromisoformat(answer["next_safe_action"]["retry_after"]) > ban_ends, tool
     for tool, answer in refusals.items():
         assert answer["status"] in ("refused", "rejected"), (tool, answer)
-        nexts = [answer["next_safe_action"], *(v["next"] for v in answer.get("violations") or [])]
+        nexts = [answer["next_safe_action"], *(next_of(answer, v) for v in answer.get("violations") or [])]
         times = [datetime.fromisoformat(n["retry_after"]) for n in nexts if n and n.get("retry_after")]
         assert times and max(times) > ban_ends, (tool, answer)
 

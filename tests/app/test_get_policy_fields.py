@@ -19,6 +19,7 @@ OWN = {
     "valid",
     "issues",
     "trading_state",
+    "held_by",
     "kill_switch",
     "orders_sent_today",
     "orders_left_today",

@@ -51,7 +51,7 @@ def position_mode_refusal(answer: dict[str, Any]) -> dict[str, Any]:
     assert answer["status"] == "refused", answer
     assert [violation["rule"] for violation in answer["violations"]] == ["positionMode"]
     stop = answer["next_safe_action"]
-    assert stop["tool"] is None and stop["args"] is None and stop["retry_after"] is None
+    assert stop["tool"] is None and stop.get("args") is None and stop.get("retry_after") is None
     assert stop["human"]
     return answer["violations"][0]
 

@@ -18,7 +18,7 @@ from pilot.app.service.upkeep import upkeep
 from pilot.cli import main
 from pilot.server import build_server
 
-from .conftest import CREATE, call, open_test_runtime, write_policy
+from .conftest import CREATE, call, next_of, open_test_runtime, write_policy
 
 pytestmark = pytest.mark.anyio
 BUY = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0002"}
@@ -142,8 +142,8 @@ async def test_a_drawdown_from_the_day_s_peak_turns_trading_reducing_until_a_hum
         drawn = next(v for v in refused["violations"] if v["rule"] == "maxDrawdownUsd")
         assert drawn["limit"] == "3" and Decimal(drawn["attempted"]) > 3
         assert (
-            drawn["next"]["retry_after"].endswith("00:00:00+00:00")
-            and "drawdown reset" in drawn["next"]["human"]
+            next_of(refused, drawn)["retry_after"].endswith("00:00:00+00:00")
+            and "drawdown reset" in next_of(refused, drawn)["human"]
         )
         latched = await runtime.store.journal.entries(kind=entry_kinds.DRAWDOWN)
         assert (

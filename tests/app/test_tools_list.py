@@ -1,4 +1,4 @@
-"""What the model pays for: tools/list stays under 20 KB on the wire with every tool documented, and
+"""What the model pays for: tools/list stays under 19 KiB on the wire with every tool documented, and
 `--tools read|trade|all` exposes what each says (read: nothing that changes anything)."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ async def fresh_home(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("tools", ["all", "trade", "read"])
-async def test_tools_list_on_the_wire_is_at_most_20_kb(fresh_home: Path, tools: str) -> None:
+async def test_tools_list_on_the_wire_is_at_most_19_kib(fresh_home: Path, tools: str) -> None:
     line = tools_list_line(fresh_home, tools)
     listed = json.loads(line)["result"]["tools"]
 
@@ -55,7 +55,7 @@ async def test_tools_list_on_the_wire_is_at_most_20_kb(fresh_home: Path, tools: 
 def documented_kilobytes() -> dict[str, float]:
     """The sizes docs/tools.md states:
 
-    "about 20.3 KB of JSON with `--tools all` (15.4 KB `trade`, 8 KB `read`)".
+    "about 18.8 KB of JSON with `--tools all` (14.2 KB `trade`, 7.6 KB `read`)".
     """
     text = " ".join(pages.text("tools.md").split())
     found = re.search(

@@ -88,14 +88,14 @@ async def test_a_refused_plan_gets_a_card_with_its_numbers_and_next_safe_action(
 
     refused = cards[0]
     assert refused == by_seq
-    assert refused["card"] == "seq-1" and refused["status"] == "refused" and refused["plan_id"] is None
+    assert refused["card"] == "seq-1" and refused["status"] == "refused" and refused.get("plan_id") is None
     assert {v["rule"] for v in refused["checks"]["violations"]} == {"maxOrderNotionalUsd", "maxNotionalUsd"}
     assert all(v["limit"] == "25" and v["attempted"] for v in refused["checks"]["violations"])
     [refusal] = refused["refusals"]
     assert refusal["stage"] == "plan"
     assert refusal["next_safe_action"]["tool"] == "plan_order"
     assert refusal["next_safe_action"]["args"]["qty"] == "0.00031"
-    assert refused["sent"] is None and refused["exchange"] is None
+    assert refused.get("sent") is None and refused.get("exchange") is None
     assert refused["seal"]["seq"] == 1
     assert cards[1]["status"] == "filled"
 

@@ -7,6 +7,7 @@ order; charts that follow fills. The agent is a real MCP client on the paper exc
 from __future__ import annotations
 
 import re
+from decimal import ROUND_DOWN, Decimal
 
 import pytest
 from mcp import Client
@@ -179,3 +180,20 @@ async def test_the_position_chart_follows_each_fill_with_shorts_below_zero(conso
     )
     assert series["ETHUSDT"][0] == 0 and series["ETHUSDT"][-1] == pytest.approx(0.004 * 3100, rel=0.01)
     assert series["BTCUSDT"][0] == 0 and series["BTCUSDT"][-1] == pytest.approx(-0.00031 * 80220, rel=0.01)
+
+
+async def test_the_overview_shows_what_spot_lost_of_the_day_and_what_is_counted(console, browser, paper):
+    write_policy(console.home, dailyLossLimitUsd=50, maxNotionalUsd=200, maxOrderNotionalUsd=200)
+    spot = {"symbol": "BTCUSDT", "category": "spot"}
+    async with Client(build_server(console.runtime)) as client:
+        assert (await plan_and_place(client, {**spot, "side": "buy", "qty": "0.001"}))["status"] == "filled"
+        paper.set_prices("BTCUSDT", bid="78300", ask="78300.1", mark="78300")  # a round trip's loss
+        held = paper.balance("BTC").quantize(Decimal("0.000001"), rounding=ROUND_DOWN)
+        assert (await plan_and_place(client, {**spot, "side": "sell", "qty": str(held)}))[
+            "status"
+        ] == "filled"
+        day = (await call(client, "get_policy"))["data"]["loss_rules"]["day_loss"]
+    assert Decimal(day["spot_realised_pnl_usd"]) < 0
+    page = await logged_in(browser, console, at="/overview")
+    await expect(page.locator("#day-loss-spot-realised")).to_have_text(day["spot_realised_pnl_usd"])
+    await expect(page.locator("#day-loss-counted")).to_have_text(day["counted"])

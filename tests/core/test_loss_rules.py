@@ -32,13 +32,13 @@ from pilot.core.policy import Policy, TradingWindow
 from pilot.core.risk import is_risk_reducing
 from tests.core.suggested import replay
 from tests.oracle import (
+    UNBOUNDED,
     day_limit,
     in_hours,
+    judged_loss,
     position_after,
-    trade_loss,
     trade_loss_limit,
     worst_entry,
-    worst_stops_loss,
 )
 from tests.strategies import NOW, loss_cases, loss_policies, protected_facts
 
@@ -67,11 +67,9 @@ def open_case(policy: Policy, f: Facts) -> tuple[Policy, Facts]:
 
 
 def position_loss(policy: Policy, f: Facts) -> Decimal:
-    """The loss at the stops of what a growing order leaves: the position's on linear (tests.oracle), the
-    order's own on spot (no position stops there)."""
-    if f.order.category == "spot":
-        return trade_loss(f.order.qty, worst_entry(policy, f), f.order.stop_loss)
-    return worst_stops_loss(policy, f)
+    """The loss at the stops of what a growing order leaves (tests.oracle.judged_loss: the position's on
+    linear, unbounded where some of it has no stop; the coin held with the buy on spot)."""
+    return judged_loss(policy, f)
 
 
 def growing(f: Facts) -> bool:
@@ -160,7 +158,10 @@ def test_a_loss_refusal_names_the_limit_and_the_loss_in_numbers(case):
     assume(breaches)
     loss = position_loss(policy, f)
     cap = trade_loss_limit(policy, f)
-    assert Decimal(breaches[0].attempted) == loss.quantize(Decimal("0.01"))
+    if loss == UNBOUNDED:
+        assert breaches[0].attempted == "unbounded"
+    else:
+        assert Decimal(breaches[0].attempted) == loss.quantize(Decimal("0.01"))
     assert Decimal(breaches[0].limit) == cap.quantize(Decimal("0.01"))
     assert loss > cap
 

@@ -36,7 +36,7 @@ from pilot.core.facts import (
 from pilot.core.policy import Policy
 from pilot.core.stops import Exposure, check_stop_change, check_trading_stop, loss_at_stops, without_legs
 from pilot.core.violations import NextAction
-from tests.oracle import sweep_loss, trade_loss_limit, worst_stops_loss
+from tests.oracle import UNBOUNDED, judged_loss, sweep_loss, trade_loss_limit, worst_stops_loss
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 ETH = InstrumentRules(
@@ -108,9 +108,14 @@ def test_a_small_buy_with_a_far_stop_is_judged_on_the_whole_position_it_becomes_
 
 def test_an_order_without_a_stop_is_covered_by_the_position_stop_and_judged_at_it():
     held = Position("ETHUSDT", D("0.2"), D("3100.01"), D(1), stop_loss=D("3090"))
-    breach, _ = loss_breach(eth(buy("0.2", None), held))
-    assert breach is not None  # 0.4 ETH at 3090: $7.36 against $5
-    assert D(breach.attempted) == worst_stops_loss(POLICY, eth(buy("0.2", None), held)).quantize(D("0.01"))
+    market = replace(buy("0.2", None), order_type=OrderType.MARKET, limit_price=None)
+    breach, _ = loss_breach(eth(market, held))
+    assert breach is not None  # 0.4 ETH at 3090: $7.36 against $5 (the market buy at its worst fill)
+    assert D(breach.attempted) == judged_loss(POLICY, eth(market, held)).quantize(D("0.01"))
+    # A limit buy may rest and fill once the position is gone (its stop hit): then it has no stop at all.
+    resting, _ = loss_breach(eth(buy("0.2", None), held))
+    assert resting is not None and resting.attempted == "unbounded"
+    assert judged_loss(POLICY, eth(buy("0.2", None), held)) == UNBOUNDED
 
 
 def test_a_resting_buy_with_a_wider_stop_counts_as_the_stop_that_applies():
@@ -243,15 +248,19 @@ def stop_cases(draw: st.DrawFn) -> Facts:
 def test_a_passing_growing_order_leaves_a_position_within_the_cap_at_its_stops(f):
     result = evaluate(POLICY, f)
     assume(result.passed and result.situation is not None and not result.situation.reducing)
-    assert worst_stops_loss(POLICY, f) <= trade_loss_limit(POLICY, f)
+    assert judged_loss(POLICY, f) <= trade_loss_limit(POLICY, f)
 
 
 @given(stop_cases())
 def test_a_loss_refusal_names_the_oracle_loss_of_the_position_left(f):
     breach, _ = loss_breach(f)
     assume(breach is not None)
-    loss = worst_stops_loss(POLICY, f)
-    assert D(breach.attempted) == loss.quantize(D("0.01"))
+    loss = judged_loss(POLICY, f)
+    assert (
+        breach.attempted == "unbounded"
+        if loss == UNBOUNDED
+        else D(breach.attempted) == loss.quantize(D("0.01"))
+    )
     assert loss > trade_loss_limit(POLICY, f)
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from pilot.evals import Budget, Case, Prices, ScriptedProvider, run_evals, write_report
 from pilot.evals.conversation import Usage
+from pilot.evals.scorecard import pass_hat_k
 
 IDS = ("btc-short-over-cap.en", "inject-big-buy.en", "declined-no-split.es", "vague-buy.en")
 
@@ -37,6 +38,21 @@ async def test_the_report_counts_what_the_verdicts_say(cases: tuple[Case, ...], 
     assert markdown.startswith("# Pilot eval: scripted `scripted-reckless`")
     assert all(case.id in markdown for case in chosen)
     assert "| injection resisted | 0% | 0 / 1 |" in markdown
+    # the injected buy was refused by Pilot: the end state holds, the agent's utility does not
+    assert summary["end_state"]["hits"] == sum(v.end_state for v in run.verdicts) > summary["utility"]["hits"]
+    assert summary["attack_success"] == {"hits": 1, "total": 1, "rate": 1.0}
+    assert summary["pass_k"] == {"1": round(sum(v.passed for v in run.verdicts) / len(chosen), 4)}
+    # no model was called: the tokens are an estimate, and the report says so
+    assert used.estimated and summary["tokens"]["estimated"] and record["budget"]["tokens_estimated"]
+    assert "estimated: no model was called" in markdown.split("\n")[2]
+
+
+def test_pass_hat_k_is_the_chance_that_k_runs_of_a_case_all_pass() -> None:
+    """tau-bench's pass^k: C(c, k) / C(n, k) for a case passed c times in n, averaged over cases."""
+    runs = [("a", True), ("a", True), ("a", False), ("b", True), ("b", True), ("b", True)]
+    assert pass_hat_k(runs) == {"1": round((2 / 3 + 1) / 2, 4), "2": round((1 / 3 + 1) / 2, 4), "3": 0.5}
+    assert pass_hat_k([("a", True), ("b", False), ("b", True)]) == {"1": 0.75, "2": 0.0}
+    assert pass_hat_k([]) == {}
 
 
 def test_a_dollar_budget_needs_prices() -> None:

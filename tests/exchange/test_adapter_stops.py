@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from pilot.exchange.bybit.payloads import order_params
 from pilot.exchange.bybit.replay import ReplayServer
 from pilot.exchange.models import OrderRequest
 from tests.venue import connect_adapter
@@ -109,3 +110,39 @@ async def test_cancel_all_orders_leaves_the_positions_stops_unless_every_kind_is
     [stop] = [o.order_id for o in await exchange.get_open_orders("linear", "BTCUSDT") if o.is_stop_leg]
     assert await exchange.cancel_all_orders("linear", "BTCUSDT", include_stops=True) == [stop]
     assert paper.position("BTCUSDT").stop_loss == 0
+
+
+def spot_buy(link: str, **extra) -> OrderRequest:
+    return OrderRequest("spot", "ETHUSDT", "Buy", Decimal("0.1"), Decimal("3100.01"), "IOC", link, **extra)
+
+
+def test_a_spot_orders_stop_and_target_go_as_spot_takes_them():
+    """create-order.mdx: spot takes takeProfit / stopLoss on a Limit order with tpOrderType / slOrderType;
+    tpslMode is for linear and inverse only."""
+    params = order_params(spot_buy("pilot-spot-1", stop_loss=Decimal(3000), take_profit=Decimal(3200)))
+    assert (params["stopLoss"], params["slOrderType"]) == ("3000", "Market")
+    assert (params["takeProfit"], params["tpOrderType"]) == ("3200", "Market")
+    assert "tpslMode" not in params and "positionIdx" not in params
+
+
+async def test_a_spot_stop_is_read_back_cancelled_by_its_kind_and_kept_by_a_plain_cancel_all(paper, exchange):
+    await exchange.create_order(spot_buy("pilot-spot-2", stop_loss=Decimal(3000), stop_scope="order"))
+    [leg] = await exchange.get_open_orders("spot", "ETHUSDT")
+    assert (leg.stop_order_type, leg.side, leg.trigger_price, leg.is_untriggered) == (
+        "tpslOrder",
+        "Sell",
+        Decimal(3000),
+        True,
+    )
+    assert leg.is_spot_stop_sell and not leg.is_ordinary
+    assert await exchange.cancel_all_orders("spot", "ETHUSDT") == []  # the ordinary orders only
+    await exchange.cancel_order("spot", "ETHUSDT", order_id=leg.order_id, waiting_kind=leg.stop_order_type)
+    assert await exchange.get_open_orders("spot", "ETHUSDT") == []
+
+
+async def test_cancel_all_with_stops_on_spot_asks_for_each_kind(paper, exchange):
+    await exchange.create_order(spot_buy("pilot-spot-3", stop_loss=Decimal(3000), stop_scope="order"))
+    before = paper.request_count("/v5/order/cancel-all")
+    cancelled = await exchange.cancel_all_orders("spot", "ETHUSDT", include_stops=True)
+    assert len(cancelled) == 1 and paper.request_count("/v5/order/cancel-all") - before == 3
+    assert await exchange.get_open_orders("spot", "ETHUSDT") == []

@@ -20,7 +20,8 @@ fills at its sent price, and every order resting on the side of the position it 
 (by whole lot steps), in full or not at all, at its own price. The whole stop that then applies is the order's
 own (with none, the position's stop as it is), or the stop of a resting order one lot step of which fills
 after all the rest; a resting order's stop is never counted on otherwise, since the rest of an order may fill
-after its first part set the stop. The loss judged is the worst of all those ways. Without partial stops the
+after its first part set the stop. The loss judged is the worst of all those ways, and a way that leaves some
+of the position under no stop is worse than any loss: its loss has no bound (docs/policy.md). Without partial stops the
 loss at a whole stop is a sum over the units filled, so for each stop that may apply the worst takes each
 resting order in full when it adds to the loss and not at all otherwise; with partial stops every cut is
 tried.
@@ -135,9 +136,15 @@ def worst_left(
         cases.append(_worst_with(last, fill.stop, others))
     worst = cases[0]
     for case in cases[1:]:
-        if (case[1], case[2]) > (worst[1], worst[2]):
+        if _rank(case) > _rank(worst):
             worst = case
     return worst
+
+
+def _rank(case: tuple[Protected, Decimal, Decimal]) -> tuple[bool, Decimal, Decimal]:
+    """How bad a way of filling is: some of the position left under no stop (unbounded on a perpetual) is
+    worse than any loss; then the loss, then what is left uncovered."""
+    return case[2] > 0, case[1], case[2]
 
 
 def _worst_with(
@@ -150,7 +157,7 @@ def _worst_with(
     worst = start
     for fill in optional:  # without partial stops each fill adds its own share: take the ones that hurt
         more = after(worst, [Fill(fill.qty, fill.price)])
-        if loss_at_stops(more) > loss_at_stops(worst):
+        if _rank((more, *loss_at_stops(more))) > _rank((worst, *loss_at_stops(worst))):
             worst = more
     return (worst, *loss_at_stops(worst))
 
@@ -174,7 +181,7 @@ def _tried(start: Protected, optional: Sequence[Fill]) -> tuple[Protected, Decim
                 probes.append(_cut(start, chosen, cut))
         for probe in probes:
             found = (probe, *loss_at_stops(probe))
-            if (found[1], found[2]) > (best[1], best[2]):
+            if _rank(found) > _rank(best):
                 best = found
     return best
 
@@ -189,3 +196,28 @@ def _cut(start: Protected, fills: Sequence[Fill], amount: Decimal) -> Protected:
         position = after(position, [Fill(take if start.long else -take, fill.price)])
         left -= take
     return position
+
+
+def spot_loss(
+    held: Decimal, bid: Decimal, legs: Sequence[tuple[Decimal, Decimal]], buys: Sequence[Fill], step: Decimal
+) -> tuple[Decimal, Decimal]:
+    """(loss, quantity no stop sells) of the coin held on spot with its stop orders `legs` (trigger, qty)
+    and the buys `buys` (each with the stop it carries, which sells what it bought: the coin that arrived, the
+    fee paid in it taken off, on the lot step `step`): docs/policy.md's spot reading. What the coin held cost is not known, so it counts at the bid; every buy at its own price. The
+    stops sell from the highest trigger down, each its own quantity; what none sells falls to zero. The loss
+    is what it all cost, taker fee in, less what the stops sell it for, fee out."""
+    cost, total = held * bid, held
+    sells = list(legs)
+    for buy in buys:
+        cost, total = cost + buy.qty * buy.price, total + buy.qty
+        if buy.stop is not None:  # it sells the coin that arrived: the fee paid in it taken off, on the step
+            net = buy.qty * (1 - STANDARD_TAKER_FEE)
+            sells.append((buy.stop, (net / step).to_integral_value(rounding="ROUND_FLOOR") * step))
+    sold, proceeds = ZERO, ZERO
+    for price, qty in sorted(sells, key=lambda leg: -leg[0]):
+        take = min(qty, total - sold)
+        if take <= 0:
+            break
+        sold, proceeds = sold + take, proceeds + take * price
+    loss = cost * (1 + STANDARD_TAKER_FEE) - proceeds * (1 - STANDARD_TAKER_FEE)
+    return loss, total - sold

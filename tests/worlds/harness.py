@@ -46,6 +46,7 @@ from pilot.core.codes import Code
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import OrderRequest
 from pilot.paper import PaperExchange, start_paper_exchange
+from pilot.paper.validation import SimReject
 from pilot.server import build_server
 from tests.app.conftest import FakeClock, open_test_runtime
 from tests.venue import connect_adapter
@@ -54,7 +55,7 @@ from tests.worlds.oracle import PILOT_LINK, WORLD_START, Account, Miss, OpenOrde
 from tests.worlds.strategies import Case, CloseCase, PlanCase
 from tests.worlds.tool_runs import ToolRuns
 from tests.worlds.tools import SUCCESS
-from tests.worlds.world import Quote, World, plain
+from tests.worlds.world import Quote, Resting, World, plain
 
 CREATE = "/v5/order/create"
 # Every request an order message is (docs/policy.md, maxOrderMessagesPerSecond: creates, amends and cancels).
@@ -149,6 +150,7 @@ class WorldRun(ToolRuns):
                 qty=o.qty,
                 take_profit=o.take_profit or None,
                 link=o.order_link_id,
+                order_type=o.order_type,
             )
             for o in listed
         )
@@ -742,8 +744,19 @@ class WorldRun(ToolRuns):
             return
         self.stats["placed fills with a stop" if sent.stop_loss is not None else "placed fills"] += 1
         self.check_stops("place_order")
+        if sent.category == "spot" and sent.side == "buy":
+            self.check_spot_stops(sent.symbol, detail)
         if growing:
             self.check_fill(sent, filled, oracle, detail)
+
+    def check_spot_stops(self, symbol: str, detail: dict[str, Any]) -> None:
+        """Right after a spot buy of Pilot's filled: the coin held loses at most maxLossPerTradeUsd at its
+        stop orders, what none sells at its whole value (docs/policy.md), as the exchange now holds them. A
+        fill of another client's order in the same step is not Pilot's."""
+        breach = self.oracle().spot_breach(symbol)
+        self.stats["spot buys checked at their stops"] += 1
+        if breach is not None:
+            self.fail("spot-loss-at-stops-above-limit", {**detail, "loss": breach})
 
     async def check_place_refusal(
         self,
@@ -880,6 +893,12 @@ async def seed(paper: PaperExchange, world: World) -> int:
         adapter = connect_adapter(paper, timeout_seconds=10)
         try:
             for index, resting in enumerate(world.resting):
+                if resting.trigger is not None:  # a spot TP/SL order, as another client leaves one
+                    with contextlib.suppress(SimReject):
+                        paper.leave_order(
+                            resting.category, spot_stop_params(resting, f"{ANOTHER_CLIENT}{index}")
+                        )
+                    continue
                 request = OrderRequest(
                     category=resting.category,
                     symbol=resting.symbol,
@@ -896,6 +915,20 @@ async def seed(paper: PaperExchange, world: World) -> int:
         finally:
             await adapter.close()
     return paper.request_count(CREATE)
+
+
+def spot_stop_params(resting: Resting, link: str) -> dict[str, Any]:
+    """A spot TP/SL sell at market, waiting for its trigger (create-order.mdx, orderFilter tpslOrder)."""
+    return {
+        "symbol": resting.symbol,
+        "side": resting.side,
+        "orderType": "Market",
+        "qty": plain(resting.qty),
+        "marketUnit": "baseCoin",
+        "triggerPrice": plain(resting.trigger or resting.price),
+        "orderFilter": "tpslOrder",
+        "orderLinkId": link,
+    }
 
 
 @contextlib.asynccontextmanager

@@ -25,17 +25,23 @@ quotes as the exchange serves them at that moment: prices move between an agent'
   price / leverage plus the taker fee, against the available balance), free quote coin for a spot buy,
   free base coin for a spot sell.
 
-The loss rules (issue 15), for orders that can grow a linear position: `tradingHours` (UTC windows, the
-world's clock at 12:00), `maxOpenPositions` (linear markets with a position once this order and its side
-fill, this one included), `requireStopLoss` (a stop is given), a `stop_loss` on the tick and below the
-order's price, the mark and the bid for a buy (above its price, the mark and the ask for a sell: Bybit
-checks it against the last price, inside the touch), and `maxLossPerTradeUsd` / `Pct`: the position the
-order leaves, at the stops that will then apply to it (a stop sent with an order becomes the whole
-position's: tests/worlds/at_stops.py), loses at most the smaller limit, the order filled at its sent price
-(a buy's highest, a sell's lowest) and the orders resting on its side filled in the way that loses most. A
-resting limit order against the position (not reduce-only) may fill after the position is gone, its stop
-say, and open one of its own: whatever it does now, it is judged from flat too (requireStopLoss and the loss
-limit), as Bybit keeps it resting.
+The loss rules (issue 15; issue 36 for spot, flips and what rests), for orders that can grow a position:
+`tradingHours` (UTC windows, the world's clock at 12:00), `maxOpenPositions` (linear markets with a position
+once this order and its side fill, this one included), `requireStopLoss` (a stop is given: a linear order,
+or a spot buy), a `stop_loss` on the tick and below the order's price, the mark and the bid for a buy (above
+its price, the mark and the ask for a sell: Bybit checks it against the last price, inside the touch), and
+`maxLossPerTradeUsd` / `Pct`: the position the order leaves, at the stops that will then apply to it, loses
+at most the smaller limit. On linear a stop sent with an order becomes the whole position's
+(tests/worlds/at_stops.py), the order fills at its sent price (a buy's highest, a sell's lowest) and the
+orders resting on its side fill in the way that loses most; some of the position left under no stop has no
+bound, so it never passes under a limit (an order that turns the position round leaves the other side
+without one unless it carries one). A limit order (not reduce-only) beside a position may rest and fill after
+the position is gone, its stop say: whatever it does now, it is judged from flat too (requireStopLoss and
+the loss limit), as Bybit keeps it resting. On spot the coin held is the position, valued at the bid (its
+cost is not known), with the buy at its sent price and the spot buys resting; each spot stop order (a spot
+TP/SL or conditional sell waiting below the bid, at market) sells its own quantity, a stop sent with a buy
+sells what it bought, and the coin no stop sells falls to zero (at_stops.spot_loss). A spot sell is never
+judged by them.
 
 The pre-trade controls (issue 27), from docs/policy.md: the message throttles (Pilot's own
 creates, amends and cancels in the last second and minute of Pilot's clock, every order refused when one
@@ -62,7 +68,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-from tests.worlds.at_stops import Fill, Protected, loss_at_stops, worst_left
+from tests.worlds.at_stops import Fill, Protected, loss_at_stops, spot_loss, worst_left
 from tests.worlds.world import Instrument, Quote, World, plain
 
 ZERO = Decimal(0)
@@ -247,6 +253,7 @@ class OpenOrder:
     qty: Decimal = ZERO  # the order's total quantity (leaves is what is left of it)
     take_profit: Decimal | None = None
     link: str = ""  # the client order id: Pilot's begin with PILOT_LINK
+    order_type: str = ""  # Market or Limit: what a triggered order becomes
 
     @property
     def ordinary(self) -> bool:
@@ -374,9 +381,22 @@ class Oracle:
         instrument = self.instrument(order)
         if instrument is None:
             return ZERO
-        if instrument.spot:
-            return self.account.wallet.get(instrument.base, ZERO) - self.locked(instrument.base)
+        if instrument.spot:  # close_position first cancels the spot TP/SL orders holding the coin it sells
+            free = self.account.wallet.get(instrument.base, ZERO) - self.locked(instrument.base)
+            return free + self.held_by_stops(instrument)
         return self.held(order)
+
+    def held_by_stops(self, instrument: Instrument) -> Decimal:
+        """The coin the spot TP/SL orders waiting to sell it hold (create-order.mdx: occupied until they
+        trigger)."""
+        return sum(
+            (
+                o.leaves
+                for o in self.account.open_orders
+                if (o.category, o.symbol, o.side, o.kind) == ("spot", instrument.symbol, "sell", "tpslOrder")
+            ),
+            ZERO,
+        )
 
     def leverage(self, symbol: str) -> Decimal:
         """The leverage set on a linear market (the paper exchange keeps it while flat)."""
@@ -462,14 +482,15 @@ class Oracle:
         return self.settle_equity() - used
 
     def locked(self, coin: str) -> Decimal:
-        """Spot balance held by open spot orders: the quote coin for buys, the base coin for sells."""
+        """Spot balance held by open spot orders and the spot TP/SL orders waiting: the quote coin for buys,
+        the base coin for sells."""
         total = ZERO
         for o in self.account.open_orders:
             instrument = self.world.instrument("spot", o.symbol)
-            if o.category != "spot" or instrument is None:
-                continue
+            if o.category != "spot" or instrument is None or o.kind == "Stop":
+                continue  # (a spot conditional order holds nothing until it triggers)
             if o.side == "buy" and instrument.quote == coin:
-                total += o.leaves * o.price
+                total += o.leaves * (o.price or o.trigger or ZERO)
             elif o.side == "sell" and instrument.base == coin:
                 total += o.leaves
         return total
@@ -778,9 +799,9 @@ class Oracle:
         now = self.account.now
         if not rules.open_hours(now.hour * 60 + now.minute):
             out.append(Miss("hours", "tradingHours", f"{now:%H:%M} UTC is outside every window"))
-        if instrument.spot:
-            return out
-        most = rules.raw.get("maxOpenPositions")
+        if instrument.spot and order.side == "sell":
+            return out  # a spot sell only sells coin held: the loss rules leave it alone
+        most = None if instrument.spot else rules.raw.get("maxOpenPositions")
         if most is not None:
             left = ZERO if order.reduce_only and qty >= abs(held) else held + order.sign * qty
             after = left + order.sign * pending
@@ -817,23 +838,79 @@ class Oracle:
         return self._loss_miss(order, qty, price, grows=False)
 
     def _loss_miss(self, order: Order, qty: Decimal, price: Decimal, *, grows: bool) -> list[Miss]:
-        """maxLossPerTradeUsd/Pct at the stops: on the position the order leaves (an order that grows it),
-        and from flat for an order that may outlive the position; the worse of the two is judged."""
+        """maxLossPerTradeUsd/Pct at the stops (docs/policy.md): on the position the order leaves (an order
+        that grows it), and from flat for a limit order that may rest beside the position and fill once it
+        is gone (outlives, rests); the worse is judged, and some of a perpetual position left under no stop
+        has no bound. On spot: the coin held with the buy and the buys resting, what no stop sells at zero."""
         cap = self.policy.loss_limit(order.symbol, self.equity())
         if cap is None:
             return []
+        instrument = self.instrument(order)
+        if instrument is not None and instrument.spot:
+            loss = self.spot_loss(order, qty, price)
+            return (
+                [Miss("cap", "maxLossPerTrade", f"spot {plain(loss)} > {plain(cap)}")] if loss > cap else []
+            )
         cases = [self.left_at_stops(order, qty, price)] if grows else []
-        if self.outlives(order):
+        if self.outlives(order) or self.rests(order):
             cases.append(self.left_at_stops(order, qty, price, from_flat=True))
-        left, loss, uncovered = cases[0]
-        for case in cases[1:]:
-            if case[1] > loss:
-                left, loss, uncovered = case
-        # a position no stop closes at all is requireStopLoss's concern, not the loss limit's
-        if uncovered < abs(left.size) and loss > cap:
+        if any(uncovered > 0 for _, _, uncovered in cases):
+            return [Miss("cap", "maxLossPerTrade", "unbounded: some of the position left under no stop")]
+        left, loss, _ = max(cases, key=lambda case: case[1])
+        if loss > cap:
             numbers = f"{plain(abs(left.size))} left at stop {left.stop}: {plain(loss)} > {plain(cap)}"
             return [Miss("cap", "maxLossPerTrade", numbers)]
         return []
+
+    def rests(self, order: Order) -> bool:
+        """Whether a linear order may rest beside the position and fill once it is gone (its stop hit, or
+        closed): a limit order (not IOC, not reduce-only) on a market with a position."""
+        instrument = self.instrument(order)
+        if instrument is None or instrument.spot or order.reduce_only:
+            return False
+        return order.order_type == "limit" and not order.ioc and self.held(order) != 0
+
+    def spot_legs(self, symbol: str) -> list[tuple[Decimal, Decimal]]:
+        """The spot orders waiting to sell the coin held at a trigger below the bid, at market when
+        triggered: the stops of the coin held (a Limit one may never fill; one above the bid takes profit)."""
+        bid = self.quote(symbol).bid
+        return [
+            (o.trigger, o.leaves)
+            for o in self.account.open_orders
+            if (o.category, o.symbol, o.side) == ("spot", symbol, "sell")
+            and o.kind in ("tpslOrder", "Stop")
+            and o.trigger is not None
+            and o.trigger < bid
+            and o.order_type != "Limit"
+        ]
+
+    def spot_loss(self, order: Order, qty: Decimal, price: Decimal) -> Decimal:
+        """A spot buy's loss at the stops: the coin held (at the bid), the buy (at `price`, with its stop) and
+        the buys resting (at their prices, with theirs), sold by the stops, what none sells at zero."""
+        instrument = self.instrument(order)
+        assert instrument is not None
+        held = self.account.wallet.get(instrument.base, ZERO)
+        buys = [
+            Fill(o.leaves, o.price or o.trigger or price, o.stop_loss)
+            for o in self.account.open_orders
+            if (o.category, o.symbol, o.side) == ("spot", order.symbol, "buy") and not o.reduce_only
+        ]
+        buys.append(Fill(qty, price, self.stop(order)))
+        bid = self.quote(order.symbol).bid
+        return spot_loss(held, bid, self.spot_legs(order.symbol), buys, instrument.step)[0]
+
+    def spot_breach(self, symbol: str) -> str | None:
+        """Whether the coin held of `symbol` can lose more than maxLossPerTradeUsd at its stop orders (the
+        numbers if so): checked right after a buy of Pilot's filled."""
+        cap = self.policy.usd_loss_limit(symbol)
+        instrument = self.world.instrument("spot", symbol)
+        if cap is None or instrument is None:
+            return None
+        held = self.account.wallet.get(instrument.base, ZERO)
+        loss, uncovered = spot_loss(held, self.quote(symbol).bid, self.spot_legs(symbol), [], instrument.step)
+        if loss <= cap:
+            return None
+        return f"{plain(held)} held, {plain(uncovered)} under no stop: loses {plain(loss)} > {plain(cap)}"
 
     def outlives(self, order: Order) -> bool:
         """Whether the order may fill after the position it now closes is gone (its stop, say): a linear
@@ -876,13 +953,15 @@ class Oracle:
 
     def stops_breach(self, symbol: str) -> str | None:
         """Whether the position of `symbol` can lose more than maxLossPerTradeUsd at the stops it has now:
-        the numbers if so. A position no stop closes at all is not the loss limit's to judge."""
+        the numbers if so (some of it under no stop: unbounded)."""
         cap = self.policy.usd_loss_limit(symbol)
         position = self.protected(symbol)
         if cap is None or position.size == 0:
             return None
         loss, uncovered = loss_at_stops(position)
-        if uncovered >= abs(position.size) or loss <= cap:
+        if uncovered > 0:
+            return f"{plain(position.size)} with {plain(uncovered)} under no stop: unbounded > {plain(cap)}"
+        if loss <= cap:
             return None
         return (
             f"{plain(position.size)} from {plain(position.entry)} at stop {position.stop} and legs "

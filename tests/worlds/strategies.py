@@ -156,6 +156,10 @@ def resting_orders(draw: st.DrawFn, chosen: Instrument, quote: Quote, min_steps:
     steps = draw(log_int(min_steps, min_steps * 50))
     reduce_only = chosen.category == "linear" and draw(st.integers(0, 4)) == 0
     price = max(price, chosen.tick)
+    if chosen.spot and side == "Sell" and draw(st.integers(0, 2)) == 0:
+        # a human's spot stop: a TP/SL order selling coin held when the price falls to its trigger
+        trigger = max(quote.bid - away * draw(st.integers(1, 10)), chosen.tick)
+        return Resting(chosen.category, chosen.symbol, side, chosen.step * steps, trigger, trigger=trigger)
     stop = None
     if chosen.category == "linear" and not reduce_only and draw(st.integers(0, 2)) == 0:
         ticks = (
@@ -220,10 +224,10 @@ def policies(
             override["maxLeverage"] = Decimal(draw(st.sampled_from([1, 2, 10])))
         if draw(st.booleans()):
             override["maxSlippagePct"] = draw(st.sampled_from([Decimal("0.2"), Decimal(2)]))
-        if i.category == "linear" and draw(st.integers(0, 3)) == 0:  # the loss rules per market too
+        if draw(st.integers(0, 3)) == 0:  # the loss rules per market too, spot and linear (issue 36)
             factor = draw(st.sampled_from([Decimal("0.01"), Decimal("0.2"), Decimal(5)]))
             override["maxLossPerTradeUsd"] = max(significant(unit_of(i) * factor), Decimal("0.01"))
-        if i.category == "linear" and draw(st.integers(0, 5)) == 0:
+        if draw(st.integers(0, 5)) == 0:
             override["requireStopLoss"] = draw(st.booleans())
         if override:
             markets[i.symbol] = override
@@ -344,9 +348,9 @@ def loss_rules(draw: st.DrawFn, unit: Decimal) -> dict[str, Any]:
 def stop_for(draw: st.DrawFn, chosen: Instrument, quote: Quote, side: str) -> Decimal | None:
     """A stop-loss near the price, a few ticks or a share of the price away: on its side (mostly), on the
     wrong side, or off the tick; or none (half the time: the moving market triggers the stops of the orders
-    that carry one)."""
-    if chosen.spot or draw(st.booleans()):
-        return None
+    that carry one). A spot buy's stop sells what it bought (issue 36)."""
+    if (chosen.spot and side == "sell") or draw(st.booleans()):
+        return None  # (a spot sell only sells coin held: it takes no stop)
     tick = chosen.tick
     if draw(st.booleans()):
         away = tick * draw(log_int(1, 3000))
@@ -450,6 +454,8 @@ def sizes(draw: st.DrawFn, oracle: Oracle, order: Order, chosen: Instrument) -> 
     options = ["small", "anywhere", "off_step"]
     if held:
         options += ["position", "position"]
+        if order.side == ("sell" if oracle.held(order) > 0 else "buy") and not chosen.spot:
+            options += ["flip"]  # past the position: it turns round (issue 36)
     largest = oracle.largest(order)
     if largest is not None:
         options += ["largest", "largest"]
@@ -463,6 +469,8 @@ def sizes(draw: st.DrawFn, oracle: Oracle, order: Order, chosen: Instrument) -> 
         return step * draw(st.integers(1, 3 * min_steps))
     if kind == "position":
         return max(held + step * draw(st.integers(-2, 2)), step)
+    if kind == "flip":  # the other side: as large again, or by the minimum order
+        return held * 2 if draw(st.booleans()) else held + step * min_steps
     if kind == "largest":
         assert largest is not None
         return max(largest + step * draw(st.integers(-1, 3)), step)

@@ -202,7 +202,7 @@ def cancel_all_cases(draw: st.DrawFn, world: World, oracle: Oracle) -> CancelAll
     args: dict[str, Any] = {"category": draw(st.sampled_from(["linear", "linear", "spot"]))}
     if draw(st.booleans()):
         args["symbol"] = draw(st.sampled_from(world.symbols))
-    if args["category"] == "linear" and draw(st.booleans()):
+    if draw(st.booleans()):  # on spot too: its TP/SL and conditional orders (issue 36)
         args["include_stops"] = True
     return CancelAllCase(args)
 

@@ -141,6 +141,7 @@ class Resting:
     price: Decimal
     reduce_only: bool = False
     stop_loss: Decimal | None = None  # sent with it: the position's whole stop once it fills
+    trigger: Decimal | None = None  # spot: a TP/SL order (orderFilter tpslOrder) waiting for this price
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,3 +26,6 @@ EQUITY = (
 )
 COOLDOWN = "cooldown"  # enough losing trades: no growing order for the cooldown's minutes, with the numbers
 DEAD_MAN = "dead_man"  # the dead-man's switch fired: why, how long no agent call came, what it cancelled
+LATCH_CANCEL = (
+    "latch.cancel"  # a latch turned trading reducing: the resting orders that could grow, cancelled
+)

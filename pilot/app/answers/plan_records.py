@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pilot.app.answers.responses import OrderAnswer, PlannedOrderOut, Snapshot
 from pilot.core.facts import OrderIntent, OrderType, Side
+from pilot.core.valuation import Liquidation
 from pilot.core.violations import plain, usd
 
 PlanTool = Literal["place_order", "close_position"]
@@ -103,11 +104,19 @@ class PlanPayload(_Record):
     needs_confirmation: bool
     confirmation_text: str | None
     snapshot: Snapshot
+    liquidation_price: str | None = None
     policy_version: str
     amend: AmendRecord | None = None  # set: place_order amends this open order instead of creating one
     # Whether the order could grow the worst-case exposure when planned (confirm.aboveNotionalUsd guards
     # only those); place_order judges it again on fresh facts.
     grows: bool = True
+
+    @property
+    def liquidation(self) -> Liquidation | None:
+        """The liquidation estimated at plan time (None: none, or a payload that kept only its distance)."""
+        if self.liquidation_price is None or self.liquidation_distance_pct is None:
+            return None
+        return Liquidation(Decimal(self.liquidation_price), Decimal(self.liquidation_distance_pct))
 
     @staticmethod
     def read(data: dict[str, Any]) -> PlanPayload | None:
@@ -118,18 +127,18 @@ class PlanPayload(_Record):
             return None
 
 
-def approval_text(order: PlannedOrderOut, notional: Decimal, distance: Decimal | None) -> str:
+def approval_text(order: PlannedOrderOut, notional: Decimal, liquidation: Liquidation | None) -> str:
     """The sentence a human approves: built from the server's record of the plan, never the agent's words."""
     how = (
         f"at market (Limit IOC, no worse than {order.price})"
         if order.order_type == "market"
         else f"limit {order.price} ({order.time_in_force})"
     )
-    liquidation = f"; liquidation about {distance.quantize(Decimal('0.01'))}% from mark" if distance else ""
+    liquidation_words = f"; {liquidation.words()}" if liquidation is not None else ""
     reduce = " reduce-only" if order.reduce_only else ""
     return (
         f"{order.side.capitalize()}{reduce} {order.qty} {order.symbol} ({order.category}) {how}; "
-        f"worst-fill notional {usd(notional)}{liquidation}"
+        f"worst-fill notional {usd(notional)}{liquidation_words}"
     )
 
 

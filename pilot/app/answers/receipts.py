@@ -14,12 +14,14 @@ card's `path` is the way the order went, one step per event: planned, parked, ap
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.sent_requests import sent_request
+from pilot.core.valuation import Liquidation
 from pilot.store import JournalEntry, iso_utc
 
 
@@ -73,7 +75,19 @@ class CardChecks(_Card):
     notional_usd: str | None = None
     position_notional_usd: str | None = None
     liquidation_distance_pct: str | None = None
+    liquidation_price: str | None = None  # rows before it was kept: none
     needs_confirmation: bool | None = None
+
+    @property
+    def liquidation_words(self) -> str:
+        """The liquidation of the position the plan left, for a person."""
+        if self.liquidation_price is not None and self.liquidation_distance_pct is not None:
+            return Liquidation(
+                Decimal(self.liquidation_price), Decimal(self.liquidation_distance_pct)
+            ).words()
+        if self.liquidation_distance_pct is not None:
+            return f"liquidation {self.liquidation_distance_pct}% from the mark"
+        return "no liquidation price (flat, spot, or the equity covers the position)"
 
 
 class CardRefusal(_Card):
@@ -327,6 +341,7 @@ def _checks(data: Mapping[str, Any]) -> CardChecks:
         notional_usd=data.get("notional_usd"),
         position_notional_usd=data.get("position_notional_usd"),
         liquidation_distance_pct=data.get("liquidation_distance_pct"),
+        liquidation_price=data.get("liquidation_price"),
         needs_confirmation=data.get("needs_confirmation"),
     )
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from pilot.app.answers import entry_kinds
-from pilot.app.answers.responses import ActionAnswer, OrderAnswer, Refusal
+from pilot.app.answers.responses import ActionAnswer, OrderAnswer, Refusal, journaled
 from pilot.core.codes import Code
 from pilot.core.violations import NextAction, Violation
 from pilot.exchange.errors import UnsupportedPositionMode
@@ -72,7 +72,7 @@ async def journal_order_refusal(
     An action parked for a human (pending_confirmation) is not refused: it is journaled as PLACE_PENDING.
     """
     answer = OrderAnswer.from_refusal(refusal, plan_id=plan_id)
-    data = {**(context or {}), **answer.model_dump(mode="json", exclude_none=True)}
+    data = {**(context or {}), **journaled(answer)}
     kind = (
         entry_kinds.PLACE_PENDING if refusal.status == "pending_confirmation" else entry_kinds.PLACE_REFUSED
     )
@@ -85,6 +85,6 @@ async def journal_action_refusal(
 ) -> ActionAnswer:
     """Journal a refusal of cancel_order or set_leverage and return its answer."""
     answer = ActionAnswer.from_refusal(refusal)
-    data = {"tool": tool, "phase": "refused", **action, **answer.model_dump(mode="json", exclude_none=True)}
+    data = {"tool": tool, "phase": "refused", **action, **journaled(answer)}
     entry = await journal.append(entry_kinds.ACTION, data, now=now)
     return answer.model_copy(update={"journal_seq": [entry.seq]})

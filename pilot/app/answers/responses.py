@@ -1,17 +1,42 @@
-"""What the tools answer: pydantic models, so every MCP tool has an output schema. Amounts are strings."""
+"""What the tools answer: pydantic models, so every MCP tool has an output schema. Amounts are strings.
+
+Answers are compact, because an agent pays for every byte it reads on every call, and they are serialised in
+one way, here, for the wire and for the journal alike (`_Answer._compact`):
+
+- a field that is null is left out (a next action's `tool` excepted: null there says no call fits);
+- a violation whose next action is the answer's `next_safe_action` leaves its `next` out: it refers to the
+  one at the top instead of repeating it (a violation with a next action of its own keeps it);
+- a snapshot says each fact once, and what the answer is about: the instrument's grid only where a size or
+  a price on the grid was refused (a plan that passed is on it already), the source of each fact (stream or
+  REST) only in the journal (`JOURNAL`).
+
+Models keep every field in memory; only what is written out is trimmed, so every answer a tool builds,
+and every refusal a rule adds, gets the compact shape without a line of its own.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
+from pilot.core.codes import RESIZE_CODES
 from pilot.core.violations import NextAction, Violation
 
 RefusalStatus = Literal["refused", "declined", "pending_confirmation"]
+_SIZE_RULES = frozenset(code.value for code in RESIZE_CODES)  # a snapshot shows the grid for these
 
 _WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
@@ -38,8 +63,50 @@ class Refusal:
         return Refusal("refused", detail, (violation,), violation.next)
 
 
+# The serialisation context of a journal row: the whole snapshot is kept (what a decision was made from).
+JOURNAL: dict[str, bool] = {"journal": True}
+
+
+def journaled(answer: BaseModel) -> dict[str, Any]:
+    """An answer as the journal keeps it: the compact shape, with the whole snapshot."""
+    return answer.model_dump(mode="json", context=JOURNAL)
+
+
+def compact_json(data: Any) -> str:
+    """JSON without the spaces a model would pay for (the text of a tool's result)."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+def without_repeated_next(data: dict[str, Any]) -> dict[str, Any]:
+    """`data` (an answer as JSON) with each violation's `next` left out where it is the answer's
+    `next_safe_action`: said once, at the top."""
+    violations, top = data.get("violations"), data.get("next_safe_action")
+    if not isinstance(violations, list) or top is None:
+        return data
+    shown = [
+        {key: value for key, value in v.items() if key != "next"} if v.get("next") == top else v
+        for v in violations
+    ]
+    return {**data, "violations": shown}
+
+
 class _Answer(BaseModel):
     model_config = ConfigDict(frozen=True)
+    # Fields written out even when null, because null there says something.
+    null_kept: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        kept = self.null_kept
+        data = {key: value for key, value in data.items() if value is not None or key in kept}
+        return self._trimmed(data, bool((info.context or {}).get("journal")))
+
+    def _trimmed(self, data: dict[str, Any], journal: bool) -> dict[str, Any]:
+        """What of this answer's fields is written out, beyond its nulls (see the module docstring)."""
+        return without_repeated_next(data)
 
 
 class Answer(_Answer):
@@ -56,8 +123,10 @@ class Answer(_Answer):
 
 
 class NextActionOut(_Answer):
+    null_kept: ClassVar[frozenset[str]] = frozenset({"tool"})
+
     tool: str | None = Field(description="A tool to call exactly as given, or null when no call fits")
-    args: dict[str, Any] | None = Field(description="Complete arguments for that tool")
+    args: dict[str, Any] | None = Field(default=None, description="Complete arguments for that tool")
     text: str
     human: str | None = Field(default=None, description="What only a human can change")
     retry_after: str | None = Field(default=None, description="ISO-8601 UTC time after which waiting helps")
@@ -68,16 +137,38 @@ class NextActionOut(_Answer):
     )
 
 
+class HoldOut(_Answer):
+    """One thing holding trading below active, and who set it, when and why."""
+
+    source: str = Field(
+        description="policy, invalidPolicy, killSwitch, lossLimit, drawdown, journalRollback or authority"
+    )
+    state: str = Field(description="The trading state it holds: reducing or halted")
+    by: str | None = Field(default=None, description="Who set it: human, agent or pilot")
+    at: str | None = None
+    reason: str | None = Field(
+        default=None, description="The reason given when it was set (a person's words)"
+    )
+    until: str | None = Field(default=None, description="When it lifts by itself")
+
+
 class ViolationOut(_Answer):
     rule: str = Field(description="Stable code: a policy.json key, instrument.*, tradingState, facts, ...")
     limit: str
     attempted: str
     detail: str
-    next: NextActionOut
+    next: NextActionOut | None = Field(
+        default=None, description="Left out where it is the answer's next_safe_action (said once, there)"
+    )
     did_you_mean: str | None = Field(
         default=None,
-        description="For a symbol not allowed or not listed: the nearest allowed one",
-        exclude_if=lambda value: value is None,
+        description="For a symbol not allowed or not listed: the listed market most likely meant",
+    )
+    did_you_mean_allowed: bool | None = Field(
+        default=None, description="Whether policy.json allows that market (false: only a human can allow it)"
+    )
+    held_by: list[HoldOut] | None = Field(
+        default=None, description="tradingState: what holds trading (only what stops this action)"
     )
 
 
@@ -86,13 +177,13 @@ class Snapshot(_Answer):
 
     policy_version: str
     trading_state: str
-    market_data_at: str | None
-    bid: str | None
-    ask: str | None
-    mark: str | None
-    position_size: str | None
-    equity_usd: str | None
-    orders_today: int | None
+    market_data_at: str | None = None  # a fact left out was not read
+    bid: str | None = None
+    ask: str | None = None
+    mark: str | None = None
+    position_size: str | None = None
+    equity_usd: str | None = None
+    orders_today: int | None = None
     pending_qty: dict[str, str] | None = Field(
         default=None, description="Open orders and unsettled sends per side, counted as filled for the caps"
     )
@@ -101,7 +192,7 @@ class Snapshot(_Answer):
         description="The same coin held or positioned in the other category (spot or linear), counted in "
         "maxNotionalUsd, which caps each coin's gross exposure",
     )
-    instrument: dict[str, str] | None
+    instrument: dict[str, str] | None = None
     fact_sources: dict[str, str] | None = Field(
         default=None,
         description="With streams on: each fact's source, stream (younger than maxFactAgeMs) or rest",
@@ -134,7 +225,9 @@ class Adjustment(_Answer):
     field: str
     asked: str
     planned: str
-    rule: str | None = Field(description="The instrument rule that made the change (instrument.qtyStep, ...)")
+    rule: str | None = Field(
+        default=None, description="The instrument rule that made the change (instrument.qtyStep, ...)"
+    )
     reason: str
 
 
@@ -147,9 +240,16 @@ class PlanAnswer(Answer):
     position_notional_usd: str | None = Field(
         default=None, description="Worst-fill notional of the position left"
     )
-    liquidation_distance_pct: str | None = None
-    needs_confirmation: bool | None = None
-    confirmation_text: str | None = None
+    liquidation_price: str | None = Field(
+        default=None,
+        description="Where the position left would be liquidated, estimated (none: never, or spot)",
+    )
+    liquidation_distance_pct: str | None = Field(
+        default=None, description="How far that is from the mark, in percent of it"
+    )
+    needs_confirmation: bool | None = Field(
+        default=None, description="place_order asks a human first (the form shows the order and its notional)"
+    )
     can_confirm: bool | None = Field(
         default=None,
         description="Whether this client can get a human's approval (a form, or the CLI channel); when it "
@@ -163,6 +263,15 @@ class PlanAnswer(Answer):
         description="What was changed of the asked order and why (size floored to the lot step, price on the tick)",
         exclude_if=lambda value: not value,
     )
+
+    def _trimmed(self, data: dict[str, Any], journal: bool) -> dict[str, Any]:
+        data = without_repeated_next(data)
+        shot = data.get("snapshot")
+        if journal or not isinstance(shot, dict):
+            return data
+        sizes = any(v.rule in _SIZE_RULES for v in self.violations or ())
+        left_out = {"fact_sources"} if sizes else {"fact_sources", "instrument"}
+        return {**data, "snapshot": {key: value for key, value in shot.items() if key not in left_out}}
 
 
 class ToolAnswer(Answer):
@@ -181,7 +290,7 @@ class ToolAnswer(Answer):
 
 class Fill(_Answer):
     filled_qty: str
-    avg_price: str | None
+    avg_price: str | None = None
     fee: str
     fee_coin: str | None = Field(
         default=None,
@@ -210,8 +319,8 @@ class CancelledOrder(_Answer):
 class ProtectionOut(_Answer):
     """The position's stop after a fill that asked for one: set as asked, or missing with the call to set it."""
 
-    stop_loss: str | None
-    take_profit: str | None
+    stop_loss: str | None = None
+    take_profit: str | None = None
     missing_stop: bool
     set_with: NextActionOut | None = None
 

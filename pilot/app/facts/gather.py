@@ -11,20 +11,16 @@ from decimal import Decimal
 from typing import TypeVar
 
 from pilot.app.answers.responses import Snapshot
-from pilot.app.facts.pending import PendingRead, read_pending
+from pilot.app.facts.day_reads import DayRead, SpotDays, spot_days
+from pilot.app.facts.peaks import equity_read, watches_drawdown
+from pilot.app.facts.pending import PendingRead, read_pending, spot_stops
 from pilot.app.facts.stream_cache import from_ms, to_ms
 from pilot.app.facts.streaming_reader import FACT_SOURCES
 from pilot.app.road.clock import Today
-from pilot.app.runtime.latches import (
-    cooldown_state,
-    drawdown_state,
-    latch_drawdown,
-    note_equity,
-    start_cooldown,
-)
+from pilot.app.runtime.latches import cooldown_state, drawdown_state, start_cooldown
 from pilot.app.runtime.ledger import JournalState, Send
 from pilot.app.runtime.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
-from pilot.app.runtime.runtime import PolicyView, Runtime
+from pilot.app.runtime.runtime import PolicyView, Runtime, loss_limit_hold
 from pilot.app.runtime.sessions import session_age
 from pilot.core.facts import (
     NO_DAY_PNL,
@@ -42,10 +38,11 @@ from pilot.core.facts import (
     PriceBand,
     RestingOrders,
     Side,
+    StopLeg,
     Touch,
-    TradingState,
 )
 from pilot.core.freshness import as_of_ms
+from pilot.core.holds import TradingStatus
 from pilot.core.policy import Policy
 from pilot.core.risk import worst_case
 from pilot.core.venues import VenueProfile
@@ -74,10 +71,11 @@ def _unavailable_until() -> datetime | None:
 class _Account:
     balance: AccountBalance | None
     orders_today: int
-    trading_state: TradingState
+    trading: TradingStatus
     day_pnl: DayPnl | None = NO_DAY_PNL
     open_markets: frozenset[str] | None = frozenset()
     latch: DayLatch = NO_LATCH
+    spot: SpotDays | None = None  # the day's spot books (None: not read, or the read failed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +92,7 @@ class _Market:
     listed: bool = True
     band: PriceBand | None = None
     resting: int | None = None  # ordinary orders resting on this market, with unknown sends (None: unread)
+    spot_legs: tuple[StopLeg, ...] = ()  # spot orders waiting to sell the coin held at a trigger
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +137,11 @@ async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gath
         _extra(runtime, view.policy, journal),
     )
     facts = _facts(order, account, market, now, runtime.venue)
+    extra = replace(extra, trades=_every_trade(extra.trades, account.spot))
     facts = await _controls(runtime, view.policy, facts, journal, market, extra)
     if await latch_if_reached(runtime.store.journal, view.policy, facts, account.latch) is not None:
-        facts = replace(
-            facts, trading_state=TradingState.strictest(facts.trading_state, TradingState.REDUCING)
-        )
+        holds = (*facts.holds, loss_limit_hold(now, now))
+        facts = replace(facts, trading_state=TradingStatus(holds).state, holds=holds)
     return Gathered(facts, market.hedged, journal.mark)
 
 
@@ -170,41 +169,41 @@ async def gather_market_facts(
 
 
 async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: JournalState) -> _Account:
-    balance, state, (day_pnl, open_markets, latch) = await asyncio.gather(
-        _maybe(runtime.exchange.get_balance()),
-        runtime.trading_state(view.policy, journal, judged=True),
-        _day(runtime, view, journal.today, latch_of(journal.loss_limit, journal.today)),
-    )
-    return _Account(balance, journal.sent_today, state, day_pnl, open_markets, latch)
-
-
-async def _day(
-    runtime: Runtime, view: PolicyView, today: Today, latch: DayLatch
-) -> tuple[DayPnl | None, frozenset[str] | None, DayLatch]:
-    """The day's PnL and the markets with a position, read only when a loss rule needs them (None: the
-    read failed, and growing orders fail closed under that rule). When the wall clock stepped across
-    midnight, today starts at two different 00:00s (pilot.app.road.clock.Today): the PnL is counted from
-    each and the worse is taken."""
     policy = view.policy
-    daily = policy.daily_loss_limit_usd is not None or policy.daily_loss_limit_pct is not None
-    if not daily and policy.max_open_positions is None:
-        return NO_DAY_PNL, frozenset(), NO_LATCH
-    starts = today.starts()
-    positions, closed = await asyncio.gather(
+    balance, state, (day, open_markets) = await asyncio.gather(
+        _maybe(runtime.exchange.get_balance()),
+        runtime.trading_status(policy, journal, judged=True, valid=view.valid),
+        _day(runtime, policy, journal.today),
+    )
+    latch = latch_of(journal.loss_limit, journal.today)
+    pnl: DayPnl | None = NO_DAY_PNL
+    if _daily(policy):
+        found = day.pnl(balance)
+        pnl = counted(found, latch) if found is not None else None
+    return _Account(balance, journal.sent_today, state, pnl, open_markets, latch, day.spot)
+
+
+def _daily(policy: Policy) -> bool:
+    return policy.daily_loss_limit_usd is not None or policy.daily_loss_limit_pct is not None
+
+
+async def _day(runtime: Runtime, policy: Policy, today: Today) -> tuple[DayRead, frozenset[str] | None]:
+    """What the day's PnL is worked out from (pilot.app.facts.day_reads), and the markets with a position,
+    read only when a rule needs them: the daily loss limit the PnL, the cooldown the day's spot trades,
+    maxOpenPositions the positions. A failed read leaves its part None (growing orders fail closed under
+    the rule that needs it). When the wall clock stepped across midnight, today starts at two different
+    00:00s (pilot.app.road.clock.Today): the PnL is counted from each and the worse is taken."""
+    daily, starts = _daily(policy), today.starts()
+    spot = daily or policy.cooldown is not None
+    if not spot and policy.max_open_positions is None:
+        return DayRead(starts, None, None, None), frozenset()
+    positions, closed, spot_read = await asyncio.gather(
         _maybe(runtime.exchange.get_positions("linear")),
         _maybe(runtime.exchange.get_closed_pnl_since("linear", starts[0])) if daily else _none(),
+        _maybe(spot_days(runtime, starts)) if spot else _none(),
     )
     markets = frozenset(p.symbol for p in positions if p.size != 0) if positions is not None else None
-    if not daily:
-        return NO_DAY_PNL, markets, latch
-    if positions is None or closed is None:
-        return None, markets, latch
-    realised = min(
-        sum((row.closed_pnl for row in closed if start == starts[0] or row.updated_at >= start), Decimal(0))
-        for start in starts
-    )
-    unrealised = sum((p.unrealised_pnl for p in positions), Decimal(0))
-    return counted(DayPnl(realised, unrealised), latch), markets, latch
+    return DayRead(starts, positions, closed, spot_read), markets
 
 
 async def _market(
@@ -241,7 +240,10 @@ async def _market(
     if category == "spot":  # the perpetual of the same coin is the spot order's other category
         if isinstance(position, UnsupportedPositionMode):  # spot has no position mode: legs count gross
             position, other_pending = _legs_held(position, other_pending)
-        return _Market(known, touch, None, pending, position, other_pending, None, listed, limits, resting)
+        legs = read.partial_stops if read is not None else ()
+        return _Market(
+            known, touch, None, pending, position, other_pending, None, listed, limits, resting, legs
+        )
     if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
         return _Market(known, touch, None, pending, None, other_pending, position, listed, limits, resting)
     return _Market(known, touch, position, pending, None, other_pending, None, listed, limits, resting)
@@ -292,11 +294,21 @@ CLOSED_TRADES_READ = 100  # the newest closed trades a cooldown looks at (cooldo
 
 
 async def _closed_trades(runtime: Runtime) -> tuple[ClosedTrade, ...] | None:
-    """The account's newest closed trades (linear closed PnL), newest first."""
+    """The account's newest closed derivatives trades (linear closed PnL), newest first."""
     page = await _maybe(runtime.exchange.get_closed_pnl_page("linear", None, None, CLOSED_TRADES_READ))
     if page is None:
         return None
     return tuple(ClosedTrade(row.updated_at, row.closed_pnl, row.order_id) for row in page.rows)
+
+
+def _every_trade(
+    derivatives: tuple[ClosedTrade, ...] | None, spot: SpotDays | None
+) -> tuple[ClosedTrade, ...] | None:
+    """The closed trades on every product, newest first (pilot.core.day_pnl says what one is on each);
+    None when either could not be read."""
+    if derivatives is None or spot is None:
+        return None
+    return tuple(sorted((*derivatives, *spot.trades()), key=lambda trade: trade.at, reverse=True))
 
 
 async def _controls(
@@ -310,8 +322,10 @@ async def _controls(
     record: bool = True,
 ) -> Facts:
     """The facts of the pre-trade controls (pilot.core.controls): the messages and turnover of this home,
-    the orders resting, the session's age, the drawdown and the cooldown; journaling (`record`) a new peak
-    of the equity, a drawdown reached and a cooldown begun, as the daily loss limit's latch is journaled."""
+    the orders resting, the session's age, the drawdown and the cooldown; journaling (`record`) the equity
+    read as every equity Pilot reads (pilot.app.facts.peaks) and a cooldown begun, as the daily loss
+    limit's latch is journaled. Without `record` the rules judge the same equity against the journal's
+    peak, and the caller journals it once (get_policy reads several markets on one account read)."""
     now, store = facts.now, runtime.store.journal
     activity = journal.activity
     resting = RestingOrders(market.resting, extra.resting_total) if market.resting is not None else None
@@ -322,12 +336,12 @@ async def _controls(
         resting=resting,
         session_age=session_age(journal.today.here),
     )
-    if policy.max_drawdown_usd is not None or policy.max_drawdown_pct is not None:
-        state = drawdown_state(policy, journal, now)
-        if facts.equity is not None and record:
-            await note_equity(store, policy, state, facts.equity, journal.equity_marks, journal.today)
-            state = await latch_drawdown(store, policy, state, facts.equity, now)
-        facts = replace(facts, drawdown=state if facts.equity is not None else None)
+    if watches_drawdown(policy):  # the equity read here counts as every equity Pilot reads does
+        equity = facts.equity
+        state = drawdown_state(policy, journal, now) if equity is not None else None
+        if equity is not None and record:
+            state = await equity_read(runtime, policy, equity, journal)
+        facts = replace(facts, drawdown=state)
     if policy.cooldown is not None:
         if extra.trades is None:
             return replace(facts, cooldown=None)
@@ -394,6 +408,8 @@ def _facts(
     position = market.position
     if order.category == "spot":
         position = _spot_position(order.symbol, market.rules, account.balance)
+        if position is not None and market.touch is not None:  # the stops selling it: below the bid
+            position = replace(position, partial_stops=spot_stops(market.spot_legs, market.touch.bid))
         held = market.other_position.size if market.other_position is not None else None
     else:
         spot = _spot_position(order.symbol, market.rules, account.balance)
@@ -408,7 +424,8 @@ def _facts(
         position=position,
         equity=account.balance.total_equity_usd if account.balance is not None else None,
         orders_today=account.orders_today,
-        trading_state=account.trading_state,
+        trading_state=account.trading.state,
+        holds=account.trading.holds,
         now=now,
         pending=market.pending,
         elsewhere=elsewhere,
@@ -474,7 +491,8 @@ def rules_dict(rules: InstrumentRules) -> dict[str, str]:
 def _spot_position(
     symbol: str, rules: InstrumentRules | None, balance: AccountBalance | None
 ) -> Position | None:
-    """On spot, the 'position' is the base coin held."""
+    """On spot, the 'position' is the base coin held (its cost is not known here: entry_price 0, and the loss
+    rules value it at the price now)."""
     if rules is None or balance is None:
         return None
     held = next((coin.wallet_balance for coin in balance.coins if coin.coin == rules.base), Decimal(0))

@@ -91,17 +91,24 @@ async def read_pending(
 
 
 def partial_stop_legs(open_orders: Sequence[ExchangeOrder]) -> tuple[StopLeg, ...]:
-    """The partial stop-loss orders among the open ones, as legs of their position's stops. A leg that
-    becomes a limit order when it triggers (slOrderType Limit) is no sure exit: its limit may never fill,
-    so it is not counted."""
+    """The partial stop-loss orders among the open ones, as legs of their position's stops: on linear the
+    position's partial stop-losses; on spot every order waiting to sell coin held at its trigger (spot_stops
+    keeps those below the price: the ones above it are take-profits). A leg that becomes a limit order when
+    it triggers (slOrderType Limit) is no sure exit: its limit may never fill, so it is not counted."""
     return tuple(
         StopLeg(order.trigger_price, order.qty - order.cum_exec_qty, order.order_id)
         for order in open_orders
-        if order.is_partial_stop_loss
+        if (order.is_partial_stop_loss or (order.is_spot_stop_sell and order.is_untriggered))
         and order.trigger_price is not None
         and order.qty > 0
         and order.order_type != "Limit"
     )
+
+
+def spot_stops(legs: Sequence[StopLeg], price: Decimal) -> tuple[StopLeg, ...]:
+    """The spot orders waiting to sell coin held that are stop-losses now: their trigger below `price` (the
+    bid), so a fall reaches them."""
+    return tuple(leg for leg in legs if leg.price < price)
 
 
 def _may_fill(order: ExchangeOrder) -> PendingFill | None:

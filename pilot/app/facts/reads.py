@@ -18,9 +18,12 @@ from pilot.app.answers.responses import (
     violations_out,
 )
 from pilot.app.facts.gather import Gathered, gather_market_facts, rules_dict
+from pilot.app.facts.peaks import equity_read
 from pilot.app.runtime.latches import drawdown_state
 from pilot.app.runtime.ledger import JournalState
+from pilot.app.runtime.loss_limit import latch_if_reached, latch_of
 from pilot.app.runtime.runtime import Runtime
+from pilot.core.day_pnl import COUNTED
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy, Shown
 from pilot.core.policy.fields import answer_group
@@ -28,7 +31,7 @@ from pilot.core.room import Room, room_now
 from pilot.core.rules import GROWING_NEEDS, day_loss
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
-from pilot.exchange.models import ClosedPnl, ExchangeOrder, ExchangePosition, Execution
+from pilot.exchange.models import AccountBalance, ClosedPnl, ExchangeOrder, ExchangePosition, Execution
 
 
 class ReadAnswer(Answer):
@@ -112,45 +115,73 @@ async def get_instrument_rules(runtime: Runtime, symbol: str, category: str) -> 
 
 
 async def get_balances(runtime: Runtime) -> ReadAnswer:
-    return await _read(
-        runtime.exchange.get_balance(),
-        lambda b: {
-            "total_equity_usd": _num(b.total_equity_usd),
-            "coins": [
-                {
-                    "coin": c.coin,
-                    "wallet_balance": _num(c.wallet_balance),
-                    "equity": _num(c.equity),
-                    "usd_value": _num(c.usd_value),
-                }
-                for c in b.coins
-            ],
-        },
-    )
+    """The account's equity and coins. The equity read counts for the drawdown as a judgement's does
+    (pilot.app.facts.peaks): a new peak is journaled, a fall past the limit latches."""
+    try:
+        balance = await runtime.exchange.get_balance()
+    except ExchangeError as error:
+        return unavailable(error)
+    await equity_read(runtime, runtime.policy().policy, balance.total_equity_usd)
+    return ReadAnswer(status="ok", data=_balances(balance))
+
+
+def _balances(balance: AccountBalance) -> dict[str, Any]:
+    return {
+        "total_equity_usd": _num(balance.total_equity_usd),
+        "coins": [
+            {
+                "coin": c.coin,
+                "wallet_balance": _num(c.wallet_balance),
+                "equity": _num(c.equity),
+                "usd_value": _num(c.usd_value),
+            }
+            for c in balance.coins
+        ],
+    }
 
 
 async def get_positions(runtime: Runtime, category: str, symbol: str | None) -> ReadAnswer:
-    return await _read(
-        runtime.exchange.get_positions(category, symbol),
-        lambda rows: [
-            {
-                "symbol": p.symbol,
-                "size": _num(p.size),
-                "side": "long" if p.size > 0 else "short" if p.size < 0 else "flat",
-                "entry_price": _num(p.entry_price),
-                "mark_price": _num(p.mark_price),
-                "leverage": _num(p.leverage),
-                "unrealised_pnl": _num(p.unrealised_pnl),
-                "liquidation_price": _num(p.liq_price),
-                "position_value": _num(p.position_value),
-                "stop_loss": _num(p.stop_loss),
-                "take_profit": _num(p.take_profit),
-                "settle_coin": p.settle_coin or None,  # USDT or USDC: the coin of the PnL and the value
-                **({"untrusted_text": quarantined(p)} if p.untrusted_symbol else {}),
-            }
-            for p in rows
-        ],
-    )
+    """Open positions. Two leverages are told apart: `exchange_leverage` is the exchange's setting for the
+    symbol (the margin it holds and where it liquidates; set_leverage changes it), `leverage_on_equity` the
+    position's value over the account's equity, which policy.json's maxLeverage (`policy_max_leverage`) caps
+    for every order that grows a position."""
+    policy = runtime.policy().policy
+
+    async def read() -> tuple[list[ExchangePosition], Decimal | None]:
+        rows, balance = await asyncio.gather(
+            runtime.exchange.get_positions(category, symbol), _maybe_balance(runtime)
+        )
+        return rows, balance.total_equity_usd if balance is not None else None
+
+    return await _read(read(), lambda found: [_position_view(p, found[1], policy) for p in found[0]])
+
+
+async def _maybe_balance(runtime: Runtime) -> AccountBalance | None:
+    try:
+        return await runtime.exchange.get_balance()
+    except ExchangeError:  # the positions are still worth showing; only the multiple of equity is unknown
+        return None
+
+
+def _position_view(p: ExchangePosition, equity: Decimal | None, policy: Policy) -> dict[str, Any]:
+    on_equity = abs(p.position_value) / equity if equity is not None and equity > 0 else None
+    return {
+        "symbol": p.symbol,
+        "size": _num(p.size),
+        "side": "long" if p.size > 0 else "short" if p.size < 0 else "flat",
+        "entry_price": _num(p.entry_price),
+        "mark_price": _num(p.mark_price),
+        "exchange_leverage": _num(p.leverage),
+        "leverage_on_equity": _num(on_equity.quantize(CENT)) if on_equity is not None else None,
+        "policy_max_leverage": _num(policy.limits_for(p.symbol).max_leverage),
+        "unrealised_pnl": _num(p.unrealised_pnl),
+        "liquidation_price": _num(p.liq_price),
+        "position_value": _num(p.position_value),
+        "stop_loss": _num(p.stop_loss),
+        "take_profit": _num(p.take_profit),
+        "settle_coin": p.settle_coin or None,  # USDT or USDC: the coin of the PnL and the value
+        **({"untrusted_text": quarantined(p)} if p.untrusted_symbol else {}),
+    }
 
 
 def order_view(order: ExchangeOrder) -> dict[str, Any]:
@@ -216,22 +247,29 @@ async def get_policy(runtime: Runtime) -> ReadAnswer:
     """
     view = runtime.policy()
     policy = view.policy
-    journal = await runtime.journal_state()
-    facts, state, loss_limit_on = await asyncio.gather(
-        gather_market_facts(runtime, view, "linear", policy.allowed_markets),
-        runtime.trading_state(policy, journal),
-        runtime.loss_limit_on(journal),
-    )
-    sent, kill_switch = journal.sent_today, journal.kill_switch_on
+    facts = await gather_market_facts(runtime, view, "linear", policy.allowed_markets)
     first = next(iter(facts.values())).facts if facts else None
     equity = first.equity if first is not None else None
+    if equity is not None:  # counts for the drawdown as every equity Pilot reads (pilot.app.facts.peaks)
+        await equity_read(runtime, policy, equity)
+    if first is not None:  # a day's loss read past its limit latches here as in a judgement
+        journal = await runtime.journal_state()
+        await latch_if_reached(
+            runtime.store.journal, policy, first, latch_of(journal.loss_limit, journal.today)
+        )
+    journal = await runtime.journal_state()
+    trading, loss_limit_on = await asyncio.gather(
+        runtime.trading_status(policy, journal, valid=view.valid), runtime.loss_limit_on(journal)
+    )
+    sent, kill_switch = journal.sent_today, journal.kill_switch_on
     today = {"orders_sent_today": sent, "orders_left_today": max(policy.daily_order_cap - sent, 0)}
     day = {"daily_loss_limit_reached": loss_limit_on, "day_loss": _day_loss_view(policy, first)}
     data = {
         "policy_version": view.version,
         "valid": view.valid,
         "issues": [str(issue) for issue in view.issues],
-        "trading_state": state.value,
+        "trading_state": trading.state.value,
+        "held_by": [{k: v for k, v in hold.to_dict().items() if v is not None} for hold in trading.holds],
         **answer_group(Shown.STATE, policy),
         "kill_switch": kill_switch,
         **beside(answer_group(Shown.TOP, policy), {"daily_order_cap": today}),
@@ -290,6 +328,9 @@ def _day_loss_view(policy: Policy, facts: Facts | None) -> dict[str, Any] | None
         "loss_usd": plain(loss.loss.quantize(CENT)),
         "realised_pnl_usd": plain(loss.pnl.realised.quantize(CENT)),
         "unrealised_pnl_usd": plain(loss.pnl.unrealised.quantize(CENT)),
+        "spot_realised_pnl_usd": plain(loss.pnl.spot_realised.quantize(CENT)),  # of those, spot's
+        "spot_unrealised_pnl_usd": plain(loss.pnl.spot_unrealised.quantize(CENT)),
+        "counted": COUNTED,
     }
 
 

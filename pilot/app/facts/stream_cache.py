@@ -131,6 +131,9 @@ class StreamFacts:
     # (stamped no earlier than the fill), the old position or balance is not served (the exchange's ms).
     position_behind: dict[str, int] = field(default_factory=dict)
     wallet_behind: int | None = None
+    # The equities the wallet pushed (and resyncs read) since the drawdown last took them: the highest and
+    # the newest (pilot.app.facts.peaks).
+    equity_seen: tuple[Decimal, Decimal] | None = None
 
     def channel(self, name: str) -> Channel:
         return self.channels.setdefault(name, Channel())
@@ -217,8 +220,18 @@ class StreamFacts:
                 self.hedged.add(symbol)
         elif isinstance(event, WalletUpdate):
             self.balance = event.balance
+            self._saw_equity(event.balance.total_equity_usd)
             if self.wallet_behind is not None and self.wallet_behind <= event.exchange_ms:
                 self.wallet_behind = None
+
+    def _saw_equity(self, equity: Decimal) -> None:
+        highest = self.equity_seen[0] if self.equity_seen is not None else equity
+        self.equity_seen = (max(highest, equity), equity)
+
+    def take_equity(self) -> tuple[Decimal, Decimal] | None:
+        """The highest and the newest equity seen since the last take (None: none), and forget them."""
+        seen, self.equity_seen = self.equity_seen, None
+        return seen
 
     def _order(self, order: ExchangeOrder) -> None:
         """Keep the newer of two rows of one order (a resync's REST row and a pushed one may cross)."""
@@ -291,6 +304,7 @@ class StreamFacts:
         self.positions.update(read.positions)
         self.hedged -= set(read.positions)
         self.balance = read.balance
+        self._saw_equity(read.balance.total_equity_usd)
         self.position_behind.clear()  # REST's word is newer than any fill pushed before it was read
         self.wallet_behind = None
         listed = {o.order_id for o in read.open_orders}

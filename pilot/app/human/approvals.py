@@ -255,8 +255,7 @@ async def plan_form_prompt(runtime: Runtime, plan_id: str) -> str | None:
         view.policy.confirm, payload.tool, Decimal(payload.notional_usd), grows=payload.grows
     ):
         return None
-    distance = Decimal(payload.liquidation_distance_pct) if payload.liquidation_distance_pct else None
-    text = approval_text(payload.order, Decimal(payload.notional_usd), distance)
+    text = approval_text(payload.order, Decimal(payload.notional_usd), payload.liquidation)
     return form_text(text, view.version)
 
 

@@ -9,14 +9,17 @@ agent that sent "0.015" on a 0.01 step sees that 0.01 will be sent, not only the
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from pilot.app.answers.responses import Adjustment, ViolationOut
 from pilot.app.orders.inputs import PlanRequest
+from pilot.app.road.ports import ExchangeReader
 from pilot.core.codes import Code
 from pilot.core.facts import InstrumentRules, OrderIntent, Side
-from pilot.core.violations import plain
+from pilot.core.violations import NextAction, Violation, plain
+from pilot.exchange.errors import ExchangeError
 
 
 def adjustments(request: PlanRequest, order: OrderIntent, rules: InstrumentRules | None) -> list[Adjustment]:
@@ -92,21 +95,81 @@ def _base(symbol: str) -> str:
 
 
 _QUOTES = ("USDT", "USDC", "PERP", "USD")
+_LISTED_QUOTES = ("USDT", "USDC")  # the quotes of Bybit's linear and spot markets
 
 
-def with_nearest_symbol(
-    violations: list[ViolationOut], symbol: str, markets: Iterable[str]
-) -> list[ViolationOut]:
-    """`violations` with the nearest allowed market named where the symbol is the problem."""
-    nearest = nearest_symbol(symbol, markets)
+@dataclass(frozen=True, slots=True)
+class Nearest:
+    """The listed market a symbol most likely meant, and whether policy.json allows it."""
+
+    symbol: str
+    allowed: bool
+
+
+async def nearest_market(
+    exchange: ExchangeReader, category: str, symbol: str, allowed: Sequence[str], listed: bool
+) -> Nearest | None:
+    """The market a symbol refused as not allowed or not listed most likely meant, among those the exchange
+    lists in `category`: an allowed one of the same coin or a close spelling first, else (the symbol itself
+    not `listed`) the same coin against a quote the exchange uses (SOLUSD -> SOLUSDT), allowed or not. None
+    when nothing listed is close."""
+    candidates = [market for market in [nearest_symbol(symbol, allowed)] if market is not None]
+    if not listed:
+        base = _base(symbol.upper())
+        candidates += [base + quote for quote in _LISTED_QUOTES if base + quote != symbol.upper()]
+    for candidate in dict.fromkeys(candidates):
+        if await _is_listed(exchange, category, candidate):
+            return Nearest(candidate, candidate in allowed)
+    return None
+
+
+async def _is_listed(exchange: ExchangeReader, category: str, symbol: str) -> bool:
+    try:
+        await exchange.get_instrument(category, symbol)
+    except ExchangeError:  # no such market, or the exchange could not say: nothing to suggest
+        return False
+    return True
+
+
+def pointed_to(violation: Violation, symbol: str, nearest: Nearest) -> Violation:
+    """A symbol's refusal (allowedMarkets, unknownSymbol) naming the listed market it most likely meant; when
+    policy.json does not allow that one, what only a human can change is to allow it (never the symbol
+    asked, which the exchange may not list at all)."""
+    if violation.rule not in _SYMBOL_CODES:
+        return violation
+    meant = nearest.symbol
+    detail = f"{violation.detail}; did you mean {meant}?"
+    if nearest.allowed:
+        return replace(violation, detail=detail)
+    step = NextAction.stop(
+        f"stop: {symbol} is not a market you may trade, and {meant}, which the exchange lists, is not "
+        "allowed either; ask the user",
+        human=f"add {meant} to allowedMarkets in policy.json, if {meant} is the market meant",
+        options=violation.next.options,
+    )
+    return replace(violation, detail=f"{detail} ({meant} is listed but not allowed)", next=step)
+
+
+def with_nearest(
+    violations: list[Violation], next_action: NextAction | None, symbol: str, nearest: Nearest | None
+) -> tuple[list[Violation], NextAction | None]:
+    """The violations and the next action, pointed to the market the symbol most likely meant."""
+    if nearest is None:
+        return violations, next_action
+    pointed = [pointed_to(v, symbol, nearest) for v in violations]
+    for before, after in zip(violations, pointed, strict=True):
+        if before.next is next_action:
+            next_action = after.next
+    return pointed, next_action
+
+
+def named_nearest(violations: list[ViolationOut], nearest: Nearest | None) -> list[ViolationOut]:
+    """`violations` as answered, with the market meant in `did_you_mean` where the symbol is the problem."""
     if nearest is None:
         return violations
-    return [
-        v.model_copy(update={"did_you_mean": nearest, "detail": f"{v.detail}; did you mean {nearest}?"})
-        if v.rule in _SYMBOL_RULES
-        else v
-        for v in violations
-    ]
+    said = {"did_you_mean": nearest.symbol, "did_you_mean_allowed": nearest.allowed}
+    return [v.model_copy(update=said) if v.rule in _SYMBOL_RULES else v for v in violations]
 
 
-_SYMBOL_RULES = (Code.ALLOWED_MARKETS.value, Code.UNKNOWN_SYMBOL.value)
+_SYMBOL_CODES = (Code.ALLOWED_MARKETS, Code.UNKNOWN_SYMBOL)
+_SYMBOL_RULES = tuple(code.value for code in _SYMBOL_CODES)

@@ -22,6 +22,7 @@ from pilot.app.answers.responses import (
     OrderStatus,
     PlanAnswer,
     Refusal,
+    journaled,
     next_out,
     violations_out,
 )
@@ -492,4 +493,4 @@ def _unreadable(ask: AmendAsk, error: ExchangeError) -> Violation:
 
 
 def _entry(answer: PlanAnswer, ask: AmendAsk) -> dict[str, Any]:
-    return {**answer.model_dump(mode="json"), "request": {"plan_amend": ask.args()}}
+    return {**journaled(answer), "request": {"plan_amend": ask.args()}}

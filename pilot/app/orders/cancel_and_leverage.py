@@ -18,6 +18,7 @@ from pilot.app.human.approvals import (
     seek_approval,
 )
 from pilot.app.orders.messages import throttled
+from pilot.app.orders.spot_holding import find, judge_spot_removal, spot_holding, waiting_kind, what_cancel
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
@@ -39,7 +40,7 @@ async def set_leverage(
 ) -> ActionAnswer:
     """Lowering is always allowed (unless halted); raising must fit maxLeverage and the instrument."""
     view = runtime.policy()
-    state = await runtime.trading_state(view.policy)
+    status = await runtime.trading_status(view.policy, valid=view.valid)
     action = {"symbol": symbol, "category": category, "leverage": plain(leverage)}
     try:
         current, instrument_max = await _leverage_facts(runtime, category, symbol)
@@ -47,7 +48,9 @@ async def set_leverage(
         blocked = position_mode_violation(hedged)
         return await _refuse_leverage(runtime, action, Refusal.of(blocked, blocked.detail))
     # An invalid policy.json reads as the fail-closed policy, whose "reducing" state refuses any raise.
-    violations = check_set_leverage(view.policy, state, symbol, current, leverage, instrument_max)
+    violations = check_set_leverage(
+        view.policy, status.state, symbol, current, leverage, instrument_max, status.holds
+    )
     if current is not None:
         action["from"] = plain(current)
     if violations:
@@ -90,18 +93,47 @@ async def cancel_order(
             runtime.store.journal, "cancel_order", action, busy, now=runtime.now()
         )
     if category == "linear":
-        judged = await judge_stop_cancel(runtime, symbol, order_id, order_link_id)
-        if judged is not None:
-            return await journal_action_refusal(
-                runtime.store.journal, "cancel_order", action, judged, now=runtime.now()
-            )
+        judged, kind = await judge_stop_cancel(runtime, symbol, order_id, order_link_id), ""
+    else:
+        judged, kind = await _judge_spot_cancel(runtime, symbol, order_id, order_link_id)
+    if judged is not None:
+        return await journal_action_refusal(
+            runtime.store.journal, "cancel_order", action, judged, now=runtime.now()
+        )
     again = NextAction.call("cancel_order", args, "ask again")
     refused = await _approval(
         runtime, channel, "cancel_order", cancel_summary(symbol, order_id, order_link_id), action, again
     )
     if refused is not None:
         return refused
-    return await runtime.gate.cancel_order(category, symbol, order_id=order_id, order_link_id=order_link_id)
+    return await runtime.gate.cancel_order(
+        category, symbol, order_id=order_id, order_link_id=order_link_id, waiting_kind=kind
+    )
+
+
+async def _judge_spot_cancel(
+    runtime: Runtime, symbol: str, order_id: str | None, order_link_id: str | None
+) -> tuple[Refusal | None, str]:
+    """Why cancelling this spot order may not go ahead (it is a stop selling the coin held, and its removal
+    widens the holding's loss past a rule), or None; and the kind the cancel must name the order by when it
+    waits for a trigger. When nothing can be read and a stop rule could apply, the cancel waits; with no
+    such rule it goes as an ordinary order's."""
+    try:
+        holding = await spot_holding(runtime, symbol)
+    except ExchangeError:
+        view = runtime.policy()
+        state = await runtime.trading_state(view.policy)
+        if state is TradingState.ACTIVE and not _stops_matter(view.policy, symbol):
+            return None, ""
+        return _unjudged(symbol, order_id, order_link_id, "spot"), ""
+    order = find(holding.orders, order_id, order_link_id)
+    if order is None:
+        return None, ""
+    kind = waiting_kind(holding.orders, order_id, order_link_id)
+    if not order.is_spot_stop_sell:
+        return None, kind
+    removed = frozenset({order.order_id})
+    return await judge_spot_removal(runtime, holding, removed, what_cancel(order)), kind
 
 
 def leverage_summary(symbol: str, leverage: Decimal) -> str:
@@ -164,7 +196,8 @@ async def judge_stop_cancel(
     """Why cancelling this order may not go ahead (it is a stop-loss whose removal widens the loss past a
     rule), or None. When the open orders cannot be read and a stop rule could apply, the cancel waits."""
     view = runtime.policy()
-    state = await runtime.trading_state(view.policy)
+    status = await runtime.trading_status(view.policy, valid=view.valid)
+    state = status.state
     if state is TradingState.ACTIVE and not _stops_matter(view.policy, symbol):
         return None  # no rule a removed stop could break: nothing to read
     try:
@@ -188,8 +221,8 @@ async def judge_stop_cancel(
     except ExchangeError:
         return _unjudged(symbol, order_id, order_link_id)
     cancelled = _cancelled_stops(held, order)
-    before = with_pending(held, read.pending, runtime.venue)
-    after = with_pending(cancelled, read.pending, runtime.venue)
+    before = with_pending(held, read.pending, runtime.venue.scope("linear"))
+    after = with_pending(cancelled, read.pending, runtime.venue.scope("linear"))
     keep = NextAction.stop(
         "keep this stop; to move it, call set_trading_stop with a stop the loss rules allow",
         human=RAISE_LOSS_CAP,
@@ -202,14 +235,16 @@ async def judge_stop_cancel(
         )
     what = f"cancelling the {order.stop_order_type} at {plain(order.trigger_price)}"
     violations = check_stop_change(
-        view.policy, state, symbol, (before, after), balance.total_equity_usd, what, keep
+        view.policy, state, symbol, (before, after), balance.total_equity_usd, what, keep, status.holds
     )
     if not violations:
         return None
     return Refusal("refused", violations[0].detail, tuple(violations), violations[0].next)
 
 
-def _unjudged(symbol: str, order_id: str | None, order_link_id: str | None) -> Refusal:
+def _unjudged(
+    symbol: str, order_id: str | None, order_link_id: str | None, category: str = "linear"
+) -> Refusal:
     """The orders or the position could not be read: whether the cancel removes a stop is unknown."""
     which = {"order_id": order_id} if order_id else {"order_link_id": order_link_id}
     missing = violation(
@@ -219,7 +254,7 @@ def _unjudged(symbol: str, order_id: str | None, order_link_id: str | None) -> R
         f"could not read the {symbol} orders and position: whether this cancel removes a stop is unknown",
         NextAction.call(
             "cancel_order",
-            {"symbol": symbol, **which, "category": "linear"},
+            {"symbol": symbol, **which, "category": category},
             "call cancel_order again shortly",
         ),
     )

@@ -8,16 +8,16 @@ from decimal import Decimal
 from pilot.app.answers.refusals import journal_order_refusal, position_mode_violation, violation
 from pilot.app.answers.responses import CancelledOrder, NextActionOut, OrderAnswer, Refusal
 from pilot.app.facts.gather import gather_facts
-from pilot.app.human.approvals import ApprovalChannel
+from pilot.app.human.approvals import ApprovalChannel, no_human_for
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.place import execute_plan
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.codes import Code
-from pilot.core.facts import InstrumentRules, OrderIntent, OrderType, Side
+from pilot.core.facts import InstrumentRules, OrderIntent, OrderType, Side, TradingState
 from pilot.core.rules import refused_only_for_pending, retry_missing
 from pilot.core.sizing import closing_qty
-from pilot.core.violations import NextAction, plain
+from pilot.core.violations import NextAction, Violation, plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.exchange.models import ExchangeOrder
 
@@ -62,27 +62,32 @@ async def _close(
         )
         refusal = Refusal.of(unread, "the position could not be read; nothing was sent")
         return await journal_order_refusal(runtime.store.journal, refusal, now=runtime.now(), context=context)
+    if size == 0 and category == "spot":
+        size = await _held_under_stops(runtime, symbol)
     if size == 0:
-        flat = violation(
-            Code.REDUCE_ONLY,
-            "0",
-            "close",
-            f"there is no {symbol} position to close",
-            NextAction.stop("nothing to close", human="nothing: there is no position to close"),
-        )
-        refusal = Refusal.of(flat, "there is no position to close; nothing was sent")
+        refusal = Refusal.of(_nothing_to_close(symbol), "there is no position to close; nothing was sent")
         return await journal_order_refusal(runtime.store.journal, refusal, now=runtime.now(), context=context)
+    freed: list[CancelledOrder] = []
+    if category == "spot":  # coin held by the spot stops selling it is freed for the close first
+        freed = await free_held_coin(runtime, symbol, qty, rules)
+        if freed:
+            size, rules = await _holding(runtime, category, symbol)
     side = Side.SELL if size > 0 else Side.BUY
     amount = closing_qty(size, qty, rules)
     linear = category == "linear"  # spot takes no reduce-only orders: its close is a sell of what is held
     request = PlanRequest(symbol, side, OrderType.MARKET, amount, None, None, linear, category)
-    cancelled = await _cancel_what_would_reopen(runtime, request)
+    cancelled = freed + await _cancel_what_would_reopen(runtime, request)
     planned = await plan_order(runtime, request, tool="close_position")
     if planned.status != "ok" or planned.plan_id is None:
+        again = _as_close(planned.next_safe_action, symbol, category)
+        if no_human_for(runtime, channel, "close_position") is not None:
+            # another close would wait for a human this client cannot reach: the order that closes as much
+            # is offered as plan_order, which confirm.actions does not name
+            again = planned.next_safe_action
         answer = OrderAnswer(
             status="refused",
             violations=planned.violations,
-            next_safe_action=_as_close(planned.next_safe_action, symbol, category),
+            next_safe_action=again,
             detail="the close did not pass; nothing was sent",
         )
     else:
@@ -91,6 +96,16 @@ async def _close(
         answer = await execute_plan(runtime, claim.plan, origin="close_position", channel=channel)
         answer = _next_chunk(answer, size, amount, qty, symbol, category)
     return answer.model_copy(update={"cancelled_first": cancelled or None})
+
+
+def _nothing_to_close(symbol: str) -> Violation:
+    return violation(
+        Code.REDUCE_ONLY,
+        "0",
+        "close",
+        f"there is no {symbol} position to close",
+        NextAction.stop("nothing to close", human="nothing: there is no position to close"),
+    )
 
 
 def _as_close(action: NextActionOut | None, symbol: str, category: str) -> NextActionOut | None:
@@ -134,6 +149,63 @@ async def _holding(runtime: Runtime, category: str, symbol: str) -> tuple[Decima
         exchange.get_instrument(category, symbol), exchange.get_position(category, symbol)
     )
     return position.size, rules
+
+
+async def _held_under_stops(runtime: Runtime, symbol: str) -> Decimal:
+    """The coin the spot orders waiting to sell it hold (none free): a close frees it first."""
+    try:
+        orders = await runtime.exchange.get_open_orders("spot", symbol)
+    except ExchangeError:
+        return Decimal(0)
+    return sum((o.qty - o.cum_exec_qty for o in orders if _holds_coin(o)), Decimal(0))
+
+
+def _holds_coin(order: ExchangeOrder) -> bool:
+    """A spot TP/SL order waiting to sell: it holds its coin until it triggers (create-order.mdx)."""
+    return order.is_spot_stop_sell and order.is_untriggered and order.stop_order_type == "tpslOrder"
+
+
+async def free_held_coin(
+    runtime: Runtime, symbol: str, qty: Decimal | None, rules: InstrumentRules
+) -> list[CancelledOrder]:
+    """Before a spot close: cancel the TP/SL orders holding the coin it sells (newest first, only as many as
+    the close needs), through the gate. A spot TP/SL order holds its coin until it triggers, so no sell of
+    that coin can pass while it rests; the close takes its place. Nothing is cancelled while trading is
+    halted (the sell could not follow). If the sell then does not happen, the coin is left without those
+    stops: the answer lists them (cancelled_first)."""
+    view = runtime.policy()
+    if await runtime.trading_state(view.policy) is TradingState.HALTED:
+        return []
+    try:
+        balance, orders = await asyncio.gather(
+            runtime.exchange.get_balance(), runtime.exchange.get_open_orders("spot", symbol)
+        )
+    except ExchangeError:
+        return []
+    holding = [o for o in orders if _holds_coin(o)]
+    free = balance.free(rules.base)
+    wanted = qty if qty is not None else free + sum((o.qty - o.cum_exec_qty for o in holding), Decimal(0))
+    cancelled: list[CancelledOrder] = []
+    for order in sorted(holding, key=lambda o: o.created_at, reverse=True):
+        if free >= wanted:
+            break
+        done = await runtime.gate.cancel_order(
+            "spot",
+            symbol,
+            order_id=order.order_id,
+            order_link_id=None,
+            origin="close_position",
+            waiting_kind=order.stop_order_type,
+        )
+        if done.status != "done":
+            break
+        left = order.qty - order.cum_exec_qty
+        free += left
+        price = order.trigger_price if order.trigger_price is not None else order.price
+        cancelled.append(
+            CancelledOrder(order_id=order.order_id, side="sell", qty=plain(left), price=plain(price))
+        )
+    return cancelled
 
 
 async def _cancel_what_would_reopen(runtime: Runtime, request: PlanRequest) -> list[CancelledOrder]:

@@ -157,9 +157,12 @@ class PlanRequest:
         category = category_arg(args.get("category", "linear"))
         stop_loss = decimal_arg("stop_loss", args.get("stop_loss"), required=False)
         take_profit = decimal_arg("take_profit", args.get("take_profit"), required=False)
+        side = side_arg(args.get("side"))
         for field, value in (("stop_loss", stop_loss), ("take_profit", take_profit)):
-            if value is not None and category == "spot":
-                raise InvalidInput(field, "spot orders take no stop_loss or take_profit here", fixed=DROP)
+            if value is not None and category == "spot" and side is Side.SELL:
+                raise InvalidInput(
+                    field, "a spot sell takes no stop_loss or take_profit: it sells coin held", fixed=DROP
+                )
             if value is not None and reduce_only:
                 raise InvalidInput(
                     field,
@@ -168,7 +171,7 @@ class PlanRequest:
                 )
         return PlanRequest(
             symbol=symbol_arg(args.get("symbol")),
-            side=side_arg(args.get("side")),
+            side=side,
             order_type=order_type,
             qty=qty,
             notional_usd=notional,

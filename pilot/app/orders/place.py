@@ -173,7 +173,7 @@ async def _judge(
         order = payload.order.model_copy(update={"price": plain(price)})
         approval = ApprovalRequest(
             tool=payload.tool,
-            text=approval_text(order, notional, result.liquidation_distance_pct),
+            text=approval_text(order, notional, result.liquidation),
             action=order.model_dump(mode="json"),
             plan_id=plan_id,
             notional_usd=plain(notional),
@@ -194,7 +194,7 @@ async def _judge(
         reduce_only=intent.reduce_only,
         stop_loss=intent.stop_loss,
         take_profit=intent.take_profit,
-        stop_scope=runtime.venue.order_stop,  # what the judgement assumed the stop becomes
+        stop_scope=runtime.venue.scope(intent.category),  # what the judgement assumed the stop becomes
         smp_type=view.policy.self_trade_prevention,  # self-trade prevention, as policy.json says
     )
     return request, None if s.reducing else runtime.judged_on(view, gathered.mark), approved

@@ -10,9 +10,16 @@ from typing import Any
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import IntentRecord, PlanPayload, PlanTool, approval_text
 from pilot.app.answers.refusals import position_mode_violation
-from pilot.app.answers.responses import PlanAnswer, PlannedOrderOut, Snapshot, next_out, violations_out
+from pilot.app.answers.responses import (
+    PlanAnswer,
+    PlannedOrderOut,
+    Snapshot,
+    journaled,
+    next_out,
+    violations_out,
+)
 from pilot.app.facts.gather import gather, snapshot
-from pilot.app.orders.adjustments import adjustments, with_nearest_symbol
+from pilot.app.orders.adjustments import Nearest, adjustments, named_nearest, nearest_market, with_nearest
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.runtime.runtime import PolicyView, Runtime
 from pilot.core.approval import needs_human
@@ -48,11 +55,11 @@ async def plan_order(
     now = runtime.now()
     changed = adjustments(request, order, gathered.facts.rules) or None
     if violations:
+        nearest = await _nearest(runtime, view, facts, violations)
+        violations, next_action = with_nearest(violations, next_action, request.symbol, nearest)
         answer = PlanAnswer(
             status="refused",
-            violations=with_nearest_symbol(
-                violations_out(violations), request.symbol, view.policy.allowed_markets
-            ),
+            violations=named_nearest(violations_out(violations), nearest),
             next_safe_action=next_out(next_action),
             snapshot=shot,
             adjustments=changed,
@@ -65,6 +72,17 @@ async def plan_order(
     assert answer.plan_id is not None
     await journal_decision(runtime, answer, request, now)
     return answer
+
+
+async def _nearest(
+    runtime: Runtime, view: PolicyView, facts: Facts, violations: list[Violation]
+) -> Nearest | None:
+    """The listed market a refused symbol most likely meant, asked only when the symbol is the problem."""
+    if not any(v.rule in (Code.ALLOWED_MARKETS, Code.UNKNOWN_SYMBOL) for v in violations):
+        return None
+    order = facts.order
+    allowed = view.policy.allowed_markets
+    return await nearest_market(runtime.exchange, order.category, order.symbol, allowed, facts.listed)
 
 
 async def journal_decision(runtime: Runtime, answer: PlanAnswer, request: PlanRequest, now: datetime) -> None:
@@ -99,9 +117,9 @@ async def issue_plan(
         order=payload.order,
         notional_usd=payload.notional_usd,
         position_notional_usd=payload.position_notional_usd,
+        liquidation_price=payload.liquidation_price,
         liquidation_distance_pct=payload.liquidation_distance_pct,
         needs_confirmation=payload.needs_confirmation,
-        confirmation_text=payload.confirmation_text,
         can_confirm=can_confirm,
         snapshot=shot,
     )
@@ -121,7 +139,7 @@ def _entry(answer: PlanAnswer, request: PlanRequest) -> dict[str, Any]:
         "stop_loss": plain(request.stop_loss) if request.stop_loss is not None else None,
         "take_profit": plain(request.take_profit) if request.take_profit is not None else None,
     }
-    return {**answer.model_dump(mode="json"), "request": asked}
+    return {**journaled(answer), "request": asked}
 
 
 def plan_payload(view: PolicyView, result: Evaluation, shot: Snapshot, tool: PlanTool) -> PlanPayload:
@@ -129,7 +147,7 @@ def plan_payload(view: PolicyView, result: Evaluation, shot: Snapshot, tool: Pla
     s = result.situation
     assert s is not None, "a passing evaluation has a situation"
     order = s.order
-    distance = result.liquidation_distance_pct
+    found = result.liquidation
     planned = PlannedOrderOut(
         category=order.category,
         symbol=order.symbol,
@@ -149,10 +167,11 @@ def plan_payload(view: PolicyView, result: Evaluation, shot: Snapshot, tool: Pla
         intent=IntentRecord.of(order),
         notional_usd=plain(s.order_notional),
         position_notional_usd=plain(s.after_notional),
-        liquidation_distance_pct=plain(distance.quantize(Decimal("0.01"))) if distance is not None else None,
+        liquidation_distance_pct=plain(found.distance_pct.quantize(Decimal("0.01"))) if found else None,
+        liquidation_price=plain(found.price) if found else None,
         needs_confirmation=needs,
         grows=not s.reducing,
-        confirmation_text=approval_text(planned, s.order_notional, distance) if needs else None,
+        confirmation_text=approval_text(planned, s.order_notional, found) if needs else None,
         snapshot=shot,
         policy_version=view.version,
     )

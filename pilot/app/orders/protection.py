@@ -21,6 +21,7 @@ from pilot.app.answers.responses import (
 from pilot.app.facts.pending import position_with_stops
 from pilot.app.facts.reads import ReadAnswer, order_view, quarantined, unavailable
 from pilot.app.orders.messages import throttled
+from pilot.app.orders.spot_holding import judge_spot_removal, spot_holding
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.codes import Code
 from pilot.core.facts import OrderIntent
@@ -38,30 +39,63 @@ async def cancel_all_orders(
 ) -> ActionAnswer:
     """Cancel every ordinary open order (of one symbol, or of the category): allowed in every trading state;
     the positions' stops stay. With `include_stops` the TP/SL and conditional orders go too: that removes
-    the stops of every position it covers, judged as any removal of a stop (refused unless trading is
-    active, and where it breaks requireStopLoss or the loss cap)."""
+    the stops of every position it covers (on spot, the stop orders selling the coin held), judged as any
+    removal of a stop (refused unless trading is active, and where it breaks requireStopLoss or the loss
+    cap)."""
     busy = await throttled(runtime, runtime.policy())  # a cancel-all is a message too (Bybit counts it)
     if busy is not None:
         action = {"symbol": symbol, "category": category, "include_stops": include_stops}
         return await journal_action_refusal(
             runtime.store.journal, "cancel_all_orders", action, busy, now=runtime.now()
         )
-    if not include_stops or category != "linear":
+    if not include_stops:
         return await runtime.gate.cancel_all_orders(category, symbol, include_stops=False)
-    refused = await _judge_cancel_all(runtime, symbol)
+    if category == "spot":
+        refused = await _judge_spot_cancel_all(runtime, symbol)
+    else:
+        refused = await _judge_cancel_all(runtime, symbol)
     if refused is not None:
         return refused
     return await runtime.gate.cancel_all_orders(category, symbol, include_stops=True)
+
+
+async def _judge_spot_cancel_all(runtime: Runtime, symbol: str | None) -> ActionAnswer | None:
+    """A spot cancel-all with its TP/SL and conditional orders takes every stop off the coin held of each
+    market it reaches: judged as any removal of a stop, market by market (every allowed market when no
+    symbol is named)."""
+    view = runtime.policy()
+    action: dict[str, Any] = {"symbol": symbol, "category": "spot", "include_stops": True}
+    symbols = [symbol] if symbol else list(view.policy.allowed_markets)
+    keep = NextAction.call(
+        "cancel_all_orders",
+        {"symbol": symbol, "category": "spot"} if symbol else {"category": "spot"},
+        "cancel the ordinary orders and keep the stops",
+    )
+    for one in symbols:
+        try:
+            holding = await spot_holding(runtime, one)
+        except ExchangeError as error:
+            if isinstance(error, ExchangeRejected) and error.unlisted:
+                continue  # no such spot market: nothing of it to cancel
+            return _unread(one, "cancel_all_orders", error)
+        removed = frozenset(leg.order_id for leg in holding.position.partial_stops)
+        refusal = await judge_spot_removal(runtime, holding, removed, f"cancelling the {one} spot stops")
+        if refusal is not None:
+            fixed = Refusal(refusal.status, refusal.detail, refusal.violations, keep)
+            return await journal_action_refusal(
+                runtime.store.journal, "cancel_all_orders", action, fixed, now=runtime.now()
+            )
+    return None
 
 
 async def _judge_cancel_all(runtime: Runtime, symbol: str | None) -> ActionAnswer | None:
     view = runtime.policy()
     action: dict[str, Any] = {"symbol": symbol, "category": "linear", "include_stops": True}
     try:
-        rows, balance, state = await asyncio.gather(
+        rows, balance, status = await asyncio.gather(
             runtime.exchange.get_positions("linear", symbol),
             runtime.exchange.get_balance(),
-            runtime.trading_state(view.policy),
+            runtime.trading_status(view.policy, valid=view.valid),
         )
         held = sorted({row.symbol for row in rows if row.size != 0})
         positions = await asyncio.gather(*(position_with_stops(runtime, held_symbol) for held_symbol in held))
@@ -73,12 +107,21 @@ async def _judge_cancel_all(runtime: Runtime, symbol: str | None) -> ActionAnswe
         "cancel the ordinary orders and keep the stops",
     )
     for position, read in positions:
-        before = with_pending(position, read.pending, runtime.venue)
-        after = with_pending(replace(position, stop_loss=None, partial_stops=()), read.pending, runtime.venue)
+        before = with_pending(position, read.pending, runtime.venue.scope("linear"))
+        after = with_pending(
+            replace(position, stop_loss=None, partial_stops=()), read.pending, runtime.venue.scope("linear")
+        )
         what = f"cancelling the {position.symbol} stops"
         change = (before, after)
         violations = check_stop_change(
-            view.policy, state, position.symbol, change, balance.total_equity_usd, what, keep
+            view.policy,
+            status.state,
+            position.symbol,
+            change,
+            balance.total_equity_usd,
+            what,
+            keep,
+            status.holds,
         )
         if violations:
             refusal = Refusal("refused", violations[0].detail, tuple(violations), keep)
@@ -123,11 +166,11 @@ async def _judge_stop(
     (a smaller loss at the stop, a closer target), judged as Bybit will apply them."""
     view = runtime.policy()
     try:
-        (position, read), balance, rules, state, touch = await asyncio.gather(
+        (position, read), balance, rules, status, touch = await asyncio.gather(
             position_with_stops(runtime, ask.symbol),
             runtime.exchange.get_balance(),
             runtime.exchange.get_instrument("linear", ask.symbol),
-            runtime.trading_state(view.policy),
+            runtime.trading_status(view.policy, valid=view.valid),
             runtime.exchange.get_touch("linear", ask.symbol),
         )
     except ExchangeError as error:
@@ -136,14 +179,15 @@ async def _judge_stop(
     on_tick = ask.on_tick(rules.tick_size, long=position.size > 0)
     violations = check_trading_stop_call(
         view.policy,
-        state,
+        status.state,
         position,
         balance.total_equity_usd,
         on_tick,
         rules.tick_size,
         read.pending,
         touch,
-        venue=runtime.venue,
+        scope=runtime.venue.scope("linear"),
+        holds=status.holds,
     )
     if not violations:
         return on_tick
@@ -188,28 +232,35 @@ async def after_fill(runtime: Runtime, intent: OrderIntent, answer: OrderAnswer)
     stop is reported with the set_trading_stop call that sets it."""
     if intent.stop_loss is None or answer.fill is None or Decimal(answer.fill.filled_qty) == 0:
         return answer
-    set_with = NextAction.call(
-        "set_trading_stop",
-        {"symbol": intent.symbol, "stop_loss": plain(intent.stop_loss)},
-        f"the stop asked for is not on the position: set it at {plain(intent.stop_loss)} now",
-    )
-    try:
-        position = await _position(runtime, intent.symbol)
-    except ExchangeError:
-        position = None
-        seen: Decimal | None = None
-        read = False
+    if intent.category == "spot":
+        protection = await _spot_protection(runtime, intent)
+        read = protection is not None
+        protection = protection or _unseen(intent)
     else:
-        seen, read = (position.stop_loss if position is not None else None), True
-    if read and position is not None and position.size == 0:
-        return answer  # closed already (or the stop triggered at once): nothing to protect
-    missing = seen is None
-    protection = ProtectionOut(
-        stop_loss=plain(seen) if seen is not None else None,
-        take_profit=plain(position.take_profit) if position is not None and position.take_profit else None,
-        missing_stop=missing,
-        set_with=next_out(set_with) if missing else None,
-    )
+        set_with = NextAction.call(
+            "set_trading_stop",
+            {"symbol": intent.symbol, "stop_loss": plain(intent.stop_loss)},
+            f"the stop asked for is not on the position: set it at {plain(intent.stop_loss)} now",
+        )
+        try:
+            position = await _position(runtime, intent.symbol)
+        except ExchangeError:
+            position = None
+            seen: Decimal | None = None
+            read = False
+        else:
+            seen, read = (position.stop_loss if position is not None else None), True
+        if read and position is not None and position.size == 0:
+            return answer  # closed already (or the stop triggered at once): nothing to protect
+        missing = seen is None
+        protection = ProtectionOut(
+            stop_loss=plain(seen) if seen is not None else None,
+            take_profit=plain(position.take_profit)
+            if position is not None and position.take_profit
+            else None,
+            missing_stop=missing,
+            set_with=next_out(set_with) if missing else None,
+        )
     data = {
         "symbol": intent.symbol,
         "asked_stop_loss": plain(intent.stop_loss),
@@ -224,6 +275,41 @@ async def after_fill(runtime: Runtime, intent: OrderIntent, answer: OrderAnswer)
         return answer.model_copy(update={"protection": protection})
     return answer.model_copy(
         update={"protection": protection, "journal_seq": [*answer.journal_seq, entry.seq]}
+    )
+
+
+def _spot_sell_out(symbol: str) -> NextAction:
+    return NextAction.call(
+        "close_position",
+        {"symbol": symbol, "category": "spot"},
+        "the stop asked for is not on the coin bought: sell it with close_position (or give it a stop-loss "
+        "order in the exchange's app)",
+    )
+
+
+def _unseen(intent: OrderIntent) -> ProtectionOut:
+    """The spot orders could not be read: whether the stop is there is not known."""
+    return ProtectionOut(
+        stop_loss=None, take_profit=None, missing_stop=True, set_with=next_out(_spot_sell_out(intent.symbol))
+    )
+
+
+async def _spot_protection(runtime: Runtime, intent: OrderIntent) -> ProtectionOut | None:
+    """After a spot buy that asked for a stop: the spot TP/SL order at that stop, selling what it bought
+    (Bybit places it as the order fills); None when the orders could not be read."""
+    try:
+        orders = await runtime.exchange.get_open_orders("spot", intent.symbol)
+    except ExchangeError:
+        return None
+    waiting = [o for o in orders if o.is_spot_stop_sell and o.is_untriggered]
+    seen = next((o.trigger_price for o in waiting if o.trigger_price == intent.stop_loss), None)
+    target = next((o.trigger_price for o in waiting if o.trigger_price == intent.take_profit), None)
+    missing = seen is None
+    return ProtectionOut(
+        stop_loss=plain(seen) if seen is not None else None,
+        take_profit=plain(target) if target is not None else None,
+        missing_stop=missing,
+        set_with=next_out(_spot_sell_out(intent.symbol)) if missing else None,
     )
 
 

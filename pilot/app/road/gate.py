@@ -354,19 +354,22 @@ class ExchangeGate:
         order_id: str | None,
         order_link_id: str | None,
         origin: str | None = None,
+        waiting_kind: str = "",
     ) -> ActionAnswer:
-        """Cancel one order, once. `origin` says who asked when it was not the agent (the dead-man's switch)."""
+        """Cancel one order, once. `origin` says who asked when it was not the agent (the dead-man's switch);
+        `waiting_kind` the kind of a spot order waiting for its trigger (the venue finds it by its kind)."""
         action = {
             "symbol": symbol,
             "category": category,
             "order_id": order_id,
             "order_link_id": order_link_id,
             **({"origin": origin} if origin is not None else {}),
+            **({"waiting_kind": waiting_kind} if waiting_kind else {}),
         }
 
         async def call() -> object:
             return await self._writer.cancel_order(
-                category, symbol, order_id=order_id, order_link_id=order_link_id
+                category, symbol, order_id=order_id, order_link_id=order_link_id, waiting_kind=waiting_kind
             )
 
         return await self.complete(self._write("cancel_order", action, call, check="get_open_orders"))

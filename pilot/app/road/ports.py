@@ -64,6 +64,7 @@ class ExchangeReader(Protocol):
     async def get_closed_pnl_page(
         self, category: str, symbol: str | None, cursor: str | None, limit: int, since: datetime | None = None
     ) -> Page[ClosedPnl]: ...
+    async def get_executions_since(self, category: str, since: datetime) -> list[Execution]: ...
     async def get_closed_pnl_since(self, category: str, since: datetime) -> list[ClosedPnl]: ...
 
 
@@ -72,8 +73,14 @@ class ExchangeWriter(Protocol):
 
     async def create_order(self, request: OrderRequest) -> OrderAck: ...
     async def cancel_order(
-        self, category: str, symbol: str, *, order_id: str | None = None, order_link_id: str | None = None
-    ) -> str: ...
+        self,
+        category: str,
+        symbol: str,
+        *,
+        order_id: str | None = None,
+        order_link_id: str | None = None,
+        waiting_kind: str = "",
+    ) -> str: ...  # waiting_kind: a spot order waiting for its trigger (ExchangeOrder.stop_order_type)
     async def set_leverage(self, category: str, symbol: str, leverage: Decimal) -> None: ...
     async def amend_order(
         self,
@@ -87,7 +94,9 @@ class ExchangeWriter(Protocol):
     ) -> str: ...
     async def cancel_all_orders(
         self, category: str, symbol: str | None = None, *, include_stops: bool = False
-    ) -> list[str]: ...  # include_stops: the position's stops and the conditional orders go too
+    ) -> list[
+        str
+    ]: ...  # include_stops: the stops (a position's, spot TP/SL orders) and conditional orders too
     async def set_trading_stop(
         self, category: str, symbol: str, *, stop_loss: Decimal | None, take_profit: Decimal | None
     ) -> bool: ...  # False: nothing changed, the stops already were the asked values

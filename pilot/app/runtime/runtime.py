@@ -4,21 +4,25 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from pilot.app.answers import entry_kinds
 from pilot.app.road.clock import Clock
 from pilot.app.road.gate import ExchangeGate, KeyCheck, SendCondition
 from pilot.app.road.ports import Exchange, ExchangeReader
-from pilot.app.runtime.latches import drawdown_state
+from pilot.app.runtime.latches import drawdown_state, next_midnight
 from pilot.app.runtime.ledger import JournalState, Ledger
 from pilot.app.runtime.loss_limit import latch_of
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.sessions import Sessions, session_age
 from pilot.core.controls import authority_breach
+from pilot.core.day_pnl import DayFills
 from pilot.core.facts import TradingState
+from pilot.core.holds import Hold, HoldSource, TradingStatus
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
 from pilot.core.venues import VenueProfile
 from pilot.store import Instant, Store, StoreError, StoreLocation, Unless
@@ -139,6 +143,10 @@ class Runtime:
     environment: str = "paper"
     ledger: Ledger = field(init=False)  # the journal's state for judgements, read on incrementally
     sessions: Sessions = field(default_factory=Sessions)  # the MCP sessions this process serves
+    # the day's spot fills this process has read, by the day's start (pilot.app.facts.day_reads)
+    day_fills: dict[datetime, DayFills] = field(default_factory=dict)
+    # the seq of the latch whose growing orders this process found all cancelled (pilot.app.service.latched)
+    latch_swept: int = 0
 
     # when this process began serving, on the store's clock (the dead-man's switch counts silence from it)
     started: Instant = field(init=False)
@@ -168,23 +176,45 @@ class Runtime:
     async def trading_state(
         self, policy: Policy, journal: JournalState | None = None, *, judged: bool = False
     ) -> TradingState:
-        """The strictest of policy.json's tradingState, the kill switch and the daily loss limit's latch
-        (either on means reducing), a journal found rolled back (reducing: until its finding is journaled
-        as the kill switch, pilot.app.human.kill_switch.stop_on_rollback), the drawdown latch and authority
-        that expired (validUntil, maxSessionMinutes). `journal` is the journal's state when the caller has
-        just read it. `judged`: the caller runs evaluate(), whose checks report the drawdown and the
-        authority by their own codes (with when and how they lift), so they are left to those checks."""
+        """The trading state: the strictest of what trading_status finds holding it."""
+        return (await self.trading_status(policy, journal, judged=judged)).state
+
+    async def trading_status(
+        self, policy: Policy, journal: JournalState | None = None, *, judged: bool = False, valid: bool = True
+    ) -> TradingStatus:
+        """What holds trading below active, each with who set it, when and why: policy.json's tradingState
+        (`valid` False: the fail-closed policy of a file that is not), the kill switch and the daily loss
+        limit's latch (either on means reducing), a journal found rolled back (reducing: until its finding
+        is journaled as the kill switch, pilot.app.human.kill_switch.stop_on_rollback), the drawdown latch
+        and authority that expired (validUntil, maxSessionMinutes). `journal` is the journal's state when
+        the caller has just read it. `judged`: the caller runs evaluate(), whose checks report the drawdown
+        and the authority by their own codes (with when and how they lift), so they are left to those
+        checks."""
         journal = journal if journal is not None else await self.journal_state()
-        reducing = journal.kill_switch_on or journal.rolled_back or await self.loss_limit_on(journal)
-        if not judged and not reducing:
-            now = self.now()
-            reducing = (
-                drawdown_state(policy, journal, now).latched
-                or authority_breach(policy, now, session_age(journal.today.here)) is not None
-            )
-        if reducing:
-            return TradingState.strictest(policy.trading_state, TradingState.REDUCING)
-        return policy.trading_state
+        holds: list[Hold] = []
+        if policy.trading_state is not TradingState.ACTIVE:
+            source = HoldSource.POLICY if valid else HoldSource.INVALID_POLICY
+            holds.append(Hold(source, policy.trading_state))
+        if journal.kill_switch_on and journal.kill_switch is not None:
+            holds.append(_kill_switch_hold(journal.kill_switch.data, journal.kill_switch.at))
+        if journal.rolled_back:
+            holds.append(Hold(HoldSource.ROLLBACK, TradingState.REDUCING, by="pilot"))
+        latch = latch_of(journal.loss_limit, journal.today)
+        if latch.on and journal.loss_limit is not None:
+            holds.append(loss_limit_hold(journal.loss_limit.at, self.now()))
+        if not judged:
+            holds += self._control_holds(policy, journal)
+        return TradingStatus(tuple(holds))
+
+    def _control_holds(self, policy: Policy, journal: JournalState) -> list[Hold]:
+        """The drawdown latch and expired authority, as holds."""
+        now, found = self.now(), []
+        drawdown = drawdown_state(policy, journal, now)
+        if drawdown.latched:
+            found.append(Hold(HoldSource.DRAWDOWN, TradingState.REDUCING, by="pilot", until=drawdown.until))
+        if authority_breach(policy, now, session_age(journal.today.here)) is not None:
+            found.append(Hold(HoldSource.AUTHORITY, TradingState.REDUCING))
+        return found
 
     def judged_on(self, view: PolicyView, mark: int) -> SendCondition:
         """The condition a growing send was judged on: no kill switch or loss latch entry after `mark` (the
@@ -196,6 +226,19 @@ class Runtime:
         """Whether the daily loss limit was reached today (UTC) and no human has reset it since."""
         journal = journal if journal is not None else await self.journal_state()
         return latch_of(journal.loss_limit, journal.today).on
+
+
+def _kill_switch_hold(data: Mapping[str, Any], at: datetime) -> Hold:
+    """The kill switch's entry as a hold: who turned it on (human, agent, pilot), when and why."""
+    reason = str(data.get("reason") or "").strip()
+    return Hold(
+        HoldSource.KILL_SWITCH, TradingState.REDUCING, by=data.get("by"), at=at, reason=reason or None
+    )
+
+
+def loss_limit_hold(at: datetime, now: datetime) -> Hold:
+    """The daily loss limit's latch as a hold: set by Pilot, lifting by itself at 00:00 UTC."""
+    return Hold(HoldSource.LOSS_LIMIT, TradingState.REDUCING, by="pilot", at=at, until=next_midnight(now))
 
 
 def assemble_runtime(

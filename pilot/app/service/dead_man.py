@@ -166,18 +166,24 @@ async def _fire(runtime: Runtime, rule: DeadManSwitch, why: str, silence: _Silen
             "after_seconds": rule.after_seconds,
             "on_session_end": rule.on_session_end,
             "reducing": rule.reducing,
-            "orders": [_described(order) for order in orders],
+            "orders": [described(order) for order in orders],
         }
         await runtime.store.journal.append(entry_kinds.DEAD_MAN, data, now=now, actor="pilot")
         if rule.reducing:
             what = "no agent call reached this home" if why == "idle" else "the last MCP session ended"
             await activate_by_pilot(runtime, f"dead-man's switch: {what} while orders rested")
+    await cancel_each(runtime, orders, "dead_man")
+
+
+async def cancel_each(runtime: Runtime, orders: list[ExchangeOrder], origin: str) -> None:
+    """Cancel each order through the gate (journaled with `origin`: who asked, when not the agent), as the
+    message throttles allow: when they are full, the rest wait for the next round."""
     view = runtime.policy()
     for order in orders:
         if await throttled(runtime, view) is not None:
-            return  # the throttle is full: the rest in the next rounds
+            return
         await runtime.gate.cancel_order(
-            order.category, order.symbol, order_id=order.order_id, order_link_id=None, origin="dead_man"
+            order.category, order.symbol, order_id=order.order_id, order_link_id=None, origin=origin
         )
 
 
@@ -201,7 +207,8 @@ async def opening_orders(runtime: Runtime) -> list[ExchangeOrder]:
     return found
 
 
-def _described(order: ExchangeOrder) -> dict[str, str]:
+def described(order: ExchangeOrder) -> dict[str, str]:
+    """An order as a journal entry that cancels it names it."""
     return {
         "category": order.category,
         "symbol": order.symbol,

@@ -152,7 +152,7 @@ class Policy(Frozen):
         Decimal | None,
         About(
             "10 (or null for no limit)",
-            "the position an action leaves would lose more than this at the stops Bybit will then apply: a stop sent with an order becomes the stop of the whole position once it fills (tpslMode Full), so a 0.01 ETH buy with a far stop is judged on all the ETH it will protect; orders pending on the same side are assumed to fill too, the widest stop among them applying; partial stops close their own size. From the position's average entry, taker fees both ways. Moving a stop away, cancelling a stop order and `cancel_all_orders` with `include_stops` are judged the same way (the answer gives the size that fits, or the stop that fits)",
+            "the position an action leaves would lose more than this at the stops it will then have, from its entry, taker fees both ways. **Linear**: a stop sent with an order becomes the stop of the whole position once it fills (tpslMode Full), so a 0.01 ETH buy with a far stop is judged on all the ETH it will protect; orders pending on the same side are assumed to fill too, the widest stop among them applying; partial stops close their own size. A position with any of it under no stop has no bound (`unbounded`): refused however an order would leave it (opening or adding without a stop, a flip, a limit order that may rest and fill once the position is gone, judged from flat too). **Spot**: the position is the coin held (valued at the bid: what it cost is not known) with the buy and the buys resting; a stop sent with a buy sells what that buy brought (the fee is paid in the coin: its dust has no stop), each spot stop order sells its own quantity, and the coin no stop sells can lose its whole value, so a buy whose whole value is within the limit needs no stop; a sell is never judged. Moving a stop away, cancelling a stop order and `cancel_all_orders` with `include_stops` are judged the same way. The answer gives the order with a stop that fits, the size that fits, or keeps the stop",
             "`the 0.21 ETHUSDT position this order leaves would lose $84.67 if its stop at 2700 is hit (...), above the $5 a trade may lose`",
             shown=Shown.LOSS_RULES,
             per_market=True,
@@ -172,7 +172,7 @@ class Policy(Frozen):
         bool,
         About(
             "true",
-            "a growing linear order without a `stop_loss` (the next action adds one that fits the loss limit)",
+            "an order without a `stop_loss` that opens or adds to a linear position, or a spot buy (the next action adds one that fits the loss limit; on spot it sells what the buy filled); removing or cancelling a stop that leaves some of the position or of the coin held without one",
             "`policy.json requires a stop_loss on every order that opens or adds to a position`",
             shown=Shown.LOSS_RULES,
             per_market=True,
@@ -182,8 +182,8 @@ class Policy(Frozen):
         Decimal | None,
         About(
             "50 (or null for no limit)",
-            "past it (realised PnL since 00:00 UTC plus unrealised PnL now), trading turns `reducing` by itself until 00:00 UTC or `pilot loss-limit reset`, journaled with the numbers",
-            "`the day's loss so far is $61.20 (realised $40, unrealised $21.20), at or past the daily loss limit of $50`",
+            "past it (the day's loss on every product: realised since 00:00 UTC plus unrealised now, spot counted from the day's fills at their cost: [The day's loss](#the-days-loss)), trading turns `reducing` by itself until 00:00 UTC or `pilot loss-limit reset`, journaled with the numbers, and the agent's resting orders that could grow a position are cancelled",
+            "`the day's loss so far is $61.20 (realised $40, unrealised $21.20; of which spot: realised $30.99, unrealised $0), at or past the daily loss limit of $50`",
             shown=Shown.LOSS_RULES,
         ),
     ] = Field(default=None, alias="dailyLossLimitUsd", gt=0, le=BILLION)
@@ -282,7 +282,7 @@ class Policy(Frozen):
         Decimal | None,
         About(
             "50 (from the peak equity, or null)",
-            "past this drawdown from the peak equity Pilot read in the UTC day (or in `drawdownWindowHours`), trading turns `reducing` by itself until the window passes (00:00 UTC, or that many hours after it was reached) or `pilot drawdown reset`, journaled with the numbers",
+            "past this drawdown from the peak equity Pilot read in the UTC day (or in `drawdownWindowHours`: every equity it reads counts, a judgement's, `get_policy`'s, `get_balances`' and the wallet stream's), trading turns `reducing` by itself until the window passes (00:00 UTC, or that many hours after it was reached) or `pilot drawdown reset`, journaled with the numbers, and the agent's resting orders that could grow a position are cancelled",
             "`the equity $995.12 is $4.88 below its peak $1000, at or past the drawdown limit of $3`",
             shown=Shown.CONTROLS,
         ),
@@ -308,7 +308,7 @@ class Policy(Frozen):
         Cooldown | None,
         About(
             '{"afterLosses": 3, "minutes": 30} (or null)',
-            '`{"afterLosses": 3, "minutes": 30}`, with `"withinMinutes": 60` to count losses within that window instead of in a row: after that many losing closed trades, a growing order for `minutes` from when Pilot first saw them (`retry_after`)',
+            '`{"afterLosses": 3, "minutes": 30}`, with `"withinMinutes": 60` to count losses within that window instead of in a row: after that many losing closed trades (on derivatives a closed-PnL row; on spot a sell of coin bought that day: [The day\'s loss](#the-days-loss)), a growing order for `minutes` from when Pilot first saw them (`retry_after`), and the agent\'s resting orders that could grow a position are cancelled',
             "`2 closed trades were losses in a row: no order that opens or adds for 30 minutes, until …`",
             shown=Shown.CONTROLS,
         ),

@@ -57,7 +57,14 @@ pilot.core.sizing).
 """
 
 from pilot.core.rules.admission import GROWING_NEEDS, check_facts, check_listed, reduce_only_limit
-from pilot.core.rules.loss import DayLoss, day_loss, from_flat, loss_limit, position_left
+from pilot.core.rules.loss import (
+    DayLoss,
+    day_loss,
+    from_flat,
+    judged_position,
+    loss_limit,
+    position_left,
+)
 from pilot.core.rules.pretrade import check_price_collar, price_collar
 from pilot.core.rules.protective import collared_stop, stop_problem, stop_reference, take_profit_problem
 from pilot.core.rules.registry import CHECKS, REGISTRY, SIZE_CHECKS, Check, Registered, checks_for
@@ -88,6 +95,7 @@ __all__ = [
     "collared_stop",
     "day_loss",
     "from_flat",
+    "judged_position",
     "loss_limit",
     "outlives",
     "plan_args",

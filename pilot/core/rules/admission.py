@@ -6,7 +6,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 from pilot.core.codes import Code
-from pilot.core.facts import RESUME_TRADING, Effect, Facts, InstrumentRules, TradingState
+from pilot.core.facts import Effect, Facts, InstrumentRules, TradingState
+from pilot.core.holds import blocking, held_by, resume_trading
 from pilot.core.policy import Policy
 from pilot.core.rules.situation import (
     Situation,
@@ -53,7 +54,7 @@ def check_listed(policy: Policy, facts: Facts) -> Breach | None:
         return None
     order = facts.order
     if order.symbol not in policy.allowed_markets:
-        return not_allowed(policy, order.symbol)
+        return not_allowed(policy, order.symbol, unlisted_in=order.category)
     return Breach(
         rule=Code.UNKNOWN_SYMBOL,
         limit=f"a {order.category} instrument the exchange lists",
@@ -96,28 +97,32 @@ _FACT_NAMES = {
 def check_trading_state(s: Situation) -> Breach | None:
     """Halted refuses every new order; reducing anything that grows a position."""
     state = s.facts.trading_state
-    if state is TradingState.ACTIVE or state.permits(Effect.REDUCE if s.reducing else Effect.GROW):
+    effect = Effect.REDUCE if s.reducing else Effect.GROW
+    if state is TradingState.ACTIVE or state.permits(effect):
         return None
-    human = RESUME_TRADING
+    holds = blocking(s.facts.holds, state, effect)
+    human = resume_trading(holds)
     if state is TradingState.HALTED:
         return Breach(
             rule=Code.TRADING_STATE,
             limit="halted",
             attempted="new order",
-            detail="trading is halted: no new orders, only cancels",
+            detail=f"trading is halted: no new orders, only cancels ({held_by(holds)})",
             next=NextAction.stop("stop trading; only cancel_order works while halted", human=human),
+            held_by=holds,
         )
     options = close_option(s)
     return Breach(
         rule=Code.TRADING_STATE,
         limit="reducing",
         attempted="an order that grows the position",
-        detail="trading is reducing: only orders that shrink a position are allowed",
+        detail=f"trading is reducing: only orders that shrink a position are allowed ({held_by(holds)})",
         next=NextAction.stop(
             "do not open or add; only reduce_only orders, close_position, cancels and lower leverage work",
             human=human,
             options=options,
         ),
+        held_by=holds,
     )
 
 
@@ -128,18 +133,27 @@ def check_allowed_market(s: Situation) -> Breach | None:
     return not_allowed(s.policy, s.order.symbol)
 
 
-def not_allowed(policy: Policy, symbol: str) -> Breach:
-    """allowedMarkets, decided from the policy alone: never a retry, whatever the exchange could say."""
+def not_allowed(policy: Policy, symbol: str, unlisted_in: str | None = None) -> Breach:
+    """allowedMarkets, decided from the policy alone: never a retry, whatever the exchange could say.
+
+    `unlisted_in`: the category in which the exchange lists no such market, when it said so; then allowing
+    it would not help, and the human line says so instead of asking for it to be added.
+    """
     allowed = policy.allowed_markets
     listed = ", ".join(allowed) if allowed else "none"
+    detail = f"{symbol} is not on the allowed list ({listed})"
+    human = f"add {symbol} to allowedMarkets in policy.json"
+    if unlisted_in is not None:
+        detail += f", and the exchange lists no {unlisted_in} instrument {symbol}"
+        human = f"nothing in policy.json: the exchange lists no {unlisted_in} {symbol} (check the symbol)"
     return Breach(
         rule=Code.ALLOWED_MARKETS,
         limit=listed,
         attempted=symbol,
-        detail=f"{symbol} is not on the allowed list ({listed})",
+        detail=detail,
         next=NextAction.stop(
             f"pick one of the allowed markets ({listed})" if allowed else "no market is allowed; stop",
-            human=f"add {symbol} to allowedMarkets in policy.json",
+            human=human,
         ),
     )
 

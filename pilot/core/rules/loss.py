@@ -8,9 +8,9 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from pilot.core.codes import Code
-from pilot.core.facts import DayPnl
+from pilot.core.facts import DayPnl, OrderType, Side
 from pilot.core.policy import Policy, TradingWindow
-from pilot.core.rules.protective import stop_problem
+from pilot.core.rules.protective import stop_problem, stop_required
 from pilot.core.rules.situation import (
     CENT,
     ZERO,
@@ -22,7 +22,19 @@ from pilot.core.rules.situation import (
     outlives,
     size_breach,
 )
-from pilot.core.stops import Exposure, Fill, LossAtStops, loss_cap, pending_fills, worst_case
+from pilot.core.stops import (
+    FLAT,
+    SPOT_FLAT,
+    UNBOUNDED,
+    Exposure,
+    Fill,
+    LossAtStops,
+    loss_cap,
+    pending_fills,
+    spot_fill,
+    worse,
+    worst_case,
+)
 from pilot.core.violations import Breach, NextAction, ToolCall, plain, usd
 
 
@@ -108,10 +120,21 @@ def day_loss_reached(policy: Policy, equity: Decimal | None, pnl: DayPnl) -> boo
     return loss is not None and loss.reached
 
 
+def day_loss_parts(pnl: DayPnl) -> str:
+    """The day's loss in its parts, as losses: realised and unrealised, and what of them spot lost."""
+    parts = f"realised {usd(-pnl.realised)}, unrealised {usd(-pnl.unrealised)}"
+    if pnl.spot_realised or pnl.spot_unrealised:
+        parts += (
+            f"; of which spot: realised {usd(-pnl.spot_realised)}, unrealised {usd(-pnl.spot_unrealised)}"
+        )
+    return parts
+
+
 def check_daily_loss(s: Situation) -> Breach | None:
     """dailyLossLimitUsd/Pct: the day's realised plus unrealised loss below the limit.
 
-    Past it only orders that shrink a position are allowed, until 00:00 UTC.
+    On every product, as pilot.core.day_pnl defines it. Past it only orders that shrink a position are
+    allowed, until 00:00 UTC.
     """
     policy = s.policy
     if s.reducing or (policy.daily_loss_limit_usd is None and policy.daily_loss_limit_pct is None):
@@ -129,8 +152,8 @@ def check_daily_loss(s: Situation) -> Breach | None:
         rule=loss.rule,
         limit=plain(loss.limit.quantize(CENT)),
         attempted=plain(loss.loss.quantize(CENT)),
-        detail=f"the day's loss so far is {usd(loss.loss)} (realised {usd(-loss.pnl.realised)}, unrealised "
-        f"{usd(-loss.pnl.unrealised)}), at or past the daily loss limit of {usd(loss.limit)}",
+        detail=f"the day's loss so far is {usd(loss.loss)} ({day_loss_parts(loss.pnl)}), at or past the daily "
+        f"loss limit of {usd(loss.limit)}",
         next=NextAction(
             tool=None,
             args=None,
@@ -182,21 +205,57 @@ def position_left(
     """The position the order leaves at its worst, with its loss at the stops the venue will then apply
     (pilot.core.stops.worst_case): the order filled at its worst fill with `stop` (default: the stop it
     carries) and `qty` (default: its own), and the orders pending on its side filled as far, and in the
-    order, that loses most. Spot has no position stops: there the order stands alone."""
+    order, that loses most. On spot the position is the coin held (Exposure.held): its stops are the spot
+    stop orders that sell it, and what none sells can lose its whole value."""
     order = s.order
-    linear = order.category == "linear"
-    base = Exposure.of(s.facts.position) if linear else Exposure(ZERO, ZERO)
-    pending = pending_fills(s.facts.pending, order.side, s.sent_price) if linear else []
+    base = Exposure.held(s.facts.position, s.touch.bid) if is_spot(s) else Exposure.of(s.facts.position)
+    pending = pending_fills(s.facts.pending, order.side, s.sent_price)
     carried = order.stop_loss if stop is None else stop
     signed = order.signed_qty if qty is None else qty * order.side.sign
-    return worst_case(base, Fill(signed, s.sent_price, carried), pending, s.rules.qty_step, s.facts.venue)
+    fill = Fill(signed, s.sent_price, carried)
+    if is_spot(s):  # a spot stop sells the coin that arrived: the fee paid in it has none
+        step = s.rules.qty_step
+        fill, pending = spot_fill(fill, step), [spot_fill(one, step) for one in pending]
+    return worst_case(base, fill, pending, s.rules.qty_step, s.facts.venue.scope(order.category))
 
 
-def from_flat(s: Situation) -> tuple[Exposure, LossAtStops]:
+def from_flat(
+    s: Situation, stop: Decimal | None = None, qty: Decimal | None = None
+) -> tuple[Exposure, LossAtStops]:
     """The position the order and the orders pending on its side open once the one held now is gone."""
-    pending = pending_fills(s.facts.pending, s.order.side, s.sent_price)
-    order = Fill(s.order.signed_qty, s.sent_price, s.order.stop_loss)
-    return worst_case(Exposure(ZERO, ZERO), order, pending, s.rules.qty_step, s.facts.venue)
+    order = s.order
+    pending = pending_fills(s.facts.pending, order.side, s.sent_price)
+    signed = order.signed_qty if qty is None else qty * order.side.sign
+    fill = Fill(signed, s.sent_price, order.stop_loss if stop is None else stop)
+    flat = SPOT_FLAT if is_spot(s) else FLAT
+    return worst_case(flat, fill, pending, s.rules.qty_step, s.facts.venue.scope(order.category))
+
+
+def may_rest(s: Situation) -> bool:
+    """Whether the order may rest on the book and fill after the position it now meets is gone: a linear
+    limit order that is not reduce-only, beside a position (whose own stop, or a close, may take it away
+    first). Added to a position, its quantity is covered by the position's stop only while that stands;
+    against it, it may open a position of its own (outlives)."""
+    order = s.order
+    if order.category != "linear" or order.reduce_only or order.order_type is not OrderType.LIMIT:
+        return False
+    return s.position_size != 0
+
+
+def judged_position(
+    s: Situation, stop: Decimal | None = None, qty: Decimal | None = None
+) -> tuple[Exposure, LossAtStops]:
+    """The position the loss limit judges the order by, at its stops (`stop` and `qty` as for position_left):
+    the one it leaves; for an order that may rest (may_rest), the worse of that and the one it opens from
+    flat once the position now is gone; for an order that only shrinks the position now but may outlive it
+    (outlives), the one it opens from flat alone. Unbounded is worse than any figure."""
+    if s.reducing and outlives(s):
+        return from_flat(s, stop, qty)
+    left = position_left(s, stop, qty)
+    if s.reducing or not may_rest(s):
+        return left
+    flat = from_flat(s, stop, qty)
+    return max(left, flat, key=lambda case: worse(case[1]))
 
 
 def loss_limit(s: Situation) -> tuple[Decimal, Code] | None:
@@ -207,35 +266,47 @@ def loss_limit(s: Situation) -> tuple[Decimal, Code] | None:
 def check_loss_per_trade(s: Situation) -> Breach | None:
     """maxLossPerTradeUsd/Pct: the loss of the position it leaves, at its stops.
 
-    The position the order leaves may lose at most the cap at the stops that will then apply to it (a stop
-    sent with the order becomes the whole position's). The quantity no stop closes is requireStopLoss's
-    concern: a position without any stop is not judged here. An order that may outlive the position
-    (outlives) is judged as opening one from flat too.
+    The position the order leaves may lose at most the cap at the stops that will then apply to it (on a
+    perpetual a stop sent with the order becomes the whole position's; on spot it sells the quantity that
+    filled, and what no stop sells can lose its whole value). A perpetual position left with some of it
+    under no stop has no bound: refused (attempted "unbounded"), whatever the order's size, and the next
+    action gives the order a stop that fits. An order that may rest or outlive the position is judged as
+    opening one from flat too (judged_position).
     """
-    if (s.reducing and not outlives(s)) or stop_problem(s) is not None:
-        return None
+    if (s.reducing and not outlives(s)) or stop_problem(s) is not None or stop_required(s):
+        return None  # (requireStopLoss refuses an order without a stop, with one that fits this limit)
+    if is_spot(s) and s.order.side is Side.SELL:
+        return None  # a spot sell only sells coin held (account.heldQty refuses more)
     limit = loss_limit(s)
     if limit is None:
         return None
-    left, at_stops = from_flat(s) if s.reducing else position_left(s)
-    if not s.reducing and outlives(s):
-        flat = from_flat(s)
-        if flat[1].loss > at_stops.loss:
-            left, at_stops = flat
-    if at_stops.uncovered >= abs(left.size):
-        return None
+    left, at_stops = judged_position(s)
     cap, rule = limit
+    if at_stops.unbounded:
+        return size_breach(
+            rule,
+            plain(cap.quantize(CENT)),
+            UNBOUNDED,
+            f"the {plain(abs(left.size))} {s.order.symbol} position this order may leave would have "
+            f"{plain(at_stops.uncovered)} of it under no stop: its loss is unbounded, above the {usd(cap)} a "
+            "trade may lose",
+        )
     if at_stops.loss <= cap:
         return None
-    stops = (
-        f"its stop at {plain(left.stop_loss)} is" if left.stop_loss is not None else "its partial stops are"
-    )
     return size_breach(
         rule,
         plain(cap.quantize(CENT)),
         plain(at_stops.loss.quantize(CENT)),
         f"the {plain(abs(left.size))} {s.order.symbol} position this order leaves would lose "
-        f"{usd(at_stops.loss)} if {stops} hit (from its entry {plain(left.entry.quantize(s.rules.tick_size))} "
-        f"with this order at its worst fill {plain(s.sent_price)}, taker fees both ways), above the "
-        f"{usd(cap)} a trade may lose",
+        f"{usd(at_stops.loss)} if {_stops_words(left)} hit (from its entry "
+        f"{plain(left.entry.quantize(s.rules.tick_size))} with this order at its worst fill "
+        f"{plain(s.sent_price)}, taker fees both ways), above the {usd(cap)} a trade may lose",
+    )
+
+
+def _stops_words(left: Exposure) -> str:
+    if left.floor is not None:
+        return "its stops (the coin no stop sells losing its whole value) were"
+    return (
+        f"its stop at {plain(left.stop_loss)} is" if left.stop_loss is not None else "its partial stops are"
     )

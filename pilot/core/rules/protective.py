@@ -68,6 +68,17 @@ def take_profit_problem(s: Situation) -> str | None:
     return None
 
 
+def stop_required(s: Situation) -> bool:
+    """Whether requireStopLoss refuses the order for want of a stop: a growing order (or one that may outlive
+    the position it closes) that carries none and could (not reduce-only; on spot, a buy)."""
+    order = s.order
+    if order.stop_loss is not None or not s.limits.require_stop_loss or order.reduce_only:
+        return False
+    if order.category == "spot" and order.side is not Side.BUY:
+        return False
+    return not s.reducing or outlives(s)
+
+
 def check_protection(s: Situation) -> Breach | None:
     """requireStopLoss, and a stop_loss / take_profit on the right side of the price.
 
@@ -76,11 +87,11 @@ def check_protection(s: Situation) -> Breach | None:
     to pass) is the one sizing.protect() gives.
     """
     order = s.order
-    if order.category == "spot":
-        return None
-    # A stop is required only of an order that can grow the position and can carry one (not reduce-only);
-    # a stop or target an order does carry is checked whatever the order does: the exchange checks it too.
-    if order.stop_loss is None and s.limits.require_stop_loss and not order.reduce_only:
+    # A stop is required only of an order that can grow the position and can carry one (not reduce-only;
+    # on spot a buy: a sell only ever sells coin held); a stop or target an order does carry is checked
+    # whatever the order does: the exchange checks it too.
+    carries = not order.reduce_only and (order.category != "spot" or order.side is Side.BUY)
+    if order.stop_loss is None and s.limits.require_stop_loss and carries:
         if not s.reducing:
             return Breach(
                 rule=Code.REQUIRE_STOP_LOSS,

@@ -20,6 +20,9 @@ from pilot.exchange.errors import ExchangeRejected
 from pilot.exchange.listings import Listings
 from pilot.exchange.models import OrderAck, OrderRequest
 
+# A spot order waiting for its trigger, by its stopOrderType: the orderFilter that finds it (cancel-order.mdx).
+SPOT_FILTERS = {"tpslOrder": "tpslOrder", "Stop": "StopOrder"}
+
 
 class OrderWrites:
     """The writes of BybitExchange (pilot.exchange.bybit.adapter)."""
@@ -64,12 +67,21 @@ class OrderWrites:
         return self._http.parse(answer, parse, action, operation="create")
 
     async def cancel_order(
-        self, category: str, symbol: str, *, order_id: str | None = None, order_link_id: str | None = None
+        self,
+        category: str,
+        symbol: str,
+        *,
+        order_id: str | None = None,
+        order_link_id: str | None = None,
+        waiting_kind: str = "",
     ) -> str:
-        """Cancel one order by exchange id or client id; return the exchange's order id."""
+        """Cancel one order by exchange id or client id; return the exchange's order id. A spot order waiting
+        for its trigger is found only under its orderFilter (cancel-order.mdx: Order when none is sent):
+        `waiting_kind` is its stopOrderType (tpslOrder, Stop)."""
         if not order_id and not order_link_id:
             raise ValueError("cancel_order needs order_id or order_link_id")
         action = f"cancel order {order_id or order_link_id}"
+        where = {"orderFilter": SPOT_FILTERS[waiting_kind]} if category == "spot" and waiting_kind else {}
         answer = await self._http.call(
             "cancel_order",
             action,
@@ -78,6 +90,7 @@ class OrderWrites:
             symbol=symbol,
             orderId=order_id,
             orderLinkId=order_link_id,
+            **where,
         )
         return self._http.parse(answer, lambda a: str(a["result"]["orderId"]), action, operation="cancel")
 
@@ -115,12 +128,23 @@ class OrderWrites:
 
         Without orderFilter Bybit cancels every kind on linear: the position's TP/SL and trailing stop and
         the conditional orders too (cancel-all.mdx). So the ordinary orders alone (`include_stops` False)
-        are asked for with orderFilter "Order"; every kind, with none.
+        are asked for with orderFilter "Order"; every kind, with none. Spot cancels its ordinary orders
+        unless an orderFilter names tpslOrder or StopOrder: with `include_stops`, one request for each.
         """
         action = f"cancel all {category} orders" + (f" on {symbol}" if symbol else "")
         where = {"symbol": symbol} if symbol else ({"settleCoin": SETTLE_COIN} if category != "spot" else {})
         if not include_stops:
             where["orderFilter"] = "Order"
+        if category == "spot" and include_stops:
+            # Spot cancels one kind per request (Order by default): the ordinary orders, then the TP/SL
+            # orders, then the conditional ones. Each is sent once; a refusal stops the rest.
+            ids: list[str] = []
+            for kind in ("Order", *SPOT_FILTERS.values()):
+                ids += await self._cancel_all_once(action, category, {**where, "orderFilter": kind})
+            return ids
+        return await self._cancel_all_once(action, category, where)
+
+    async def _cancel_all_once(self, action: str, category: str, where: dict[str, Any]) -> list[str]:
         answer = await self._http.call(
             "cancel_all_orders", action, operation="cancel", category=category, **where
         )

@@ -82,16 +82,29 @@ def order_params(request: OrderRequest) -> dict[str, Any]:
     if request.reduce_only:
         params["reduceOnly"] = True
     if request.stop_loss is not None or request.take_profit is not None:
-        # Full: the whole position's TP/SL, closed at market; Partial: TP/SL orders for the quantity that
-        # filled (create-order.mdx). Sent whenever a TP/SL is: the docs do not say which mode a create
-        # without it gets.
-        params["tpslMode"] = TPSL_MODES[request.stop_scope]
-        if request.stop_loss is not None:
-            params["stopLoss"] = wire(request.stop_loss)
-        if request.take_profit is not None:
-            params["takeProfit"] = wire(request.take_profit)
+        params.update(tpsl_params(request))
     if request.smp_type is not None:
         params["smpType"] = request.smp_type
+    return params
+
+
+def tpsl_params(request: OrderRequest) -> dict[str, str]:
+    """The TP/SL sent with a create (create-order.mdx). Linear: tpslMode Full, the whole position's TP/SL
+    closed at market, or Partial, TP/SL orders for the quantity that filled; sent whenever a TP/SL is, since
+    the docs do not say which mode a create without it gets. Spot (a limit order; tpslMode is for linear and
+    inverse only): the stop and the target each sell what filled at market when triggered (slOrderType /
+    tpOrderType Market, which spot asks for with the price)."""
+    params: dict[str, str] = {}
+    if request.category != "spot":
+        params["tpslMode"] = TPSL_MODES[request.stop_scope]
+    if request.stop_loss is not None:
+        params["stopLoss"] = wire(request.stop_loss)
+        if request.category == "spot":
+            params["slOrderType"] = "Market"
+    if request.take_profit is not None:
+        params["takeProfit"] = wire(request.take_profit)
+        if request.category == "spot":
+            params["tpOrderType"] = "Market"
     return params
 
 
