@@ -15,6 +15,7 @@ from typing import Any
 from pilot.app.answers.plan_records import PlanPayload
 from pilot.app.human.desk import ChannelOff, ConfirmationRecord, pending_confirmations, require_channel
 from pilot.app.runtime.runtime import Runtime
+from pilot.core.valuation import Liquidation
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +31,9 @@ class Parked:
     order: dict[str, Any]
     worst_price: str | None
     notional_usd: str | None
-    liquidation_distance_pct: str | None
+    # The position's estimated liquidation after the order (pilot.core.valuation.Liquidation: its price, its
+    # distance from the mark, and whether it is within reach at all); None for none, or a payload without it.
+    liquidation: Liquidation | None
     policy_version: str | None
 
 
@@ -138,6 +141,6 @@ async def _parked(runtime: Runtime, record: ConfirmationRecord) -> Parked:
         order=order or {},
         worst_price=payload.order.price if payload is not None else None,
         notional_usd=payload.notional_usd if payload is not None else action.get("notional_usd"),
-        liquidation_distance_pct=payload.liquidation_distance_pct if payload is not None else None,
+        liquidation=payload.liquidation if payload is not None else None,
         policy_version=payload.policy_version if payload is not None else None,
     )

@@ -9,6 +9,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from pilot.console.app_state import console_of
 from pilot.console.login import Session
 from pilot.core.codes import Code
+from pilot.core.violations import plain
 
 COOKIE = "pilot_console"
 TEMPLATES = Environment(
@@ -53,6 +54,7 @@ def duration(seconds: int) -> str:
 
 TEMPLATES.filters["because"] = because
 TEMPLATES.filters["duration"] = duration
+TEMPLATES.filters["plain"] = plain  # a Decimal as answers write it: no exponent, no trailing zeros
 
 
 def render(
