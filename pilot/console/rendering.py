@@ -9,7 +9,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from pilot.console.app_state import console_of
 from pilot.console.login import Session
 from pilot.core.codes import Code
-from pilot.core.violations import plain
+from pilot.core.violations import plain as plain_decimal
 
 COOKIE = "pilot_console"
 TEMPLATES = Environment(
@@ -54,7 +54,7 @@ def duration(seconds: int) -> str:
 
 TEMPLATES.filters["because"] = because
 TEMPLATES.filters["duration"] = duration
-TEMPLATES.filters["plain"] = plain  # a Decimal as answers write it: no exponent, no trailing zeros
+TEMPLATES.filters["number"] = plain_decimal  # a Decimal as answers write it: no exponent, no trailing zeros
 
 
 def render(
