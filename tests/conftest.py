@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import stat
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,3 +55,15 @@ def disk(tmp_path: Path) -> Iterator[Disk]:
     """A small disk to put a Pilot home on, filled and freed at will (root only: skipped elsewhere)."""
     with small_disk(tmp_path) as mounted:
         yield mounted
+
+
+@pytest.fixture
+def shell_env(tmp_path: Path, user_home: Path) -> dict[str, str]:
+    """A PATH whose `pilot` is this checkout's (as `pipx install .` would put one there) and HOME as `~`."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "pilot"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pilot "$@"\n')
+    shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("PILOT_")}
+    return {**environment, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(user_home)}

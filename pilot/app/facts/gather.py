@@ -14,9 +14,10 @@ from pilot.app.answers.responses import Snapshot
 from pilot.app.facts.day_reads import DayRead, SpotDays, spot_days
 from pilot.app.facts.peaks import equity_read, watches_drawdown
 from pilot.app.facts.pending import PendingRead, read_pending, spot_stops
+from pilot.app.facts.stream_cache import from_ms, to_ms
 from pilot.app.facts.streaming_reader import FACT_SOURCES
 from pilot.app.road.clock import Today
-from pilot.app.runtime.latches import cooldown_state, start_cooldown
+from pilot.app.runtime.latches import cooldown_state, drawdown_state, start_cooldown
 from pilot.app.runtime.ledger import JournalState, Send
 from pilot.app.runtime.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
 from pilot.app.runtime.runtime import PolicyView, Runtime, acting_agent, loss_limit_hold
@@ -41,6 +42,7 @@ from pilot.core.facts import (
     StopLeg,
     Touch,
 )
+from pilot.core.freshness import as_of_ms
 from pilot.core.holds import TradingStatus
 from pilot.core.policy import Policy
 from pilot.core.risk import worst_case
@@ -153,29 +155,19 @@ async def gather_market_facts(
     now = runtime.now()
     journal = await runtime.ledger.state(now)
     unsettled = list(journal.unsettled)
-    account, markets = await asyncio.gather(
+    account, markets, extra = await asyncio.gather(
         _account(runtime, view, now, journal),
         asyncio.gather(*(_market(runtime, category, symbol, now, unsettled) for symbol in symbols)),
+        _extra(runtime, view.policy, journal),
     )
-    activity = journal.activity  # the room under the turnover caps too
-    return {
-        symbol: Gathered(
-            replace(
-                _facts(
-                    OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category),
-                    account,
-                    market,
-                    now,
-                    runtime.venue,
-                ),
-                messages=activity.messages,
-                turnover=activity.turnover,
-                agent=_agent_facts(journal),
-            ),
-            market.hedged,
-        )
-        for symbol, market in zip(symbols, markets, strict=True)
-    }
+    gathered = {}
+    for symbol, market in zip(symbols, markets, strict=True):
+        order = OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category)
+        facts = _facts(order, account, market, now, runtime.venue)
+        # the pre-trade controls as a plan would see them, journaling nothing: a read only reads
+        facts = await _controls(runtime, view.policy, facts, journal, market, extra, record=False)
+        gathered[symbol] = Gathered(with_agent(facts, journal), market.hedged)
+    return gathered
 
 
 def with_agent(facts: Facts, journal: JournalState) -> Facts:
@@ -234,7 +226,7 @@ async def _market(
     other = OTHER_CATEGORY[category]
     reads = asyncio.gather(
         _instrument(runtime, category, symbol),
-        _maybe(exchange.get_touch(category, symbol)),
+        _touch(runtime, category, symbol),
         _position(runtime, symbol),  # the perpetual's: the order's own for linear, the other one for spot
         read_pending(runtime, category, symbol, now, unsettled),
         _instrument(runtime, other, symbol),
@@ -268,6 +260,17 @@ async def _market(
     if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
         return _Market(known, touch, None, pending, None, other_pending, position, listed, limits, resting)
     return _Market(known, touch, position, pending, None, other_pending, None, listed, limits, resting)
+
+
+async def _touch(runtime: Runtime, category: str, symbol: str) -> Touch | None:
+    """The top of the book and mark, as of the older of the exchange's stamp and Pilot's clock when they
+    arrived (the rule a streamed fact follows, pilot.core.freshness.as_of_ms): an exchange whose clock runs
+    ahead (a paper market moved on, as the demo moves it) never stamps a fact later than Pilot read it."""
+    touch = await _maybe(runtime.exchange.get_touch(category, symbol))
+    if touch is None:
+        return None
+    as_of = as_of_ms(to_ms(touch.observed_at), to_ms(runtime.now()))
+    return replace(touch, observed_at=from_ms(as_of))
 
 
 def _resting(read: PendingRead | None) -> int | None:
@@ -322,11 +325,20 @@ def _every_trade(
 
 
 async def _controls(
-    runtime: Runtime, policy: Policy, facts: Facts, journal: JournalState, market: _Market, extra: _Extra
+    runtime: Runtime,
+    policy: Policy,
+    facts: Facts,
+    journal: JournalState,
+    market: _Market,
+    extra: _Extra,
+    *,
+    record: bool = True,
 ) -> Facts:
     """The facts of the pre-trade controls (pilot.core.controls): the messages and turnover of this home,
-    the orders resting, the session's age, the drawdown and the cooldown; journaling a new peak of the
-    equity, a drawdown reached and a cooldown begun, as the daily loss limit's latch is journaled."""
+    the orders resting, the session's age, the drawdown and the cooldown; journaling (`record`) the equity
+    read as every equity Pilot reads (pilot.app.facts.peaks) and a cooldown begun, as the daily loss
+    limit's latch is journaled. Without `record` the rules judge the same equity against the journal's
+    peak, and the caller journals it once (get_policy reads several markets on one account read)."""
     now, store = facts.now, runtime.store.journal
     activity = journal.activity
     resting = RestingOrders(market.resting, extra.resting_total) if market.resting is not None else None
@@ -339,13 +351,15 @@ async def _controls(
     )
     if watches_drawdown(policy):  # the equity read here counts as every equity Pilot reads does
         equity = facts.equity
-        state = await equity_read(runtime, policy, equity, journal) if equity is not None else None
+        state = drawdown_state(policy, journal, now) if equity is not None else None
+        if equity is not None and record:
+            state = await equity_read(runtime, policy, equity, journal)
         facts = replace(facts, drawdown=state)
     if policy.cooldown is not None:
         if extra.trades is None:
             return replace(facts, cooldown=None)
         cooling, due = cooldown_state(policy, journal, extra.trades, now)
-        if due is not None:
+        if due is not None and record:
             await start_cooldown(store, policy, cooling, due, now)
         facts = replace(facts, cooldown=cooling)
     return facts

@@ -27,8 +27,8 @@ from pilot.core.day_pnl import COUNTED
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy, Shown
 from pilot.core.policy.fields import answer_group
+from pilot.core.room import Room, room_now
 from pilot.core.rules import GROWING_NEEDS, day_loss
-from pilot.core.sizing import room_left
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.exchange.models import AccountBalance, ClosedPnl, ExchangeOrder, ExchangePosition, Execution
@@ -238,8 +238,11 @@ async def get_open_orders(runtime: Runtime, category: str, symbol: str | None) -
 async def get_policy(runtime: Runtime) -> ReadAnswer:
     """The limits in force, the policy version, trading state, orders left today, and room under each cap.
 
-    The room comes from the core's own valuation (pilot.core.sizing.room_left): worst fill, open orders and
-    unresolved sends counted as filled. A fact that could not be read is null, listed under `missing`.
+    The room is the largest market order plan_order would pass now (pilot.core.room.room_now): every check
+    it runs, valued as it values an order (worst fill, open orders and unresolved sends counted as filled),
+    so the trading state, the latches and the throttles bound it too; `limited_by` names what one more lot
+    step breaks, and `without_approval` the part a human need not approve when that is less. A fact that
+    could not be read is null, listed under `missing`.
     Like every answer, its keys are snake_case: policy.json's `maxNotionalUsd` is `max_notional_usd` here.
     """
     view = runtime.policy()
@@ -359,9 +362,18 @@ def _blocked_by(gathered: Gathered) -> dict[str, Any] | None:
 
 
 def _room_view(policy: Policy, facts: Facts, side: Side) -> dict[str, Any] | None:
-    room = room_left(policy, replace(facts, order=replace(facts.order, side=side)))
-    if room is None:
+    """The room as plan_order would judge an order on `side` now (pilot.core.room.room_now), and, when a
+    human must approve part of it, the part that needs none (`without_approval`)."""
+    judged = room_now(policy, replace(facts, order=replace(facts.order, side=side)))
+    if judged is None:
         return None
+    view = _room_figures(judged.room)
+    if judged.without_approval is not None:
+        view["without_approval"] = _room_figures(judged.without_approval)
+    return view
+
+
+def _room_figures(room: Room) -> dict[str, Any]:
     return {
         "qty": plain(room.qty),
         "notional_usd_at_worst_fill": plain(room.notional_usd.quantize(CENT)),
