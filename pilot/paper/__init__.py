@@ -334,10 +334,23 @@ class PaperExchange:
         return order
 
     def leave_resting_order(
-        self, category: str, symbol: str, side: str, qty: str, price: str, link: str, reduce_only: bool = False
+        self,
+        category: str,
+        symbol: str,
+        side: str,
+        qty: str,
+        price: str,
+        link: str,
+        reduce_only: bool = False,
     ) -> SimOrder:
         """Leave a GTC limit order as another client would (leave_order), with client order id `link`."""
-        params: dict[str, Any] = {"symbol": symbol, "side": side, "orderType": "Limit", "qty": qty, "price": price}
+        params: dict[str, Any] = {
+            "symbol": symbol,
+            "side": side,
+            "orderType": "Limit",
+            "qty": qty,
+            "price": price,
+        }
         params |= {"timeInForce": "GTC", "orderLinkId": link, "reduceOnly": reduce_only}
         return self.leave_order(category, params)
 
