@@ -31,6 +31,7 @@ import os
 import statistics
 import sys
 import tempfile
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,10 @@ POLICY = {
     "maxTurnoverUsd24h": 1_000_000_000,
 }
 DAILY_LOSS = {"dailyLossLimitUsd": 1_000_000}
+
+
+TRACING = [False]
+TRACE: list[Any] = []  # --trace: the allocations at a third of the run, then what grew since
 
 
 def rss_mib() -> float:
@@ -83,25 +88,54 @@ async def session(
                 if index % 50 == 49:
                     gc.collect()
                     rss.append(rss_mib())
+                if TRACING[0] and index == rounds // 3:
+                    tracemalloc.start(25)
+                    TRACE.append(tracemalloc.take_snapshot())
             print_bounds(runtime)
+            if TRACE:
+                grown = tracemalloc.take_snapshot().compare_to(TRACE[0], "traceback")
+                for stat in grown[:12]:
+                    print(f"  grew: {stat.size_diff / 1024:.0f} KiB in {stat.count_diff} blocks at")
+                    ours = [frame for frame in stat.traceback if "/pilot/" in frame.filename][-3:]
+                    print("\n".join(f"      {frame.filename}:{frame.lineno}" for frame in ours))
     return own, rss
 
 
 def print_bounds(runtime: Any) -> None:
-    """Every cache a long session fills, and the bound that holds it (pilot.app.runtime.bounds)."""
-    with contextlib.suppress(ImportError):
-        from pilot.app.runtime.bounds import describe
+    """Every cache a long session fills, its bound, and how full it is now."""
+    from pilot.app.facts import stream_cache
+    from pilot.app.runtime import activity, ledger
+    from pilot.core.rules import registry
+    from pilot.store import journal
 
-        for line in describe(runtime):
-            print(f"  bound: {line}")
+    held = runtime.ledger
+    print(
+        f"  bound: journal rows verified and kept: {journal.VERIFIED_ROWS_KEPT} (journal.VERIFIED_ROWS_KEPT)"
+    )
+    print(f"  bound: final orders the stream cache keeps: {stream_cache.MAX_FINAL_ORDERS} (MAX_FINAL_ORDERS)")
+    print(f"  bound: policies whose checks are kept: 64 (registry.checks_for; now {len(registry._CHOSEN)})")
+    print(
+        f"  bound: messages of the last {activity.MESSAGE_WINDOW} (at most maxOrderMessagesPerMinute); "
+        f"now {held._activity.messages.view(*now_of(runtime)).__len__()}"
+    )
+    print(
+        f"  bound: sends of the last {ledger.KEPT} for the day's count and turnover (at most twice "
+        f"dailyOrderCap); now {len(held._sends.sends)} moments, {len(held._activity.sends)} turnover sends"
+    )
+
+
+def now_of(runtime: Any) -> tuple[Any, Any]:
+    return runtime.now(), runtime.store.journal.clock.read()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5000)
     parser.add_argument("--daily-loss", action="store_true", help="the daily loss limit on too")
+    parser.add_argument("--trace", action="store_true", help="print what grew over the last 2/3 (slow)")
     parser.add_argument("--busy", action="store_true", help="a second process busy on a core meanwhile")
     args = parser.parse_args()
+    TRACING[0] = args.trace
     os.environ.setdefault("PILOT_JOURNAL_KEY_FILE", str(Path(tempfile.mkdtemp()) / "journal.key"))
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"bench_long_session: {args.rounds} rounds on {os.cpu_count()} cores, load average {load}")
