@@ -19,6 +19,7 @@ BYBIT = "pilot.exchange.bybit"
 IMPURE_BUILTINS = {"open", "input", "print", "exec", "eval", "compile", "__import__", "breakpoint"}
 CORE_STDLIB = {
     "__future__",
+    "bisect",
     "collections",
     "dataclasses",
     "datetime",
