@@ -21,7 +21,6 @@ from pilot.app.facts.gather import Gathered, gather_market_facts, rules_dict
 from pilot.app.runtime.latches import drawdown_state
 from pilot.app.runtime.ledger import JournalState
 from pilot.app.runtime.runtime import Runtime
-from pilot.core.controls import sent_within
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy, Shown
 from pilot.core.policy.fields import answer_group
@@ -269,7 +268,7 @@ def _controls_view(runtime: Runtime, policy: Policy, journal: JournalState) -> d
     drawdown = drawdown_state(policy, journal, runtime.now())
     figures: dict[str, dict[str, Any]] = {
         "max_order_messages_per_minute": {
-            "messages_last_second": sent_within(activity.messages, timedelta(seconds=1)),
+            "messages_last_second": sum(1 for age in activity.messages if age < timedelta(seconds=1)),
             "messages_last_minute": len(activity.messages),
         },
         "drawdown_window_hours": {
