@@ -34,6 +34,22 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep pytest-xdist's groups (`--dist loadgroup`, ./test's): xdist (3.8) marks a test of an xdist_group
+    by writing `ID@GROUP` to the item's `_nodeid`, but pytest 9.2 reads a node's id from `_id`, so the mark
+    was lost and every group's tests spread over every worker (the console's Chromium launched on each, the
+    served answers served on each). Runs after xdist's hook, and only where it wrote an id of its own."""
+    try:
+        from _pytest.nodeid import coerce_node_id
+    except ImportError:  # a pytest before 9.2 reads `_nodeid` itself
+        return
+    for item in items:
+        wanted = getattr(item, "_nodeid", None)
+        if isinstance(wanted, str) and wanted != item.nodeid:
+            item._id = coerce_node_id(wanted)
+
+
 @pytest.fixture(autouse=True)
 def user_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test runs as a user whose home directory is a fresh temp folder, never the real one.

@@ -21,6 +21,7 @@ VENUES = (BYBIT, OKX)  # each venue's package: its client libraries are imported
 IMPURE_BUILTINS = {"open", "input", "print", "exec", "eval", "compile", "__import__", "breakpoint"}
 CORE_STDLIB = {
     "__future__",
+    "bisect",
     "collections",
     "dataclasses",
     "datetime",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -345,7 +346,7 @@ class Facts:
     # rate limit's reset): a missing fact's retry_after is then no earlier. None: it said nothing.
     unavailable_until: datetime | None = None
     # How long ago each create, amend and cancel this home sent in the last minute was, newest first.
-    messages: tuple[timedelta, ...] = ()
+    messages: Sequence[timedelta] = ()
     # Ordinary orders resting now (None: not read; a rule that needs it fails closed).
     resting: RestingOrders | None = NO_RESTING
     # The equity's peak and the drawdown latch (None: not read while a drawdown rule is set).

@@ -26,6 +26,19 @@ from tests.okx_front import OkxFront
 from tests.scenarios import ARTICLE, policy_with
 from tests.venue import connect_adapter, connect_okx
 
+# The tests that read a real `pilot serve`'s answers (test_answer_sizes, test_refusal_examples) share one
+# worker and one served session: a pilot init and a server over stdio, run once instead of once per module
+# on every worker that drew one of their tests.
+SERVED_ANSWERS = pytest.mark.xdist_group("served_answers")
+
+
+@pytest.fixture(scope="session")
+def served_answer_lines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The raw answer lines of benchmarks/bench_answers' measured calls, from one `pilot serve` on a new home."""
+    from benchmarks.bench_answers import answer_lines, measured_home
+
+    return answer_lines(measured_home(Path(tmp_path_factory.mktemp("answers"))))
+
 
 @pytest.fixture
 def anyio_backend() -> str:

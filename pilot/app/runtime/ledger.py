@@ -97,6 +97,19 @@ class Send:
         return since if since is not None else now - self.sent_at
 
 
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """When a send was made, by the wall clock and the store's: all a day's count keeps of it (bounded by
+    the sends of KEPT: at most two days of dailyOrderCap)."""
+
+    sent_at: datetime
+    stamp: Instant | None
+
+    def age(self, now: datetime, here: Instant) -> timedelta:
+        since = age(here, self.stamp)
+        return since if since is not None else now - self.sent_at
+
+
 class SendsByDay:
     """The sends of the last KEPT, and how many fall in today by every clock involved (pilot.app.road.clock.
     Today), counted without a walk over the day's orders while the clocks agree.
@@ -111,25 +124,30 @@ class SendsByDay:
     ONE_CLOCK = timedelta(seconds=1)
 
     def __init__(self) -> None:
-        self.sends: list[Send] = []  # in the order they were sent
+        self.sends: list[Sent] = []  # in the order they were sent
         self._per_day: Counter[date] = Counter()  # the sends away from midnight, by their own UTC date
-        self._edge: list[Send] = []  # the sends within EDGE of a midnight
-        self._offsets: list[int] = []  # wall minus store clock, microseconds, of each stamped send
+        self._edge: list[Sent] = []  # the sends within EDGE of a midnight
+        # wall minus store clock, microseconds, of the stamped sends: the least and the most (running
+        # figures: a judgement asks for them, and a day can hold tens of thousands of sends)
+        self._offsets: tuple[int, int] | None = None
         self._boots: set[str | None] = set()
 
-    def add(self, send: Send) -> None:
+    def add(self, send: Send | Sent) -> None:
+        send = Sent(send.sent_at, send.stamp)  # the moment only: a day's count needs no more of it
         self.sends.append(send)
         self._boots.add(send.stamp.boot if send.stamp is not None else None)
         if send.stamp is not None:
-            self._offsets.append(_offset(send.sent_at, send.stamp))
+            offset = _offset(send.sent_at, send.stamp)
+            low, high = self._offsets or (offset, offset)
+            self._offsets = (min(low, offset), max(high, offset))
         if _near_midnight(send.sent_at, self.EDGE):
             self._edge.append(send)
         else:
             self._per_day[send.sent_at.astimezone(UTC).date()] += 1
 
-    def keep(self, wanted: Callable[[Send], bool]) -> None:
+    def keep(self, wanted: Callable[[Sent], bool]) -> None:
         kept, self.sends = [send for send in self.sends if wanted(send)], []
-        self._per_day, self._edge, self._offsets, self._boots = Counter(), [], [], set()
+        self._per_day, self._edge, self._offsets, self._boots = Counter(), [], None, set()
         for send in kept:
             self.add(send)
 
@@ -146,7 +164,10 @@ class SendsByDay:
             return False
         now = _offset(today.now, today.here)
         spread = self.ONE_CLOCK.total_seconds() * 1_000_000
-        return max(self._offsets) - spread <= now <= min(self._offsets) + spread
+        if self._offsets is None:
+            return False
+        low, high = self._offsets
+        return high - spread <= now <= low + spread
 
 
 def _offset(at: datetime, stamp: Instant) -> int:
