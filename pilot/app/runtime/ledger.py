@@ -224,6 +224,7 @@ class _AgentBook:
 
     sends: SendsByDay = field(default_factory=lambda: SendsByDay())
     activity: Activity = field(default_factory=Activity)
+    orders: dict[str, Sent] = field(default_factory=dict)  # its sends' link ids, with when (kept KEPT)
 
 
 class Ledger:
@@ -278,10 +279,7 @@ class Ledger:
                 equity_marks=tuple(self._equity),
                 agent_switches=dict(self._switches),
                 agents=self._agent_facts(now, here, today),
-                agent_orders={
-                    name: frozenset(send.order_link_id for send in book.sends.sends)
-                    for name, book in self._books.items()
-                },
+                agent_orders={name: frozenset(book.orders) for name, book in self._books.items()},
             )
 
     def _agent_facts(self, now: datetime, here: Instant, today: Today) -> dict[str, AgentFacts]:
@@ -377,7 +375,9 @@ class Ledger:
             book = self._books.setdefault(name, _AgentBook())
             book.activity.fold(entry)
             if kind == entry_kinds.ORDER_SENT:
-                book.sends.add(Send.of(entry))
+                send = Send.of(entry)
+                book.sends.add(send)
+                book.orders[send.order_link_id] = Sent(send.sent_at, send.stamp)
 
     def _prune(self, now: datetime, here: Instant) -> None:
         """Forget sends older than KEPT (by the store's clock when it can tell), now and then (the window
@@ -391,6 +391,7 @@ class Ledger:
         for book in self._books.values():
             book.sends.keep(lambda send: send.age(now, here) <= KEPT)
             book.activity.prune(now, here, KEPT)
+            book.orders = {link: sent for link, sent in book.orders.items() if sent.age(now, here) <= KEPT}
         self._equity = [entry for entry in self._equity if age_of(entry, now, here) <= EQUITY_KEPT]
         self._pruned = self._floor = since
 
