@@ -162,6 +162,13 @@ async def test_a_peak_the_agent_read_through_get_balances_counts_for_the_drawdow
         assert linear["status"] == "refused"
 
 
+def sold_elsewhere(paper: PaperExchange) -> None:
+    """A market sell of a little BTC by another client of the key (the trader's app, say): the wallet changes,
+    so Bybit's wallet topic pushes it, valued at the prices now."""
+    sell = {"symbol": "BTCUSDT", "side": "Sell", "orderType": "Market", "qty": "0.0001"}
+    paper.leave_order("spot", sell)
+
+
 async def test_a_peak_the_wallet_stream_pushed_counts_for_the_drawdown(paper, tmp_path, clock):
     async with streamed_runtime(tmp_path, paper, clock) as runtime:
         write_policy(tmp_path, maxDrawdownUsd=5, **ROOMY)
@@ -170,7 +177,8 @@ async def test_a_peak_the_wallet_stream_pushed_counts_for_the_drawdown(paper, tm
             assert (await placed(client, spot("buy", "0.002")))["status"] == "filled"
             facts = streams(runtime).facts
             facts.take_equity()  # what was pushed up to the buy
-            at(paper, "84000")  # no call reads this equity: only the wallet stream pushes it
+            at(paper, "84000")  # no call reads this equity: only the wallet stream pushes it, as on Bybit
+            sold_elsewhere(paper)  # when the balance changes (not on a price move alone)
             await until(runtime, lambda: facts.equity_seen is not None and facts.equity_seen[0] > 1005)
             assert facts.equity_seen is not None
             pushed = facts.equity_seen[0]
@@ -178,6 +186,7 @@ async def test_a_peak_the_wallet_stream_pushed_counts_for_the_drawdown(paper, tm
             marks = await runtime.store.journal.entries(kind=entry_kinds.EQUITY)
             assert Decimal(marks[-1].data["equity_usd"]) == pushed
             at(paper, "81000")
+            sold_elsewhere(paper)
             fallen = lambda: facts.equity_seen is not None and facts.equity_seen[1] < pushed - 5  # noqa: E731
             await until(runtime, fallen)  # the judgement below reads the streamed balance
             refused = await call(client, "plan_order", spot("buy", "0.0002"))

@@ -66,10 +66,9 @@ async def open_runtime(
     With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
     (pilot.app.facts.stream_cache). None (the default): on for the paper exchange, embedded or attached, unless
     record_dir is given (a recording must hold every fact read); off for Bybit and OKX (OKX has no streams
-    yet: with streams True that is a StartupError). An attached paper exchange
-    is asked where its streams are (GET /pilot/streams); one that does not say, or names a place off
-    loopback, is read over REST only, said once in the log; with streams True that is a StartupError
-    (code "no_streams") instead.
+    yet: with streams True that is a StartupError). An attached paper exchange is asked where its streams
+    are (GET /pilot/streams); one that does not say, or names a place off loopback, is read over REST only,
+    said once in the log; with streams True that is a StartupError (code "no_streams") instead.
 
     Before the runtime is handed out, a journal found rolled back turns the kill switch on (stop_on_rollback),
     and sends left unsettled by a server that stopped are looked up; at exit,
