@@ -53,3 +53,17 @@ def disk(tmp_path: Path) -> Iterator[Disk]:
     """A small disk to put a Pilot home on, filled and freed at will (root only: skipped elsewhere)."""
     with small_disk(tmp_path) as mounted:
         yield mounted
+
+
+@pytest.fixture(autouse=True)
+def no_paper_exchange_left(tmp_path: Path) -> Iterator[None]:
+    """Stop any home paper exchange a `pilot serve` of this test started in its own process (it would stop
+    itself a minute after its last server; a test does not leave it that minute)."""
+    yield
+    from pilot.paper.sharing import stop_serving, users_path
+    from pilot.paper.state import read_holder
+
+    for users in tmp_path.rglob(users_path(Path("state.json")).name):
+        state = users.with_name("state.json")
+        if read_holder(state).get("pid") not in (None, os.getpid()):
+            stop_serving(state)
