@@ -33,9 +33,11 @@ async def test_the_console_follows_the_homes_exchange_through_a_restart(console:
         await expect(page.locator("#no-exchange")).to_be_visible()  # started before any server
 
         with start_paper_exchange(ARTICLE, state_path=state) as first:
-            async with open_runtime(home, paper_url=first.url, scenario=ARTICLE) as agent:
-                async with Client(build_server(agent)) as client:
-                    assert (await plan_and_place(client))["status"] == "filled"
+            async with (
+                open_runtime(home, paper_url=first.url, scenario=ARTICLE) as agent,
+                Client(build_server(agent)) as client,
+            ):
+                assert (await plan_and_place(client))["status"] == "filled"
             await page.reload()
             await expect(page.locator("#positions")).to_contain_text("BTCUSDT")
 
