@@ -106,9 +106,7 @@ def following_home(home: Path) -> Following:
     from pilot.paper import serving_url
 
     state = Home(home).paper_state_path
-    return Following(
-        where=lambda: serving_url(state), open=lambda url: _reader(home, "paper", paper_url=url)
-    )
+    return Following(where=lambda: serving_url(state), open=lambda url: _reader(home, "paper", paper_url=url))
 
 
 def _reading(exchange: str | None, paper_url: str | None, followed: Path | None) -> str:
