@@ -256,6 +256,11 @@ def command(
         raise CliError(
             ErrorCode.PAPER_ACCOUNT_UNREADABLE, str(error), f"start afresh with `{reset}`"
         ) from None
+    _serve(paper, home, path, idle_exit)
+
+
+def _serve(paper: PaperExchange, home: Path | None, path: Path | None, idle_exit: float | None) -> None:
+    """Say where the exchange listens, then serve until Ctrl+C (or, with idle_exit, until unused)."""
     try:
         # Ctrl+C may come the moment the banner is out (a script reads it, then stops the exchange): inside
         # the try, so it still stops the exchange's threads, which would otherwise keep the process alive.

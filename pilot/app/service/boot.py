@@ -58,33 +58,30 @@ async def open_runtime(
     With exchange "paper" and no paper_url, an embedded paper exchange is started on 127.0.0.1 for the
     runtime's lifetime, keeping its account in the home (HOME/paper/state.json), so positions, balances and
     orders carry over to the next start; only one process at a time may embed it (StartupError otherwise,
-    naming `pilot sim` and `--paper-url`). With `shared_paper` (`pilot serve`), it is the home's exchange
-    in a process of its own instead, found if it runs, else started, and shared by every server on the
-    home (pilot.app.service.home_paper). With paper_url, Pilot attaches to that paper exchange (a running
-    `pilot sim`) with the paper key stored in the home, or else the scenario's key. bybit-demo and
-    bybit-testnet use the key stored with `pilot keys add`, whose permissions are re-checked when the last
-    check is over an hour old. With record_dir, every exchange request and answer is written there,
-    redacted (pilot.exchange.bybit.recording).
+    naming `pilot sim` and `--paper-url`); with `shared_paper` (`pilot serve`), the home's own in a process
+    of its own, shared by its servers (pilot.app.service.home_paper). With paper_url, Pilot attaches to that
+    paper exchange (a running `pilot sim`) with the paper key stored in the home, or else the scenario's key.
+    bybit-demo and bybit-testnet use the key stored with `pilot keys add`, whose permissions are re-checked
+    when the last check is over an hour old. With record_dir, every exchange request and answer is written
+    there, redacted (pilot.exchange.bybit.recording).
 
     With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
     (pilot.app.facts.stream_cache). None (the default): on for the paper exchange, embedded or attached, unless
     record_dir is given (a recording must hold every fact read); off for Bybit. An attached paper exchange
-    is asked where its streams are (GET /pilot/streams); one that does not say, or names a place off
-    loopback, is read over REST only, said once in the log; with streams True that is a StartupError
-    (code "no_streams") instead.
+    is asked where its streams are (GET /pilot/streams); one that does not say, or names a place off loopback,
+    is read over REST only, said once in the log; with streams True, a StartupError ("no_streams") instead.
 
     Before the runtime is handed out, a journal found rolled back turns the kill switch on (stop_on_rollback),
-    and sends left unsettled by a server that stopped are looked up; at exit,
-    work whose client went away is given time to finish before the store closes. With `settle` False
-    (`pilot console`, which only reads), that look-up is left to the servers.
+    and sends left unsettled by a server that stopped are looked up; at exit, work whose client went away is
+    given time to finish before the store closes. With `settle` False (`pilot console`, which only reads),
+    that look-up is left to the servers.
     """
     if exchange not in EXCHANGES:
         raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
     if paper_url is not None and exchange != "paper":
         raise StartupError(f"--paper-url attaches to a paper exchange; it cannot be used with {exchange}")
     clock = clock or SystemClock()
-    venue = _Venue(home, exchange, scenario, paper_url, record_dir, clock)
-    venue.shared = shared_paper
+    venue = _Venue(home, exchange, scenario, paper_url, record_dir, clock, shared=shared_paper)
     async with contextlib.AsyncExitStack() as stack:
         adapter, stored_key = await venue.connect(stack)
         stack.push_async_callback(adapter.close)
@@ -126,12 +123,14 @@ class _Venue:
         url: str | None,
         record_dir: Path | None,
         clock: Clock,
+        *,
+        shared: bool = False,
     ) -> None:
         self.home, self.exchange, self.scenario, self.url = home, exchange, scenario, url
         self.record_dir, self.clock = record_dir, clock
         self.ws_url: str | None = None  # the embedded paper exchange's WebSocket side
         self.credentials: tuple[str, str] | None = None
-        self.shared = False  # the home's paper exchange in its own process, not one embedded here
+        self.shared = shared  # the home's paper exchange in its own process, not one embedded here
 
     async def streams(
         self, stack: contextlib.AsyncExitStack, adapter: Exchange, wanted: bool | None
