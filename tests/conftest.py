@@ -83,3 +83,19 @@ def shell_env(tmp_path: Path, user_home: Path) -> dict[str, str]:
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
     environment = {key: value for key, value in os.environ.items() if not key.startswith("PILOT_")}
     return {**environment, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(user_home)}
+
+
+@pytest.fixture(autouse=True)
+def no_paper_exchange_left(tmp_path: Path, user_home: Path) -> Iterator[None]:
+    """Stop any home paper exchange a `pilot serve` of this test started in its own process (it would stop
+    itself a minute after its last server; a test does not leave it that minute), in its temp folder or
+    its user's home (the pages' `~/pilot-home`)."""
+    yield
+    from pilot.paper.sharing import stop_serving, users_path
+    from pilot.paper.state import read_holder
+
+    name = users_path(Path("state.json")).name
+    for users in [*tmp_path.rglob(name), *user_home.rglob(name)]:
+        state = users.with_name("state.json")
+        if read_holder(state).get("pid") not in (None, os.getpid()):
+            stop_serving(state)

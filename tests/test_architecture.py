@@ -293,7 +293,7 @@ def _names_the_writer(node: ast.AST) -> bool:
 
 def test_the_paper_exchange_reaches_the_app_only_where_it_is_started():
     users = {m for m in importers_of("pilot.paper") if m.startswith("pilot.app")}
-    assert users == {"pilot.app.service.boot", "pilot.app.service.doctor"}
+    assert users == {"pilot.app.service.boot", "pilot.app.service.doctor", "pilot.app.service.home_paper"}
 
 
 def test_the_use_cases_import_each_other_without_a_cycle():

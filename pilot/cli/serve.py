@@ -112,8 +112,10 @@ def command(
 ) -> None:
     """Run Pilot's MCP server. An invalid policy.json does not stop it: growing orders are refused until fixed.
 
-    The embedded paper exchange keeps its account in HOME/paper/ across restarts (`pilot sim reset --home`
-    clears it); to share it between servers, run `pilot sim --home HOME` and give each `--paper-url`.
+    The home's paper exchange runs in a process of its own, started by the first server on the home and
+    shared by the next ones (any number of clients on one home); it stops a minute after the last server.
+    It keeps its account in HOME/paper/ across restarts (`pilot sim reset --home` clears it, `pilot sim stop
+    --home` stops it).
     """
     try:
         exposed = select_tools(tools)
@@ -213,6 +215,7 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
             paper_url=options.paper_url,
             record_dir=options.record_dir,
             streams=options.streams,
+            shared_paper=True,
         ) as runtime,
         _closing(phone, runtime),
         anyio.create_task_group() as tasks,
@@ -290,7 +293,7 @@ def format_banner(
         venue += (
             f" (attached to {options.paper_url})"
             if options.paper_url
-            else f" (embedded; account in {Home(home).paper_state_path})"
+            else f" (the home's, shared by its servers; account in {Home(home).paper_state_path})"
         )
     tool_set = options.tools if options.tools in TOOL_SETS else "selected"
     lines = [

@@ -61,6 +61,7 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      ├── PushError                                 push.errors             Telegram or ntfy failed
      ├── TurnBusy                                  app.road.gate           the send turn held too long
      ├── StartupError                              app.service.boot        Pilot cannot start: code and fix
+     ├── HomeExchangeFailed                        app.service.home_paper  the shared paper exchange failed
      ├── ArgumentProblem                           server.arguments        an agent's argument: field and fix
      ├── NotLoggedIn                               console.access          a console request without a session
      ├── StepFailed                                demo.agent              a demo step did not behave

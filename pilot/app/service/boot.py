@@ -51,36 +51,36 @@ async def open_runtime(
     clock: Clock | None = None,
     streams: bool | None = None,
     settle: bool = True,
+    shared_paper: bool = False,
 ) -> AsyncIterator[Runtime]:
     """Open everything a server needs and close it all on exit.
 
     With exchange "paper" and no paper_url, an embedded paper exchange is started on 127.0.0.1 for the
     runtime's lifetime, keeping its account in the home (HOME/paper/state.json), so positions, balances and
     orders carry over to the next start; only one process at a time may embed it (StartupError otherwise,
-    naming `pilot sim` and `--paper-url`). With paper_url, Pilot attaches to that paper exchange (a running
-    `pilot sim`) with the paper key stored in the home, or else the scenario's key. bybit-demo,
-    bybit-testnet and okx-demo use the key stored with `pilot keys add`, whose permissions are re-checked
-    when the last check is over an hour old. With record_dir, every exchange request and answer is written there,
-    redacted (pilot.exchange.bybit.recording).
+    naming `pilot sim` and `--paper-url`); with `shared_paper` (`pilot serve`), the home's own in a process
+    of its own, shared by its servers (pilot.app.service.home_paper). With paper_url, Pilot attaches to that
+    paper exchange (a running `pilot sim`) with the paper key stored in the home, or else the scenario's key.
+    bybit-demo, bybit-testnet and okx-demo use the key stored with `pilot keys add`, whose permissions are
+    re-checked when the last check is over an hour old. With record_dir, every exchange request and answer
+    is written there, redacted (pilot.exchange.bybit.recording).
 
     With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
-    (pilot.app.facts.stream_cache). None (the default): on for the paper exchange, embedded or attached, unless
-    record_dir is given (a recording must hold every fact read); off for Bybit and OKX (OKX has no streams
-    yet: with streams True that is a StartupError). An attached paper exchange is asked where its streams
-    are (GET /pilot/streams); one that does not say, or names a place off loopback, is read over REST only,
-    said once in the log; with streams True that is a StartupError (code "no_streams") instead.
+    (pilot.app.facts.stream_cache). None (the default): on for the paper exchange unless record_dir is given
+    (a recording must hold every fact read); off for Bybit and OKX (OKX has none yet). An attached paper
+    exchange without streams on loopback (GET /pilot/streams) is read over REST only, said in the log.
 
     Before the runtime is handed out, a journal found rolled back turns the kill switch on (stop_on_rollback),
-    and sends left unsettled by a server that stopped are looked up; at exit,
-    work whose client went away is given time to finish before the store closes. With `settle` False
-    (`pilot console`, which only reads), that look-up is left to the servers.
+    and sends left unsettled by a server that stopped are looked up; at exit, work whose client went away is
+    given time to finish before the store closes. With `settle` False (`pilot console`, which only reads),
+    that look-up is left to the servers.
     """
     if exchange not in EXCHANGES:
         raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
     if paper_url is not None and exchange != "paper":
         raise StartupError(f"--paper-url attaches to a paper exchange; it cannot be used with {exchange}")
     clock = clock or SystemClock()
-    venue = _Venue(home, exchange, scenario, paper_url, record_dir, clock)
+    venue = _Venue(home, exchange, scenario, paper_url, record_dir, clock, shared=shared_paper)
     async with contextlib.AsyncExitStack() as stack:
         adapter, stored_key = await venue.connect(stack)
         stack.push_async_callback(adapter.close)
@@ -138,11 +138,14 @@ class _Venue:
         url: str | None,
         record_dir: Path | None,
         clock: Clock,
+        *,
+        shared: bool = False,
     ) -> None:
         self.home, self.exchange, self.scenario, self.url = home, exchange, scenario, url
         self.record_dir, self.clock = record_dir, clock
         self.ws_url: str | None = None  # the embedded paper exchange's WebSocket side
         self.credentials: tuple[str, str] | None = None
+        self.shared = shared  # the home's paper exchange in its own process, not one embedded here
 
     async def streams(
         self, stack: contextlib.AsyncExitStack, adapter: Exchange, wanted: bool | None
@@ -203,7 +206,10 @@ class _Venue:
     async def connect(self, stack: contextlib.AsyncExitStack) -> tuple[Exchange, bool]:
         """The adapter to use, and whether it uses a key stored in the home (whose permissions need checks)."""
         if self.exchange == "paper" and self.url is None:
-            return self._embedded(stack), False
+            if not self.shared:
+                return self._embedded(stack), False
+            self.url = await self._home_exchange(stack)
+            return self._scenario_key(), False  # the key the embedded exchange gave: the scenario's
         from pilot.keys.errors import KeysError, NoKeyStored
 
         try:
@@ -233,6 +239,18 @@ class _Venue:
         stack.callback(paper.stop)
         self.ws_url = paper.ws_url
         return self._adapter(paper.api_key, paper.api_secret, paper.url)
+
+    async def _home_exchange(self, stack: contextlib.AsyncExitStack) -> str:
+        from pilot.app.service.home_paper import HomeExchangeFailed, attach_home_exchange
+
+        try:
+            return await attach_home_exchange(self.home, self.scenario, stack)
+        except HomeExchangeFailed as error:
+            raise StartupError(
+                str(error),
+                code=ErrorCode.CANNOT_START,
+                fix=f"if the account cannot be continued: `pilot sim reset --home {self.home}`",
+            ) from None
 
     async def _stored_key(self) -> Exchange:
         from pilot.app.human.exchange_keys import load_exchange_credentials
