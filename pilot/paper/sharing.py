@@ -7,8 +7,9 @@ nobody has held it for SECONDS, the exchange keeps the exclusive lock (so a serv
 instant waits, then starts a new one) and stops. flock: the system drops a lock when its process ends,
 however it ends, so a server that crashed never keeps the exchange alive.
 
-`stop_serving` asks the process serving a state file to stop (SIGINT, what Ctrl+C sends) and waits until
-its lock is free: `pilot sim stop --home HOME`, and tests that started one.
+`stop_serving` asks the process serving a state file to stop (SIGTERM, which `pilot sim` takes as Ctrl+C;
+SIGINT itself is ignored by a process started in the background) and waits until its lock is free:
+`pilot sim stop --home HOME`, and tests that started one.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def stop_serving(state_path: Path, timeout_seconds: float = 30.0) -> int | None:
     if not isinstance(pid, int) or _free(state_path):
         return None
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGINT)
+        os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_seconds
     pause = threading.Event()
     while not _free(state_path):
