@@ -52,16 +52,31 @@ def session(paper: PaperExchange) -> HTTP:
 
 class LoopbackWebSocket(WebSocket):  # type: ignore[misc]  # pybit ships no types
     """pybit's V5 WebSocket, connected to the paper exchange: pybit builds its URL from a wss:// template of
-    Bybit's hosts in `_connect`, so the URL it is handed is replaced with the paper exchange's path."""
+    Bybit's hosts in `_connect`, so the URL it is handed is replaced with the paper exchange's path.
+
+    pybit 5.17's `subscribe` records the request and the topic's callback only after `ws.send` returns; on
+    loopback the answer (or the topic's first push) can come back first, pybit's handler then raises a
+    KeyError, which closes the socket for good, and the next `subscribe` waits forever for a connection (a
+    full run hung so). A lock makes a message wait until the subscription it answers is recorded (pybit's
+    race, not the paper exchange's: on Bybit the network's latency hides it)."""
 
     def __init__(self, base: str, channel_type: str, **kwargs: Any) -> None:
         self._paper_url = base + (
             "/v5/private" if channel_type == "private" else f"/v5/public/{channel_type}"
         )
+        self._subscribing = threading.Lock()
         super().__init__(channel_type, testnet=False, **kwargs)
 
     def _connect(self, url: str) -> None:
         super()._connect(self._paper_url)
+
+    def subscribe(self, *args: Any, **kwargs: Any) -> None:
+        with self._subscribing:
+            super().subscribe(*args, **kwargs)
+
+    def _handle_incoming_message(self, message: dict[str, Any]) -> None:
+        with self._subscribing:
+            super()._handle_incoming_message(message)
 
 
 class LoopbackTrading(WebSocketTrading):  # type: ignore[misc]  # pybit ships no types
