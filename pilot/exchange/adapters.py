@@ -3,7 +3,7 @@
 The use cases reach a venue through these and the port (pilot.app.road.ports), never through a venue's
 package: `connect_exchange` builds the REST adapter, `open_streams` its WebSocket streams, and
 `paper_streams_url` asks an attached paper exchange where its streams are. Every environment Pilot knows
-today is Bybit V5's: bybit-demo, bybit-testnet, and paper (the Bybit V5 paper exchange on loopback,
+today is Bybit V5's: bybit-demo, bybit-testnet, bybit (mainnet, a live home only), and paper (the Bybit V5 paper exchange on loopback,
 pilot.paper). The streams' client is imported only when streams are opened.
 """
 
@@ -12,13 +12,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.urls import MAINNET_HOSTS, mainnet_url, standing_in_for_mainnet
 from pilot.exchange.stream_events import StreamEvent
 
 if TYPE_CHECKING:
     from pilot.exchange.bybit.stream import BybitStreams
+    from pilot.exchange.bybit.stream import DcpConnection as BybitDcp
+
+
+__all__ = [
+    "MAINNET_HOSTS",
+    "connect_exchange",
+    "mainnet_url",
+    "open_dcp_connection",
+    "open_streams",
+    "paper_streams_url",
+    "standing_in_for_mainnet",
+]
 
 
 def connect_exchange(
@@ -72,6 +85,21 @@ def open_streams(
         sink=sink,
         paper_ws_url=paper_ws_url,
     )
+
+
+def open_dcp_connection(
+    base_url: str,
+    *,
+    api_key: str,
+    api_secret: str,
+    products: Iterable[str],
+    sink: Callable[[str, dict[str, Any]], None],
+) -> BybitDcp:
+    """The private connection that keeps Bybit's Disconnect Cancel All held off while Pilot runs (not
+    connected yet: its `start` connects; blocking)."""
+    from pilot.exchange.bybit.stream import DcpConnection
+
+    return DcpConnection(base_url, api_key=api_key, api_secret=api_secret, products=products, sink=sink)
 
 
 def paper_streams_url(rest_url: str) -> str:

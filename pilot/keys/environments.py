@@ -1,4 +1,4 @@
-"""The exchange environments a key can belong to; mainnet is deliberately not one of them."""
+"""The exchange environments a key can belong to. `bybit` is mainnet: real money, a live home's only one."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from enum import StrEnum
 class Environment(StrEnum):
     BYBIT_DEMO = "bybit-demo"
     BYBIT_TESTNET = "bybit-testnet"
+    BYBIT = "bybit"  # mainnet, on a host Bybit lists (pilot.exchange.bybit.urls): a live home only
     PAPER = "paper"  # Pilot's own simulator on loopback: rehearsal and tests
 
     @property
@@ -18,3 +19,13 @@ class Environment(StrEnum):
     @property
     def needs_url(self) -> bool:
         return self is Environment.PAPER
+
+    @property
+    def needs_host(self) -> bool:
+        """Whether a key names its host: mainnet's, chosen among Bybit's listed hosts."""
+        return self is Environment.BYBIT
+
+    @property
+    def live(self) -> bool:
+        """Real money: held to the live key rules and open to a live home only."""
+        return self is Environment.BYBIT

@@ -57,10 +57,13 @@ class KeyPermissionsRejected(KeysError):
     code = ErrorCode.KEY_PERMISSIONS_REJECTED
 
     def __init__(self, environment: str, disallowed: tuple[str, ...]) -> None:
+        from pilot.keys.permissions import fixes
+
         super().__init__(
-            f"The {environment} key has permissions Pilot does not allow: {', '.join(disallowed)}.",
-            "create a key with only Contract Orders and Positions, Spot Trade, or Read-Only ticked, "
-            f"then run `pilot keys replace --exchange {environment}` (or `add` for a new one).",
+            f"The {environment} key is refused: {', '.join(disallowed)}.",
+            f"on Bybit's API management page, {fixes(disallowed)} (a key with only Contract Orders and "
+            "Positions and Spot Trade ticked fits), then run "
+            f"`pilot keys replace --exchange {environment}` (or `add` for a new one).",
         )
         self.environment = environment
         self.disallowed = disallowed

@@ -52,6 +52,7 @@ from websockets.http11 import Request, Response
 
 from pilot.paper import handlers, views
 from pilot.paper.changes import OrderChanges
+from pilot.paper.disconnect_protection import TOPIC_PRODUCTS
 from pilot.paper.engine import Engine
 from pilot.paper.scenario import ApiKeySpec
 from pilot.paper.validation import SimReject
@@ -221,6 +222,8 @@ class StreamServer:
             pass
         finally:
             self._connections.discard(connection)
+            for topic in connection.topics & TOPIC_PRODUCTS.keys():
+                self.engine.dcp.unwatch(topic, self.clock_ms())
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
                 await sender
@@ -298,7 +301,7 @@ class StreamServer:
             if problem:
                 break
             known = (
-                topic in PRIVATE_TOPICS
+                (topic in PRIVATE_TOPICS or topic in TOPIC_PRODUCTS)
                 if private
                 else self._public_view(PUBLIC_PATHS[connection.path], topic) is not None
             )
@@ -316,8 +319,12 @@ class StreamServer:
             return
         for topic in topics:
             if op == "unsubscribe":
+                if topic in TOPIC_PRODUCTS and topic in connection.topics:
+                    self.engine.dcp.unwatch(topic, self.clock_ms())
                 connection.topics.discard(topic)
                 continue
+            if topic in TOPIC_PRODUCTS and topic not in connection.topics:
+                self.engine.dcp.watch(topic)  # DCP counts this connection (disconnect_protection.py)
             connection.topics.add(topic)
             if not private:
                 self._send_snapshot(connection, topic)

@@ -104,7 +104,9 @@ class InitReport:
     store: str = "journal/pilot.db"  # where the journal is (a PostgreSQL URL is shown without a password)
 
 
-async def init_home(home: Path, store: StoreLocation | None = None) -> InitReport:
+async def init_home(
+    home: Path, store: StoreLocation | None = None, *, policy_text: str = DEFAULT_POLICY
+) -> InitReport:
     """Create policy.json (safe defaults) and the journal database; never overwrite an existing policy.
 
     With `store` (a PostgreSQL database), the home's store is that database from now on (store.json): its
@@ -115,7 +117,7 @@ async def init_home(home: Path, store: StoreLocation | None = None) -> InitRepor
     policy_created = journal_created = False
     if not paths.policy_path.exists():
         with paths.policy_path.open("x", encoding="utf-8") as file:  # "x": lose a race rather than overwrite
-            file.write(DEFAULT_POLICY)
+            file.write(policy_text)
         policy_created = True
     location = store or paths.store()
     existed = location.url is None and paths.database_path.exists()

@@ -233,7 +233,8 @@ class ExchangeGate:
     ) -> OrderAnswer | NotSent:
         """Send `request` exactly once and say what became of it; NotSent when `condition` no longer held
         as the send was about to be journaled (nothing was sent)."""
-        problem = await self.key_problem()
+        # A key that may do more than trade stops growing orders; one that shrinks a position still goes.
+        problem = None if request.reduce_only else await self.key_problem()
         if problem is not None:
             refusal = Refusal.of(key_violation(problem), "nothing was sent")
             return await journal_order_refusal(self._journal, refusal, now=self._clock.now(), plan_id=plan_id)

@@ -37,6 +37,7 @@ PRUNE_EVERY = timedelta(minutes=10)
 SETTLING = frozenset({"filled", "partially_filled", "cancelled", "rejected", "open"})
 LATEST = (
     entry_kinds.KILL_SWITCH,
+    entry_kinds.LIVE,
     entry_kinds.LOSS_LIMIT,
     entry_kinds.DRAWDOWN,
     entry_kinds.COOLDOWN,
@@ -176,10 +177,19 @@ class JournalState:
     cooldown: JournalEntry | None = None
     dead_man: JournalEntry | None = None
     equity_marks: tuple[JournalEntry, ...] = ()  # the equity entries of the last EQUITY_KEPT, oldest first
+    live: JournalEntry | None = None  # the newest live entry (pilot.app.human.going_live)
 
     @property
     def kill_switch_on(self) -> bool:
         return bool(self.kill_switch and self.kill_switch.data.get("on"))
+
+    @property
+    def live_on(self) -> bool:
+        """Whether a human's opt-in to live trading stands: no kill switch entry, and no live off, since."""
+        live, switch = self.live, self.kill_switch
+        if live is None or not live.data.get("on"):
+            return False
+        return switch is None or switch.seq < live.seq
 
 
 class Ledger:
@@ -230,6 +240,7 @@ class Ledger:
                 cooldown=self._latest.get(entry_kinds.COOLDOWN),
                 dead_man=self._latest.get(entry_kinds.DEAD_MAN),
                 equity_marks=tuple(self._equity),
+                live=self._latest.get(entry_kinds.LIVE),
             )
 
     async def _read(self, now: datetime) -> None:

@@ -14,7 +14,7 @@ from pilot.app.human.kill_switch import stop_on_rollback
 from pilot.app.road.clock import Clock, SystemClock, store_clock
 from pilot.app.road.gate import KeyCheck
 from pilot.app.road.ports import Exchange, ExchangeReader
-from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime, read_policy
+from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, Home, Runtime, assemble_runtime, read_policy
 from pilot.app.service.upkeep import upkeep
 from pilot.core.errors import ErrorCode
 from pilot.exchange.adapters import connect_exchange
@@ -24,7 +24,7 @@ from pilot.store import StoreError, open_store
 if TYPE_CHECKING:
     from pilot.paper import StateInUse
 
-EXCHANGES = ("paper", "bybit-demo", "bybit-testnet")
+EXCHANGES = ("paper", "bybit-demo", "bybit-testnet", "bybit")
 log = logging.getLogger("pilot.boot")
 
 
@@ -81,6 +81,8 @@ async def open_runtime(
         raise StartupError(f"--paper-url attaches to a paper exchange; it cannot be used with {exchange}")
     clock = clock or SystemClock()
     venue = _Venue(home, exchange, scenario, paper_url, record_dir, clock)
+    if exchange == LIVE_ENVIRONMENT:  # before any request: only a live home ever reaches mainnet
+        await _require_live_home(home, clock)
     async with contextlib.AsyncExitStack() as stack:
         adapter, stored_key = await venue.connect(stack)
         stack.push_async_callback(adapter.close)
@@ -97,9 +99,68 @@ async def open_runtime(
         stack.push_async_callback(runtime.gate.drain)  # runs first: sends whose client left finish
         # A journal that lost entries stops growing orders before any judgement.
         await stop_on_rollback(runtime)
+        await _live_checks(runtime, stack, adapter, venue)
         if settle:
             await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
         yield runtime
+
+
+async def _require_live_home(home: Path, clock: Clock) -> None:
+    """Refuse `bybit` (mainnet) for a home whose journal did not begin live."""
+    from pilot.app.human.going_live import LIVE, home_kind
+
+    try:
+        store = await open_store(Home(home).store(), home=home, clock=store_clock(clock))
+    except StoreError as error:
+        raise StartupError(str(error)) from None
+    try:
+        kind = await home_kind(store.journal)
+    finally:
+        await store.close()
+    if kind != LIVE:
+        raise StartupError(
+            f"{home} is a practice home: it never trades bybit (mainnet, real money)",
+            code=ErrorCode.PRACTICE_HOME,
+            fix="make a live home in a new folder with `pilot init --live --home NEW_FOLDER`",
+        )
+
+
+async def _live_checks(
+    runtime: Runtime, stack: contextlib.AsyncExitStack, adapter: Exchange, venue: _Venue
+) -> None:
+    """A live home starts only on bybit, with the limits it needs, a human's opt-in standing, and Bybit's
+    Disconnect Cancel All set to the dead-man's window and verified (pilot.app.service.backstops)."""
+    from pilot.app.human.going_live import LIVE, LiveRefused, home_kind, live_state, require_live_limits
+
+    if not runtime.live:
+        if await home_kind(runtime.store.journal) == LIVE:
+            raise StartupError(
+                f"{runtime.home.path} is a live home: it trades bybit (mainnet) and nothing else",
+                code=ErrorCode.LIVE_HOME_ONLY_BYBIT,
+                fix="start it with `--exchange bybit`, or practise in another home (`pilot init`)",
+            )
+        return
+    try:
+        require_live_limits(runtime)
+    except LiveRefused as error:
+        raise StartupError(error.problem, code=error.code, fix=error.fix) from None
+    if not (await live_state(runtime)).on:
+        raise StartupError(
+            "live trading is off for this home",
+            code=ErrorCode.LIVE_OFF,
+            fix=f"a human runs `pilot live on --home {runtime.home.path}` at a terminal and types what it asks",
+        )
+    from pilot.app.service.backstops import BackstopFailed, start_backstops
+
+    try:
+        await start_backstops(runtime, stack, adapter, venue.credentials)
+    except BackstopFailed as error:
+        raise StartupError(
+            f"Bybit's Disconnect Cancel All is not in place: {error}",
+            code=ErrorCode.DCP_NOT_SET,
+            fix="check the key may trade and the network reaches Bybit, then start again; if Bybit refuses "
+            "DCP for the account, ask Bybit to enable it (docs/going-live.md)",
+        ) from None
 
 
 def _key_check(home: Path, environment: str) -> KeyCheck:

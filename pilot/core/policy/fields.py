@@ -80,10 +80,11 @@ def init_policy() -> dict[str, Any]:
     return {key(name, field): init_value(field, entry) for name, field, entry in declared(Policy)}
 
 
-def init_policy_text() -> str:
-    """`pilot init`'s policy.json as text: a field per line, a non-empty object one level deeper."""
+def init_policy_text(policy: dict[str, Any] | None = None) -> str:
+    """`pilot init`'s policy.json (or `policy`, JSON-ready) as text: a field per line, a non-empty object one
+    level deeper."""
     lines = []
-    for name, value in init_policy().items():
+    for name, value in (policy if policy is not None else init_policy()).items():
         if isinstance(value, dict) and value:
             inner = ",\n".join(f"    {json.dumps(k)}: {inline(v)}" for k, v in value.items())
             lines.append(f"  {json.dumps(name)}: {{\n{inner}\n  }}")
