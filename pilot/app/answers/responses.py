@@ -114,7 +114,7 @@ class Answer(_Answer):
 
     environment: str | None = Field(
         default=None,
-        description="The account this answer is about: paper, bybit-demo or bybit-testnet",
+        description="The account this answer is about: paper, bybit-demo, bybit-testnet, or bybit LIVE (real money)",
     )
 
     def naming(self, environment: str) -> Self:

@@ -262,6 +262,7 @@ async def _check(credentials: Credentials, read_key_info: KeyInfoReader, now: da
         permissions=verdict.granted,
         disallowed=verdict.disallowed,
         ip_bound=verdict.ip_bound,
+        main_account=verdict.main_account,
     )
 
 
