@@ -24,7 +24,7 @@ class DcpSettings:
     """The account's DCP windows and who watches them. Thread-safe: REST and streams run apart."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self.windows: dict[str, int] = {}
         self._watchers: dict[str, int] = {}
         self._lost_at_ms: dict[str, int] = {}  # the product's last watcher ended then, none since
@@ -56,6 +56,12 @@ class DcpSettings:
             self._watchers[product] = left
             if left == 0:
                 self._lost_at_ms[product] = now_ms
+            self._lock.notify_all()
+
+    def wait_unwatched(self, timeout_s: float) -> bool:
+        """Wait until no connection watches any product (a test's way to know the exchange saw them end)."""
+        with self._lock:
+            return self._lock.wait_for(lambda: not any(self._watchers.values()), timeout_s)
 
     def due(self, now_ms: int) -> list[str]:
         """The products whose window ran out with nobody watching: each fires once per loss."""
