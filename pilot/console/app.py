@@ -19,6 +19,7 @@ from pathlib import Path
 from starlette.applications import Starlette
 
 from pilot.app.human.desk import open_desk
+from pilot.app.human.going_live import LIVE, home_kind
 from pilot.app.road.clock import Clock
 from pilot.console.app_state import Console, Reader
 from pilot.console.failure_pages import HANDLERS
@@ -53,6 +54,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     console: Console = app.state.console
     async with contextlib.AsyncExitStack() as stack:
         console.runtime = await stack.enter_async_context(open_desk(console.home, clock=console.clock))
+        console.live = await home_kind(console.runtime.store.journal) == LIVE
         if console.open_reader is not None:
             console.reader = await stack.enter_async_context(console.open_reader())
         yield

@@ -32,6 +32,7 @@ class Console:
     runtime: Runtime | None = None
     reader: Runtime | None = None
     flashes: dict[str, str] = field(default_factory=dict)
+    live: bool = False  # a live home (real money): every page carries the LIVE banner
 
     def __post_init__(self) -> None:
         self.sessions = Sessions(self.home)

@@ -107,17 +107,19 @@ async def test_a_key_widened_while_serving_stops_growing_orders_but_not_shrinkin
 ):
     await turn_on(live_home)
     clock = FakeClock(datetime.now(UTC))
-    async with open_runtime(live_home, exchange="bybit", clock=clock) as runtime:
-        async with Client(build_server(runtime)) as client:
-            first = await call(client, "plan_order", stopped_order(mainnet, "0.0001"))
-            opened = await call(client, "place_order", {"plan_id": first["plan_id"]})
-            assert opened["status"] == "filled", opened
-            mainnet.set_key_permissions(KEYS["narrow"]["key"], {**TRADE, "Wallet": ["Withdraw"]})
-            clock.advance(301)  # the next send reads the key again (every 5 minutes while live)
-            plan = await call(client, "plan_order", stopped_order(mainnet, "0.0001"))
-            assert plan["status"] == "ok", plan
-            refused = await call(client, "place_order", {"plan_id": plan["plan_id"]})
-            closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
+    async with (
+        open_runtime(live_home, exchange="bybit", clock=clock) as runtime,
+        Client(build_server(runtime)) as client,
+    ):
+        first = await call(client, "plan_order", stopped_order(mainnet, "0.0001"))
+        opened = await call(client, "place_order", {"plan_id": first["plan_id"]})
+        assert opened["status"] == "filled", opened
+        mainnet.set_key_permissions(KEYS["narrow"]["key"], {**TRADE, "Wallet": ["Withdraw"]})
+        clock.advance(301)  # the next send reads the key again (every 5 minutes while live)
+        plan = await call(client, "plan_order", stopped_order(mainnet, "0.0001"))
+        assert plan["status"] == "ok", plan
+        refused = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
     assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "apiKeyPermissions", refused
     assert closed["status"] == "filled", closed
     assert mainnet.request_count("/v5/order/create") == 2  # the opening order and the close, nothing else
