@@ -174,3 +174,10 @@ def _read_until(leader: int, process: subprocess.Popen[bytes], marker: str | Non
         elif process.poll() is not None:
             break
     return seen.decode(errors="replace")
+
+
+def test_doctor_says_whether_the_key_is_a_sub_accounts(live_home: Path):
+    result = pilot("doctor", "--exchange", "bybit", "--home", str(live_home), "--format", "json")
+    checks = {check["name"]: check for check in json.loads(result.stdout)["checks"]}
+    assert checks["key"]["ok"] and checks["account"]["ok"]
+    assert "sub-account" in checks["account"]["detail"]

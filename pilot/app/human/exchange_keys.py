@@ -202,6 +202,24 @@ async def load_exchange_credentials(
     return credentials
 
 
+async def key_is_main_account(
+    home: Path, environment: str, *, read_key_info: KeyInfoReader = read_key_info_from_exchange
+) -> bool | None:
+    """Ask the exchange whether the environment's stored key is the main account's (None: it did not say).
+
+    Raises:
+        NoKeyStored, KeyUnreadable, MasterKeyError; PermissionCheckFailed when the exchange does not answer.
+    """
+    parsed = parse_environment(environment)
+    async with _existing_keystore(home, parsed) as store:
+        stored = await _active_or_raise(store, parsed)
+    credentials = _unseal(vault_for_reading(home), stored)
+    try:
+        return (await read_key_info(credentials)).is_master
+    except ExchangeError:
+        raise PermissionCheckFailed(parsed, "the exchange could not be reached") from None
+
+
 async def _fresh_key(
     home: Path,
     environment: Environment,
