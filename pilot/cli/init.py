@@ -61,6 +61,11 @@ def _init_live(home: Path) -> None:
     else:
         Console().print(render_setup.format_init(report))
         click.echo(format_live(state))
+        click.echo(
+            f"Next (docs/going-live.md): store a trade-only, IP-bound key with `pilot keys add --exchange bybit "
+            f"--host api.bybit.com --home {home}`, turn live on at a terminal with `pilot live on --home "
+            f"{home}`, then `pilot serve --exchange bybit --home {home}`."
+        )
 
 
 def _made_live(
