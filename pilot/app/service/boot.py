@@ -58,10 +58,9 @@ async def open_runtime(
     runtime's lifetime, keeping its account in the home (HOME/paper/state.json), so positions, balances and
     orders carry over to the next start; only one process at a time may embed it (StartupError otherwise,
     naming `pilot sim` and `--paper-url`). With paper_url, Pilot attaches to that paper exchange (a running
-    `pilot sim`) with the paper key stored in the home, or else the scenario's key. bybit-demo and
-    bybit-testnet use the key stored with `pilot keys add`, whose permissions are re-checked when the last
-    check is over an hour old. With record_dir, every exchange request and answer is written there,
-    redacted (pilot.exchange.bybit.recording).
+    `pilot sim`) with the paper key stored in the home, or else the scenario's key. bybit-demo, bybit-testnet
+    and bybit (mainnet: a live home only, _live_checks) use the key stored with `pilot keys add`, its
+    permissions re-checked when stale. With record_dir, every request and answer is written there, redacted.
 
     With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
     (pilot.app.facts.stream_cache). None (the default): on for the paper exchange, embedded or attached, unless
@@ -71,9 +70,8 @@ async def open_runtime(
     (code "no_streams") instead.
 
     Before the runtime is handed out, a journal found rolled back turns the kill switch on (stop_on_rollback),
-    and sends left unsettled by a server that stopped are looked up; at exit,
-    work whose client went away is given time to finish before the store closes. With `settle` False
-    (`pilot console`, which only reads), that look-up is left to the servers.
+    and sends left unsettled by a server that stopped are looked up; at exit, work whose client went away is
+    given time to finish. With `settle` False (`pilot console`, which only reads), that is left to the servers.
     """
     if exchange not in EXCHANGES:
         raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
