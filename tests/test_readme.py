@@ -9,13 +9,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import click
-import pytest
 
 from tests.pages import DOCS, README, ROOT, in_reading_order, nav, section, text
 
@@ -25,18 +22,6 @@ BLOCK = re.compile(re.escape(MARK) + r"\n```bash\n(.*?)\n```", re.DOTALL)
 
 def offline_blocks() -> list[str]:
     return [block for path in in_reading_order() for block in BLOCK.findall(path.read_text(encoding="utf-8"))]
-
-
-@pytest.fixture
-def shell_env(tmp_path: Path, user_home: Path) -> dict[str, str]:
-    """A PATH whose `pilot` is this checkout's (as `pipx install .` would put one there) and HOME as `~`."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "pilot"
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m pilot "$@"\n')
-    shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("PILOT_")}
-    return {**environment, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "HOME": str(user_home)}
 
 
 def test_the_pages_mark_their_offline_blocks() -> None:
@@ -76,7 +61,13 @@ def test_getting_started_is_one_screen_above_the_reference() -> None:
     )
     started = section("README.md", "Getting started")
     assert len(started.strip().splitlines()) <= 50
-    for step in ("./demo", "claude mcp add pilot", "pilot console", "--exchange bybit-demo", "pilot doctor"):
+    for step in (
+        "./demo",
+        "claude mcp add -s user pilot",
+        "pilot console",
+        "--exchange bybit-demo",
+        "pilot doctor",
+    ):
         assert step in started, step
 
 

@@ -1,12 +1,15 @@
-"""The one way the tests connect the Bybit adapter: to a venue on loopback (the paper exchange, a replay stub,
-an interposer), as `pilot serve` connects it to paper. A module of its own, light on imports: processes the
-tests spawn import it too.
+"""The one way the tests connect a venue's adapter: to a venue on loopback (the paper exchange, a replay stub,
+an interposer, the OKX front), as `pilot serve` connects it. A module of its own, light on imports:
+processes the tests spawn import it too.
 
     adapter = connect_adapter(paper)                           # a paper exchange: its URL, key and secret
     adapter = connect_adapter(stub.url)                        # a replay stub: any key will do
     adapter = connect_adapter(url, key, secret, timeout_seconds=0.3, record_dir=path)
+    adapter = connect_okx(front)                               # the OKX front (tests/okx_front): okx-demo
+    adapter = connect_okx(stub.url)                            # an OKX replay stub: any key will do
 
-The tests of `BybitExchange.connect` itself (which environments and URLs it refuses) call it directly.
+The tests of `BybitExchange.connect` and `OkxExchange.connect` themselves (which environments and URLs they
+refuse) call them directly.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.okx.adapter import OkxExchange
 
 
 class LoopbackVenue(Protocol):
@@ -38,3 +42,22 @@ def connect_adapter(
     else:
         url, key, secret = venue.url, api_key or venue.api_key, api_secret or venue.api_secret
     return BybitExchange.connect("paper", api_key=key, api_secret=secret, base_url=url, **options)
+
+
+class OkxVenue(LoopbackVenue, Protocol):
+    """A stand-in for OKX demo trading on loopback (tests/okx_front.OkxFront): its key needs a passphrase."""
+
+    @property
+    def passphrase(self) -> str: ...
+
+
+def connect_okx(venue: OkxVenue | str, **options: Any) -> OkxExchange:
+    """The OKX adapter for okx-demo on `venue` (the OKX front, or a base URL of a stub that checks no
+    signature). `options` are connect's: timeout_seconds (10 by default, as `pilot serve`), clock."""
+    if isinstance(venue, str):
+        url, key, secret, passphrase = venue, "k", "s", "p"
+    else:
+        url, key, secret, passphrase = venue.url, venue.api_key, venue.api_secret, venue.passphrase
+    return OkxExchange.connect(
+        "okx-demo", api_key=key, api_secret=secret, passphrase=passphrase, base_url=url, **options
+    )

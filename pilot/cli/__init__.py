@@ -26,6 +26,7 @@ _COMMAND_MODULES = (
     "drawdown",
     "confirm",
     "token",
+    "agent_credentials",
     "console",
     "phone",
     "keys",
@@ -38,6 +39,7 @@ _COMMAND_NAMES = {
     "killswitch": "kill-switch",
     "losslimit": "loss-limit",
     "evals": "eval",
+    "agent_credentials": "agent",
 }  # else the module name
 
 

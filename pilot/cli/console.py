@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-import contextlib
 import socket
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from pilot.app.human.desk import NoJournal
 from pilot.app.runtime.runtime import Home, Runtime
+from pilot.app.service.boot import EXCHANGES
 from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.core.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from pilot.console.app_state import Following
 
 DEFAULT_PORT = 8765
 HOST = "127.0.0.1"  # loopback only: from another device, use an SSH tunnel (docs/console.md)
@@ -33,13 +38,13 @@ def _require_journal(home: Path) -> None:
 )
 @click.option(
     "--exchange",
-    type=click.Choice(["paper", "bybit-demo", "bybit-testnet"]),
+    type=click.Choice(EXCHANGES),
     default=None,
     help="Read this exchange (never write to it) to show the room left under each cap on the Policy page; "
-    "paper needs --paper-url.",
+    "default: the home's paper exchange, wherever it runs at each page (its servers restarting included).",
 )
 @click.option(
-    "--paper-url", default=None, metavar="URL", help="With --exchange paper: a running `pilot sim`."
+    "--paper-url", default=None, metavar="URL", help="With --exchange paper: a running `pilot sim` elsewhere."
 )
 @home_option
 @click.pass_context
@@ -53,15 +58,6 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
         return
     home = resolve_home()
     _require_journal(home)
-    if exchange in (None, "paper") and paper_url is None:
-        paper_url = _home_paper_exchange(home)  # a `pilot serve` (or `pilot sim --home`) serving this home's
-    if exchange == "paper" and paper_url is None:
-        raise CliError(
-            ErrorCode.PAPER_NEEDS_URL,
-            "no paper exchange is running on this home to read",
-            f"start your agent's `pilot serve --home {home}` first (the console reads the paper exchange it "
-            f"embeds), or run `pilot sim --home {home}` and give its URL with --paper-url",
-        )
     from pilot.console.login import current_digest
 
     if current_digest(home) is None:
@@ -86,40 +82,46 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
 
     from pilot.console.app import build_app
 
-    reader = None
-    if exchange is not None or paper_url is not None:
-        from pilot.app.service.boot import open_runtime
-
-        def reader() -> contextlib.AbstractAsyncContextManager[Runtime]:
-            return open_runtime(
-                home, exchange=exchange or "paper", paper_url=paper_url, settle=False, streams=False
-            )
-
+    follows = exchange in (None, "paper") and paper_url is None
     bound = listener.getsockname()[1]
     click.echo(f"pilot: console on http://{HOST}:{bound}/ (Ctrl-C stops it)", err=True)
-    click.echo(f"pilot: {_reading(exchange, paper_url)}", err=True)
-    config = uvicorn.Config(
-        build_app(home, reader=reader), log_level="warning", timeout_graceful_shutdown=2, access_log=False
+    click.echo(f"pilot: {_reading(exchange, paper_url, home if follows else None)}", err=True)
+    app = (
+        build_app(home, following=following_home(home))
+        if follows
+        else build_app(home, reader=lambda: _reader(home, exchange or "paper", paper_url))
     )
+    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, access_log=False)
     uvicorn.Server(config).run(sockets=[listener])
 
 
-def _home_paper_exchange(home: Path) -> str | None:
+def _reader(home: Path, exchange: str, paper_url: str | None) -> AbstractAsyncContextManager[Runtime]:
+    from pilot.app.service.boot import open_runtime
+
+    return open_runtime(home, exchange=exchange, paper_url=paper_url, settle=False, streams=False)
+
+
+def following_home(home: Path) -> Following:
+    """The home's paper exchange wherever it runs (a `pilot serve`'s shared one, or a `pilot sim --home`)."""
+    from pilot.console.app_state import Following
     from pilot.paper import serving_url
 
-    return serving_url(Home(home).paper_state_path)
+    state = Home(home).paper_state_path
+    return Following(where=lambda: serving_url(state), open=lambda url: _reader(home, "paper", paper_url=url))
 
 
-def _reading(exchange: str | None, paper_url: str | None) -> str:
+def _reading(exchange: str | None, paper_url: str | None, followed: Path | None) -> str:
     """What the banner says the Overview and Policy pages read positions and room from."""
+    if followed is not None:
+        return (
+            f"positions and room left read from {followed}'s paper exchange wherever it runs (read only); "
+            "while no `pilot serve` runs on the home, the pages say so"
+        )
     if paper_url is not None:
         return f"positions and room left read from the paper exchange at {paper_url} (read only)"
     if exchange is not None:
         return f"positions and room left read from {exchange} with the stored key (read only)"
-    return (
-        "no exchange read: positions and room left show once a `pilot serve` runs on this home and the "
-        "console is started again, or with --exchange bybit-demo"
-    )
+    return "no exchange read: give --exchange bybit-demo (or okx-demo) to read positions and room left"
 
 
 @command.command("token")

@@ -12,7 +12,8 @@ from rich.console import Console
 
 from pilot.app.human.desk import init_home
 from pilot.app.human.going_live import LiveState
-from pilot.app.runtime.runtime import Home, Runtime
+from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, Home, Runtime
+from pilot.app.service.boot import EXCHANGES
 from pilot.cli import render_setup
 from pilot.cli.home import given_store, home_option, resolve_home, run
 from pilot.cli.output import emit_json, format_option, wants_json
@@ -26,18 +27,30 @@ from pilot.cli.output import emit_json, format_option, wants_json
     "human runs `pilot live on` at a terminal.",
 )
 @home_option
+@click.option(
+    "--exchange",
+    type=click.Choice(EXCHANGES),
+    default="paper",
+    show_default=True,
+    help="The venue this home trades on: its policy names markets as the venue spells them (OKX: BTC-USDT).",
+)
 @format_option()
-def command(live: bool, output: str) -> None:
-    """Create a home (default: the current directory): policy.json with the default policy and
-    journal/pilot.db. Never overwrites a policy. Prints the limits in force, the confirmation threshold too.
+def command(live: bool, exchange: str, output: str) -> None:
+    """Create a home (default: the current directory): policy.json with the default policy (its markets in
+    the spelling of --exchange's venue) and journal/pilot.db. Never overwrites a policy. Prints the limits in
+    force, the confirmation threshold too. With --live, a live home (bybit, mainnet) instead.
     With --store URL, the journal is on that PostgreSQL server, shared with other hosts, from now on
     (recorded in the home's store.json).
     """
     home = resolve_home(creating=True)
-    if live:
+    if live or exchange == LIVE_ENVIRONMENT:
+        if exchange not in ("paper", LIVE_ENVIRONMENT):
+            raise click.UsageError(f"a live home trades bybit (mainnet) only, not {exchange}")
+        if not live:
+            raise click.UsageError("a home that trades bybit (mainnet, real money) is made with --live")
         _init_live(home)
         return
-    report = run(init_home, home, given_store())
+    report = run(init_home, home, given_store(), exchange)
     if wants_json():
         emit_json(render_setup.init_record(report))
     else:

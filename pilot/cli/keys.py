@@ -36,7 +36,10 @@ _host_option = click.option(
     "api.bybit.eu, api.bybit.nl, ...; docs/going-live.md lists them).",
 )
 _stdin_option = click.option(
-    "--stdin", "from_stdin", is_flag=True, help="Read the key and then the secret as two lines from stdin."
+    "--stdin",
+    "from_stdin",
+    is_flag=True,
+    help="Read the key and then the secret as two lines from stdin (OKX: a third, the passphrase).",
 )
 
 
@@ -46,7 +49,7 @@ def _exchange_option(required: bool = True) -> Callable[[Callable[..., Any]], Ca
         "environment",
         type=_ENVIRONMENTS,
         required=required,
-        help="Bybit demo or testnet, bybit (mainnet: a live home only, needs --host), or the paper "
+        help="Bybit demo or testnet, bybit (mainnet: a live home only, needs --host), OKX demo, or the paper "
         "exchange (which needs --url).",
     )
 
@@ -70,8 +73,10 @@ def add(environment: str, url: str | None, host: str | None, from_stdin: bool, o
     home = resolve_home()
     url = host or url
     _run(check_ready_to_store(home, environment, base_url=url))
-    api_key, api_secret = _read_key_and_secret(from_stdin)
-    summary = _run(add_key(home, environment, api_key, api_secret, now=_now(), base_url=url))
+    api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)
+    summary = _run(
+        add_key(home, environment, api_key, api_secret, now=_now(), base_url=url, passphrase=passphrase)
+    )
     _print_stored("Added", home, summary)
 
 
@@ -89,8 +94,10 @@ def replace_command(
     home = resolve_home()
     url = host or url
     _run(check_ready_to_store(home, environment, base_url=url, replacing=True))
-    api_key, api_secret = _read_key_and_secret(from_stdin)
-    summary = _run(replace_key(home, environment, api_key, api_secret, now=_now(), base_url=url))
+    api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)
+    summary = _run(
+        replace_key(home, environment, api_key, api_secret, now=_now(), base_url=url, passphrase=passphrase)
+    )
     _print_stored("Replaced", home, summary)
 
 
@@ -168,12 +175,16 @@ def format_summary(summary: KeySummary) -> str:
     return "\n".join(lines)
 
 
-def _read_key_and_secret(from_stdin: bool) -> tuple[str, str]:
+def _read_secrets(environment: Environment, from_stdin: bool) -> tuple[str, str, str | None]:
+    """The key, its secret and (OKX's keys only) the passphrase: hidden prompts, or lines of stdin."""
+    third = environment.needs_passphrase
     if from_stdin:
-        return sys.stdin.readline(), sys.stdin.readline()
+        key, secret = sys.stdin.readline(), sys.stdin.readline()
+        return key, secret, sys.stdin.readline() if third else None
     api_key = click.prompt("API key", hide_input=True, err=True)
     api_secret = click.prompt("API secret", hide_input=True, err=True)
-    return api_key, api_secret
+    passphrase = click.prompt("API passphrase", hide_input=True, err=True) if third else None
+    return api_key, api_secret, passphrase
 
 
 def _run(use_case: Coroutine[Any, Any, T]) -> T:
@@ -185,15 +196,18 @@ def _run(use_case: Coroutine[Any, Any, T]) -> T:
 
 
 def _warn_if_not_ip_bound(summary: KeySummary) -> None:
-    if summary.check.main_account is True and summary.environment == Environment.BYBIT:
+    environment = Environment(summary.environment)
+    if summary.check.main_account is True and environment == Environment.BYBIT:
         click.echo(
             "Note: this is the main account's key. A sub-account funded with only the risk budget is safer "
             "(docs/going-live.md).",
             err=True,
         )
-    if not summary.check.ip_bound and summary.environment != Environment.PAPER:
+    if not summary.check.ip_bound and environment != Environment.PAPER:
         click.echo(
-            "Warning: the key works from any IP address; binding it to yours on Bybit is safer.", err=True
+            "Warning: the key works from any IP address; binding it to yours on "
+            f"{environment.venue_name} is safer.",
+            err=True,
         )
 
 

@@ -272,8 +272,9 @@ def _asked_lines(asked: CardOrder | None) -> list[str]:
 def _facts_lines(facts: CardFacts | None) -> list[str]:
     if facts is None:
         return ["no snapshot recorded"]
+    venue = f"venue {facts.venue} · " if facts.venue else ""
     return [
-        f"policy {_short_version(facts.policy_version)} · trading state {facts.trading_state}",
+        f"{venue}policy {_short_version(facts.policy_version)} · trading state {facts.trading_state}",
         f"market data at {_when(facts.market_data_at)}: bid {facts.bid} / ask {facts.ask} / mark {facts.mark}",
         f"position {facts.position_size} · equity ${facts.equity_usd} · orders today {facts.orders_today}",
     ]

@@ -47,7 +47,7 @@ def format_init(report: InitReport) -> RenderableType:
     tail = Text(
         f"Check it with `pilot doctor --home {report.home}`; connect an agent with "
         f"`pilot serve --home {report.home}` (on paper; for Bybit add `--exchange bybit-demo` or "
-        "`bybit-testnet` to both, once `pilot keys add` has stored its key)."
+        "`bybit-testnet` to both, for OKX `--exchange okx-demo`, once `pilot keys add` has stored its key)."
     )
     return Group(head, limits, tail)
 

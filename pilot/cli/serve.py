@@ -112,8 +112,10 @@ def command(
 ) -> None:
     """Run Pilot's MCP server. An invalid policy.json does not stop it: growing orders are refused until fixed.
 
-    The embedded paper exchange keeps its account in HOME/paper/ across restarts (`pilot sim reset --home`
-    clears it); to share it between servers, run `pilot sim --home HOME` and give each `--paper-url`.
+    The home's paper exchange runs in a process of its own, started by the first server on the home and
+    shared by the next ones (any number of clients on one home); it stops a minute after the last server.
+    It keeps its account in HOME/paper/ across restarts (`pilot sim reset --home` clears it, `pilot sim stop
+    --home` stops it).
     """
     try:
         exposed = select_tools(tools)
@@ -213,6 +215,7 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
             paper_url=options.paper_url,
             record_dir=options.record_dir,
             streams=options.streams,
+            shared_paper=True,
         ) as runtime,
         _closing(phone, runtime),
         anyio.create_task_group() as tasks,
@@ -226,6 +229,7 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
             streaming = isinstance(runtime.exchange, StreamingReader)
             click.echo(format_banner(options, listener, tokens, streaming=streaming), err=True)
         if http is None or listener is None:
+            await _take_credential(runtime)
             await run_stdio(build_server(runtime, tools=options.tools))
             await stdio_ended(runtime)  # the dead-man's switch may fire when the last session ends
         else:
@@ -239,6 +243,30 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
                 tools=options.tools,
             )
         tasks.cancel_scope.cancel()
+
+
+async def _take_credential(runtime: Runtime) -> None:
+    """Over stdio, the agent's credential the client's configuration carries (PILOT_AGENT_TOKEN or
+    PILOT_AGENT_TOKEN_FILE): its calls are that agent's. One that is not this home's stops the start."""
+    from pilot.server.callers import CredentialProblem, stdio_credential
+
+    try:
+        credential = stdio_credential()
+    except CredentialProblem as problem:
+        raise CliError(
+            ErrorCode.BAD_AGENT_CREDENTIAL, str(problem), "fix the client's configuration"
+        ) from None
+    if credential is None:
+        return
+    holder = await runtime.store.tokens.identify(credential)
+    if holder is None or holder.role is None:
+        raise CliError(
+            ErrorCode.BAD_AGENT_CREDENTIAL,
+            "the agent's credential (PILOT_AGENT_TOKEN) is not an agent's of this home, or it was revoked",
+            "`pilot agent list` shows the agents; `pilot agent add NAME --role ...` gives a new credential",
+        )
+    runtime.credential, runtime.credential_name = credential, holder.name
+    log.info("pilot serve: calls over stdio are agent %s's (role %s)", holder.name, holder.role)
 
 
 @contextlib.asynccontextmanager
@@ -265,7 +293,7 @@ def format_banner(
         venue += (
             f" (attached to {options.paper_url})"
             if options.paper_url
-            else f" (embedded; account in {Home(home).paper_state_path})"
+            else f" (the home's, shared by its servers; account in {Home(home).paper_state_path})"
         )
     tool_set = options.tools if options.tools in TOOL_SETS else "selected"
     lines = [

@@ -4,6 +4,7 @@ its prices moving if asked (`--speed`, `--walk`, `--tape`, `--funding`, or a mov
 
 from __future__ import annotations
 
+import signal
 import threading
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -26,10 +27,15 @@ from pilot.paper import (
     start_paper_exchange,
 )
 from pilot.paper.scenario import PACKAGED, describe_moves, load_moving_scenario
+from pilot.paper.sharing import IdleWatch, stop_serving
 from pilot.paper.tape import packaged_tapes
 
 DEFAULT_WALK_PCT_PER_HOUR = Decimal(1)
 DEFAULT_TAPE = "bybit-testnet-btcusdt-mark-1d-2022-11.json"
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def format_banner(paper: PaperExchange, home: Path | None = None) -> str:
@@ -195,6 +201,14 @@ def moving_scenario(
 )
 @click.option("--funding", default=None, metavar="RATE", help="Settle this funding rate on every perpetual.")
 @click.option("--seed", type=int, default=1, show_default=True, help="The first --walk's seed (the next +1).")
+@click.option(
+    "--idle-exit",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="SECONDS",
+    help="With --home: stop once no `pilot serve` has used the home's exchange for SECONDS (how a server "
+    "starts the home's shared exchange).",
+)
 @STATE_OPTION
 @home_option
 @format_option()
@@ -208,6 +222,7 @@ def command(
     tapes: tuple[str, ...],
     funding: str | None,
     seed: int,
+    idle_exit: float | None,
     state: Path | None,
     output: str,
 ) -> None:
@@ -226,6 +241,8 @@ def command(
         return
     home = explicit_home()
     path = _state_path(home, state, required=False)
+    if idle_exit is not None and path is None:
+        raise click.UsageError("--idle-exit needs --home (or --state): it watches who uses that account")
     world = moving_scenario(scenario, walks, tapes, funding, seed)
     try:
         paper = start_paper_exchange(world, port=port, state_path=path, speed=speed)
@@ -244,6 +261,14 @@ def command(
         raise CliError(
             ErrorCode.PAPER_ACCOUNT_UNREADABLE, str(error), f"start afresh with `{reset}`"
         ) from None
+    _serve(paper, home, path, idle_exit)
+
+
+def _serve(paper: PaperExchange, home: Path | None, path: Path | None, idle_exit: float | None) -> None:
+    """Say where the exchange listens, then serve until Ctrl+C or SIGTERM (or, with idle_exit, until unused)."""
+    # SIGTERM (`kill`, a service manager, a script that started it with `&`, where Ctrl+C's SIGINT is ignored
+    # from birth) stops it as Ctrl+C does: the exchange's threads stopped and its state left whole.
+    signal.signal(signal.SIGTERM, _interrupted)
     try:
         # Ctrl+C may come the moment the banner is out (a script reads it, then stops the exchange): inside
         # the try, so it still stops the exchange's threads, which would otherwise keep the process alive.
@@ -251,7 +276,10 @@ def command(
             emit_json(banner_record(paper, home))
         else:
             click.echo(format_banner(paper, home))
-        threading.Event().wait()
+        if idle_exit is None or path is None:
+            threading.Event().wait()
+        else:
+            IdleWatch(path, idle_exit).wait_until_unused()
     except KeyboardInterrupt:
         pass
     finally:
@@ -286,6 +314,26 @@ def reset(state: Path | None, output: str) -> None:
         click.echo(f"Cleared {path}: the next `{again}` starts from the scenario.")
     else:
         click.echo(f"Nothing to clear: {path} does not exist.")
+
+
+@command.command("stop")
+@home_option
+@format_option()
+def stop(output: str) -> None:
+    """Stop the paper exchange serving a home's account (the one its servers share, or a `pilot sim --home`)."""
+    home = explicit_home()
+    if home is None:
+        raise click.UsageError("say which home: --home DIR")
+    try:
+        pid = stop_serving(Home(home).paper_state_path)
+    except TimeoutError as error:
+        raise CliError(ErrorCode.PAPER_ACCOUNT_IN_USE, str(error), "stop that process by its id") from None
+    if wants_json():
+        emit_json({"home": str(home), "stopped": pid})
+    elif pid is None:
+        click.echo(f"No paper exchange serves {home}.")
+    else:
+        click.echo(f"Stopped the paper exchange of {home} (process {pid}); the account is kept.")
 
 
 command.add_command(rehearse_command)

@@ -17,11 +17,12 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from starlette.applications import Starlette
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pilot.app.human.desk import open_desk
 from pilot.app.human.going_live import LIVE, home_kind
 from pilot.app.road.clock import Clock
-from pilot.console.app_state import Console, Reader
+from pilot.console.app_state import Console, Following, Reader
 from pilot.console.failure_pages import HANDLERS
 from pilot.console.guard import Guard
 from pilot.console.login import LoginLimiter
@@ -34,18 +35,33 @@ def build_app(
     clock: Clock | None = None,
     limiter: LoginLimiter | None = None,
     reader: Reader | None = None,
+    following: Following | None = None,
 ) -> Starlette:
     """The console for `home` (its journal must exist: `pilot init`).
 
-    `reader` opens a Runtime with an exchange to read (never to write) for the Policy page's room left.
+    `reader` opens a Runtime with an exchange to read (never to write) for the Policy page's room left;
+    `following` reads the home's paper exchange wherever it runs at each request instead (Console.follow).
     """
-    console = Console(home, clock=clock, open_reader=reader)
+    console = Console(home, clock=clock, open_reader=reader, following=following)
     if limiter is not None:
         console.limiter = limiter
     app = Starlette(routes=ROUTES, lifespan=lifespan, exception_handlers=HANDLERS)
     app.state.console = console
+    app.add_middleware(Follow, console=console)
     app.add_middleware(Guard)
     return app
+
+
+class Follow:
+    """Before each request, the console's reader follows the home's paper exchange (Console.follow)."""
+
+    def __init__(self, app: ASGIApp, console: Console) -> None:
+        self.app, self.console = app, console
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self.console.follow()
+        await self.app(scope, receive, send)
 
 
 @contextlib.asynccontextmanager
@@ -57,5 +73,6 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
         console.live = await home_kind(console.runtime.store.journal) == LIVE
         if console.open_reader is not None:
             console.reader = await stack.enter_async_context(console.open_reader())
+        stack.push_async_callback(console.unfollow)
         yield
     console.runtime = console.reader = None

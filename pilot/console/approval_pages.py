@@ -44,6 +44,7 @@ async def approval(request: Request) -> Response:
         channel_off=view.channel_off,
         parked=view.parked,
         decided=view.decided,
+        now=view.now,
         tab="approvals",
     )
 

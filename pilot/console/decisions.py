@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pilot.app.answers.plan_records import PlanPayload
 from pilot.app.human.desk import ChannelOff, ConfirmationRecord, pending_confirmations, require_channel
 from pilot.app.runtime.runtime import Runtime
+from pilot.core.valuation import Liquidation
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,10 +27,13 @@ class Parked:
     summary: str
     created_at: str
     expires_at: str
+    expires: datetime  # when it expires (the page counts down to it from the server's now)
     order: dict[str, Any]
     worst_price: str | None
     notional_usd: str | None
-    liquidation_distance_pct: str | None
+    # The position's estimated liquidation after the order (pilot.core.valuation.Liquidation: its price, its
+    # distance from the mark, and whether it is within reach at all); None for none, or a payload without it.
+    liquidation: Liquidation | None
     policy_version: str | None
 
 
@@ -48,6 +53,7 @@ class ApprovalsView:
     channel_off: ChannelOff | None
     pending: list[Parked]
     recent: list[Decided]
+    now: datetime  # the server's now, which each parked action's countdown starts from (not in the digests)
 
     @property
     def pending_digest(self) -> str:
@@ -66,6 +72,7 @@ class OneView:
     channel_off: ChannelOff | None
     parked: Parked | None
     decided: Decided | None
+    now: datetime
 
 
 async def one(runtime: Runtime, confirmation_id: str) -> OneView:
@@ -75,28 +82,31 @@ async def one(runtime: Runtime, confirmation_id: str) -> OneView:
         off = None
     except ChannelOff as closed:
         off = closed
-    record = await runtime.store.confirmations.get(confirmation_id, now=runtime.now())
+    now = runtime.now()
+    record = await runtime.store.confirmations.get(confirmation_id, now=now)
     if record is None:
-        return OneView(off, None, None)
+        return OneView(off, None, None, now)
     if record.status == "pending":
-        return OneView(off, await _parked(runtime, record), None)
-    return OneView(off, None, _decided(record))
+        return OneView(off, await _parked(runtime, record), None, now)
+    return OneView(off, None, _decided(record), now)
 
 
 async def approvals(runtime: Runtime, *, recent: int = 10) -> ApprovalsView:
+    now = runtime.now()
     try:
         require_channel(runtime, "console")
     except ChannelOff as off:
-        return ApprovalsView(channel_off=off, pending=[], recent=[])
+        return ApprovalsView(channel_off=off, pending=[], recent=[], now=now)
     records = await pending_confirmations(runtime)
     pending = [await _parked(runtime, record) for record in records]
-    everything = await runtime.store.confirmations.list(now=runtime.now())
+    everything = await runtime.store.confirmations.list(now=now)
     decided = [record for record in everything if record.status != "pending"]
     decided.sort(key=lambda record: record.decided_at or record.created_at, reverse=True)
     return ApprovalsView(
         channel_off=None,
         pending=pending,
         recent=[_decided(record) for record in decided[:recent]],
+        now=now,
     )
 
 
@@ -127,9 +137,10 @@ async def _parked(runtime: Runtime, record: ConfirmationRecord) -> Parked:
         summary=record.summary,
         created_at=record.created_at.isoformat(timespec="seconds"),
         expires_at=record.expires_at.isoformat(timespec="seconds"),
+        expires=record.expires_at,
         order=order or {},
         worst_price=payload.order.price if payload is not None else None,
         notional_usd=payload.notional_usd if payload is not None else action.get("notional_usd"),
-        liquidation_distance_pct=payload.liquidation_distance_pct if payload is not None else None,
+        liquidation=payload.liquidation if payload is not None else None,
         policy_version=payload.policy_version if payload is not None else None,
     )

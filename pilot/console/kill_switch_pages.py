@@ -39,4 +39,5 @@ async def kill_switch_set(request: Request) -> Response:
             request,
             f"The kill switch is {turn}" + ("" if change.changed else " already; nothing changed") + ".",
         )
-    return RedirectResponse("/kill-switch", status_code=303)
+    back = "/overview" if form.get("back") == "overview" else "/kill-switch"  # only these: no open redirect
+    return RedirectResponse(back, status_code=303)

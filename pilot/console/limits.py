@@ -1,8 +1,8 @@
 """The Policy page: the limits in force per market, the policy version, each problem of an invalid file with
 its fix, and the room left under each cap.
 
-The room is the agent's own `get_policy` answer (pilot.app.facts.reads.get_policy, which values it with the core's
-`room_left`, the valuation plan_order uses): it needs an exchange, so it is shown only when the console was
+The room is the agent's own `get_policy` answer (pilot.app.facts.reads.get_policy: the core's `room_now`, the
+largest order plan_order would pass now): it needs an exchange, so it is shown only when the console was
 given one to read (`pilot console --exchange ...`); without one the page says how to get it.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 
 from pilot.app.facts.reads import get_policy
 from pilot.app.runtime.runtime import Runtime
+from pilot.console.overview import RoomLine, room_line
 from pilot.core.policy import PolicyIssue
 
 
@@ -40,6 +41,7 @@ class PolicyPage:
     markets: list[MarketLimits]
     live: dict[str, Any] | None  # get_policy's data (room left per market and side), when an exchange is read
     live_problem: str | None
+    rooms: dict[str, RoomLine]  # the room left per market, from `live`
 
 
 def _plain(value: Decimal | None) -> str:
@@ -94,4 +96,7 @@ async def policy_view(desk: Runtime, reader: Runtime | None = None) -> PolicyPag
         markets=markets,
         live=live,
         live_problem=problem,
+        rooms={
+            symbol: room_line(symbol, market) for symbol, market in (live or {}).get("markets", {}).items()
+        },
     )

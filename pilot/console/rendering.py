@@ -8,6 +8,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 
 from pilot.console.app_state import console_of
 from pilot.console.login import Session
+from pilot.core.codes import Code
+from pilot.core.violations import plain as plain_decimal
 
 COOKIE = "pilot_console"
 TEMPLATES = Environment(
@@ -34,6 +36,25 @@ TEMPLATES.globals["ORDER_LABELS"] = {
     "order_id": "order id",
     "order_link_id": "client order id",
 }
+
+
+def because(code: str) -> str:
+    """What a rule's code means, as docs/refusals.md's table says it (the code itself if it is not one)."""
+    try:
+        return Code(code).refused_because
+    except ValueError:
+        return code
+
+
+def duration(seconds: int) -> str:
+    """A countdown as a person reads it: "4 min 05 s", "42 s"."""
+    minutes, rest = divmod(max(int(seconds), 0), 60)
+    return f"{minutes} min {rest:02d} s" if minutes else f"{rest} s"
+
+
+TEMPLATES.filters["because"] = because
+TEMPLATES.filters["duration"] = duration
+TEMPLATES.filters["number"] = plain_decimal  # a Decimal as answers write it: no exponent, no trailing zeros
 
 
 def render(

@@ -41,6 +41,7 @@ class Group(StrEnum):
         "a human changing the exchange account's settings (Pilot reads one-way positions only)",
     )
     ARGUMENTS = "arguments", "the agent's own call, corrected as the answer says (nothing was judged or sent)"
+    AGENT = "agent", "a human giving the agent another role or a new credential (`pilot agent add`)"
 
     fixed_by: str
 
@@ -218,7 +219,7 @@ class Code(StrEnum):
     DAILY_LOSS_LIMIT_USD = (
         "dailyLossLimitUsd",
         Group.BLOCKER,
-        "the day's realised PnL since 00:00 UTC plus the unrealised PnL now is a loss at or past the limit; trading turns `reducing` until 00:00 UTC (`retry_after`) or `pilot loss-limit reset`",
+        "the day's realised PnL since 00:00 UTC plus the unrealised PnL now, on every product ([The day's loss](policy.md#the-days-loss)), is a loss at or past the limit; trading turns `reducing` until 00:00 UTC (`retry_after`) or `pilot loss-limit reset`, and the agent's resting orders that could grow are cancelled",
     )
     DAILY_LOSS_LIMIT_PCT = (
         "dailyLossLimitPct",
@@ -268,7 +269,7 @@ class Code(StrEnum):
     MAX_DRAWDOWN_USD = (
         "maxDrawdownUsd",
         Group.BLOCKER,
-        "the equity is that far below its peak of the UTC day (or of `drawdownWindowHours`), as Pilot read it; trading turns `reducing` until the window passes (`retry_after`) or `pilot drawdown reset`",
+        "the equity is that far below its peak of the UTC day (or of `drawdownWindowHours`), as Pilot read it (any read: a judgement's, `get_policy`'s, `get_balances`', the wallet stream's); trading turns `reducing` until the window passes (`retry_after`) or `pilot drawdown reset`, and the agent's resting orders that could grow are cancelled",
     )
     MAX_DRAWDOWN_PCT = (
         "maxDrawdownPct",
@@ -278,7 +279,7 @@ class Code(StrEnum):
     COOLDOWN = (
         "cooldown",
         Group.BLOCKER,
-        "the last `cooldown.afterLosses` closed trades were losses (in a row, or within `withinMinutes`): no growing order for `cooldown.minutes` from when Pilot saw it (`retry_after`)",
+        "the last `cooldown.afterLosses` closed trades, on every product, were losses (in a row, or within `withinMinutes`): no growing order for `cooldown.minutes` from when Pilot saw it (`retry_after`), and the agent's resting orders that could grow are cancelled",
     )
     VALID_UNTIL = (
         "validUntil",
@@ -369,6 +370,21 @@ class Code(StrEnum):
         "storeUnavailable",
         Group.STORE,
         "Pilot's database failed (a full disk, an I/O error)",
+    )
+    AGENT_READ_ONLY = (
+        "agentReadOnly",
+        Group.AGENT,
+        "the agent's credential has role read: it may read, never plan, send, cancel or change a setting; nothing was sent",
+    )
+    AGENT_REDUCE_ONLY = (
+        "agentReduceOnly",
+        Group.AGENT,
+        "the agent's credential has role reduce: it may close, cancel and send reduce-only orders, never open or add; nothing was sent",
+    )
+    AGENT_REVOKED = (
+        "agentRevoked",
+        Group.AGENT,
+        "the agent's credential was revoked (`pilot agent revoke`) or is not this home's; nothing was sent",
     )
     POSITION_MODE = (
         "positionMode",

@@ -21,6 +21,8 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      │    │    ├── NoSuchToken                     app.human.desk          no token with this name
      │    │    ├── BadTokenName                    app.human.desk          not a token name
      │    │    ├── PolicyChangedMeanwhile          app.human.desk          policy.json changed under a draft
+     │    │    ├── BadAgentRole                    app.human.agent_desk    not read, reduce or trade
+     │    │    ├── NoSuchAgent                     app.human.agent_desk    no agent with this name
      │    │    ├── PhoneUnreachable                app.human.phone_setup   the phone's service did not answer
      │    │    ├── EmptySecret                     app.human.phone_setup   an empty bot token or topic
      │    │    ├── MoveRefused                     app.service.moving      a store move Pilot will not make
@@ -61,6 +63,7 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      ├── TurnBusy                                  app.road.gate           the send turn held too long
      ├── StartupError                              app.service.boot        Pilot cannot start: code and fix
      ├── BackstopFailed                            app.service.backstops   a live home's DCP is not in place
+     ├── HomeExchangeFailed                        app.service.home_paper  the shared paper exchange failed
      ├── ArgumentProblem                           server.arguments        an agent's argument: field and fix
      ├── NotLoggedIn                               console.access          a console request without a session
      ├── StepFailed                                demo.agent              a demo step did not behave
@@ -70,6 +73,7 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      ├── PolicyInvalid                             core.policy.parsing     policy.json's issues with fixes
      ├── InvalidInput                              app.orders.inputs       a wrong tool argument
      ├── RemoteHostRefused                         server.http             not loopback, no --allow-remote
+     ├── CredentialProblem                         server.callers          the stdio credential is unreadable
      ├── CaseError                                 evals.case_book         an eval case file that is unusable
      ├── SetupError                                evals.providers         no model provider: code and fix
      ├── ScenarioError                             paper.scenario          a paper scenario that is unusable
@@ -104,6 +108,9 @@ class ErrorCode(StrEnum):
     TOKEN_EXISTS = "token_exists"
     NO_SUCH_TOKEN = "no_such_token"
     BAD_TOKEN_NAME = "bad_token_name"
+    BAD_AGENT_ROLE = "bad_agent_role"
+    NO_SUCH_AGENT = "no_such_agent"
+    BAD_AGENT_CREDENTIAL = "bad_agent_credential"
     POLICY_CHANGED_MEANWHILE = "policy_changed_meanwhile"
     PHONE_UNREACHABLE = "phone_unreachable"
     EMPTY_SECRET = "empty_secret"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
+from pilot.core.agent_budgets import ACCOUNT, budget_of, for_agent
 from pilot.core.codes import PROTECTION_CODES, RESIZE_CODES
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy
@@ -55,7 +56,36 @@ class Evaluation:
 
 
 def evaluate(policy: Policy, facts: Facts) -> Evaluation:
-    """Judge one order against the policy. Pure, total and deterministic; no violations means it passes.
+    """Judge one order against the policy and, for a named agent with a budget in `policy.agents`, against
+    that budget too (pilot.core.agent_budgets): both judgements run this same function, both must pass, and each
+    violation says whose limit it is (`budget`)."""
+    agent = facts.agent
+    budget = policy.agents.get(agent.name) if agent is not None else None
+    if agent is None or budget is None:
+        return _evaluate(policy, facts)
+    account = _evaluate(policy, facts)
+    own_facts = replace(facts, orders_today=agent.orders_today, turnover=agent.turnover)
+    own = _evaluate(for_agent(policy, budget), own_facts)
+    return _together(account, own, budget_of(agent.name))
+
+
+def _together(account: Evaluation, own: Evaluation, whose: str) -> Evaluation:
+    """The account's judgement and the agent's as one: every violation of either, each tagged with its
+    budget (one the account's judgement found too is the account's); the next action is the account's for a
+    blocker of its own, else the agent's (its caps are the tighter, so its size fits both)."""
+    found = {violation.rule for violation in account.violations}
+    violations = [replace(v, budget=ACCOUNT) for v in account.violations] + [
+        replace(v, budget=whose) for v in own.violations if v.rule not in found
+    ]
+    if own.passed:
+        return Evaluation(violations, account.next_safe_action, account.situation)
+    blocked = any(v.rule not in RESIZE_CODES for v in account.violations)
+    next_action = account.next_safe_action if blocked else own.next_safe_action or account.next_safe_action
+    return Evaluation(violations, next_action, account.situation or own.situation)
+
+
+def _evaluate(policy: Policy, facts: Facts) -> Evaluation:
+    """Judge one order against one policy. Pure, total and deterministic; no violations means it passes.
 
     Every violation names its rule, the limit and the attempted value, one sentence with the numbers, and a
     next action. All size violations share one suggestion that satisfies them all at once; a blocker that no
@@ -93,7 +123,7 @@ def evaluate(policy: Policy, facts: Facts) -> Evaluation:
     if raised is not None:
         # Raised to the instrument's minimum, an order may meet a rule its smaller size did not (a position
         # in one market more, a loss at its stop): the answer is then what the raised order gets.
-        follow = evaluate(policy, raised)
+        follow = _evaluate(policy, raised)
         next_action = next_action if follow.passed else follow.next_safe_action
     return Evaluation(violations, next_action, situation)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -209,11 +210,14 @@ class Funds:
 
 @dataclass(frozen=True, slots=True)
 class DayPnl:
-    """The account's profit and loss for the UTC day so far, in USD: realised since 00:00 UTC (closed PnL,
-    fees included) plus the unrealised PnL of the positions open now. Negative is a loss."""
+    """The account's profit and loss for the UTC day so far, in USD, on every product (pilot.core.day_pnl
+    defines it): realised since 00:00 UTC plus unrealised now; `spot_realised` and `spot_unrealised` say how
+    much of each came from spot. Negative is a loss."""
 
     realised: Decimal
     unrealised: Decimal
+    spot_realised: Decimal = Decimal(0)
+    spot_unrealised: Decimal = Decimal(0)
 
     @property
     def total(self) -> Decimal:
@@ -253,8 +257,8 @@ NO_DRAWDOWN = DrawdownState(None)
 
 @dataclass(frozen=True, slots=True)
 class ClosedTrade:
-    """One closed trade as the exchange reports it (a closed-PnL row: what one order closed): when, by the
-    exchange's clock, its realised PnL after fees, and its order id."""
+    """One closed trade (pilot.core.day_pnl says what one is on each product): when, by the exchange's clock,
+    its realised PnL after fees, and the order that closed it."""
 
     at: datetime
     pnl: Decimal
@@ -285,6 +289,16 @@ class Turnover:
 
 
 NO_TURNOVER = Turnover(Decimal(0), Decimal(0))
+
+
+@dataclass(frozen=True, slots=True)
+class AgentFacts:
+    """The agent that acts (`pilot agent add`), and what its own budget counts: its orders sent today (UTC)
+    and the notional it sent (as Turnover counts the home's)."""
+
+    name: str
+    orders_today: int = 0
+    turnover: Turnover = NO_TURNOVER
 
 
 UNLIMITED = Decimal("Infinity")
@@ -332,7 +346,7 @@ class Facts:
     # rate limit's reset): a missing fact's retry_after is then no earlier. None: it said nothing.
     unavailable_until: datetime | None = None
     # How long ago each create, amend and cancel this home sent in the last minute was, newest first.
-    messages: tuple[timedelta, ...] = ()
+    messages: Sequence[timedelta] = ()
     # Ordinary orders resting now (None: not read; a rule that needs it fails closed).
     resting: RestingOrders | None = NO_RESTING
     # The equity's peak and the drawdown latch (None: not read while a drawdown rule is set).
@@ -348,3 +362,5 @@ class Facts:
     venue: VenueProfile = BYBIT
     # What holds trading below active (policy.json, the kill switch, the loss limit's latch): who, when, why.
     holds: tuple[Hold, ...] = ()
+    # The named agent acting (None: no agent declared, or a client without a credential), for its budget.
+    agent: AgentFacts | None = None

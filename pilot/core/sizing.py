@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal
 
 from pilot.core.approval import needs_human
@@ -37,9 +37,6 @@ from pilot.core.violations import Breach, NextAction, NothingFits, ToolCall, pla
 # Where a stop goes when policy.json requires one and no loss limit says how far: this share of the price.
 DEFAULT_STOP_DISTANCE = Decimal("0.02")
 LOSS_CODES = frozenset({Code.MAX_LOSS_PER_TRADE_USD, Code.MAX_LOSS_PER_TRADE_PCT})
-# The caps the room under them is reported for: the loss limit is left out, since the stop an order carries,
-# not its size alone, decides it (an order without one has no room under it on a perpetual).
-ROOM_CODES = SIZE_CAP_CODES - LOSS_CODES
 # What a stop's loss counts as where the position would be left unbounded: more than any cap.
 UNBOUNDED_LOSS = Decimal("Infinity")
 RAISE_LOSS = "raise maxLossPerTradeUsd/Pct in policy.json"
@@ -88,9 +85,9 @@ def suggest(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
         if closing.tool is not None:
             return closing
     if blocking:
-        room = _largest(0, asked, lambda k: not fails(k, SIZE_CAP_CODES)) or 0
+        room = largest(0, asked, lambda k: not fails(k, SIZE_CAP_CODES)) or 0
         return _nothing_fits(situation, blocking[0], room * rules.qty_step, lowest * rules.qty_step)
-    best = _largest(lowest, asked, lambda k: not fails(k, RESIZE_CODES)) or lowest
+    best = largest(lowest, asked, lambda k: not fails(k, RESIZE_CODES)) or lowest
     qty = best * rules.qty_step
     if qty > order.qty and _raising_grows(policy, facts, situation, replace(base, qty=qty)):
         # Raised to the minimum, an order that shrank the position would flip it: close it instead.
@@ -180,7 +177,7 @@ def reducing_alternative(policy: Policy, facts: Facts, situation: Situation | No
             probe = situate(policy, replace(facts, order=replace(cut, qty=steps * step)))
             return probe is not None and probe.reducing
 
-        steps = _largest(1, int(floor_to_step(cut.qty, step) / step), shrinks) if step > 0 else None
+        steps = largest(1, int(floor_to_step(cut.qty, step) / step), shrinks) if step > 0 else None
         if steps is not None:
             cut = replace(cut, qty=steps * step)
             variant = replace(facts, order=cut)
@@ -280,7 +277,7 @@ def _lowest_valid_steps(facts: Facts, situation: Situation) -> int:
     return max(int(ceil_to_step(minimum, rules.qty_step) / rules.qty_step), 1)
 
 
-def _largest(low: int, high: int, passes: Callable[[int], bool]) -> int | None:
+def largest(low: int, high: int, passes: Callable[[int], bool]) -> int | None:
     """The largest k in [low, max(low, high)] with passes(k), or None if not even low passes.
 
     Assumes passes is true up to some k and false above it (every size rule grows with the size).
@@ -324,48 +321,6 @@ def _nothing_fits(s: Situation, blocking: Breach, room: Decimal, minimum: Decima
             nothing_fits=numbers,
         )
     return replace(stop, retry_after=blocking.retry_after)
-
-
-@dataclass(frozen=True, slots=True)
-class Room:
-    """How much more one side of a market may trade now, priced as evaluate() prices it.
-
-    `qty` is the largest market order (not reduce-only) on that side that breaks no size cap, counting the
-    position, every pending order on that side as filled, and the worst fill; `notional_usd` is that order
-    at its worst fill; `limited_by` are the caps one more lot step would break.
-    """
-
-    qty: Decimal
-    notional_usd: Decimal
-    limited_by: tuple[Code, ...]
-
-
-def room_left(policy: Policy, facts: Facts) -> Room | None:
-    """The room on facts.order's side, or None when a fact a growing order needs is missing.
-
-    Orders that only shrink the position are never capped, so the room is at least what closes it; past
-    that, every cap grows with the size and a binary search over whole lot steps finds the largest.
-    """
-    order = replace(facts.order, order_type=OrderType.MARKET, limit_price=None, reduce_only=False)
-    facts = replace(facts, order=replace(order, qty=Decimal(0)))
-    situation, breaches = run_checks(policy, facts)
-    if situation is None or any(b.rule is Code.FACTS for b in breaches):
-        return None
-    step = situation.rules.qty_step
-
-    def breaks(steps: int) -> tuple[Code, ...]:
-        probe = replace(order, qty=steps * step)
-        return tuple(b.rule for b in size_breaches(policy, facts, probe) if b.rule in ROOM_CODES)
-
-    shrinking = 0
-    if situation.position_size != 0 and (situation.position_size > 0) != (order.side.sign > 0):
-        shrinking = max(int(floor_to_step(abs(situation.position_size) - situation.pending, step) / step), 0)
-    most = int(floor_to_step(situation.rules.max_qty, step) / step)
-    best = min(shrinking, most)
-    if best < most and not breaks(best + 1):
-        best = _largest(best + 1, most, lambda k: not breaks(k)) or best
-    qty = best * step
-    return Room(qty=qty, notional_usd=qty * situation.price, limited_by=breaks(best + 1))
 
 
 def stop_for_qty(s: Situation, qty: Decimal, cap: Decimal) -> Decimal | None:

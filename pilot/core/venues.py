@@ -9,9 +9,10 @@ cancel-all reaches is the venue port's to say in Pilot's words (`include_stops`)
 keep the position's stops, or take them, as asked.
 
 What differs, and is declared here: what a stop-loss sent with an order becomes once the order fills, on each
-product. Each adapter names its venue's profile (pilot.exchange.bybit.adapter.BybitExchange.profile); the use
-cases read it from their reader (`ExchangeReader.profile`) and hand it to the core (`Facts.venue`, and the stop
-checks, as the scope of the product they judge: `VenueProfile.scope`).
+product. Each adapter names its venue's profile (pilot.exchange.bybit.adapter.BybitExchange.profile,
+pilot.exchange.okx.adapter.OkxExchange.profile); the use cases read it from their reader
+(`ExchangeReader.profile`) and hand it to the core (`Facts.venue`, and the stop checks, as the scope of the
+product they judge: `VenueProfile.scope`).
 """
 
 from __future__ import annotations
@@ -53,3 +54,10 @@ class VenueProfile:
 # quantity that filled when the trigger is reached, and holds that coin meanwhile (create-order.mdx,
 # takeProfit / stopLoss and orderFilter tpslOrder): it protects that quantity, not the coin held before.
 BYBIT = VenueProfile(name="Bybit", order_stop=StopScope.POSITION, spot_order_stop=StopScope.ORDER)
+
+# OKX v5: a stop-loss sent with a create (attachAlgoOrds) becomes a TP/SL algo order for the quantity that
+# filled, once the order is done (filled, or partly filled with the rest cancelled): a partial stop of its
+# own beside the position's others, never the whole position's (OKX's announcement on attached TP/SL, 2026;
+# docs-v5 "Place order", attachAlgoOrds). The whole position's stop is an algo order of its own
+# (closeFraction 1), which set_trading_stop sets (pilot.exchange.okx.order_writes).
+OKX = VenueProfile(name="OKX", order_stop=StopScope.ORDER)

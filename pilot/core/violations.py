@@ -125,6 +125,7 @@ class Violation:
     detail: str
     next: NextAction
     held_by: tuple[Hold, ...] = ()
+    budget: str | None = None  # whose limit: "account" or "agent:NAME" (None: no agent named)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -136,6 +137,8 @@ class Violation:
         }
         if self.held_by:
             data["held_by"] = [hold.to_dict() for hold in self.held_by]
+        if self.budget is not None:
+            data["budget"] = self.budget
         return data
 
 

@@ -121,6 +121,13 @@ def _innermost(error: BaseException) -> BaseException:
     return error
 
 
+def _read_after_planned(card: ReceiptCard) -> bool:
+    """Whether the card says its plan was judged on market data from after the plan (the demo moves the
+    paper market's clock half an hour ahead of Pilot's: a fact is stamped no later than Pilot read it)."""
+    read = card.facts.market_data_at if card.facts is not None else None
+    return read is not None and datetime.fromisoformat(read) > datetime.fromisoformat(card.planned_at)
+
+
 def _unplayed(number: int, failure: str) -> Step:
     title, proves, _play = STORY[min(number, len(STORY)) - 1]
     return Step(number, title, proves, failure=failure)
@@ -138,6 +145,8 @@ async def _receipts(home: Path) -> Step:
         failure = f"expected receipt cards {', '.join(EXPECTED_CARDS)}, got {', '.join(statuses)}"
     elif any(card.sent is not None for card in cards if card.status == "refused"):
         failure = "a refused plan's receipt shows an order sent"
+    elif late := [card.card for card in cards if _read_after_planned(card)]:
+        failure = f"receipts {', '.join(late)} show market data stamped after their plan"
     elif not chain.ok:
         failure = f"the journal does not verify: {chain.reason} at seq {chain.first_broken_seq}"
     title, proves = RECEIPTS

@@ -2,9 +2,10 @@
 
 The use cases reach a venue through these and the port (pilot.app.road.ports), never through a venue's
 package: `connect_exchange` builds the REST adapter, `open_streams` its WebSocket streams, and
-`paper_streams_url` asks an attached paper exchange where its streams are. Every environment Pilot knows
-today is Bybit V5's: bybit-demo, bybit-testnet, bybit (mainnet, a live home only), and paper (the Bybit V5 paper exchange on loopback,
-pilot.paper). The streams' client is imported only when streams are opened.
+`paper_streams_url` asks an attached paper exchange where its streams are. The environments Pilot knows
+(ENVIRONMENTS): Bybit V5's bybit-demo, bybit-testnet and bybit (mainnet, a live home only), paper (the Bybit V5 paper exchange on loopback,
+pilot.paper), and OKX's okx-demo (OKX demo trading, pilot.exchange.okx). The streams' client is imported
+only when streams are opened; OKX's facts are read over REST (no streams yet).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.bybit.urls import MAINNET_HOSTS, mainnet_url, standing_in_for_mainnet
+from pilot.exchange.okx import markets as okx_markets
+from pilot.exchange.okx.adapter import OkxExchange
 from pilot.exchange.stream_events import StreamEvent
 
 if TYPE_CHECKING:
@@ -33,22 +36,57 @@ __all__ = [
     "standing_in_for_mainnet",
 ]
 
+BYBIT_ENVIRONMENTS = ("paper", "bybit-demo", "bybit-testnet", "bybit")
+OKX_ENVIRONMENTS = ("okx-demo",)
+ENVIRONMENTS = (*BYBIT_ENVIRONMENTS, *OKX_ENVIRONMENTS)
+
+
+def spelling(environment: str) -> Callable[[str], str]:
+    """How the environment's venue spells a market that Pilot's defaults name in capitals and digits
+    (BTCUSDT): as it is (Bybit, the paper exchange), or OKX's BASE-QUOTE (BTC-USDT)."""
+    return okx_markets.spelled if environment in OKX_ENVIRONMENTS else _as_it_is
+
+
+def _as_it_is(symbol: str) -> str:
+    return symbol
+
+
+def streams_served(environment: str) -> bool:
+    """Whether Pilot has a streams client for the environment's venue (OKX's are not wired yet)."""
+    return environment in BYBIT_ENVIRONMENTS
+
 
 def connect_exchange(
     environment: str,
     *,
     api_key: str,
     api_secret: str,
+    passphrase: str | None = None,
     base_url: str | None = None,
     timeout_seconds: float = 10,
     record_dir: Path | None = None,
     clock: Callable[[], datetime] | None = None,
-) -> BybitExchange:
-    """The adapter for `environment` (no request is sent yet).
+) -> BybitExchange | OkxExchange:
+    """The adapter for `environment` (no request is sent yet). `passphrase` is OKX's third secret.
 
     Raises:
-        ValueError: an unknown environment, a base URL off its allowlist (mainnet included), or no key.
+        ValueError: an unknown environment, a base URL off its allowlist (mainnet and live included), no key,
+            or a recording asked of a venue that does not record (OKX).
     """
+    if environment in OKX_ENVIRONMENTS:
+        if record_dir is not None:
+            raise ValueError(
+                "--record writes Bybit's exchanges only; OKX's are not recorded in this version."
+            )
+        return OkxExchange.connect(
+            environment,
+            api_key=api_key,
+            api_secret=api_secret,
+            passphrase=passphrase,
+            base_url=base_url,
+            timeout_seconds=timeout_seconds,
+            clock=clock,
+        )
     return BybitExchange.connect(
         environment,
         api_key=api_key,
@@ -73,8 +111,10 @@ def open_streams(
     connected yet: its `start` connects).
 
     Raises:
-        ValueError: the environment has no stream URL Pilot connects to.
+        ValueError: the environment has no stream URL Pilot connects to (OKX's streams are not wired yet).
     """
+    if not streams_served(environment):
+        raise ValueError(f"{environment}: Pilot reads this venue over REST only; it has no streams yet.")
     from pilot.exchange.bybit.stream import BybitStreams
 
     return BybitStreams(

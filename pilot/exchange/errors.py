@@ -8,9 +8,11 @@
      │    │                       a "processing" or "timeout" retCode, a broken connection): look it up,
      │    │                       never resend
      │    └── DuplicateOrderLinkId  the exchange says an order with this client order id already exists
-     │                              (110072 / 170141 / 10014): an earlier send got through; look it up
-     └── UnsupportedPositionMode  the account holds the symbol in hedge mode (positionIdx 1/2); Pilot
-                                  reads and sizes one-way positions only, so it refuses instead of guessing
+     │                              (Bybit 110072 / 170141 / 10014, OKX 51016): an earlier send got
+     │                              through; look it up
+     └── UnsupportedPositionMode  the account holds the symbol in hedge mode (Bybit's positionIdx 1/2,
+                                  OKX's long/short mode); Pilot reads and sizes one-way (net) positions
+                                  only, so it refuses instead of guessing
 
 Messages here are Pilot's own words. Whatever the exchange said travels only in `untrusted_text`.
 
@@ -109,9 +111,25 @@ class UnsupportedPositionMode(ExchangeError):
     order that has no position mode of its own (spot).
     """
 
-    def __init__(self, message: str, *, symbol: str, category: str, gross_size: Decimal = Decimal(0)) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        symbol: str,
+        category: str,
+        gross_size: Decimal = Decimal(0),
+        human_fix: str | None = None,
+        per_symbol: bool = True,
+    ) -> None:
         super().__init__(message)
         self.symbol = symbol
         self.category = category
         self.gross_size = gross_size
-        self.human_fix = f"switch the Bybit account to one-way mode for {symbol} ({category})"
+        # What only a human can do, in the venue's words (Bybit's by default: one-way mode per symbol), and
+        # whether the mode is the symbol's alone (Bybit) or the whole account's (OKX: every market refused).
+        self.human_fix = human_fix or (
+            f"close both {symbol} legs and cancel its open orders on Bybit, then switch the Bybit account to "
+            f"one-way mode for {symbol} ({category}); Bybit switches only a symbol with no position and no "
+            "open order"
+        )
+        self.per_symbol = per_symbol

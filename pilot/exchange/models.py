@@ -123,6 +123,10 @@ STOP_LOSS_TYPES = frozenset({"StopLoss", "PartialStopLoss"})  # the legs that li
 # Spot orders that wait for a trigger and then sell or buy what they name: a TP/SL order (its coin held from
 # the start) and a conditional order (enum.mdx stopOrderType; create-order.mdx orderFilter).
 SPOT_TRIGGERED = frozenset({"tpslOrder", "Stop"})
+# Bybit orderStatus of an order that is open (enum.mdx): on the book or about to be (Created), waiting for its
+# trigger, or Triggered, "instantaneous state for conditional orders from Untriggered to New" (a push may
+# carry it: the order is still open).
+OPEN_STATUSES = frozenset({"New", "PartiallyFilled", "Untriggered", "Triggered", "Created"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,10 +38,20 @@ class Subscribed:
 
 @dataclass(frozen=True, slots=True)
 class Refused:
-    """Auth or a subscription was refused, or a message could not be read: the channel is not to be trusted."""
+    """Auth or a subscription was refused, or the connection ended: the channel is not to be trusted."""
 
     channel: str
     reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A message that could not be read: what it said is lost, so what its topic feeds is read again.
+
+    `topic` is one Pilot subscribed to (the message's own text is the exchange's, untrusted), or "other"."""
+
+    channel: str
+    topic: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +135,7 @@ StreamEvent = (
     Connected
     | Subscribed
     | Refused
+    | Unreadable
     | Alive
     | TickerUpdate
     | BookUpdate

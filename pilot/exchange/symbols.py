@@ -1,8 +1,8 @@
 """Symbols the exchange names are exchange text too: one an agent could not write itself is quarantined.
 
-A symbol in capitals and digits (pilot.core.policy.SYMBOL_PATTERN, the only kind the agent may name) passes
-as it is. Any other (markup, a newline and "SYSTEM: ...", or simply a dated future such as BTC-26DEC25)
-reaches Pilot under a name Pilot gives it, QUARANTINED and ten hex digits of its hash, with the exchange's
+A symbol in capitals and digits, in parts joined by single hyphens (pilot.core.policy.SYMBOL_PATTERN, the only
+kind the agent may name) passes as it is. Any other (markup, a newline and "SYSTEM: ...", an option's
+name longer than 30 characters) reaches Pilot under a name Pilot gives it, QUARANTINED and ten hex digits of its hash, with the exchange's
 text beside it (`UNTRUSTED_KEY`) for answers to show only in `untrusted_text`. The adapter sends the
 exchange's own text whenever a request names the quarantined name, so a position on such a symbol can still
 be read and closed (never grown: the name is on no policy's allowedMarkets).

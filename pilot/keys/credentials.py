@@ -16,7 +16,8 @@ _HINT_MINIMUM_LENGTH = 12  # shorter keys show no hint: four characters would be
 
 @dataclass(frozen=True, slots=True)
 class Credentials:
-    """An API key and secret for one environment. `repr` and `str` never show either of them."""
+    """An API key and secret (and OKX's passphrase) for one environment. `repr` and `str` never show any
+    of them."""
 
     environment: Environment
     key_id: str
@@ -24,11 +25,13 @@ class Credentials:
     api_secret: str = field(repr=False)
     base_url: str | None = None  # the paper exchange's loopback URL, or mainnet's host (https://api...)
     read_only: bool = False
+    passphrase: str | None = field(default=None, repr=False)  # OKX's third secret; None elsewhere
 
     def __repr__(self) -> str:
         return (
             f"Credentials(environment={self.environment.value!r}, key_id={self.key_id!r}, "
-            f"api_key='…{key_hint(self.api_key)}', api_secret=<hidden>, base_url={self.base_url!r})"
+            f"api_key='…{key_hint(self.api_key)}', api_secret=<hidden>, "
+            f"passphrase={'<hidden>' if self.passphrase is not None else None}, base_url={self.base_url!r})"
         )
 
     __str__ = __repr__
@@ -54,26 +57,51 @@ def parse_environment(value: str) -> Environment:
 
 
 def new_credentials(
-    environment: Environment, api_key: str, api_secret: str, base_url: str | None
+    environment: Environment,
+    api_key: str,
+    api_secret: str,
+    base_url: str | None,
+    passphrase: str | None = None,
 ) -> Credentials:
-    """Validate typed-in values and return Credentials under a fresh key id."""
+    """Validate typed-in values and return Credentials under a fresh key id.
+
+    The passphrase is required exactly where the environment's keys have one (OKX's), refused elsewhere.
+    """
+    venue = environment.venue_name
     return Credentials(
         environment=environment,
         key_id=new_key_id(),
-        api_key=_clean(api_key, "API key"),
-        api_secret=_clean(api_secret, "API secret"),
+        api_key=_clean(api_key, "API key", venue),
+        api_secret=_clean(api_secret, "API secret", venue),
         base_url=checked_address(environment, base_url),
+        passphrase=checked_passphrase(environment, passphrase),
     )
 
 
-def _clean(value: str, label: str) -> str:
+def checked_passphrase(environment: Environment, passphrase: str | None) -> str | None:
+    """The passphrase to store: OKX's, as typed (spaces around it dropped); None for a venue without one."""
+    if not environment.needs_passphrase:
+        if passphrase:
+            raise InvalidKeyInput(
+                f"{environment.value} keys have no passphrase.", "give only the API key and its secret."
+            )
+        return None
+    if passphrase is None:
+        raise InvalidKeyInput(
+            f"An {environment.venue_name} key needs the passphrase chosen when it was created.",
+            "type the key, its secret and its passphrase (with --stdin: three lines).",
+        )
+    return _clean(passphrase, "API passphrase", environment.venue_name)
+
+
+def _clean(value: str, label: str, venue: str) -> str:
     cleaned = value.strip()
     if not cleaned:
-        raise InvalidKeyInput(f"The {label} is empty.", f"type the {label} exactly as Bybit shows it.")
+        raise InvalidKeyInput(f"The {label} is empty.", f"type the {label} exactly as {venue} shows it.")
     if not cleaned.isascii() or not cleaned.isprintable() or " " in cleaned:
         raise InvalidKeyInput(
             f"The {label} contains spaces or characters an API {label.split()[-1]} never has.",
-            f"copy the {label} again from Bybit and paste only that.",
+            f"copy the {label} again from {venue} and paste only that.",
         )
     return cleaned
 

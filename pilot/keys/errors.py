@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pilot.core.errors import ErrorCode, ExplainedError
+from pilot.keys.environments import Environment
+from pilot.keys.permissions import LEAST_PRIVILEGE, fixes
 
 
 class KeysError(ExplainedError):
@@ -57,13 +59,10 @@ class KeyPermissionsRejected(KeysError):
     code = ErrorCode.KEY_PERMISSIONS_REJECTED
 
     def __init__(self, environment: str, disallowed: tuple[str, ...]) -> None:
-        from pilot.keys.permissions import fixes
-
         super().__init__(
             f"The {environment} key is refused: {', '.join(disallowed)}.",
-            f"on Bybit's API management page, {fixes(disallowed)} (a key with only Contract Orders and "
-            "Positions and Spot Trade ticked fits), then run "
-            f"`pilot keys replace --exchange {environment}` (or `add` for a new one).",
+            f"{_least_privilege(environment, disallowed)}, "
+            f"then run `pilot keys replace --exchange {environment}` (or `add` for a new one).",
         )
         self.environment = environment
         self.disallowed = disallowed
@@ -118,3 +117,18 @@ class KeyUnreadable(KeysError):
 
 class InvalidKeyInput(KeysError):
     code = ErrorCode.INVALID_KEY_INPUT
+
+
+def _least_privilege(environment: str, disallowed: tuple[str, ...]) -> str:
+    """What to change on the venue of `environment` for a key Pilot accepts: on Bybit, the boxes to untick
+    (and a live key's other fixes) by name."""
+    try:
+        venue = Environment(environment).exchange
+    except ValueError:
+        venue = "bybit"
+    if venue != "bybit":
+        return LEAST_PRIVILEGE[venue]
+    return (
+        f"on Bybit's API management page, {fixes(disallowed)} (a key with only Contract Orders and "
+        "Positions and Spot Trade ticked fits)"
+    )

@@ -3,6 +3,10 @@
 A key for a live home (mainnet, real money) is held to more: it must be able to trade (not read-only), be
 bound to at least one IP address (Bybit lets an unbound key work from anywhere, and expire after 90 days),
 and not be near its expiry. Each way a key fails is named with the box to change on Bybit's API page.
+
+Each venue's adapter reports its key's permissions as Group.Name strings (pilot.exchange.models.ApiKeyInfo):
+Bybit's groups and names as /v5/user/query-api spells them, OKX's as the group "OKX" and the names of its
+/api/v5/account/config `perm` (read_only, trade, withdraw).
 """
 
 from __future__ import annotations
@@ -12,13 +16,15 @@ from datetime import datetime, timedelta
 
 from pilot.exchange.models import ApiKeyInfo
 
-# Group.Name exactly as /v5/user/query-api spells them. Anything absent here, including names
-# Bybit adds later, rejects the key: the list says what is allowed, never what is forbidden.
+# Group.Name exactly as each venue spells them. Anything absent here, including names a venue adds later,
+# rejects the key: the list says what is allowed, never what is forbidden. OKX's withdraw is not on it.
 ALLOWED_PERMISSIONS: frozenset[str] = frozenset(
     {
         "ContractTrade.Order",
         "ContractTrade.Position",
         "Spot.SpotTrade",
+        "OKX.read_only",
+        "OKX.trade",
     }
 )
 # What a live key must not be, as listed among its refusals (beside permission names, which never start "(").
@@ -52,6 +58,13 @@ LIVE_FIXES: dict[str, str] = {
     EXPIRING: "create a new key bound to your IP (a bound key does not expire) and `pilot keys replace` it",
 }
 
+# What to tick when creating a key that passes, in each venue's own words (the fix of a rejected key).
+LEAST_PRIVILEGE = {
+    "bybit": "create a key with only Contract Orders and Positions, Spot Trade, or Read-Only ticked",
+    "okx": "create an API key with the Read and Trade permissions only (never Withdraw)",
+    "paper": "use the key the paper exchange prints",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class PermissionVerdict:
@@ -83,7 +96,8 @@ def check_permissions(
     rejected, so the key on file never holds more than Pilot could use.
     """
     granted = granted_permissions(info)
-    ip_bound = bool(info.ips) and "*" not in info.ips  # Bybit lists "*" for a key open to any address
+    # Bybit lists "*" for a key open to any address; OKX an empty `ip`: the adapter reports no addresses
+    ip_bound = bool(info.ips) and "*" not in info.ips
     disallowed = [name for name in granted if name not in ALLOWED_PERMISSIONS]
     if live:
         disallowed += live_problems(info, ip_bound, now)

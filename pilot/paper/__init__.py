@@ -124,10 +124,17 @@ class PaperExchange:
             except BaseException:
                 self._release_state()
                 raise
+        self._engine.note_prices()  # where the market stands at the start (restored or not)
         self._faults = FaultBook(scenario.faults)
         keys = {spec.key: spec for spec in scenario.api_keys}
         self.streams = StreamServer(
-            self._engine, self._lock, keys, self.now_ms, server_clock_ms=self.server_ms
+            self._engine,
+            self._lock,
+            keys,
+            self.now_ms,
+            server_clock_ms=self.server_ms,
+            before_write=self.catch_up,
+            after_write=self._save,
         )
         self._dispatcher = dispatcher = Dispatcher(
             self._engine,

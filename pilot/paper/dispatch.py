@@ -10,8 +10,9 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from pilot.paper.auth import MissingAuthHeaders, verify
+from pilot.paper.endpoints import ROUTES
 from pilot.paper.engine import Engine
-from pilot.paper.handlers import ROUTES, Context, Route
+from pilot.paper.handlers import Answer, Context, Route
 from pilot.paper.ratelimit import LimitStatus, RateLimiter, public_status
 from pilot.paper.scenario import ApiKeySpec, Scenario
 from pilot.paper.validation import SimReject
@@ -30,8 +31,12 @@ class Reply:
 
 
 def envelope(code: int, message: str, result: Any, now_ms: int) -> bytes:
+    """Bybit's envelope; a result given as an Answer brings its own retExtInfo."""
+    ext_info: dict[str, Any] = {}
+    if isinstance(result, Answer):
+        result, ext_info = result.result, result.ext_info
     return json.dumps(
-        {"retCode": code, "retMsg": message, "result": result, "retExtInfo": {}, "time": now_ms},
+        {"retCode": code, "retMsg": message, "result": result, "retExtInfo": ext_info, "time": now_ms},
         separators=(",", ":"),
     ).encode()
 

@@ -13,6 +13,7 @@ from typing import Any
 from pilot.paper.accounts import ZERO, Accounts
 from pilot.paper.disconnect_protection import CATEGORIES as DCP_CATEGORIES
 from pilot.paper.disconnect_protection import DcpSettings
+from pilot.paper.history import History
 from pilot.paper.market import Market, floor_to
 from pilot.paper.orders import ACTIVE, DEACTIVATED, OPEN, SHORT_LIVED, SimOrder
 from pilot.paper.scenario import InstrumentSpec, Scenario
@@ -40,6 +41,7 @@ from pilot.paper.validation import (
     parse_trigger,
     pick,
     price_limits,
+    wire_decimal,
 )
 
 __all__ = ["ACTIVE", "OPEN", "Engine", "SimClosedPnl", "SimExecution", "SimOrder"]
@@ -91,6 +93,8 @@ class SimExecution:
     order_qty: Decimal
     leaves_after: Decimal
     exec_type: str = "Trade"  # moving market: "BustTrade" (liquidation.py), "Funding" (funding.py)
+    cash_flow: Decimal = ZERO  # linear: the gross PnL this fill realised (the transaction log's cashFlow)
+    exec_pnl: Decimal = ZERO  # linear: what it adds to its order's closed PnL, fees included (execPnl)
 
 
 class Engine:
@@ -122,6 +126,13 @@ class Engine:
         self.spot_stops = SpotStops(self)
         self.dcp = DcpSettings()  # Disconnect Cancel All (disconnect_protection.py); not kept across restarts
         self.stop_book.adopt_position_stops()  # a scenario position's stopLoss / takeProfit: Full TP/SL
+        self.history = History()  # the market's moves and trades, for klines and recent trades
+
+    def note_prices(self, symbols: list[str] | None = None) -> None:
+        """Write down where `symbols` (default: every one) stand now, in the market's history."""
+        now, quotes = self.clock_ms(), self.market.quotes()
+        for symbol in quotes if symbols is None else symbols:
+            self.history.moved(symbol, now, quotes[symbol])
 
     def new_order_id(self) -> str:
         return str(uuid.uuid4())
@@ -488,7 +499,7 @@ class Engine:
                 return
         rate = self.maker_fee if maker else self.taker_fee
         now = self.clock_ms()
-        closed = ZERO
+        closed = cash_flow = pnl = ZERO
         if instrument.category == "linear":
             fee, fee_coin = qty * price * rate, instrument.quote_coin
             signed = qty if order.is_buy else -qty
@@ -496,7 +507,8 @@ class Engine:
             entry, before = position.avg_price, position.size
             closed = self.accounts.apply_linear_fill(order.symbol, signed, price, fee, now)
             if closed:
-                self._book_closed_pnl(order, closed, entry, before, price, fee, qty, now)
+                cash_flow = (price - entry) * closed * (1 if before > 0 else -1)
+                pnl = self._book_closed_pnl(order, closed, entry, before, price, fee, qty, now)
             self.position_changed(order.symbol, before)
             self.stop_book.attach(order, qty)
         else:
@@ -528,6 +540,8 @@ class Engine:
                 next(self.seq),
                 order.qty,
                 order.leaves_qty,
+                cash_flow=cash_flow,
+                exec_pnl=pnl,
             )
         )
         if order.status == "Filled":
@@ -545,9 +559,10 @@ class Engine:
         fee: Decimal,
         qty: Decimal,
         now: int,
-    ) -> None:
+    ) -> Decimal:
         """Add a fill that closed part of a position to its order's closed-pnl row (closed-pnl.mdx): the
-        gross PnL of the closed size, less this fill's fee and the opening fee of that size (taker rate)."""
+        gross PnL of the closed size, less this fill's fee and the opening fee of that size (taker rate).
+        Returns what this fill added."""
         direction = 1 if before > 0 else -1
         share = fee * closed / qty  # this fill's fee on the closed part (a flip opens the rest)
         pnl = (price - entry) * closed * direction - share - closed * entry * self.taker_fee
@@ -582,6 +597,7 @@ class Engine:
             row.closed_size, row.closed_pnl = total, row.closed_pnl + pnl
             row.fill_count, row.updated_ms = row.fill_count + 1, now
         del self.closed_pnl[: max(len(self.closed_pnl) - MAX_EXECUTIONS, 0)]
+        return pnl
 
     def cancel_rest(self, order: SimOrder, reason: str, cancel_type: str = "UNKNOWN") -> None:
         partly = order.cum_exec_qty > 0
@@ -680,8 +696,10 @@ class Engine:
             self.stop_book.amend(instrument, order, params)
             return order
         bad = pick(category, 10001, 170130)
-        qty = Decimal(str(params["qty"])) if params.get("qty") not in (None, "") else order.qty
-        price = Decimal(str(params["price"])) if params.get("price") not in (None, "") else order.price
+        qty = wire_decimal(params["qty"], "qty", bad) if params.get("qty") not in (None, "") else order.qty
+        price = order.price
+        if params.get("price") not in (None, ""):
+            price = wire_decimal(params["price"], "price", bad)
         check_qty(instrument, qty)
         check_price(instrument, price)
         if qty <= order.cum_exec_qty:

@@ -42,6 +42,14 @@ class Context:
     streams_url: str = ""  # the WebSocket side's ws://127.0.0.1:PORT ("" when it is not serving)
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A `result` with Bybit's `retExtInfo` filled (a batch's code per order); other routes answer `{}` there."""
+
+    result: dict[str, Any]
+    ext_info: dict[str, Any]
+
+
 CATEGORIES = ("linear", "inverse", "spot", "option")  # every category Bybit V5 accepts (enum.mdx)
 DERIVATIVES = ("linear", "inverse", "option")
 
@@ -150,8 +158,14 @@ def kline(ctx: Context, params: Params) -> dict[str, Any]:
 
 
 def instruments_info(ctx: Context, params: Params) -> dict[str, Any]:
+    """Instruments, filtered as instrument.mdx says: every one is `Trading` (another `status` lists none),
+    `baseCoin` on derivatives."""
     category = category_of(params)
     specs = _symbol_rows(ctx, params, category)
+    if params.get("status") not in (None, "", "Trading"):
+        specs = []
+    if params.get("baseCoin") and category != "spot":
+        specs = [spec for spec in specs if spec.base_coin == params["baseCoin"]]
     page, cursor = paginate(specs, params, 500, 1000, cursor_on_last_page=False)
     rows = [views.instrument_view(spec, i + 1) for i, spec in enumerate(page)]
     return {"category": category, "list": rows, "nextPageCursor": cursor}
@@ -218,7 +232,8 @@ def cancel_all(ctx: Context, params: Params) -> dict[str, Any]:
     return {"list": [_ack(order) for order in orders], "success": "1"}
 
 
-def _order_rows(ctx: Context, params: Params, category: str, open_orders: bool) -> list[Any]:
+def _order_rows(ctx: Context, params: Params, category: str, open_orders: bool | None) -> list[Any]:
+    """The orders a list shows: open ones, closed ones, or (None) both."""
     engine = ctx.engine
     if category == "linear" and not (
         params.get("symbol") or params.get("settleCoin") or params.get("baseCoin")
@@ -228,7 +243,7 @@ def _order_rows(ctx: Context, params: Params, category: str, open_orders: bool) 
     kind = order_filter_of(category, params.get("orderFilter"))  # none sent: every kind of order
     rows = []
     for order in _candidates(engine, category, params, open_orders):
-        if order.category != category or (order.status in OPEN) != open_orders:
+        if order.category != category or (open_orders is not None and (order.status in OPEN) != open_orders):
             continue
         if not engine.visible(order):  # still inside its acknowledgement lag
             continue
@@ -244,7 +259,9 @@ def _order_rows(ctx: Context, params: Params, category: str, open_orders: bool) 
     return rows
 
 
-def _candidates(engine: Engine, category: str, params: Params, open_orders: bool) -> Iterable[SimOrder]:
+def _candidates(
+    engine: Engine, category: str, params: Params, open_orders: bool | None
+) -> Iterable[SimOrder]:
     """The orders a list may show, newest first: by id or link id the one order, open ones from the few
     that are open, else every order kept (so a lookup or an open-order read costs what it returns)."""
     wanted = params.get("orderId") or engine.links.get((category, params.get("orderLinkId") or ""))
@@ -253,6 +270,8 @@ def _candidates(engine: Engine, category: str, params: Params, open_orders: bool
         return [order] if order is not None else []
     if params.get("orderLinkId"):
         return []
+    if open_orders is None:
+        return reversed(engine.orders.values())
     if open_orders:
         pool = {**engine.open_orders, **engine.stop_book.waiting}
         return sorted(pool.values(), key=lambda o: engine.ranks[o.order_id], reverse=True)
@@ -269,7 +288,10 @@ def _orders_result(ctx: Context, params: Params, category: str, orders: list[Any
 def open_orders(ctx: Context, params: Params) -> dict[str, Any]:
     category = category_of(params)
     closed_recent = str(params.get("openOnly", "0")) == "1"
-    orders = _order_rows(ctx, params, category, open_orders=not closed_recent)[:500]
+    # open-order.mdx: "openOnly param will be ignored when query by orderId or orderLinkId": an order asked
+    # for by its id is listed whatever its status (a filled or cancelled one too)
+    by_id = bool(params.get("orderId") or params.get("orderLinkId"))
+    orders = _order_rows(ctx, params, category, None if by_id else not closed_recent)[:500]
     return _orders_result(ctx, params, category, orders)
 
 
@@ -310,12 +332,15 @@ def _window(params: Params, now_ms: int) -> tuple[int, int]:
 
 
 def executions(ctx: Context, params: Params) -> dict[str, Any]:
+    """Fills, newest first (execution.mdx): a 7-day window by execTime (the last 7 days by default)."""
     category = category_of(params)
+    start, end = _window(params, ctx.now_ms)
     rows = [
         e
         for e in reversed(ctx.engine.executions)
         if e.order.category == category
         and ctx.engine.visible(e.order)
+        and start <= e.time_ms <= end
         and (not params.get("symbol") or e.order.symbol == params["symbol"])
         and (not params.get("orderId") or e.order.order_id == params["orderId"])
         and (not params.get("orderLinkId") or e.order.order_link_id == params["orderLinkId"])
@@ -411,6 +436,7 @@ def wallet_balance(ctx: Context, params: Params) -> dict[str, Any]:
                 position_im if settle else ZERO,
                 position_mm if settle else ZERO,
                 order_im if settle else ZERO,
+                _realised(accounts) if settle else ZERO,
             )
         )
     wallet_usd = sum((amount * accounts.usd_price(coin) for coin, amount in accounts.wallet.items()), ZERO)
@@ -447,6 +473,7 @@ def _coin_row(
     position_im: Decimal,
     position_mm: Decimal,
     order_im: Decimal,
+    realised: Decimal,
 ) -> dict[str, Any]:
     n = views.num
     return {
@@ -462,7 +489,7 @@ def _coin_row(
         "totalPositionIM": n(position_im),
         "totalPositionMM": n(position_mm),
         "unrealisedPnl": n(upl),
-        "cumRealisedPnl": "0",
+        "cumRealisedPnl": n(realised),
         "bonus": "0",
         "marginCollateral": True,
         "collateralSwitch": True,
@@ -472,6 +499,11 @@ def _coin_row(
         "availableToWithdraw": "",
         "availableToBorrow": "",
     }
+
+
+def _realised(accounts: Any) -> Decimal:
+    """The settle coin's cumulative realised PnL: every position's (fills, fees, funding and liquidations)."""
+    return sum((p.cum_realised_pnl for p in accounts.positions.values()), ZERO)
 
 
 def account_info(ctx: Context, params: Params) -> dict[str, Any]:
@@ -527,7 +559,7 @@ def streams(ctx: Context, params: Params) -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class Route:
     method: str
-    handler: Callable[[Context, Params], dict[str, Any]]
+    handler: Callable[[Context, Params], dict[str, Any] | Answer]
     signed: bool
     permission: tuple[str, str] | None = (
         None  # (group, name) needed for linear; spot needs ("Spot","SpotTrade")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import decimal
+import signal
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -55,10 +56,17 @@ class HttpServer:
         self.before_request = before_request  # the market catches up with its clock before each answer
         self.port = port
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="paper-exchange", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="paper-exchange", daemon=True)
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         self.working = 0  # requests read and not yet answered (held by a latency fault, say)
+
+    def _run(self) -> None:
+        # Ctrl+C and SIGTERM are for the main thread: a signal the kernel hands to this thread instead only
+        # trips Python's flag, and a main thread blocked in a lock's wait (`pilot sim`) would never see it.
+        # Threads started from this one inherit the mask.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+        self.loop.run_forever()
 
     def start(self) -> None:
         self._thread.start()

@@ -61,6 +61,7 @@ from pilot.paper.validation import (
     price_limits,
     to_decimal,
     trigger_by,
+    wire_decimal,
 )
 
 if TYPE_CHECKING:
@@ -508,7 +509,7 @@ class StopBook:
         qty = self._amended_qty(instrument, order, params)
         price = order.price
         if given(params, "price") and order.order_type == "Limit":
-            price = to_decimal(params["price"], "price", 10001)
+            price = wire_decimal(params["price"], "price", 10001)
             check_price(instrument, price)
         changed = (trigger, by, qty, price) != (order.trigger_price, order.trigger_by, order.qty, order.price)
         if order.stop_order_type == CONDITIONAL:  # last: it applies what it checked
@@ -544,7 +545,7 @@ class StopBook:
         within what the position leaves its side (110058); a Full leg's follows the position (10001)."""
         if not given(params, "qty"):
             return order.qty
-        qty = to_decimal(params["qty"], "qty", 10001)
+        qty = wire_decimal(params["qty"], "qty", 10001)
         if order.stop_order_type in FULL_LEGS:
             raise SimReject(10001, "params error: a Full TP/SL follows the position's size")
         if order.stop_order_type == CONDITIONAL:

@@ -1,6 +1,7 @@
 """The paper exchange's Bybit V5 WebSocket side, on 127.0.0.1, driven by the same engine as its REST side.
 
-Paths as Bybit serves them: ``/v5/public/linear``, ``/v5/public/spot`` and ``/v5/private``. Messages as
+Paths as Bybit serves them: ``/v5/public/linear``, ``/v5/public/spot``, ``/v5/private`` and the order entry
+``/v5/trade`` (order_entry.py). Messages as
 Bybit sends them (websocket/connect.mdx and the topic pages):
 
 * ``{"op": "ping", "req_id": ...}``: public answers ``{"success": true, "ret_msg": "pong", "op": "ping"}``,
@@ -9,16 +10,17 @@ Bybit sends them (websocket/connect.mdx and the topic pages):
   hex HMAC-SHA256 of ``"GET/realtime" + expires`` with the key's secret; an expired or wrong one is refused
   with ``success: false``. Private topics need it.
 * ``{"op": "subscribe", "args": [...]}``: ``tickers.{symbol}``, ``orderbook.{depth}.{symbol}``,
-  ``priceLimit.{symbol}`` (public); ``order``, ``execution``, ``position``, ``wallet`` (private). Tickers and
-  books start with a snapshot and go on with deltas; a book delta's ``u`` is the snapshot's plus one per
-  delta. Private topics push rows whose REST view changed, in REST's shape.
+  ``priceLimit.{symbol}``, ``publicTrade.{symbol}``, ``kline.{interval}.{symbol}`` (public: public_topics.py);
+  ``order``, ``execution``, ``execution.fast``, ``position``, ``wallet`` and the categorised ones such as
+  ``order.linear`` (private). Private topics push the rows whose REST view changed, in the stream's shape
+  (pushes.py: a position's ``entryPrice``, the wallet on balance changes only, ...).
 
 Changes are found by comparing the REST views with what was last published, after every write, every
 price change and every `interval_ms` (tickers are pushed at that interval even when unchanged, as Bybit
 pushes derivatives tickers every 100 ms). Faults (`StreamFaults`): ``drop()`` aborts every connection (a
 reset, not a close), ``stall`` holds every push and pong while connections stay open (changes meanwhile
 are pushed, coalesced, when it ends, and what was held is sent first, in order: nothing is lost, as on a
-TCP stream that stops moving), ``delay_ms`` holds
+TCP stream that stops moving), `push_raw(path, text)` sends any text to a path's connections, ``delay_ms`` holds
 each message that long before sending it, ``swap_next_deltas`` sends the next book delta after the one
 that follows it, ``hold_topics`` keeps a private topic's pushes back (in order) until it is taken off.
 Connections themselves: ``unavailable`` answers every new one HTTP 503 (as Bybit's edge does during
@@ -43,6 +45,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from http import HTTPStatus
 from typing import Any
 
@@ -50,17 +53,34 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from pilot.paper import handlers, views
+from pilot.paper import handlers, pushes, views
 from pilot.paper.changes import OrderChanges
 from pilot.paper.disconnect_protection import TOPIC_PRODUCTS
-from pilot.paper.engine import Engine
+from pilot.paper.engine import Engine, SimOrder
+from pilot.paper.handlers import CATEGORIES, DERIVATIVES
+from pilot.paper.order_entry import TRADE_PATH, EntrySession, OrderEntry
+from pilot.paper.public_topics import PublicTopics, parse_topic
 from pilot.paper.scenario import ApiKeySpec
-from pilot.paper.validation import SimReject
 
 PUBLIC_PATHS = {"/v5/public/linear": "linear", "/v5/public/spot": "spot"}
 PRIVATE_PATH = "/v5/private"
-PRIVATE_TOPICS = ("order", "execution", "position", "wallet")
-BOOK_DEPTHS = (1, 50, 200)
+# all-in-one and categorised (websocket/private/*.mdx); the categorised ones carry that category's rows
+CATEGORISED = (
+    ("order", CATEGORIES),
+    ("execution", CATEGORIES),
+    ("execution.fast", CATEGORIES),
+    ("position", DERIVATIVES),
+)
+PRIVATE_TOPICS = (
+    "order",
+    "execution",
+    "execution.fast",
+    "position",
+    "wallet",
+    *(f"{topic}.{category}" for topic, categories in CATEGORISED for category in categories),
+)
+SPOT_MAX_ARGS = 10
+ZERO = Decimal(0)
 STOP_GRACE_SECONDS = 1.0  # how long stop() lets clients answer the close before resetting them
 # websockets logs every frame at DEBUG, auth requests (API key, signature) included, and every connection at
 # INFO: only its warnings and errors are let through.
@@ -87,6 +107,7 @@ class _Connection:
     topics: set[str] = field(default_factory=set)
     key: ApiKeySpec | None = None
     queue: asyncio.Queue[str] = field(default_factory=asyncio.Queue)
+    entry: EntrySession = field(default_factory=EntrySession)  # order entry (TRADE_PATH) only
 
 
 class StreamServer:
@@ -100,6 +121,8 @@ class StreamServer:
         clock_ms: Callable[[], int],
         interval_ms: float = 100,
         server_clock_ms: Callable[[], int] | None = None,
+        before_write: Callable[[], object] = lambda: None,
+        after_write: Callable[[], None] = lambda: None,
     ) -> None:
         self.engine = engine
         self.lock = lock
@@ -112,10 +135,12 @@ class StreamServer:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._server: Server | None = None
         self._connections: set[_Connection] = set()
-        self._published: dict[str, Any] = {}  # topic -> the last view sent (books: the levels; private: rows)
-        self._book_u: dict[str, int] = {}
+        self.public = PublicTopics(engine, lock, clock_ms, self.server_clock_ms)
+        self._before_write, self._after_write = before_write, after_write
+        self.order_entry = OrderEntry(engine, keys, self._write, clock_ms, self.server_clock_ms)
+        self._published: dict[str, Any] = {}  # private: the position rows and the wallet last pushed
         self._held_delta: dict[str, str] = {}
-        self._held_private: list[tuple[str, dict[str, Any]]] = []
+        self._held_private: list[tuple[str, list[dict[str, Any]]]] = []
         self._order_marks: dict[
             str, tuple[int, str, Any]
         ] = {}  # what each order looked like when last pushed
@@ -177,6 +202,22 @@ class StreamServer:
             return socket.respond(HTTPStatus.SERVICE_UNAVAILABLE, "stream unavailable\n")
         return None
 
+    def _write(self, work: Callable[[], Any]) -> Any:
+        """Carry out an order-entry write as a REST one is: the market caught up first, the work under the
+        engine's lock, then what it changed saved (`after_write`, under the lock) and published."""
+        self._before_write()
+        try:
+            with self.lock:
+                result = work()
+                self._after_write()
+        finally:
+            self._publish(False)
+        return result
+
+    def topics(self, path: str) -> set[str]:
+        """The topics the connections on `path` are subscribed to now (a test waits for its subscriptions)."""
+        return {topic for c in list(self._connections) if c.path == path for topic in c.topics}
+
     @property
     def open_connections(self) -> int:
         """Connections past their handshake and not ended yet."""
@@ -187,6 +228,16 @@ class StreamServer:
         if self.loop is not None and not self.loop.is_closed():
             with contextlib.suppress(RuntimeError):
                 self.loop.call_soon_threadsafe(self._publish, False)
+
+    def push_raw(self, path: str, text: str) -> None:
+        """Send `text` as it is to every connection on `path` (a message a client may not be able to read)."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(self._push_raw, path, text)
+
+    def _push_raw(self, path: str, text: str) -> None:
+        for connection in self._connections:
+            if connection.path == path:
+                connection.queue.put_nowait(text)
 
     def drop(self) -> None:
         """Reset every connection (no close frame), as a network failure would."""
@@ -208,7 +259,7 @@ class StreamServer:
 
     async def _serve(self, socket: ServerConnection) -> None:
         path = socket.request.path if socket.request is not None else ""
-        if path not in PUBLIC_PATHS and path != PRIVATE_PATH:
+        if path not in PUBLIC_PATHS and path not in (PRIVATE_PATH, TRADE_PATH):
             await socket.close(1008, "unknown path")
             return
         connection = _Connection(socket, path)
@@ -246,6 +297,9 @@ class StreamServer:
             op = request.get("op")
         except (ValueError, AttributeError):
             self._send(connection, {"success": False, "ret_msg": "invalid request", "op": ""})
+            return
+        if connection.path == TRADE_PATH:
+            self._send(connection, self.order_entry.answer(connection.entry, request))
             return
         req_id = request.get("req_id")
         private = connection.path == PRIVATE_PATH
@@ -294,19 +348,23 @@ class StreamServer:
 
     def _subscribe(self, connection: _Connection, op: str, topics: list[str], req_id: Any) -> None:
         private = connection.path == PRIVATE_PATH
+        category = PUBLIC_PATHS.get(connection.path, "")
         problem = ""
         if private and connection.key is None:
             problem = "Request not authorized"
+        elif category == "spot" and len(topics) > SPOT_MAX_ARGS:
+            problem = "args size >10"  # wss-authentication.mdx: spot takes up to 10 args a request
         for topic in topics:
-            if problem:
+            if problem or op == "unsubscribe":
                 break
-            known = (
-                (topic in PRIVATE_TOPICS or topic in TOPIC_PRODUCTS)
-                if private
-                else self._public_view(PUBLIC_PATHS[connection.path], topic) is not None
-            )
-            if not known:
-                problem = f"Invalid topic: {topic}"
+            if topic in connection.topics:  # as answered in the wild (sieblyio/bybit-api#477)
+                problem = f"error:already subscribed,topic:{topic}"
+            elif private:
+                known = topic in PRIVATE_TOPICS or topic in TOPIC_PRODUCTS  # TOPIC_PRODUCTS: DCP's
+                problem = "" if known else f"error:handler not found,topic:{topic}"
+            else:
+                found = parse_topic(self.engine, category, topic)
+                problem = found if isinstance(found, str) else ""
         answer = {
             "success": not problem,
             "ret_msg": problem or "",
@@ -327,49 +385,13 @@ class StreamServer:
                 self.engine.dcp.watch(topic)  # DCP counts this connection (disconnect_protection.py)
             connection.topics.add(topic)
             if not private:
-                self._send_snapshot(connection, topic)
+                for message in self.public.subscribed(category, topic):
+                    self._send(connection, message)
 
     # ---- what is published ------------------------------------------------------------------------
 
-    def _public_view(self, category: str, topic: str) -> Any:
-        """The REST-shaped view behind a public topic now, or None when there is no such topic."""
-        parts = topic.split(".")
-        try:
-            with self.lock:
-                if parts[0] == "tickers" and len(parts) == 2:
-                    return handlers.tickers(self._context(), {"category": category, "symbol": parts[1]})[
-                        "list"
-                    ][0]
-                if parts[0] == "orderbook" and len(parts) == 3 and int(parts[1]) in BOOK_DEPTHS:
-                    book = handlers.orderbook(
-                        self._context(), {"category": category, "symbol": parts[2], "limit": parts[1]}
-                    )
-                    return {"s": book["s"], "b": book["b"], "a": book["a"]}
-                if parts[0] == "priceLimit" and len(parts) == 2 and category != "option":
-                    view = handlers.price_limit(self._context(), {"category": category, "symbol": parts[1]})
-                    return {"symbol": view["symbol"], "buyLmt": view["buyLmt"], "sellLmt": view["sellLmt"]}
-        except (SimReject, ValueError, IndexError, KeyError):
-            return None
-        return None
-
     def _context(self) -> handlers.Context:
         return handlers.Context(self.engine, None, (), self.clock_ms())
-
-    def _send_snapshot(self, connection: _Connection, topic: str) -> None:
-        category = PUBLIC_PATHS[connection.path]
-        view = self._public_view(category, topic)
-        if view is None:
-            return
-        key = f"{category}:{topic}"
-        now = self.clock_ms()
-        data = dict(view)
-        if topic.startswith("orderbook"):
-            u = self._book_u.setdefault(key, 1)
-            data |= {"u": u, "seq": u}
-            self._published[key] = view
-        elif topic.startswith("tickers"):
-            self._published[key] = view
-        self._send(connection, {"topic": topic, "type": "snapshot", "ts": now, "data": data, "cts": now})
 
     def _publish(self, heartbeat: bool) -> None:
         if self.faults.stall:
@@ -390,41 +412,12 @@ class StreamServer:
     def _publish_public(
         self, category: str, topic: str, listeners: list[_Connection], heartbeat: bool
     ) -> None:
-        view = self._public_view(category, topic)
-        if view is None:
-            return
-        key, now = f"{category}:{topic}", self.clock_ms()
-        last = self._published.get(key)
-        if topic.startswith("orderbook"):
-            if last == view:
-                return
-            u = self._book_u.get(key, 1) + 1
-            self._book_u[key] = u
-            self._published[key] = view
-            data = {"s": view["s"], "b": _levels_delta(last, view, "b"), "a": _levels_delta(last, view, "a")}
-            message = {
-                "topic": topic,
-                "type": "delta",
-                "ts": now,
-                "data": data | {"u": u, "seq": u},
-                "cts": now,
-            }
-            self._send_delta(key, listeners, json.dumps(message))
-            return
-        if topic.startswith("tickers"):
-            changed = {k: v for k, v in view.items() if last is None or last.get(k) != v}
-            if not changed and not heartbeat:
-                return
-            self._published[key] = view
-            data = {"symbol": view["symbol"], **changed}
-            message = {"topic": topic, "type": "delta", "ts": now, "cs": now, "data": data}
-        else:  # priceLimit: a full message each time, as Bybit sends it
-            if last == view and not heartbeat:
-                return
-            self._published[key] = view
-            message = {"topic": topic, "ts": now, "data": view}
-        for connection in listeners:
-            self._send(connection, message)
+        for message in self.public.updates(category, topic, heartbeat):
+            if message.get("type") == "delta" and topic.startswith("orderbook"):
+                self._send_delta(f"{category}:{topic}", listeners, json.dumps(message))
+                continue
+            for connection in listeners:
+                self._send(connection, message)
 
     def _send_delta(self, key: str, listeners: list[_Connection], text: str) -> None:
         held = self._held_delta.pop(key, None)
@@ -440,66 +433,113 @@ class StreamServer:
     def _publish_private(self, listeners: list[_Connection]) -> None:
         now = self.clock_ms()
         with self.lock:
-            context = self._context()
-            looked = [self.engine.orders[i] for i in self._order_changes.look(self.engine).changed]
-            orders = [
-                {"category": o.category}
-                | views.order_view(o, self.engine.instruments[(o.category, o.symbol)])
-                for o in looked
-                if self._order_marks.get(o.order_id) != (o.updated_ms, o.status, o.cum_exec_qty)
-            ]
-            for o in looked:
-                self._order_marks[o.order_id] = (o.updated_ms, o.status, o.cum_exec_qty)
-            executions = []
-            for e in reversed(self.engine.executions):  # appended in time order: the new ones are last
-                if e.exec_id in self._sent_executions:
-                    break
-                self._sent_executions.add(e.exec_id)
-                instrument = self.engine.instruments[(e.order.category, e.order.symbol)]
-                executions.append({"category": e.order.category} | views.execution_view(e, instrument))
-            executions.reverse()
-            positions = {
-                row["symbol"]: {"category": "linear"} | row
-                for row in handlers.positions(context, {"category": "linear", "settleCoin": "USDT"})["list"]
-            }
-            wallet = handlers.wallet_balance(context, {"accountType": "UNIFIED"})["list"]
+            orders, touched = self._order_pushes()
+            executions = self._execution_pushes()
+            positions = self._position_rows()
+            wallet = handlers.wallet_balance(self._context(), {"accountType": "UNIFIED"})["list"]
+        moved = pushes.wallet_moved(wallet)
+        fast = [row for row in map(pushes.fast_execution, executions) if row is not None]
         updates = {
             "order": orders,
             "execution": executions,
-            "position": _changed_positions(self._published.get("position"), positions),
-            "wallet": wallet if wallet != self._published.get("wallet") else [],
+            "execution.fast": fast,
+            "position": _changed_positions(self._published.get("position"), positions, touched),
+            "wallet": pushes.wallet(wallet) if moved != self._published.get("wallet") else [],
         }
-        self._published |= {"position": positions, "wallet": wallet}
-        outgoing = [
-            (topic, {"id": f"paper-{next(self._ids)}", "topic": topic, "creationTime": now, "data": rows})
-            for topic, rows in updates.items()
-            if rows
-        ]
+        self._published |= {"position": positions, "wallet": moved}
+        outgoing = [(topic, rows) for topic, rows in updates.items() if rows]
         held = self.faults.hold_topics
         released = [item for item in self._held_private if item[0] not in held]
         self._held_private = [item for item in self._held_private if item[0] in held]
-        for topic, message in released + outgoing:
+        for topic, rows in released + outgoing:
             if topic in held:
-                self._held_private.append((topic, message))
+                self._held_private.append((topic, rows))
                 continue
             for connection in listeners:
-                if topic in connection.topics:
-                    self._send(connection, message)
+                self._deliver(connection, topic, rows, now)
+
+    def _deliver(self, connection: _Connection, topic: str, rows: list[dict[str, Any]], now: int) -> None:
+        """Send rows on the all-in-one topic, and each category's rows on its categorised topic, to a
+        connection subscribed to them."""
+        wanted = [(topic, rows)] if topic in connection.topics else []
+        for category in sorted({str(row.get("category")) for row in rows}):
+            named = f"{topic}.{category}"
+            if named in connection.topics:
+                wanted.append((named, [row for row in rows if row.get("category") == category]))
+        for name, chosen in wanted:
+            message = {"id": f"paper-{next(self._ids)}", "topic": name, "creationTime": now, "data": chosen}
+            self._send(connection, message)
+
+    def _order_pushes(self) -> tuple[list[dict[str, Any]], set[str]]:
+        """The orders that changed since the last push, as the `order` topic shows them, and the linear
+        symbols they are on (the lock held)."""
+        engine = self.engine
+        looked = [engine.orders[i] for i in self._order_changes.look(engine).changed]
+        changed = [o for o in looked if self._order_marks.get(o.order_id) != _mark(o)]
+        for order in looked:
+            self._order_marks[order.order_id] = _mark(order)
+        pnl = _closed_pnl(engine, changed)
+        rows = [
+            pushes.order(
+                views.order_view(o, engine.instruments[(o.category, o.symbol)]), o, pnl.get(o.order_id, ZERO)
+            )
+            for o in changed
+        ]
+        return rows, {o.symbol for o in changed if o.category == "linear"}
+
+    def _execution_pushes(self) -> list[dict[str, Any]]:
+        """The fills made since the last push, oldest first (the lock held)."""
+        rows = []
+        for fill in reversed(self.engine.executions):  # appended in time order: the new ones are last
+            if fill.exec_id in self._sent_executions:
+                break
+            self._sent_executions.add(fill.exec_id)
+            instrument = self.engine.instruments[(fill.order.category, fill.order.symbol)]
+            rows.append(pushes.execution(views.execution_view(fill, instrument), fill))
+        rows.reverse()
+        return rows
+
+    def _position_rows(self) -> dict[tuple[str, int], dict[str, Any]]:
+        """Every linear position row (flat ones and hedge legs too), as the `position` topic shows it."""
+        rows: dict[tuple[str, int], dict[str, Any]] = {}
+        context = self._context()
+        for category, symbol in self.engine.instruments:
+            if category != "linear":
+                continue
+            listed = handlers.positions(context, {"category": "linear", "symbol": symbol})["list"]
+            rows |= {(symbol, int(row["positionIdx"])): pushes.position(row) for row in listed}
+        return rows
 
 
-def _levels_delta(last: dict[str, Any] | None, view: dict[str, Any], side: str) -> list[list[str]]:
-    """Levels that changed, and removed ones with size "0" (orderbook.mdx: a size of 0 deletes the level)."""
-    before = {price: size for price, size in (last or {}).get(side, [])}
-    after = {price: size for price, size in view[side]}
-    changed = [[price, size] for price, size in after.items() if before.get(price) != size]
-    return changed + [[price, "0"] for price in before if price not in after]
+def _mark(order: SimOrder) -> tuple[int, str, Decimal]:
+    return order.updated_ms, order.status, order.cum_exec_qty
 
 
-def _changed_positions(last: dict[str, Any] | None, now: dict[str, Any]) -> list[dict[str, Any]]:
-    """Changed positions, and a closed one as a row of size 0 (Bybit pushes the flat position)."""
-    last = last or {}
-    rows = [row for symbol, row in now.items() if last.get(symbol) != row]
-    for symbol, row in last.items():
-        if symbol not in now:
-            rows.append(row | {"size": "0", "side": "", "positionValue": "0", "unrealisedPnl": "0"})
-    return rows
+def _closed_pnl(engine: Engine, orders: list[SimOrder]) -> dict[str, Decimal]:
+    """Each order's closed PnL so far (its rows of /v5/position/closed-pnl), looking back no further than
+    the oldest of them was created."""
+    wanted = {o.order_id for o in orders if o.category == "linear"}
+    if not wanted:
+        return {}
+    oldest = min(o.created_ms for o in orders)
+    found: dict[str, Decimal] = {}
+    for row in reversed(engine.closed_pnl):
+        if row.updated_ms < oldest:
+            break
+        if row.order_id in wanted:
+            found[row.order_id] = found.get(row.order_id, ZERO) + row.closed_pnl
+    return found
+
+
+def _changed_positions(
+    last: dict[tuple[str, int], dict[str, Any]] | None,
+    now: dict[tuple[str, int], dict[str, Any]],
+    touched: set[str],
+) -> list[dict[str, Any]]:
+    """The position rows to push: those that changed, and every row of a symbol an order was created,
+    amended, cancelled or filled on (position.mdx: "Every time when you create/amend/cancel an order, the
+    position topic will generate a new message (regardless if there's any actual change)"). The first
+    look pushes the open positions only."""
+    if last is None:
+        return [row for key, row in now.items() if row.get("side") or key[0] in touched]
+    return [row for key, row in now.items() if last.get(key) != row or key[0] in touched]

@@ -31,6 +31,7 @@ class Played:
 
 def after_move(engine: Engine, symbols: list[str]) -> None:
     """Everything a price change causes: fills of crossed resting orders, stops, then liquidations."""
+    engine.note_prices(symbols)
     engine.rematch(symbols)
     liquidation.liquidate_due(engine)
 

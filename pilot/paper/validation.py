@@ -59,19 +59,20 @@ def parse_new_order(category: str, params: dict[str, Any]) -> NewOrder:
         raise SimReject(bad, "params error: side invalid")
     if order_type not in ("Market", "Limit"):
         raise SimReject(bad, "params error: orderType invalid")
-    qty = to_decimal(params.get("qty"), "qty", bad)
+    qty = wire_decimal(params.get("qty"), "qty", bad)
     price = None
     if order_type == "Limit":
-        price = to_decimal(params.get("price"), "price", bad)
+        price = wire_decimal(params.get("price"), "price", bad)
     tif = "IOC" if order_type == "Market" else str(params.get("timeInForce") or "GTC")
     if tif not in TIME_IN_FORCE:
         raise SimReject(bad, "params error: timeInForce invalid")
     link = str(params.get("orderLinkId") or "")
     if link and not LINK_ID.match(link):
         raise SimReject(bad, "params error: orderLinkId invalid")
-    reduce_only = is_true(params.get("reduceOnly"))
-    if reduce_only and category == "spot":
-        raise SimReject(bad, "params error: reduceOnly is not supported for spot")
+    # create-order.mdx: reduceOnly is "Valid for linear, inverse & option"; spot takes the order and leaves
+    # the flag aside, as it does triggerDirection (ccxt sends reduceOnly=true with every stopLossPrice and
+    # takeProfitPrice order, spot's tpslOrder included, and Bybit takes those: ccxt/ccxt#19000, #26378)
+    reduce_only = is_true(params.get("reduceOnly")) and category != "spot"
     unit = str(
         params.get("marketUnit") or ("quoteCoin" if category == "spot" and side == "Buy" else "baseCoin")
     )
@@ -91,6 +92,21 @@ def parse_new_order(category: str, params: dict[str, Any]) -> NewOrder:
         unit,
         smp,
     )
+
+
+PLAIN_NUMBER = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+PARAMETER_ERROR = (10001, "Request parameter error.")
+
+
+def wire_decimal(value: Any, name: str, code: int) -> Decimal:
+    """An order's `qty` or `price` as Bybit takes it: a string of plain digits. A JSON number, or a string
+    such as "1E-3", is refused with 10001 "Request parameter error." before anything else is checked, as
+    Bybit answers clients that send them (sieblyio/bybit-api#282, JKorf/Bybit.Net#267)."""
+    if value is not None and not isinstance(value, bool) and not isinstance(value, str):
+        raise SimReject(*PARAMETER_ERROR)
+    if isinstance(value, str) and value and not PLAIN_NUMBER.match(value):
+        raise SimReject(*PARAMETER_ERROR)
+    return to_decimal(value, name, code)
 
 
 def to_decimal(value: Any, name: str, code: int) -> Decimal:

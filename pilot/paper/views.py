@@ -46,7 +46,7 @@ def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
     def price(value: Decimal, unset: str = "") -> str:
         return step(value, tick) if value else unset
 
-    return {
+    row = {
         "orderId": order.order_id,
         "orderLinkId": order.order_link_id,
         "parentOrderLinkId": order.parent_order_link_id,
@@ -100,6 +100,11 @@ def order_view(order: SimOrder, instrument: InstrumentSpec) -> dict[str, Any]:
         "rpiTakerAccess": False,
         "rpiMatchedQty": "0",
     }
+    if (
+        order.category == "spot"
+    ):  # open-order.mdx: "Spot does not have this field" (ccxt reads it as a contract's)
+        del row["tpslMode"]
+    return row
 
 
 def execution_view(execution: SimExecution, instrument: InstrumentSpec) -> dict[str, Any]:
@@ -154,7 +159,7 @@ def position_view(
         "riskLimitValue": "2000000",
         "symbol": position.symbol,
         "side": side,
-        "size": step(size, instrument.qty_step),
+        "size": step(size, instrument.qty_step) if open_ else "0",  # a flat position's size is "0"
         "avgPrice": num(position.avg_price),
         "positionValue": num(size * position.avg_price) if open_ else "",
         "autoAddMargin": 0,
@@ -361,6 +366,9 @@ def api_key_view(spec: ApiKeySpec, index: int) -> dict[str, Any]:
         "parentUid": "0",
         "kycLevel": "LEVEL_DEFAULT",
         "kycRegion": "",
+        "userIDInt64": "0",  # as apikey-info.mdx's example writes them beside the integer ids
+        "inviterIDInt64": "0",
+        "affiliateIDInt64": "0",
     }
 
 

@@ -12,7 +12,7 @@ This package is the only importer of the MCP server SDK. Its modules, by concern
     strict.py          the shim that makes the SDK refuse unknown arguments instead of ignoring them
     input_errors.py    the one edge where an ArgumentProblem becomes the tool's answer (isError, the fix)
     store_refusals.py  the one edge where a failing store (disk full, I/O error) becomes the tool's answer
-    environment.py     every answer names its environment (paper, bybit-demo, bybit-testnet)
+    environment.py     every answer names its environment (paper, bybit-demo, bybit-testnet, okx-demo)
     schemas.py         what tools/list costs: one-paragraph descriptions, trimmed schemas
     stdio.py           MCP over stdio that answers what it read before it stops at the end of its input
     http.py            Streamable HTTP on loopback (another host only if allowed): Pilot's bearer tokens,

@@ -21,7 +21,7 @@ ACCEPTED = {
     "notional_usd": DECIMAL_ACCEPTED,
     "price": DECIMAL_ACCEPTED,
     "leverage": DECIMAL_ACCEPTED,
-    "symbol": 'a Bybit symbol in capitals and digits, such as "BTCUSDT"',
+    "symbol": 'a symbol in capitals as the exchange spells it, such as "BTCUSDT" (Bybit) or "BTC-USDT" (OKX)',
     "side": '"buy" or "sell"',
     "order_type": '"market" or "limit"',
     "category": '"linear" or "spot"',

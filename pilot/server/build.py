@@ -15,6 +15,7 @@ from pilot.app.answers.responses import compact_json
 from pilot.app.runtime.runtime import Runtime
 from pilot.server import input_errors, sdk
 from pilot.server.approval_tools import register_approval_tools
+from pilot.server.callers import enforce_roles
 from pilot.server.environment import answer_environment, describe_the_environment, name_the_environment
 from pilot.server.forms import Resolvers
 from pilot.server.market_tools import register_market_tools
@@ -105,6 +106,9 @@ def build_server(runtime: Runtime, *, tools: Iterable[str] | str = "all") -> MCP
         if name not in exposed:
             mcp.remove_tool(name)
     forbid_unknown_arguments(mcp)
+    enforce_roles(
+        mcp, runtime
+    )  # inside the store faults' edge: a refusal journaled on a full disk answers too
     answer_store_faults(mcp)
     name_the_environment(mcp, runtime.environment)  # outermost: a store fault's answer names it too
     compact_schemas(mcp)

@@ -1,4 +1,4 @@
-"""Every tool's answer names the environment it is about (paper, bybit-demo, bybit-testnet), in one place.
+"""Every tool's answer names the environment it is about (paper, bybit-demo, bybit-testnet, okx-demo), once.
 
 The answers are built by the use cases, which know nothing of the server; the server knows which exchange
 its Runtime holds. Rather than each tool adding it (and a new tool forgetting), every registered tool is

@@ -27,8 +27,9 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pilot.app.answers.store_faults import StoreError
-from pilot.app.runtime.runtime import Runtime
+from pilot.app.runtime.runtime import Holder, Runtime
 from pilot.server.build import build_server
+from pilot.server.callers import HOLDER_STATE
 from pilot.server.middleware import CLIENT_STATE
 
 DEFAULT_SESSION_IDLE_SECONDS = 300
@@ -141,16 +142,18 @@ class BearerTokens:
             await self.app(scope, receive, send)
             return
         token = _bearer(scope)
-        name = await self._client(token)
-        if name is None:
+        holder = await self._client(token)
+        if holder is None:
             await _unauthorized(send, sent=bool(token))
             return
+        name = holder.name
         session = _header(scope, b"mcp-session-id")
         owner = self._owners.get(session) if session else None
         if owner is not None and owner != name:
             await _json_answer(send, 403, _SESSION_OF_ANOTHER)
             return
-        scope.setdefault("state", {})[_CLIENT] = name
+        state = scope.setdefault("state", {})
+        state[_CLIENT], state[HOLDER_STATE] = name, holder
 
         async def noting(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -166,11 +169,11 @@ class BearerTokens:
         while len(self._owners) > MAX_SESSIONS:  # idle sessions end in minutes: the oldest are long gone
             self._owners.popitem(last=False)
 
-    async def _client(self, token: str | None) -> str | None:
+    async def _client(self, token: str | None) -> Holder | None:
         if not token:
             return None
         try:
-            return await self.runtime.store.tokens.verify(token)
+            return await self.runtime.store.tokens.identify(token)
         except StoreError as error:  # cannot check the token: refuse it (401), one log line, no traceback
             log.warning("a bearer token could not be checked, so it was refused: %s", error)
             return None

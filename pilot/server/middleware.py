@@ -15,9 +15,10 @@ from typing import Any
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 
 from pilot.app.answers.store_faults import StoreError
-from pilot.app.runtime.runtime import Runtime
+from pilot.app.runtime.runtime import ACTING, Runtime
 from pilot.app.runtime.sessions import SESSION_STARTED
 from pilot.app.service.dead_man import agent_called
+from pilot.server.callers import CALLER, caller_of
 
 CLIENT_STATE = "pilot.client"  # the ASGI scope["state"] key under which the HTTP server names the token
 log = logging.getLogger("pilot.server")
@@ -34,20 +35,25 @@ class EveryCall:
             return await call_next(ctx)
         key, expires = session_key(ctx.request)
         runtime = self.runtime
-        started = runtime.sessions.touch(key, runtime.store.clock.read(), expires=expires)
+        caller = await caller_of(runtime, ctx.request)
+        agent = caller.holder.name if caller.holder is not None and caller.holder.role else None
+        started = runtime.sessions.touch(key, runtime.store.clock.read(), expires=expires, agent=agent)
         token = SESSION_STARTED.set(started)  # its age judges maxSessionMinutes (pilot.app.runtime.sessions)
+        calling, acting = CALLER.set(caller), ACTING.set(caller.holder)  # who acts (pilot.server.callers)
         try:
-            await _beat(runtime)
+            await _beat(runtime, agent)
             return await call_next(ctx)
         finally:
+            ACTING.reset(acting)
+            CALLER.reset(calling)
             SESSION_STARTED.reset(token)
 
 
-async def _beat(runtime: Runtime) -> None:
+async def _beat(runtime: Runtime, agent: str | None) -> None:
     """The agent's heartbeat: the dead-man's switch counts silence from here. The store failing to record it
     is one log line: the call goes on to its tool, which answers the store fault itself if it lasts."""
     try:
-        await agent_called(runtime)
+        await agent_called(runtime, agent)
     except StoreError as error:
         log.warning("the agent's heartbeat could not be recorded: %s", error)
 

@@ -37,9 +37,10 @@ from pilot.store.location import StoreLocation
 from pilot.store.monotonic import HostClock, Instant, StoreClock, age, holder_id
 from pilot.store.plans import ClaimResult, PlanRecord, Plans, new_plan_id
 from pilot.store.store import Store, open_store
-from pilot.store.tokens import Tokens
+from pilot.store.tokens import ACTING, Holder, Tokens, agent_of
 
 __all__ = [
+    "ACTING",
     "GENESIS_HASH",
     "STORE_MOVED",
     "STORE_PLAN_REJECTED",
@@ -55,6 +56,7 @@ __all__ = [
     "Confirmations",
     "DuplicateRecord",
     "HeadAnchor",
+    "Holder",
     "HostClock",
     "Idempotency",
     "IdempotencyBegin",
@@ -81,6 +83,7 @@ __all__ = [
     "Tokens",
     "Unless",
     "age",
+    "agent_of",
     "canonical_hash",
     "canonical_json",
     "holder_id",

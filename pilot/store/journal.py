@@ -29,6 +29,7 @@ from pilot.store.database import Database, Dialect, Row, Tx
 from pilot.store.errors import DuplicateRecord
 from pilot.store.monotonic import HostClock, Instant, StoreClock
 from pilot.store.sealing import Sealer
+from pilot.store.tokens import acting_actor
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,11 @@ async def append_entry(
     return entry
 
 
-VERIFIED_ROWS_KEPT = 4096
+# Rows verified once and kept, so a row read again (the ledger reads on past this process's own appends) is
+# not verified twice. The bound holds memory: a plan's row reads back as several KiB, and 4,096 of them held
+# about 20 MiB that a long session grew into; the ledger reads its own appends back within a few calls, so
+# the newest 512 are what it asks for again (bench_long_session prints the bound).
+VERIFIED_ROWS_KEPT = 512
 
 
 class Journal:
@@ -285,6 +290,7 @@ class Journal:
         Raises:
             Preempted: `unless` was given and such an entry is there.
         """
+        actor = acting_actor(actor)
         draft = _Draft(self._sealer, kind, data, now, actor, plan_id, self.clock.read())
         # A conditional entry also waits on the journal still holding its anchored entry: a journal rolled
         # back under a running server takes no growing send (pilot.store.anchor).

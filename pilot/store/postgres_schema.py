@@ -263,6 +263,8 @@ MIGRATIONS: tuple[str, ...] = (
         ]
     ),
     _V2,
+    # v3: an agent's credential is a token with a role (pilot.store.tokens); older tokens keep NULL.
+    "ALTER TABLE tokens ADD COLUMN IF NOT EXISTS role TEXT NULL;",
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -188,5 +188,9 @@ CREATE TABLE agents (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5)
+# v6: an agent's credential is a token with a role (pilot.store.tokens: read, reduce, trade); a token issued
+# before, or by `pilot token issue`, keeps NULL: a client with no agent's name, as before.
+_V6 = "ALTER TABLE tokens ADD COLUMN role TEXT NULL;"
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION = len(MIGRATIONS)

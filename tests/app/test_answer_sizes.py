@@ -6,17 +6,19 @@ repeating the next action at the top, no text indented for nobody."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmarks.bench_answers import LIMITS_BYTES, answer_lines, measured_home, sizes
+from benchmarks.bench_answers import LIMITS_BYTES, sizes
+from tests.app.conftest import SERVED_ANSWERS
+
+pytestmark = SERVED_ANSWERS
 
 
-@pytest.fixture(scope="module")
-def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
-    return answer_lines(measured_home(Path(tmp_path_factory.mktemp("answers"))))
+@pytest.fixture
+def answers(served_answer_lines: dict[str, bytes]) -> dict[str, bytes]:
+    return served_answer_lines
 
 
 @pytest.mark.parametrize("name", sorted(LIMITS_BYTES))

@@ -14,9 +14,10 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import pytest
@@ -113,22 +114,40 @@ async def test_pilot_serve_says_no_streams_and_serves_unless_they_were_asked_for
 
 @contextlib.contextmanager
 def pilot_sim(*args: str) -> Iterator[dict[str, Any]]:
-    """`pilot sim --format json` in its own process: what it printed; stopped with Ctrl+C (SIGINT) at exit."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "pilot", "sim", "--format", "json", *args],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=os.environ.copy(),
-    )
+    """`pilot sim --format json` in its own process: what it printed; stopped with SIGTERM at exit.
+
+    SIGTERM, not Ctrl+C's SIGINT: a suite started in the background (`./test &`) starts every child with SIGINT
+    ignored, and `pilot sim` then rightly keeps ignoring it. Its stderr goes to a file and faulthandler is on:
+    if SIGTERM does not stop it, SIGABRT makes it write where each of its threads stands.
+    """
+    with tempfile.TemporaryFile(mode="w+") as errors:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pilot", "sim", "--format", "json", *args],
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            env=os.environ | {"PYTHONFAULTHANDLER": "1"},
+        )
+        try:
+            assert process.stdout is not None
+            lines = [process.stdout.readline()]
+            while lines[-1] and lines[-1].rstrip() != "}":  # one JSON object, indented
+                lines.append(process.stdout.readline())
+            yield json.loads("".join(lines))
+        finally:
+            stopped_by_sigterm(process, errors)
+
+
+def stopped_by_sigterm(process: subprocess.Popen[str], errors: IO[str]) -> None:
+    process.send_signal(signal.SIGTERM)
     try:
-        assert process.stdout is not None
-        lines = [process.stdout.readline()]
-        while lines[-1] and lines[-1].rstrip() != "}":  # one JSON object, indented
-            lines.append(process.stdout.readline())
-        yield json.loads("".join(lines))
-    finally:
-        process.send_signal(signal.SIGINT)
         process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        process.wait(timeout=10)
+        errors.seek(0)
+        pytest.fail(f"pilot sim did not stop on SIGTERM; its threads:\n{errors.read()}")
+    finally:
         if process.stdout is not None:
             process.stdout.close()
 

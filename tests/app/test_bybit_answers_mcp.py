@@ -19,7 +19,7 @@ from pilot.app.answers.receipts import receipt_card
 from pilot.app.facts.pending import GIVE_UP_AFTER
 from pilot.cli.render import fee_words
 from pilot.paper import PaperExchange
-from pilot.paper.handlers import ROUTES
+from pilot.paper.endpoints import ROUTES
 from pilot.server import build_server
 from tests.interposer import Answer, Interposer, Rule, ret_code
 

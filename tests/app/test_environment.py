@@ -60,3 +60,14 @@ async def test_a_replayed_answer_names_the_environment_too(runtime: Runtime):
         first = await call(client, "activate_kill_switch", args)
         again = await call(client, "activate_kill_switch", args)
     assert first["environment"] == again["environment"] == "paper"
+
+
+async def test_every_tool_answers_on_each_venue_naming_its_environment_and_its_venue(venue_runtime, venue):
+    """Every tool, once, through each venue's adapter (Bybit's wire, OKX's over the OKX front): each answers,
+    names the runtime's environment, and a plan's facts name the venue they were read from."""
+    async with Client(build_server(venue_runtime)) as client:
+        answers = {tool: await call(client, tool, venue.args(args)) for tool, args in CALLS.items()}
+    assert {answer["environment"] for answer in answers.values()} == {venue.environment}
+    assert answers["plan_order"]["status"] == "ok"
+    assert answers["plan_order"]["snapshot"]["venue"] == {"bybit": "Bybit", "okx": "OKX"}[venue.name]
+    assert answers["get_ticker"]["status"] == "ok" and answers["get_instrument_rules"]["status"] == "ok"

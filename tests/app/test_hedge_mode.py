@@ -20,7 +20,7 @@ from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.server import build_server
 from tests.scenarios import article_scenario
 
-from .conftest import BTC_SHORT, CREATE, FakeClock, call, open_test_runtime, write_policy
+from .conftest import BTC_SHORT, CREATE, FakeClock, call, open_test_runtime, venue_on, write_policy
 
 pytestmark = pytest.mark.anyio
 LEVERAGE = "/v5/position/set-leverage"
@@ -113,3 +113,27 @@ async def test_a_spot_order_is_never_refused_for_the_perpetuals_position_mode(
     assert "maxNotionalUsd" in [v["rule"] for v in capped["violations"]]
     assert "positionMode" not in [v["rule"] for v in capped["violations"]]
     position_mode_refusal(linear)  # the perpetual itself still is
+
+
+async def test_on_okx_long_short_mode_is_the_account_s_so_every_market_is_refused_with_the_fix(
+    hedged: PaperExchange, tmp_path: Path, clock: FakeClock
+):
+    """OKX's position mode is the account's, not a symbol's: in long/short mode every order must name a leg,
+    so every market is refused, terminally, with the human's fix (net mode), and nothing is sent."""
+    with venue_on("okx", hedged) as venue:
+        venue.endpoint.position_mode = "long_short_mode"  # type: ignore[attr-defined]
+        venue.write_policy(tmp_path)
+        async with (
+            open_test_runtime(tmp_path, venue.endpoint, clock) as runtime,
+            Client(build_server(runtime)) as client,
+        ):
+            answers = [
+                await call(client, "plan_order", venue.args(BTC_SHORT)),
+                await call(client, "plan_order", venue.args(ETH_BUY)),
+                await call(client, "close_position", {"symbol": "BTC-USDT"}),
+                await call(client, "set_leverage", {"symbol": "ETH-USDT", "leverage": "2"}),
+                await call(client, "get_positions"),
+            ]
+    for answer in answers:
+        position_mode_refusal(answer)
+    assert hedged.request_count(CREATE) == 0 and hedged.request_count(LEVERAGE) == 0

@@ -1,4 +1,5 @@
-"""The kill switch: an agent can turn it on, never off; while on, only what shrinks a position works."""
+"""The kill switch: an agent can turn it on, never off; while on, only what shrinks a position works. On
+Bybit's wire and on OKX's (tests/okx_front)."""
 
 from __future__ import annotations
 
@@ -7,23 +8,28 @@ from mcp import Client
 
 from pilot.app.answers import entry_kinds
 
-from .conftest import CREATE, call, plan_and_place
+from .conftest import BTC_SHORT, CREATE, call, plan_and_place
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_the_kill_switch_refuses_growing_orders_and_still_lets_a_position_close(server, paper, runtime):
-    async with Client(server, raise_exceptions=True) as client:
-        await plan_and_place(client)
+async def test_the_kill_switch_refuses_growing_orders_and_still_lets_a_position_close(
+    venue_server, venue, venue_runtime
+):
+    paper, runtime = venue.paper, venue_runtime
+    async with Client(venue_server, raise_exceptions=True) as client:
+        await plan_and_place(client, venue.args(BTC_SHORT))
         switched = await call(client, "activate_kill_switch", {"reason": "test"})
         assert switched["status"] == "done" and switched["data"]["kill_switch"] == "on"
 
-        refused = await call(client, "plan_order", {"symbol": "ETHUSDT", "side": "buy", "qty": "0.001"})
+        refused = await call(
+            client, "plan_order", venue.args({"symbol": "ETHUSDT", "side": "buy", "qty": "0.001"})
+        )
         assert [v["rule"] for v in refused["violations"]] == ["tradingState"]
         assert refused["next_safe_action"]["tool"] is None
         assert refused["snapshot"]["trading_state"] == "reducing"
 
-        closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
+        closed = await call(client, "close_position", {"symbol": venue.sym("BTCUSDT")})
         policy = await call(client, "get_policy")
     assert closed["status"] == "filled" and paper.position("BTCUSDT").size == 0
     assert policy["data"]["kill_switch"] is True and policy["data"]["trading_state"] == "reducing"
@@ -31,9 +37,12 @@ async def test_the_kill_switch_refuses_growing_orders_and_still_lets_a_position_
     assert [e.data["on"] for e in await runtime.store.journal.entries(kind=entry_kinds.KILL_SWITCH)] == [True]
 
 
-async def test_a_plan_made_before_the_kill_switch_is_refused_at_send(server, paper):
-    async with Client(server, raise_exceptions=True) as client:
-        plan = await call(client, "plan_order", {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0001"})
+async def test_a_plan_made_before_the_kill_switch_is_refused_at_send(venue_server, venue):
+    paper = venue.paper
+    async with Client(venue_server, raise_exceptions=True) as client:
+        plan = await call(
+            client, "plan_order", venue.args({"symbol": "BTCUSDT", "side": "buy", "qty": "0.0001"})
+        )
         await call(client, "activate_kill_switch", {})
         refused = await call(client, "place_order", {"plan_id": plan["plan_id"]})
     assert [v["rule"] for v in refused["violations"]] == ["tradingState"]

@@ -2,7 +2,8 @@
 
 Positions, balances and orders survive a restart; a confirmation parked by one process is executed by the
 next against the same account; two processes cannot embed it at once (the account would fork), and
-`--paper-url` attaches to a running `pilot sim` instead.
+`--paper-url` attaches to a running `pilot sim` instead (`pilot serve` finds the one serving its home by
+itself: tests/stdio/test_two_clients_one_home.py).
 """
 
 from __future__ import annotations
@@ -118,10 +119,11 @@ async def test_a_second_process_cannot_embed_the_same_paper_account_and_is_told_
         assert paper_files(home) == saved  # the refused one wrote nothing
         served = await pilot(*["serve", "--home", str(home), "--scenario", str(ARTICLE)])
         reset = await pilot(*["sim", "reset", "--home", str(home)])
-        assert paper_files(home) == saved  # nor did the refused serve, nor the refused reset
+        assert paper_files(home) == saved  # nor did the attached serve, nor the refused reset
         assert [row["size"] for row in (await account(first))["get_positions"]] == ["-0.00031"]
     assert "--paper-url" in str(refused.value)
-    assert served.exit_code == 2 and reset.exit_code == 2
+    assert served.exit_code == 0  # `pilot serve` attaches to the exchange serving its home (issue 39)
+    assert reset.exit_code == 2
 
     async with open_runtime(home, scenario=ARTICLE, clock=clock) as after:  # free again once it stopped
         assert [row["size"] for row in (await account(after))["get_positions"]] == ["-0.00031"]

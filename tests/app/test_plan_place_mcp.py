@@ -1,4 +1,5 @@
-"""plan_order and place_order through a real MCP client on the paper exchange: the plan-then-send lifecycle."""
+"""plan_order and place_order through a real MCP client on the paper exchange: the plan-then-send lifecycle.
+The tests that take `venue` run on Bybit's wire and on OKX's (the OKX front over the same paper exchange)."""
 
 from __future__ import annotations
 
@@ -20,9 +21,12 @@ MODES = pytest.mark.parametrize("mode", ["auto", "legacy"])
 
 
 @MODES
-async def test_refused_order_becomes_a_fill_by_replaying_the_next_safe_action(server, paper, mode):
-    async with Client(server, mode=mode, raise_exceptions=True) as client:
-        refused = await call(client, "plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0005"})
+async def test_refused_order_becomes_a_fill_by_replaying_the_next_safe_action(venue_server, venue, mode):
+    paper = venue.paper
+    async with Client(venue_server, mode=mode, raise_exceptions=True) as client:
+        refused = await call(
+            client, "plan_order", venue.args({"symbol": "BTCUSDT", "side": "sell", "qty": "0.0005"})
+        )
         assert refused["status"] == "refused" and refused.get("plan_id") is None
         assert refused["violations"][0]["rule"] == "maxOrderNotionalUsd"
         suggestion = refused["next_safe_action"]
@@ -40,10 +44,11 @@ async def test_refused_order_becomes_a_fill_by_replaying_the_next_safe_action(se
     assert paper.position("BTCUSDT").size == -paper.orders()[0].qty
 
 
-async def test_twenty_concurrent_place_orders_on_one_plan_send_exactly_one_order(server, paper):
+async def test_twenty_concurrent_place_orders_on_one_plan_send_exactly_one_order(venue_server, venue):
+    paper = venue.paper
     answers: list[dict[str, Any]] = []
-    async with Client(server, raise_exceptions=True) as client:
-        plan = await call(client, "plan_order", BTC_SHORT)
+    async with Client(venue_server, raise_exceptions=True) as client:
+        plan = await call(client, "plan_order", venue.args(BTC_SHORT))
 
         async def place() -> None:
             answers.append(await call(client, "place_order", {"plan_id": plan["plan_id"]}))
@@ -64,9 +69,14 @@ async def test_twenty_concurrent_place_orders_on_one_plan_send_exactly_one_order
     assert filled[0]["order_id"] in later["violations"][0]["detail"]
 
 
-async def test_an_expired_plan_is_refused_with_a_next_action_that_plans_the_same_order(server, paper, clock):
-    async with Client(server, raise_exceptions=True) as client:
-        plan = await call(client, "plan_order", {**BTC_SHORT, "order_type": "limit", "price": "80300"})
+async def test_an_expired_plan_is_refused_with_a_next_action_that_plans_the_same_order(
+    venue_server, venue, clock
+):
+    paper = venue.paper
+    async with Client(venue_server, raise_exceptions=True) as client:
+        plan = await call(
+            client, "plan_order", venue.args({**BTC_SHORT, "order_type": "limit", "price": "80300"})
+        )
         clock.advance(61)
         expired = await call(client, "place_order", {"plan_id": plan["plan_id"]})
         assert expired["status"] == "refused"
@@ -79,11 +89,12 @@ async def test_an_expired_plan_is_refused_with_a_next_action_that_plans_the_same
 
 
 async def test_a_policy_tightened_after_planning_refuses_at_send_with_a_fresh_next_action(
-    server, paper, runtime
+    venue_server, venue, venue_runtime
 ):
-    async with Client(server, raise_exceptions=True) as client:
-        plan = await call(client, "plan_order", BTC_SHORT)
-        write_policy(runtime.home.path, maxOrderNotionalUsd=10)
+    paper = venue.paper
+    async with Client(venue_server, raise_exceptions=True) as client:
+        plan = await call(client, "plan_order", venue.args(BTC_SHORT))
+        venue.write_policy(venue_runtime.home.path, maxOrderNotionalUsd=10)
         refused = await call(client, "place_order", {"plan_id": plan["plan_id"]})
         assert refused["status"] == "refused" and refused.get("sent") is None
         assert refused["violations"][0]["rule"] == "maxOrderNotionalUsd"
@@ -111,21 +122,22 @@ async def test_a_plan_refused_at_send_and_placed_again_points_to_re_planning_not
     assert paper.request_count(CREATE) == 0
 
 
-async def test_a_plan_survives_a_restart_and_is_redeemed_exactly_once(tmp_path, paper, clock):
-    write_policy(tmp_path)
+async def test_a_plan_survives_a_restart_and_is_redeemed_exactly_once(tmp_path, venue, clock):
+    paper = venue.paper
+    venue.write_policy(tmp_path)
     async with (
-        open_test_runtime(tmp_path, paper, clock) as before,
+        open_test_runtime(tmp_path, venue.endpoint, clock) as before,
         Client(build_server(before), raise_exceptions=True) as client,
     ):
-        plan = await call(client, "plan_order", BTC_SHORT)
+        plan = await call(client, "plan_order", venue.args(BTC_SHORT))
     async with (
-        open_test_runtime(tmp_path, paper, clock) as after,
+        open_test_runtime(tmp_path, venue.endpoint, clock) as after,
         Client(build_server(after), raise_exceptions=True) as client,
     ):
         placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
         again = await call(client, "place_order", {"plan_id": plan["plan_id"]})
     async with (
-        open_test_runtime(tmp_path, paper, clock) as third,
+        open_test_runtime(tmp_path, venue.endpoint, clock) as third,
         Client(build_server(third), raise_exceptions=True) as client,
     ):
         third_try = await call(client, "place_order", {"plan_id": plan["plan_id"]})
@@ -193,23 +205,25 @@ async def test_an_unknown_plan_id_is_refused_and_nothing_is_sent(server, paper):
     assert first["status"] == "filled" and paper.request_count(CREATE) == 1
 
 
-async def test_get_policy_reports_the_version_orders_left_and_room_under_each_cap(server, paper):
-    async with Client(server, raise_exceptions=True) as client:
-        await plan_and_place(client)  # 0.00031 BTC short, $24.87 at mark
+async def test_get_policy_reports_the_version_orders_left_and_room_under_each_cap(venue_server, venue):
+    async with Client(venue_server, raise_exceptions=True) as client:
+        await plan_and_place(client, venue.args(BTC_SHORT))  # 0.00031 BTC short, $24.87 at mark
         policy = (await call(client, "get_policy"))["data"]
     assert policy["policy_version"].startswith("sha256:") and policy["valid"] is True
     assert (policy["orders_sent_today"], policy["orders_left_today"]) == (1, 19)
-    btc = policy["markets"]["BTCUSDT"]
+    btc = policy["markets"][venue.sym("BTCUSDT")]
     assert btc["position_size"] == "-0.00031" and btc["missing"] == []
     assert btc["room"]["sell"]["qty"] == "0" and btc["room"]["sell"]["limited_by"] == ["maxNotionalUsd"]
     assert btc["room"]["buy"]["qty"] == "0.00031"  # buying back is never capped; one step more opens a long
 
 
 async def test_the_room_get_policy_reports_is_what_plan_order_accepts_and_one_lot_more_is_refused(
-    server, paper
+    venue_server, venue
 ):
-    resting = {"symbol": "ETHUSDT", "side": "buy", "qty": "0.003", "order_type": "limit", "price": "3000"}
-    async with Client(server, raise_exceptions=True) as client:
+    resting = venue.args(
+        {"symbol": "ETHUSDT", "side": "buy", "qty": "0.003", "order_type": "limit", "price": "3000"}
+    )
+    async with Client(venue_server, raise_exceptions=True) as client:
         assert (await plan_and_place(client, resting))["status"] == "open"  # pending exposure counts too
         markets = (await call(client, "get_policy"))["data"]["markets"]
         for symbol, market in markets.items():

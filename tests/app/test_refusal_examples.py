@@ -7,21 +7,23 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from benchmarks.bench_answers import answer_lines, measured_home
+from tests.app.conftest import SERVED_ANSWERS
 from tests.pages import section
+
+pytestmark = SERVED_ANSWERS
 
 ELLIPSES = ("…", "...")
 
 
-@pytest.fixture(scope="module")
-def answers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    lines = answer_lines(measured_home(Path(tmp_path_factory.mktemp("examples"))))
-    return {name: json.loads(line)["result"]["structuredContent"] for name, line in lines.items()}
+@pytest.fixture
+def answers(served_answer_lines: dict[str, bytes]) -> dict[str, dict[str, Any]]:
+    return {
+        name: json.loads(line)["result"]["structuredContent"] for name, line in served_answer_lines.items()
+    }
 
 
 def examples(page: str, title: str) -> list[Any]:

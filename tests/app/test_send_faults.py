@@ -38,14 +38,17 @@ TIMEOUT_SECONDS = 1.0
     ],
 )
 async def test_a_create_fault_gives_one_request_and_the_right_outcome(
-    tmp_path, paper, clock, kind, status, found, created
+    tmp_path, venue, clock, kind, status, found, created
 ):
-    write_policy(tmp_path)
+    """On Bybit's wire and on OKX's: the OKX front carries the create out on the paper exchange, which makes
+    the fault, and serves what came back as OKX would (a lost answer, an HTTP error, a code)."""
+    paper = venue.paper
+    venue.write_policy(tmp_path)
     async with (
-        open_test_runtime(tmp_path, paper, clock, timeout_seconds=TIMEOUT_SECONDS) as runtime,
+        open_test_runtime(tmp_path, venue.endpoint, clock, timeout_seconds=TIMEOUT_SECONDS) as runtime,
         Client(build_server(runtime), raise_exceptions=True) as client,
     ):
-        plan = await call(client, "plan_order", BTC_SHORT)
+        plan = await call(client, "plan_order", venue.args(BTC_SHORT))
         paper.add_fault(CREATE, kind, delay_ms=3000, interval_ms=2000)
         answer = await call(client, "place_order", {"plan_id": plan["plan_id"]})
         again = await call(client, "place_order", {"plan_id": plan["plan_id"]})
@@ -57,7 +60,7 @@ async def test_a_create_fault_gives_one_request_and_the_right_outcome(
     assert [e.data["status"] for e in outcomes] == [status]
     if created is not None:
         made = [o.order_link_id for o in paper.orders()]
-        assert made == ([order_link_id(plan["plan_id"])] if created else [])
+        assert made == ([venue.client_id(order_link_id(plan["plan_id"]))] if created else [])
     assert answer.get("found_by_reconnaissance") is found
     if status == "outcome_unknown":
         assert answer["next_safe_action"]["tool"] == "get_open_orders"

@@ -26,7 +26,7 @@ from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.core.facts import OrderType, Side
 from pilot.exchange.stream_events import PRIVATE
 from pilot.paper import PaperExchange, start_paper_exchange
-from pilot.paper.handlers import ROUTES
+from pilot.paper.endpoints import ROUTES
 from pilot.store import open_store
 from tests.app.conftest import CREATE, FakeClock, write_policy
 from tests.scenarios import article_scenario

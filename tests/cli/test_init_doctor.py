@@ -213,3 +213,25 @@ def test_the_reference_states_exactly_what_pilot_init_writes_and_what_a_left_out
     for field, (default, init) in rows.items():
         assert _same(_at(written, field), init), (field, init)
         assert _same(_at(left_out, field), default), (field, default)
+
+
+async def test_an_okx_demo_home_names_okx_s_markets_and_doctor_and_serve_ask_for_its_key(
+    tmp_path: Path,
+) -> None:
+    """`pilot init --exchange okx-demo` writes the default policy with OKX's spelling of its markets;
+    doctor and serve on okx-demo, with no key stored yet, say how to add one (nothing is sent anywhere)."""
+    home = tmp_path / "okx"
+    made = await pilot("init", "--home", str(home), "--exchange", "okx-demo")
+    policy = parse_policy(Home(home).policy_path.read_text()).policy
+    checked = await pilot("doctor", "--home", str(home), "--exchange", "okx-demo", "--format", "json")
+    doctor = json.loads(checked.stdout)
+    served = await pilot("serve", "--home", str(home), "--exchange", "okx-demo")
+
+    assert made.exit_code == 0
+    assert policy.allowed_markets == ("BTC-USDT", "ETH-USDT", "SOL-USDT") and "BTC-USDT" in policy.markets
+    paper_policy = parse_policy(DEFAULT_POLICY).policy  # the same limits, only the markets spelt otherwise
+    assert policy.max_notional_usd == paper_policy.max_notional_usd
+    checks = {check["name"]: check for check in doctor["checks"]}
+    assert checked.exit_code == 1 and not doctor["ok"] and checks["policy"]["ok"] and not checks["key"]["ok"]
+    assert "okx-demo" in checks["key"]["fix"]
+    assert served.exit_code != 0

@@ -100,6 +100,22 @@ async def test_a_refused_plan_gets_a_card_with_its_numbers_and_next_safe_action(
     assert cards[1]["status"] == "filled"
 
 
+async def test_the_last_cards_are_those_whose_latest_step_is_newest(home: Path, runtime: Runtime) -> None:
+    # An order planned first and carried out after two later refusals (as one approved later is) is among
+    # the last two cards; the older of the refusals is not.
+    plan_id = await planned_ok(runtime)
+    for _ in range(2):
+        assert (await plan_order(runtime, btc(qty="0.0005"))).status == "refused"
+    assert (await place_order(runtime, plan_id)).status == "filled"
+
+    cards = (await pilot_json("journal", "--home", str(home), "--card", "--last", "2"))["cards"]
+    everything = (await pilot_json("journal", "--home", str(home), "--card", "--last", "9"))["cards"]
+
+    assert [card["card"] for card in cards] == ["seq-3", plan_id]  # oldest first by their latest step
+    assert [card["card"] for card in everything] == ["seq-2", "seq-3", plan_id]
+    assert [card["seal"]["seq"] for card in cards] == [3, 5]
+
+
 async def test_markdown_cards_and_an_unknown_plan(home: Path, runtime: Runtime) -> None:
     plan_id = await _refused_then_filled(runtime)
 

@@ -104,7 +104,7 @@ async def test_stdio_says_on_stderr_which_home_exchange_and_tools_it_serves(made
 
     assert json.loads(done.stdout.splitlines()[0])["id"] == 1  # stdout is the protocol alone
     assert "MCP over stdio" in stderr and f"home:      {made_home}" in stderr
-    assert "exchange:  paper (embedded" in stderr and "tools:     read (11)" in stderr
+    assert "exchange:  paper (the home's, shared" in stderr and "tools:     read (11)" in stderr
 
 
 @pytest.mark.parametrize("quiet", [False, True], ids=["access lines", "--quiet"])

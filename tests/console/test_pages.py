@@ -8,11 +8,12 @@ from mcp import Client
 from playwright.async_api import expect
 
 from pilot.server import build_server
-from tests.app.conftest import call, plan_and_place
+from tests.app.conftest import call, plan_and_place, write_policy
 
 from .conftest import logged_in
 
 pytestmark = [pytest.mark.anyio, pytest.mark.xdist_group("chromium")]  # one launch: see conftest.py
+DESK, PHONE = {"width": 1280, "height": 860}, {"width": 390, "height": 844}
 
 
 async def test_the_policy_page_shows_the_room_left_that_get_policy_computes(console, browser, paper):
@@ -24,8 +25,10 @@ async def test_the_policy_page_shows_the_room_left_that_get_policy_computes(cons
     await expect(page.locator("#policy-version")).to_have_text(policy["data"]["policy_version"])
     room = policy["data"]["markets"]["BTCUSDT"]["room"]
     row = page.locator("#room tr[data-market=BTCUSDT]")
-    await expect(row.locator(".room-buy")).to_contain_text(room["buy"]["qty"])
-    await expect(row.locator(".room-sell")).to_contain_text(room["sell"]["qty"])
+    for side in ("buy", "sell"):
+        cell = row.locator(f".room-{side}")
+        await expect(cell).to_have_attribute("data-qty", room[side]["qty"])
+        await expect(cell).to_have_attribute("data-limited-by", " ".join(room[side]["limited_by"]))
     await expect(page.locator("#limits tr[data-market=ETHUSDT] td").nth(1)).to_have_text("25")
     await expect(page.locator("#console-channel")).to_have_text("on")
 
@@ -44,12 +47,15 @@ async def test_an_invalid_policy_shows_each_problem_with_its_fix(console, browse
     await expect(page.locator("#policy-invalid")).to_contain_text("no channel outside the client is open")
 
 
-async def test_the_charts_are_drawn_by_chart_js_from_the_journal(console, browser, paper):
+@pytest.mark.parametrize("viewport", [DESK, PHONE], ids=["desk", "phone"])
+async def test_the_charts_are_drawn_by_chart_js_from_the_journal_on_axes_a_trader_reads_right(
+    console, browser, paper, viewport
+):
     async with Client(build_server(console.runtime)) as client:
         await plan_and_place(client)
         await call(client, "plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0005"})  # refused
         await plan_and_place(client, {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0001"})
-    page = await logged_in(browser, console)
+    page = await logged_in(browser, console, viewport=viewport)
     await page.goto(console.url + "/charts")
     await expect(page.locator("#charts-state")).to_have_attribute("data-drawn", "yes")
     charts = await page.evaluate(
@@ -58,9 +64,18 @@ async def test_the_charts_are_drawn_by_chart_js_from_the_journal(console, browse
     )
     positions, equity, days = charts
     assert [label for label, _ in positions] == ["BTCUSDT"]
-    assert positions[0][1][0] == 0 and positions[0][1][-1] > 0  # flat before the first fill, short after
+    assert positions[0][1][0] == 0 and positions[0][1][-1] < 0  # flat before the first fill, short after
     assert len(equity[0][1]) == 3
     assert dict(days) == {"orders sent": [2], "maxNotionalUsd": [1], "maxOrderNotionalUsd": [1]}
+    # fees of a few cents on $1000 do not fill the chart: the axis spans at least 1 % of the equity
+    low, high = await page.evaluate(
+        "[Chart.getChart('chart-equity').scales.y.min, Chart.getChart('chart-equity').scales.y.max]"
+    )
+    values = equity[0][1]
+    assert low <= min(values) and max(values) <= high and high - low >= 0.01 * max(values)
+    change = await page.locator("#equity-change").get_attribute("data-change")
+    assert change is not None and float(change) == pytest.approx(values[-1] - values[0], abs=0.005)
+    assert await page.evaluate("document.scrollingElement.scrollWidth") <= viewport["width"]
 
 
 async def test_a_policy_draft_is_checked_shown_as_a_diff_and_written_only_on_confirm(console, browser):
@@ -99,3 +114,15 @@ async def test_a_draft_of_a_file_changed_meanwhile_is_not_written(console, brows
     await page.click("#write-policy")
     await expect(page.locator("#edit-problem")).to_be_visible()
     assert (console.home / "policy.json").read_text() == changed
+
+
+async def test_no_page_scrolls_sideways_on_a_phone(console, browser, paper):
+    write_policy(console.home, confirm={"aboveNotionalUsd": 1, "consoleChannel": True})
+    async with Client(build_server(console.runtime)) as client:
+        plan = await call(client, "plan_order", {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0001"})
+        parked = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    page = await logged_in(browser, console, at="/overview", viewport=PHONE)
+    paths = ["/overview", "/", "/approvals", f"/approvals/{parked['confirmation_id']}", "/kill-switch"]
+    for path in [*paths, "/policy", "/policy/edit", "/charts"]:
+        await page.goto(console.url + path)
+        assert await page.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"], path

@@ -32,6 +32,7 @@ from pilot.exchange.stream_events import (
     Refused,
     StreamEvent,
     Subscribed,
+    Unreadable,
 )
 from pilot.paper import PaperExchange, start_paper_exchange
 from tests.venue import connect_adapter
@@ -90,13 +91,19 @@ def test_a_book_delta_out_of_sequence_forgets_the_book_until_the_next_snapshot()
     assert (last.bid, last.ask) == (Decimal("97.5"), Decimal("98.5"))
 
 
-def test_unreadable_messages_and_refusals_make_the_channel_untrusted() -> None:
+def test_unreadable_messages_are_named_by_their_topic_and_refusals_make_the_channel_untrusted() -> None:
     events: list[StreamEvent] = []
     client = offline(events)
     client.receive(PRIVATE, "not json")
     client.receive(PRIVATE, json.dumps({"op": "auth", "success": False, "ret_msg": "Signature Error"}))
     client.receive(PRIVATE, json.dumps({"topic": "order", "creationTime": 1, "data": [{"no": "fields"}]}))
-    assert [type(e) for e in events] == [Refused, Refused, Refused]
+    client.receive(PRIVATE, json.dumps({"topic": "made up\nby the exchange", "creationTime": 1, "data": 5}))
+    assert events == [
+        Unreadable(PRIVATE, "other"),
+        Refused(PRIVATE, "auth refused"),
+        Unreadable(PRIVATE, "order"),
+        Unreadable(PRIVATE, "other"),  # a name Pilot did not subscribe to is not repeated
+    ]
 
 
 def test_subscribed_is_said_once_every_subscription_of_the_connection_is_acknowledged() -> None:

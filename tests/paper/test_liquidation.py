@@ -90,6 +90,8 @@ def test_the_mark_at_the_liq_price_takes_the_position_over_at_its_bankruptcy_pri
         assert (closed["execType"], Decimal(closed["avgExitPrice"])) == ("BustTrade", bust)
         left = paper.balance("USDT")
         assert 0 <= left < abs(size) * TICK  # the equity is gone, to the rounding in the trader's favour
+        (usdt,) = session.get_wallet_balance(accountType="UNIFIED", coin="USDT")["result"]["list"][0]["coin"]
+        assert Decimal(usdt["cumRealisedPnl"]) == left - 1000  # every loss realised, the takeover's too
 
 
 def test_a_crash_on_the_tape_liquidates_a_long_at_the_first_step_whose_mark_reaches_its_liq_price():

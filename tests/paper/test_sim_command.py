@@ -3,7 +3,9 @@ one: planned and placed through Pilot's own order path, closed by the exchange's
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 from decimal import Decimal
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from pilot.app.human.desk import init_home
 from pilot.app.service.boot import open_runtime
 from pilot.cli import main
 from pilot.cli.sim import DEFAULT_TAPE, moving_scenario
+from tests.paper.conftest import still, world
 
 
 def test_the_rehearsal_shows_the_agents_stop_triggering_and_its_fill():
@@ -72,3 +75,18 @@ async def test_the_embedded_exchange_of_pilot_serve_takes_a_moving_scenario(tmp_
         "ETHUSDT",
         "SOLUSDT",
     }  # paths kept in the home's account
+
+
+def test_ctrl_c_reaches_pilot_sims_main_thread_never_the_exchanges():
+    # A process-directed SIGINT goes to any thread that does not block it; taken by the exchange's thread it
+    # only trips Python's flag, and `pilot sim`'s main thread, blocked in a lock's wait, never stopped.
+    paper = still(world())
+    try:
+        blocked = asyncio.run_coroutine_threadsafe(_signals_blocked_here(), paper._server.loop).result(5)
+    finally:
+        paper.stop()
+    assert {signal.SIGINT, signal.SIGTERM} <= blocked
+
+
+async def _signals_blocked_here() -> set[signal.Signals]:
+    return signal.pthread_sigmask(signal.SIG_BLOCK, set())

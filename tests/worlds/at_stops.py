@@ -10,6 +10,10 @@ open-order.mdx: tpslMode Full is "entire position for TP/SL"; trading-stop.mdx; 
 * the entry is the weighted average of what opened the position (SCENARIOS.md, "Matching, in short"):
   it moves only when the position grows; a fill that shrinks it leaves the entry.
 
+OKX (pilot.core.venues.OKX; its attachAlgoOrds) makes a stop sent with an order a partial stop of the
+quantity that filled, beside the position's others, never its whole stop: `order_stop="order"` below. Then a
+resting order's stop can only close more, so it is not counted on, and the whole stop stays the position's.
+
 The loss is measured from the entry, with Bybit's standard taker fee both ways (the loss rule's fee,
 whatever the venue charges). Stops trigger in the order the price reaches them: for a long, the highest
 first; partial stops past the whole stop never trigger (the whole stop has closed everything by then). What
@@ -66,8 +70,9 @@ class Fill:
     stop: Decimal | None = None
 
 
-def after(position: Protected, fills: Sequence[Fill]) -> Protected:
-    """The position once every fill has happened, in order, with the stops that then apply to it."""
+def after(position: Protected, fills: Sequence[Fill], order_stop: str = "position") -> Protected:
+    """The position once every fill has happened, in order, with the stops that then apply to it; a fill's
+    stop becomes the whole stop (order_stop "position", Bybit) or a partial stop of its size ("order", OKX)."""
     size, entry, stop, legs = position.size, position.entry, position.stop, position.legs
     carried: list[Decimal] = []  # stops of fills on the side the position is on
     for fill in fills:
@@ -79,7 +84,10 @@ def after(position: Protected, fills: Sequence[Fill]) -> Protected:
             stop, legs, carried = None, (), []
         size = total
         if fill.stop is not None and size != 0 and (size > 0) == (fill.qty > 0):
-            carried.append(fill.stop)
+            if order_stop == "order":
+                legs = (*legs, (fill.stop, abs(fill.qty)))
+            else:
+                carried.append(fill.stop)
     if size == 0:
         return FLAT
     if carried:
@@ -113,14 +121,17 @@ def loss_at_stops(position: Protected) -> tuple[Decimal, Decimal]:
 
 
 def worst_left(
-    position: Protected, resting: Sequence[Fill], order: Fill, step: Decimal
+    position: Protected, resting: Sequence[Fill], order: Fill, step: Decimal, order_stop: str = "position"
 ) -> tuple[Protected, Decimal, Decimal]:
     """The position an order leaves at its worst (the policy's reading above), with its loss and uncovered
-    quantity at its stops. `resting` are the orders resting on the order's side; `step` is the lot step."""
-    forced = after(position, [order])
+    quantity at its stops. `resting` are the orders resting on the order's side; `step` is the lot step;
+    `order_stop` what a stop sent with an order becomes (the venue's: see the module's docstring)."""
+    forced = after(position, [order], order_stop)
     if forced.size == 0:
         return forced, ZERO, ZERO
     same = [fill for fill in resting if (fill.qty > 0) == forced.long]
+    if order_stop == "order":  # a resting order's stop only closes more: the worst takes it without
+        return _worst_with(forced, forced.stop, [Fill(fill.qty, fill.price) for fill in same])
     # the order's stop applies, or the one now: any resting order may have filled, its stop not set by it
     # (what is left of an order may fill after its first part set the stop)
     cases = [_worst_with(forced, forced.stop, same)]

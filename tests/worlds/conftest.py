@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, Phase, settings
 
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 WORLDS = int(os.environ.get("PILOT_WORLDS", {"ci": 20, "dev": 10, "thorough": 400}.get(PROFILE, 25)))
+# Worlds reached through OKX's wire (the OKX front): fewer, the same matching behind them.
+OKX_WORLDS = max(1, WORLDS // 4)
 CASES_PER_WORLD = (6, 12)
 # the oracle's own check (pure, every size tried): its examples per profile
 ORACLE_EXAMPLES = {"thorough": 2000, "dev": 50}.get(PROFILE, 120)
@@ -34,3 +36,5 @@ WORLD_SETTINGS = settings(
     phases=PHASES,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
 )
+
+OKX_WORLD_SETTINGS = settings(WORLD_SETTINGS, max_examples=OKX_WORLDS)

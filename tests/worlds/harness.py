@@ -45,10 +45,11 @@ from pilot.app.service.upkeep import upkeep
 from pilot.core.codes import Code
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import OrderRequest
+from pilot.exchange.okx.markets import pilot_client_id
 from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.paper.validation import SimReject
 from pilot.server import build_server
-from tests.app.conftest import FakeClock, open_test_runtime
+from tests.app.conftest import FakeClock, open_test_runtime, venue_on
 from tests.venue import connect_adapter
 from tests.worlds.at_stops import loss_at_stops
 from tests.worlds.oracle import PILOT_LINK, WORLD_START, Account, Miss, OpenOrder, Oracle, Order, Position
@@ -149,7 +150,7 @@ class WorldRun(ToolRuns):
                 trigger=o.trigger_price or None,
                 qty=o.qty,
                 take_profit=o.take_profit or None,
-                link=o.order_link_id,
+                link=pilot_client_id(o.order_link_id),  # OKX's wire carries Pilot's ids in its alphabet
                 order_type=o.order_type,
             )
             for o in listed
@@ -380,7 +381,8 @@ class WorldRun(ToolRuns):
             notional = qty * price
         self.turnover += notional
         expected = self.world.policy.get("selfTradePrevention") or "None"
-        order = next((o for o in self.paper.orders() if o.order_link_id == answer.get("order_link_id")), None)
+        link = answer.get("order_link_id")
+        order = next((o for o in self.paper.orders() if pilot_client_id(o.order_link_id) == link), None)
         if order is not None and order.smp_type != expected:
             self.fail(f"smp-type[{order.smp_type} != {expected}]", {"answer": brief(answer)})
 
@@ -937,10 +939,13 @@ async def open_world(world: World, home: Path) -> AsyncIterator[WorldRun]:
     home.mkdir(parents=True, exist_ok=True)
     (home / "policy.json").write_text(world.policy_text())
     clock = FakeClock(WORLD_START)  # Pilot's clock: it moves with the exchange's time (WorldRun.advance)
-    with start_paper_exchange(world.scenario(), ticker_ms=0) as paper:  # it moves only when advanced
+    with (
+        start_paper_exchange(world.scenario(), ticker_ms=0) as paper,  # it moves only when advanced
+        venue_on(world.venue, paper) as venue,  # the paper exchange itself, or the OKX front over it
+    ):
         seeded = await seed(paper, world)
         async with (
-            open_test_runtime(home, paper, clock) as runtime,
+            open_test_runtime(home, venue.endpoint, clock) as runtime,
             Client(build_server(runtime)) as client,  # declares no elicitation: it cannot show a form
         ):
             run = WorldRun(world, paper, client, seeded, clock, runtime)

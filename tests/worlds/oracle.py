@@ -949,7 +949,7 @@ class Oracle:
         instrument = self.instrument(order)
         assert instrument is not None
         held = Protected(ZERO, ZERO) if from_flat else self.protected(order.symbol)
-        return worst_left(held, self.resting_fills(order), this, instrument.step)
+        return worst_left(held, self.resting_fills(order), this, instrument.step, self.world.order_stop)
 
     def stops_breach(self, symbol: str) -> str | None:
         """Whether the position of `symbol` can lose more than maxLossPerTradeUsd at the stops it has now:

@@ -78,7 +78,7 @@ class Market:
 
 
 @st.composite
-def markets(draw: st.DrawFn, base: str) -> Market:
+def markets(draw: st.DrawFn, base: str, venue: str = "bybit") -> Market:
     tick = draw(st.sampled_from(TICKS))
     ticks = draw(log_int(2_000, 2_000_000))  # a 0.5 % price band spans ten ticks or more
     bid = tick * ticks
@@ -92,16 +92,20 @@ def markets(draw: st.DrawFn, base: str) -> Market:
     # the largest order is worth from $50 (so positions above it happen) to $10M (Bybit's BTCUSDT: 100+ BTC)
     largest = Decimal(draw(st.sampled_from([50, 1000, 100_000, 10_000_000])))
     max_steps = max(min_steps * 2, int(largest / (step * bid)))
-    return Market(base + "USDT", tick, Quote(bid, ask, (bid + ask) / 2), step, min_steps, max_steps, walk)
+    symbol = base + ("-USDT" if venue == "okx" else "USDT")  # the venue's spelling (OKX: BTC-USDT)
+    return Market(symbol, tick, Quote(bid, ask, (bid + ask) / 2), step, min_steps, max_steps, walk)
 
 
-def min_notional(draw: st.DrawFn, market: Market) -> Decimal:
-    """Bybit's minimum order value, or 0 where the largest order could not meet a tenth of it."""
+def min_notional(draw: st.DrawFn, market: Market, venue: str = "bybit") -> Decimal:
+    """Bybit's minimum order value, or 0 where the largest order could not meet a tenth of it (OKX sets
+    none)."""
+    if venue == "okx":
+        return Decimal(0)
     value = Decimal(draw(st.sampled_from([0, 1, 1, 5, 10])))
     return value if market.step * market.max_steps * market.quote.bid >= 10 * value else Decimal(0)
 
 
-def instrument(draw: st.DrawFn, market: Market, category: str) -> Instrument:
+def instrument(draw: st.DrawFn, market: Market, category: str, venue: str = "bybit") -> Instrument:
     band = draw(st.sampled_from(BANDS))
     return Instrument(
         symbol=market.symbol,
@@ -110,7 +114,7 @@ def instrument(draw: st.DrawFn, market: Market, category: str) -> Instrument:
         step=market.step,
         min_qty=market.step * (market.min_steps if category == "linear" else 1),
         max_qty=market.step * market.max_steps,
-        min_notional=min_notional(draw, market),
+        min_notional=min_notional(draw, market, venue),
         max_leverage=Decimal(draw(st.sampled_from([10, 25, 50, 100]))),
         mmr=draw(st.sampled_from([Decimal("0.005"), Decimal("0.01"), Decimal("0.025"), Decimal("0.05")])),
         band_x=band[0],
@@ -367,7 +371,9 @@ def stop_for(draw: st.DrawFn, chosen: Instrument, quote: Quote, side: str) -> De
 
 
 @st.composite
-def worlds(draw: st.DrawFn) -> World:
+def worlds(draw: st.DrawFn, venue: str = "bybit") -> World:
+    """A world on `venue`: "bybit" (the paper exchange's own wire) or "okx" (the OKX front over it: its
+    markets spelt BTC-USDT, sized in contracts on the wire, no minimum order value)."""
     bases = draw(st.lists(st.sampled_from(BASES), min_size=1, max_size=3, unique=True))
     instruments: list[Instrument] = []
     quotes: dict[str, Quote] = {}
@@ -375,12 +381,12 @@ def worlds(draw: st.DrawFn) -> World:
     balances: dict[str, Decimal] = {"USDT": Decimal(draw(st.sampled_from([0, 20, 200, 1000, 1000, 100_000])))}
     by_symbol: dict[str, Market] = {}
     for base in bases:
-        market = draw(markets(base))
+        market = draw(markets(base, venue))
         by_symbol[market.symbol] = market
         quotes[market.symbol] = market.quote
         categories = draw(st.sampled_from([("linear",)] * 4 + [("spot",)] * 2 + [("linear", "spot")]))
         for category in categories:
-            made = instrument(draw, market, category)
+            made = instrument(draw, market, category, venue)
             instruments.append(made)
             if category == "linear":
                 held = draw(holdings(made, market))
@@ -416,7 +422,16 @@ def worlds(draw: st.DrawFn) -> World:
         )
     policy = draw(policies(tuple(instruments), quotes, balances["USDT"]))
     walks = {symbol: market.walk for symbol, market in by_symbol.items()}
-    return World(tuple(instruments), quotes, policy, tuple(positions), balances, tuple(resting), walks=walks)
+    return World(
+        tuple(instruments),
+        quotes,
+        policy,
+        tuple(positions),
+        balances,
+        tuple(resting),
+        walks=walks,
+        venue=venue,
+    )
 
 
 # --- the orders an agent sends --------------------------------------------------------------------

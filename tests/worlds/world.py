@@ -49,7 +49,7 @@ class Instrument:
 
     @property
     def base(self) -> str:
-        return self.symbol.removesuffix(QUOTE_COIN)
+        return self.symbol.removesuffix(QUOTE_COIN).removesuffix("-")  # BTCUSDT, or OKX's BTC-USDT
 
     @property
     def quote(self) -> str:
@@ -154,6 +154,15 @@ class World:
     resting: tuple[Resting, ...] = ()
     taker_fee: Decimal = Decimal("0.00055")
     walks: Mapping[str, Walk] = field(default_factory=dict)  # symbols whose price moves; the rest stand still
+    # The venue Pilot reaches the world through: "bybit" (the paper exchange's own wire, markets BTCUSDT) or
+    # "okx" (the OKX front over it, tests/okx_front: markets BTC-USDT, a stop sent with an order covering
+    # what filled, pilot.core.venues.OKX).
+    venue: str = "bybit"
+
+    @property
+    def order_stop(self) -> str:
+        """What a stop sent with an order becomes on the world's venue: the position's, or the order's own."""
+        return "order" if self.venue == "okx" else "position"
 
     def instrument(self, category: str, symbol: str) -> Instrument | None:
         return next((i for i in self.instruments if i.category == category and i.symbol == symbol), None)

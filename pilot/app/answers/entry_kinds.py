@@ -29,3 +29,16 @@ EQUITY = (
 )
 COOLDOWN = "cooldown"  # enough losing trades: no growing order for the cooldown's minutes, with the numbers
 DEAD_MAN = "dead_man"  # the dead-man's switch fired: why, how long no agent call came, what it cancelled
+STREAM_STATE = (
+    "stream.state"  # the private stream down (why) after DOWN_AFTER_SECONDS out of sync, up, closed
+)
+STREAM_UNREADABLE = "stream.unreadable"  # a stream message Pilot could not read: channel, topic, how many
+LATCH_CANCEL = (
+    "latch.cancel"  # a latch turned trading reducing: the resting orders that could grow, cancelled
+)
+AGENT_SWITCH = (
+    "agent.switch"  # one agent's kill switch on or off (or its credential revoked: on for good), and who
+)
+AGENT_ADDED = "agent.added"  # a human gave an agent a credential (its name and role; never the credential)
+AGENT_REFUSED = "agent.refused"  # a tool refused at the edge for the agent's credential (its role, a revoke)
+AGENT_DEAD_MAN = "agent.dead_man"  # one agent's dead-man's switch fired: its name, why, what it cancelled

@@ -45,6 +45,9 @@ class CardOrder(_Card):
 class CardFacts(_Card):
     policy_version: str | None = None
     trading_state: str | None = None
+    venue: str | None = (
+        None  # the venue the facts were read from (Bybit, OKX); none in rows before it was kept
+    )
     market_data_at: str | None = None
     bid: str | None = None
     ask: str | None = None

@@ -37,6 +37,33 @@ def key_violation(problem: str) -> Violation:
     )
 
 
+def agent_violation(name: str, role: str | None, tool: str) -> Violation:
+    """The acting agent's credential does not allow `tool` (role read: no write; reduce: no growth;
+    None: the credential was revoked or is unknown)."""
+    if role is None:
+        code, limit, why = (
+            Code.AGENT_REVOKED,
+            "a credential of this home",
+            "was revoked, or is not this home's",
+        )
+        fix = (
+            f"issue a new credential with `pilot agent add {name} --role ...`, if the agent should act again"
+        )
+    elif role == "read":
+        code, limit, why = Code.AGENT_READ_ONLY, "role read", "may only read"
+        fix = f"revoke it and add it again with role reduce or trade (`pilot agent add {name} --role trade`)"
+    else:
+        code, limit, why = Code.AGENT_REDUCE_ONLY, "role reduce", "may only close, cancel and reduce"
+        fix = f"revoke it and add it again with role trade (`pilot agent add {name} --role trade`)"
+    return violation(
+        code,
+        limit,
+        tool,
+        f"agent {name}'s credential {why}: {tool} was refused and nothing was sent",
+        NextAction.stop(f"do not call {tool}: agent {name}'s credential {why}", human=fix),
+    )
+
+
 def position_mode_violation(error: UnsupportedPositionMode) -> Violation:
     """The symbol is held in hedge mode: nothing on it can be judged or sent until a human switches it.
 
@@ -51,10 +78,9 @@ def position_mode_violation(error: UnsupportedPositionMode) -> Violation:
         f"{symbol} is held in hedge mode (a Buy and a Sell leg); Pilot judges one-way positions only and will "
         f"not guess the net, so nothing on {symbol} can be planned, closed or re-levered",
         NextAction.stop(
-            f"stop trading {symbol}: only a human can change the account's position mode "
-            "(cancel_order still works, and other symbols are not affected)",
-            human=f"close both {symbol} legs and cancel its open orders on Bybit, then {error.human_fix}; "
-            "Bybit switches only a symbol with no position and no open order",
+            f"stop trading {symbol}: only a human can change the account's position mode (cancel_order still "
+            + ("works, and other symbols are not affected)" if error.per_symbol else "works)"),
+            human=error.human_fix,
         ),
     )
 

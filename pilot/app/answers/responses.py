@@ -114,7 +114,8 @@ class Answer(_Answer):
 
     environment: str | None = Field(
         default=None,
-        description="The account this answer is about: paper, bybit-demo, bybit-testnet, or bybit LIVE (real money)",
+        description="The account this answer is about: paper, bybit-demo, bybit-testnet, okx-demo, or bybit "
+        "LIVE (real money)",
     )
 
     def naming(self, environment: str) -> Self:
@@ -170,6 +171,7 @@ class ViolationOut(_Answer):
     held_by: list[HoldOut] | None = Field(
         default=None, description="tradingState: what holds trading (only what stops this action)"
     )
+    budget: str | None = Field(default=None, description="Whose limit: account, or agent:NAME")
 
 
 class Snapshot(_Answer):
@@ -177,6 +179,7 @@ class Snapshot(_Answer):
 
     policy_version: str
     trading_state: str
+    venue: str | None = Field(default=None, description="The venue the facts were read from: Bybit, OKX")
     market_data_at: str | None = None  # a fact left out was not read
     bid: str | None = None
     ask: str | None = None

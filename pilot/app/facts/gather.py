@@ -11,24 +11,22 @@ from decimal import Decimal
 from typing import TypeVar
 
 from pilot.app.answers.responses import Snapshot
+from pilot.app.facts.day_reads import DayRead, SpotDays, spot_days
+from pilot.app.facts.peaks import equity_read, watches_drawdown
 from pilot.app.facts.pending import PendingRead, read_pending, spot_stops
+from pilot.app.facts.stream_cache import from_ms, to_ms
 from pilot.app.facts.streaming_reader import FACT_SOURCES
 from pilot.app.road.clock import Today
-from pilot.app.runtime.latches import (
-    cooldown_state,
-    drawdown_state,
-    latch_drawdown,
-    note_equity,
-    start_cooldown,
-)
+from pilot.app.runtime.latches import cooldown_state, drawdown_state, start_cooldown
 from pilot.app.runtime.ledger import JournalState, Send
 from pilot.app.runtime.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
-from pilot.app.runtime.runtime import PolicyView, Runtime, loss_limit_hold
+from pilot.app.runtime.runtime import PolicyView, Runtime, acting_agent, loss_limit_hold
 from pilot.app.runtime.sessions import session_age
 from pilot.core.facts import (
     NO_DAY_PNL,
     NO_PENDING,
     UNLIMITED,
+    AgentFacts,
     ClosedTrade,
     DayPnl,
     Facts,
@@ -44,6 +42,7 @@ from pilot.core.facts import (
     StopLeg,
     Touch,
 )
+from pilot.core.freshness import as_of_ms
 from pilot.core.holds import TradingStatus
 from pilot.core.policy import Policy
 from pilot.core.risk import worst_case
@@ -77,6 +76,7 @@ class _Account:
     day_pnl: DayPnl | None = NO_DAY_PNL
     open_markets: frozenset[str] | None = frozenset()
     latch: DayLatch = NO_LATCH
+    spot: SpotDays | None = None  # the day's spot books (None: not read, or the read failed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +138,9 @@ async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gath
         _extra(runtime, view.policy, journal),
     )
     facts = _facts(order, account, market, now, runtime.venue)
+    extra = replace(extra, trades=_every_trade(extra.trades, account.spot))
     facts = await _controls(runtime, view.policy, facts, journal, market, extra)
+    facts = with_agent(facts, journal)
     if await latch_if_reached(runtime.store.journal, view.policy, facts, account.latch) is not None:
         holds = (*facts.holds, loss_limit_hold(now, now))
         facts = replace(facts, trading_state=TradingStatus(holds).state, holds=holds)
@@ -153,66 +155,68 @@ async def gather_market_facts(
     now = runtime.now()
     journal = await runtime.ledger.state(now)
     unsettled = list(journal.unsettled)
-    account, markets = await asyncio.gather(
+    account, markets, extra = await asyncio.gather(
         _account(runtime, view, now, journal),
         asyncio.gather(*(_market(runtime, category, symbol, now, unsettled) for symbol in symbols)),
+        _extra(runtime, view.policy, journal),
     )
-    activity = journal.activity  # the room under the turnover caps too
-    return {
-        symbol: Gathered(
-            replace(
-                _facts(
-                    OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category),
-                    account,
-                    market,
-                    now,
-                    runtime.venue,
-                ),
-                messages=activity.messages,
-                turnover=activity.turnover,
-            ),
-            market.hedged,
-        )
-        for symbol, market in zip(symbols, markets, strict=True)
-    }
+    gathered = {}
+    for symbol, market in zip(symbols, markets, strict=True):
+        order = OrderIntent(symbol, Side.BUY, Decimal(0), OrderType.MARKET, category=category)
+        facts = _facts(order, account, market, now, runtime.venue)
+        # the pre-trade controls as a plan would see them, journaling nothing: a read only reads
+        facts = await _controls(runtime, view.policy, facts, journal, market, extra, record=False)
+        gathered[symbol] = Gathered(with_agent(facts, journal), market.hedged)
+    return gathered
+
+
+def with_agent(facts: Facts, journal: JournalState) -> Facts:
+    """The facts naming the acting agent and what its budget counts (unchanged when no agent is named)."""
+    agent = _agent_facts(journal)
+    return replace(facts, agent=agent) if agent is not None else facts
+
+
+def _agent_facts(journal: JournalState) -> AgentFacts | None:
+    agent = acting_agent()
+    return journal.agent(agent.name) if agent is not None else None
 
 
 async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: JournalState) -> _Account:
-    balance, state, (day_pnl, open_markets, latch) = await asyncio.gather(
-        _maybe(runtime.exchange.get_balance()),
-        runtime.trading_status(view.policy, journal, judged=True, valid=view.valid),
-        _day(runtime, view, journal.today, latch_of(journal.loss_limit, journal.today)),
-    )
-    return _Account(balance, journal.sent_today, state, day_pnl, open_markets, latch)
-
-
-async def _day(
-    runtime: Runtime, view: PolicyView, today: Today, latch: DayLatch
-) -> tuple[DayPnl | None, frozenset[str] | None, DayLatch]:
-    """The day's PnL and the markets with a position, read only when a loss rule needs them (None: the
-    read failed, and growing orders fail closed under that rule). When the wall clock stepped across
-    midnight, today starts at two different 00:00s (pilot.app.road.clock.Today): the PnL is counted from
-    each and the worse is taken."""
     policy = view.policy
-    daily = policy.daily_loss_limit_usd is not None or policy.daily_loss_limit_pct is not None
-    if not daily and policy.max_open_positions is None:
-        return NO_DAY_PNL, frozenset(), NO_LATCH
-    starts = today.starts()
-    positions, closed = await asyncio.gather(
+    balance, state, (day, open_markets) = await asyncio.gather(
+        _maybe(runtime.exchange.get_balance()),
+        runtime.trading_status(policy, journal, judged=True, valid=view.valid),
+        _day(runtime, policy, journal.today),
+    )
+    latch = latch_of(journal.loss_limit, journal.today)
+    pnl: DayPnl | None = NO_DAY_PNL
+    if _daily(policy):
+        found = day.pnl(balance)
+        pnl = counted(found, latch) if found is not None else None
+    return _Account(balance, journal.sent_today, state, pnl, open_markets, latch, day.spot)
+
+
+def _daily(policy: Policy) -> bool:
+    return policy.daily_loss_limit_usd is not None or policy.daily_loss_limit_pct is not None
+
+
+async def _day(runtime: Runtime, policy: Policy, today: Today) -> tuple[DayRead, frozenset[str] | None]:
+    """What the day's PnL is worked out from (pilot.app.facts.day_reads), and the markets with a position,
+    read only when a rule needs them: the daily loss limit the PnL, the cooldown the day's spot trades,
+    maxOpenPositions the positions. A failed read leaves its part None (growing orders fail closed under
+    the rule that needs it). When the wall clock stepped across midnight, today starts at two different
+    00:00s (pilot.app.road.clock.Today): the PnL is counted from each and the worse is taken."""
+    daily, starts = _daily(policy), today.starts()
+    spot = daily or policy.cooldown is not None
+    if not spot and policy.max_open_positions is None:
+        return DayRead(starts, None, None, None), frozenset()
+    positions, closed, spot_read = await asyncio.gather(
         _maybe(runtime.exchange.get_positions("linear")),
         _maybe(runtime.exchange.get_closed_pnl_since("linear", starts[0])) if daily else _none(),
+        _maybe(spot_days(runtime, starts)) if spot else _none(),
     )
     markets = frozenset(p.symbol for p in positions if p.size != 0) if positions is not None else None
-    if not daily:
-        return NO_DAY_PNL, markets, latch
-    if positions is None or closed is None:
-        return None, markets, latch
-    realised = min(
-        sum((row.closed_pnl for row in closed if start == starts[0] or row.updated_at >= start), Decimal(0))
-        for start in starts
-    )
-    unrealised = sum((p.unrealised_pnl for p in positions), Decimal(0))
-    return counted(DayPnl(realised, unrealised), latch), markets, latch
+    return DayRead(starts, positions, closed, spot_read), markets
 
 
 async def _market(
@@ -222,7 +226,7 @@ async def _market(
     other = OTHER_CATEGORY[category]
     reads = asyncio.gather(
         _instrument(runtime, category, symbol),
-        _maybe(exchange.get_touch(category, symbol)),
+        _touch(runtime, category, symbol),
         _position(runtime, symbol),  # the perpetual's: the order's own for linear, the other one for spot
         read_pending(runtime, category, symbol, now, unsettled),
         _instrument(runtime, other, symbol),
@@ -256,6 +260,17 @@ async def _market(
     if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
         return _Market(known, touch, None, pending, None, other_pending, position, listed, limits, resting)
     return _Market(known, touch, position, pending, None, other_pending, None, listed, limits, resting)
+
+
+async def _touch(runtime: Runtime, category: str, symbol: str) -> Touch | None:
+    """The top of the book and mark, as of the older of the exchange's stamp and Pilot's clock when they
+    arrived (the rule a streamed fact follows, pilot.core.freshness.as_of_ms): an exchange whose clock runs
+    ahead (a paper market moved on, as the demo moves it) never stamps a fact later than Pilot read it."""
+    touch = await _maybe(runtime.exchange.get_touch(category, symbol))
+    if touch is None:
+        return None
+    as_of = as_of_ms(to_ms(touch.observed_at), to_ms(runtime.now()))
+    return replace(touch, observed_at=from_ms(as_of))
 
 
 def _resting(read: PendingRead | None) -> int | None:
@@ -292,19 +307,38 @@ CLOSED_TRADES_READ = 100  # the newest closed trades a cooldown looks at (cooldo
 
 
 async def _closed_trades(runtime: Runtime) -> tuple[ClosedTrade, ...] | None:
-    """The account's newest closed trades (linear closed PnL), newest first."""
+    """The account's newest closed derivatives trades (linear closed PnL), newest first."""
     page = await _maybe(runtime.exchange.get_closed_pnl_page("linear", None, None, CLOSED_TRADES_READ))
     if page is None:
         return None
     return tuple(ClosedTrade(row.updated_at, row.closed_pnl, row.order_id) for row in page.rows)
 
 
+def _every_trade(
+    derivatives: tuple[ClosedTrade, ...] | None, spot: SpotDays | None
+) -> tuple[ClosedTrade, ...] | None:
+    """The closed trades on every product, newest first (pilot.core.day_pnl says what one is on each);
+    None when either could not be read."""
+    if derivatives is None or spot is None:
+        return None
+    return tuple(sorted((*derivatives, *spot.trades()), key=lambda trade: trade.at, reverse=True))
+
+
 async def _controls(
-    runtime: Runtime, policy: Policy, facts: Facts, journal: JournalState, market: _Market, extra: _Extra
+    runtime: Runtime,
+    policy: Policy,
+    facts: Facts,
+    journal: JournalState,
+    market: _Market,
+    extra: _Extra,
+    *,
+    record: bool = True,
 ) -> Facts:
     """The facts of the pre-trade controls (pilot.core.controls): the messages and turnover of this home,
-    the orders resting, the session's age, the drawdown and the cooldown; journaling a new peak of the
-    equity, a drawdown reached and a cooldown begun, as the daily loss limit's latch is journaled."""
+    the orders resting, the session's age, the drawdown and the cooldown; journaling (`record`) the equity
+    read as every equity Pilot reads (pilot.app.facts.peaks) and a cooldown begun, as the daily loss
+    limit's latch is journaled. Without `record` the rules judge the same equity against the journal's
+    peak, and the caller journals it once (get_policy reads several markets on one account read)."""
     now, store = facts.now, runtime.store.journal
     activity = journal.activity
     resting = RestingOrders(market.resting, extra.resting_total) if market.resting is not None else None
@@ -315,17 +349,17 @@ async def _controls(
         resting=resting,
         session_age=session_age(journal.today.here),
     )
-    if policy.max_drawdown_usd is not None or policy.max_drawdown_pct is not None:
-        state = drawdown_state(policy, journal, now)
-        if facts.equity is not None:
-            await note_equity(store, policy, state, facts.equity, journal.equity_marks, journal.today)
-            state = await latch_drawdown(store, policy, state, facts.equity, now)
-        facts = replace(facts, drawdown=state if facts.equity is not None else None)
+    if watches_drawdown(policy):  # the equity read here counts as every equity Pilot reads does
+        equity = facts.equity
+        state = drawdown_state(policy, journal, now) if equity is not None else None
+        if equity is not None and record:
+            state = await equity_read(runtime, policy, equity, journal)
+        facts = replace(facts, drawdown=state)
     if policy.cooldown is not None:
         if extra.trades is None:
             return replace(facts, cooldown=None)
         cooling, due = cooldown_state(policy, journal, extra.trades, now)
-        if due is not None:
+        if due is not None and record:
             await start_cooldown(store, policy, cooling, due, now)
         facts = replace(facts, cooldown=cooling)
     return facts
@@ -438,6 +472,7 @@ def snapshot(view: PolicyView, facts: Facts) -> Snapshot:
     return Snapshot(
         policy_version=view.version,
         trading_state=facts.trading_state.value,
+        venue=facts.venue.name,
         market_data_at=touch.observed_at.isoformat() if touch else None,
         bid=plain(touch.bid) if touch else None,
         ask=plain(touch.ask) if touch else None,

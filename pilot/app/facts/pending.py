@@ -31,11 +31,10 @@ from pilot.app.runtime.ledger import Send
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.facts import PendingFill, PendingOrders, Position, Side, StopLeg
 from pilot.exchange.errors import ExchangeError, ExchangeUnavailable
-from pilot.exchange.models import ExchangeOrder
+from pilot.exchange.models import OPEN_STATUSES, ExchangeOrder
 
 GIVE_UP_AFTER = timedelta(minutes=5)
 NEVER_EXECUTED = "never_executed"
-RESTING = frozenset({"New", "PartiallyFilled", "Untriggered", "Created"})  # Bybit orderStatus on the book
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +74,7 @@ async def read_pending(
             await _settle(runtime, send, listed[send.order_link_id])
     unknown, found = await _look_up(runtime, [s for s in mine if s.order_link_id not in listed], now)
     for order in found:  # shown by the lookup but not by the list read before it: still resting, perhaps
-        if order.status in RESTING and (fill := _may_fill(order)) is not None:
+        if order.status in OPEN_STATUSES and (fill := _may_fill(order)) is not None:
             fills.append(fill)
     fills += [
         PendingFill(_side(send.side), send.qty, send.price, send.stop_loss, send.order_link_id, unknown=True)

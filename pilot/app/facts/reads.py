@@ -18,14 +18,17 @@ from pilot.app.answers.responses import (
     violations_out,
 )
 from pilot.app.facts.gather import Gathered, gather_market_facts, rules_dict
+from pilot.app.facts.peaks import equity_read
 from pilot.app.runtime.latches import drawdown_state
 from pilot.app.runtime.ledger import JournalState
+from pilot.app.runtime.loss_limit import latch_if_reached, latch_of
 from pilot.app.runtime.runtime import Runtime
+from pilot.core.day_pnl import COUNTED
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy, Shown
 from pilot.core.policy.fields import answer_group
+from pilot.core.room import Room, room_now
 from pilot.core.rules import GROWING_NEEDS, day_loss
-from pilot.core.sizing import room_left
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.exchange.models import AccountBalance, ClosedPnl, ExchangeOrder, ExchangePosition, Execution
@@ -112,21 +115,29 @@ async def get_instrument_rules(runtime: Runtime, symbol: str, category: str) -> 
 
 
 async def get_balances(runtime: Runtime) -> ReadAnswer:
-    return await _read(
-        runtime.exchange.get_balance(),
-        lambda b: {
-            "total_equity_usd": _num(b.total_equity_usd),
-            "coins": [
-                {
-                    "coin": c.coin,
-                    "wallet_balance": _num(c.wallet_balance),
-                    "equity": _num(c.equity),
-                    "usd_value": _num(c.usd_value),
-                }
-                for c in b.coins
-            ],
-        },
-    )
+    """The account's equity and coins. The equity read counts for the drawdown as a judgement's does
+    (pilot.app.facts.peaks): a new peak is journaled, a fall past the limit latches."""
+    try:
+        balance = await runtime.exchange.get_balance()
+    except ExchangeError as error:
+        return unavailable(error)
+    await equity_read(runtime, runtime.policy().policy, balance.total_equity_usd)
+    return ReadAnswer(status="ok", data=_balances(balance))
+
+
+def _balances(balance: AccountBalance) -> dict[str, Any]:
+    return {
+        "total_equity_usd": _num(balance.total_equity_usd),
+        "coins": [
+            {
+                "coin": c.coin,
+                "wallet_balance": _num(c.wallet_balance),
+                "equity": _num(c.equity),
+                "usd_value": _num(c.usd_value),
+            }
+            for c in balance.coins
+        ],
+    }
 
 
 async def get_positions(runtime: Runtime, category: str, symbol: str | None) -> ReadAnswer:
@@ -227,21 +238,30 @@ async def get_open_orders(runtime: Runtime, category: str, symbol: str | None) -
 async def get_policy(runtime: Runtime) -> ReadAnswer:
     """The limits in force, the policy version, trading state, orders left today, and room under each cap.
 
-    The room comes from the core's own valuation (pilot.core.sizing.room_left): worst fill, open orders and
-    unresolved sends counted as filled. A fact that could not be read is null, listed under `missing`.
+    The room is the largest market order plan_order would pass now (pilot.core.room.room_now): every check
+    it runs, valued as it values an order (worst fill, open orders and unresolved sends counted as filled),
+    so the trading state, the latches and the throttles bound it too; `limited_by` names what one more lot
+    step breaks, and `without_approval` the part a human need not approve when that is less. A fact that
+    could not be read is null, listed under `missing`.
     Like every answer, its keys are snake_case: policy.json's `maxNotionalUsd` is `max_notional_usd` here.
     """
     view = runtime.policy()
     policy = view.policy
-    journal = await runtime.journal_state()
-    facts, trading, loss_limit_on = await asyncio.gather(
-        gather_market_facts(runtime, view, "linear", policy.allowed_markets),
-        runtime.trading_status(policy, journal, valid=view.valid),
-        runtime.loss_limit_on(journal),
-    )
-    sent, kill_switch = journal.sent_today, journal.kill_switch_on
+    facts = await gather_market_facts(runtime, view, "linear", policy.allowed_markets)
     first = next(iter(facts.values())).facts if facts else None
     equity = first.equity if first is not None else None
+    if equity is not None:  # counts for the drawdown as every equity Pilot reads (pilot.app.facts.peaks)
+        await equity_read(runtime, policy, equity)
+    if first is not None:  # a day's loss read past its limit latches here as in a judgement
+        journal = await runtime.journal_state()
+        await latch_if_reached(
+            runtime.store.journal, policy, first, latch_of(journal.loss_limit, journal.today)
+        )
+    journal = await runtime.journal_state()
+    trading, loss_limit_on = await asyncio.gather(
+        runtime.trading_status(policy, journal, valid=view.valid), runtime.loss_limit_on(journal)
+    )
+    sent, kill_switch = journal.sent_today, journal.kill_switch_on
     today = {"orders_sent_today": sent, "orders_left_today": max(policy.daily_order_cap - sent, 0)}
     day = {"daily_loss_limit_reached": loss_limit_on, "day_loss": _day_loss_view(policy, first)}
     data = {
@@ -308,6 +328,9 @@ def _day_loss_view(policy: Policy, facts: Facts | None) -> dict[str, Any] | None
         "loss_usd": plain(loss.loss.quantize(CENT)),
         "realised_pnl_usd": plain(loss.pnl.realised.quantize(CENT)),
         "unrealised_pnl_usd": plain(loss.pnl.unrealised.quantize(CENT)),
+        "spot_realised_pnl_usd": plain(loss.pnl.spot_realised.quantize(CENT)),  # of those, spot's
+        "spot_unrealised_pnl_usd": plain(loss.pnl.spot_unrealised.quantize(CENT)),
+        "counted": COUNTED,
     }
 
 
@@ -339,9 +362,18 @@ def _blocked_by(gathered: Gathered) -> dict[str, Any] | None:
 
 
 def _room_view(policy: Policy, facts: Facts, side: Side) -> dict[str, Any] | None:
-    room = room_left(policy, replace(facts, order=replace(facts.order, side=side)))
-    if room is None:
+    """The room as plan_order would judge an order on `side` now (pilot.core.room.room_now), and, when a
+    human must approve part of it, the part that needs none (`without_approval`)."""
+    judged = room_now(policy, replace(facts, order=replace(facts.order, side=side)))
+    if judged is None:
         return None
+    view = _room_figures(judged.room)
+    if judged.without_approval is not None:
+        view["without_approval"] = _room_figures(judged.without_approval)
+    return view
+
+
+def _room_figures(room: Room) -> dict[str, Any]:
     return {
         "qty": plain(room.qty),
         "notional_usd_at_worst_fill": plain(room.notional_usd.quantize(CENT)),

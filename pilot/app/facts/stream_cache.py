@@ -41,7 +41,7 @@ from enum import Enum
 
 from pilot.core.facts import Position, Touch
 from pilot.core.freshness import FactSource, age_ms, as_of_ms, source_for
-from pilot.exchange.models import AccountBalance, ExchangeOrder, PriceBand
+from pilot.exchange.models import OPEN_STATUSES, AccountBalance, ExchangeOrder, PriceBand
 from pilot.exchange.stream_events import (
     PRIVATE,
     Alive,
@@ -56,10 +56,10 @@ from pilot.exchange.stream_events import (
     StreamEvent,
     Subscribed,
     TickerUpdate,
+    Unreadable,
     WalletUpdate,
 )
 
-OPEN_STATUSES = frozenset({"New", "PartiallyFilled", "Untriggered", "Created"})
 FINAL_STATUSES = frozenset({"Filled", "Cancelled", "Rejected", "PartiallyFilledCanceled", "Deactivated"})
 MAX_OUTCOME_WAIT_MS = 250  # the longest a lookup waits for an order on the stream before reading REST
 # Orders no longer open are kept only this many (the newest), and none older than FINAL_ORDER_MS behind the
@@ -70,6 +70,8 @@ MAX_FINAL_ORDERS = 1000
 # exchange's own clock was not sending (a stall), and what it sends next is coalesced, topic by topic.
 STALL_MS = 3000
 FINAL_ORDER_MS = 10 * 60_000
+# Coins whose USD value the wallet push may be taken to hold between pushes (the settle coins).
+STABLE_COINS = frozenset({"USDT", "USDC"})
 
 
 def to_ms(moment: datetime) -> int:
@@ -96,6 +98,7 @@ class Channel:
     dirty: bool = False  # a private message arrived since the REST read began
     confirm_ping: int | None = None
     refused: bool = False
+    unreadable: int = 0  # messages that could not be read on this connection
     exchange_ms: int = 0  # the exchange's latest stamp on a public channel (a silence is measured on it)
 
 
@@ -131,6 +134,9 @@ class StreamFacts:
     # (stamped no earlier than the fill), the old position or balance is not served (the exchange's ms).
     position_behind: dict[str, int] = field(default_factory=dict)
     wallet_behind: int | None = None
+    # The equities the wallet pushed (and resyncs read) since the drawdown last took them: the highest and
+    # the newest (pilot.app.facts.peaks).
+    equity_seen: tuple[Decimal, Decimal] | None = None
 
     def channel(self, name: str) -> Channel:
         return self.channels.setdefault(name, Channel())
@@ -147,6 +153,9 @@ class StreamFacts:
         if isinstance(event, Refused):
             channel.refused = True
             channel.sync = Sync.OFF
+            return
+        if isinstance(event, Unreadable):
+            self._unreadable(channel, event)
             return
         if isinstance(event, Subscribed):
             if not channel.refused:
@@ -171,6 +180,22 @@ class StreamFacts:
             self.bands[(event.channel, event.symbol)] = (event.buy_limit, event.sell_limit)
         else:
             self._private(channel, event)
+
+    def _unreadable(self, channel: Channel, event: Unreadable) -> None:
+        """A message was lost to an unreadable form: what it fed is read again, and the stream stays on.
+        Private: the account is read over REST again (and confirmed with a ping), as after a reconnection;
+        public: the market it named is forgotten until its next update (every market, when none is named)."""
+        channel.unreadable += 1
+        if event.channel == PRIVATE:
+            if channel.sync in (Sync.IN_SYNC, Sync.CONFIRMING):
+                channel.sync = Sync.WANTED
+            elif channel.sync is Sync.READING:
+                channel.dirty = True
+            return
+        symbol = event.topic.rpartition(".")[2] if event.topic != "other" else None
+        for store in (self.books, self.marks, self.bands):
+            for key in [k for k in store if k[0] == event.channel and symbol in (None, k[1])]:
+                del store[key]
 
     def _after_silence(self, channel: Channel, name: str, exchange_ms: int) -> None:
         """A public message stamped more than STALL_MS after the one before: the exchange sent nothing
@@ -217,8 +242,18 @@ class StreamFacts:
                 self.hedged.add(symbol)
         elif isinstance(event, WalletUpdate):
             self.balance = event.balance
+            self._saw_equity(event.balance.total_equity_usd)
             if self.wallet_behind is not None and self.wallet_behind <= event.exchange_ms:
                 self.wallet_behind = None
+
+    def _saw_equity(self, equity: Decimal) -> None:
+        highest = self.equity_seen[0] if self.equity_seen is not None else equity
+        self.equity_seen = (max(highest, equity), equity)
+
+    def take_equity(self) -> tuple[Decimal, Decimal] | None:
+        """The highest and the newest equity seen since the last take (None: none), and forget them."""
+        seen, self.equity_seen = self.equity_seen, None
+        return seen
 
     def _order(self, order: ExchangeOrder) -> None:
         """Keep the newer of two rows of one order (a resync's REST row and a pushed one may cross)."""
@@ -291,6 +326,7 @@ class StreamFacts:
         self.positions.update(read.positions)
         self.hedged -= set(read.positions)
         self.balance = read.balance
+        self._saw_equity(read.balance.total_equity_usd)
         self.position_behind.clear()  # REST's word is newer than any fill pushed before it was read
         self.wallet_behind = None
         listed = {o.order_id for o in read.open_orders}
@@ -350,7 +386,15 @@ class StreamFacts:
         return self.positions.get(symbol)
 
     def account_balance(self, now_ms: int, max_age_ms: int) -> AccountBalance | None:
+        """The pushed balance, while nothing in it moves with prices. Bybit pushes the wallet when its balances
+        change, not when only the unrealised PnL does (websocket/private/wallet.mdx), so with a position
+        open, or a coin whose value follows a market, its equity and available balance go stale between
+        pushes: REST then."""
         if self.wallet_behind is not None or not self.usable(PRIVATE, now_ms, max_age_ms):
+            return None
+        if self.balance is None or any(p.size != 0 for p in self.positions.values()) or self.hedged:
+            return None
+        if any(c.coin not in STABLE_COINS and c.wallet_balance != 0 for c in self.balance.coins):
             return None
         return self.balance
 

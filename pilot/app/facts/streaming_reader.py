@@ -174,6 +174,9 @@ class StreamingReader:
     ) -> Page[ClosedPnl]:
         return await self.rest.get_closed_pnl_page(category, symbol, cursor, limit, since)
 
+    async def get_executions_since(self, category: str, since: datetime) -> list[Execution]:
+        return await self.rest.get_executions_since(category, since)
+
     async def get_closed_pnl_since(self, category: str, since: datetime) -> list[ClosedPnl]:
         return await self.rest.get_closed_pnl_since(category, since)
 

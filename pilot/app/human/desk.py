@@ -27,11 +27,12 @@ from pilot.core.channels import CHANNELS, Via
 from pilot.core.errors import ErrorCode, ExplainedError
 from pilot.core.policy import LoadedPolicy, PolicyIssue, parse_policy
 from pilot.core.policy.fields import init_policy_text
+from pilot.exchange.adapters import spelling
 
 # Re-exported (`as`): the desk's answers hand out ConfirmationRecord and JournalEntry, and the console, which
 # does not import the store, names them from here.
 from pilot.store import ConfirmationRecord as ConfirmationRecord
-from pilot.store import DuplicateRecord, StoreLocation, open_store
+from pilot.store import DuplicateRecord, Journal, StoreLocation, open_store
 from pilot.store import JournalEntry as JournalEntry
 
 # What `pilot init` writes (the repository's policy.json): each field's value is declared with the field
@@ -105,18 +106,24 @@ class InitReport:
 
 
 async def init_home(
-    home: Path, store: StoreLocation | None = None, *, policy_text: str = DEFAULT_POLICY
+    home: Path, store: StoreLocation | None = None, exchange: str = "paper", *, policy_text: str | None = None
 ) -> InitReport:
     """Create policy.json (safe defaults) and the journal database; never overwrite an existing policy.
 
-    With `store` (a PostgreSQL database), the home's store is that database from now on (store.json): its
-    schema is made if it has none, and a journal already there is this home's too (another host's).
+    The policy is `policy_text` when given (a live home's), else names its markets as the venue of `exchange`
+    spells them (okx-demo: BTC-USDT). With `store`
+    (a PostgreSQL database), the home's store is that database from now on (store.json): its schema is made
+    if it has none, and a journal already there is this home's too (another host's).
     """
     home.mkdir(parents=True, exist_ok=True)
     paths = Home(home)
     policy_created = journal_created = False
     if not paths.policy_path.exists():
         with paths.policy_path.open("x", encoding="utf-8") as file:  # "x": lose a race rather than overwrite
+            if policy_text is None:
+                policy_text = (
+                    DEFAULT_POLICY if exchange == "paper" else init_policy_text(spelled=spelling(exchange))
+                )
             file.write(policy_text)
         policy_created = True
     location = store or paths.store()
@@ -341,20 +348,40 @@ async def receipt_cards(
     runtime: Runtime, *, card: str | None = None, last: int = 1
 ) -> list[receipts.ReceiptCard]:
     """The receipt card named by `card` (a plan id or a unique prefix of one, or "seq-N" for a refused
-    plan), else the last `last`. Cards come oldest first.
+    plan), else the last `last`: the cards whose latest entry is newest (an order approved, filled or
+    resolved after later plans is among the last), oldest first by that entry.
 
     Raises:
         UnknownId, AmbiguousId: `card` names no plan, or more than one.
     """
     journal = runtime.store.journal
     if card is not None:
-        plans = [await _plan_entry(runtime, card)]
-    else:
-        plans = list(reversed(await journal.entries(kind=entry_kinds.PLAN, limit=last, newest_first=True)))
-    cards = []
-    for plan in plans:
+        plan = await _plan_entry(runtime, card)
         entries = await journal.entries(plan_id=plan.plan_id) if plan.plan_id else [plan]
-        cards.append(receipts.receipt_card(entries))
+        return [receipts.receipt_card(entries)]
+    read = max(last * 8, 64)  # the newest entries looked through; more when they hold fewer cards
+    while True:
+        recent = await journal.entries(limit=read, newest_first=True)
+        cards = await _cards_in(journal, recent, last)
+        if len(cards) == last or len(recent) < read:
+            return sorted(cards, key=lambda one: one.seal.seq)
+        read *= 4
+
+
+async def _cards_in(journal: Journal, recent: list[JournalEntry], last: int) -> list[receipts.ReceiptCard]:
+    """Up to `last` cards of the plans `recent` (newest first) names, in the order it names them."""
+    cards: list[receipts.ReceiptCard] = []
+    seen: set[str] = set()
+    for entry in recent:
+        key = entry.plan_id or (receipts.card_id(entry) if entry.kind == entry_kinds.PLAN else None)
+        if key is None or key in seen:
+            continue
+        seen.add(key)
+        entries = await journal.entries(plan_id=entry.plan_id) if entry.plan_id else [entry]
+        if any(one.kind == entry_kinds.PLAN for one in entries):  # a plan id's entries without the plan: none
+            cards.append(receipts.receipt_card(entries))
+            if len(cards) == last:
+                break
     return cards
 
 

@@ -60,11 +60,12 @@ class KeySummary:
 
 
 async def read_key_info_from_exchange(credentials: Credentials) -> ApiKeyInfo:
-    """Ask the exchange (`/v5/user/query-api`) what the key may do."""
+    """Ask the exchange what the key may do (Bybit's /v5/user/query-api, OKX's /api/v5/account/config)."""
     exchange = connect_exchange(
         credentials.environment.value,
         api_key=credentials.api_key,
         api_secret=credentials.api_secret,
+        passphrase=credentials.passphrase,
         base_url=credentials.base_url,
     )
     try:
@@ -100,9 +101,11 @@ async def add_key(
     *,
     now: datetime,
     base_url: str | None = None,
+    passphrase: str | None = None,
     read_key_info: KeyInfoReader = read_key_info_from_exchange,
 ) -> KeySummary:
     """Store a key for an environment that has none, after the exchange confirms its permissions fit.
+    `passphrase` is OKX's third secret (required for okx-demo, refused elsewhere): sealed with the others.
 
     Raises:
         KeyAlreadyStored: the environment has an active key (use `replace_key`).
@@ -111,7 +114,7 @@ async def add_key(
             PermissionCheckUnsupported when the environment does not serve the check (bybit-demo).
         MasterKeyError: the master key file is unusable.
     """
-    credentials = new_credentials(parse_environment(environment), api_key, api_secret, base_url)
+    credentials = new_credentials(parse_environment(environment), api_key, api_secret, base_url, passphrase)
     async with _keystore(home) as store:
         current = await store.active(credentials.environment)
         if current is not None:
@@ -133,13 +136,14 @@ async def replace_key(
     *,
     now: datetime,
     base_url: str | None = None,
+    passphrase: str | None = None,
     read_key_info: KeyInfoReader = read_key_info_from_exchange,
 ) -> KeySummary:
     """Swap the environment's active key for a new one; the old one is retired and its ciphertext erased.
 
     The old key stays in place if the new one is rejected or cannot be checked.
     """
-    credentials = new_credentials(parse_environment(environment), api_key, api_secret, base_url)
+    credentials = new_credentials(parse_environment(environment), api_key, api_secret, base_url, passphrase)
     async with _keystore(home) as store:
         current = await _active_or_raise(store, credentials.environment)
         vault = vault_for_writing(home, has_stored_keys=True)
@@ -250,7 +254,10 @@ async def _checked_and_sealed(
 ) -> StoredKey:
     check = await _check(credentials, read_key_info, now)
     _raise_if_rejected(credentials.environment, check)
-    secret = json.dumps({"api_key": credentials.api_key, "api_secret": credentials.api_secret}).encode()
+    secrets = {"api_key": credentials.api_key, "api_secret": credentials.api_secret}
+    if credentials.passphrase is not None:  # OKX's: sealed with the key and secret, under the same seal
+        secrets["passphrase"] = credentials.passphrase
+    secret = json.dumps(secrets).encode()
     return StoredKey(
         key_id=credentials.key_id,
         environment=credentials.environment,
@@ -302,6 +309,7 @@ def _unseal(vault: Vault, stored: StoredKey) -> Credentials:
         api_secret=secret["api_secret"],
         base_url=stored.base_url,
         read_only=stored.check.read_only,
+        passphrase=secret.get("passphrase"),
     )
 
 

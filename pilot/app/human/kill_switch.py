@@ -95,3 +95,18 @@ async def activate_by_pilot(runtime: Runtime, reason: str) -> int:
         actor="pilot",
     )
     return entry.seq
+
+
+async def switch_agent(
+    runtime: Runtime, agent: str, *, on: bool, by: str, reason: str = "", **extra: object
+) -> int:
+    """One agent's own kill switch (its growing orders refused; the others' untouched), on or off, journaled
+    with who and why. Turned on, it waits for a send journaled before it, as the account's does. Pilot turns one
+    on (the agent's dead-man's switch, its revoke); only a human turns one off."""
+    data: dict[str, object] = {"agent": agent, "on": on, "by": by, "reason": reason[:REASON_LIMIT], **extra}
+    entry = await runtime.store.journal.append(
+        entry_kinds.AGENT_SWITCH, data, now=runtime.now(), actor="human" if by == "human" else "pilot"
+    )
+    if on:
+        await runtime.gate.settle()
+    return entry.seq

@@ -9,10 +9,10 @@ from typing import Any
 
 from pilot.core.codes import Code
 from pilot.core.facts import OrderType, Side
+from pilot.core.policy import SYMBOL_PATTERN
 
 # ASCII digits only: in Python `\d` also matches other scripts' digits ("١٢"), which Decimal would accept.
 DECIMAL_TEXT = re.compile(r"[0-9]{1,18}(\.[0-9]{1,18})?")
-SYMBOL_TEXT = re.compile(r"^[A-Z0-9]{2,30}$")
 CATEGORIES = ("linear", "spot")
 
 
@@ -86,13 +86,14 @@ def decimal_arg(field: str, value: Any, *, required: bool = True, positive: bool
 
 
 def symbol_arg(value: Any) -> str:
-    if isinstance(value, str) and SYMBOL_TEXT.fullmatch(value):
+    """A market's symbol in the venue's spelling (pilot.core.policy.SYMBOL_PATTERN, the policy's rule too)."""
+    if isinstance(value, str) and SYMBOL_PATTERN.fullmatch(value):
         return value
     upper = value.upper() if isinstance(value, str) and value.isascii() else None
     raise InvalidInput(
         "symbol",
-        'must be a Bybit symbol in capitals, such as "BTCUSDT"',
-        fixed=upper if upper and SYMBOL_TEXT.fullmatch(upper) else NO_FIX,
+        'must be a symbol in capitals as the exchange spells it, such as "BTCUSDT" (Bybit) or "BTC-USDT" (OKX)',
+        fixed=upper if upper and SYMBOL_PATTERN.fullmatch(upper) else NO_FIX,
     )
 
 

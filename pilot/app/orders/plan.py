@@ -21,7 +21,8 @@ from pilot.app.answers.responses import (
 from pilot.app.facts.gather import gather, snapshot
 from pilot.app.orders.adjustments import Nearest, adjustments, named_nearest, nearest_market, with_nearest
 from pilot.app.orders.inputs import PlanRequest
-from pilot.app.runtime.runtime import PolicyView, Runtime
+from pilot.app.runtime.runtime import PolicyView, Runtime, acting_agent
+from pilot.core.agent_budgets import Role
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
 from pilot.core.evaluate import Evaluation, evaluate, evaluate_close
@@ -215,12 +216,15 @@ def _intent(request: PlanRequest) -> OrderIntent:
 def _rounded(request: PlanRequest, facts: Facts, view: PolicyView) -> OrderIntent:
     """Quantities floor to the lot step; a limit price rounds to the tick on the safe side; notional -> qty.
 
-    Spot has no reduce-only orders (Bybit refuses the flag there): a reduce-only spot sell is planned as a
+    Spot has no reduce-only orders (Bybit leaves the flag aside there): a reduce-only spot sell is planned as a
     plain sell, which the checks keep to the coin held; a reduce-only spot buy has nothing to reduce.
     """
     order, rules = facts.order, facts.rules
     if order.category == "spot" and order.reduce_only and order.side is Side.SELL:
         order = replace(order, reduce_only=False)  # a reduce-only spot buy reduces nothing: refused as such
+    agent = acting_agent()
+    if agent is not None and agent.role != Role.TRADE and order.category == "linear":
+        order = replace(order, reduce_only=True)  # an agent that may only reduce sends nothing else
     if rules is None:
         return order
     price = order.limit_price

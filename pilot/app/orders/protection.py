@@ -1,5 +1,5 @@
 """Stops and the tools traders expect around them: set_trading_stop, cancel_all_orders, the history reads,
-and the check after a fill that the stop asked for is on the position."""
+and the check after a fill that the stop asked for is where the venue puts it."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from pilot.app.runtime.runtime import Runtime
 from pilot.core.codes import Code
 from pilot.core.facts import OrderIntent
 from pilot.core.stops import TradingStop, check_stop_change, check_trading_stop_call, with_pending
+from pilot.core.venues import StopScope
 from pilot.core.violations import NextAction, plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected
 from pilot.exchange.models import ClosedPnl, ExchangePosition, Execution, Page
@@ -227,9 +228,24 @@ async def _position(runtime: Runtime, symbol: str) -> ExchangePosition | None:
     return next((row for row in rows if row.symbol == symbol), None)
 
 
+async def _stop_seen(
+    runtime: Runtime, symbol: str, answer: OrderAnswer
+) -> tuple[ExchangePosition | None, Decimal | None]:
+    """The position after a fill, and the stop the order's stop became where the venue puts it
+    (pilot.core.venues): the position's whole stop (Bybit), or a partial stop at the price sent (OKX)."""
+    position = await _position(runtime, symbol)
+    if position is None or runtime.venue.order_stop is StopScope.POSITION:
+        return position, position.stop_loss if position is not None else None
+    sent = (answer.sent or {}).get("stop_loss")
+    held, _ = await position_with_stops(runtime, symbol)
+    legs = [leg.price for leg in held.partial_stops if sent is not None and leg.price == Decimal(sent)]
+    return position, legs[0] if legs else None
+
+
 async def after_fill(runtime: Runtime, intent: OrderIntent, answer: OrderAnswer) -> OrderAnswer:
-    """After a fill that asked for a stop: read the position's stop back. Journaled either way; a missing
-    stop is reported with the set_trading_stop call that sets it."""
+    """After a fill that asked for a stop: read back the stop it became, where the venue puts it (the
+    position's whole stop, or a partial stop of what filled). Journaled either way; a missing stop is
+    reported with the set_trading_stop call that sets it."""
     if intent.stop_loss is None or answer.fill is None or Decimal(answer.fill.filled_qty) == 0:
         return answer
     if intent.category == "spot":
@@ -237,30 +253,10 @@ async def after_fill(runtime: Runtime, intent: OrderIntent, answer: OrderAnswer)
         read = protection is not None
         protection = protection or _unseen(intent)
     else:
-        set_with = NextAction.call(
-            "set_trading_stop",
-            {"symbol": intent.symbol, "stop_loss": plain(intent.stop_loss)},
-            f"the stop asked for is not on the position: set it at {plain(intent.stop_loss)} now",
-        )
-        try:
-            position = await _position(runtime, intent.symbol)
-        except ExchangeError:
-            position = None
-            seen: Decimal | None = None
-            read = False
-        else:
-            seen, read = (position.stop_loss if position is not None else None), True
-        if read and position is not None and position.size == 0:
+        linear = await _linear_protection(runtime, intent, answer, intent.stop_loss)
+        if linear is None:
             return answer  # closed already (or the stop triggered at once): nothing to protect
-        missing = seen is None
-        protection = ProtectionOut(
-            stop_loss=plain(seen) if seen is not None else None,
-            take_profit=plain(position.take_profit)
-            if position is not None and position.take_profit
-            else None,
-            missing_stop=missing,
-            set_with=next_out(set_with) if missing else None,
-        )
+        protection, read = linear
     data = {
         "symbol": intent.symbol,
         "asked_stop_loss": plain(intent.stop_loss),
@@ -276,6 +272,32 @@ async def after_fill(runtime: Runtime, intent: OrderIntent, answer: OrderAnswer)
     return answer.model_copy(
         update={"protection": protection, "journal_seq": [*answer.journal_seq, entry.seq]}
     )
+
+
+async def _linear_protection(
+    runtime: Runtime, intent: OrderIntent, answer: OrderAnswer, stop_loss: Decimal
+) -> tuple[ProtectionOut, bool] | None:
+    """After a perpetual's fill: the stop it became and whether it could be read; None once flat."""
+    set_with = NextAction.call(
+        "set_trading_stop",
+        {"symbol": intent.symbol, "stop_loss": plain(stop_loss)},
+        f"the stop asked for is not on the position: set it at {plain(stop_loss)} now",
+    )
+    try:
+        position, seen = await _stop_seen(runtime, intent.symbol, answer)
+    except ExchangeError:
+        position, seen, read = None, None, False
+    else:
+        read = True
+    if read and position is not None and position.size == 0:
+        return None
+    missing = seen is None
+    return ProtectionOut(
+        stop_loss=plain(seen) if seen is not None else None,
+        take_profit=plain(position.take_profit) if position is not None and position.take_profit else None,
+        missing_stop=missing,
+        set_with=next_out(set_with) if missing else None,
+    ), read
 
 
 def _spot_sell_out(symbol: str) -> NextAction:

@@ -40,7 +40,12 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from pilot.app.answers import entry_kinds, store_faults
-from pilot.app.answers.refusals import journal_action_refusal, journal_order_refusal, key_violation
+from pilot.app.answers.refusals import (
+    agent_violation,
+    journal_action_refusal,
+    journal_order_refusal,
+    key_violation,
+)
 from pilot.app.answers.responses import (
     ActionAnswer,
     OrderAnswer,
@@ -58,10 +63,12 @@ from pilot.app.road.outcomes import (
     sort_failure,
 )
 from pilot.app.road.ports import ExchangeReader, ExchangeWriter
-from pilot.core.violations import NextAction
+from pilot.core.agent_budgets import Role
+from pilot.core.facts import Effect
+from pilot.core.violations import NextAction, Violation
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import OrderRequest
-from pilot.store import Journal, JournalEntry, Leases, Preempted, StoreError, Unless, holder_id
+from pilot.store import ACTING, Journal, JournalEntry, Leases, Preempted, StoreError, Unless, holder_id
 
 ORDER_LINK_PREFIX = "pilot-"
 TURN_LEASE = "send-turn"
@@ -89,6 +96,26 @@ def order_link_id(plan_id: str) -> str:
 def look_up(symbol: str, category: str, text: str) -> NextAction:
     """The next action after a send whose result is not fully known: read open orders, never resend."""
     return NextAction.call("get_open_orders", {"symbol": symbol, "category": category}, text)
+
+
+def reduces(request: OrderRequest) -> bool:
+    """Whether an order can only shrink what is held: reduce-only, or a spot sell (it sells coin held)."""
+    return request.reduce_only or (request.category == "spot" and request.side == "Sell")
+
+
+def role_violation(tool: str, *, grows: bool) -> Violation | None:
+    """The gate's own check of the acting agent's role, whatever a use case judged: a read-only agent's
+    credential sends nothing; a reduce-only one's nothing that can grow (pilot.core.agent_budgets.Role)."""
+    holder = ACTING.get()
+    if holder is None or holder.role is None:
+        return None
+    try:
+        role = Role(holder.role)
+    except ValueError:  # a role this Pilot does not know: the narrowest
+        role = Role.READ
+    if role.permits(Effect.GROW if grows else Effect.REDUCE):
+        return None
+    return agent_violation(holder.name, role.value, tool)
 
 
 class TurnBusy(Exception):
@@ -233,10 +260,12 @@ class ExchangeGate:
     ) -> OrderAnswer | NotSent:
         """Send `request` exactly once and say what became of it; NotSent when `condition` no longer held
         as the send was about to be journaled (nothing was sent)."""
-        # A key that may do more than trade stops growing orders; one that shrinks a position still goes.
-        problem = None if request.reduce_only else await self.key_problem()
-        if problem is not None:
-            refusal = Refusal.of(key_violation(problem), "nothing was sent")
+        # A key that may do more than trade stops growing orders; one that shrinks what is held still goes.
+        grows = not reduces(request)
+        problem = await self.key_problem() if grows else None
+        role = role_violation("place_order", grows=grows)
+        if problem is not None or role is not None:
+            refusal = Refusal.of(role or key_violation(str(problem)), "nothing was sent")
             return await journal_order_refusal(self._journal, refusal, now=self._clock.now(), plan_id=plan_id)
         journal, sent = self._journal, request.as_record()
         attempt = await self._attempt(
@@ -467,8 +496,9 @@ class ExchangeGate:
     ) -> ActionAnswer | NotSent:
         journal = self._journal
         problem = await self.key_problem()
-        if problem is not None:
-            refusal = Refusal.of(key_violation(problem), "nothing was sent")
+        role = role_violation(tool, grows=False)
+        if problem is not None or role is not None:
+            refusal = Refusal.of(role or key_violation(str(problem)), "nothing was sent")
             return await journal_action_refusal(journal, tool, action, refusal, now=self._clock.now())
         attempt = await self._attempt(
             entry_kinds.ACTION, {"tool": tool, "phase": "sent", **action}, None, condition

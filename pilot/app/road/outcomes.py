@@ -112,6 +112,7 @@ STATUS_OF: dict[str, Literal["filled", "partially_filled", "open", "rejected"]] 
     "PartiallyFilled": "partially_filled",
     "New": "open",
     "Untriggered": "open",
+    "Triggered": "open",  # enum.mdx: instantaneous, from Untriggered to New
     "Created": "open",
     "Rejected": "rejected",
 }

@@ -25,6 +25,7 @@ from decimal import Decimal
 from pilot.app.answers import entry_kinds
 from pilot.app.road.clock import Today
 from pilot.app.runtime.ledger import JournalState, age_of
+from pilot.app.runtime.loss_limit import latch_of
 from pilot.core.controls import cooldown_due, drawdown, drawdown_window, losses_counted
 from pilot.core.facts import ClosedTrade, CooldownState, DrawdownState
 from pilot.core.policy import Policy
@@ -175,12 +176,35 @@ def cooldown_state(
     count, _ = losses_counted(rule, trades)
     due = cooldown_due(rule, trades)
     latest = journal.cooldown
-    if due is not None and (latest is None or latest.data.get("trade") != _trade_key(due)):
+    if due is not None and (latest is None or not _same_trade(latest.data.get("trade"), due)):
         return CooldownState(count, now + timedelta(minutes=rule.minutes)), due
-    if latest is not None and latest.data.get("on"):
-        left = timedelta(minutes=rule.minutes) - age_of(latest, now, journal.today.here)
+    left = cooldown_left(policy, journal, now)
+    if left is not None:
         return CooldownState(count, now + left if left > timedelta(0) else None), None
     return CooldownState(count), None
+
+
+def cooldown_left(policy: Policy, journal: JournalState, now: datetime) -> timedelta | None:
+    """How long the cooldown journaled last has still to run on the store's clock (zero or less: it ran
+    out); None when none was journaled or policy.json sets no cooldown."""
+    rule, latest = policy.cooldown, journal.cooldown
+    if rule is None or latest is None or not latest.data.get("on"):
+        return None
+    return timedelta(minutes=rule.minutes) - age_of(latest, now, journal.today.here)
+
+
+def holding_latch(policy: Policy, journal: JournalState, now: datetime) -> JournalEntry | None:
+    """The newest entry of a latch that keeps trading reducing now: the daily loss limit's, the drawdown's
+    or the cooldown's (None: none holds). Each holds as the judgements see it."""
+    held = []
+    if latch_of(journal.loss_limit, journal.today).on and journal.loss_limit is not None:
+        held.append(journal.loss_limit)
+    if journal.drawdown is not None and drawdown_state(policy, journal, now).latched:
+        held.append(journal.drawdown)
+    left = cooldown_left(policy, journal, now)
+    if journal.cooldown is not None and left is not None and left > timedelta(0):
+        held.append(journal.cooldown)
+    return max(held, key=lambda entry: entry.seq, default=None)
 
 
 async def start_cooldown(
@@ -204,6 +228,17 @@ async def start_cooldown(
         now=now,
         actor="pilot",
     )
+
+
+def _same_trade(recorded: object, trade: ClosedTrade) -> bool:
+    """Whether a cooldown entry's trade is `trade`: by the order that closed it, whose time moves on while
+    more of its fills come in (a resting spot sell, a closing order filled in parts); by the whole key for a
+    trade without an order id."""
+    if not isinstance(recorded, str):
+        return False
+    if trade.order_id:
+        return recorded.split("@", 1)[0] == trade.order_id
+    return recorded == _trade_key(trade)
 
 
 def _trade_key(trade: ClosedTrade) -> str:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 
@@ -28,7 +28,8 @@ from pilot.app.answers import entry_kinds
 from pilot.app.answers.sent_requests import sent_request
 from pilot.app.road.clock import Today
 from pilot.app.runtime.activity import NO_ACTIVITY, Activity, ActivityView
-from pilot.store import Instant, Journal, JournalEntry, Mark, age
+from pilot.core.facts import AgentFacts
+from pilot.store import Instant, Journal, JournalEntry, Mark, age, agent_of
 
 WINDOW = timedelta(days=1)  # a send older than this is no longer pending (pilot.app.facts.pending)
 KEPT = timedelta(days=2)  # sends kept for the day's count: a day by one clock ends within a day of another's
@@ -47,6 +48,7 @@ EQUITY_KEPT = timedelta(days=7)  # the longest drawdown window (drawdownWindowHo
 FOLLOWED = frozenset(
     {
         *LATEST,
+        entry_kinds.AGENT_SWITCH,
         entry_kinds.ORDER_SENT,
         entry_kinds.ORDER_OUTCOME,
         entry_kinds.ORDER_RESOLVED,
@@ -96,6 +98,19 @@ class Send:
         return since if since is not None else now - self.sent_at
 
 
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """When a send was made, by the wall clock and the store's: all a day's count keeps of it (bounded by
+    the sends of KEPT: at most two days of dailyOrderCap)."""
+
+    sent_at: datetime
+    stamp: Instant | None
+
+    def age(self, now: datetime, here: Instant) -> timedelta:
+        since = age(here, self.stamp)
+        return since if since is not None else now - self.sent_at
+
+
 class SendsByDay:
     """The sends of the last KEPT, and how many fall in today by every clock involved (pilot.app.road.clock.
     Today), counted without a walk over the day's orders while the clocks agree.
@@ -110,25 +125,30 @@ class SendsByDay:
     ONE_CLOCK = timedelta(seconds=1)
 
     def __init__(self) -> None:
-        self.sends: list[Send] = []  # in the order they were sent
+        self.sends: list[Sent] = []  # in the order they were sent
         self._per_day: Counter[date] = Counter()  # the sends away from midnight, by their own UTC date
-        self._edge: list[Send] = []  # the sends within EDGE of a midnight
-        self._offsets: list[int] = []  # wall minus store clock, microseconds, of each stamped send
+        self._edge: list[Sent] = []  # the sends within EDGE of a midnight
+        # wall minus store clock, microseconds, of the stamped sends: the least and the most (running
+        # figures: a judgement asks for them, and a day can hold tens of thousands of sends)
+        self._offsets: tuple[int, int] | None = None
         self._boots: set[str | None] = set()
 
-    def add(self, send: Send) -> None:
+    def add(self, send: Send | Sent) -> None:
+        send = Sent(send.sent_at, send.stamp)  # the moment only: a day's count needs no more of it
         self.sends.append(send)
         self._boots.add(send.stamp.boot if send.stamp is not None else None)
         if send.stamp is not None:
-            self._offsets.append(_offset(send.sent_at, send.stamp))
+            offset = _offset(send.sent_at, send.stamp)
+            low, high = self._offsets or (offset, offset)
+            self._offsets = (min(low, offset), max(high, offset))
         if _near_midnight(send.sent_at, self.EDGE):
             self._edge.append(send)
         else:
             self._per_day[send.sent_at.astimezone(UTC).date()] += 1
 
-    def keep(self, wanted: Callable[[Send], bool]) -> None:
+    def keep(self, wanted: Callable[[Sent], bool]) -> None:
         kept, self.sends = [send for send in self.sends if wanted(send)], []
-        self._per_day, self._edge, self._offsets, self._boots = Counter(), [], [], set()
+        self._per_day, self._edge, self._offsets, self._boots = Counter(), [], None, set()
         for send in kept:
             self.add(send)
 
@@ -145,7 +165,10 @@ class SendsByDay:
             return False
         now = _offset(today.now, today.here)
         spread = self.ONE_CLOCK.total_seconds() * 1_000_000
-        return max(self._offsets) - spread <= now <= min(self._offsets) + spread
+        if self._offsets is None:
+            return False
+        low, high = self._offsets
+        return high - spread <= now <= low + spread
 
 
 def _offset(at: datetime, stamp: Instant) -> int:
@@ -178,6 +201,10 @@ class JournalState:
     dead_man: JournalEntry | None = None
     equity_marks: tuple[JournalEntry, ...] = ()  # the equity entries of the last EQUITY_KEPT, oldest first
     live: JournalEntry | None = None  # the newest live entry (pilot.app.human.going_live)
+    # Each named agent's newest switch entry (its kill switch, its revoke) and what its budget counts.
+    agent_switches: Mapping[str, JournalEntry] = field(default_factory=dict)
+    agents: Mapping[str, AgentFacts] = field(default_factory=dict)
+    agent_orders: Mapping[str, frozenset[str]] = field(default_factory=dict)  # its sends' link ids, last KEPT
 
     @property
     def kill_switch_on(self) -> bool:
@@ -190,6 +217,24 @@ class JournalState:
         if live is None or not live.data.get("on"):
             return False
         return switch is None or switch.seq < live.seq
+
+    def agent_switch(self, name: str) -> JournalEntry | None:
+        """Agent `name`'s switch entry while it is on (None: off, or never turned on)."""
+        entry = self.agent_switches.get(name)
+        return entry if entry is not None and entry.data.get("on") else None
+
+    def agent(self, name: str) -> AgentFacts:
+        """What agent `name`'s budget counts (nothing yet: zeros)."""
+        return self.agents.get(name) or AgentFacts(name)
+
+
+@dataclass(slots=True)
+class _AgentBook:
+    """One named agent's sends: the day's count and its activity (turnover), folded as the home's are."""
+
+    sends: SendsByDay = field(default_factory=lambda: SendsByDay())
+    activity: Activity = field(default_factory=Activity)
+    orders: dict[str, Sent] = field(default_factory=dict)  # its sends' link ids, with when (kept KEPT)
 
 
 class Ledger:
@@ -206,6 +251,8 @@ class Ledger:
         self._head: tuple[datetime, Instant | None] | None = None  # the newest entry folded in
         self._activity = Activity()
         self._equity: list[JournalEntry] = []
+        self._switches: dict[str, JournalEntry] = {}  # each agent's newest switch entry
+        self._books: dict[str, _AgentBook] = {}  # each named agent's sends
         self._lock = asyncio.Lock()
         self._asked = 0
         self._served = 0
@@ -241,7 +288,16 @@ class Ledger:
                 dead_man=self._latest.get(entry_kinds.DEAD_MAN),
                 equity_marks=tuple(self._equity),
                 live=self._latest.get(entry_kinds.LIVE),
+                agent_switches=dict(self._switches),
+                agents=self._agent_facts(now, here, today),
+                agent_orders={name: frozenset(book.orders) for name, book in self._books.items()},
             )
+
+    def _agent_facts(self, now: datetime, here: Instant, today: Today) -> dict[str, AgentFacts]:
+        return {
+            name: AgentFacts(name, book.sends.count(today), book.activity.view(now, here, today).turnover)
+            for name, book in self._books.items()
+        }
 
     async def _read(self, now: datetime) -> None:
         """Read on from the mark, after reading afresh when needed. A fresh read ends at its mark, and what
@@ -274,7 +330,10 @@ class Ledger:
         )
         actions = await journal.entries(kind=entry_kinds.ACTION, since=since)  # amends and cancels
         marks = await journal.entries(kind=entry_kinds.EQUITY, since=now - EQUITY_KEPT)
+        switches = await journal.entries(kind=entry_kinds.AGENT_SWITCH)
         self._latest.clear()
+        self._switches.clear()
+        self._books.clear()
         self._equity.clear()
         self._unsettled.clear()
         self._sends = SendsByDay()
@@ -282,7 +341,9 @@ class Ledger:
         self._activity.clear()
         # Rows appended after `mark` are left to the next read on, which starts there.
         entries = (
-            e for e in (*latest, *sends, *settles, *actions, *marks) if e is not None and e.seq <= mark.seq
+            e
+            for e in (*latest, *sends, *settles, *actions, *marks, *switches)
+            if e is not None and e.seq <= mark.seq
         )
         for entry in sorted(entries, key=_seq):
             self._fold(entry)
@@ -293,6 +354,7 @@ class Ledger:
         kind, data = entry.kind, entry.data
         self._head = (entry.at, entry.clock)
         self._activity.fold(entry)
+        self._fold_agent(entry)
         if kind in LATEST:
             known = self._latest.get(kind)
             if known is None or known.seq < entry.seq:
@@ -308,6 +370,26 @@ class Ledger:
         ):
             self._unsettled.pop(str(data.get("order_link_id")), None)
 
+    def _fold_agent(self, entry: JournalEntry) -> None:
+        """A named agent's switch, send or message goes to its own book too; an outcome to every book (only
+        the one that sent the order knows it)."""
+        kind, name = entry.kind, agent_of(entry.actor)
+        if kind == entry_kinds.AGENT_SWITCH:
+            agent = str(entry.data.get("agent"))
+            known = self._switches.get(agent)
+            if known is None or known.seq < entry.seq:
+                self._switches[agent] = entry
+        elif kind in (entry_kinds.ORDER_OUTCOME, entry_kinds.ORDER_RESOLVED):
+            for book in self._books.values():
+                book.activity.fold(entry)
+        elif name is not None and kind in (entry_kinds.ORDER_SENT, entry_kinds.ACTION):
+            book = self._books.setdefault(name, _AgentBook())
+            book.activity.fold(entry)
+            if kind == entry_kinds.ORDER_SENT:
+                send = Send.of(entry)
+                book.sends.add(send)
+                book.orders[send.order_link_id] = Sent(send.sent_at, send.stamp)
+
     def _prune(self, now: datetime, here: Instant) -> None:
         """Forget sends older than KEPT (by the store's clock when it can tell), now and then (the window
         only moves on: a clock set back before what is known reads everything afresh)."""
@@ -317,6 +399,10 @@ class Ledger:
         self._unsettled = {k: s for k, s in self._unsettled.items() if s.age(now, here) <= KEPT}
         self._sends.keep(lambda send: send.age(now, here) <= KEPT)
         self._activity.prune(now, here, KEPT)
+        for book in self._books.values():
+            book.sends.keep(lambda send: send.age(now, here) <= KEPT)
+            book.activity.prune(now, here, KEPT)
+            book.orders = {link: sent for link, sent in book.orders.items() if sent.age(now, here) <= KEPT}
         self._equity = [entry for entry in self._equity if age_of(entry, now, here) <= EQUITY_KEPT]
         self._pruned = self._floor = since
 

@@ -8,7 +8,7 @@ human grants one more allowance of the limit for the rest of that day, not an un
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 
@@ -47,7 +47,7 @@ def latch_of(latest: JournalEntry | None, today: Today) -> DayLatch:
 
 def counted(pnl: DayPnl, latch: DayLatch) -> DayPnl:
     """The day's PnL as the limit counts it: from the human's reset on, if there was one today."""
-    return DayPnl(pnl.realised - latch.baseline, pnl.unrealised) if latch.baseline else pnl
+    return replace(pnl, realised=pnl.realised - latch.baseline) if latch.baseline else pnl
 
 
 def _today(entry: JournalEntry, today: Today) -> bool:
@@ -80,6 +80,8 @@ async def latch_if_reached(journal: Journal, policy: Policy, facts: Facts, latch
             "loss_usd": plain(loss.loss),
             "realised_usd": plain(loss.pnl.realised),
             "unrealised_usd": plain(loss.pnl.unrealised),
+            "spot_realised_usd": plain(loss.pnl.spot_realised),  # of the two above, what spot made
+            "spot_unrealised_usd": plain(loss.pnl.spot_unrealised),
             "counted_from_pnl": plain(latch.baseline),  # the day's PnL is counted from here (a reset's)
             "reset_to_pnl": plain(latch.baseline + loss.pnl.total),  # what a human reset counts from
             "trading_state": "reducing",

@@ -19,11 +19,15 @@ from pilot.app.runtime.ledger import JournalState, Ledger
 from pilot.app.runtime.loss_limit import latch_of
 from pilot.app.runtime.policy_file import read_policy_file
 from pilot.app.runtime.sessions import Sessions, session_age
+from pilot.core.agent_budgets import Role
 from pilot.core.controls import authority_breach
+from pilot.core.day_pnl import DayFills
 from pilot.core.facts import TradingState
 from pilot.core.holds import Hold, HoldSource, TradingStatus
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
 from pilot.core.venues import VenueProfile
+from pilot.store import ACTING as ACTING
+from pilot.store import Holder as Holder
 from pilot.store import Instant, JournalEntry, Store, StoreError, StoreLocation, Unless
 
 # The entries that turn trading reducing (`Runtime.trading_state`): a growing send is journaled only if none
@@ -35,6 +39,7 @@ REDUCING_KINDS = frozenset(
         entry_kinds.DRAWDOWN,
         entry_kinds.COOLDOWN,
         entry_kinds.LIVE,
+        entry_kinds.AGENT_SWITCH,
     }
 )
 LIVE_ENVIRONMENT = "bybit"  # mainnet: real money, a live home's only environment
@@ -149,6 +154,14 @@ class Runtime:
     environment: str = "paper"
     ledger: Ledger = field(init=False)  # the journal's state for judgements, read on incrementally
     sessions: Sessions = field(default_factory=Sessions)  # the MCP sessions this process serves
+    # the day's spot fills this process has read, by the day's start (pilot.app.facts.day_reads)
+    day_fills: dict[datetime, DayFills] = field(default_factory=dict)
+    # the seq of the latch whose growing orders this process found all cancelled (pilot.app.service.latched)
+    latch_swept: int = 0
+    # Over stdio, the agent's credential the client's configuration carries (None: no agent named), and
+    # the name it was last found to hold (to name the agent once it is revoked).
+    credential: str | None = None
+    credential_name: str | None = None
 
     # when this process began serving, on the store's clock (the dead-man's switch counts silence from it)
     started: Instant = field(init=False)
@@ -211,6 +224,7 @@ class Runtime:
         latch = latch_of(journal.loss_limit, journal.today)
         if latch.on and journal.loss_limit is not None:
             holds.append(loss_limit_hold(journal.loss_limit.at, self.now()))
+        holds += _agent_holds(journal)
         if not judged:
             holds += self._control_holds(policy, journal)
         return TradingStatus(tuple(holds))
@@ -253,6 +267,30 @@ def _live_off_hold(entry: JournalEntry | None) -> Hold:
     return Hold(
         HoldSource.LIVE_OFF, TradingState.REDUCING, by=data.get("by"), at=entry.at, reason=data.get("reason")
     )
+
+
+def acting_agent() -> Holder | None:
+    """The named agent whose call is being served (None: no agent named, or no call: upkeep, a human)."""
+    holder = ACTING.get()
+    return holder if holder is not None and holder.role is not None else None
+
+
+def _agent_holds(journal: JournalState) -> list[Hold]:
+    """What holds the acting agent alone: its own kill switch, and a credential that may only reduce."""
+    agent = acting_agent()
+    if agent is None:
+        return []
+    holds = []
+    switch = journal.agent_switch(agent.name)
+    if switch is not None:
+        reason = str(switch.data.get("reason") or "").strip() or None
+        by = switch.data.get("by")
+        holds.append(
+            Hold(HoldSource.AGENT_KILL_SWITCH, TradingState.REDUCING, by=by, at=switch.at, reason=reason)
+        )
+    if agent.role != Role.TRADE:
+        holds.append(Hold(HoldSource.AGENT_ROLE, TradingState.REDUCING, by="human"))
+    return holds
 
 
 def loss_limit_hold(at: datetime, now: datetime) -> Hold:

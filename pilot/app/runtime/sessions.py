@@ -28,6 +28,7 @@ class _Session:
     started: Instant
     seen: Instant
     expires: bool  # ended by being idle (an HTTP session or a token's calls), else only when told
+    agent: str | None = None  # the named agent whose calls these are (None: no agent named)
 
 
 @dataclass(slots=True)
@@ -39,21 +40,35 @@ class Sessions:
     _open: dict[str, _Session] = field(default_factory=dict)
     ended: int = 0  # sessions that have ended so far
     last_beat: Instant | None = None  # when a call was last written to this process's heartbeat row
+    # the same, and the sessions ended so far, for each named agent
+    agent_beats: dict[str, Instant] = field(default_factory=dict)
+    agent_ended: dict[str, int] = field(default_factory=dict)
 
-    def touch(self, key: str, now: Instant, *, expires: bool = False) -> Instant:
-        """Note a call of session `key` at `now`; returns when the session began."""
+    def touch(self, key: str, now: Instant, *, expires: bool = False, agent: str | None = None) -> Instant:
+        """Note a call of session `key` (of `agent`, when named) at `now`; returns when the session began."""
         session = self._open.get(key)
         if session is None:
-            session = self._open[key] = _Session(now, now, expires)
+            session = self._open[key] = _Session(now, now, expires, agent)
         session.seen = now
         return session.started
 
     def end(self, key: str) -> bool:
         """The session `key` ended (stdin closed); whether it was open."""
-        if self._open.pop(key, None) is None:
+        session = self._open.pop(key, None)
+        if session is None:
             return False
         self.ended += 1
+        if session.agent is not None:
+            self.agent_ended[session.agent] = self.agent_ended.get(session.agent, 0) + 1
         return True
+
+    def open_of(self, agent: str) -> int:
+        """The sessions of `agent` open now."""
+        return sum(1 for session in self._open.values() if session.agent == agent)
+
+    def agents(self) -> set[str]:
+        """The named agents with a session open now or ended."""
+        return {s.agent for s in self._open.values() if s.agent is not None} | set(self.agent_ended)
 
     def expire(self, now: Instant) -> int:
         """End the HTTP sessions idle for longer than `idle`, as the server forgets them; how many ended."""

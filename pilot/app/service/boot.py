@@ -1,4 +1,4 @@
-"""Assembling a Runtime: the home's store, an exchange (embedded paper exchange or a stored Bybit key), a clock."""
+"""Assembling a Runtime: the home's store, an exchange (embedded paper exchange or a venue's stored key), a clock."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pilot.app.human.kill_switch import stop_on_rollback
 from pilot.app.road.clock import Clock, SystemClock, store_clock
@@ -17,14 +17,14 @@ from pilot.app.road.ports import Exchange, ExchangeReader
 from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, Home, Runtime, assemble_runtime, read_policy
 from pilot.app.service.upkeep import upkeep
 from pilot.core.errors import ErrorCode
-from pilot.exchange.adapters import connect_exchange
+from pilot.exchange.adapters import ENVIRONMENTS, connect_exchange, streams_served
 from pilot.exchange.stream_events import NoStreams
-from pilot.store import StoreError, open_store
+from pilot.store import Store, StoreError, open_store
 
 if TYPE_CHECKING:
     from pilot.paper import StateInUse
 
-EXCHANGES = ("paper", "bybit-demo", "bybit-testnet", "bybit")
+EXCHANGES = ENVIRONMENTS  # paper, bybit-demo, bybit-testnet, bybit (live), okx-demo (exchange.adapters)
 log = logging.getLogger("pilot.boot")
 
 
@@ -51,36 +51,33 @@ async def open_runtime(
     clock: Clock | None = None,
     streams: bool | None = None,
     settle: bool = True,
+    shared_paper: bool = False,
 ) -> AsyncIterator[Runtime]:
     """Open everything a server needs and close it all on exit.
 
     With exchange "paper" and no paper_url, an embedded paper exchange is started on 127.0.0.1 for the
     runtime's lifetime, keeping its account in the home (HOME/paper/state.json), so positions, balances and
     orders carry over to the next start; only one process at a time may embed it (StartupError otherwise,
-    naming `pilot sim` and `--paper-url`). With paper_url, Pilot attaches to that paper exchange (a running
-    `pilot sim`) with the paper key stored in the home, or else the scenario's key. bybit-demo, bybit-testnet
-    and bybit (mainnet: a live home only, _live_checks) use the key stored with `pilot keys add`, its
-    permissions re-checked when stale. With record_dir, every request and answer is written there, redacted.
+    naming `pilot sim` and `--paper-url`); with `shared_paper` (`pilot serve`), the home's own in a process
+    of its own, shared by its servers (pilot.app.service.home_paper). With paper_url, Pilot attaches to that
+    paper exchange (a running `pilot sim`) with the paper key stored in the home, or else the scenario's key.
+    bybit-demo, bybit-testnet, okx-demo and bybit (mainnet: a live home only, _live_checks) use the key stored
+    with `pilot keys add`, its permissions re-checked when stale. With record_dir, every exchange request
+    and answer is written there, redacted (pilot.exchange.bybit.recording).
 
     With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
-    (pilot.app.facts.stream_cache). None (the default): on for the paper exchange, embedded or attached, unless
-    record_dir is given (a recording must hold every fact read); off for Bybit. An attached paper exchange
-    is asked where its streams are (GET /pilot/streams); one that does not say, or names a place off
-    loopback, is read over REST only, said once in the log; with streams True that is a StartupError
-    (code "no_streams") instead.
+    (pilot.app.facts.stream_cache). None (the default): on for the paper exchange unless record_dir is given
+    (a recording must hold every fact read); off for Bybit and OKX (OKX has none yet). An attached paper
+    exchange without streams on loopback (GET /pilot/streams) is read over REST only, said in the log.
 
     Before the runtime is handed out, a journal found rolled back turns the kill switch on (stop_on_rollback),
     and sends left unsettled by a server that stopped are looked up; at exit, work whose client went away is
-    given time to finish. With `settle` False (`pilot console`, which only reads), that is left to the servers.
+    given time to finish before the store closes. With `settle` False (`pilot console`, which only reads),
+    that look-up is left to the servers.
     """
-    if exchange not in EXCHANGES:
-        raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
-    if paper_url is not None and exchange != "paper":
-        raise StartupError(f"--paper-url attaches to a paper exchange; it cannot be used with {exchange}")
     clock = clock or SystemClock()
-    venue = _Venue(home, exchange, scenario, paper_url, record_dir, clock)
-    if exchange == LIVE_ENVIRONMENT:  # before any request: only a live home ever reaches mainnet
-        await _require_live_home(home, clock)
+    await _admit(home, exchange, paper_url, clock)
+    venue = _Venue(home, exchange, scenario, paper_url, record_dir, clock, shared=shared_paper)
     async with contextlib.AsyncExitStack() as stack:
         adapter, stored_key = await venue.connect(stack)
         stack.push_async_callback(adapter.close)
@@ -91,6 +88,7 @@ async def open_runtime(
         stack.push_async_callback(store.close)
         key_check = _key_check(home, exchange) if stored_key else None
         reader = await venue.streams(stack, adapter, streams)
+        journal_stream_troubles(reader, store, clock)
         runtime = assemble_runtime(
             home, store, adapter, clock, environment=exchange, key_check=key_check, reader=reader
         )
@@ -101,6 +99,17 @@ async def open_runtime(
         if settle:
             await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
         yield runtime
+
+
+async def _admit(home: Path, exchange: str, paper_url: str | None, clock: Clock) -> None:
+    """Refuse an unknown exchange, --paper-url beside another one, and, before any request, bybit (mainnet)
+    for a home that is not live."""
+    if exchange not in EXCHANGES:
+        raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
+    if paper_url is not None and exchange != "paper":
+        raise StartupError(f"--paper-url attaches to a paper exchange; it cannot be used with {exchange}")
+    if exchange == LIVE_ENVIRONMENT:  # only a live home ever reaches mainnet
+        await _require_live_home(home, clock)
 
 
 async def _require_live_home(home: Path, clock: Clock) -> None:
@@ -161,6 +170,20 @@ async def _live_checks(
         ) from None
 
 
+def journal_stream_troubles(reader: ExchangeReader | None, store: Store, clock: Clock) -> None:
+    """What goes wrong on the streams (a message that could not be read, the private stream down) goes to
+    the journal, where `pilot doctor` and the console read it (pilot.app.facts.stream_health)."""
+    from pilot.app.facts.streaming_reader import StreamingReader
+
+    if not isinstance(reader, StreamingReader):
+        return
+
+    async def report(kind: str, data: dict[str, Any]) -> None:
+        await store.journal.append(kind, data, now=clock.now(), actor="pilot", durable=False)
+
+    reader.hub.report = report
+
+
 def _key_check(home: Path, environment: str) -> KeyCheck:
     from pilot.app.human.exchange_keys import ensure_fresh_permissions
 
@@ -171,7 +194,8 @@ def _key_check(home: Path, environment: str) -> KeyCheck:
 
 
 class _Venue:
-    """Where the Runtime's exchange comes from: the embedded paper exchange, a running one, or Bybit."""
+    """Where the Runtime's exchange comes from: the embedded paper exchange, a running one, or a venue's
+    demo or testnet with the key stored in the home."""
 
     def __init__(
         self,
@@ -181,17 +205,28 @@ class _Venue:
         url: str | None,
         record_dir: Path | None,
         clock: Clock,
+        *,
+        shared: bool = False,
     ) -> None:
         self.home, self.exchange, self.scenario, self.url = home, exchange, scenario, url
         self.record_dir, self.clock = record_dir, clock
         self.ws_url: str | None = None  # the embedded paper exchange's WebSocket side
         self.credentials: tuple[str, str] | None = None
+        self.shared = shared  # the home's paper exchange in its own process, not one embedded here
 
     async def streams(
         self, stack: contextlib.AsyncExitStack, adapter: Exchange, wanted: bool | None
     ) -> ExchangeReader | None:
         """The stream-fed reader when streams are on (see open_runtime), else None (REST only)."""
         on = wanted if wanted is not None else self.exchange == "paper" and self.record_dir is None
+        if on and not streams_served(self.exchange):
+            if wanted:
+                raise StartupError(
+                    f"--streams: {self.exchange} has no streams in this version; its facts are read over REST",
+                    code=ErrorCode.NO_STREAMS,
+                    fix="leave out --streams",
+                )
+            return None
         if not on or self.credentials is None:
             return None
         if self.exchange == "paper" and self.ws_url is None:  # an attached paper exchange: ask it
@@ -238,7 +273,10 @@ class _Venue:
     async def connect(self, stack: contextlib.AsyncExitStack) -> tuple[Exchange, bool]:
         """The adapter to use, and whether it uses a key stored in the home (whose permissions need checks)."""
         if self.exchange == "paper" and self.url is None:
-            return self._embedded(stack), False
+            if not self.shared:
+                return self._embedded(stack), False
+            self.url = await self._home_exchange(stack)
+            return self._scenario_key(), False  # the key the embedded exchange gave: the scenario's
         from pilot.keys.errors import KeysError, NoKeyStored
 
         try:
@@ -269,11 +307,28 @@ class _Venue:
         self.ws_url = paper.ws_url
         return self._adapter(paper.api_key, paper.api_secret, paper.url)
 
+    async def _home_exchange(self, stack: contextlib.AsyncExitStack) -> str:
+        from pilot.app.service.home_paper import HomeExchangeFailed, attach_home_exchange
+
+        try:
+            return await attach_home_exchange(self.home, self.scenario, stack)
+        except HomeExchangeFailed as error:
+            raise StartupError(
+                str(error),
+                code=ErrorCode.CANNOT_START,
+                fix=f"if the account cannot be continued: `pilot sim reset --home {self.home}`",
+            ) from None
+
     async def _stored_key(self) -> Exchange:
         from pilot.app.human.exchange_keys import load_exchange_credentials
 
         credentials = await load_exchange_credentials(self.home, self.exchange, now=self.clock.now())
-        return self._adapter(credentials.api_key, credentials.api_secret, self.url or credentials.base_url)
+        return self._adapter(
+            credentials.api_key,
+            credentials.api_secret,
+            self.url or credentials.base_url,
+            passphrase=credentials.passphrase,
+        )
 
     def _scenario_key(self) -> Exchange:
         """No paper key stored: a `pilot sim` on the same scenario serves its first key, so use that."""
@@ -285,13 +340,16 @@ class _Venue:
             raise StartupError(f"cannot read the scenario for the paper key: {error}") from None
         return self._adapter(key.key, key.secret, self.url)
 
-    def _adapter(self, api_key: str, api_secret: str, base_url: str | None) -> Exchange:
+    def _adapter(
+        self, api_key: str, api_secret: str, base_url: str | None, *, passphrase: str | None = None
+    ) -> Exchange:
         self.credentials = (api_key, api_secret)
         try:
             return connect_exchange(
                 self.exchange,
                 api_key=api_key,
                 api_secret=api_secret,
+                passphrase=passphrase,
                 base_url=base_url,
                 record_dir=self.record_dir,
             )

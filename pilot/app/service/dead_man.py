@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pilot.app.answers import entry_kinds
-from pilot.app.human.kill_switch import activate_by_pilot
+from pilot.app.human.kill_switch import activate_by_pilot, switch_agent
 from pilot.app.orders.messages import throttled
 from pilot.app.road.gate import ORDER_LINK_PREFIX, TurnBusy
 from pilot.app.runtime.ledger import age_of
@@ -36,17 +36,31 @@ BEAT_EVERY = timedelta(seconds=1)  # a process writes its heartbeat row at most 
 FORGET_ROWS = 16  # more rows of gone processes than this: drop the old ones (pilot.store.agents.FORGET_AFTER)
 
 
-async def agent_called(runtime: Runtime) -> None:
+async def agent_called(runtime: Runtime, agent: str | None = None) -> None:
     """Note that an agent's call reached this process (only while policy.json sets a dead-man's switch, and
-    at most once a second)."""
+    at most once a second); a named agent's in its own row too, for its own switch (`watch_agents`)."""
     if runtime.policy().policy.dead_man_switch is None:
         return
     here, sessions = runtime.store.clock.read(), runtime.sessions
     since = age(here, sessions.last_beat)
-    if since is not None and since < BEAT_EVERY:
-        return
-    sessions.last_beat = here
-    await runtime.store.agents.beat(runtime.gate.holder, now=runtime.now(), sessions=sessions.open)
+    if since is None or since >= BEAT_EVERY:
+        sessions.last_beat = here
+        await runtime.store.agents.beat(runtime.gate.holder, now=runtime.now(), sessions=sessions.open)
+    since = age(here, sessions.agent_beats.get(agent)) if agent is not None else None
+    if agent is not None and (since is None or since >= BEAT_EVERY):
+        sessions.agent_beats[agent] = here
+        row = agent_row(runtime.gate.holder, agent)
+        await runtime.store.agents.beat(row, now=runtime.now(), sessions=sessions.open_of(agent))
+
+
+def agent_row(holder: str, agent: str) -> str:
+    """The heartbeat row of `agent`'s calls to the process `holder` ("host:pid:token#agent")."""
+    return f"{holder}#{agent}"
+
+
+def process_of(row: str) -> str:
+    """The process a heartbeat row belongs to (a named agent's row carries its name after "#")."""
+    return row.partition("#")[0]
 
 
 async def session_ended(runtime: Runtime, key: str) -> None:
@@ -79,6 +93,7 @@ async def watch(runtime: Runtime) -> None:
     if why is None:
         if len(gone) > FORGET_ROWS:
             await runtime.store.agents.forget()
+        await watch_agents(runtime, rule, agents, here)
         return
     try:
         async with runtime.gate.turn():  # one process at a time fires, and sees what another already did
@@ -91,10 +106,12 @@ async def watch(runtime: Runtime) -> None:
 
 
 async def _beat_sessions(runtime: Runtime) -> None:
-    """Write this process's open sessions to its heartbeat row (no call noted)."""
-    await runtime.store.agents.beat(
-        runtime.gate.holder, now=runtime.now(), sessions=runtime.sessions.open, called=False
-    )
+    """Write this process's open sessions to its heartbeat rows, its named agents' too (no call noted)."""
+    sessions, now = runtime.sessions, runtime.now()
+    await runtime.store.agents.beat(runtime.gate.holder, now=now, sessions=sessions.open, called=False)
+    for agent in sessions.agents():
+        row = agent_row(runtime.gate.holder, agent)
+        await runtime.store.agents.beat(row, now=now, sessions=sessions.open_of(agent), called=False)
 
 
 async def _gone_elsewhere(runtime: Runtime, agents: list[AgentRecord]) -> list[AgentRecord]:
@@ -102,9 +119,9 @@ async def _gone_elsewhere(runtime: Runtime, agents: list[AgentRecord]) -> list[A
     (its connection to a PostgreSQL store was made again): it beats in the new one, so that no other process
     takes it for gone."""
     mine = runtime.gate.holder
-    if any(agent.gone for agent in agents if agent.holder == mine):
+    if any(agent.gone for agent in agents if process_of(agent.holder) == mine):
         await _beat_sessions(runtime)
-    return [agent for agent in agents if agent.gone and agent.holder != mine]
+    return [agent for agent in agents if agent.gone and process_of(agent.holder) != mine]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +159,11 @@ def _why(
     if not rule.on_session_end:
         return None
     mine, left = runtime.gate.holder, {agent.holder for agent in gone}
-    elsewhere = sum(a.sessions for a in agents if a.holder != mine and a.holder not in left)
+    elsewhere = sum(
+        a.sessions
+        for a in agents
+        if process_of(a.holder) != mine and a.holder not in left and "#" not in a.holder
+    )
     ended = runtime.sessions.ended > 0 or any(a.sessions for a in gone)
     if ended and elsewhere == 0 and runtime.sessions.open == 0:
         return "session_end"
@@ -166,18 +187,24 @@ async def _fire(runtime: Runtime, rule: DeadManSwitch, why: str, silence: _Silen
             "after_seconds": rule.after_seconds,
             "on_session_end": rule.on_session_end,
             "reducing": rule.reducing,
-            "orders": [_described(order) for order in orders],
+            "orders": [described(order) for order in orders],
         }
         await runtime.store.journal.append(entry_kinds.DEAD_MAN, data, now=now, actor="pilot")
         if rule.reducing:
             what = "no agent call reached this home" if why == "idle" else "the last MCP session ended"
             await activate_by_pilot(runtime, f"dead-man's switch: {what} while orders rested")
+    await cancel_each(runtime, orders, "dead_man")
+
+
+async def cancel_each(runtime: Runtime, orders: list[ExchangeOrder], origin: str) -> None:
+    """Cancel each order through the gate (journaled with `origin`: who asked, when not the agent), as the
+    message throttles allow: when they are full, the rest wait for the next round."""
     view = runtime.policy()
     for order in orders:
         if await throttled(runtime, view) is not None:
-            return  # the throttle is full: the rest in the next rounds
+            return
         await runtime.gate.cancel_order(
-            order.category, order.symbol, order_id=order.order_id, order_link_id=None, origin="dead_man"
+            order.category, order.symbol, order_id=order.order_id, order_link_id=None, origin=origin
         )
 
 
@@ -201,7 +228,8 @@ async def opening_orders(runtime: Runtime) -> list[ExchangeOrder]:
     return found
 
 
-def _described(order: ExchangeOrder) -> dict[str, str]:
+def described(order: ExchangeOrder) -> dict[str, str]:
+    """An order as a journal entry that cancels it names it."""
     return {
         "category": order.category,
         "symbol": order.symbol,
@@ -210,3 +238,67 @@ def _described(order: ExchangeOrder) -> dict[str, str]:
         "price": plain(order.price),
         "order_id": order.order_id,
     }
+
+
+# ---- one agent's silence --------------------------------------------------------------------------
+
+
+async def watch_agents(runtime: Runtime, rule: DeadManSwitch, rows: list[AgentRecord], here: Instant) -> None:
+    """Each named agent's own switch: when no call of that agent reached any process for `afterSeconds`, or
+    its last session ended, the opening orders it placed are cancelled (not another agent's); with
+    `reducing`, that agent's own kill switch turns on."""
+    for agent in sorted({row.holder.partition("#")[2] for row in rows if "#" in row.holder}):
+        mine = [row for row in rows if row.holder.partition("#")[2] == agent]
+        why = _agent_why(runtime, rule, agent, mine, here)
+        if why is None:
+            continue
+        try:
+            async with runtime.gate.turn():
+                await _fire_agent(runtime, rule, agent, why)
+        except TurnBusy:
+            return
+
+
+def _agent_why(
+    runtime: Runtime, rule: DeadManSwitch, agent: str, rows: list[AgentRecord], here: Instant
+) -> str | None:
+    """Why agent `agent`'s switch fires now ("idle", "session_end"), or None."""
+    calls = [since for row in rows if (since := age(here, row.last_call)) is not None]
+    if rule.after_seconds is not None and calls and min(calls) >= timedelta(seconds=rule.after_seconds):
+        return "idle"
+    if not rule.on_session_end:
+        return None
+    me = runtime.gate.holder
+    ended = runtime.sessions.agent_ended.get(agent, 0) > 0 or any(r.sessions for r in rows if r.gone)
+    elsewhere = sum(r.sessions for r in rows if process_of(r.holder) != me and not r.gone)
+    if ended and elsewhere == 0 and runtime.sessions.open_of(agent) == 0:
+        return "session_end"
+    return None
+
+
+async def _fire_agent(runtime: Runtime, rule: DeadManSwitch, agent: str, why: str) -> None:
+    """Cancel the opening orders agent `agent` placed; journal why, and with `reducing` its own switch."""
+    owned = (await runtime.ledger.state(runtime.now())).agent_orders.get(agent, frozenset())
+    orders = [order for order in await opening_orders(runtime) if order.order_link_id in owned]
+    if not orders:
+        return
+    data: dict[str, Any] = {
+        "fired": True,
+        "agent": agent,
+        "why": why,
+        "after_seconds": rule.after_seconds,
+        "on_session_end": rule.on_session_end,
+        "reducing": rule.reducing,
+        "orders": [described(order) for order in orders],
+    }
+    now = runtime.now()
+    await runtime.store.journal.append(entry_kinds.AGENT_DEAD_MAN, data, now=now, actor="pilot")
+    if rule.reducing:
+        await switch_agent(runtime, agent, on=True, by="pilot", reason=f"dead-man's switch: {why}")
+    view = runtime.policy()
+    for order in orders:
+        if await throttled(runtime, view) is not None:
+            return
+        await runtime.gate.cancel_order(
+            order.category, order.symbol, order_id=order.order_id, order_link_id=None, origin="dead_man"
+        )

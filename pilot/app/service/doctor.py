@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from pilot.app.answers import entry_kinds
+from pilot.app.facts.stream_health import stream_trouble
 from pilot.app.human.exchange_keys import load_exchange_credentials, show_keys
 from pilot.app.road.ports import Exchange
 from pilot.app.runtime.policy_file import read_policy_file
@@ -61,6 +62,8 @@ async def examine(home: Path, exchange: str, *, now: datetime, symbol: str | Non
         )
     else:
         checks.append(await check_journal(where, home))
+        if checks[-1].ok:
+            checks += await check_streams(where, home, now)
     key = await check_key(home, exchange)
     checks.append(key)
     if key.ok and exchange == "bybit":
@@ -150,6 +153,30 @@ async def check_journal(where: Path | StoreLocation, home: Path | None = None) -
     finally:
         await store.close()
     return _rollback_verdict(report, switch) or _journal_verdict(report, repairs, store.opened)
+
+
+async def check_streams(where: Path | StoreLocation, home: Path, now: datetime) -> list[Check]:
+    """The streams as the last server journaled them: the private stream down (since when, why), and stream
+    messages Pilot could not read in the last day. Nothing to say: no line."""
+    location = where if isinstance(where, StoreLocation) else StoreLocation(path=where)
+    try:
+        store = await open_store(location, home=home)
+    except StoreError:
+        return []  # check_journal said what is wrong with it
+    try:
+        trouble = await stream_trouble(store.journal, now)
+    except StoreError:
+        return []
+    finally:
+        await store.close()
+    if trouble is None:
+        return []
+    fix = (
+        "facts are read over REST meanwhile (judgements stay safe, only slower); check the network and "
+        "the key's permissions, restart `pilot serve` if it stays down, and report a message Pilot could "
+        "not read (Bybit may have changed it)"
+    )
+    return [Check("streams", False, line, fix) for line in trouble.lines()]
 
 
 _LOOK = (
@@ -273,7 +300,7 @@ async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: st
             "exchange",
             False,
             f"{exchange} holds {error.symbol} in hedge mode; Pilot reads one-way positions only",
-            "close both legs and cancel its orders, then switch the symbol to one-way mode on Bybit",
+            error.human_fix,
         )
     except KeysError as error:
         return Check("exchange", False, f"the {exchange} key cannot be used: {error.problem}", error.fix)
@@ -297,7 +324,7 @@ async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: st
         )
     quote = f"{symbol} bid {plain(ticker.bid)} / ask {plain(ticker.ask)}"
     if balance.total_equity_usd <= 0:
-        fix = "fund the account (on Bybit demo: request demo funds on the demo trading page)"
+        fix = "fund the account (on a venue's demo trading: request demo funds on its demo trading page)"
         return Check("exchange", False, f"{exchange} reachable ({quote}) but the account has no equity", fix)
     return Check(
         "exchange", True, f"{exchange} reachable: {quote}, equity ${plain(balance.total_equity_usd)}"
@@ -309,10 +336,14 @@ async def _connected(home: Path, exchange: str, now: datetime) -> AsyncIterator[
     with contextlib.ExitStack() as stack:
         if exchange == "paper":
             api_key, api_secret, base_url = await _home_paper_exchange(home, now, stack)
+            passphrase = None
         else:
             credentials = await load_exchange_credentials(home, exchange, now=now)
             api_key, api_secret, base_url = credentials.api_key, credentials.api_secret, credentials.base_url
-        adapter = connect_exchange(exchange, api_key=api_key, api_secret=api_secret, base_url=base_url)
+            passphrase = credentials.passphrase  # OKX's third secret
+        adapter = connect_exchange(
+            exchange, api_key=api_key, api_secret=api_secret, passphrase=passphrase, base_url=base_url
+        )
         try:
             yield adapter
         finally:

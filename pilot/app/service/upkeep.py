@@ -7,12 +7,14 @@ from datetime import timedelta
 
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import PlanOutcome
+from pilot.app.facts.peaks import streamed_equity
 from pilot.app.facts.pending import settle_sends
 from pilot.app.human.kill_switch import stop_on_rollback
 from pilot.app.orders.place import release_unsent
 from pilot.app.road.gate import TURN_TTL, TURN_WAIT
 from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.dead_man import watch
+from pilot.app.service.latched import stop_what_rests
 from pilot.app.service.parked import run_approved
 
 UPKEEP_SECONDS = 1.0
@@ -24,13 +26,16 @@ STALE_CLAIM = TURN_WAIT + TURN_TTL + timedelta(seconds=30)
 
 async def upkeep(runtime: Runtime) -> None:
     """One round: stop growing orders if the journal was rolled back meanwhile, finish plans a stopped server
-    left, run actions a human approved in the CLI, look up every unsettled send, then look whether the
-    dead-man's switch fires. A failed exchange read leaves a send unsettled (and pending), or an order
-    resting, for the next round."""
+    left, run actions a human approved in the CLI, look up every unsettled send, set the equities the wallet
+    stream pushed against the drawdown's peak, cancel what could grow while a latch holds, then look
+    whether the dead-man's switch fires. A failed exchange read leaves a send unsettled (and pending), or
+    an order resting, for the next round."""
     await stop_on_rollback(runtime)
     await recover(runtime)
     await run_approved(runtime)
     await settle_sends(runtime)
+    await streamed_equity(runtime)
+    await stop_what_rests(runtime)
     await watch(runtime)
 
 

@@ -12,13 +12,18 @@
   var timeAxis = { type: "linear", ticks: { callback: time, maxTicksLimit: 6 } };
   var common = { responsive: true, maintainAspectRatio: false, animation: false };
   var drawn = [];
+  // zero drawn darker: a long is above it, a short below
+  var zeroLine = { color: function (context) { return context.tick && context.tick.value === 0 ? "#5b6470" : "#e5e7eb"; } };
   drawn.push(new Chart(document.getElementById("chart-positions"), {
     type: "line", data: { datasets: colored(data.positions) },
-    options: Object.assign({ scales: { x: timeAxis, y: { beginAtZero: true } } }, common)
+    options: Object.assign({ scales: { x: timeAxis, y: { beginAtZero: true, grid: zeroLine } } }, common)
   }));
+  // the server's bounds: at least 1 % of the equity wide, so a few cents of fees stay a few cents
+  var axis = data.equity_axis || {};
+  var equityAxis = axis.min === undefined ? {} : { suggestedMin: axis.min, suggestedMax: axis.max };
   drawn.push(new Chart(document.getElementById("chart-equity"), {
     type: "line", data: { datasets: colored([{ label: "equity", data: data.equity }]) },
-    options: Object.assign({ scales: { x: timeAxis } }, common)
+    options: Object.assign({ scales: { x: timeAxis, y: equityAxis } }, common)
   }));
   drawn.push(new Chart(document.getElementById("chart-days"), {
     type: "bar", data: { labels: data.days, datasets: colored(data.per_day) },

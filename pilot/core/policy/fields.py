@@ -8,7 +8,7 @@ tests/core/test_policy_fields.py holds each of them to the models' fields, and t
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from decimal import Decimal
 from enum import Enum
@@ -80,11 +80,17 @@ def init_policy() -> dict[str, Any]:
     return {key(name, field): init_value(field, entry) for name, field, entry in declared(Policy)}
 
 
-def init_policy_text(policy: dict[str, Any] | None = None) -> str:
+def init_policy_text(
+    policy: dict[str, Any] | None = None, spelled: Callable[[str], str] | None = None
+) -> str:
     """`pilot init`'s policy.json (or `policy`, JSON-ready) as text: a field per line, a non-empty object one
-    level deeper."""
+    level deeper. `spelled` names its markets as the home's venue spells them (OKX: BTC-USDT for BTCUSDT)."""
+    policy = dict(policy) if policy is not None else init_policy()
+    if spelled is not None:
+        policy["allowedMarkets"] = [spelled(symbol) for symbol in policy["allowedMarkets"]]
+        policy["markets"] = {spelled(symbol): limits for symbol, limits in policy["markets"].items()}
     lines = []
-    for name, value in (policy if policy is not None else init_policy()).items():
+    for name, value in policy.items():
         if isinstance(value, dict) and value:
             inner = ",\n".join(f"    {json.dumps(k)}: {inline(v)}" for k, v in value.items())
             lines.append(f"  {json.dumps(name)}: {{\n{inner}\n  }}")

@@ -12,10 +12,12 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from pilot.core.facts import TradingState
 from pilot.core.policy.about import About, Shown
+from pilot.core.policy.budgets import AgentBudget, check_agent_names
 from pilot.core.policy.parts import (
     BILLION,
     MAX_SLIPPAGE_CEILING,
     SYMBOL_PATTERN,
+    SYMBOL_SHAPE,
     ConfirmRule,
     Cooldown,
     DeadManSwitch,
@@ -182,8 +184,8 @@ class Policy(Frozen):
         Decimal | None,
         About(
             "50 (or null for no limit)",
-            "past it (realised PnL since 00:00 UTC plus unrealised PnL now), trading turns `reducing` by itself until 00:00 UTC or `pilot loss-limit reset`, journaled with the numbers",
-            "`the day's loss so far is $61.20 (realised $40, unrealised $21.20), at or past the daily loss limit of $50`",
+            "past it (the day's loss on every product: realised since 00:00 UTC plus unrealised now, spot counted from the day's fills at their cost: [The day's loss](#the-days-loss)), trading turns `reducing` by itself until 00:00 UTC or `pilot loss-limit reset`, journaled with the numbers, and the agent's resting orders that could grow a position are cancelled",
+            "`the day's loss so far is $61.20 (realised $40, unrealised $21.20; of which spot: realised $30.99, unrealised $0), at or past the daily loss limit of $50`",
             shown=Shown.LOSS_RULES,
         ),
     ] = Field(default=None, alias="dailyLossLimitUsd", gt=0, le=BILLION)
@@ -282,7 +284,7 @@ class Policy(Frozen):
         Decimal | None,
         About(
             "50 (from the peak equity, or null)",
-            "past this drawdown from the peak equity Pilot read in the UTC day (or in `drawdownWindowHours`), trading turns `reducing` by itself until the window passes (00:00 UTC, or that many hours after it was reached) or `pilot drawdown reset`, journaled with the numbers",
+            "past this drawdown from the peak equity Pilot read in the UTC day (or in `drawdownWindowHours`: every equity it reads counts, a judgement's, `get_policy`'s, `get_balances`' and the wallet stream's), trading turns `reducing` by itself until the window passes (00:00 UTC, or that many hours after it was reached) or `pilot drawdown reset`, journaled with the numbers, and the agent's resting orders that could grow a position are cancelled",
             "`the equity $995.12 is $4.88 below its peak $1000, at or past the drawdown limit of $3`",
             shown=Shown.CONTROLS,
         ),
@@ -308,7 +310,7 @@ class Policy(Frozen):
         Cooldown | None,
         About(
             '{"afterLosses": 3, "minutes": 30} (or null)',
-            '`{"afterLosses": 3, "minutes": 30}`, with `"withinMinutes": 60` to count losses within that window instead of in a row: after that many losing closed trades, a growing order for `minutes` from when Pilot first saw them (`retry_after`)',
+            '`{"afterLosses": 3, "minutes": 30}`, with `"withinMinutes": 60` to count losses within that window instead of in a row: after that many losing closed trades (on derivatives a closed-PnL row; on spot a sell of coin bought that day: [The day\'s loss](#the-days-loss)), a growing order for `minutes` from when Pilot first saw them (`retry_after`), and the agent\'s resting orders that could grow a position are cancelled',
             "`2 closed trades were losses in a row: no order that opens or adds for 30 minutes, until …`",
             shown=Shown.CONTROLS,
         ),
@@ -365,6 +367,15 @@ class Policy(Frozen):
             shown=Shown.CONTROLS,
         ),
     ] = Field(default=None, alias="selfTradePrevention")
+    agents: Annotated[
+        dict[str, AgentBudget],
+        About(
+            '{"scout": {"maxNotionalUsd": 50, "dailyOrderCap": 10}}',
+            "an order by agent NAME (`pilot agent add NAME`) past its own budget: `allowedMarkets`, `maxNotionalUsd` and `maxOrderNotionalUsd` (and per market under `markets`), `maxLossPerTradeUsd`, `dailyLossLimitUsd` (the account's loss today), `dailyOrderCap` and `maxTurnoverUsdPerDay` (its own sends); the account's limits bind it too, the tighter wins, and a refusal's `budget` says whose",
+            "`5 orders already sent today (UTC), the cap is 5` with `budget` `agent:scout`",
+            shown=Shown.CONTROLS,
+        ),
+    ] = Field(default_factory=dict)
     markets: Annotated[
         dict[str, MarketOverrides],
         About(
@@ -380,7 +391,7 @@ class Policy(Frozen):
     def _symbols(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for symbol in value:
             if not SYMBOL_PATTERN.match(symbol):
-                raise ValueError(f"{quoted(symbol)} is not a Bybit symbol (upper-case letters and digits)")
+                raise ValueError(f"{quoted(symbol)} is not a market's symbol ({SYMBOL_SHAPE})")
         if len(set(value)) != len(value):
             raise ValueError("a market is listed twice")
         return value
@@ -401,13 +412,16 @@ class Policy(Frozen):
             raise ValueError('needs its zone: end it with "Z" for UTC, such as "2026-12-31T18:00:00Z"')
         return moment
 
+    @field_validator("agents")
+    @classmethod
+    def _agent_names(cls, value: dict[str, AgentBudget]) -> dict[str, AgentBudget]:
+        return check_agent_names(value)
+
     @model_validator(mode="after")
     def _market_keys(self) -> Policy:
         for symbol in self.markets:
             if not SYMBOL_PATTERN.match(symbol):
-                raise ValueError(
-                    f"markets key {quoted(symbol)} is not a Bybit symbol (upper-case letters and digits)"
-                )
+                raise ValueError(f"markets key {quoted(symbol)} is not a market's symbol ({SYMBOL_SHAPE})")
         return self
 
     def limits_for(self, symbol: str) -> EffectiveLimits:

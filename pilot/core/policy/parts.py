@@ -14,7 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, fi
 from pilot.core.channels import CHANNELS, Via
 from pilot.core.policy.about import About, Shown
 
-SYMBOL_PATTERN = re.compile(r"^[A-Z0-9]{2,30}$")
+# A market's symbol in the venue's own spelling: capitals and digits (Bybit's BTCUSDT), in parts joined by
+# single hyphens (OKX's BTC-USDT); 2 to 30 characters. The one rule for the policy and for tool arguments.
+SYMBOL_PATTERN = re.compile(r"^(?=[A-Z0-9-]{2,30}\Z)[A-Z0-9]+(?:-[A-Z0-9]+)*\Z")
+SYMBOL_SHAPE = "capitals and digits, parts joined by single hyphens (BTCUSDT on Bybit, BTC-USDT on OKX)"
 MAX_SLIPPAGE_CEILING = Decimal(3)
 BILLION = Decimal(10) ** 9
 HHMM = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")

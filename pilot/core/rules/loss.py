@@ -120,10 +120,21 @@ def day_loss_reached(policy: Policy, equity: Decimal | None, pnl: DayPnl) -> boo
     return loss is not None and loss.reached
 
 
+def day_loss_parts(pnl: DayPnl) -> str:
+    """The day's loss in its parts, as losses: realised and unrealised, and what of them spot lost."""
+    parts = f"realised {usd(-pnl.realised)}, unrealised {usd(-pnl.unrealised)}"
+    if pnl.spot_realised or pnl.spot_unrealised:
+        parts += (
+            f"; of which spot: realised {usd(-pnl.spot_realised)}, unrealised {usd(-pnl.spot_unrealised)}"
+        )
+    return parts
+
+
 def check_daily_loss(s: Situation) -> Breach | None:
     """dailyLossLimitUsd/Pct: the day's realised plus unrealised loss below the limit.
 
-    Past it only orders that shrink a position are allowed, until 00:00 UTC.
+    On every product, as pilot.core.day_pnl defines it. Past it only orders that shrink a position are
+    allowed, until 00:00 UTC.
     """
     policy = s.policy
     if s.reducing or (policy.daily_loss_limit_usd is None and policy.daily_loss_limit_pct is None):
@@ -141,8 +152,8 @@ def check_daily_loss(s: Situation) -> Breach | None:
         rule=loss.rule,
         limit=plain(loss.limit.quantize(CENT)),
         attempted=plain(loss.loss.quantize(CENT)),
-        detail=f"the day's loss so far is {usd(loss.loss)} (realised {usd(-loss.pnl.realised)}, unrealised "
-        f"{usd(-loss.pnl.unrealised)}), at or past the daily loss limit of {usd(loss.limit)}",
+        detail=f"the day's loss so far is {usd(loss.loss)} ({day_loss_parts(loss.pnl)}), at or past the daily "
+        f"loss limit of {usd(loss.limit)}",
         next=NextAction(
             tool=None,
             args=None,

@@ -272,6 +272,19 @@ class AccountReads:
             startTime=int(since.timestamp() * 1000) if since is not None else None,
         )
 
+    async def get_executions_since(self, category: str, since: datetime) -> list[Execution]:
+        """Every fill (and other execution) of the account since `since` (at most 7 days back), all pages."""
+        action = "read the day's fills"
+        rows = await self._http.pages(
+            action,
+            "get_executions",
+            wire_.execution_key,
+            category=category,
+            startTime=int(since.timestamp() * 1000),
+            limit=PAGE_LIMITS["get_executions"],
+        )
+        return [self._http.parse(r, wire_.execution, action, operation="read") for r in rows]
+
     async def get_closed_pnl_since(self, category: str, since: datetime) -> list[ClosedPnl]:
         """Every closed-PnL row updated since `since` (at most 7 days back), all pages."""
         action = "read the day's closed PnL"

@@ -208,7 +208,15 @@ def signed_size(row: Row) -> Decimal:
     return -size if row.get("side") == "Sell" else size
 
 
+def entry_price(row: Row) -> Any:
+    """A position's average entry price: `avgPrice` in /v5/position/list (position.mdx), `entryPrice` on the
+    `position` stream (websocket/private/position.mdx; the recorded pushes carry no avgPrice)."""
+    listed = row.get("avgPrice")
+    return listed if listed not in (None, "") else row.get("entryPrice")
+
+
 def position(symbol: str, row: Row | None) -> Position:
+    """A one-way position from a position-list row or a `position` push."""
     if row is None:
         return Position.flat(symbol)
     leverage = dec(row.get("leverage"), Decimal(1))
@@ -218,7 +226,7 @@ def position(symbol: str, row: Row | None) -> Position:
     return Position(
         symbol=symbol,
         size=size,
-        entry_price=dec(row.get("avgPrice")),
+        entry_price=dec(entry_price(row)),
         leverage=leverage,
         stop_loss=_set_price(row.get("stopLoss")),  # the whole stop (tpslMode Full); partial legs are orders
     )
@@ -229,7 +237,7 @@ def exchange_position(category: str, row: Row) -> ExchangePosition:
         symbol=row["symbol"],
         category=category,
         size=signed_size(row),
-        entry_price=dec(row.get("avgPrice"), Decimal(0)),
+        entry_price=dec(entry_price(row), Decimal(0)),
         mark_price=dec(row.get("markPrice"), Decimal(0)),
         leverage=dec(row.get("leverage"), Decimal(1)),
         unrealised_pnl=dec(row.get("unrealisedPnl"), Decimal(0)),
@@ -296,12 +304,13 @@ def order_fees(row: Row) -> tuple[str, Decimal, tuple[tuple[str, Decimal], ...]]
     `cumFeeDetail` ({coin: amount}) replaces `cumExecFee` on linear and spot (order-list.mdx: cumExecFee
     "Deprecated. Use cumFeeDetail instead"); inverse and option still report `cumExecFee` only, and an
     order without fills has `{}`. With several coins the fee reported is the one in the symbol's quote
-    coin when present, else the first coin; all of them stay in the third element.
+    coin when present, else the first coin; all of them stay in the third element. Without
+    `cumFeeDetail`, a spot order push's deprecated `feeCurrency` names the coin of `cumExecFee`.
     """
     detail = row.get("cumFeeDetail")
     fees = tuple(sorted((str(coin), dec(amount, Decimal(0))) for coin, amount in (detail or {}).items()))
     if not fees:
-        return "", dec(row.get("cumExecFee"), Decimal(0)), ()
+        return str(row.get("feeCurrency") or ""), dec(row.get("cumExecFee"), Decimal(0)), ()
     symbol = str(row.get("symbol", ""))
     quote = [(coin, amount) for coin, amount in fees if symbol.endswith(coin)]
     coin, amount = (quote or list(fees))[0]

@@ -31,8 +31,8 @@ CLOSE_SECONDS whatever the socket does (the thread is a daemon). Its hooks:
   channel's facts until it is open and in sync again), after its last message.
 
 Every message is turned into a pilot.exchange.stream_events event and given to `sink`, on the connection's
-thread; a message that cannot be read becomes ``Refused`` (the channel is not trusted). Private channel
-heartbeats: `ping()` sends Bybit's ``{"op": "ping"}``, whose pong carries the exchange's time.
+thread; a message that cannot be read becomes ``Unreadable``, naming its topic (what it fed is read again).
+Private channel heartbeats: `ping()` sends Bybit's ``{"op": "ping"}``, whose pong carries the exchange's time.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ from pilot.exchange.stream_events import (
     StreamEvent,
     Subscribed,
     TickerUpdate,
+    Unreadable,
     WalletUpdate,
 )
 from pilot.exchange.symbols import Quarantine
@@ -484,12 +485,27 @@ class BybitStreams:
 
     def receive(self, channel: str, text: str | bytes) -> None:
         """One message as pybit hands it over (tests may call it with recorded or built messages)."""
+        message: Any = None
         try:
-            events = self._events(channel, json.loads(text))
+            message = json.loads(text)
+            events = self._events(channel, message)
         except (ValueError, KeyError, TypeError, AttributeError, IndexError, InvalidOperation):
-            events = [Refused(channel, "a message could not be read")]
+            events = [self._unreadable(channel, message)]
         for event in events:
             self._sink(event)
+
+    def _unreadable(self, channel: str, message: Any) -> Unreadable:
+        """A message that could not be read, named by its topic when it is one subscribed to; a book's
+        sequence is lost with it, so the book is asked for afresh (a new subscription starts with a snapshot)."""
+        topic = message.get("topic") if isinstance(message, dict) else None
+        subscribed = {t for chunk in self.subscriptions.get(channel, ()) for t in chunk}
+        if not isinstance(topic, str) or topic not in subscribed:
+            return Unreadable(channel, "other")
+        if topic.startswith("orderbook."):
+            with self._lock:
+                self._books.pop((channel, topic.rpartition(".")[2]), None)
+            self._resubscribe(channel, topic)
+        return Unreadable(channel, topic)
 
     def _events(self, channel: str, message: dict[str, Any]) -> list[StreamEvent]:
         op = message.get("op")
@@ -558,7 +574,9 @@ class BybitStreams:
         if topic == "execution":
             return [ExecutionUpdate(tuple(wire_.execution(r) for r in rows), ts)]
         if topic == "position":
-            linear = [r for r in rows if r.get("category", "linear") == "linear"]
+            # the all-in-one topic carries linear, inverse and option; a 2023 testnet recording sent "" for
+            # linear (hirokisan/bybit's golden file), so a missing or empty category is linear
+            linear = [r for r in rows if str(r.get("category") or "linear") == "linear"]
             hedged = tuple(sorted({str(r["symbol"]) for r in linear if wire_.position_idx(r) != 0}))
             positions = tuple(wire_.position(r["symbol"], r) for r in linear if r["symbol"] not in hedged)
             return [PositionUpdate(positions, hedged, ts)]

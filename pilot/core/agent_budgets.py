@@ -1,0 +1,87 @@
+"""Agents on one account: what each may do (its role) and the policy its budget makes for it.
+
+An agent is judged twice by the same `evaluate`: on the account's policy with the account's facts, and on
+its own policy (`for_agent`: the account's, each cap narrowed to the tighter of the account's and the
+agent's, its counts the agent's own) with the agent's counts; both must pass, so the tighter binds. What the
+agent's judgement adds is tagged with its budget (`agent:NAME`), what the account's finds with `account`.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+from pilot.core.facts import Effect
+from pilot.core.policy import MarketOverrides, Policy
+from pilot.core.policy.budgets import AgentBudget
+
+ACCOUNT = "account"
+
+
+class Role(StrEnum):
+    """What an agent's credential lets it do: read only, reduce (close and cancel, never grow), or trade."""
+
+    READ = "read"
+    REDUCE = "reduce"
+    TRADE = "trade"
+
+    def permits(self, effect: Effect) -> bool:
+        """Whether an agent of this role may take an action of `effect`."""
+        if self is Role.TRADE:
+            return True
+        return self is Role.REDUCE and effect is not Effect.GROW
+
+
+def budget_of(name: str) -> str:
+    """How a refusal names an agent's budget."""
+    return f"agent:{name}"
+
+
+def for_agent(policy: Policy, budget: AgentBudget) -> Policy:
+    """The policy an agent's own judgement runs on: each cap the tighter of the account's and the agent's
+    (per market too), the day's order count and turnover the agent's own caps (the account's are judged on
+    the account's counts by the account's judgement)."""
+    update: dict[str, Any] = {
+        "daily_order_cap": _first(budget.daily_order_cap, policy.daily_order_cap),
+        "max_turnover_usd_per_day": budget.max_turnover_usd_per_day,
+        "max_turnover_usd_24h": None,
+        "daily_loss_limit_usd": _tighter(policy.daily_loss_limit_usd, budget.daily_loss_limit_usd),
+    }
+    if budget.allowed_markets is not None:
+        update["allowed_markets"] = tuple(m for m in policy.allowed_markets if m in budget.allowed_markets)
+    for field in _CAPS:
+        update[field] = _tighter(getattr(policy, field), getattr(budget, field))
+    update["markets"] = _markets(policy, budget)
+    return policy.model_copy(update=update)
+
+
+_CAPS = ("max_notional_usd", "max_order_notional_usd", "max_loss_per_trade_usd")
+
+
+def _markets(policy: Policy, budget: AgentBudget) -> dict[str, Any]:
+    """Every market either names, its caps the tighter of the account's there and the agent's there."""
+    markets = {}
+    for symbol in sorted(set(policy.markets) | set(budget.markets)):
+        account = policy.limits_for(symbol)
+        own = budget.markets.get(symbol)
+        override = policy.markets.get(symbol)
+        values = override.model_dump() if override is not None else {}
+        for field in _CAPS:
+            mine = getattr(own, field, None) if own is not None else None
+            agent = mine if mine is not None else getattr(budget, field)
+            values[field] = _tighter(getattr(account, field), agent)
+        markets[symbol] = MarketOverrides(**values)
+    return markets
+
+
+def _tighter(account: Decimal | None, agent: Decimal | None) -> Decimal | None:
+    if account is None:
+        return agent
+    if agent is None:
+        return account
+    return min(account, agent)
+
+
+def _first(*values: int | None) -> int:
+    return next(value for value in values if value is not None)

@@ -1,0 +1,134 @@
+"""Several agents on one account (issue 39): each client's credential names its agent and its role, a
+budget of its own in policy.json binds beside the account's, a switch each, and a revoke that stops one.
+
+Through real MCP client sessions: over HTTP (each agent its bearer token) and in memory as `pilot serve`
+over stdio does it (the credential the client's configuration carries, looked up on every call)."""
+
+from __future__ import annotations
+
+import socket
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from pilot.app.answers import entry_kinds
+from pilot.app.human.agent_desk import add_agent, agents_overview, revoke_agent, switch_agent_by_human
+from pilot.server import build_server, serve_http
+
+from .conftest import BTC_SHORT, CREATE, call, write_policy
+
+pytestmark = pytest.mark.anyio
+BTC_CLOSE = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.00031"}
+
+
+@asynccontextmanager
+async def http_clients(runtime: Any, *tokens: str) -> Any:
+    """One MCP client over HTTP per bearer token, on one server."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/mcp"
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(serve_http, runtime, "127.0.0.1", listener.getsockname()[1], listener)
+        async with AsyncExitStack() as stack:
+            clients = []
+            for token in tokens:
+                http = await stack.enter_async_context(
+                    httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=10)
+                )
+                clients.append(
+                    await stack.enter_async_context(Client(streamable_http_client(url, http_client=http)))
+                )
+            yield clients
+        tasks.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def stdio_like(runtime: Any, credential: str) -> Any:
+    """A client whose server takes its agent from the credential, as `pilot serve` over stdio does."""
+    runtime.credential = credential
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        yield client
+
+
+async def test_three_roles_over_http_each_named_in_the_journal(runtime, paper):
+    trader = await add_agent(runtime, "trader", "trade")
+    scout = await add_agent(runtime, "scout", "read")
+    closer = await add_agent(runtime, "closer", "reduce")
+    async with http_clients(runtime, trader, scout, closer) as (t, s, c):
+        opened = await call(t, "plan_order", BTC_SHORT)
+        placed = await call(t, "place_order", {"plan_id": opened["plan_id"]})
+        creates = paper.request_count(CREATE)
+        read_plan = await call(s, "plan_order", BTC_SHORT)
+        read_cancel = await call(s, "cancel_all_orders", {"symbol": "BTCUSDT"})
+        read_ticker = await call(s, "get_ticker", {"symbol": "BTCUSDT"})
+        assert paper.request_count(CREATE) == creates  # nothing the read-only agent asked was sent
+        grow = await call(c, "plan_order", BTC_SHORT)
+        close = await call(c, "plan_order", BTC_CLOSE)
+        closed = await call(c, "place_order", {"plan_id": close["plan_id"]})
+    assert placed["status"] == "filled", placed
+    assert [v["rule"] for v in read_plan["violations"]] == ["agentReadOnly"]
+    assert read_cancel["status"] == "refused" and read_cancel["violations"][0]["rule"] == "agentReadOnly"
+    assert read_ticker["status"] == "ok"
+    assert grow["status"] == "refused" and {v["rule"] for v in grow["violations"]} & {
+        "reduceOnly",
+        "tradingState",
+    }
+    assert close["status"] == "ok" and close["order"]["reduce_only"] is True
+    assert closed["status"] == "filled", closed
+    sent = await runtime.store.journal.entries(kind=entry_kinds.ORDER_SENT)
+    assert [entry.actor for entry in sent] == ["agent:trader", "agent:closer"]
+    refused = await runtime.store.journal.entries(kind=entry_kinds.AGENT_REFUSED)
+    assert {(e.data["agent"], e.data["rule"]) for e in refused} == {("scout", "agentReadOnly")}
+
+
+async def test_an_agents_own_budget_binds_beside_the_accounts_and_says_whose(runtime, tmp_path):
+    write_policy(tmp_path, agents={"capped": {"dailyOrderCap": 1, "maxOrderNotionalUsd": 10}})
+    capped = await add_agent(runtime, "capped", "trade")
+    free = await add_agent(runtime, "free", "trade")
+    async with stdio_like(runtime, capped) as client:
+        big = await call(client, "plan_order", BTC_SHORT)  # about $20: above the agent's $10, inside the $25
+        small = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0001"})
+        await call(client, "place_order", {"plan_id": small["plan_id"]})
+        second = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0001"})
+    async with stdio_like(runtime, free) as client:
+        other = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0001"})
+    assert big["status"] == "refused"
+    assert [(v["rule"], v["budget"]) for v in big["violations"]] == [("maxOrderNotionalUsd", "agent:capped")]
+    assert big["violations"][0]["limit"] == "10"
+    assert [(v["rule"], v["budget"]) for v in second["violations"]] == [("dailyOrderCap", "agent:capped")]
+    assert other["status"] == "ok"  # the account had room; only the capped agent's own budget was spent
+    rows = {row.name: row for row in await agents_overview(runtime)}
+    assert rows["capped"].orders_today == 1 and rows["free"].orders_today == 0
+
+
+async def test_one_agents_switch_stops_it_alone_and_revoke_cuts_it_off(runtime, paper):
+    first = await add_agent(runtime, "first", "trade")
+    second = await add_agent(runtime, "second", "trade")
+    resting = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0001", "order_type": "limit", "price": "50000"}
+    async with stdio_like(runtime, first) as client:
+        plan = await call(client, "plan_order", resting)
+        assert (await call(client, "place_order", {"plan_id": plan["plan_id"]}))["status"] == "open"
+        unused = await call(client, "plan_order", resting)
+        await switch_agent_by_human(runtime, "first", on=True, reason="look first")
+        held = await call(client, "plan_order", resting)
+        async with stdio_like(runtime, second) as other:
+            passes = await call(other, "plan_order", resting)
+        runtime.credential = first
+        await switch_agent_by_human(runtime, "first", on=False)
+        revoked = await revoke_agent(runtime, "first")
+        after = await call(client, "get_positions", {})
+        replaced = await call(client, "place_order", {"plan_id": unused["plan_id"]})
+    assert held["status"] == "refused"
+    assert held["violations"][0]["rule"] == "tradingState"
+    assert held["violations"][0]["held_by"][0]["source"] == "agentKillSwitch"
+    assert passes["status"] == "ok"
+    assert len(revoked.cancelled) == 1 and revoked.plans == [unused["plan_id"]]
+    assert after["status"] == "refused" and after["violations"][0]["rule"] == "agentRevoked"
+    assert replaced["violations"][0]["rule"] == "agentRevoked"
+    assert await runtime.exchange.get_open_orders("linear") == []
