@@ -21,6 +21,7 @@ _COMMAND_MODULES = (
     "policy",
     "journal",
     "killswitch",
+    "live",
     "losslimit",
     "drawdown",
     "confirm",

@@ -29,6 +29,12 @@ T = TypeVar("T")
 
 _ENVIRONMENTS = click.Choice([environment.value for environment in Environment])
 _url_option = click.option("--url", default=None, help="The paper exchange's address, http://127.0.0.1:PORT.")
+_host_option = click.option(
+    "--host",
+    default=None,
+    help="bybit (mainnet) only: the host your Bybit site gives, named explicitly (api.bybit.com, "
+    "api.bybit.eu, api.bybit.nl, ...; docs/going-live.md lists them).",
+)
 _stdin_option = click.option(
     "--stdin",
     "from_stdin",
@@ -43,7 +49,8 @@ def _exchange_option(required: bool = True) -> Callable[[Callable[..., Any]], Ca
         "environment",
         type=_ENVIRONMENTS,
         required=required,
-        help="Bybit demo or testnet, OKX demo, or the paper exchange (which needs --url).",
+        help="Bybit demo or testnet, bybit (mainnet: a live home only, needs --host), OKX demo, or the paper "
+        "exchange (which needs --url).",
     )
 
 
@@ -57,12 +64,14 @@ def command() -> None:
 @command.command()
 @_exchange_option()
 @_url_option
+@_host_option
 @_stdin_option
 @home_option
 @format_option()
-def add(environment: str, url: str | None, from_stdin: bool, output: str) -> None:
+def add(environment: str, url: str | None, host: str | None, from_stdin: bool, output: str) -> None:
     """Add a key for an environment that has none; its permissions are checked on the exchange first."""
     home = resolve_home()
+    url = host or url
     _run(check_ready_to_store(home, environment, base_url=url))
     api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)
     summary = _run(
@@ -74,12 +83,16 @@ def add(environment: str, url: str | None, from_stdin: bool, output: str) -> Non
 @command.command(name="replace")
 @_exchange_option()
 @_url_option
+@_host_option
 @_stdin_option
 @home_option
 @format_option()
-def replace_command(environment: str, url: str | None, from_stdin: bool, output: str) -> None:
+def replace_command(
+    environment: str, url: str | None, host: str | None, from_stdin: bool, output: str
+) -> None:
     """Replace the environment's key; the old one stays if the new one is refused."""
     home = resolve_home()
+    url = host or url
     _run(check_ready_to_store(home, environment, base_url=url, replacing=True))
     api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)
     summary = _run(
@@ -184,6 +197,12 @@ def _run(use_case: Coroutine[Any, Any, T]) -> T:
 
 def _warn_if_not_ip_bound(summary: KeySummary) -> None:
     environment = Environment(summary.environment)
+    if summary.check.main_account is True and environment == Environment.BYBIT:
+        click.echo(
+            "Note: this is the main account's key. A sub-account funded with only the risk budget is safer "
+            "(docs/going-live.md).",
+            err=True,
+        )
     if not summary.check.ip_bound and environment != Environment.PAPER:
         click.echo(
             "Warning: the key works from any IP address; binding it to yours on "

@@ -20,6 +20,7 @@ from starlette.applications import Starlette
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from pilot.app.human.desk import open_desk
+from pilot.app.human.going_live import LIVE, home_kind
 from pilot.app.road.clock import Clock
 from pilot.console.app_state import Console, Following, Reader
 from pilot.console.failure_pages import HANDLERS
@@ -69,6 +70,7 @@ async def lifespan(app: Starlette) -> AsyncIterator[None]:
     console: Console = app.state.console
     async with contextlib.AsyncExitStack() as stack:
         console.runtime = await stack.enter_async_context(open_desk(console.home, clock=console.clock))
+        console.live = await home_kind(console.runtime.store.journal) == LIVE
         if console.open_reader is not None:
             console.reader = await stack.enter_async_context(console.open_reader())
         stack.push_async_callback(console.unfollow)

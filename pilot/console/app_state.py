@@ -44,6 +44,7 @@ class Console:
     runtime: Runtime | None = None
     reader: Runtime | None = None
     flashes: dict[str, str] = field(default_factory=dict)
+    live: bool = False  # a live home (real money): every page carries the LIVE banner
     following: Following | None = None
     _followed: tuple[str, contextlib.AsyncExitStack] | None = None
     _turn: asyncio.Lock = field(default_factory=asyncio.Lock)

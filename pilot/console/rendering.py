@@ -66,7 +66,12 @@ def render(
     flashes = console_of(request).flashes
     flash = flashes.pop(request.cookies.get(COOKIE, ""), None) if whole_page else None
     body = TEMPLATES.get_template(template).render(
-        request=request, session=session, csrf=session.csrf if session else "", flash=flash, **values
+        request=request,
+        session=session,
+        csrf=session.csrf if session else "",
+        flash=flash,
+        live=console_of(request).live,
+        **values,
     )
     return HTMLResponse(body, status_code=status)
 

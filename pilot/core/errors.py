@@ -26,7 +26,8 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      │    │    ├── PhoneUnreachable                app.human.phone_setup   the phone's service did not answer
      │    │    ├── EmptySecret                     app.human.phone_setup   an empty bot token or topic
      │    │    ├── MoveRefused                     app.service.moving      a store move Pilot will not make
-     │    │    └── NotOnServer                     app.service.store_roles a PostgreSQL command, SQLite home
+     │    │    ├── NotOnServer                     app.service.store_roles a PostgreSQL command, SQLite home
+     │    │    └── LiveRefused                     app.human.going_live    live trading cannot be turned on
      │    └── KeysError                            keys.errors             a stored key cannot be used
      │         ├── MasterKeyError                  keys.errors             the master key file is unusable
      │         ├── NoKeyStored                     keys.errors             no active key for the environment
@@ -61,6 +62,7 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      ├── PushError                                 push.errors             Telegram or ntfy failed
      ├── TurnBusy                                  app.road.gate           the send turn held too long
      ├── StartupError                              app.service.boot        Pilot cannot start: code and fix
+     ├── BackstopFailed                            app.service.backstops   a live home's DCP is not in place
      ├── HomeExchangeFailed                        app.service.home_paper  the shared paper exchange failed
      ├── ArgumentProblem                           server.arguments        an agent's argument: field and fix
      ├── NotLoggedIn                               console.access          a console request without a session
@@ -163,6 +165,15 @@ class ErrorCode(StrEnum):
     UNKNOWN_PROVIDER = "unknown_provider"
     NO_MODEL = "no_model"
     NO_KEY = "no_key"
+    # going live (pilot.app.human.going_live): mainnet, real money
+    PRACTICE_HOME = "practice_home"  # the home is practice from its first entry: live needs a new home
+    LIVE_HOME_ONLY_BYBIT = "live_home_only_bybit"  # a live home trades bybit (mainnet) and nothing else
+    NOT_A_TERMINAL = "not_a_terminal"  # live trading is turned on by a human typing at a terminal
+    LIVE_PHRASE_MISMATCH = "live_phrase_mismatch"  # what was typed is not what the prompt asked
+    LIVE_LIMITS_MISSING = "live_limits_missing"  # policy.json lacks limits a live home needs
+    LIVE_OFF = "live_off"  # a live home whose live trading is off does not start its server
+    KILL_SWITCH_ON = "kill_switch_on"  # live trading is not turned on while the kill switch is on
+    DCP_NOT_SET = "dcp_not_set"  # Bybit's Disconnect Cancel All could not be set or verified
 
 
 class ExplainedError(Exception):

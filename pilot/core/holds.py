@@ -32,6 +32,7 @@ class HoldSource(StrEnum):
     DRAWDOWN = "drawdown"  # the drawdown latch
     ROLLBACK = "journalRollback"  # the journal lost entries; Pilot turns the kill switch on for it
     AUTHORITY = "authority"  # validUntil or maxSessionMinutes passed
+    LIVE_OFF = "liveOff"  # a live home whose human has not turned live trading on, or it was turned off
     AGENT_KILL_SWITCH = "agentKillSwitch"  # the acting agent's own kill switch (or its revoke)
     AGENT_ROLE = "agentRole"  # the acting agent's credential has role reduce (or read)
 
@@ -80,6 +81,7 @@ _DESCRIBED = {
     HoldSource.DRAWDOWN: "the drawdown limit was reached",
     HoldSource.ROLLBACK: "the journal was found rolled back",
     HoldSource.AUTHORITY: "the authority policy.json gives expired (validUntil or maxSessionMinutes)",
+    HoldSource.LIVE_OFF: "live trading (real money) is off for this home",
     HoldSource.AGENT_KILL_SWITCH: "this agent's kill switch is on",
     HoldSource.AGENT_ROLE: "this agent's credential may only reduce",
 }
@@ -91,6 +93,7 @@ _LIFTS = {
     HoldSource.DRAWDOWN: "reset the drawdown latch with `pilot drawdown reset`",
     HoldSource.ROLLBACK: "look at what `pilot doctor` says of the journal, then `pilot kill-switch off`",
     HoldSource.AUTHORITY: "extend validUntil in policy.json, or start a new session (maxSessionMinutes)",
+    HoldSource.LIVE_OFF: "a human turns it on with `pilot live on`, typing what it asks at a terminal",
     HoldSource.AGENT_KILL_SWITCH: "turn this agent's switch off with `pilot agent resume NAME`",
     HoldSource.AGENT_ROLE: "give the agent role trade (`pilot agent add NAME --role trade`, after revoking it)",
 }

@@ -3,7 +3,7 @@
 The use cases reach a venue through these and the port (pilot.app.road.ports), never through a venue's
 package: `connect_exchange` builds the REST adapter, `open_streams` its WebSocket streams, and
 `paper_streams_url` asks an attached paper exchange where its streams are. The environments Pilot knows
-(ENVIRONMENTS): Bybit V5's bybit-demo and bybit-testnet, paper (the Bybit V5 paper exchange on loopback,
+(ENVIRONMENTS): Bybit V5's bybit-demo, bybit-testnet and bybit (mainnet, a live home only), paper (the Bybit V5 paper exchange on loopback,
 pilot.paper), and OKX's okx-demo (OKX demo trading, pilot.exchange.okx). The streams' client is imported
 only when streams are opened; OKX's facts are read over REST (no streams yet).
 """
@@ -13,17 +13,30 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.urls import MAINNET_HOSTS, mainnet_url, standing_in_for_mainnet
 from pilot.exchange.okx import markets as okx_markets
 from pilot.exchange.okx.adapter import OkxExchange
 from pilot.exchange.stream_events import StreamEvent
 
 if TYPE_CHECKING:
     from pilot.exchange.bybit.stream import BybitStreams
+    from pilot.exchange.bybit.stream import DcpConnection as BybitDcp
 
-BYBIT_ENVIRONMENTS = ("paper", "bybit-demo", "bybit-testnet")
+
+__all__ = [
+    "MAINNET_HOSTS",
+    "connect_exchange",
+    "mainnet_url",
+    "open_dcp_connection",
+    "open_streams",
+    "paper_streams_url",
+    "standing_in_for_mainnet",
+]
+
+BYBIT_ENVIRONMENTS = ("paper", "bybit-demo", "bybit-testnet", "bybit")
 OKX_ENVIRONMENTS = ("okx-demo",)
 ENVIRONMENTS = (*BYBIT_ENVIRONMENTS, *OKX_ENVIRONMENTS)
 
@@ -112,6 +125,21 @@ def open_streams(
         sink=sink,
         paper_ws_url=paper_ws_url,
     )
+
+
+def open_dcp_connection(
+    base_url: str,
+    *,
+    api_key: str,
+    api_secret: str,
+    products: Iterable[str],
+    sink: Callable[[str, dict[str, Any]], None],
+) -> BybitDcp:
+    """The private connection that keeps Bybit's Disconnect Cancel All held off while Pilot runs (not
+    connected yet: its `start` connects; blocking)."""
+    from pilot.exchange.bybit.stream import DcpConnection
+
+    return DcpConnection(base_url, api_key=api_key, api_secret=api_secret, products=products, sink=sink)
 
 
 def paper_streams_url(rest_url: str) -> str:

@@ -266,6 +266,7 @@ class ApiKeyInfo:
     permissions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     ips: tuple[str, ...] = ()
     expires_at: datetime | None = None
+    is_master: bool | None = None  # True: the main account's key; False: a sub-account's; None: not said
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ class Credentials:
     key_id: str
     api_key: str = field(repr=False)
     api_secret: str = field(repr=False)
-    base_url: str | None = None  # set for the paper exchange only
+    base_url: str | None = None  # the paper exchange's loopback URL, or mainnet's host (https://api...)
     read_only: bool = False
     passphrase: str | None = field(default=None, repr=False)  # OKX's third secret; None elsewhere
 
@@ -107,7 +107,10 @@ def _clean(value: str, label: str, venue: str) -> str:
 
 
 def checked_address(environment: Environment, base_url: str | None) -> str | None:
-    """Return the address to store: None for Bybit, a loopback http URL with a port for paper."""
+    """Return the address to store: None for demo and testnet, a listed mainnet host's URL for bybit, a
+    loopback http URL with a port for paper."""
+    if environment.needs_host:
+        return _mainnet_address(base_url)
     if not environment.needs_url:
         if base_url:
             raise InvalidKeyInput(
@@ -125,6 +128,22 @@ def checked_address(environment: Environment, base_url: str | None) -> str | Non
             "pass --url http://127.0.0.1:PORT; the paper exchange only runs on this machine.",
         )
     return base_url.rstrip("/")
+
+
+def _mainnet_address(base_url: str | None) -> str:
+    from pilot.exchange.adapters import MAINNET_HOSTS, mainnet_url
+
+    if not base_url:
+        raise InvalidKeyInput(
+            "bybit (mainnet) needs its host named.",
+            f"pass --host with the one your Bybit site gives: {', '.join(MAINNET_HOSTS)}.",
+        )
+    try:
+        return mainnet_url(base_url)
+    except ValueError as error:
+        raise InvalidKeyInput(
+            str(error) + ".", f"pass --host with one of {', '.join(MAINNET_HOSTS)}."
+        ) from None
 
 
 def _is_loopback_address(base_url: str) -> bool:

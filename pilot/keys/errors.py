@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pilot.core.errors import ErrorCode, ExplainedError
 from pilot.keys.environments import Environment
-from pilot.keys.permissions import LEAST_PRIVILEGE
+from pilot.keys.permissions import LEAST_PRIVILEGE, fixes
 
 
 class KeysError(ExplainedError):
@@ -60,8 +60,8 @@ class KeyPermissionsRejected(KeysError):
 
     def __init__(self, environment: str, disallowed: tuple[str, ...]) -> None:
         super().__init__(
-            f"The {environment} key has permissions Pilot does not allow: {', '.join(disallowed)}.",
-            f"{_least_privilege(environment)}, "
+            f"The {environment} key is refused: {', '.join(disallowed)}.",
+            f"{_least_privilege(environment, disallowed)}, "
             f"then run `pilot keys replace --exchange {environment}` (or `add` for a new one).",
         )
         self.environment = environment
@@ -119,9 +119,16 @@ class InvalidKeyInput(KeysError):
     code = ErrorCode.INVALID_KEY_INPUT
 
 
-def _least_privilege(environment: str) -> str:
-    """What to tick on the venue of `environment` for a key Pilot accepts."""
+def _least_privilege(environment: str, disallowed: tuple[str, ...]) -> str:
+    """What to change on the venue of `environment` for a key Pilot accepts: on Bybit, the boxes to untick
+    (and a live key's other fixes) by name."""
     try:
-        return LEAST_PRIVILEGE[Environment(environment).exchange]
+        venue = Environment(environment).exchange
     except ValueError:
-        return LEAST_PRIVILEGE["bybit"]
+        venue = "bybit"
+    if venue != "bybit":
+        return LEAST_PRIVILEGE[venue]
+    return (
+        f"on Bybit's API management page, {fixes(disallowed)} (a key with only Contract Orders and "
+        "Positions and Spot Trade ticked fits)"
+    )

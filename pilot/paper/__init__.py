@@ -53,6 +53,7 @@ import contextlib
 import logging
 import os
 import threading
+from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
@@ -61,6 +62,7 @@ from typing import Any
 from pilot.paper import timeline
 from pilot.paper.accounts import SimPosition
 from pilot.paper.clocks import ExchangeClock, WallClock, wall_clock_ms
+from pilot.paper.disconnect_protection import DcpSettings
 from pilot.paper.dispatch import Dispatcher
 from pilot.paper.engine import Engine, SimClosedPnl, SimExecution, SimOrder
 from pilot.paper.faults import FaultBook
@@ -134,7 +136,7 @@ class PaperExchange:
             before_write=self.catch_up,
             after_write=self._save,
         )
-        dispatcher = Dispatcher(
+        self._dispatcher = dispatcher = Dispatcher(
             self._engine,
             scenario,
             self._lock,
@@ -196,6 +198,7 @@ class PaperExchange:
         with self._lock:
             self.clock.advance(int(ms))
             self._play(limit=None)
+            self._engine.fire_dcp()
             self._save()
         self.streams.changed()
 
@@ -203,6 +206,9 @@ class PaperExchange:
         """Play what is due by the market clock now (done before each request and by the ticker)."""
         with self._lock:
             played = self._play(limit=timeline.MAX_EVENTS_PER_LOOK)
+            if self._engine.fire_dcp():
+                self._save()
+                self.streams.changed()
             if played.account_changed or (played.events and self._wall() - self._saved_at >= SAVE_EVERY_MS):
                 self._save()
         if played.events:
@@ -290,6 +296,19 @@ class PaperExchange:
 
     def drop_streams(self) -> None:
         self.streams.drop()
+
+    @property
+    def dcp(self) -> DcpSettings:
+        """Disconnect Cancel All: the windows set, and each time it fired (disconnect_protection.py)."""
+        return self._engine.dcp
+
+    def set_key_permissions(self, key: str, permissions: dict[str, list[str]]) -> None:
+        """Change what /v5/user/query-api reports for `key` while serving (a box ticked on Bybit's page)."""
+        with self._lock:
+            spec = self._dispatcher.keys[key]
+            changed = replace(spec, permissions={group: tuple(names) for group, names in permissions.items()})
+            self._dispatcher.keys[key] = self.streams.keys[key] = changed
+            self._dispatcher.key_list = tuple(changed if s is spec else s for s in self._dispatcher.key_list)
 
     @property
     def api_key(self) -> str:

@@ -11,6 +11,8 @@ from decimal import Decimal
 from typing import Any
 
 from pilot.paper.accounts import ZERO, Accounts
+from pilot.paper.disconnect_protection import CATEGORIES as DCP_CATEGORIES
+from pilot.paper.disconnect_protection import DcpSettings
 from pilot.paper.history import History
 from pilot.paper.market import Market, floor_to
 from pilot.paper.orders import ACTIVE, DEACTIVATED, OPEN, SHORT_LIVED, SimOrder
@@ -122,6 +124,7 @@ class Engine:
         self.seq = itertools.count(1)
         self.stop_book = StopBook(self)
         self.spot_stops = SpotStops(self)
+        self.dcp = DcpSettings()  # Disconnect Cancel All (disconnect_protection.py); not kept across restarts
         self.stop_book.adopt_position_stops()  # a scenario position's stopLoss / takeProfit: Full TP/SL
         self.history = History()  # the market's moves and trades, for klines and recent trades
 
@@ -667,6 +670,19 @@ class Engine:
         for order in waiting:
             self.stop_book.cancel(order, with_pair=False)
         return active + waiting
+
+    def fire_dcp(self) -> list[SimOrder]:
+        """Cancel every order of each product whose DCP window ran out with no `dcp` connection (CancelByDCP)."""
+        cancelled: list[SimOrder] = []
+        for product in self.dcp.due(self.clock_ms()):
+            categories = DCP_CATEGORIES[product]
+            for order in [o for o in self.open_orders.values() if o.category in categories]:
+                self.cancel_rest(order, "EC_NoError", cancel_type="CancelByDCP")
+                cancelled.append(order)
+            for order in [o for o in self.stop_book.waiting.values() if o.category in categories]:
+                self.stop_book.cancel(order, with_pair=False)
+                cancelled.append(order)
+        return cancelled
 
     def amend_order(self, category: str, params: dict[str, Any]) -> SimOrder:
         """amend-order.mdx: an active order's qty, price and TP/SL ("0" cancels one); a conditional or TP/SL

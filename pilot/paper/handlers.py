@@ -9,6 +9,8 @@ from typing import Any
 
 from pilot.paper import views
 from pilot.paper.accounts import SETTLE_COIN, ZERO
+from pilot.paper.disconnect_protection import PRODUCTS as DCP_PRODUCTS
+from pilot.paper.disconnect_protection import WINDOW_SECONDS as DCP_WINDOW
 from pilot.paper.engine import OPEN, Engine, SimOrder
 from pilot.paper.scenario import ApiKeySpec
 from pilot.paper.validation import SimReject, last_price, order_filter_of
@@ -523,6 +525,26 @@ def query_api(ctx: Context, params: Params) -> dict[str, Any]:
     return views.api_key_view(ctx.key, list(ctx.keys).index(ctx.key))
 
 
+def set_dcp(ctx: Context, params: Params) -> dict[str, Any]:
+    """/v5/order/disconnected-cancel-all: a product's window, 3-300 s (OPTIONS when no product is named)."""
+    product = params.get("product") or "OPTIONS"
+    window = params.get("timeWindow")
+    if product not in DCP_PRODUCTS:
+        raise SimReject(10001, "product invalid")
+    if isinstance(window, bool) or not isinstance(window, int | str) or not str(window).isdigit():
+        raise SimReject(10001, "timeWindow invalid")
+    low, high = DCP_WINDOW
+    if not low <= int(window) <= high:
+        raise SimReject(10001, "timeWindow invalid")
+    ctx.engine.dcp.set(str(product), int(window))
+    return {}
+
+
+def query_dcp_info(ctx: Context, params: Params) -> dict[str, Any]:
+    """/v5/account/query-dcp-info: each product set, ON with its window."""
+    return {"dcpInfos": ctx.engine.dcp.info()}
+
+
 # ---- Pilot's own --------------------------------------------------------------------------------------
 
 
@@ -567,5 +589,7 @@ ROUTES: dict[str, Route] = {
     "/v5/account/wallet-balance": Route("GET", wallet_balance, True),
     "/v5/account/info": Route("GET", account_info, True),
     "/v5/user/query-api": Route("GET", query_api, True),
+    "/v5/order/disconnected-cancel-all": Route("POST", set_dcp, True, ("ContractTrade", "Order"), True),
+    "/v5/account/query-dcp-info": Route("GET", query_dcp_info, True),
     "/pilot/streams": Route("GET", streams, False),
 }

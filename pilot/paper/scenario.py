@@ -97,6 +97,9 @@ class ApiKeySpec:
     secret: str
     read_only: bool
     permissions: dict[str, tuple[str, ...]]
+    ips: tuple[str, ...] = ("*",)  # "*": usable from any address, as Bybit lists an unbound key
+    is_master: bool = True  # False: a sub-account's key
+    expired_at: str = "1970-01-01T00:00:00Z"  # Bybit's "never" for a key bound to an IP
 
 
 @dataclass(frozen=True, slots=True)
@@ -567,11 +570,19 @@ def _api_key(data: Any, path: str) -> ApiKeySpec:
     read_only = item.get("readOnly", False)
     if read_only not in (True, False, 0, 1):
         raise ScenarioError(f"{path}.readOnly: must be true/false (or 0/1)")
+    ips = item.get("ips", ["*"])
+    if not isinstance(ips, list) or not all(isinstance(ip, str) for ip in ips):
+        raise ScenarioError(f"{path}.ips: must be a list of strings")
+    if not isinstance(item.get("isMaster", True), bool):
+        raise ScenarioError(f"{path}.isMaster: must be true or false")
     return ApiKeySpec(
         key=_str(item, "key", path),
         secret=_str(item, "secret", path),
         read_only=bool(read_only),
         permissions=frozen,
+        ips=tuple(ips),
+        is_master=item.get("isMaster", True),
+        expired_at=str(item.get("expiredAt", "1970-01-01T00:00:00Z")),
     )
 
 

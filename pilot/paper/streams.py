@@ -55,6 +55,7 @@ from websockets.http11 import Request, Response
 
 from pilot.paper import handlers, pushes, views
 from pilot.paper.changes import OrderChanges
+from pilot.paper.disconnect_protection import TOPIC_PRODUCTS
 from pilot.paper.engine import Engine, SimOrder
 from pilot.paper.handlers import CATEGORIES, DERIVATIVES
 from pilot.paper.order_entry import TRADE_PATH, EntrySession, OrderEntry
@@ -272,6 +273,8 @@ class StreamServer:
             pass
         finally:
             self._connections.discard(connection)
+            for topic in connection.topics & TOPIC_PRODUCTS.keys():
+                self.engine.dcp.unwatch(topic, self.clock_ms())
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
                 await sender
@@ -357,7 +360,8 @@ class StreamServer:
             if topic in connection.topics:  # as answered in the wild (sieblyio/bybit-api#477)
                 problem = f"error:already subscribed,topic:{topic}"
             elif private:
-                problem = "" if topic in PRIVATE_TOPICS else f"error:handler not found,topic:{topic}"
+                known = topic in PRIVATE_TOPICS or topic in TOPIC_PRODUCTS  # TOPIC_PRODUCTS: DCP's
+                problem = "" if known else f"error:handler not found,topic:{topic}"
             else:
                 found = parse_topic(self.engine, category, topic)
                 problem = found if isinstance(found, str) else ""
@@ -373,8 +377,12 @@ class StreamServer:
             return
         for topic in topics:
             if op == "unsubscribe":
+                if topic in TOPIC_PRODUCTS and topic in connection.topics:
+                    self.engine.dcp.unwatch(topic, self.clock_ms())
                 connection.topics.discard(topic)
                 continue
+            if topic in TOPIC_PRODUCTS and topic not in connection.topics:
+                self.engine.dcp.watch(topic)  # DCP counts this connection (disconnect_protection.py)
             connection.topics.add(topic)
             if not private:
                 for message in self.public.subscribed(category, topic):

@@ -9,22 +9,46 @@ carries the field; the test that every tool's answer names the environment holds
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 from mcp.server.mcpserver import MCPServer
 
 from pilot.app.answers.responses import Answer
 from pilot.server import sdk
 
+LIVE_ENVIRONMENT = "bybit"  # mainnet, real money (pilot.app.runtime.runtime.LIVE_ENVIRONMENT)
+
 
 def name_the_environment(mcp: MCPServer, environment: str) -> None:
-    """Wrap every registered tool so its Answer says `environment`."""
+    """Wrap every registered tool so its Answer says `environment` (and, live, `live: true`)."""
     sdk.wrap_tools(mcp, lambda _tool, fn: _naming(fn, environment))
+
+
+def answer_environment(environment: str) -> str:
+    """What an answer's `environment` says: the environment, and LIVE after mainnet's, real money."""
+    return "bybit LIVE" if environment == LIVE_ENVIRONMENT else environment
+
+
+def label(environment: str) -> str:
+    """How tools/list's descriptions end: the environment the server trades, LIVE for real money. Short:
+    it is paid for once per tool in every tools/list (tests/app/test_tools_list.py holds the size)."""
+    return " [LIVE bybit]" if environment == LIVE_ENVIRONMENT else f" [{environment}]"
+
+
+def describe_the_environment(mcp: MCPServer, environment: str) -> None:
+    """End every tool's description in tools/list with the environment it trades (`label`)."""
+    suffix = label(environment)
+    sdk.reshape_listings(
+        mcp, lambda listing: replace(listing, description=(listing.description or "") + suffix)
+    )
 
 
 def _naming(fn: sdk.ToolFunction, environment: str) -> sdk.ToolFunction:
     @functools.wraps(fn)
     async def named(*args: object, **kwargs: object) -> object:
         answer = await fn(*args, **kwargs)
-        return answer.naming(environment) if isinstance(answer, Answer) else answer
+        if not isinstance(answer, Answer):
+            return answer
+        return answer.naming(answer_environment(environment))
 
     return named

@@ -57,6 +57,7 @@ class PermissionCheck:
     permissions: tuple[str, ...]
     disallowed: tuple[str, ...]
     ip_bound: bool
+    main_account: bool | None = None  # the exchange's word at this check; not stored (None once read back)
 
 
 @dataclass(frozen=True, slots=True)

@@ -192,10 +192,15 @@ async def test_connection_refused_is_unavailable():
         ("paper", "https://api.bybit.com"),
         ("paper", "http://10.0.0.1:8080"),
         ("paper", "http://127.0.0.1"),
+        ("bybit", None),  # mainnet's host is named, never defaulted
+        ("bybit", "https://api.bybit.co"),
+        ("bybit", "http://api.bybit.com"),
+        ("bybit", "https://api.bybit.com:8443"),
+        ("bybit", "http://127.0.0.1:8080"),
     ],
 )
 def test_mainnet_and_unlisted_urls_are_refused(environment, url):
-    with pytest.raises(ValueError, match="mainnet is not supported in this version"):
+    with pytest.raises(ValueError):
         BybitExchange.connect(environment, api_key="k", api_secret="s", base_url=url)
 
 

@@ -114,7 +114,8 @@ class Answer(_Answer):
 
     environment: str | None = Field(
         default=None,
-        description="The account this answer is about: paper, bybit-demo, bybit-testnet or okx-demo",
+        description="The account this answer is about: paper, bybit-demo, bybit-testnet, okx-demo, or bybit "
+        "LIVE (real money)",
     )
 
     def naming(self, environment: str) -> Self:

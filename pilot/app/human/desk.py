@@ -105,10 +105,13 @@ class InitReport:
     store: str = "journal/pilot.db"  # where the journal is (a PostgreSQL URL is shown without a password)
 
 
-async def init_home(home: Path, store: StoreLocation | None = None, exchange: str = "paper") -> InitReport:
+async def init_home(
+    home: Path, store: StoreLocation | None = None, exchange: str = "paper", *, policy_text: str | None = None
+) -> InitReport:
     """Create policy.json (safe defaults) and the journal database; never overwrite an existing policy.
 
-    The policy names its markets as the venue of `exchange` spells them (okx-demo: BTC-USDT). With `store`
+    The policy is `policy_text` when given (a live home's), else names its markets as the venue of `exchange`
+    spells them (okx-demo: BTC-USDT). With `store`
     (a PostgreSQL database), the home's store is that database from now on (store.json): its schema is made
     if it has none, and a journal already there is this home's too (another host's).
     """
@@ -117,7 +120,11 @@ async def init_home(home: Path, store: StoreLocation | None = None, exchange: st
     policy_created = journal_created = False
     if not paths.policy_path.exists():
         with paths.policy_path.open("x", encoding="utf-8") as file:  # "x": lose a race rather than overwrite
-            file.write(DEFAULT_POLICY if exchange == "paper" else init_policy_text(spelling(exchange)))
+            if policy_text is None:
+                policy_text = (
+                    DEFAULT_POLICY if exchange == "paper" else init_policy_text(spelled=spelling(exchange))
+                )
+            file.write(policy_text)
         policy_created = True
     location = store or paths.store()
     existed = location.url is None and paths.database_path.exists()

@@ -36,6 +36,9 @@ from pilot.store.keystore import ActiveKeyExists, KeyStore, PermissionCheck, Sto
 
 KEYS_DATABASE = "keys.db"
 PERMISSION_CHECK_INTERVAL = timedelta(hours=1)
+# A live key is read again this often while serving (and at every start): a box ticked on Bybit's page
+# stops growing orders at the next send after it is seen.
+LIVE_CHECK_INTERVAL = timedelta(minutes=5)
 
 KeyInfoReader = Callable[[Credentials], Awaitable[ApiKeyInfo]]
 
@@ -199,17 +202,40 @@ async def load_exchange_credentials(
         NoKeyStored: no active key for the environment; the message says how to add one.
         KeyUnreadable, MasterKeyError, KeyPermissionsRejected, PermissionCheckFailed.
     """
-    _, credentials = await _fresh_key(home, parse_environment(environment), now, read_key_info)
+    _, credentials = await _fresh_key(home, parse_environment(environment), now, read_key_info, at_start=True)
     return credentials
 
 
+async def key_is_main_account(
+    home: Path, environment: str, *, read_key_info: KeyInfoReader = read_key_info_from_exchange
+) -> bool | None:
+    """Ask the exchange whether the environment's stored key is the main account's (None: it did not say).
+
+    Raises:
+        NoKeyStored, KeyUnreadable, MasterKeyError; PermissionCheckFailed when the exchange does not answer.
+    """
+    parsed = parse_environment(environment)
+    async with _existing_keystore(home, parsed) as store:
+        stored = await _active_or_raise(store, parsed)
+    credentials = _unseal(vault_for_reading(home), stored)
+    try:
+        return (await read_key_info(credentials)).is_master
+    except ExchangeError:
+        raise PermissionCheckFailed(parsed, "the exchange could not be reached") from None
+
+
 async def _fresh_key(
-    home: Path, environment: Environment, now: datetime, read_key_info: KeyInfoReader
+    home: Path,
+    environment: Environment,
+    now: datetime,
+    read_key_info: KeyInfoReader,
+    *,
+    at_start: bool = False,
 ) -> tuple[StoredKey, Credentials]:
     async with _existing_keystore(home, environment) as store:
         stored = await _active_or_raise(store, environment)
         credentials = _unseal(vault_for_reading(home), stored)
-        if not _is_fresh(stored.check, now):
+        if (at_start and environment.live) or not _is_fresh(stored.check, now, environment):
             check = await _check(credentials, read_key_info, now)
             await store.record_check(stored.key_id, check)
             stored = replace(stored, check=check)
@@ -217,9 +243,10 @@ async def _fresh_key(
     return stored, replace(credentials, read_only=stored.check.read_only)
 
 
-def _is_fresh(check: PermissionCheck, now: datetime) -> bool:
+def _is_fresh(check: PermissionCheck, now: datetime, environment: Environment) -> bool:
     # A check dated in the future (clock moved back) counts as stale rather than as fresh forever.
-    return check.checked_at <= now < check.checked_at + PERMISSION_CHECK_INTERVAL
+    interval = LIVE_CHECK_INTERVAL if environment.live else PERMISSION_CHECK_INTERVAL
+    return check.checked_at <= now < check.checked_at + interval
 
 
 async def _checked_and_sealed(
@@ -253,13 +280,14 @@ async def _check(credentials: Credentials, read_key_info: KeyInfoReader, now: da
         raise PermissionCheckFailed(credentials.environment, reason) from None
     except ExchangeError:
         raise PermissionCheckFailed(credentials.environment, "the exchange could not be reached") from None
-    verdict = check_permissions(info)
+    verdict = check_permissions(info, live=credentials.environment.live, now=now)
     return PermissionCheck(
         checked_at=now,
         read_only=verdict.read_only,
         permissions=verdict.granted,
         disallowed=verdict.disallowed,
         ip_bound=verdict.ip_bound,
+        main_account=verdict.main_account,
     )
 
 

@@ -260,8 +260,10 @@ class ExchangeGate:
     ) -> OrderAnswer | NotSent:
         """Send `request` exactly once and say what became of it; NotSent when `condition` no longer held
         as the send was about to be journaled (nothing was sent)."""
-        problem = await self.key_problem()
-        role = role_violation("place_order", grows=not reduces(request))
+        # A key that may do more than trade stops growing orders; one that shrinks what is held still goes.
+        grows = not reduces(request)
+        problem = await self.key_problem() if grows else None
+        role = role_violation("place_order", grows=grows)
         if problem is not None or role is not None:
             refusal = Refusal.of(role or key_violation(str(problem)), "nothing was sent")
             return await journal_order_refusal(self._journal, refusal, now=self._clock.now(), plan_id=plan_id)

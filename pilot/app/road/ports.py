@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pilot.core.facts import InstrumentRules, Position, Touch
 from pilot.core.venues import VenueProfile
@@ -106,3 +106,13 @@ class Exchange(ExchangeReader, ExchangeWriter, Protocol):
     """What an adapter provides as a whole; only the composition root (boot) sees it."""
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class DisconnectProtection(Protocol):
+    """The venue's own backstop (Bybit's Disconnect Cancel All): set at start by a live home, read back."""
+
+    base_url: str
+
+    async def set_dcp(self, product: str, window_seconds: int) -> None: ...
+    async def dcp_windows(self) -> dict[str, int]: ...

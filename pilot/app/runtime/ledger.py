@@ -38,6 +38,7 @@ PRUNE_EVERY = timedelta(minutes=10)
 SETTLING = frozenset({"filled", "partially_filled", "cancelled", "rejected", "open"})
 LATEST = (
     entry_kinds.KILL_SWITCH,
+    entry_kinds.LIVE,
     entry_kinds.LOSS_LIMIT,
     entry_kinds.DRAWDOWN,
     entry_kinds.COOLDOWN,
@@ -199,6 +200,7 @@ class JournalState:
     cooldown: JournalEntry | None = None
     dead_man: JournalEntry | None = None
     equity_marks: tuple[JournalEntry, ...] = ()  # the equity entries of the last EQUITY_KEPT, oldest first
+    live: JournalEntry | None = None  # the newest live entry (pilot.app.human.going_live)
     # Each named agent's newest switch entry (its kill switch, its revoke) and what its budget counts.
     agent_switches: Mapping[str, JournalEntry] = field(default_factory=dict)
     agents: Mapping[str, AgentFacts] = field(default_factory=dict)
@@ -207,6 +209,14 @@ class JournalState:
     @property
     def kill_switch_on(self) -> bool:
         return bool(self.kill_switch and self.kill_switch.data.get("on"))
+
+    @property
+    def live_on(self) -> bool:
+        """Whether a human's opt-in to live trading stands: no kill switch entry, and no live off, since."""
+        live, switch = self.live, self.kill_switch
+        if live is None or not live.data.get("on"):
+            return False
+        return switch is None or switch.seq < live.seq
 
     def agent_switch(self, name: str) -> JournalEntry | None:
         """Agent `name`'s switch entry while it is on (None: off, or never turned on)."""
@@ -277,6 +287,7 @@ class Ledger:
                 cooldown=self._latest.get(entry_kinds.COOLDOWN),
                 dead_man=self._latest.get(entry_kinds.DEAD_MAN),
                 equity_marks=tuple(self._equity),
+                live=self._latest.get(entry_kinds.LIVE),
                 agent_switches=dict(self._switches),
                 agents=self._agent_facts(now, here, today),
                 agent_orders={name: frozenset(book.orders) for name, book in self._books.items()},

@@ -28,7 +28,7 @@ from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
 from pilot.core.venues import VenueProfile
 from pilot.store import ACTING as ACTING
 from pilot.store import Holder as Holder
-from pilot.store import Instant, Store, StoreError, StoreLocation, Unless
+from pilot.store import Instant, JournalEntry, Store, StoreError, StoreLocation, Unless
 
 # The entries that turn trading reducing (`Runtime.trading_state`): a growing send is journaled only if none
 # came after what its judgement read (`Runtime.judged_on`).
@@ -38,9 +38,11 @@ REDUCING_KINDS = frozenset(
         entry_kinds.LOSS_LIMIT,
         entry_kinds.DRAWDOWN,
         entry_kinds.COOLDOWN,
+        entry_kinds.LIVE,
         entry_kinds.AGENT_SWITCH,
     }
 )
+LIVE_ENVIRONMENT = "bybit"  # mainnet: real money, a live home's only environment
 # How many times a send is judged again when what it was judged on changes as it is about to leave.
 JUDGEMENTS = 3
 
@@ -172,6 +174,11 @@ class Runtime:
         return self.clock.now()
 
     @property
+    def live(self) -> bool:
+        """Whether this runtime trades real money (mainnet)."""
+        return self.environment == LIVE_ENVIRONMENT
+
+    @property
     def venue(self) -> VenueProfile:
         """How the venue applies stops (pilot.core.venues), as its reader declares it."""
         return self.exchange.profile
@@ -212,6 +219,8 @@ class Runtime:
             holds.append(_kill_switch_hold(journal.kill_switch.data, journal.kill_switch.at))
         if journal.rolled_back:
             holds.append(Hold(HoldSource.ROLLBACK, TradingState.REDUCING, by="pilot"))
+        if self.live and not journal.live_on:
+            holds.append(_live_off_hold(journal.live))
         latch = latch_of(journal.loss_limit, journal.today)
         if latch.on and journal.loss_limit is not None:
             holds.append(loss_limit_hold(journal.loss_limit.at, self.now()))
@@ -247,6 +256,16 @@ def _kill_switch_hold(data: Mapping[str, Any], at: datetime) -> Hold:
     reason = str(data.get("reason") or "").strip()
     return Hold(
         HoldSource.KILL_SWITCH, TradingState.REDUCING, by=data.get("by"), at=at, reason=reason or None
+    )
+
+
+def _live_off_hold(entry: JournalEntry | None) -> Hold:
+    """Live trading not turned on, or turned off since (a live off entry, or any kill switch entry)."""
+    if entry is None or entry.data.get("on"):  # never on, or ended by a kill switch entry (which says so)
+        return Hold(HoldSource.LIVE_OFF, TradingState.REDUCING)
+    data = entry.data
+    return Hold(
+        HoldSource.LIVE_OFF, TradingState.REDUCING, by=data.get("by"), at=entry.at, reason=data.get("reason")
     )
 
 

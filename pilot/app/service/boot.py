@@ -14,7 +14,7 @@ from pilot.app.human.kill_switch import stop_on_rollback
 from pilot.app.road.clock import Clock, SystemClock, store_clock
 from pilot.app.road.gate import KeyCheck
 from pilot.app.road.ports import Exchange, ExchangeReader
-from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime, read_policy
+from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, Home, Runtime, assemble_runtime, read_policy
 from pilot.app.service.upkeep import upkeep
 from pilot.core.errors import ErrorCode
 from pilot.exchange.adapters import ENVIRONMENTS, connect_exchange, streams_served
@@ -24,7 +24,7 @@ from pilot.store import Store, StoreError, open_store
 if TYPE_CHECKING:
     from pilot.paper import StateInUse
 
-EXCHANGES = ENVIRONMENTS  # paper, bybit-demo, bybit-testnet, okx-demo (pilot.exchange.adapters)
+EXCHANGES = ENVIRONMENTS  # paper, bybit-demo, bybit-testnet, bybit (live), okx-demo (exchange.adapters)
 log = logging.getLogger("pilot.boot")
 
 
@@ -61,9 +61,9 @@ async def open_runtime(
     naming `pilot sim` and `--paper-url`); with `shared_paper` (`pilot serve`), the home's own in a process
     of its own, shared by its servers (pilot.app.service.home_paper). With paper_url, Pilot attaches to that
     paper exchange (a running `pilot sim`) with the paper key stored in the home, or else the scenario's key.
-    bybit-demo, bybit-testnet and okx-demo use the key stored with `pilot keys add`, whose permissions are
-    re-checked when the last check is over an hour old. With record_dir, every exchange request and answer
-    is written there, redacted (pilot.exchange.bybit.recording).
+    bybit-demo, bybit-testnet, okx-demo and bybit (mainnet: a live home only, _live_checks) use the key stored
+    with `pilot keys add`, its permissions re-checked when stale. With record_dir, every exchange request
+    and answer is written there, redacted (pilot.exchange.bybit.recording).
 
     With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
     (pilot.app.facts.stream_cache). None (the default): on for the paper exchange unless record_dir is given
@@ -75,11 +75,8 @@ async def open_runtime(
     given time to finish before the store closes. With `settle` False (`pilot console`, which only reads),
     that look-up is left to the servers.
     """
-    if exchange not in EXCHANGES:
-        raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
-    if paper_url is not None and exchange != "paper":
-        raise StartupError(f"--paper-url attaches to a paper exchange; it cannot be used with {exchange}")
     clock = clock or SystemClock()
+    await _admit(home, exchange, paper_url, clock)
     venue = _Venue(home, exchange, scenario, paper_url, record_dir, clock, shared=shared_paper)
     async with contextlib.AsyncExitStack() as stack:
         adapter, stored_key = await venue.connect(stack)
@@ -98,9 +95,79 @@ async def open_runtime(
         stack.push_async_callback(runtime.gate.drain)  # runs first: sends whose client left finish
         # A journal that lost entries stops growing orders before any judgement.
         await stop_on_rollback(runtime)
+        await _live_checks(runtime, stack, adapter, venue)
         if settle:
             await upkeep(runtime)  # what a stopped server left unsettled is looked up before any judgement
         yield runtime
+
+
+async def _admit(home: Path, exchange: str, paper_url: str | None, clock: Clock) -> None:
+    """Refuse an unknown exchange, --paper-url beside another one, and, before any request, bybit (mainnet)
+    for a home that is not live."""
+    if exchange not in EXCHANGES:
+        raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
+    if paper_url is not None and exchange != "paper":
+        raise StartupError(f"--paper-url attaches to a paper exchange; it cannot be used with {exchange}")
+    if exchange == LIVE_ENVIRONMENT:  # only a live home ever reaches mainnet
+        await _require_live_home(home, clock)
+
+
+async def _require_live_home(home: Path, clock: Clock) -> None:
+    """Refuse `bybit` (mainnet) for a home whose journal did not begin live."""
+    from pilot.app.human.going_live import LIVE, home_kind
+
+    try:
+        store = await open_store(Home(home).store(), home=home, clock=store_clock(clock))
+    except StoreError as error:
+        raise StartupError(str(error)) from None
+    try:
+        kind = await home_kind(store.journal)
+    finally:
+        await store.close()
+    if kind != LIVE:
+        raise StartupError(
+            f"{home} is a practice home: it never trades bybit (mainnet, real money)",
+            code=ErrorCode.PRACTICE_HOME,
+            fix="make a live home in a new folder with `pilot init --live --home NEW_FOLDER`",
+        )
+
+
+async def _live_checks(
+    runtime: Runtime, stack: contextlib.AsyncExitStack, adapter: Exchange, venue: _Venue
+) -> None:
+    """A live home starts only on bybit, with the limits it needs, a human's opt-in standing, and Bybit's
+    Disconnect Cancel All set to the dead-man's window and verified (pilot.app.service.backstops)."""
+    from pilot.app.human.going_live import LIVE, LiveRefused, home_kind, live_state, require_live_limits
+
+    if not runtime.live:
+        if await home_kind(runtime.store.journal) == LIVE:
+            raise StartupError(
+                f"{runtime.home.path} is a live home: it trades bybit (mainnet) and nothing else",
+                code=ErrorCode.LIVE_HOME_ONLY_BYBIT,
+                fix="start it with `--exchange bybit`, or practise in another home (`pilot init`)",
+            )
+        return
+    try:
+        require_live_limits(runtime)
+    except LiveRefused as error:
+        raise StartupError(error.problem, code=error.code, fix=error.fix) from None
+    if not (await live_state(runtime)).on:
+        raise StartupError(
+            "live trading is off for this home",
+            code=ErrorCode.LIVE_OFF,
+            fix=f"a human runs `pilot live on --home {runtime.home.path}` at a terminal and types what it asks",
+        )
+    from pilot.app.service.backstops import BackstopFailed, start_backstops
+
+    try:
+        await start_backstops(runtime, stack, adapter, venue.credentials)
+    except BackstopFailed as error:
+        raise StartupError(
+            f"Bybit's Disconnect Cancel All is not in place: {error}",
+            code=ErrorCode.DCP_NOT_SET,
+            fix="check the key may trade and the network reaches Bybit, then start again; if Bybit refuses "
+            "DCP for the account, ask Bybit to enable it (docs/going-live.md)",
+        ) from None
 
 
 def journal_stream_troubles(reader: ExchangeReader | None, store: Store, clock: Clock) -> None:

@@ -66,6 +66,8 @@ async def examine(home: Path, exchange: str, *, now: datetime, symbol: str | Non
             checks += await check_streams(where, home, now)
     key = await check_key(home, exchange)
     checks.append(key)
+    if key.ok and exchange == "bybit":
+        checks.append(await check_account(home, exchange))
     if key.ok:
         checks.append(await check_exchange(home, exchange, now=now, symbol=symbol or _first_market(home)))
     else:
@@ -261,6 +263,26 @@ async def check_key(home: Path, exchange: str) -> Check:
     return Check(
         "key", True, f"key {summary.key_id} ({access}, {bound}): {', '.join(summary.check.permissions)}"
     )
+
+
+async def check_account(home: Path, exchange: str) -> Check:
+    """Whether the key is a sub-account's (recommended for a live home) or the main account's."""
+    from pilot.app.human.exchange_keys import key_is_main_account
+
+    try:
+        main = await key_is_main_account(home, exchange)
+    except KeysError as error:
+        return Check("account", False, error.problem, error.fix)
+    if main is None:
+        return Check("account", True, "Bybit did not say whether the key is the main account's")
+    if main:
+        return Check(
+            "account",
+            True,
+            "the main account's key (works, but every coin of the account is within its reach)",
+            "a sub-account funded with only the risk budget is safer (docs/going-live.md)",
+        )
+    return Check("account", True, "a sub-account's key: the account holds only what was moved into it")
 
 
 async def check_exchange(home: Path, exchange: str, *, now: datetime, symbol: str) -> Check:

@@ -80,10 +80,12 @@ def init_policy() -> dict[str, Any]:
     return {key(name, field): init_value(field, entry) for name, field, entry in declared(Policy)}
 
 
-def init_policy_text(spelled: Callable[[str], str] | None = None) -> str:
-    """`pilot init`'s policy.json as text: a field per line, a non-empty object one level deeper. `spelled`
-    names its markets as the home's venue spells them (OKX: BTC-USDT for BTCUSDT)."""
-    policy = init_policy()
+def init_policy_text(
+    policy: dict[str, Any] | None = None, spelled: Callable[[str], str] | None = None
+) -> str:
+    """`pilot init`'s policy.json (or `policy`, JSON-ready) as text: a field per line, a non-empty object one
+    level deeper. `spelled` names its markets as the home's venue spells them (OKX: BTC-USDT for BTCUSDT)."""
+    policy = dict(policy) if policy is not None else init_policy()
     if spelled is not None:
         policy["allowedMarkets"] = [spelled(symbol) for symbol in policy["allowedMarkets"]]
         policy["markets"] = {spelled(symbol): limits for symbol, limits in policy["markets"].items()}

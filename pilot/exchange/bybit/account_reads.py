@@ -126,6 +126,14 @@ class AccountReads:
             "get_api_key_information",
         )
 
+    async def dcp_windows(self) -> dict[str, int]:
+        """Disconnect Cancel All as the exchange has it: the window in seconds by product, where it is ON."""
+        return await self._http.read(
+            "read the Disconnect Cancel All settings",
+            lambda a: wire_.dcp_windows(a["result"]),
+            "query_dcp_info",
+        )
+
     # ---- orders ------------------------------------------------------------------------------------
 
     async def get_open_orders(self, category: str, symbol: str | None = None) -> list[ExchangeOrder]:

@@ -4,8 +4,9 @@ Safety, in order of importance:
 
 * Writes are sent exactly once: pybit's resends are off (pilot.exchange.bybit.transport).
 * Only allowlisted base URLs: https://api-demo.bybit.com (bybit-demo), https://api-testnet.bybit.com
-  (bybit-testnet) and, for "paper", a loopback http URL with a port (pilot.exchange.bybit.urls). Mainnet
-  is refused.
+  (bybit-testnet), a mainnet host Bybit lists (bybit, a live home only) and, for "paper", a loopback http
+  URL with a port (pilot.exchange.bybit.urls).
+* Bybit's request limits are kept before a request leaves (pilot.exchange.bybit.rate_limits).
 * pybit's exception text contains the signed request (api key included); it never leaves this package.
   Every failure is one of the outcomes of pilot.exchange.errors, decided in one place
   (pilot.exchange.bybit.translate_errors); the exchange's retMsg travels only in `untrusted_text`.
@@ -23,6 +24,7 @@ from pilot.core.venues import BYBIT, VenueProfile
 from pilot.exchange.bybit.account_reads import AccountReads
 from pilot.exchange.bybit.market_reads import INSTRUMENT_TTL_SECONDS, MarketReads
 from pilot.exchange.bybit.order_writes import OrderWrites
+from pilot.exchange.bybit.rate_limits import RateLimiter
 from pilot.exchange.bybit.translate_errors import system_clock
 from pilot.exchange.bybit.transport import Clock, Transport, open_session
 from pilot.exchange.bybit.urls import check_base_url
@@ -57,7 +59,7 @@ class BybitExchange(MarketReads, AccountReads, OrderWrites):
         record_dir: Path | None = None,
         clock: Clock | None = None,
     ) -> BybitExchange:
-        """Build an adapter for bybit-demo, bybit-testnet or paper (no request is sent yet).
+        """Build an adapter for bybit-demo, bybit-testnet, bybit (mainnet) or paper (no request is sent yet).
 
         Args:
             record_dir: when given, every request and its answer are written there, redacted (no key,
@@ -79,7 +81,8 @@ class BybitExchange(MarketReads, AccountReads, OrderWrites):
             recv_window_ms=recv_window_ms,
             record_dir=record_dir,
         )
-        transport = Transport(session, clock=clock or system_clock, recorder=recorder)
+        limiter = None if environment == "paper" else RateLimiter()  # the paper exchange keeps its own
+        transport = Transport(session, clock=clock or system_clock, recorder=recorder, limiter=limiter)
         return cls(transport, environment, url)
 
     def __repr__(self) -> str:

@@ -200,5 +200,16 @@ class OrderWrites:
             if codes.verdict(refusal.ret_code, "leverage") is not Verdict.UNCHANGED:
                 raise
 
+    async def set_dcp(self, product: str, window_seconds: int) -> None:
+        """Set Bybit's Disconnect Cancel All for `product` (DERIVATIVES or SPOT): every order of it is
+        cancelled `window_seconds` (3-300) after the last private connection subscribed to `dcp` drops."""
+        await self._http.call(
+            "set_dcp",
+            f"set Disconnect Cancel All for {product} to {window_seconds} s",
+            operation="leverage",  # a setting: sent once, and read back (dcp_windows) rather than trusted
+            product=product,
+            timeWindow=window_seconds,
+        )
+
 
 # Signed list reads that take a symbol: a quarantined one is not sent (its text, quoted in the URL, would not

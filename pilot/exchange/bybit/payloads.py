@@ -417,6 +417,7 @@ def api_key_info(result: Row) -> ApiKeyInfo:
         permissions=permissions,
         ips=tuple(result.get("ips") or ()),
         expires_at=expires_at,
+        is_master=result["isMaster"] if isinstance(result.get("isMaster"), bool) else None,
     )
 
 
@@ -454,3 +455,12 @@ def execution_key(row: Row) -> Hashable:
 
 def tier_key(row: Row) -> Hashable:
     return (row.get("symbol"), row.get("id"), row.get("riskLimitValue"))
+
+
+def dcp_windows(result: Row) -> dict[str, int]:
+    """query-dcp-info's rows (account_dcp-info.mdx): the window of each product whose status is ON."""
+    return {
+        str(row["product"]): int(row["timeWindow"])
+        for row in result.get("dcpInfos") or ()
+        if isinstance(row, dict) and row.get("dcpStatus") == "ON"
+    }

@@ -55,7 +55,7 @@ import websocket
 from pybit.unified_trading import WebSocket
 
 from pilot.exchange.bybit import payloads as wire_
-from pilot.exchange.bybit.urls import check_base_url, is_loopback_base
+from pilot.exchange.bybit.urls import check_base_url, is_loopback_base, mainnet_stream_url
 from pilot.exchange.stream_events import (
     PRIVATE,
     Alive,
@@ -588,4 +588,72 @@ class BybitStreams:
         return []
 
 
-__all__ = ["STREAM_URLS", "BybitStreams", "NoStreams", "discover_paper_streams", "stream_urls"]
+DCP_TOPICS = {"DERIVATIVES": "dcp.future", "SPOT": "dcp.spot"}  # websocket_private_dcp.mdx
+DcpSink = Callable[[str, dict[str, Any]], None]
+
+
+class DcpConnection:
+    """One private connection to mainnet (or its loopback stand-in) subscribed to the `dcp` topics of
+    `products`: while it lives, Bybit's Disconnect Cancel All holds off; when every such connection has been
+    gone for the window, Bybit cancels every order of those products (websocket_private_dcp.mdx).
+
+    pybit's keep-alive runs on it (Bybit's `ping` op every 20 s). `sink(what, data)` hears, in Pilot's words
+    and never the exchange's free text: "connected", "subscribed" (data: topics, success), "push" (data:
+    topic, type), "lost". Build, `start()` (blocking: run it in a thread), `close()` from any thread.
+    """
+
+    def __init__(
+        self, base_url: str, *, api_key: str, api_secret: str, products: Iterable[str], sink: DcpSink
+    ) -> None:
+        self.topics = tuple(DCP_TOPICS[product] for product in products)
+        self.url = f"{mainnet_stream_url(base_url)}/v5/private"
+        self._key, self._secret, self._sink = api_key, api_secret, sink
+        self._socket: _PybitSocket | None = None
+
+    def start(self, wait_s: float = FIRST_OPEN_SECONDS) -> bool:
+        """Connect, authenticate and subscribe; True when the connection opened within `wait_s`."""
+        _silence_pybit_websocket_logging()
+        self._socket = _PybitSocket(
+            self.url,
+            "private",
+            self._receive,
+            lambda: self._sink("connected", {}),
+            lambda: self._sink("lost", {}),
+            testnet=False,
+            api_key=self._key,
+            api_secret=self._secret,
+            ping_interval=20,
+            ping_timeout=10,
+        )
+        self._socket.follow(self.topics)
+        return bool(self._socket.wait_open(wait_s))
+
+    def _receive(self, text: str | bytes) -> None:
+        try:
+            message = json.loads(text)
+        except ValueError:
+            return
+        if not isinstance(message, dict):
+            return
+        if message.get("op") == "subscribe":
+            self._sink("subscribed", {"topics": list(self.topics), "success": message.get("success") is True})
+        elif str(message.get("topic", "")).startswith("dcp"):
+            self._sink(
+                "push", {"topic": str(message["topic"])[:40], "type": str(message.get("type", ""))[:20]}
+            )
+
+    def close(self) -> None:
+        """Close for good (returns within CLOSE_SECONDS): from here on the window runs down."""
+        if self._socket is not None:
+            self._socket.exit()
+
+
+__all__ = [
+    "DCP_TOPICS",
+    "STREAM_URLS",
+    "BybitStreams",
+    "DcpConnection",
+    "NoStreams",
+    "discover_paper_streams",
+    "stream_urls",
+]

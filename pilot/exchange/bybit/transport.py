@@ -39,8 +39,10 @@ from pybit.unified_trading import HTTP
 
 from pilot.exchange.bybit import payloads as wire_
 from pilot.exchange.bybit.loopback_http import LoopbackClient
+from pilot.exchange.bybit.rate_limits import RateLimiter
 from pilot.exchange.bybit.recording import Recorder
 from pilot.exchange.bybit.translate_errors import system_clock, translate
+from pilot.exchange.bybit.urls import route
 from pilot.exchange.errors import ExchangeError, ExchangeUnavailable
 from pilot.exchange.models import Page
 from pilot.exchange.symbols import Quarantine, is_quarantined_name
@@ -103,19 +105,21 @@ def open_session(
         log_requests=False,
     )
     _silence_pybit_logging()
-    session.endpoint = url
+    routed = route(url)  # a mainnet host goes to its own address, unless the test suite stands a stub in
+    loopback = environment == "paper" or routed.stand_in
+    session.endpoint = routed.rest_url
     session.retry_codes = set()  # after construction: pybit swaps an empty set for its defaults
     session.ignore_codes = set()
     session.max_retries = 1
     session.force_retry = False
-    if environment == "paper":
+    if loopback:
         session.client.trust_env = False  # loopback must not go through an HTTP(S)_PROXY
     recorder = None
     if record_dir is not None:
         recorder = Recorder(Path(record_dir), secrets=(api_key, api_secret), environment=environment)
         recorder.attach(session.client)
-    elif environment == "paper":  # urllib3 alone: a third of requests' CPU per request (loopback_http)
-        session.client = LoopbackClient(url, session.client.headers, CONCURRENT_REQUESTS)
+    elif loopback:  # urllib3 alone: a third of requests' CPU per request (loopback_http)
+        session.client = LoopbackClient(routed.rest_url, session.client.headers, CONCURRENT_REQUESTS)
     return session, recorder
 
 
@@ -123,9 +127,15 @@ class Transport:
     """One pybit session and its worker threads: every request the adapter sends goes through `call`."""
 
     def __init__(
-        self, session: HTTP, *, clock: Clock = system_clock, recorder: Recorder | None = None
+        self,
+        session: HTTP,
+        *,
+        clock: Clock = system_clock,
+        recorder: Recorder | None = None,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self._session = session
+        self._limiter = limiter  # Bybit's per-IP and per-UID limits, kept before a request leaves
         self._clock = clock
         self._recorder = recorder
         self._executor = ThreadPoolExecutor(max_workers=CONCURRENT_REQUESTS, thread_name_prefix="bybit")
@@ -149,6 +159,7 @@ class Transport:
                 params["settleCoin"] = self._quarantine.coin(str(symbol))
         elif isinstance(symbol, str):
             params["symbol"] = self._quarantine.wire(symbol)  # a quarantined name: the exchange's own text
+        await self._wait_turn(method, action)
         loop = asyncio.get_running_loop()
         answer = await loop.run_in_executor(
             self._executor, partial(self._call_sync, method, action, operation, link_id, params)
@@ -156,6 +167,18 @@ class Transport:
         if method == "get_positions" and "settleCoin" in params:
             self._quarantine.note_coin(answer, str(params["settleCoin"]))
         return _only(answer, str(symbol)) if listed else answer
+
+    async def _wait_turn(self, method: str, action: str) -> None:
+        """Wait for a free place under Bybit's limits (rate_limits); none soon enough: not sent at all."""
+        if self._limiter is None:
+            return
+        wait = self._limiter.reserve(method)
+        if wait is None:
+            raise ExchangeUnavailable(
+                f"{action}: not sent, Pilot keeps under Bybit's request limits; try again in a second"
+            )
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     async def _learn_symbols(self, category: str) -> None:
         """Read what holds quarantined symbols (positions, open orders) so their names mean them again: a

@@ -1,0 +1,172 @@
+"""Going live: a home that trades Bybit mainnet (real money), and the human's opt-in that lets it.
+
+A home is practice or live from its first journal entry: `pilot init --live` writes a `home` entry saying
+live into an empty journal; a home whose first entry is anything else is practice for good, and a live home
+trades the `bybit` environment and nothing else. Live trading is off until a human turns it on at a
+terminal by typing the phrase the prompt shows (`pilot live on`, the CLI checks the terminal); that is
+journaled as the human's act. Turning it off is open to anyone: `pilot live off`, and any kill switch entry
+(the agent's, the console's, the dead-man's) ends the opt-in too (pilot.app.runtime.ledger.JournalState
+.live_on), so a human types the phrase again before growing orders go out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from pilot.app.answers import entry_kinds
+from pilot.app.human.desk import HumanError
+from pilot.app.human.kill_switch import REASON_LIMIT
+from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, Runtime
+from pilot.core.errors import ErrorCode
+from pilot.core.policy.live_limits import missing_for_live
+from pilot.store import Journal
+
+LIVE, PRACTICE = "live", "practice"
+
+
+class LiveRefused(HumanError):
+    """Live trading cannot be turned on (or a live home cannot start) as asked: the code says why."""
+
+    def __init__(self, code: ErrorCode, problem: str, fix: str) -> None:
+        super().__init__(problem, fix)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class LiveState:
+    """A home's kind and, for a live one, whether a human's opt-in stands, with the entry that decided it."""
+
+    kind: str  # LIVE or PRACTICE
+    on: bool
+    by: str | None = None
+    at: datetime | None = None
+    reason: str | None = None
+
+
+async def home_kind(journal: Journal) -> str:
+    """LIVE when the journal's first entry is a live `home` entry, else PRACTICE."""
+    first = await journal.entries(limit=1)
+    if first and first[0].kind == entry_kinds.HOME and first[0].data.get("kind") == LIVE:
+        return LIVE
+    return PRACTICE
+
+
+async def live_state(runtime: Runtime) -> LiveState:
+    """The home's kind and its opt-in as the journal says now."""
+    kind = await home_kind(runtime.store.journal)
+    if kind != LIVE:
+        return LiveState(PRACTICE, on=False)
+    journal = await runtime.journal_state()
+    entry = journal.live
+    if journal.live_on and entry is not None:
+        return LiveState(LIVE, on=True, by=entry.data.get("by"), at=entry.at)
+    switch = journal.kill_switch
+    ended = switch if switch is not None and (entry is None or switch.seq > entry.seq) else entry
+    if ended is None:
+        return LiveState(LIVE, on=False)
+    return LiveState(LIVE, False, ended.data.get("by"), ended.at, ended.data.get("reason"))
+
+
+async def make_live(runtime: Runtime) -> None:
+    """Make a home with an empty journal a live home (its first entry). A journal with entries is refused:
+    its home is practice for good."""
+    journal = runtime.store.journal
+    if (await journal.mark()).seq != 0:
+        if await home_kind(journal) == LIVE:
+            return
+        raise practice_home(runtime)
+    await journal.append(
+        entry_kinds.HOME,
+        {"kind": LIVE, "environment": LIVE_ENVIRONMENT},
+        now=runtime.now(),
+        actor="human",
+    )
+
+
+def phrase(runtime: Runtime) -> str:
+    """What the human types to turn live trading on: it names real money and this home."""
+    return f"trade real money from {runtime.home.path.resolve().name}"
+
+
+async def turn_live_on(runtime: Runtime, typed: str, *, at_terminal: bool) -> LiveState:
+    """Turn live trading on, as the human who typed `typed` at a terminal; journaled as theirs.
+
+    Raises:
+        LiveRefused: not at a terminal, a practice home, the kill switch on, limits missing, or a phrase
+            other than `phrase(runtime)`.
+    """
+    if not at_terminal:
+        raise LiveRefused(
+            ErrorCode.NOT_A_TERMINAL,
+            "live trading is turned on by a human typing at a terminal; standard input is not one",
+            "run `pilot live on` yourself in a terminal window (no pipe, script or agent can)",
+        )
+    await ready_for_live(runtime)
+    if " ".join(typed.split()) != phrase(runtime):
+        raise LiveRefused(
+            ErrorCode.LIVE_PHRASE_MISMATCH,
+            "what was typed is not the phrase the prompt asked for; live trading stays off",
+            f"run `pilot live on` again and type exactly: {phrase(runtime)}",
+        )
+    await runtime.store.journal.append(
+        entry_kinds.LIVE, {"on": True, "by": "human", "via": "terminal"}, now=runtime.now(), actor="human"
+    )
+    return await live_state(runtime)
+
+
+async def ready_for_live(runtime: Runtime) -> None:
+    if await home_kind(runtime.store.journal) != LIVE:
+        raise practice_home(runtime)
+    if await runtime.kill_switch_on():
+        raise LiveRefused(
+            ErrorCode.KILL_SWITCH_ON,
+            "the kill switch is on",
+            "look at why (`pilot kill-switch status`), turn it off with `pilot kill-switch off`, then "
+            "`pilot live on`",
+        )
+    require_live_limits(runtime)
+
+
+def require_live_limits(runtime: Runtime) -> None:
+    """Raise LiveRefused naming every limit a live home needs that policy.json (valid) does not set."""
+    view = runtime.policy()
+    if not view.valid:
+        raise LiveRefused(
+            ErrorCode.LIVE_LIMITS_MISSING,
+            "policy.json is invalid",
+            "fix it (`pilot policy check` names each problem)",
+        )
+    missing = missing_for_live(view.policy)
+    if missing:
+        raise LiveRefused(
+            ErrorCode.LIVE_LIMITS_MISSING,
+            f"a live home needs limits policy.json does not set: {'; '.join(missing)}",
+            "set them in policy.json (`pilot init --live` in a new folder writes a conservative policy to "
+            "copy from; docs/going-live.md)",
+        )
+
+
+async def turn_live_off(runtime: Runtime, by: str, reason: str = "") -> LiveState:
+    """Turn live trading off (anyone may): journaled with who and why; the kill switch goes on with it,
+    so growing orders stop in every process of the home at once."""
+    from pilot.app.human.kill_switch import set_kill_switch_by_human
+
+    if by == "human" and not await runtime.kill_switch_on():
+        await set_kill_switch_by_human(runtime, True, reason or "live trading turned off")
+    await runtime.store.journal.append(
+        entry_kinds.LIVE,
+        {"on": False, "by": by, "reason": reason[:REASON_LIMIT]},
+        now=runtime.now(),
+        actor=by,
+    )
+    return await live_state(runtime)
+
+
+def practice_home(runtime: Runtime) -> LiveRefused:
+    return LiveRefused(
+        ErrorCode.PRACTICE_HOME,
+        f"{runtime.home.path} is a practice home (its journal did not begin live); a home is practice or "
+        "live for good",
+        "make a live home in a new folder: `pilot init --live --home NEW_FOLDER`",
+    )
