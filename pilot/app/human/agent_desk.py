@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pilot.app.answers import entry_kinds
+from pilot.app.answers.sent_requests import sent_request
 from pilot.app.human.desk import TOKEN_NAME, BadTokenName, HumanError, TokenExists
 from pilot.app.human.kill_switch import switch_agent
 from pilot.app.road.gate import ORDER_LINK_PREFIX
@@ -94,7 +95,7 @@ async def orders_of(runtime: Runtime, name: str) -> set[str]:
     """The client order ids of every order agent `name` sent (the journal's order.sent entries)."""
     sent = await runtime.store.journal.entries(kind=entry_kinds.ORDER_SENT)
     return {
-        str(entry.data["request"].get("order_link_id") or entry.data["request"].get("orderLinkId"))
+        str(sent_request(entry.data["request"])["order_link_id"])
         for entry in sent
         if entry.actor == f"agent:{name}"
     }
