@@ -9,6 +9,9 @@ sooner when the exchange shows that the listing changed:
 * an order on a market held as listed refused for its parameters: the instrument's filters (tick, lot,
   minimums) may have changed, so the next judgement reads them again.
 
+Bounded: at most `bound` markets are kept (LISTINGS_BOUND by default, more than Bybit or OKX list in the
+categories Pilot trades); keeping one more forgets the one kept longest ago.
+
 Time is monotonic (`clock`), never the wall clock. Not thread-safe: the adapter uses it on its event loop.
 """
 
@@ -32,12 +35,18 @@ UNLISTED: Final = Unlisted()
 
 Listing = InstrumentRules | Unlisted
 
+LISTINGS_BOUND = 4096  # markets kept at once (Bybit lists about 700 linear and 600 spot markets)
+
 
 class Listings:
-    """Instrument rules and "no such market" answers by (category, symbol), each for `ttl_s` seconds."""
+    """Instrument rules and "no such market" answers by (category, symbol), each for `ttl_s` seconds, at
+    most `bound` of them."""
 
-    def __init__(self, ttl_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, ttl_s: float, clock: Callable[[], float] = time.monotonic, bound: int = LISTINGS_BOUND
+    ) -> None:
         self.ttl_s = ttl_s
+        self.bound = bound
         self._clock = clock
         self._kept: dict[tuple[str, str], tuple[float, Listing]] = {}
 
@@ -52,7 +61,14 @@ class Listings:
         return kept[1]
 
     def keep(self, category: str, symbol: str, listing: Listing) -> None:
+        """Keep the market's listing from now; past the bound, the one kept longest ago is forgotten."""
+        self._kept.pop((category, symbol), None)  # kept anew: the newest in the dict's order
         self._kept[(category, symbol)] = (self._clock(), listing)
+        while len(self._kept) > self.bound:
+            del self._kept[next(iter(self._kept))]
+
+    def __len__(self) -> int:
+        return len(self._kept)
 
     def listed(self, category: str, symbol: str) -> bool | None:
         """True or False while fresh; None when not known."""

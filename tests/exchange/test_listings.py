@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 from decimal import Decimal
 
 import pytest
 
 from pilot.exchange.bybit.market_reads import INSTRUMENT_TTL_SECONDS
 from pilot.exchange.errors import ExchangeRejected
-from pilot.exchange.listings import UNLISTED, Listings
+from pilot.exchange.listings import LISTINGS_BOUND, UNLISTED, Listings
 from pilot.exchange.models import OrderRequest
 from pilot.paper import start_paper_exchange
+from tests.okx_front import OkxFront
 from tests.scenarios import article_scenario
-from tests.venue import connect_adapter
+from tests.venue import connect_adapter, connect_okx
 
 INFO = "/v5/market/instruments-info"
 
@@ -97,5 +99,42 @@ async def test_an_order_the_exchange_refuses_for_its_parameters_drops_the_cached
             assert adapter.listed("linear", "BTCUSDT") is None
             await adapter.get_instrument("linear", "BTCUSDT")
             assert paper.request_count(INFO) == 2
+        finally:
+            await adapter.close()
+
+
+def test_the_listings_keep_at_most_their_bound_forgetting_the_oldest_first() -> None:
+    listings = Listings(300, Ticks(), bound=3)
+    for symbol in ("AUSDT", "BUSDT", "CUSDT", "DUSDT"):
+        listings.keep("linear", symbol, UNLISTED)
+    assert len(listings) == 3 and listings.get("linear", "AUSDT") is None
+    listings.keep("linear", "BUSDT", UNLISTED)  # kept anew: now the newest
+    listings.keep("linear", "EUSDT", UNLISTED)
+    assert listings.get("linear", "BUSDT") is UNLISTED and listings.get("linear", "CUSDT") is None
+    assert Listings(300).bound == LISTINGS_BOUND
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("venue", ["bybit", "okx"])
+async def test_an_instruments_rules_are_read_again_once_their_life_is_over(venue: str) -> None:
+    """Read once within INSTRUMENT_TTL_SECONDS (the adapter's monotonic clock, injected here), read again
+    after: on Bybit's wire the instrument and its risk limit (the maintenance margin), on OKX's the
+    instrument."""
+    with start_paper_exchange(article_scenario()) as paper, contextlib.ExitStack() as stack:
+        if venue == "okx":
+            front = stack.enter_context(OkxFront(paper))
+            adapter, symbol = connect_okx(front), "BTC-USDT"
+            path = lambda: len(front.seen("/api/v5/public/instruments"))  # noqa: E731
+        else:
+            adapter, path, symbol = connect_adapter(paper), lambda: paper.request_count(INFO), "BTCUSDT"
+        clock = Ticks()
+        assert adapter.listings.ttl_s == INSTRUMENT_TTL_SECONDS  # OKX's adapter keeps them as long
+        adapter.listings = Listings(INSTRUMENT_TTL_SECONDS, clock)
+        try:
+            rules = await adapter.get_instrument("linear", symbol)
+            clock.now += INSTRUMENT_TTL_SECONDS - 0.001
+            assert await adapter.get_instrument("linear", symbol) == rules and path() == 1
+            clock.now += 0.001
+            assert await adapter.get_instrument("linear", symbol) == rules and path() == 2
         finally:
             await adapter.close()

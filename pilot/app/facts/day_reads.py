@@ -1,6 +1,7 @@
 """The day's PnL and closed trades as the exchange gives them (pilot.core.day_pnl defines both): the
-derivatives' closed PnL and positions, and the account's spot fills of the day, read on from where this
-process's last read ended (`Runtime.day_fills`), so a judgement reads only the fills since."""
+derivatives' closed PnL and positions, and the account's spot fills of the day; the closed PnL and the
+fills read on from where this process's last read ended (`Runtime.day_closed`, `Runtime.day_fills`), so a
+judgement reads only the rows since."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from pilot.app.runtime.day_closed import DayClosed
 from pilot.app.runtime.runtime import Runtime
 from pilot.core.day_pnl import ZERO, DayFills, SpotBook, SpotFill, day_pnl, spot_day
 from pilot.core.facts import ClosedTrade, DayPnl, InstrumentRules, Side
-from pilot.exchange.models import AccountBalance, ClosedPnl, ExchangePosition, Execution
+from pilot.exchange.models import AccountBalance, ExchangePosition, Execution
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +53,7 @@ class DayRead:
 
     starts: tuple[datetime, ...]
     positions: list[ExchangePosition] | None
-    closed: list[ClosedPnl] | None
+    closed: DayClosed | None
     spot: SpotDays | None
 
     def pnl(self, balance: AccountBalance | None) -> DayPnl | None:
@@ -61,9 +63,7 @@ class DayRead:
         unrealised = sum((p.unrealised_pnl for p in self.positions), ZERO)
         worst: DayPnl | None = None
         for index, start in enumerate(self.starts):
-            realised = sum(
-                (row.closed_pnl for row in self.closed if index == 0 or row.updated_at >= start), ZERO
-            )
+            realised = self.closed.realised_since(self.closed.start if index == 0 else start)
             book = self.spot.books[index]
             held = self.spot.unrealised(book, balance)
             if held is None:
@@ -71,6 +71,21 @@ class DayRead:
             one = day_pnl(DayPnl(realised, unrealised), book, held)
             worst = one if worst is None or one.total < worst.total else worst
         return worst
+
+
+async def closed_day(runtime: Runtime, start: datetime) -> DayClosed:
+    """The day's closed PnL (linear) from `start`, reading only the rows since this process's last read of
+    the day (pilot.app.runtime.day_closed; the first read of a day reads from its start).
+
+    Raises:
+        ExchangeError: the read failed (the rows held are kept; the next read starts where they end).
+    """
+    days = runtime.day_closed
+    for gone in [day for day in days if day != start]:
+        del days[gone]  # a day gone by
+    day = days.setdefault(start, DayClosed(start))
+    day.add(await runtime.exchange.get_closed_pnl_since("linear", day.since))
+    return day
 
 
 async def spot_days(runtime: Runtime, starts: tuple[datetime, ...]) -> SpotDays:

@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import TypeVar
 
 from pilot.app.answers.responses import Snapshot
-from pilot.app.facts.day_reads import DayRead, SpotDays, spot_days
+from pilot.app.facts.day_reads import DayRead, SpotDays, closed_day, spot_days
 from pilot.app.facts.peaks import equity_read, watches_drawdown
 from pilot.app.facts.pending import PendingRead, read_pending, spot_stops
 from pilot.app.facts.stream_cache import from_ms, to_ms
@@ -212,7 +212,7 @@ async def _day(runtime: Runtime, policy: Policy, today: Today) -> tuple[DayRead,
         return DayRead(starts, None, None, None), frozenset()
     positions, closed, spot_read = await asyncio.gather(
         _maybe(runtime.exchange.get_positions("linear")),
-        _maybe(runtime.exchange.get_closed_pnl_since("linear", starts[0])) if daily else _none(),
+        _maybe(closed_day(runtime, starts[0])) if daily else _none(),
         _maybe(spot_days(runtime, starts)) if spot else _none(),
     )
     markets = frozenset(p.symbol for p in positions if p.size != 0) if positions is not None else None

@@ -108,7 +108,9 @@ class StreamingReader:
         note_source(f"open_orders_{category}", FactSource.REST)
         return await self.rest.get_open_orders(category, symbol)
 
-    async def find_order(self, category: str, symbol: str, order_link_id: str) -> ExchangeOrder | None:
+    async def find_order(
+        self, category: str, symbol: str, order_link_id: str, order_id: str | None = None
+    ) -> ExchangeOrder | None:
         """The order from the private stream when it shows there while the stream stays in sync and fresh
         (at most MAX_OUTCOME_WAIT_MS), else REST's find_order. An IOC or FOK order is awaited until final."""
         loop = asyncio.get_running_loop()
@@ -129,7 +131,7 @@ class StreamingReader:
                 break
             await self.hub.changed(wait_s)
         note_source("outcome", FactSource.REST)
-        return await self.rest.find_order(category, symbol, order_link_id)
+        return await self.rest.find_order(category, symbol, order_link_id, order_id)
 
     # ---- the rest is REST ---------------------------------------------------------------------------
 

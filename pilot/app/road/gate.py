@@ -354,8 +354,12 @@ class ExchangeGate:
         )
 
     async def _read_back(self, request: OrderRequest, sent: dict[str, Any], order_id: str) -> OrderAnswer:
+        """The acknowledged order read once by its own id (the create's answer names it; Bybit's says only
+        that it was accepted, not whether it filled)."""
         try:
-            found = await self._reader.find_order(request.category, request.symbol, request.order_link_id)
+            found = await self._reader.find_order(
+                request.category, request.symbol, request.order_link_id, order_id
+            )
         except ExchangeError:
             found = None
         if found is None:

@@ -14,6 +14,7 @@ from pilot.app.answers import entry_kinds
 from pilot.app.road.clock import Clock
 from pilot.app.road.gate import ExchangeGate, KeyCheck, SendCondition
 from pilot.app.road.ports import Exchange, ExchangeReader
+from pilot.app.runtime.day_closed import DayClosed
 from pilot.app.runtime.latches import drawdown_state, next_midnight
 from pilot.app.runtime.ledger import JournalState, Ledger
 from pilot.app.runtime.loss_limit import latch_of
@@ -156,6 +157,8 @@ class Runtime:
     sessions: Sessions = field(default_factory=Sessions)  # the MCP sessions this process serves
     # the day's spot fills this process has read, by the day's start (pilot.app.facts.day_reads)
     day_fills: dict[datetime, DayFills] = field(default_factory=dict)
+    # the day's closed PnL (linear) this process has read, by the day's start (pilot.app.runtime.day_closed)
+    day_closed: dict[datetime, DayClosed] = field(default_factory=dict)
     # the seq of the latch whose growing orders this process found all cancelled (pilot.app.service.latched)
     latch_swept: int = 0
     # Over stdio, the agent's credential the client's configuration carries (None: no agent named), and

@@ -177,16 +177,22 @@ class AccountReads:
             for r in rows
         ]
 
-    async def find_order(self, category: str, symbol: str, order_link_id: str) -> ExchangeOrder | None:
-        """Look an order up by its client id in open orders and history.
+    async def find_order(
+        self, category: str, symbol: str, order_link_id: str, order_id: str | None = None
+    ) -> ExchangeOrder | None:
+        """Look an order up by its client id in open orders and history; by the exchange's `order_id` when
+        the caller holds it (a create's acknowledgement names it): see `_by_id`.
 
-        None means both reads worked and neither holds the order yet. Right after an acknowledged create
+        None means the reads worked and none holds the order yet. Right after an acknowledged create
         that is expected (Bybit processes creates asynchronously): the caller must treat such an order as
         pending, counted as exposure, until a read finds it. A failed read raises instead.
 
-        Both lists are read at once (one round trip). An order that closes between the two reads can be
-        missed by both, so a miss is confirmed by reading them again in order: open orders, then history.
+        By client id both lists are read at once (one round trip). An order that closes between the two
+        reads can be missed by both, so a miss is confirmed by reading them again in order: open orders,
+        then history.
         """
+        if order_id:
+            return await self._by_id(category, symbol, order_id)
         methods = ("get_open_orders", "get_order_history")
         found = await asyncio.gather(
             *(self._find_in(method, category, symbol, order_link_id) for method in methods)
@@ -196,6 +202,25 @@ class AccountReads:
                 return order
         for method in methods:
             order = await self._find_in(method, category, symbol, order_link_id)
+            if order is not None:
+                return order
+        return None
+
+    async def _by_id(self, category: str, symbol: str, order_id: str) -> ExchangeOrder | None:
+        """The order read by its exchange id: one request. Open orders answer an order asked for by its id
+        whatever its status (open-order.mdx: "openOnly param will be ignored when query by orderId"; the
+        newest 500 closed orders are kept), so the open-order read settles a create's outcome; history is
+        read only when it misses (Bybit clears those 500 when it restarts; order-list.mdx keeps them)."""
+        for method in ("get_open_orders", "get_order_history"):
+            found = await self._orders(
+                f"read order {order_id} back",
+                method,
+                category,
+                symbol,
+                until=lambda row: row.get("orderId") == order_id,
+                orderId=order_id,
+            )
+            order = next((o for o in found if o.order_id == order_id), None)
             if order is not None:
                 return order
         return None

@@ -199,9 +199,12 @@ class AccountReads(MarketReads):
         rows = await self._pages("read order history", "/api/v5/trade/orders-history", where, "ordId")
         return await self._orders("read order history", rows, wire_.exchange_order)
 
-    async def find_order(self, category: str, symbol: str, order_link_id: str) -> ExchangeOrder | None:
+    async def find_order(
+        self, category: str, symbol: str, order_link_id: str, order_id: str | None = None
+    ) -> ExchangeOrder | None:
         """Look an order up by its client id (/api/v5/trade/order): None when OKX has none (51603), which
-        right after an acknowledged create means not visible yet, never "failed". A failed read raises."""
+        right after an acknowledged create means not visible yet, never "failed". A failed read raises.
+        One request whatever the order's state, so the exchange's `order_id` is not needed."""
         action = f"look up order {order_link_id}"
         inst = self._inst(category, symbol)
         try:
