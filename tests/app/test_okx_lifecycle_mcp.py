@@ -1,6 +1,7 @@
 """One agent's day on an OKX demo home, through a real MCP client session: plan, place, amend, cancel, a
 fill with its stop, the position's whole stop, and close, every request on OKX's wire (tests/okx_front) and
-every outcome read on the paper exchange behind it.
+every outcome read on the paper exchange behind it; each with its facts read over REST and from OKX's
+WebSocket streams (tests/okx_front/streams.py).
 
 What is asserted of OKX's wire comes from OKX's docs-v5 pages ("Place order", "Amend order", "Cancel order",
 "Place algo order"): sizes in contracts (`sz`), Pilot's client id in OKX's alphabet (`clOrdId`), cross margin
@@ -43,10 +44,14 @@ def okx(paper: PaperExchange) -> Any:
         yield chosen
 
 
-@pytest.fixture
-async def okx_runtime(tmp_path: Path, okx: Venue, clock: FakeClock) -> AsyncIterator[Runtime]:
+@pytest.fixture(params=["rest", "streams"])
+async def okx_runtime(
+    request: pytest.FixtureRequest, tmp_path: Path, okx: Venue, clock: FakeClock
+) -> AsyncIterator[Runtime]:
+    """An okx-demo home reading its facts over REST, or from OKX's streams (pilot serve --streams)."""
     okx.write_policy(tmp_path, requireStopLoss=False)
-    async with open_test_runtime(tmp_path, okx.endpoint, clock) as opened:
+    streams = request.param == "streams"
+    async with open_test_runtime(tmp_path, okx.endpoint, clock, streams=streams) as opened:
         yield opened
 
 

@@ -67,7 +67,7 @@ async def open_runtime(
 
     With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
     (pilot.app.facts.stream_cache). None (the default): on for the paper exchange unless record_dir is given
-    (a recording must hold every fact read); off for Bybit and OKX (OKX has none yet). An attached paper
+    (a recording must hold every fact read); off for Bybit and OKX unless asked. An attached paper
     exchange without streams on loopback (GET /pilot/streams) is read over REST only, said in the log.
 
     Before the runtime is handed out, a journal found rolled back turns the kill switch on (stop_on_rollback),

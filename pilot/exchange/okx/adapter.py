@@ -12,10 +12,14 @@ Safety, in order of importance:
 
 The adapter is its parts: the market reads (market_reads.py), the account and order reads (account_reads.py)
 and the writes (order_writes.py), each over the one client. OKX's JSON is read and written in payloads.py.
-Streams are not wired for OKX yet: facts are read over REST (pilot.exchange.adapters.open_streams says so).
+Its WebSocket streams (pilot.exchange.okx.stream) are opened by `open_streams`, with the same key and the
+contracts the market reads learnt.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from pilot.core.venues import OKX, VenueProfile
 from pilot.exchange.listings import Listings
@@ -24,6 +28,10 @@ from pilot.exchange.okx.market_reads import INSTRUMENT_TTL_SECONDS
 from pilot.exchange.okx.markets import Contract
 from pilot.exchange.okx.order_writes import OrderWrites
 from pilot.exchange.okx.urls import DEMO, check_base_url
+from pilot.exchange.stream_events import StreamEvent
+
+if TYPE_CHECKING:
+    from pilot.exchange.okx.stream import OkxStreams
 
 
 class OkxExchange(OrderWrites):
@@ -31,8 +39,17 @@ class OkxExchange(OrderWrites):
 
     profile: VenueProfile = OKX  # how OKX applies stops, for the judgements (pilot.core.venues)
 
-    def __init__(self, transport: Transport, environment: str, base_url: str) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        environment: str,
+        base_url: str,
+        keys: Keys | None = None,
+        clock: Clock = system_clock,
+    ) -> None:
         self._http = transport
+        self._keys = keys
+        self._clock = clock
         self.environment = environment
         self.base_url = base_url
         self.listings = Listings(INSTRUMENT_TTL_SECONDS)
@@ -64,10 +81,38 @@ class OkxExchange(OrderWrites):
         transport = Transport(
             url, keys, demo=environment == DEMO, timeout_seconds=timeout_seconds, clock=clock or system_clock
         )
-        return cls(transport, environment, url)
+        return cls(transport, environment, url, keys, clock or system_clock)
 
     def __repr__(self) -> str:
         return f"OkxExchange(environment={self.environment!r}, base_url={self.base_url!r})"
+
+    def open_streams(
+        self,
+        markets: Mapping[str, Iterable[str]],
+        sink: Callable[[StreamEvent], None],
+        loopback_url: str | None = None,
+    ) -> OkxStreams:
+        """The account's streams for `markets` (not connected yet: its `start` connects), on OKX demo's
+        WebSocket, or on `loopback_url` (ws://127.0.0.1:PORT) for a stand-in on loopback.
+
+        Raises:
+            ValueError: no key, or a stand-in's REST address without its WebSocket's.
+        """
+        from pilot.exchange.okx.stream import OkxStreams
+
+        if self._keys is None:
+            raise ValueError("OKX's private streams need the key, its secret and its passphrase.")
+        if loopback_url is None and self.base_url != check_base_url(self.environment, None):
+            raise ValueError("a stand-in for OKX on loopback names its WebSocket address itself")
+        return OkxStreams(
+            self.environment,
+            keys=self._keys,
+            markets=markets,
+            sink=sink,
+            contract=self._contracts.get,
+            clock=self._clock,
+            loopback_url=loopback_url,
+        )
 
     async def close(self) -> None:
         self._http.close()
