@@ -72,14 +72,10 @@ def connect_exchange(
     """The adapter for `environment` (no request is sent yet). `passphrase` is OKX's third secret.
 
     Raises:
-        ValueError: an unknown environment, a base URL off its allowlist (mainnet and live included), no key,
-            or a recording asked of a venue that does not record (OKX).
+        ValueError: an unknown environment, a base URL off its allowlist (mainnet and live included), or no
+            key.
     """
     if environment in OKX_ENVIRONMENTS:
-        if record_dir is not None:
-            raise ValueError(
-                "--record writes Bybit's exchanges only; OKX's are not recorded in this version."
-            )
         return OkxExchange.connect(
             environment,
             api_key=api_key,
@@ -88,6 +84,7 @@ def connect_exchange(
             base_url=base_url,
             timeout_seconds=timeout_seconds,
             clock=clock,
+            record_dir=record_dir,
         )
     return BybitExchange.connect(
         environment,

@@ -19,6 +19,7 @@ contracts the market reads learnt.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pilot.core.venues import OKX, VenueProfile
@@ -28,6 +29,7 @@ from pilot.exchange.okx.market_reads import INSTRUMENT_TTL_SECONDS
 from pilot.exchange.okx.markets import Contract
 from pilot.exchange.okx.order_writes import OrderWrites
 from pilot.exchange.okx.urls import DEMO, check_base_url
+from pilot.exchange.recordings import Recorder
 from pilot.exchange.stream_events import StreamEvent
 
 if TYPE_CHECKING:
@@ -67,8 +69,10 @@ class OkxExchange(OrderWrites):
         base_url: str | None = None,
         timeout_seconds: float = 10,
         clock: Clock | None = None,
+        record_dir: Path | None = None,
     ) -> OkxExchange:
-        """Build an adapter for okx-demo (no request is sent yet).
+        """Build an adapter for okx-demo (no request is sent yet). With `record_dir`, every request and its
+        answer are written there, redacted, in the format pilot.exchange.recordings loads and replays.
 
         Raises:
             ValueError: an unknown or live environment, a base URL off the allowlist, or no key, secret or
@@ -78,8 +82,21 @@ class OkxExchange(OrderWrites):
         if not api_key or not api_secret or not passphrase:
             raise ValueError("An OKX api key, its secret and its passphrase are required.")
         keys = Keys(api_key, api_secret, passphrase)
+        recorder = None
+        if record_dir is not None:
+            recorder = Recorder(
+                Path(record_dir),
+                secrets=(api_key, api_secret, passphrase),
+                environment=environment,
+                recorded_by="pilot (OkxExchange.connect(record_dir=...))",
+            )
         transport = Transport(
-            url, keys, demo=environment == DEMO, timeout_seconds=timeout_seconds, clock=clock or system_clock
+            url,
+            keys,
+            demo=environment == DEMO,
+            timeout_seconds=timeout_seconds,
+            clock=clock or system_clock,
+            recorder=recorder,
         )
         return cls(transport, environment, url, keys, clock or system_clock)
 
