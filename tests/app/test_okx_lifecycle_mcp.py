@@ -4,9 +4,9 @@ every outcome read on the paper exchange behind it; each with its facts read ove
 WebSocket streams (tests/okx_front/streams.py).
 
 What is asserted of OKX's wire comes from OKX's docs-v5 pages ("Place order", "Amend order", "Cancel order",
-"Place algo order"): sizes in contracts (`sz`), Pilot's client id in OKX's alphabet (`clOrdId`), cross margin
+"Place algo order", "Amend algo order"): sizes in contracts (`sz`), Pilot's client id in OKX's alphabet (`clOrdId`), cross margin
 on a perpetual (`tdMode`), a stop sent with a create as `attachAlgoOrds`, the position's whole stop as an algo
-order closing all of it (`closeFraction` 1), and a close as a reduce-only order.
+order closing all of it (`closeFraction` 1) and moved in place (amend-algos), and a close as a reduce-only order.
 """
 
 from __future__ import annotations
@@ -107,6 +107,11 @@ async def test_a_fill_with_its_stop_then_the_whole_stop_then_a_close_on_okx(okx,
         (algo,) = sent(okx, ALGO)
         assert (algo["closeFraction"], algo["slTriggerPx"]) == ("1", "78500")
         assert paper.position("BTCUSDT").stop_loss == Decimal("78500")
+        moved = await call(client, "set_trading_stop", {"symbol": "BTC-USDT", "stop_loss": "78000"})
+        assert moved["status"] == "done", moved
+        assert [body["newSlTriggerPx"] for body in sent(okx, "/api/v5/trade/amend-algos")] == ["78000"]
+        assert len(sent(okx, ALGO)) == 1  # moved in place (amend-algos), not placed again
+        assert paper.position("BTCUSDT").stop_loss == Decimal("78000")
 
         closed = await call(client, "close_position", {"symbol": "BTC-USDT"})
         assert closed["status"] == "filled", closed

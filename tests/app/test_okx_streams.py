@@ -28,7 +28,7 @@ from pilot.exchange.stream_events import PRIVATE, Refused, StreamEvent, Subscrib
 from pilot.paper import PaperExchange
 from pilot.server import build_server
 from tests.clocks import FakeClock
-from tests.okx_front import OkxFront
+from tests.okx_front import OkxFront, Rule
 from tests.okx_front.streams import PRIVATE as PRIVATE_PATH
 from tests.venue import connect_okx
 
@@ -178,3 +178,29 @@ async def test_a_wrong_passphrase_is_refused_at_login_with_its_code(okx):
     assert "60024" in stand_in.streams.logins
     assert any(isinstance(e, Refused) and e.channel == PRIVATE for e in events)
     assert not any(isinstance(e, Subscribed) and e.channel == PRIVATE for e in events)
+
+
+async def test_facts_older_than_the_bound_are_read_over_rest(okx, runtime, clock):
+    """A minute later on Pilot's clock with nothing newer heard (the test's clock stands still otherwise),
+    every fact is too old to judge on: each is read over REST."""
+    clock.advance(60)
+    assert set((await sources(runtime)).values()) == {"rest"}
+
+
+async def test_with_the_private_stream_down_and_rest_failing_a_growing_order_is_refused(okx, runtime):
+    """The fallback is REST; when REST cannot answer either, nothing is judged on the stream's last word: a
+    growing order is refused (nothing sent), and it passes again once the stream is back in sync."""
+    stand_in = front(okx)
+    stand_in.streams.unavailable = True
+    stand_in.streams.drop(PRIVATE_PATH)
+    await until(runtime, lambda: not private_usable(runtime))
+    busy = {"code": "50001", "msg": "Service temporarily unavailable", "data": []}
+    stand_in.add(Rule("GET", "/api/v5/account/balance", answer=busy, status=503))
+    creates = len(stand_in.seen("/api/v5/trade/order"))
+    refused = await plan_order(runtime, SELL)
+    assert refused.status != "ok" and refused.plan_id is None
+    assert len(stand_in.seen("/api/v5/trade/order")) == creates
+    stand_in.rules.clear()
+    stand_in.streams.unavailable = False
+    await until(runtime, lambda: private_usable(runtime))
+    assert (await plan_order(runtime, SELL)).status == "ok"
