@@ -383,11 +383,12 @@ class OkxStreams:
         req_id = next(self._ids)
         for name, socket in list(self._sockets.items()):
             socket.renew_if_silent()
-            with self._lock:
+            with self._lock:  # noted before it leaves: its pong may come back before send() returns
                 link = self._links.setdefault(name, _Link())
                 link.pings.append(req_id)
-                if not socket.send("ping"):
-                    link.pings.pop()
+            if not socket.send("ping"):  # sent outside the lock: a slow socket holds up no other connection
+                with self._lock, contextlib.suppress(ValueError):
+                    link.pings.remove(req_id)
         return req_id
 
     def close(self) -> None:
