@@ -136,6 +136,8 @@ class OkxStreamFront:
                 await session.request(str(raw))
         except ConnectionClosed:
             pass
+        except (OSError, WebSocketException):  # the paper exchange's side could not be reached: a reset
+            session.abort()
         finally:
             self._sessions.discard(session)
             await session.close()
