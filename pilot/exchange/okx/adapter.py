@@ -5,8 +5,9 @@ Safety, in order of importance:
 * Writes are sent exactly once: the client never resends (pilot.exchange.okx.client).
 * Only OKX demo trading (https://www.okx.com with `x-simulated-trading: 1`) or a loopback stand-in for it
   (pilot.exchange.okx.urls). Live OKX is refused until Pilot trades live.
-* The key, its secret and its passphrase never leave the client: failures are the outcomes of
-  pilot.exchange.errors, decided in one place, and OKX's own words travel only in `untrusted_text`.
+* The key, its secret and its passphrase never leave its clients (REST, and the streams' login): failures
+  are the outcomes of pilot.exchange.errors, decided in one place, and OKX's own words travel only in
+  `untrusted_text`.
 * Sizes are judged in coins and sent in contracts, converted exactly; stops are judged as OKX applies them
   (pilot.core.venues.OKX: a stop sent with an order covers the quantity that filled).
 
