@@ -29,6 +29,7 @@ from pilot.paper import PaperExchange
 from pilot.server import build_server
 from tests.clocks import FakeClock
 from tests.okx_front import OkxFront, Rule
+from tests.okx_front.streams import BUSINESS as BUSINESS_PATH
 from tests.okx_front.streams import PRIVATE as PRIVATE_PATH
 from tests.venue import connect_okx
 
@@ -124,11 +125,16 @@ async def test_a_fill_s_stop_reaches_the_cache_on_the_algo_channel(okx, runtime)
         await until(runtime, lambda: reader.facts.positions["BTC-USDT"].size == Decimal("0.0003"))
 
 
-async def test_a_dropped_private_stream_is_read_over_rest_until_it_is_read_again_and_confirmed(okx, runtime):
+@pytest.mark.parametrize("path", [PRIVATE_PATH, BUSINESS_PATH])
+async def test_a_dropped_private_stream_is_read_over_rest_until_it_is_read_again_and_confirmed(
+    okx, runtime, path
+):
+    """Either of the private channel's two connections dropped (orders, positions, account; or the algo
+    orders) takes the account's facts to REST until both are back, read again and confirmed."""
     stand_in = front(okx).streams
     assert set((await sources(runtime)).values()) == {"stream"}
     stand_in.unavailable = True
-    stand_in.drop(PRIVATE_PATH)
+    stand_in.drop(path)
     await until(runtime, lambda: not private_usable(runtime))
     facts = await sources(runtime)
     assert {facts[name] for name in PRIVATE_FACTS} == {"rest"}
@@ -176,7 +182,8 @@ async def test_a_wrong_passphrase_is_refused_at_login_with_its_code(okx):
         await adapter.close()
     assert client.login_refused == "60024"
     assert "60024" in stand_in.streams.logins
-    assert any(isinstance(e, Refused) and e.channel == PRIVATE for e in events)
+    refusals = [e for e in events if isinstance(e, Refused) and e.channel == PRIVATE]
+    assert refusals and len(set(refusals)) == 1  # the connection's end says the refused login again
     assert not any(isinstance(e, Subscribed) and e.channel == PRIVATE for e in events)
 
 

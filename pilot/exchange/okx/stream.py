@@ -269,6 +269,7 @@ class _Link:
     acked: int = 0
     pings: deque[int] = field(default_factory=deque)  # ping ids sent and not answered yet, oldest first
     ponged: int = 0  # the latest ping id answered
+    refused: str | None = None  # why OKX refused its login, if it did
 
 
 class OkxStreams:
@@ -373,9 +374,11 @@ class OkxStreams:
         return socket is not None and socket.send(text)
 
     def lost(self, name: str) -> None:
+        """A connection ended: why (a login OKX refused ends it too, and that is what is said again)."""
         with self._lock:
+            why = self._links.get(name, _Link()).refused or "the connection ended"
             self._links[name] = _Link()
-        self._sink(Refused(self.channel(name), "the connection ended"))
+        self._sink(Refused(self.channel(name), why))
 
     def ping(self) -> int:
         """Send OKX's ping on every connection; its id (rising). The private channel's `Alive` carries it once
@@ -486,10 +489,13 @@ class OkxStreams:
         """OKX refused the login (a wrong key, passphrase or signature, a stale timestamp): say so with its
         code and end the connection; it is tried again after the usual pause."""
         self.login_refused = _code(message)
+        why = f"OKX refused the login: code {self.login_refused}"
+        with self._lock:
+            self._links.setdefault(name, _Link()).refused = why
         socket = self._sockets.get(name)
         if socket is not None:
             socket.end()
-        return [Refused(PRIVATE, f"OKX refused the login: code {self.login_refused}")]
+        return [Refused(PRIVATE, why)]
 
     def _unreadable(self, name: str, message: Any) -> Unreadable:
         """A message that could not be read, named by the topic it fed when it is one subscribed to
