@@ -168,17 +168,18 @@ def test_relative_imports_are_resolved():
 
 
 def test_each_outside_library_has_one_importer():
-    # Bybit is spoken in its own package: pybit, its HTTP stack (requests, urllib3) and its WebSocket
-    # transport are imported under pilot/exchange/bybit/ and nowhere else.
-    for library in ("pybit", "requests", "websocket"):
+    # Bybit is spoken in its own package: pybit and its HTTP stack (requests, urllib3) are imported under
+    # pilot/exchange/bybit/ and nowhere else.
+    for library in ("pybit", "requests"):
         found = importers_of(library)
         assert found and all(m.startswith(BYBIT + ".") for m in found), (library, found)
     # urllib3 carries two venues' HTTP: Bybit's paper adapter and OKX's client (its one module; OKX is
     # spoken under pilot/exchange/okx/ only, over no SDK: pilot/exchange/okx/client.py says why).
     found = importers_of("urllib3")
     assert {m for m in found if not m.startswith(BYBIT + ".")} == {f"{OKX}.client"}, found
-    # pybit's WebSocket transport, driven by the stream client's own connection threads
-    assert importers_of("websocket") == {f"{BYBIT}.stream"}
+    # websocket-client carries two venues' streams: pybit's transport under Bybit's stream client, and OKX's
+    # stream client (its one module), each driving its own connection threads
+    assert importers_of("websocket") == {f"{BYBIT}.stream", f"{OKX}.stream"}
     assert {m for m in importers_of("aiosqlite")} <= {m for m in modules() if m.startswith("pilot.store")}
     assert importers_of("aiosqlite")
     # The store's engines: SQLite (the embedded default) and PostgreSQL, whose driver is an optional extra

@@ -89,7 +89,7 @@ log = logging.getLogger("pilot.serve")
     default=None,
     help="Keep facts fresh from the exchange's WebSocket streams and judge on them while younger than "
     "maxFactAgeMs (REST otherwise). Default: on for the paper exchange (embedded, or the `pilot sim` of "
-    "--paper-url, which says where they are) unless --record; off for Bybit.",
+    "--paper-url, which says where they are) unless --record; off for Bybit and OKX.",
 )
 @click.option(
     "--quiet",

@@ -5,7 +5,8 @@ package: `connect_exchange` builds the REST adapter, `open_streams` its WebSocke
 `paper_streams_url` asks an attached paper exchange where its streams are. The environments Pilot knows
 (ENVIRONMENTS): Bybit V5's bybit-demo, bybit-testnet and bybit (mainnet, a live home only), paper (the Bybit V5 paper exchange on loopback,
 pilot.paper), and OKX's okx-demo (OKX demo trading, pilot.exchange.okx). The streams' client is imported
-only when streams are opened; OKX's facts are read over REST (no streams yet).
+only when streams are opened; OKX's are opened by its adapter, which holds the key's passphrase and the
+contracts its sizes are counted in.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pilot.exchange.stream_events import StreamEvent
 if TYPE_CHECKING:
     from pilot.exchange.bybit.stream import BybitStreams
     from pilot.exchange.bybit.stream import DcpConnection as BybitDcp
+    from pilot.exchange.okx.stream import OkxStreams
 
 
 __all__ = [
@@ -52,8 +54,8 @@ def _as_it_is(symbol: str) -> str:
 
 
 def streams_served(environment: str) -> bool:
-    """Whether Pilot has a streams client for the environment's venue (OKX's are not wired yet)."""
-    return environment in BYBIT_ENVIRONMENTS
+    """Whether Pilot has a streams client for the environment's venue."""
+    return environment in ENVIRONMENTS
 
 
 def connect_exchange(
@@ -70,14 +72,10 @@ def connect_exchange(
     """The adapter for `environment` (no request is sent yet). `passphrase` is OKX's third secret.
 
     Raises:
-        ValueError: an unknown environment, a base URL off its allowlist (mainnet and live included), no key,
-            or a recording asked of a venue that does not record (OKX).
+        ValueError: an unknown environment, a base URL off its allowlist (mainnet and live included), or no
+            key.
     """
     if environment in OKX_ENVIRONMENTS:
-        if record_dir is not None:
-            raise ValueError(
-                "--record writes Bybit's exchanges only; OKX's are not recorded in this version."
-            )
         return OkxExchange.connect(
             environment,
             api_key=api_key,
@@ -86,6 +84,7 @@ def connect_exchange(
             base_url=base_url,
             timeout_seconds=timeout_seconds,
             clock=clock,
+            record_dir=record_dir,
         )
     return BybitExchange.connect(
         environment,
@@ -106,15 +105,21 @@ def open_streams(
     markets: Mapping[str, Iterable[str]],
     sink: Callable[[StreamEvent], None],
     paper_ws_url: str | None = None,
-) -> BybitStreams:
+    exchange: object = None,
+) -> BybitStreams | OkxStreams:
     """The streams' client of `environment` for `markets` and the account, every event given to `sink` (not
-    connected yet: its `start` connects).
+    connected yet: its `start` connects). OKX's come from its adapter (`exchange`); `paper_ws_url` is then
+    the WebSocket of a stand-in for OKX on loopback.
 
     Raises:
-        ValueError: the environment has no stream URL Pilot connects to (OKX's streams are not wired yet).
+        ValueError: the environment has no stream URL Pilot connects to.
     """
     if not streams_served(environment):
-        raise ValueError(f"{environment}: Pilot reads this venue over REST only; it has no streams yet.")
+        raise ValueError(f"{environment}: Pilot reads this venue over REST only; it has no streams.")
+    if environment in OKX_ENVIRONMENTS:
+        if not isinstance(exchange, OkxExchange):
+            raise ValueError(f"{environment}: its streams are opened by its own adapter")
+        return exchange.open_streams(markets, sink, paper_ws_url)
     from pilot.exchange.bybit.stream import BybitStreams
 
     return BybitStreams(

@@ -4,6 +4,7 @@ over it, tests/okx_front)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Iterator
@@ -15,8 +16,10 @@ from typing import Any, Protocol
 
 import pytest
 
+from pilot.app.facts.streaming_reader import StreamingReader, start_streams
 from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime
 from pilot.exchange.okx.markets import wire_client_id
+from pilot.exchange.stream_events import PRIVATE
 from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.paper.handlers import ROUTES
 from pilot.server import build_server
@@ -71,16 +74,20 @@ class PaperVenue(Protocol):
     def api_key(self) -> str: ...
     @property
     def api_secret(self) -> str: ...
+    @property
+    def ws_url(self) -> str: ...
 
 
 @contextlib.asynccontextmanager
 async def open_test_runtime(
-    home: Path, paper: PaperVenue, clock: FakeClock, *, timeout_seconds: float = 10
+    home: Path, paper: PaperVenue, clock: FakeClock, *, timeout_seconds: float = 10, streams: bool = False
 ) -> AsyncIterator[Runtime]:
     """A Runtime as `pilot serve` assembles it, on `home` (its own store connection, gate, lease holder and
     ledger) and the paper exchange (or the OKX front over it: okx-demo); closing it is a restart. Several on
-    one home are several servers."""
+    one home are several servers. With `streams`, its facts come from the venue's streams (every channel
+    in sync before it is handed out), as `pilot serve --streams` has them."""
     okx = isinstance(paper, OkxFront)
+    environment = "okx-demo" if okx else "paper"
     adapter = (
         connect_okx(paper, timeout_seconds=timeout_seconds)
         if okx
@@ -88,10 +95,50 @@ async def open_test_runtime(
     )
     store = await open_store(Home(home).database_path, clock=clock)
     try:
-        yield assemble_runtime(home, store, adapter, clock, environment="okx-demo" if okx else "paper")
+        async with contextlib.AsyncExitStack() as stack:
+            reader = await streamed_reader(stack, home, paper, adapter, clock) if streams else None
+            yield assemble_runtime(home, store, adapter, clock, environment=environment, reader=reader)
     finally:
         await store.close()
         await adapter.close()
+
+
+async def streamed_reader(
+    stack: contextlib.AsyncExitStack, home: Path, venue: PaperVenue, adapter: Any, clock: FakeClock
+) -> StreamingReader:
+    """The venue's streams for the home policy's markets, once every channel is in sync (30 s at most)."""
+    okx = isinstance(venue, OkxFront)
+    policy = json.loads((home / "policy.json").read_text())
+    reader = await start_streams(
+        stack,
+        adapter,
+        clock,
+        lambda: 5000,
+        environment="okx-demo" if okx else "paper",
+        api_key=venue.api_key,
+        api_secret=venue.api_secret,
+        symbols=tuple(policy["allowedMarkets"]),
+        paper_ws_url=venue.ws_url,
+    )
+    assert reader is not None
+    await until_in_sync(reader)
+    return reader
+
+
+def in_sync(reader: StreamingReader) -> bool:
+    now = reader.hub.now_ms()
+    channels = (*(c for c, symbols in reader.facts.markets.items() if symbols), PRIVATE)
+    return all(reader.facts.usable(channel, now, 5000) for channel in channels)
+
+
+async def until_in_sync(reader: StreamingReader, timeout: float = 30.0) -> None:
+    """Wait until every channel is in sync, re-checking on each stream event; fail after `timeout` s."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not in_sync(reader):
+        left = deadline - loop.time()
+        assert left > 0, "the streams did not come in sync in time"
+        await reader.hub.changed(min(left, 0.5))
 
 
 @pytest.fixture

@@ -1,11 +1,12 @@
 """One agent's day on an OKX demo home, through a real MCP client session: plan, place, amend, cancel, a
 fill with its stop, the position's whole stop, and close, every request on OKX's wire (tests/okx_front) and
-every outcome read on the paper exchange behind it.
+every outcome read on the paper exchange behind it; each with its facts read over REST and from OKX's
+WebSocket streams (tests/okx_front/streams.py).
 
 What is asserted of OKX's wire comes from OKX's docs-v5 pages ("Place order", "Amend order", "Cancel order",
-"Place algo order"): sizes in contracts (`sz`), Pilot's client id in OKX's alphabet (`clOrdId`), cross margin
+"Place algo order", "Amend algo order"): sizes in contracts (`sz`), Pilot's client id in OKX's alphabet (`clOrdId`), cross margin
 on a perpetual (`tdMode`), a stop sent with a create as `attachAlgoOrds`, the position's whole stop as an algo
-order closing all of it (`closeFraction` 1), and a close as a reduce-only order.
+order closing all of it (`closeFraction` 1) and moved in place (amend-algos), and a close as a reduce-only order.
 """
 
 from __future__ import annotations
@@ -43,10 +44,14 @@ def okx(paper: PaperExchange) -> Any:
         yield chosen
 
 
-@pytest.fixture
-async def okx_runtime(tmp_path: Path, okx: Venue, clock: FakeClock) -> AsyncIterator[Runtime]:
+@pytest.fixture(params=["rest", "streams"])
+async def okx_runtime(
+    request: pytest.FixtureRequest, tmp_path: Path, okx: Venue, clock: FakeClock
+) -> AsyncIterator[Runtime]:
+    """An okx-demo home reading its facts over REST, or from OKX's streams (pilot serve --streams)."""
     okx.write_policy(tmp_path, requireStopLoss=False)
-    async with open_test_runtime(tmp_path, okx.endpoint, clock) as opened:
+    streams = request.param == "streams"
+    async with open_test_runtime(tmp_path, okx.endpoint, clock, streams=streams) as opened:
         yield opened
 
 
@@ -102,6 +107,11 @@ async def test_a_fill_with_its_stop_then_the_whole_stop_then_a_close_on_okx(okx,
         (algo,) = sent(okx, ALGO)
         assert (algo["closeFraction"], algo["slTriggerPx"]) == ("1", "78500")
         assert paper.position("BTCUSDT").stop_loss == Decimal("78500")
+        moved = await call(client, "set_trading_stop", {"symbol": "BTC-USDT", "stop_loss": "78000"})
+        assert moved["status"] == "done", moved
+        assert [body["newSlTriggerPx"] for body in sent(okx, "/api/v5/trade/amend-algos")] == ["78000"]
+        assert len(sent(okx, ALGO)) == 1  # moved in place (amend-algos), not placed again
+        assert paper.position("BTCUSDT").stop_loss == Decimal("78000")
 
         closed = await call(client, "close_position", {"symbol": "BTC-USDT"})
         assert closed["status"] == "filled", closed

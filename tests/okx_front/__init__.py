@@ -19,7 +19,8 @@ The markets are the paper exchange's, as OKX would list them (pilot.exchange.okx
 is BTC-USDT-SWAP with contracts of its Bybit step × 100 coins (lot 0.01 contract: BTC 0.001, ETH 0.1), spot
 BTCUSDT is BTC-USDT. Tests change what it answers with rules (`Rule`: an answer of their own, instead of the
 front's or after it; or the connection closed after the request was carried out, `drop`), set the account's
-position mode (`position_mode`) and the key's permissions (`perm`, `ip`).
+position mode (`position_mode`) and the key's permissions (`perm`, `ip`). Its WebSocket side (streams.py, at
+`ws_url`) pushes OKX's channels translated from the paper exchange's own streams.
 
     with OkxFront(paper) as front:
         adapter = connect_okx(front)                    # tests/venue.py
@@ -45,6 +46,7 @@ from pilot.paper import PaperExchange
 
 from .endpoints import ACCOUNT, PUBLIC, Handler, error
 from .paper_wire import PaperFault, PaperWire
+from .streams import OkxStreamFront
 from .trading import TRADING
 
 API_KEY = "okxDemoKey0a1b2c3d4e5f6a7b8c9d0e1f2a3b"
@@ -100,10 +102,15 @@ class OkxFront:
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
+        self.streams = OkxStreamFront(self)  # its WebSocket side (streams.py), at `ws_url`
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def ws_url(self) -> str:
+        return self.streams.url
 
     def add(self, rule: Rule) -> None:
         with self._lock:
@@ -171,11 +178,13 @@ class OkxFront:
 
     def __enter__(self) -> OkxFront:
         self._thread.start()
+        self.streams.start()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, error_: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self.streams.stop()
         self._server.shutdown()
         self._thread.join(timeout=5)
         self._server.server_close()

@@ -228,6 +228,7 @@ async def start_streams(
             markets=markets,
             sink=hub.receive,
             paper_ws_url=paper_ws_url,
+            exchange=rest,
         )
     except ValueError:
         return None

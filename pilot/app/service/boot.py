@@ -63,11 +63,11 @@ async def open_runtime(
     paper exchange (a running `pilot sim`) with the paper key stored in the home, or else the scenario's key.
     bybit-demo, bybit-testnet, okx-demo and bybit (mainnet: a live home only, _live_checks) use the key stored
     with `pilot keys add`, its permissions re-checked when stale. With record_dir, every exchange request
-    and answer is written there, redacted (pilot.exchange.bybit.recording).
+    and answer is written there, redacted (pilot.exchange.recordings).
 
     With streams, facts are kept fresh from the exchange's WebSocket streams and judged on when fresh
     (pilot.app.facts.stream_cache). None (the default): on for the paper exchange unless record_dir is given
-    (a recording must hold every fact read); off for Bybit and OKX (OKX has none yet). An attached paper
+    (a recording must hold every fact read); off for Bybit and OKX unless asked. An attached paper
     exchange without streams on loopback (GET /pilot/streams) is read over REST only, said in the log.
 
     Before the runtime is handed out, a journal found rolled back turns the kill switch on (stop_on_rollback),

@@ -5,17 +5,23 @@ Safety, in order of importance:
 * Writes are sent exactly once: the client never resends (pilot.exchange.okx.client).
 * Only OKX demo trading (https://www.okx.com with `x-simulated-trading: 1`) or a loopback stand-in for it
   (pilot.exchange.okx.urls). Live OKX is refused until Pilot trades live.
-* The key, its secret and its passphrase never leave the client: failures are the outcomes of
-  pilot.exchange.errors, decided in one place, and OKX's own words travel only in `untrusted_text`.
+* The key, its secret and its passphrase never leave its clients (REST, and the streams' login): failures
+  are the outcomes of pilot.exchange.errors, decided in one place, and OKX's own words travel only in
+  `untrusted_text`.
 * Sizes are judged in coins and sent in contracts, converted exactly; stops are judged as OKX applies them
   (pilot.core.venues.OKX: a stop sent with an order covers the quantity that filled).
 
 The adapter is its parts: the market reads (market_reads.py), the account and order reads (account_reads.py)
 and the writes (order_writes.py), each over the one client. OKX's JSON is read and written in payloads.py.
-Streams are not wired for OKX yet: facts are read over REST (pilot.exchange.adapters.open_streams says so).
+Its WebSocket streams (pilot.exchange.okx.stream) are opened by `open_streams`, with the same key and the
+contracts the market reads learnt.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pilot.core.venues import OKX, VenueProfile
 from pilot.exchange.listings import Listings
@@ -24,6 +30,11 @@ from pilot.exchange.okx.market_reads import INSTRUMENT_TTL_SECONDS
 from pilot.exchange.okx.markets import Contract
 from pilot.exchange.okx.order_writes import OrderWrites
 from pilot.exchange.okx.urls import DEMO, check_base_url
+from pilot.exchange.recordings import Recorder
+from pilot.exchange.stream_events import StreamEvent
+
+if TYPE_CHECKING:
+    from pilot.exchange.okx.stream import OkxStreams
 
 
 class OkxExchange(OrderWrites):
@@ -31,8 +42,17 @@ class OkxExchange(OrderWrites):
 
     profile: VenueProfile = OKX  # how OKX applies stops, for the judgements (pilot.core.venues)
 
-    def __init__(self, transport: Transport, environment: str, base_url: str) -> None:
+    def __init__(
+        self,
+        transport: Transport,
+        environment: str,
+        base_url: str,
+        keys: Keys | None = None,
+        clock: Clock = system_clock,
+    ) -> None:
         self._http = transport
+        self._keys = keys
+        self._clock = clock
         self.environment = environment
         self.base_url = base_url
         self.listings = Listings(INSTRUMENT_TTL_SECONDS)
@@ -50,8 +70,10 @@ class OkxExchange(OrderWrites):
         base_url: str | None = None,
         timeout_seconds: float = 10,
         clock: Clock | None = None,
+        record_dir: Path | None = None,
     ) -> OkxExchange:
-        """Build an adapter for okx-demo (no request is sent yet).
+        """Build an adapter for okx-demo (no request is sent yet). With `record_dir`, every request and its
+        answer are written there, redacted, in the format pilot.exchange.recordings loads and replays.
 
         Raises:
             ValueError: an unknown or live environment, a base URL off the allowlist, or no key, secret or
@@ -61,13 +83,54 @@ class OkxExchange(OrderWrites):
         if not api_key or not api_secret or not passphrase:
             raise ValueError("An OKX api key, its secret and its passphrase are required.")
         keys = Keys(api_key, api_secret, passphrase)
+        recorder = None
+        if record_dir is not None:
+            recorder = Recorder(
+                Path(record_dir),
+                secrets=(api_key, api_secret, passphrase),
+                environment=environment,
+                recorded_by="pilot (OkxExchange.connect(record_dir=...))",
+            )
         transport = Transport(
-            url, keys, demo=environment == DEMO, timeout_seconds=timeout_seconds, clock=clock or system_clock
+            url,
+            keys,
+            demo=environment == DEMO,
+            timeout_seconds=timeout_seconds,
+            clock=clock or system_clock,
+            recorder=recorder,
         )
-        return cls(transport, environment, url)
+        return cls(transport, environment, url, keys, clock or system_clock)
 
     def __repr__(self) -> str:
         return f"OkxExchange(environment={self.environment!r}, base_url={self.base_url!r})"
+
+    def open_streams(
+        self,
+        markets: Mapping[str, Iterable[str]],
+        sink: Callable[[StreamEvent], None],
+        loopback_url: str | None = None,
+    ) -> OkxStreams:
+        """The account's streams for `markets` (not connected yet: its `start` connects), on OKX demo's
+        WebSocket, or on `loopback_url` (ws://127.0.0.1:PORT) for a stand-in on loopback.
+
+        Raises:
+            ValueError: no key, or a stand-in's REST address without its WebSocket's.
+        """
+        from pilot.exchange.okx.stream import OkxStreams
+
+        if self._keys is None:
+            raise ValueError("OKX's private streams need the key, its secret and its passphrase.")
+        if loopback_url is None and self.base_url != check_base_url(self.environment, None):
+            raise ValueError("a stand-in for OKX on loopback names its WebSocket address itself")
+        return OkxStreams(
+            self.environment,
+            keys=self._keys,
+            markets=markets,
+            sink=sink,
+            contract=self._contracts.get,
+            clock=self._clock,
+            loopback_url=loopback_url,
+        )
 
     async def close(self) -> None:
         self._http.close()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import urllib3
 from urllib3.exceptions import ConnectTimeoutError, HTTPError, SSLError
@@ -43,6 +44,7 @@ from pilot.exchange.errors import (
 )
 from pilot.exchange.okx import error_codes as codes
 from pilot.exchange.okx.error_codes import Verdict
+from pilot.exchange.recordings import Exchange, Recorder, redact
 
 Clock = Callable[[], datetime]
 Row = dict[str, Any]
@@ -90,9 +92,11 @@ class Transport:
         demo: bool = True,
         timeout_seconds: float = 10,
         clock: Clock = system_clock,
+        recorder: Recorder | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._keys = keys
+        self._recorder = recorder
         self._demo = demo
         self._clock = clock
         timeout = urllib3.Timeout(connect=min(timeout_seconds, 5), read=timeout_seconds)
@@ -150,7 +154,28 @@ class Transport:
             body: Any = json.loads(response.data)
         except ValueError:
             body = None
+        if self._recorder is not None:
+            # A recording never changes an outcome: whatever goes wrong writing it is dropped.
+            with contextlib.suppress(Exception):
+                self._record(method, target, raw, response.status, body, response.data)
         return Reply(response.status, body)
+
+    def _record(self, method: str, target: str, raw: str, status: int, body: Any, data: bytes) -> None:
+        """One request and its answer, in pilot.exchange.recordings' format; request headers (the key, the
+        passphrase, the signature) are never written, and the key and its secrets are redacted anywhere."""
+        secrets = (self._keys.api_key, self._keys.api_secret, self._keys.passphrase)
+        parts = urlsplit(target)
+        exchange = Exchange(
+            method=method,
+            path=parts.path,
+            query=dict(parse_qsl(parts.query, keep_blank_values=True)),
+            body=json.loads(raw) if raw else None,
+            status=status,
+            answer=body if body is not None else data.decode("utf-8", "replace"),
+        )
+        recorder = self._recorder
+        if recorder is not None:
+            recorder.record(Exchange.from_json(redact(exchange.to_json(), secrets)))
 
     def _headers(self, method: str, target: str, raw: str, *, signed: bool) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
