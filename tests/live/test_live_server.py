@@ -19,6 +19,7 @@ from pilot.app.human.desk import open_desk
 from pilot.app.human.going_live import phrase, turn_live_on
 from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.boot import StartupError, open_runtime
+from pilot.app.service.upkeep import upkeep
 from pilot.paper import PaperExchange
 from pilot.server import build_server
 from tests.app.conftest import call
@@ -123,6 +124,52 @@ async def test_a_key_widened_while_serving_stops_growing_orders_but_not_shrinkin
     assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "apiKeyPermissions", refused
     assert closed["status"] == "filled", closed
     assert mainnet.request_count("/v5/order/create") == 2  # the opening order and the close, nothing else
+
+
+async def test_the_server_reads_the_key_again_on_its_own_timer_and_journals_each_change_once(
+    live_home: Path, mainnet: PaperExchange
+):
+    await turn_on(live_home)
+    clock = FakeClock(datetime.now(UTC))
+    reads = lambda: mainnet.request_count("/v5/user/query-api")  # noqa: E731
+    async with (
+        open_runtime(live_home, exchange="bybit", clock=clock) as runtime,
+        Client(build_server(runtime)) as client,
+    ):
+        opened = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
+        assert opened["status"] == "filled", opened
+        started = reads()
+        mainnet.set_key_permissions(KEYS["narrow"]["key"], {**TRADE, "Wallet": ["Withdraw"]})
+        clock.advance(299)
+        await upkeep(runtime)
+        assert reads() == started  # not yet five minutes on the store's clock
+        clock.advance(1)
+        await upkeep(runtime)  # no order was sent: the timer alone reads the key
+        assert reads() == started + 1
+        refused = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
+        closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
+        assert reads() == started + 1  # refused at once, on the verdict the timer recorded
+        for _ in range(2):
+            clock.advance(300)
+            await upkeep(runtime)
+        assert reads() == started + 3
+        widened = await journal(runtime, "key.check")
+        mainnet.set_key_permissions(KEYS["narrow"]["key"], TRADE)  # the box unticked again
+        clock.advance(300)
+        await upkeep(runtime)
+        again = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
+        checks = await journal(runtime, "key.check")
+    assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "apiKeyPermissions", refused
+    assert closed["status"] == "filled" and again["status"] == "filled", (closed, again)
+    assert [(c["verdict"], c.get("disallowed")) for c in widened] == [("refused", ["Wallet.Withdraw"])]
+    assert [c["verdict"] for c in checks] == ["refused", "accepted"]
+    assert mainnet.request_count("/v5/order/create") == 3  # opened, closed, and again once the key narrowed
+
+
+async def plan(client: Client, paper: PaperExchange) -> dict[str, Any]:
+    planned = await call(client, "plan_order", stopped_order(paper, "0.0001"))
+    assert planned["status"] == "ok", planned
+    return planned
 
 
 async def test_the_agent_can_turn_live_off_with_the_kill_switch_and_no_tool_turns_it_back_on(

@@ -83,8 +83,8 @@ DRAIN_TIMEOUT = timedelta(seconds=30)
 SETTLE_WAIT = timedelta(seconds=15)
 T = TypeVar("T")
 
-# Re-checks the exchange key's permissions when the last check is old; raises pilot.keys.errors.KeysError
-# when the key may now do more than the allowlist permits or cannot be checked. None on paper.
+# The exchange key's standing before a write (read again when due); raises pilot.keys.errors.KeysError when
+# the key may now do more than the allowlist permits or cannot be checked. None on paper.
 KeyCheck = Callable[[datetime], Awaitable[object]]
 
 
@@ -171,6 +171,11 @@ class ExchangeGate:
         """This gate's name as a holder of the send turn, of plan claims and of this process's heartbeat row
         (host, pid and a token)."""
         return self._holder
+
+    @property
+    def key_check(self) -> KeyCheck | None:
+        """The key check writes run (the server's watch on its stored key, pilot.app.service.key_watch)."""
+        return self._key_check
 
     @property
     def checks_key(self) -> bool:
