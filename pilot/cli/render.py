@@ -24,6 +24,7 @@ from pilot.app.answers.receipts import (
     CardChecks,
     CardConfirmation,
     CardFacts,
+    CardHome,
     CardNext,
     CardOrder,
     CardRefusal,
@@ -195,7 +196,10 @@ def card_sections(card: ReceiptCard) -> list[Section]:
     when = f"planned {_when(card.planned_at)}" + (
         f", last step {_when(last.at)}" if len(card.path) > 1 else ""
     )
-    sections: list[Section] = [
+    sections: list[Section] = [("home", [home_words(card.home)])]
+    if card.agent is not None:
+        sections.append(("agent", [card.agent]))
+    sections += [
         ("path", [_path_line(card.path), when]),
         ("asked", _asked_lines(card.asked)),
         ("facts", _facts_lines(card.facts)),
@@ -224,7 +228,16 @@ def _path_line(path: list[CardStep]) -> str:
 
 
 def card_title(card: ReceiptCard) -> str:
-    return f"receipt {card.card} · {card.status}"
+    live = "LIVE " if card.home.live else ""
+    return f"{live}receipt {card.card} · {card.status}"
+
+
+def home_words(home: CardHome) -> str:
+    """Which money a card's home trades, as its first journal entry says."""
+    if not home.live:
+        return "practice: no real money"
+    venue = f"{home.venue} mainnet" if home.venue else "mainnet"
+    return f"LIVE: real money on {venue} (environment {home.environment})"
 
 
 def _when(iso: str | None) -> str:

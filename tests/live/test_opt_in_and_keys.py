@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
 import pty
+import re
 import select
+import shlex
 import subprocess
 import sys
 import time

@@ -23,7 +23,7 @@ from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import PlanPayload, PlanTool, approval_text
 from pilot.app.answers.refusals import violation
 from pilot.app.answers.responses import ActionAnswer, Refusal
-from pilot.app.runtime.runtime import Runtime
+from pilot.app.runtime.runtime import Runtime, acting_agent
 from pilot.core.approval import may_need_human, needs_human
 from pilot.core.channels import REACH_A_HUMAN, Via, approval_url, names, where_to_decide
 from pilot.core.codes import Code
@@ -279,6 +279,9 @@ async def park(runtime: Runtime, request: ApprovalRequest) -> str:
     """Park `request` for a human's decision in the CLI; returns the confirmation id."""
     confirmation_id = new_confirmation_id()
     action = {"plan_id": request.plan_id, "order": request.action, "notional_usd": request.notional_usd}
+    agent = acting_agent()
+    if agent is not None:  # who asked, for the human deciding it (the phone's message, the console's page)
+        action["agent"] = agent.name
     await runtime.store.confirmations.park(
         confirmation_id=confirmation_id,
         tool=request.tool,
@@ -296,6 +299,7 @@ async def park(runtime: Runtime, request: ApprovalRequest) -> str:
             "tool": request.tool,
             "text": request.text,
             "channels": channels,
+            **({"agent": agent.name} if agent is not None else {}),
         },
         now=runtime.now(),
         plan_id=request.plan_id,
