@@ -24,7 +24,6 @@ from pilot.app.answers.receipts import (
     CardChecks,
     CardConfirmation,
     CardFacts,
-    CardHome,
     CardNext,
     CardOrder,
     CardRefusal,
@@ -196,7 +195,7 @@ def card_sections(card: ReceiptCard) -> list[Section]:
     when = f"planned {_when(card.planned_at)}" + (
         f", last step {_when(last.at)}" if len(card.path) > 1 else ""
     )
-    sections: list[Section] = [("home", [home_words(card.home)])]
+    sections: list[Section] = [("home", [card.home.words])]
     if card.agent is not None:
         sections.append(("agent", [card.agent]))
     sections += [
@@ -230,14 +229,6 @@ def _path_line(path: list[CardStep]) -> str:
 def card_title(card: ReceiptCard) -> str:
     live = "LIVE " if card.home.live else ""
     return f"{live}receipt {card.card} · {card.status}"
-
-
-def home_words(home: CardHome) -> str:
-    """Which money a card's home trades, as its first journal entry says."""
-    if not home.live:
-        return "practice: no real money"
-    venue = f"{home.venue} mainnet" if home.venue else "mainnet"
-    return f"LIVE: real money on {venue} (environment {home.environment})"
 
 
 def _when(iso: str | None) -> str:

@@ -166,6 +166,43 @@ async def test_the_server_reads_the_key_again_on_its_own_timer_and_journals_each
     assert mainnet.request_count("/v5/order/create") == 3  # opened, closed, and again once the key narrowed
 
 
+async def test_a_key_bybit_cannot_be_asked_about_stops_growing_orders_until_a_read_passes(
+    live_home: Path, mainnet: PaperExchange
+):
+    await turn_on(live_home)
+    clock = FakeClock(datetime.now(UTC))
+    reads = lambda: mainnet.request_count("/v5/user/query-api")  # noqa: E731
+    async with (
+        open_runtime(live_home, exchange="bybit", clock=clock) as runtime,
+        Client(build_server(runtime)) as client,
+    ):
+        opened = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
+        mainnet.add_fault("/v5/user/query-api", "http_5xx", every=True)
+        clock.advance(300)
+        await upkeep(runtime)
+        started = reads()
+        clock.advance(29)
+        await upkeep(runtime)
+        assert reads() == started  # a failed read is tried again 30 s later, not every second
+        clock.advance(1)
+        await upkeep(runtime)
+        assert reads() == started + 1
+        refused = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
+        closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
+        unchecked = await journal(runtime, "key.check")
+        mainnet.clear_faults()
+        clock.advance(30)
+        await upkeep(runtime)
+        again = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
+        checks = await journal(runtime, "key.check")
+    assert opened["status"] == "filled" and closed["status"] == "filled", (opened, closed)
+    assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "apiKeyPermissions", refused
+    assert [(c["verdict"], c.get("code")) for c in unchecked] == [
+        ("unchecked", "key_permission_check_failed")
+    ]
+    assert [c["verdict"] for c in checks] == ["unchecked", "accepted"] and again["status"] == "filled", again
+
+
 async def plan(client: Client, paper: PaperExchange) -> dict[str, Any]:
     planned = await call(client, "plan_order", stopped_order(paper, "0.0001"))
     assert planned["status"] == "ok", planned

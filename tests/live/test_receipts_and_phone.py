@@ -103,3 +103,7 @@ async def test_a_live_homes_phone_approvals_say_live_and_name_the_agent_that_ask
     assert published["priority"] == 5 and "live" in published["tags"]
     assert LIVE_MARK in published["title"] and "scalper" in published["message"]
     assert mainnet.request_count("/v5/order/create") == 0  # parked: nothing sent before a human decides
+    shown = await anyio.to_thread.run_sync(
+        lambda: pilot("confirm", "show", parked["confirmation_id"], "--home", str(live_home))
+    )
+    assert shown.exit_code == 0 and LIVE_MARK in shown.stdout.splitlines()[0] and "scalper" in shown.stdout

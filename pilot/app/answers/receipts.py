@@ -190,6 +190,14 @@ class CardHome(_Card):
     def live(self) -> bool:
         return self.kind == LIVE_HOME
 
+    @property
+    def words(self) -> str:
+        """Which money, for a person: every card, CLI approval and console card says it this way."""
+        if not self.live:
+            return "practice: no real money"
+        venue = f"{self.venue} mainnet" if self.venue else "mainnet"
+        return f"LIVE: real money on {venue} (environment {self.environment})"
+
 
 class ReceiptCard(_Card):
     card: str
