@@ -203,6 +203,32 @@ async def test_a_key_bybit_cannot_be_asked_about_stops_growing_orders_until_a_re
     assert [c["verdict"] for c in checks] == ["unchecked", "accepted"] and again["status"] == "filled", again
 
 
+async def test_a_widening_one_server_finds_stops_growing_orders_in_every_server_of_the_home_at_once(
+    live_home: Path, mainnet: PaperExchange
+):
+    await turn_on(live_home)
+    clock = FakeClock(datetime.now(UTC))
+    async with AsyncExitStack() as stack:
+        finder = await stack.enter_async_context(open_runtime(live_home, exchange="bybit", clock=clock))
+        clock.advance(200)
+        other = await stack.enter_async_context(open_runtime(live_home, exchange="bybit", clock=clock))
+        client = await stack.enter_async_context(Client(build_server(other)))
+        mainnet.set_key_permissions(KEYS["narrow"]["key"], {**TRADE, "Wallet": ["AccountTransfer"]})
+        clock.advance(100)
+        reads = mainnet.request_count("/v5/user/query-api")
+        await upkeep(finder)  # the first server's timer reads the key; the other's is 200 s from due
+        planned = await plan(client, mainnet)
+        refused = await call(client, "place_order", {"plan_id": planned["plan_id"]})
+        assert mainnet.request_count("/v5/user/query-api") == reads + 1  # the other read no key of its own
+        clock.advance(200)
+        await upkeep(other)  # its own timer finds the same: no second entry
+        assert mainnet.request_count("/v5/user/query-api") == reads + 2
+        checks = await journal(other, "key.check")
+    assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "apiKeyPermissions", refused
+    assert [(c["verdict"], c["disallowed"]) for c in checks] == [("refused", ["Wallet.AccountTransfer"])]
+    assert mainnet.request_count("/v5/order/create") == 0
+
+
 async def plan(client: Client, paper: PaperExchange) -> dict[str, Any]:
     planned = await call(client, "plan_order", stopped_order(paper, "0.0001"))
     assert planned["status"] == "ok", planned
