@@ -14,7 +14,8 @@ A write the exchange answers "not modified" (a trading stop's 34040) is no failu
 "unchanged", the asked state already holds.
 
 Refusals decided before this point (policy, approvals, lifecycle) never reach the gate: nothing is sent
-for them. The gate's own refusal is a key that may no longer trade.
+for them. The gate's own refusal is a key that may no longer trade, for every write that could add risk
+(an order that grows, leverage, a stop, an amend); closes and cancels still go.
 
 A growing send is linearised with whatever turns trading reducing (the kill switch, the daily loss latch,
 a policy edit): its `order.sent` entry is appended only on the `SendCondition` its judgement was made on (no
@@ -82,6 +83,7 @@ DRAIN_TIMEOUT = timedelta(seconds=30)
 # and its lookups); the switch itself is on from its own entry, without waiting.
 SETTLE_WAIT = timedelta(seconds=15)
 T = TypeVar("T")
+REDUCING_WRITES = frozenset({"cancel_order", "cancel_all_orders"})  # writes that never add risk
 
 # The exchange key's standing before a write (read again when due); raises pilot.keys.errors.KeysError when
 # the key may now do more than the allowlist permits or cannot be checked. None on paper.
@@ -500,7 +502,9 @@ class ExchangeGate:
         condition: SendCondition | None,
     ) -> ActionAnswer | NotSent:
         journal = self._journal
-        problem = await self.key_problem()
+        # A cancel only takes risk off (the dead-man's switch, a latch, a human or the agent stopping): it goes
+        # with a key that may no longer trade; whatever else the key writes may add risk.
+        problem = None if tool in REDUCING_WRITES else await self.key_problem()
         role = role_violation(tool, grows=False)
         if problem is not None or role is not None:
             refusal = Refusal.of(role or key_violation(str(problem)), "nothing was sent")
