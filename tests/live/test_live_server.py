@@ -138,6 +138,7 @@ async def test_the_server_reads_the_key_again_on_its_own_timer_and_journals_each
     ):
         opened = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
         assert opened["status"] == "filled", opened
+        raised = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "2"})
         started = reads()
         mainnet.set_key_permissions(KEYS["narrow"]["key"], {**TRADE, "Wallet": ["Withdraw"]})
         clock.advance(299)
@@ -150,6 +151,8 @@ async def test_the_server_reads_the_key_again_on_its_own_timer_and_journals_each
         closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
         mainnet.leave_order(*_far_bid(mainnet))
         cancelled = await call(client, "cancel_order", {"symbol": "BTCUSDT", "order_link_id": "left-by-hand"})
+        higher = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "3"})
+        lowered = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "1"})
         assert reads() == started + 1  # refused at once, on the verdict the timer recorded
         for _ in range(2):
             clock.advance(300)
@@ -164,6 +167,8 @@ async def test_the_server_reads_the_key_again_on_its_own_timer_and_journals_each
     assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "apiKeyPermissions", refused
     assert closed["status"] == "filled" and again["status"] == "filled", (closed, again)
     assert cancelled["status"] == "done" and mainnet.open_orders() == [], cancelled  # cancels still go
+    assert raised["status"] == lowered["status"] == "done", (raised, lowered)  # and a lower leverage
+    assert higher["status"] == "refused" and higher["violations"][0]["rule"] == "apiKeyPermissions", higher
     assert [(c["verdict"], c.get("disallowed")) for c in widened] == [("refused", ["Wallet.Withdraw"])]
     assert [c["verdict"] for c in checks] == ["refused", "accepted"]
     assert mainnet.request_count("/v5/order/create") == 3  # opened, closed, and again once the key narrowed

@@ -15,7 +15,7 @@ A write the exchange answers "not modified" (a trading stop's 34040) is no failu
 
 Refusals decided before this point (policy, approvals, lifecycle) never reach the gate: nothing is sent
 for them. The gate's own refusal is a key that may no longer trade, for every write that could add risk
-(an order that grows, leverage, a stop, an amend); closes and cancels still go.
+(an order that grows, a higher leverage, a stop, an amend); closes, cancels and a lower leverage still go.
 
 A growing send is linearised with whatever turns trading reducing (the kill switch, the daily loss latch,
 a policy edit): its `order.sent` entry is appended only on the `SendCondition` its judgement was made on (no
@@ -83,7 +83,6 @@ DRAIN_TIMEOUT = timedelta(seconds=30)
 # and its lookups); the switch itself is on from its own entry, without waiting.
 SETTLE_WAIT = timedelta(seconds=15)
 T = TypeVar("T")
-REDUCING_WRITES = frozenset({"cancel_order", "cancel_all_orders"})  # writes that never add risk
 
 # The exchange key's standing before a write (read again when due); raises pilot.keys.errors.KeysError when
 # the key may now do more than the allowlist permits or cannot be checked. None on paper.
@@ -409,7 +408,9 @@ class ExchangeGate:
                 category, symbol, order_id=order_id, order_link_id=order_link_id, waiting_kind=waiting_kind
             )
 
-        return await self.complete(self._write("cancel_order", action, call, check="get_open_orders"))
+        return await self.complete(
+            self._write("cancel_order", action, call, check="get_open_orders", reduces=True)
+        )
 
     async def set_leverage(
         self, category: str, symbol: str, leverage: Decimal, action: Mapping[str, Any]
@@ -420,7 +421,10 @@ class ExchangeGate:
             await self._writer.set_leverage(category, symbol, leverage)
             return None
 
-        return await self.complete(self._write("set_leverage", action, call, check="get_positions"))
+        lowers = action.get("from") is not None and Decimal(str(action["from"])) > leverage
+        return await self.complete(
+            self._write("set_leverage", action, call, check="get_positions", reduces=lowers)
+        )
 
     async def cancel_all_orders(
         self, category: str, symbol: str | None, *, include_stops: bool
@@ -435,7 +439,9 @@ class ExchangeGate:
             cancelled = await self._writer.cancel_all_orders(category, symbol, include_stops=include_stops)
             return ", ".join(cancelled)
 
-        return await self.complete(self._write("cancel_all_orders", action, call, check="get_open_orders"))
+        return await self.complete(
+            self._write("cancel_all_orders", action, call, check="get_open_orders", reduces=True)
+        )
 
     async def set_trading_stop(
         self,
@@ -487,8 +493,11 @@ class ExchangeGate:
         *,
         check: str,
         condition: SendCondition | None = None,
+        reduces: bool = False,
     ) -> ActionAnswer:
-        written = await self._conditional_write(tool, action, call, check=check, condition=condition)
+        written = await self._conditional_write(
+            tool, action, call, check=check, condition=condition, reduces=reduces
+        )
         assert not isinstance(written, NotSent), "only a write with a condition is held back"
         return written
 
@@ -500,11 +509,12 @@ class ExchangeGate:
         *,
         check: str,
         condition: SendCondition | None,
+        reduces: bool = False,
     ) -> ActionAnswer | NotSent:
         journal = self._journal
-        # A cancel only takes risk off (the dead-man's switch, a latch, a human or the agent stopping): it goes
-        # with a key that may no longer trade; whatever else the key writes may add risk.
-        problem = None if tool in REDUCING_WRITES else await self.key_problem()
+        # A write that only takes risk off (a cancel: the dead-man's switch, a latch, a human or the agent
+        # stopping; a lower leverage) goes with a key that may no longer trade; any other may add risk.
+        problem = None if reduces else await self.key_problem()
         role = role_violation(tool, grows=False)
         if problem is not None or role is not None:
             refusal = Refusal.of(role or key_violation(str(problem)), "nothing was sent")
