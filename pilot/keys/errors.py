@@ -19,7 +19,8 @@ MAINNET_FIX_HOST = "api.bybit.com"
 
 
 def keys_command(verb: str, environment: str) -> str:
-    """`pilot keys VERB` for `environment` as a human runs it: mainnet's names its host (never guessed)."""
+    """`pilot keys VERB` for `environment` as a human runs it: mainnet's names a host (it has no default),
+    Bybit's global one, which a regional site's user swaps for theirs."""
     host = f" --host {MAINNET_FIX_HOST}" if environment == Environment.BYBIT else ""
     return f"pilot keys {verb} --exchange {environment}{host}"
 

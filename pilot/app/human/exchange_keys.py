@@ -176,9 +176,9 @@ async def ensure_fresh_permissions(
     now: datetime,
     read_key_info: KeyInfoReader = read_key_info_from_exchange,
 ) -> KeySummary:
-    """Re-check the key's permissions on the exchange if the last check is over an hour old.
-
-    Call it when the server starts and before any trade. Every check is recorded, a failing one too.
+    """Re-check the key's permissions on the exchange if the last check is over an hour old (5 minutes live),
+    as dated by the wall clock: for a one-off check outside a server. A running server reads its key again on
+    its own timer, on the store's clock (pilot.app.service.key_watch). A check that was answered is recorded.
 
     Raises:
         KeyPermissionsRejected: the key may now do more than the allowlist permits.
