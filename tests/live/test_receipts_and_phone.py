@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
+from mcp.types import ElicitResult
 
 from pilot.app.human.agent_desk import add_agent
 from pilot.app.runtime.runtime import Runtime
@@ -107,3 +109,26 @@ async def test_a_live_homes_phone_approvals_say_live_and_name_the_agent_that_ask
         lambda: pilot("confirm", "show", parked["confirmation_id"], "--home", str(live_home))
     )
     assert shown.exit_code == 0 and LIVE_MARK in shown.stdout.splitlines()[0] and "scalper" in shown.stdout
+
+
+async def test_a_live_homes_approval_form_opens_with_live_before_a_human_ticks_it(
+    live_home: Path, mainnet: PaperExchange
+):
+    seen: list[str] = []
+
+    async def human(context: Any, params: Any) -> ElicitResult:
+        seen.append(params.message)
+        return ElicitResult(action="accept", content={"approve": True})
+
+    policy = {**LIVE_POLICY, "confirm": {**LIVE_POLICY["confirm"], "aboveNotionalUsd": 1}}
+    (live_home / "policy.json").write_text(json.dumps(policy))
+    await turn_on(live_home)
+    async with (
+        open_runtime(live_home, exchange="bybit") as runtime,
+        Client(build_server(runtime), elicitation_callback=human) as client,
+    ):
+        plan = await call(client, "plan_order", stopped_order(mainnet))
+        placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert placed["status"] == "filled", placed
+    [form] = seen
+    assert LIVE_MARK in form.splitlines()[0]

@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pilot.app.answers import entry_kinds
-from pilot.app.human.approvals import console_link, note_push
+from pilot.app.human.approvals import LIVE_MARK, console_link, live_mark, note_push
 from pilot.app.human.desk import HumanError, decide
 from pilot.app.runtime.runtime import Runtime, environment_label
 from pilot.keys.environments import Environment
@@ -38,7 +38,6 @@ from pilot.store import ConfirmationRecord
 # Where the Telegram Bot API is: a local Bot API server, or a test's stub on loopback (default Telegram's).
 TELEGRAM_API_ENV = "PILOT_TELEGRAM_API"
 APPROVE, REJECT = "a", "r"  # callback data: "a.TOKEN" or "r.TOKEN" (at most 64 bytes, Telegram's limit)
-LIVE_MARK = "🔴 LIVE: REAL MONEY"  # the first line of every phone message of a live home
 RECENT = timedelta(hours=2)  # pushes older than the longest pendingTtlSeconds (1 h) are settled
 
 
@@ -249,7 +248,7 @@ async def _to_ntfy(runtime: Runtime, ntfy: Ntfy, book: PushBook, record: Confirm
 
 async def _close(runtime: Runtime, bot: TelegramBot, book: PushBook, record: ConfirmationRecord) -> None:
     """Say on each of the action's messages how it ended, and remove their buttons."""
-    text = f"{_live_mark(runtime)}{_ending(record)}\n\n{record.summary}"
+    text = f"{live_mark(runtime)}{_ending(record)}\n\n{record.summary}"
     for message in book.messages.get(record.confirmation_id, []):
         try:
             await bot.edit_message(message.chat_id, message.message_id, text)
@@ -286,15 +285,10 @@ def _ending(record: ConfirmationRecord) -> str:
 
 def _text(runtime: Runtime, record: ConfirmationRecord) -> str:
     return (
-        f"{_live_mark(runtime)}Pilot asks you to approve ({environment_label(runtime.environment)}):\n"
+        f"{live_mark(runtime)}Pilot asks you to approve ({environment_label(runtime.environment)}):\n"
         f"{_headline(runtime, record)}\n{record.summary}\n\n"
         f"Expires {_clock(record.expires_at)} UTC; no answer by then is a no.\n{record.confirmation_id}"
     )
-
-
-def _live_mark(runtime: Runtime) -> str:
-    """What opens every phone message of a live home, so none is taken for practice money."""
-    return f"{LIVE_MARK}\n" if runtime.live else ""
 
 
 def _headline(runtime: Runtime, record: ConfirmationRecord) -> str:
