@@ -1,7 +1,8 @@
 """What a human reads after the fact or away from the desk says LIVE on a live home and names the agent:
-the receipt cards (`pilot journal --card`, from the journal's own first entry) and the phone's approval
-messages (Telegram and ntfy, loopback stubs in their real wire format, tests/push_stubs.py). Through a real
-MCP session of a named agent against the paper exchange standing in for Bybit mainnet."""
+the receipt cards (`pilot journal --card`, from the journal's own first entry), the phone's approval
+messages (Telegram and ntfy, loopback stubs in their real wire format, tests/push_stubs.py), `pilot confirm
+show`, and the form the client shows. Through real MCP sessions (a named agent's) against the paper exchange
+standing in for Bybit mainnet."""
 
 from __future__ import annotations
 
