@@ -6,9 +6,9 @@ every PERMISSION_CHECK_INTERVAL on demo and testnet, in its upkeep (pilot.app.se
 `pilot serve`), whether or not the agent sends anything; the interval runs on the store's clock
 (pilot.store.monotonic), never by comparing wall clocks. The start's own check counts as the first.
 
-The verdict is recorded with the key (pilot.store.keystore), where the gate reads it before every growing
-send: a key found wider stops growing orders at once, in every process serving the home, while closes and
-shrinking orders still go. A read that fails leaves the key unusable for growing orders until one passes
+The verdict is recorded with the key (pilot.store.keystore), where the gate reads it before every write that
+could add risk: a key found wider stops growing orders at once, in every process serving the home, while
+closes, shrinking orders, cancels and a lower leverage still go. A read that fails leaves the key unusable for growing orders until one passes
 (the gate reads again itself when the timer's last read failed or fell behind). The journal holds one
 `key.check` entry per change of verdict (accepted, refused with what the key may also do, or unchecked with
 the code of why), not one per read; with no such entry yet, the verdict is the accepted key every server
