@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from pilot.core.errors import ErrorCode
 from tests.pages import DOCS, README, ROOT, in_reading_order, nav, section, text
 
 MARK = "<!-- offline: tests/test_readme.py runs this block -->"
@@ -162,6 +163,28 @@ def test_troubleshooting_has_an_entry_for_each_symptom_new_users_met() -> None:
     ]
     for symptom in symptoms:
         assert any(symptom in heading for heading in headings), symptom
+
+
+def test_every_code_going_live_can_refuse_with_has_an_entry_with_its_cause_and_fix() -> None:
+    headings = re.findall(r"^\*\*(.+?)\*\*", section("troubleshooting.md", "Going live"), re.MULTILINE)
+    going_live = [
+        ErrorCode.PRACTICE_HOME,
+        ErrorCode.LIVE_HOME_ONLY_BYBIT,
+        ErrorCode.NOT_A_TERMINAL,
+        ErrorCode.LIVE_PHRASE_MISMATCH,
+        ErrorCode.KILL_SWITCH_ON,
+        ErrorCode.LIVE_LIMITS_MISSING,
+        ErrorCode.LIVE_OFF,
+        ErrorCode.DCP_NOT_SET,
+        ErrorCode.NO_KEY_STORED,
+        ErrorCode.INVALID_KEY_INPUT,
+        ErrorCode.KEY_PERMISSIONS_REJECTED,
+        ErrorCode.KEY_PERMISSION_CHECK_FAILED,
+        "apiKeyPermissions",  # a growing order refused while serving: the rule, not an error code
+        "unavailable",  # Pilot's own rate limiter: the family of a request not sent
+    ]
+    for code in going_live:
+        assert any(f"`{code}`" in heading for heading in headings), code
 
 
 # --- the front page and the links MkDocs cannot check -------------------------------------------------------

@@ -12,10 +12,12 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from pilot.app.answers.receipts import CardHome
 from pilot.app.human.desk import (
     Decision,
     decide,
     find_confirmation,
+    home_card,
     pending_confirmations,
     require_channel,
 )
@@ -67,11 +69,11 @@ def list_pending(output: str) -> None:
 def show(confirmation_id: str, output: str) -> None:
     """Show one parked action exactly as it would run."""
     home = resolve_home()
-    record, now = _read(home, confirmation_id)
+    record, now, kind = _read(home, confirmation_id)
     if wants_json():
         emit_json({"home": str(home), "confirmation": render_desk.confirmation_record(record, now)})
     else:
-        click.echo(render_desk.format_confirmation(record, now))
+        click.echo(render_desk.format_confirmation(record, now, kind))
 
 
 @command.command("approve")
@@ -81,8 +83,8 @@ def show(confirmation_id: str, output: str) -> None:
 def approve(confirmation_id: str, output: str) -> None:
     """Print the exact action and ask; only an answer of y at the prompt approves (exit 1 otherwise)."""
     home = resolve_home()
-    record, now = _read(home, confirmation_id, deciding=True)
-    click.echo(render_desk.format_confirmation(record, now), err=wants_json())
+    record, now, kind = _read(home, confirmation_id, deciding=True)
+    click.echo(render_desk.format_confirmation(record, now, kind), err=wants_json())
     _require_pending(record)
     if not click.confirm("Approve?", default=False, err=wants_json()):
         raise CheckFailed(
@@ -100,16 +102,21 @@ def approve(confirmation_id: str, output: str) -> None:
 def reject(confirmation_id: str, output: str) -> None:
     """Reject a parked action: it will never run."""
     home = resolve_home()
-    record, _ = _read(home, confirmation_id, deciding=True)
+    record, _, _ = _read(home, confirmation_id, deciding=True)
     _require_pending(record)
     _decide(home, record, approve=False)
 
 
-def _read(home: Path, confirmation_id: str, *, deciding: bool = False) -> tuple[ConfirmationRecord, datetime]:
-    async def read(runtime: Runtime) -> tuple[ConfirmationRecord, datetime]:
+def _read(
+    home: Path, confirmation_id: str, *, deciding: bool = False
+) -> tuple[ConfirmationRecord, datetime, CardHome]:
+    """The parked action, the time now, and whether the home trades real money (its journal's first entry)."""
+
+    async def read(runtime: Runtime) -> tuple[ConfirmationRecord, datetime, CardHome]:
         if deciding:  # refused before the action is shown or asked about
             require_channel(runtime, "cli")
-        return await find_confirmation(runtime, confirmation_id), runtime.now()
+        record = await find_confirmation(runtime, confirmation_id)
+        return record, runtime.now(), await home_card(runtime.store.journal)
 
     return on_desk(home, read)
 

@@ -195,7 +195,10 @@ def card_sections(card: ReceiptCard) -> list[Section]:
     when = f"planned {_when(card.planned_at)}" + (
         f", last step {_when(last.at)}" if len(card.path) > 1 else ""
     )
-    sections: list[Section] = [
+    sections: list[Section] = [("home", [card.home.words])]
+    if card.agent is not None:
+        sections.append(("agent", [card.agent]))
+    sections += [
         ("path", [_path_line(card.path), when]),
         ("asked", _asked_lines(card.asked)),
         ("facts", _facts_lines(card.facts)),
@@ -224,7 +227,8 @@ def _path_line(path: list[CardStep]) -> str:
 
 
 def card_title(card: ReceiptCard) -> str:
-    return f"receipt {card.card} · {card.status}"
+    live = "LIVE " if card.home.live else ""
+    return f"{live}receipt {card.card} · {card.status}"
 
 
 def _when(iso: str | None) -> str:

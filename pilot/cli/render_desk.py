@@ -12,6 +12,7 @@ from typing import Any, Literal, TypedDict
 from rich.table import Table
 from rich.text import Text
 
+from pilot.app.answers.receipts import CardHome
 from pilot.app.human.desk import KillSwitchChange, KillSwitchState
 from pilot.core.channels import CHANNELS, REACH_A_HUMAN, Via
 from pilot.store import ConfirmationRecord, iso_utc
@@ -112,18 +113,26 @@ def confirmation_record(record: ConfirmationRecord, now: datetime) -> ParkedReco
     }
 
 
-def format_confirmation(record: ConfirmationRecord, now: datetime) -> str:
-    """The exact parked action a human is asked about, from the server's record."""
+def _asker(action: dict[str, Any]) -> str:
+    agent = action.get("agent")
+    return f"agent {agent}" if agent else "the agent"
+
+
+def format_confirmation(record: ConfirmationRecord, now: datetime, home: CardHome | None = None) -> str:
+    """The exact parked action a human is asked about, from the server's record: on a live home, LIVE first,
+    and which agent asked when one was named."""
     action = record.action
     order = action.get("order") or {}
     left = int((record.expires_at - now).total_seconds())
-    lines = [
+    lines = [home.words] if home is not None and home.live else []
+    lines += [
         f"confirmation {record.confirmation_id} ({record.status})",
         f"  tool:      {record.tool}",
         f"  summary:   {record.summary}",
         f"  order:     {json.dumps(order, sort_keys=True)}",
         f"  notional:  ${action.get('notional_usd', '?')}",
         f"  plan:      {action.get('plan_id') or '-'}",
+        f"  asked by:  {_asker(action)}",
         f"  expires:   {iso_utc(record.expires_at)} ({max(left, 0)} s left)",
     ]
     if record.decided_by:

@@ -14,6 +14,22 @@ from pilot.core.errors import ErrorCode, ExplainedError
 from pilot.keys.environments import Environment
 from pilot.keys.permissions import LEAST_PRIVILEGE, fixes
 
+# The host a mainnet key's command names in a fix: Bybit's global one; a regional site's user swaps in theirs.
+MAINNET_FIX_HOST = "api.bybit.com"
+
+
+def keys_command(verb: str, environment: str) -> str:
+    """`pilot keys VERB` for `environment` as a human runs it: mainnet's names a host (it has no default),
+    Bybit's global one, which a regional site's user swaps for theirs."""
+    host = f" --host {MAINNET_FIX_HOST}" if environment == Environment.BYBIT else ""
+    return f"pilot keys {verb} --exchange {environment}{host}"
+
+
+def _host_note(environment: str) -> str:
+    if environment != Environment.BYBIT:
+        return ""
+    return " (on a regional Bybit site, its host instead: docs/going-live.md lists them)"
+
 
 class KeysError(ExplainedError):
     """Base of every key failure; `code` is stable, `fix` is the next thing a human should do."""
@@ -38,7 +54,7 @@ class NoKeyStored(KeysError):
     def __init__(self, environment: str) -> None:
         super().__init__(
             f"No API key is stored for {environment}.",
-            f"run `pilot keys add --exchange {environment}` and type the key at the prompt.",
+            f"run `{keys_command('add', environment)}` and type the key at the prompt{_host_note(environment)}.",
         )
         self.environment = environment
 
@@ -49,7 +65,7 @@ class KeyAlreadyStored(KeysError):
     def __init__(self, environment: str, key_id: str) -> None:
         super().__init__(
             f"Key {key_id} is already stored for {environment}.",
-            f"run `pilot keys replace --exchange {environment}` to swap it for a new one.",
+            f"run `{keys_command('replace', environment)}` to swap it for a new one.",
         )
         self.environment = environment
         self.key_id = key_id
@@ -62,7 +78,7 @@ class KeyPermissionsRejected(KeysError):
         super().__init__(
             f"The {environment} key is refused: {', '.join(disallowed)}.",
             f"{_least_privilege(environment, disallowed)}, "
-            f"then run `pilot keys replace --exchange {environment}` (or `add` for a new one).",
+            f"then run `{keys_command('replace', environment)}` (or `add` for a new one){_host_note(environment)}.",
         )
         self.environment = environment
         self.disallowed = disallowed

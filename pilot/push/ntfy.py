@@ -37,11 +37,19 @@ class Ntfy:
     async def close(self) -> None:
         await self._client.aclose()
 
-    async def publish(self, title: str, message: str, *, link: str | None = None, label: str = "Open") -> str:
-        """Publish a notification (priority high); with `link`, tapping it or its button opens that page. The
-        message's id."""
-        body: dict[str, Any] = {"topic": self._topic, "title": title, "message": message, "priority": 4}
-        body["tags"] = ["warning"]
+    async def publish(
+        self, title: str, message: str, *, link: str | None = None, label: str = "Open", live: bool = False
+    ) -> str:
+        """Publish a notification (priority high; `live`, about real money: urgent, tagged `live`); with
+        `link`, tapping it or its button opens that page. The message's id."""
+        priority = 5 if live else 4
+        body: dict[str, Any] = {
+            "topic": self._topic,
+            "title": title,
+            "message": message,
+            "priority": priority,
+        }
+        body["tags"] = ["rotating_light", "live"] if live else ["warning"]
         if link:
             body["click"] = link
             body["actions"] = [{"action": "view", "label": label, "url": link, "clear": True}]

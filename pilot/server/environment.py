@@ -14,9 +14,8 @@ from dataclasses import replace
 from mcp.server.mcpserver import MCPServer
 
 from pilot.app.answers.responses import Answer
+from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, environment_label
 from pilot.server import sdk
-
-LIVE_ENVIRONMENT = "bybit"  # mainnet, real money (pilot.app.runtime.runtime.LIVE_ENVIRONMENT)
 
 
 def name_the_environment(mcp: MCPServer, environment: str) -> None:
@@ -26,7 +25,7 @@ def name_the_environment(mcp: MCPServer, environment: str) -> None:
 
 def answer_environment(environment: str) -> str:
     """What an answer's `environment` says: the environment, and LIVE after mainnet's, real money."""
-    return "bybit LIVE" if environment == LIVE_ENVIRONMENT else environment
+    return environment_label(environment)
 
 
 def label(environment: str) -> str:

@@ -86,7 +86,10 @@ async def send_to_console(runtime: Runtime, ctx: Context, answer: Parkable) -> P
     url = approvals.console_link(runtime, confirmation_id)
     record = await runtime.store.confirmations.get(confirmation_id)
     what = record.summary if record is not None else "an action"
-    message = f"Pilot asks a human to approve: {what}. Approve or reject it on the console's page for it."
+    message = (
+        f"{approvals.live_mark(runtime)}Pilot asks a human to approve: {what}. "
+        "Approve or reject it on the console's page for it."
+    )
     outcome: str
     try:
         result = await ctx.elicit_url(message, url, elicitation_id=confirmation_id)

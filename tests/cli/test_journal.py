@@ -66,6 +66,7 @@ async def test_card_of_a_filled_order_shows_what_was_checked_sent_filled_and_sea
 
     assert card == by_prefix
     assert card["card"] == plan_id and card["status"] == "filled"
+    assert card["home"] == {"kind": "practice", "environment": None, "venue": None} and card["agent"] is None
     assert [step["step"] for step in card["path"]] == ["planned", "sent", "filled"]
     assert card["asked"]["symbol"] == "BTCUSDT" and card["asked"]["qty"] == "0.0002"
     assert card["facts"]["bid"] and card["facts"]["policy_version"].startswith("sha256:")

@@ -115,7 +115,7 @@ async def test_a_card_fits_and_wraps_under_its_own_column(
     assert max(len(line) for line in lines) <= (columns or 80)
     assert plan_id in text and "seq-1" in text
     body = [line for line in lines if line.startswith("│")]
-    label = re.match(r"│ (path\s+)", body[0])
+    label = re.match(r"│ (home\s+)", body[0])  # first, which money: practice or LIVE
     assert label is not None
     width = len(label.group(1))  # the label column and the space after it
     for line in body:  # a line wrapped inside a section starts under its text, never under the label

@@ -8,17 +8,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
-from pilot.app.road.clock import SystemClock
 from pilot.app.service.boot import open_runtime
 from pilot.paper import PaperExchange, start_paper_exchange
 from pilot.server import build_server
+from tests.clocks import FakeClock
 from tests.scenarios import policy_with
 
 from .test_cli import ALL_PLAINTEXT, NARROW_KEY, NARROW_SECRET, Keys, scenario
@@ -31,16 +31,6 @@ CHECK = "/v5/user/query-api"
 CREATE = "/v5/order/create"
 
 
-class SteppedClock:
-    """The system clock plus an offset the test moves (the paper exchange's signatures need real time)."""
-
-    def __init__(self) -> None:
-        self.offset = timedelta(0)
-
-    def now(self) -> datetime:
-        return SystemClock().now() + self.offset
-
-
 @pytest.fixture
 def paper() -> Iterator[PaperExchange]:
     with start_paper_exchange(scenario()) as exchange:
@@ -49,6 +39,8 @@ def paper() -> Iterator[PaperExchange]:
 
 async def plan_and_place(client: Client, outputs: list[str], order: dict) -> dict:
     planned = await client.call_tool("plan_order", order)
+    if "plan_id" not in planned.structured_content:
+        return planned.structured_content
     placed = await client.call_tool("place_order", {"plan_id": planned.structured_content["plan_id"]})
     outputs += [json.dumps(planned.structured_content), json.dumps(placed.structured_content)]
     return placed.structured_content
@@ -64,7 +56,7 @@ async def test_a_whole_session_never_reveals_the_key_and_a_stale_check_runs_befo
     added = await anyio.to_thread.run_sync(lambda: keys("add", input=f"{NARROW_KEY}\n{NARROW_SECRET}\n"))
     assert added.exit_code == 0  # the CLI runs its own event loop, so it runs in a worker thread here
     outputs = list(keys.outputs)
-    clock = SteppedClock()
+    clock = FakeClock(datetime.now(UTC))  # the paper exchange signs on real time; Pilot's clock is the test's
     async with open_runtime(home, exchange="paper", paper_url=paper.url, clock=clock) as runtime:
         assert runtime.gate.checks_key
         async with Client(build_server(runtime)) as client:
@@ -73,12 +65,16 @@ async def test_a_whole_session_never_reveals_the_key_and_a_stale_check_runs_befo
             assert (await plan_and_place(client, outputs, COVER))["status"] == "rejected"
 
             checks = paper.request_count(CHECK)
-            clock.offset = timedelta(hours=2)  # the last permission check is now stale
+            clock.step(2 * 3600)  # the wall clock alone moves: no length of time is judged on it
+            stepped = await plan_and_place(client, outputs, COVER)
+            assert stepped["status"] == "filled", stepped
+            assert paper.request_count(CHECK) == checks
+            clock.advance(3600)  # an hour on the store's clock: the last permission check is now stale
             assert (await plan_and_place(client, outputs, COVER))["status"] == "filled"
             assert paper.request_count(CHECK) == checks + 1  # re-checked before trading
 
             paper.add_fault(CHECK, "http_5xx")
-            clock.offset = timedelta(hours=4)  # due again, and the exchange cannot answer the check
+            clock.advance(3600)  # due again, and the exchange cannot answer the check
             creates = paper.request_count(CREATE)
             refused = await plan_and_place(client, outputs, SHORT)
             assert refused["violations"][0]["rule"] == "apiKeyPermissions"

@@ -19,6 +19,7 @@ from pilot.app.human.desk import open_desk
 from pilot.app.human.going_live import phrase, turn_live_on
 from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.boot import StartupError, open_runtime
+from pilot.app.service.upkeep import upkeep
 from pilot.paper import PaperExchange
 from pilot.server import build_server
 from tests.app.conftest import call
@@ -123,6 +124,123 @@ async def test_a_key_widened_while_serving_stops_growing_orders_but_not_shrinkin
     assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "apiKeyPermissions", refused
     assert closed["status"] == "filled", closed
     assert mainnet.request_count("/v5/order/create") == 2  # the opening order and the close, nothing else
+
+
+async def test_the_server_reads_the_key_again_on_its_own_timer_and_journals_each_change_once(
+    live_home: Path, mainnet: PaperExchange
+):
+    await turn_on(live_home)
+    clock = FakeClock(datetime.now(UTC))
+    reads = lambda: mainnet.request_count("/v5/user/query-api")  # noqa: E731
+    async with (
+        open_runtime(live_home, exchange="bybit", clock=clock) as runtime,
+        Client(build_server(runtime)) as client,
+    ):
+        opened = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
+        assert opened["status"] == "filled", opened
+        raised = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "2"})
+        started = reads()
+        mainnet.set_key_permissions(KEYS["narrow"]["key"], {**TRADE, "Wallet": ["Withdraw"]})
+        clock.advance(299)
+        await upkeep(runtime)
+        assert reads() == started  # not yet five minutes on the store's clock
+        clock.advance(1)
+        await upkeep(runtime)  # no order was sent: the timer alone reads the key
+        assert reads() == started + 1
+        refused = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
+        closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
+        mainnet.leave_order(*_far_bid(mainnet))
+        cancelled = await call(client, "cancel_order", {"symbol": "BTCUSDT", "order_link_id": "left-by-hand"})
+        higher = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "3"})
+        lowered = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "1"})
+        assert reads() == started + 1  # refused at once, on the verdict the timer recorded
+        for _ in range(2):
+            clock.advance(300)
+            await upkeep(runtime)
+        assert reads() == started + 3
+        widened = await journal(runtime, "key.check")
+        mainnet.set_key_permissions(KEYS["narrow"]["key"], TRADE)  # the box unticked again
+        clock.advance(300)
+        await upkeep(runtime)
+        again = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
+        checks = await journal(runtime, "key.check")
+    assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "apiKeyPermissions", refused
+    assert closed["status"] == "filled" and again["status"] == "filled", (closed, again)
+    assert cancelled["status"] == "done" and mainnet.open_orders() == [], cancelled  # cancels still go
+    assert raised["status"] == lowered["status"] == "done", (raised, lowered)  # and a lower leverage
+    assert higher["status"] == "refused" and higher["violations"][0]["rule"] == "apiKeyPermissions", higher
+    assert [(c["verdict"], c.get("disallowed")) for c in widened] == [("refused", ["Wallet.Withdraw"])]
+    assert [c["verdict"] for c in checks] == ["refused", "accepted"]
+    assert mainnet.request_count("/v5/order/create") == 3  # opened, closed, and again once the key narrowed
+
+
+async def test_a_key_bybit_cannot_be_asked_about_stops_growing_orders_until_a_read_passes(
+    live_home: Path, mainnet: PaperExchange
+):
+    await turn_on(live_home)
+    clock = FakeClock(datetime.now(UTC))
+    reads = lambda: mainnet.request_count("/v5/user/query-api")  # noqa: E731
+    async with (
+        open_runtime(live_home, exchange="bybit", clock=clock) as runtime,
+        Client(build_server(runtime)) as client,
+    ):
+        opened = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
+        mainnet.add_fault("/v5/user/query-api", "http_5xx", every=True)
+        clock.advance(300)
+        await upkeep(runtime)
+        started = reads()
+        clock.advance(29)
+        await upkeep(runtime)
+        assert reads() == started  # a failed read is tried again 30 s later, not every second
+        clock.advance(1)
+        await upkeep(runtime)
+        assert reads() == started + 1
+        refused = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
+        closed = await call(client, "close_position", {"symbol": "BTCUSDT"})
+        unchecked = await journal(runtime, "key.check")
+        mainnet.clear_faults()
+        clock.advance(30)
+        await upkeep(runtime)
+        again = await call(client, "place_order", {"plan_id": (await plan(client, mainnet))["plan_id"]})
+        checks = await journal(runtime, "key.check")
+    assert opened["status"] == "filled" and closed["status"] == "filled", (opened, closed)
+    assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "apiKeyPermissions", refused
+    assert [(c["verdict"], c.get("code")) for c in unchecked] == [
+        ("unchecked", "key_permission_check_failed")
+    ]
+    assert [c["verdict"] for c in checks] == ["unchecked", "accepted"] and again["status"] == "filled", again
+
+
+async def test_a_widening_one_server_finds_stops_growing_orders_in_every_server_of_the_home_at_once(
+    live_home: Path, mainnet: PaperExchange
+):
+    await turn_on(live_home)
+    clock = FakeClock(datetime.now(UTC))
+    async with AsyncExitStack() as stack:
+        finder = await stack.enter_async_context(open_runtime(live_home, exchange="bybit", clock=clock))
+        clock.advance(200)
+        other = await stack.enter_async_context(open_runtime(live_home, exchange="bybit", clock=clock))
+        client = await stack.enter_async_context(Client(build_server(other)))
+        mainnet.set_key_permissions(KEYS["narrow"]["key"], {**TRADE, "Wallet": ["AccountTransfer"]})
+        clock.advance(100)
+        reads = mainnet.request_count("/v5/user/query-api")
+        await upkeep(finder)  # the first server's timer reads the key; the other's is 200 s from due
+        planned = await plan(client, mainnet)
+        refused = await call(client, "place_order", {"plan_id": planned["plan_id"]})
+        assert mainnet.request_count("/v5/user/query-api") == reads + 1  # the other read no key of its own
+        clock.advance(200)
+        await upkeep(other)  # its own timer finds the same: no second entry
+        assert mainnet.request_count("/v5/user/query-api") == reads + 2
+        checks = await journal(other, "key.check")
+    assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "apiKeyPermissions", refused
+    assert [(c["verdict"], c["disallowed"]) for c in checks] == [("refused", ["Wallet.AccountTransfer"])]
+    assert mainnet.request_count("/v5/order/create") == 0
+
+
+async def plan(client: Client, paper: PaperExchange) -> dict[str, Any]:
+    planned = await call(client, "plan_order", stopped_order(paper, "0.0001"))
+    assert planned["status"] == "ok", planned
+    return planned
 
 
 async def test_the_agent_can_turn_live_off_with_the_kill_switch_and_no_tool_turns_it_back_on(

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
+import shlex
 import subprocess
 import sys
 import time
@@ -181,3 +183,19 @@ def test_doctor_says_whether_the_key_is_a_sub_accounts(live_home: Path):
     checks = {check["name"]: check for check in json.loads(result.stdout)["checks"]}
     assert checks["key"]["ok"] and checks["account"]["ok"]
     assert "sub-account" in checks["account"]["detail"]
+
+
+def test_a_live_home_without_a_key_names_the_command_that_stores_one_and_it_works_as_printed(
+    tmp_path: Path, master_key_file: Path, mainnet: PaperExchange
+):
+    home = tmp_path / "live"
+    pilot("init", "--live", "--home", str(home))
+    refused = pilot("serve", "--exchange", "bybit", "--home", str(home))
+    assert refused.exit_code == 2 and mainnet.request_count("/v5/user/query-api") == 0
+    fix = refused.stderr.partition("fix:")[2]
+    command = shlex.split(re.findall(r"`([^`]+)`", fix)[0])
+    assert command[:3] == ["pilot", "keys", "add"] and "--host" in command
+    key = KEYS["narrow"]
+    added = pilot(*command[1:], "--stdin", "--format", "json", input=f"{key['key']}\n{key['secret']}\n")
+    assert added.exit_code == 0, added.output
+    assert json.loads(added.stdout)["key"]["address"] == "https://api.bybit.com"

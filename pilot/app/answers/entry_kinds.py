@@ -13,6 +13,9 @@ ACTION = "action"  # cancel_order / set_leverage: attempt and outcome
 KILL_SWITCH = "killswitch"  # on or off, and who
 HOME = "home"  # a live home's first entry: it trades mainnet, real money (a home without it is practice)
 DCP = "dcp"  # Bybit's Disconnect Cancel All: set and verified at start, its connection's events and pushes
+KEY_CHECK = (
+    "key.check"  # the stored exchange key's verdict changed (accepted, refused, unchecked) on a re-read
+)
 LIVE = "live"  # live trading turned on by a human at a terminal, or off by anyone (and why)
 CONFIRMATION = "confirmation"  # asked, approved, declined, parked, decided in the CLI
 REPLAY = "idempotency.replay"  # an idempotency key answered from its first call

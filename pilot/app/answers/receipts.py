@@ -22,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.sent_requests import sent_request
 from pilot.core.valuation import Liquidation
-from pilot.store import JournalEntry, iso_utc
+from pilot.keys.environments import Environment
+from pilot.store import JournalEntry, agent_of, iso_utc
 
 
 class _Card(BaseModel):
@@ -172,9 +173,37 @@ class CardStep(_Card):
     actor: str
 
 
+LIVE_HOME, PRACTICE_HOME = "live", "practice"  # what a home is from its journal's first entry
+
+
+class CardHome(_Card):
+    """Which money the card's home trades, from the journal's own first entry: a home is live (real money,
+    Bybit mainnet) or practice from that entry on, never both."""
+
+    kind: str  # LIVE_HOME or PRACTICE_HOME
+    environment: str | None = (
+        None  # a live home's: "bybit" (mainnet); a practice home's first entry says none
+    )
+    venue: str | None = None  # where the real money is: "Bybit"
+
+    @property
+    def live(self) -> bool:
+        return self.kind == LIVE_HOME
+
+    @property
+    def words(self) -> str:
+        """Which money, for a person: every card, CLI approval and console card says it this way."""
+        if not self.live:
+            return "practice: no real money"
+        venue = f"{self.venue} mainnet" if self.venue else "mainnet"
+        return f"LIVE: real money on {venue} (environment {self.environment})"
+
+
 class ReceiptCard(_Card):
     card: str
     plan_id: str | None
+    home: CardHome = Field(default_factory=lambda: CardHome(kind=PRACTICE_HOME))
+    agent: str | None = None  # the named agent whose plan this is (actor `agent:NAME`); None: none named
     planned_at: str
     status: str
     path: list[CardStep]
@@ -192,13 +221,26 @@ class ReceiptCard(_Card):
 QUEUE = "queue"  # a parked action's channel until a human decides it on one
 
 
+def home_of(first: JournalEntry | None) -> CardHome:
+    """The home's kind from its journal's first entry: live when that is a `home` entry saying so."""
+    if first is None or first.kind != entry_kinds.HOME or first.data.get("kind") != LIVE_HOME:
+        return CardHome(kind=PRACTICE_HOME)
+    environment = str(first.data.get("environment") or "")
+    try:
+        venue: str | None = Environment(environment).venue_name
+    except ValueError:  # a row naming an environment this version does not know
+        venue = None
+    return CardHome(kind=LIVE_HOME, environment=environment or None, venue=venue)
+
+
 def card_id(plan_entry: JournalEntry) -> str:
     """The plan id, or for a refused plan (which never gets one) its journal seq."""
     return plan_entry.plan_id or f"seq-{plan_entry.seq}"
 
 
-def receipt_card(entries: Iterable[JournalEntry]) -> ReceiptCard:
-    """Build one card from a plan entry and the entries journaled under its plan id, in seq order."""
+def receipt_card(entries: Iterable[JournalEntry], home: CardHome | None = None) -> ReceiptCard:
+    """Build one card from a plan entry and the entries journaled under its plan id, in seq order, on a home
+    whose first journal entry made it `home` (`home_of`; practice when not given)."""
     ordered = sorted(entries, key=lambda entry: entry.seq)
     plan = next(entry for entry in ordered if entry.kind == entry_kinds.PLAN)
     refused_plan = plan.data.get("status") == "refused"
@@ -210,6 +252,8 @@ def receipt_card(entries: Iterable[JournalEntry]) -> ReceiptCard:
     return ReceiptCard(
         card=card_id(plan),
         plan_id=plan.plan_id,
+        home=home or CardHome(kind=PRACTICE_HOME),
+        agent=agent_of(plan.actor),
         planned_at=iso_utc(plan.at),
         status=_status(card.path[-1].step),
         path=card.path,

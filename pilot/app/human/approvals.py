@@ -23,13 +23,15 @@ from pilot.app.answers import entry_kinds
 from pilot.app.answers.plan_records import PlanPayload, PlanTool, approval_text
 from pilot.app.answers.refusals import violation
 from pilot.app.answers.responses import ActionAnswer, Refusal
-from pilot.app.runtime.runtime import Runtime
+from pilot.app.runtime.runtime import Runtime, acting_agent
 from pilot.core.approval import may_need_human, needs_human
 from pilot.core.channels import REACH_A_HUMAN, Via, approval_url, names, where_to_decide
 from pilot.core.codes import Code
 from pilot.core.policy import ApprovalTool
 from pilot.core.violations import NextAction, Violation
 from pilot.store import ConfirmationRecord, new_confirmation_id
+
+LIVE_MARK = "🔴 LIVE: REAL MONEY"  # the first line of every approval a human reads on a live home
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,10 +236,15 @@ def pending_next(parked: Parked) -> NextAction:
 # --- the form's text -----------------------------------------------------------------------------------
 
 
-def form_text(action: str, policy_version: str, changes: tuple[str, ...] = ()) -> str:
+def live_mark(runtime: Runtime) -> str:
+    """What opens every approval a human reads on a live home (form, phone), so none is taken for practice."""
+    return f"{LIVE_MARK}\n" if runtime.live else ""
+
+
+def form_text(action: str, policy_version: str, changes: tuple[str, ...] = (), *, mark: str = "") -> str:
     moved = f"\nChanged since planning: {'; '.join(changes)}." if changes else ""
     return (
-        f"Pilot asks a human to approve:\n{action}.{moved}\n"
+        f"{mark}Pilot asks a human to approve:\n{action}.{moved}\n"
         f"Policy {policy_version[:15]}. Tick the box to approve; anything else declines."
     )
 
@@ -256,7 +263,7 @@ async def plan_form_prompt(runtime: Runtime, plan_id: str) -> str | None:
     ):
         return None
     text = approval_text(payload.order, Decimal(payload.notional_usd), payload.liquidation)
-    return form_text(text, view.version)
+    return form_text(text, view.version, mark=live_mark(runtime))
 
 
 def action_form_prompt(runtime: Runtime, tool: ApprovalTool, summary: str) -> str | None:
@@ -264,7 +271,7 @@ def action_form_prompt(runtime: Runtime, tool: ApprovalTool, summary: str) -> st
     view = runtime.policy()
     if not needs_human(view.policy.confirm, tool):
         return None
-    return form_text(summary, view.version)
+    return form_text(summary, view.version, mark=live_mark(runtime))
 
 
 def close_summary(symbol: str, qty: str | None, category: str) -> str:
@@ -279,6 +286,9 @@ async def park(runtime: Runtime, request: ApprovalRequest) -> str:
     """Park `request` for a human's decision in the CLI; returns the confirmation id."""
     confirmation_id = new_confirmation_id()
     action = {"plan_id": request.plan_id, "order": request.action, "notional_usd": request.notional_usd}
+    agent = acting_agent()
+    if agent is not None:  # who asked, for the human deciding it (the phone's message, the console's page)
+        action["agent"] = agent.name
     await runtime.store.confirmations.park(
         confirmation_id=confirmation_id,
         tool=request.tool,
@@ -296,6 +306,7 @@ async def park(runtime: Runtime, request: ApprovalRequest) -> str:
             "tool": request.tool,
             "text": request.text,
             "channels": channels,
+            **({"agent": agent.name} if agent is not None else {}),
         },
         now=runtime.now(),
         plan_id=request.plan_id,

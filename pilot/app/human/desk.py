@@ -355,20 +355,29 @@ async def receipt_cards(
         UnknownId, AmbiguousId: `card` names no plan, or more than one.
     """
     journal = runtime.store.journal
+    home = await home_card(journal)
     if card is not None:
         plan = await _plan_entry(runtime, card)
         entries = await journal.entries(plan_id=plan.plan_id) if plan.plan_id else [plan]
-        return [receipts.receipt_card(entries)]
+        return [receipts.receipt_card(entries, home)]
     read = max(last * 8, 64)  # the newest entries looked through; more when they hold fewer cards
     while True:
         recent = await journal.entries(limit=read, newest_first=True)
-        cards = await _cards_in(journal, recent, last)
+        cards = await _cards_in(journal, recent, last, home)
         if len(cards) == last or len(recent) < read:
             return sorted(cards, key=lambda one: one.seal.seq)
         read *= 4
 
 
-async def _cards_in(journal: Journal, recent: list[JournalEntry], last: int) -> list[receipts.ReceiptCard]:
+async def home_card(journal: Journal) -> receipts.CardHome:
+    """Whether the home is live or practice, as its journal's first entry says (pilot.app.human.going_live)."""
+    first = await journal.entries(limit=1)
+    return receipts.home_of(first[0] if first else None)
+
+
+async def _cards_in(
+    journal: Journal, recent: list[JournalEntry], last: int, home: receipts.CardHome
+) -> list[receipts.ReceiptCard]:
     """Up to `last` cards of the plans `recent` (newest first) names, in the order it names them."""
     cards: list[receipts.ReceiptCard] = []
     seen: set[str] = set()
@@ -379,7 +388,7 @@ async def _cards_in(journal: Journal, recent: list[JournalEntry], last: int) -> 
         seen.add(key)
         entries = await journal.entries(plan_id=entry.plan_id) if entry.plan_id else [entry]
         if any(one.kind == entry_kinds.PLAN for one in entries):  # a plan id's entries without the plan: none
-            cards.append(receipts.receipt_card(entries))
+            cards.append(receipts.receipt_card(entries, home))
             if len(cards) == last:
                 break
     return cards

@@ -176,9 +176,9 @@ async def ensure_fresh_permissions(
     now: datetime,
     read_key_info: KeyInfoReader = read_key_info_from_exchange,
 ) -> KeySummary:
-    """Re-check the key's permissions on the exchange if the last check is over an hour old.
-
-    Call it when the server starts and before any trade. Every check is recorded, a failing one too.
+    """Re-check the key's permissions on the exchange if the last check is over an hour old (5 minutes live),
+    as dated by the wall clock: for a one-off check outside a server. A running server reads its key again on
+    its own timer, on the store's clock (pilot.app.service.key_watch). A check that was answered is recorded.
 
     Raises:
         KeyPermissionsRejected: the key may now do more than the allowlist permits.
@@ -187,6 +187,45 @@ async def ensure_fresh_permissions(
     """
     stored, _ = await _fresh_key(home, parse_environment(environment), now, read_key_info)
     return _summary(stored)
+
+
+async def read_permissions_now(
+    home: Path,
+    environment: str,
+    *,
+    now: datetime,
+    read_key_info: KeyInfoReader = read_key_info_from_exchange,
+) -> KeySummary:
+    """Ask the exchange what the stored key may do now, whenever the last check was, and record the answer.
+    A key found to do more than the allowlist permits is recorded as refused (`accepted` False), not raised:
+    every process serving the home reads that verdict (`key_standing`) before its next growing send.
+
+    Raises:
+        NoKeyStored, KeyUnreadable, MasterKeyError; PermissionCheckFailed (PermissionCheckUnsupported) when
+            the exchange did not answer (nothing is recorded).
+    """
+    parsed = parse_environment(environment)
+    async with _existing_keystore(home, parsed) as store:
+        stored = await _active_or_raise(store, parsed)
+        check = await _check(_unseal(vault_for_reading(home), stored), read_key_info, now)
+        await store.record_check(stored.key_id, check)
+    return _summary(replace(stored, check=check))
+
+
+async def key_standing(home: Path, environment: str) -> KeySummary:
+    """The stored key as its last check left it (any process's), without asking the exchange.
+
+    Raises:
+        NoKeyStored: no active key for the environment.
+    """
+    parsed = parse_environment(environment)
+    async with _existing_keystore(home, parsed) as store:
+        return _summary(await _active_or_raise(store, parsed))
+
+
+def refuse_if_rejected(summary: KeySummary) -> None:
+    """Raise KeyPermissionsRejected when the key's last check found it may do more than trade."""
+    _raise_if_rejected(Environment(summary.environment), summary.check)
 
 
 async def load_exchange_credentials(

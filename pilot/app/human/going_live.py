@@ -15,14 +15,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from pilot.app.answers import entry_kinds
-from pilot.app.human.desk import HumanError
+from pilot.app.answers.receipts import LIVE_HOME, PRACTICE_HOME
+from pilot.app.human.desk import HumanError, home_card
 from pilot.app.human.kill_switch import REASON_LIMIT
 from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, Runtime
 from pilot.core.errors import ErrorCode
 from pilot.core.policy.live_limits import missing_for_live
 from pilot.store import Journal
 
-LIVE, PRACTICE = "live", "practice"
+LIVE, PRACTICE = LIVE_HOME, PRACTICE_HOME
 
 
 class LiveRefused(HumanError):
@@ -46,10 +47,7 @@ class LiveState:
 
 async def home_kind(journal: Journal) -> str:
     """LIVE when the journal's first entry is a live `home` entry, else PRACTICE."""
-    first = await journal.entries(limit=1)
-    if first and first[0].kind == entry_kinds.HOME and first[0].data.get("kind") == LIVE:
-        return LIVE
-    return PRACTICE
+    return (await home_card(journal)).kind
 
 
 async def live_state(runtime: Runtime) -> LiveState:

@@ -28,9 +28,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pilot.app.answers import entry_kinds
-from pilot.app.human.approvals import console_link, note_push
+from pilot.app.human.approvals import LIVE_MARK, console_link, live_mark, note_push
 from pilot.app.human.desk import HumanError, decide
-from pilot.app.runtime.runtime import Runtime
+from pilot.app.runtime.runtime import Runtime, environment_label
+from pilot.keys.environments import Environment
 from pilot.push import TELEGRAM_API, Ntfy, Press, PushError, TelegramBot
 from pilot.store import ConfirmationRecord
 
@@ -232,9 +233,13 @@ async def _to_telegram(
 
 async def _to_ntfy(runtime: Runtime, ntfy: Ntfy, book: PushBook, record: ConfirmationRecord) -> None:
     link = console_link(runtime, record.confirmation_id)
-    title = f"Pilot: approve? ({runtime.environment})"
-    body = f"{record.summary}\nExpires {_clock(record.expires_at)} UTC; no answer is a no."
-    message_id = await ntfy.publish(title, body, link=link, label="Approve or reject")
+    title = f"{LIVE_MARK} · " if runtime.live else ""
+    title += f"Pilot: approve? ({environment_label(runtime.environment)})"
+    body = (
+        f"{_headline(runtime, record)}\n{record.summary}\n"
+        f"Expires {_clock(record.expires_at)} UTC; no answer is a no."
+    )
+    message_id = await ntfy.publish(title, body, link=link, label="Approve or reject", live=runtime.live)
     await note_push(
         runtime, record.confirmation_id, "ntfy", {"target": "topic", "message_id": message_id, "url": link}
     )
@@ -243,7 +248,7 @@ async def _to_ntfy(runtime: Runtime, ntfy: Ntfy, book: PushBook, record: Confirm
 
 async def _close(runtime: Runtime, bot: TelegramBot, book: PushBook, record: ConfirmationRecord) -> None:
     """Say on each of the action's messages how it ended, and remove their buttons."""
-    text = f"{_ending(record)}\n\n{record.summary}"
+    text = f"{live_mark(runtime)}{_ending(record)}\n\n{record.summary}"
     for message in book.messages.get(record.confirmation_id, []):
         try:
             await bot.edit_message(message.chat_id, message.message_id, text)
@@ -280,9 +285,18 @@ def _ending(record: ConfirmationRecord) -> str:
 
 def _text(runtime: Runtime, record: ConfirmationRecord) -> str:
     return (
-        f"Pilot asks you to approve ({runtime.environment}):\n{record.summary}\n\n"
+        f"{live_mark(runtime)}Pilot asks you to approve ({environment_label(runtime.environment)}):\n"
+        f"{_headline(runtime, record)}\n{record.summary}\n\n"
         f"Expires {_clock(record.expires_at)} UTC; no answer by then is a no.\n{record.confirmation_id}"
     )
+
+
+def _headline(runtime: Runtime, record: ConfirmationRecord) -> str:
+    """Which money, where, and which agent asked (none named: "the agent")."""
+    venue = Environment(runtime.environment).venue_name
+    money = f"real money on {venue} mainnet" if runtime.live else f"practice on {venue}, no real money"
+    agent = record.action.get("agent")
+    return f"Asked by {f'agent {agent}' if agent else 'the agent'}; {money}."
 
 
 def _clock(at: datetime) -> str:

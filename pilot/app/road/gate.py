@@ -14,7 +14,8 @@ A write the exchange answers "not modified" (a trading stop's 34040) is no failu
 "unchanged", the asked state already holds.
 
 Refusals decided before this point (policy, approvals, lifecycle) never reach the gate: nothing is sent
-for them. The gate's own refusal is a key that may no longer trade.
+for them. The gate's own refusal is a key that may no longer trade, for every write that could add risk
+(an order that grows, a higher leverage, a stop, an amend); closes, cancels and a lower leverage still go.
 
 A growing send is linearised with whatever turns trading reducing (the kill switch, the daily loss latch,
 a policy edit): its `order.sent` entry is appended only on the `SendCondition` its judgement was made on (no
@@ -83,8 +84,8 @@ DRAIN_TIMEOUT = timedelta(seconds=30)
 SETTLE_WAIT = timedelta(seconds=15)
 T = TypeVar("T")
 
-# Re-checks the exchange key's permissions when the last check is old; raises pilot.keys.errors.KeysError
-# when the key may now do more than the allowlist permits or cannot be checked. None on paper.
+# The exchange key's standing before a write (read again when due); raises pilot.keys.errors.KeysError when
+# the key may now do more than the allowlist permits or cannot be checked. None on paper.
 KeyCheck = Callable[[datetime], Awaitable[object]]
 
 
@@ -171,6 +172,11 @@ class ExchangeGate:
         """This gate's name as a holder of the send turn, of plan claims and of this process's heartbeat row
         (host, pid and a token)."""
         return self._holder
+
+    @property
+    def key_check(self) -> KeyCheck | None:
+        """The key check writes run (the server's watch on its stored key, pilot.app.service.key_watch)."""
+        return self._key_check
 
     @property
     def checks_key(self) -> bool:
@@ -406,7 +412,9 @@ class ExchangeGate:
                 category, symbol, order_id=order_id, order_link_id=order_link_id, waiting_kind=waiting_kind
             )
 
-        return await self.complete(self._write("cancel_order", action, call, check="get_open_orders"))
+        return await self.complete(
+            self._write("cancel_order", action, call, check="get_open_orders", reduces=True)
+        )
 
     async def set_leverage(
         self, category: str, symbol: str, leverage: Decimal, action: Mapping[str, Any]
@@ -417,7 +425,10 @@ class ExchangeGate:
             await self._writer.set_leverage(category, symbol, leverage)
             return None
 
-        return await self.complete(self._write("set_leverage", action, call, check="get_positions"))
+        lowers = action.get("from") is not None and Decimal(str(action["from"])) > leverage
+        return await self.complete(
+            self._write("set_leverage", action, call, check="get_positions", reduces=lowers)
+        )
 
     async def cancel_all_orders(
         self, category: str, symbol: str | None, *, include_stops: bool
@@ -432,7 +443,9 @@ class ExchangeGate:
             cancelled = await self._writer.cancel_all_orders(category, symbol, include_stops=include_stops)
             return ", ".join(cancelled)
 
-        return await self.complete(self._write("cancel_all_orders", action, call, check="get_open_orders"))
+        return await self.complete(
+            self._write("cancel_all_orders", action, call, check="get_open_orders", reduces=True)
+        )
 
     async def set_trading_stop(
         self,
@@ -484,8 +497,11 @@ class ExchangeGate:
         *,
         check: str,
         condition: SendCondition | None = None,
+        reduces: bool = False,
     ) -> ActionAnswer:
-        written = await self._conditional_write(tool, action, call, check=check, condition=condition)
+        written = await self._conditional_write(
+            tool, action, call, check=check, condition=condition, reduces=reduces
+        )
         assert not isinstance(written, NotSent), "only a write with a condition is held back"
         return written
 
@@ -497,9 +513,12 @@ class ExchangeGate:
         *,
         check: str,
         condition: SendCondition | None,
+        reduces: bool = False,
     ) -> ActionAnswer | NotSent:
         journal = self._journal
-        problem = await self.key_problem()
+        # A write that only takes risk off (a cancel: the dead-man's switch, a latch, a human or the agent
+        # stopping; a lower leverage) goes with a key that may no longer trade; any other may add risk.
+        problem = None if reduces else await self.key_problem()
         role = role_violation(tool, grows=False)
         if problem is not None or role is not None:
             refusal = Refusal.of(role or key_violation(str(problem)), "nothing was sent")

@@ -44,6 +44,13 @@ REDUCING_KINDS = frozenset(
     }
 )
 LIVE_ENVIRONMENT = "bybit"  # mainnet: real money, a live home's only environment
+
+
+def environment_label(environment: str) -> str:
+    """The environment as every answer and phone message names it: LIVE after mainnet's, real money."""
+    return f"{environment} LIVE" if environment == LIVE_ENVIRONMENT else environment
+
+
 # How many times a send is judged again when what it was judged on changes as it is about to leave.
 JUDGEMENTS = 3
 

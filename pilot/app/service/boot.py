@@ -6,15 +6,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pilot.app.human.kill_switch import stop_on_rollback
 from pilot.app.road.clock import Clock, SystemClock, store_clock
-from pilot.app.road.gate import KeyCheck
 from pilot.app.road.ports import Exchange, ExchangeReader
 from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, Home, Runtime, assemble_runtime, read_policy
+from pilot.app.service.key_watch import KeyWatch
 from pilot.app.service.upkeep import upkeep
 from pilot.core.errors import ErrorCode
 from pilot.exchange.adapters import ENVIRONMENTS, connect_exchange, streams_served
@@ -86,7 +85,7 @@ async def open_runtime(
         except StoreError as error:  # damaged file, unusable journal key: one line with its fix
             raise StartupError(str(error)) from None
         stack.push_async_callback(store.close)
-        key_check = _key_check(home, exchange) if stored_key else None
+        key_check = KeyWatch(home, exchange, store.journal, store.clock, clock) if stored_key else None
         reader = await venue.streams(stack, adapter, streams)
         journal_stream_troubles(reader, store, clock)
         runtime = assemble_runtime(
@@ -184,15 +183,6 @@ def journal_stream_troubles(reader: ExchangeReader | None, store: Store, clock: 
     reader.hub.report = report
 
 
-def _key_check(home: Path, environment: str) -> KeyCheck:
-    from pilot.app.human.exchange_keys import ensure_fresh_permissions
-
-    async def check(now: datetime) -> object:
-        return await ensure_fresh_permissions(home, environment, now=now)
-
-    return check
-
-
 class _Venue:
     """Where the Runtime's exchange comes from: the embedded paper exchange, a running one, or a venue's
     demo or testnet with the key stored in the home."""
@@ -283,10 +273,10 @@ class _Venue:
             return await self._stored_key(), True
         except NoKeyStored as error:
             if self.exchange != "paper":
-                raise StartupError(str(error)) from None
+                raise StartupError(error.problem, code=error.code, fix=error.fix) from None
             return self._scenario_key(), False
         except KeysError as error:
-            raise StartupError(str(error)) from None
+            raise StartupError(error.problem, code=error.code, fix=error.fix) from None
 
     def _embedded(self, stack: contextlib.AsyncExitStack) -> Exchange:
         from pilot.paper import ScenarioError, StateError, StateInUse, start_paper_exchange

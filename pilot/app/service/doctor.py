@@ -23,7 +23,7 @@ from pilot.core.violations import plain
 from pilot.exchange.adapters import connect_exchange
 from pilot.exchange.errors import ExchangeError, UnsupportedPositionMode
 from pilot.keys.channel_secrets import SecretUnreadable, load_secret
-from pilot.keys.errors import KeysError, NoKeyStored
+from pilot.keys.errors import KeysError, NoKeyStored, keys_command
 from pilot.store import (
     STORE_REPAIRED,
     ChainReport,
@@ -248,7 +248,7 @@ async def check_key(home: Path, exchange: str) -> Check:
             "key",
             False,
             f"no key stored for {exchange}",
-            f"run `pilot keys add --exchange {exchange} --home {home}`",
+            f"run `{keys_command('add', exchange)} --home {home}`",
         )
     summary = summaries[0]
     if summary.check.disallowed:
@@ -256,7 +256,7 @@ async def check_key(home: Path, exchange: str) -> Check:
             "key",
             False,
             f"key {summary.key_id} may also {', '.join(summary.check.disallowed)}",
-            f"create a narrower key and run `pilot keys replace --exchange {exchange}`",
+            f"create a narrower key and run `{keys_command('replace', exchange)} --home {home}`",
         )
     access = "read-only" if summary.check.read_only else "read and trade"
     bound = "IP-bound" if summary.check.ip_bound else "not IP-bound"

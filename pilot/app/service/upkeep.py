@@ -14,6 +14,7 @@ from pilot.app.orders.place import release_unsent
 from pilot.app.road.gate import TURN_TTL, TURN_WAIT
 from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.dead_man import watch
+from pilot.app.service.key_watch import KeyWatch
 from pilot.app.service.latched import stop_what_rests
 from pilot.app.service.parked import run_approved
 
@@ -25,18 +26,26 @@ STALE_CLAIM = TURN_WAIT + TURN_TTL + timedelta(seconds=30)
 
 
 async def upkeep(runtime: Runtime) -> None:
-    """One round: stop growing orders if the journal was rolled back meanwhile, finish plans a stopped server
-    left, run actions a human approved in the CLI, look up every unsettled send, set the equities the wallet
-    stream pushed against the drawdown's peak, cancel what could grow while a latch holds, then look
-    whether the dead-man's switch fires. A failed exchange read leaves a send unsettled (and pending), or
-    an order resting, for the next round."""
+    """One round: stop growing orders if the journal was rolled back meanwhile, read the stored key again when
+    its interval is over, finish plans a stopped server left, run actions a human approved in the CLI, look
+    up every unsettled send, set the equities the wallet stream pushed against the drawdown's peak, cancel
+    what could grow while a latch holds, then look whether the dead-man's switch fires. A failed exchange
+    read leaves a send unsettled (and pending), or an order resting, for the next round."""
     await stop_on_rollback(runtime)
+    await watch_key(runtime)
     await recover(runtime)
     await run_approved(runtime)
     await settle_sends(runtime)
     await streamed_equity(runtime)
     await stop_what_rests(runtime)
     await watch(runtime)
+
+
+async def watch_key(runtime: Runtime) -> None:
+    """Read the server's stored exchange key again when its timer says so (pilot.app.service.key_watch)."""
+    watch = runtime.gate.key_check
+    if isinstance(watch, KeyWatch):
+        await watch.tick()
 
 
 async def recover(runtime: Runtime) -> None:
