@@ -8,13 +8,18 @@ PILOT_AGENT_TOKEN_FILE, never on the command line.
 from __future__ import annotations
 
 import os
+from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import click
 
-from pilot.app.human.agent_desk import add_agent, agents_overview, revoke_agent, switch_agent_by_human
+from pilot.app.human.agent_board import AgentBoard, BudgetLine, agent_board
+from pilot.app.human.agent_desk import add_agent, revoke_agent, switch_agent_by_human
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import emit_json, format_option, wants_json
+from pilot.core.violations import plain
 from pilot.store import iso_utc
 
 
@@ -69,37 +74,85 @@ def _str(path: Path | None) -> str | None:
 @home_option
 @format_option()
 def list_agents(output: str) -> None:
-    """Each agent: role, switch, sessions open, last call, orders today and its budget (never a credential)."""
+    """Each agent: role, switch, connected, last call, its budget and what is left, orders and refusals today.
+
+    Read from the home's store and journal (never a credential, never a server asked): connected is a
+    session open in a serving process or a call in the last 5 minutes (pilot.app.human.agent_board).
+    """
     home = resolve_home()
-    rows = on_desk(home, agents_overview)
+    boards = on_desk(home, agent_board)
     if wants_json():
-        emit_json(
-            {
-                "home": str(home),
-                "agents": [
-                    {
-                        "name": row.name,
-                        "role": row.role,
-                        "issued_at": iso_utc(row.issued_at) if row.issued_at else None,
-                        "switch": "on" if row.switch_on else "off",
-                        "sessions": row.sessions,
-                        "last_call_at": iso_utc(row.last_call_at) if row.last_call_at else None,
-                        "orders_today": row.orders_today,
-                        "budget": row.budget,
-                    }
-                    for row in rows
-                ],
-            }
-        )
+        emit_json({"home": str(home), "agents": [board_json(board) for board in boards]})
         return
-    for row in rows:
-        last = iso_utc(row.last_call_at) if row.last_call_at else "-"
-        click.echo(
-            f"{row.name}\t{row.role or 'no credential'}\tswitch {'on' if row.switch_on else 'off'}\t"
-            f"sessions {row.sessions}\tlast call {last}\torders today {row.orders_today}\tbudget {row.budget or '-'}"
-        )
-    if not rows:
+    for board in boards:
+        click.echo(_line(board))
+        for limit in board.lines:
+            click.echo("\t" + _limit_text(limit))
+    if not boards:
         click.echo("no agents: `pilot agent add NAME --role trade` gives one a credential", err=True)
+
+
+def board_json(board: AgentBoard) -> dict[str, Any]:
+    """One agent as `pilot agent list --format json` gives it."""
+    row, switch = board.row, board.switch
+    return {
+        "name": row.name,
+        "role": row.role,
+        "issued_at": _iso(row.issued_at),
+        "switch": "on" if switch is not None else "off",
+        "switch_by": switch.data.get("by") if switch is not None else None,
+        "switch_at": _iso(switch.at) if switch is not None else None,
+        "revoked": board.revoked,
+        "connected": board.connected,
+        "sessions": row.sessions,
+        "last_call_at": _iso(board.last_call_at),
+        "orders_today": row.orders_today,
+        "orders_left_today": board.orders_left,
+        "refusals_today": board.refusals_today,
+        "budget": row.budget,
+        "limits": [_limit_json(limit) for limit in board.lines],
+        "recent": [
+            {"seq": e.seq, "at": iso_utc(e.at), "kind": e.kind, "plan_id": e.plan_id} for e in board.recent
+        ],
+    }
+
+
+def _limit_json(limit: BudgetLine) -> dict[str, Any]:
+    return {
+        "key": limit.key,
+        "market": limit.market,
+        "own": _num(limit.own),
+        "binding": _num(limit.binding),
+        "used": _num(limit.used),
+        "left": _num(limit.left),
+    }
+
+
+def _num(value: Decimal | int | None) -> str | None:
+    return plain(value) if value is not None else None
+
+
+def _iso(at: datetime | None) -> str | None:
+    return iso_utc(at) if at is not None else None
+
+
+def _line(board: AgentBoard) -> str:
+    row = board.row
+    role = row.role or ("revoked" if board.revoked else "no credential")
+    return (
+        f"{row.name}\t{role}\tswitch {'on' if board.switch else 'off'}\t"
+        f"{'connected' if board.connected else 'not connected'}\tsessions {row.sessions}\t"
+        f"last call {_iso(board.last_call_at) or '-'}\torders today {row.orders_today} "
+        f"({board.orders_left} left)\trefusals today {board.refusals_today}"
+    )
+
+
+def _limit_text(limit: BudgetLine) -> str:
+    where = f"{limit.market} " if limit.market else ""
+    text = f"{where}{limit.key} {plain(limit.own)} (applied {plain(limit.binding)})"
+    if limit.used is not None and limit.left is not None:
+        text += f": used {plain(limit.used)}, left {plain(limit.left)}"
+    return text
 
 
 @command.command("revoke")
