@@ -15,10 +15,14 @@ from typing import Any
 
 import click
 
-from pilot.app.human.agent_board import AgentBoard, BudgetLine, agent_board
+from pilot.app.human.agent_board import AgentBoard, BudgetLine, MarketRoom, agent_board
 from pilot.app.human.agent_desk import add_agent, revoke_agent, switch_agent_by_human
-from pilot.cli.home import home_option, on_desk, resolve_home
+from pilot.app.runtime.runtime import Home
+from pilot.app.service.boot import EXCHANGES
+from pilot.cli.home import home_option, on_desk, resolve_home, run
 from pilot.cli.output import emit_json, format_option, wants_json
+from pilot.core.room import RoomNow
+from pilot.core.rules.situation import CENT
 from pilot.core.violations import plain
 from pilot.store import iso_utc
 
@@ -71,25 +75,59 @@ def _str(path: Path | None) -> str | None:
 
 
 @command.command("list")
+@click.option(
+    "--exchange",
+    type=click.Choice(EXCHANGES),
+    default=None,
+    help="Read this exchange (never write to it) for the room left to each agent per market and today's "
+    "loss; default: the home's paper exchange when one runs.",
+)
+@click.option(
+    "--paper-url", default=None, metavar="URL", help="With --exchange paper: a running `pilot sim` elsewhere."
+)
 @home_option
 @format_option()
-def list_agents(output: str) -> None:
+def list_agents(exchange: str | None, paper_url: str | None, output: str) -> None:
     """Each agent: role, switch, connected, last call, its budget and what is left, orders and refusals today.
 
     Read from the home's store and journal (never a credential, never a server asked): connected is a
-    session open in a serving process or a call in the last 5 minutes (pilot.app.human.agent_board).
+    session open in a serving process or a call in the last 5 minutes (pilot.app.human.agent_board). The
+    room left per market is read from the exchange (the home's paper exchange when one runs).
     """
     home = resolve_home()
-    boards = on_desk(home, agent_board)
+    boards = run(_boards, home, exchange, paper_url)
     if wants_json():
         emit_json({"home": str(home), "agents": [board_json(board) for board in boards]})
         return
     for board in boards:
         click.echo(_line(board))
-        for limit in board.lines:
-            click.echo("\t" + _limit_text(limit))
+        for text in [*map(_limit_text, board.lines), *map(_room_text, board.rooms or ())]:
+            click.echo("\t" + text)
     if not boards:
         click.echo("no agents: `pilot agent add NAME --role trade` gives one a credential", err=True)
+    elif boards[0].rooms is None:
+        click.echo("pilot: no exchange read, so no room per market: none runs on this home", err=True)
+
+
+async def _boards(home: Path, exchange: str | None, paper_url: str | None) -> list[AgentBoard]:
+    """The board on the home's desk, with the exchange read when one is given or the home's paper one runs."""
+    from pilot.app.human.desk import open_desk
+    from pilot.app.service.boot import StartupError, open_runtime
+    from pilot.paper import serving_url
+
+    async with open_desk(home) as desk:
+        if exchange is None and paper_url is None:
+            paper_url = serving_url(Home(home).paper_state_path)
+            if paper_url is None:
+                return await agent_board(desk)
+        try:
+            opened = open_runtime(
+                home, exchange=exchange or "paper", paper_url=paper_url, settle=False, streams=False
+            )
+            async with opened as reader:
+                return await agent_board(desk, reader)
+        except StartupError:  # it stopped as we opened it: what the journal says
+            return await agent_board(desk)
 
 
 def board_json(board: AgentBoard) -> dict[str, Any]:
@@ -111,6 +149,9 @@ def board_json(board: AgentBoard) -> dict[str, Any]:
         "refusals_today": board.refusals_today,
         "budget": row.budget,
         "limits": [_limit_json(limit) for limit in board.lines],
+        "rooms": {market.symbol: _room_json(market) for market in board.rooms}
+        if board.rooms is not None
+        else None,
         "recent": [
             {"seq": e.seq, "at": iso_utc(e.at), "kind": e.kind, "plan_id": e.plan_id} for e in board.recent
         ],
@@ -126,6 +167,33 @@ def _limit_json(limit: BudgetLine) -> dict[str, Any]:
         "used": _num(limit.used),
         "left": _num(limit.left),
     }
+
+
+def _room_json(market: MarketRoom) -> dict[str, Any]:
+    """One market's room left to the agent per side, as get_policy words a room (null: a fact unread)."""
+    return {side: _side_json(judged) for side, judged in (("buy", market.buy), ("sell", market.sell))}
+
+
+def _side_json(judged: RoomNow | None) -> dict[str, Any] | None:
+    if judged is None:
+        return None
+    room, free = judged.room, judged.without_approval
+    found: dict[str, Any] = {
+        "qty": plain(room.qty),
+        "notional_usd_at_worst_fill": plain(room.notional_usd.quantize(CENT)),
+        "limited_by": [code.value for code in room.limited_by],
+    }
+    if free is not None:
+        found["without_approval"] = {"qty": plain(free.qty)}
+    return found
+
+
+def _room_text(market: MarketRoom) -> str:
+    sides = [
+        f"{side} {plain(judged.room.qty)} (${judged.room.notional_usd:.2f})" if judged else f"{side} unknown"
+        for side, judged in (("buy", market.buy), ("sell", market.sell))
+    ]
+    return f"{market.symbol} room left: " + ", ".join(sides)
 
 
 def _num(value: Decimal | int | None) -> str | None:

@@ -59,7 +59,18 @@ async def test_agent_list_counts_each_agents_orders_refusals_and_budget_left(hom
         looked = await call(client, "plan_order", SMALL_SHORT)
     async with agent_session(runtime, free) as client:
         await filled_usd(client, await call(client, "plan_order", SMALL_SHORT))
+    async with agent_session(runtime, capped) as client:
+        told = (await call(client, "get_policy"))["data"]["markets"]  # the room it is told it has
     assert over["status"] == "refused" and looked["status"] == "refused"
+    before = await pilot_json("agent", "list", "--home", str(home))  # reads the home's paper exchange
+    [shown] = [agent for agent in before["agents"] if agent["name"] == "capped"]
+    for symbol, market in told.items():
+        for side in ("buy", "sell"):
+            room = shown["rooms"][symbol][side]
+            assert (room["qty"], room["limited_by"]) == (
+                market["room"][side]["qty"],
+                market["room"][side]["limited_by"],
+            )
     stopped = await pilot("agent", "stop", "capped", "--home", str(home))
     assert stopped.exit_code == 0, stopped.output
 
@@ -88,6 +99,9 @@ async def test_agent_list_counts_each_agents_orders_refusals_and_budget_left(hom
     assert agents["idle"]["last_call_at"] is None and agents["capped"]["last_call_at"] is not None
     assert agents["free"]["limits"] == []
     assert [entry["kind"] for entry in agents["capped"]["recent"]] == ["plan", "order.sent"]
+    assert agents["capped"]["rooms"]["BTCUSDT"]["buy"]["limited_by"] == [
+        "tradingState"
+    ]  # stopped: only shrinking
 
 
 async def test_agent_list_in_text_names_every_agent_on_a_line_of_its_own(home: Path, runtime: Runtime):
