@@ -53,7 +53,9 @@ async def test_agent_list_counts_each_agents_orders_refusals_and_budget_left(hom
     scout = await add_agent(runtime, "scout", "read")
     await add_agent(runtime, "idle", "trade")
     async with agent_session(runtime, capped) as client:
-        spent = await filled_usd(client, await call(client, "plan_order", SMALL_SHORT))
+        plan = await call(client, "plan_order", SMALL_SHORT)
+        spent = await filled_usd(client, plan)
+        again = await call(client, "place_order", {"plan_id": plan["plan_id"]})  # a plan is used once
         over = await call(client, "plan_order", BIG_SHORT)  # above its own $15
     async with agent_session(runtime, scout) as client:
         looked = await call(client, "plan_order", SMALL_SHORT)
@@ -61,7 +63,7 @@ async def test_agent_list_counts_each_agents_orders_refusals_and_budget_left(hom
         await filled_usd(client, await call(client, "plan_order", SMALL_SHORT))
     async with agent_session(runtime, capped) as client:
         told = (await call(client, "get_policy"))["data"]["markets"]  # the room it is told it has
-    assert over["status"] == "refused" and looked["status"] == "refused"
+    assert over["status"] == again["status"] == looked["status"] == "refused"
     before = await pilot_json("agent", "list", "--home", str(home))  # reads the home's paper exchange
     [shown] = [agent for agent in before["agents"] if agent["name"] == "capped"]
     for symbol, market in told.items():
@@ -81,7 +83,7 @@ async def test_agent_list_counts_each_agents_orders_refusals_and_budget_left(hom
         for name, a in agents.items()
     }
     assert counts == {
-        "capped": (1, 1, "on", True),
+        "capped": (1, 2, "on", True),
         "free": (1, 0, "off", True),
         "scout": (0, 1, "off", True),
         "idle": (0, 0, "off", False),
@@ -98,7 +100,7 @@ async def test_agent_list_counts_each_agents_orders_refusals_and_budget_left(hom
     )
     assert agents["idle"]["last_call_at"] is None and agents["capped"]["last_call_at"] is not None
     assert agents["free"]["limits"] == []
-    assert [entry["kind"] for entry in agents["capped"]["recent"]] == ["plan", "order.sent"]
+    assert [entry["kind"] for entry in agents["capped"]["recent"]] == ["plan", "place.refused", "order.sent"]
     assert agents["capped"]["rooms"]["BTCUSDT"]["buy"]["limited_by"] == [
         "tradingState"
     ]  # stopped: only shrinking

@@ -168,11 +168,11 @@ def _by(entry: JournalEntry, name: str) -> bool:
 
 
 def refused(entry: JournalEntry) -> bool:
-    """Whether `entry` is a refusal: a refused plan, a place refused before sending (not one parked for a
-    human), a refused cancel or leverage change, a tool refused for the caller's credential."""
-    status = entry.data.get("status")
+    """Whether `entry` is Pilot's refusal (nothing sent): a refused plan, a place refused before sending (not
+    one parked for a human, nor one a human declined), a refused cancel or leverage change, a tool refused
+    for the caller's credential."""
     if entry.kind in (entry_kinds.PLAN, entry_kinds.PLACE_REFUSED):
-        return status not in ("ok", "pending_confirmation")
+        return entry.data.get("status") == "refused"
     if entry.kind == entry_kinds.ACTION:
         return entry.data.get("phase") == "refused"
     return entry.kind == entry_kinds.AGENT_REFUSED
