@@ -8,13 +8,22 @@ PILOT_AGENT_TOKEN_FILE, never on the command line.
 from __future__ import annotations
 
 import os
+from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import click
 
-from pilot.app.human.agent_desk import add_agent, agents_overview, revoke_agent, switch_agent_by_human
-from pilot.cli.home import home_option, on_desk, resolve_home
+from pilot.app.human.agent_board import AgentBoard, BudgetLine, MarketRoom, agent_board
+from pilot.app.human.agent_desk import add_agent, revoke_agent, switch_agent_by_human
+from pilot.app.runtime.runtime import Home
+from pilot.app.service.boot import EXCHANGES
+from pilot.cli.home import home_option, on_desk, resolve_home, run
 from pilot.cli.output import emit_json, format_option, wants_json
+from pilot.core.room import RoomNow
+from pilot.core.rules.situation import CENT
+from pilot.core.violations import plain
 from pilot.store import iso_utc
 
 
@@ -66,40 +75,152 @@ def _str(path: Path | None) -> str | None:
 
 
 @command.command("list")
+@click.option(
+    "--exchange",
+    type=click.Choice(EXCHANGES),
+    default=None,
+    help="Read this exchange (never write to it) for the room left to each agent per market and today's "
+    "loss; default: the home's paper exchange when one runs.",
+)
+@click.option(
+    "--paper-url", default=None, metavar="URL", help="With --exchange paper: a running `pilot sim` elsewhere."
+)
 @home_option
 @format_option()
-def list_agents(output: str) -> None:
-    """Each agent: role, switch, sessions open, last call, orders today and its budget (never a credential)."""
+def list_agents(exchange: str | None, paper_url: str | None, output: str) -> None:
+    """Each agent: role, switch, connected, last call, its budget and what is left, orders and refusals today.
+
+    Read from the home's store and journal (never a credential, never a server asked): connected is a
+    session open in a serving process or a call in the last 5 minutes (pilot.app.human.agent_board). The
+    room left per market is read from the exchange (the home's paper exchange when one runs).
+    """
     home = resolve_home()
-    rows = on_desk(home, agents_overview)
+    boards = run(_boards, home, exchange, paper_url)
     if wants_json():
-        emit_json(
-            {
-                "home": str(home),
-                "agents": [
-                    {
-                        "name": row.name,
-                        "role": row.role,
-                        "issued_at": iso_utc(row.issued_at) if row.issued_at else None,
-                        "switch": "on" if row.switch_on else "off",
-                        "sessions": row.sessions,
-                        "last_call_at": iso_utc(row.last_call_at) if row.last_call_at else None,
-                        "orders_today": row.orders_today,
-                        "budget": row.budget,
-                    }
-                    for row in rows
-                ],
-            }
-        )
+        emit_json({"home": str(home), "agents": [board_json(board) for board in boards]})
         return
-    for row in rows:
-        last = iso_utc(row.last_call_at) if row.last_call_at else "-"
-        click.echo(
-            f"{row.name}\t{row.role or 'no credential'}\tswitch {'on' if row.switch_on else 'off'}\t"
-            f"sessions {row.sessions}\tlast call {last}\torders today {row.orders_today}\tbudget {row.budget or '-'}"
-        )
-    if not rows:
+    for board in boards:
+        click.echo(_line(board))
+        for text in [*map(_limit_text, board.lines), *map(_room_text, board.rooms or ())]:
+            click.echo("\t" + text)
+    if not boards:
         click.echo("no agents: `pilot agent add NAME --role trade` gives one a credential", err=True)
+    elif boards[0].rooms is None:
+        click.echo("pilot: no exchange read, so no room per market: none runs on this home", err=True)
+
+
+async def _boards(home: Path, exchange: str | None, paper_url: str | None) -> list[AgentBoard]:
+    """The board on the home's desk, with the exchange read when one is given or the home's paper one runs."""
+    from pilot.app.human.desk import open_desk
+    from pilot.app.service.boot import StartupError, open_runtime
+    from pilot.paper import serving_url
+
+    async with open_desk(home) as desk:
+        if exchange is None and paper_url is None:
+            paper_url = serving_url(Home(home).paper_state_path)
+            if paper_url is None:
+                return await agent_board(desk)
+        try:
+            opened = open_runtime(
+                home, exchange=exchange or "paper", paper_url=paper_url, settle=False, streams=False
+            )
+            async with opened as reader:
+                return await agent_board(desk, reader)
+        except StartupError:  # it stopped as we opened it: what the journal says
+            return await agent_board(desk)
+
+
+def board_json(board: AgentBoard) -> dict[str, Any]:
+    """One agent as `pilot agent list --format json` gives it."""
+    row, switch = board.row, board.switch
+    return {
+        "name": row.name,
+        "role": row.role,
+        "issued_at": _iso(row.issued_at),
+        "switch": "on" if switch is not None else "off",
+        "switch_by": switch.data.get("by") if switch is not None else None,
+        "switch_at": _iso(switch.at) if switch is not None else None,
+        "revoked": board.revoked,
+        "connected": board.connected,
+        "sessions": row.sessions,
+        "last_call_at": _iso(board.last_call_at),
+        "orders_today": row.orders_today,
+        "orders_left_today": board.orders_left,
+        "refusals_today": board.refusals_today,
+        "budget": row.budget,
+        "limits": [_limit_json(limit) for limit in board.lines],
+        "rooms": {market.symbol: _room_json(market) for market in board.rooms}
+        if board.rooms is not None
+        else None,
+        "recent": [
+            {"seq": e.seq, "at": iso_utc(e.at), "kind": e.kind, "plan_id": e.plan_id} for e in board.recent
+        ],
+    }
+
+
+def _limit_json(limit: BudgetLine) -> dict[str, Any]:
+    return {
+        "key": limit.key,
+        "market": limit.market,
+        "own": _num(limit.own),
+        "binding": _num(limit.binding),
+        "used": _num(limit.used),
+        "left": _num(limit.left),
+    }
+
+
+def _room_json(market: MarketRoom) -> dict[str, Any]:
+    """One market's room left to the agent per side, as get_policy words a room (null: a fact unread)."""
+    return {side: _side_json(judged) for side, judged in (("buy", market.buy), ("sell", market.sell))}
+
+
+def _side_json(judged: RoomNow | None) -> dict[str, Any] | None:
+    if judged is None:
+        return None
+    room, free = judged.room, judged.without_approval
+    found: dict[str, Any] = {
+        "qty": plain(room.qty),
+        "notional_usd_at_worst_fill": plain(room.notional_usd.quantize(CENT)),
+        "limited_by": [code.value for code in room.limited_by],
+    }
+    if free is not None:
+        found["without_approval"] = {"qty": plain(free.qty)}
+    return found
+
+
+def _room_text(market: MarketRoom) -> str:
+    sides = [
+        f"{side} {plain(judged.room.qty)} (${judged.room.notional_usd:.2f})" if judged else f"{side} unknown"
+        for side, judged in (("buy", market.buy), ("sell", market.sell))
+    ]
+    return f"{market.symbol} room left: " + ", ".join(sides)
+
+
+def _num(value: Decimal | int | None) -> str | None:
+    return plain(value) if value is not None else None
+
+
+def _iso(at: datetime | None) -> str | None:
+    return iso_utc(at) if at is not None else None
+
+
+def _line(board: AgentBoard) -> str:
+    row = board.row
+    role = row.role or ("revoked" if board.revoked else "no credential")
+    return (
+        f"{row.name}\t{role}\tswitch {'on' if board.switch else 'off'}\t"
+        f"{'connected' if board.connected else 'not connected'}\tsessions {row.sessions}\t"
+        f"last call {_iso(board.last_call_at) or '-'}\torders today {row.orders_today} "
+        f"({board.orders_left} left)\trefusals today {board.refusals_today}"
+    )
+
+
+def _limit_text(limit: BudgetLine) -> str:
+    where = f"{limit.market} " if limit.market else ""
+    text = f"{where}{limit.key} {plain(limit.own)} (applied {plain(limit.binding)})"
+    if limit.used is not None and limit.left is not None:
+        text += f": used {plain(limit.used)}, left {plain(limit.left)}"
+    return text
 
 
 @command.command("revoke")

@@ -9,6 +9,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from pilot.console import (
+    agent_pages,
     approval_pages,
     chart_pages,
     kill_switch_pages,
@@ -34,6 +35,8 @@ ROUTES: list[BaseRoute] = [
     Route("/approvals/{confirmation_id}", approval_pages.approvals_decide, methods=["POST"]),
     Route("/kill-switch", kill_switch_pages.kill_switch, methods=["GET"]),
     Route("/kill-switch", kill_switch_pages.kill_switch_set, methods=["POST"]),
+    Route("/agents", agent_pages.agents, methods=["GET"]),
+    Route("/agents/{name}/switch", agent_pages.agent_switch, methods=["POST"]),
     Route("/policy", policy_pages.policy, methods=["GET"]),
     Route("/policy/edit", policy_pages.policy_edit_form, methods=["GET"]),
     Route("/policy/edit", policy_pages.policy_edit, methods=["POST"]),

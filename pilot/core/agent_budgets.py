@@ -8,11 +8,12 @@ agent's judgement adds is tagged with its budget (`agent:NAME`), what the accoun
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from pilot.core.facts import Effect
+from pilot.core.facts import Effect, Facts
 from pilot.core.policy import MarketOverrides, Policy
 from pilot.core.policy.budgets import AgentBudget
 
@@ -36,6 +37,27 @@ class Role(StrEnum):
 def budget_of(name: str) -> str:
     """How a refusal names an agent's budget."""
     return f"agent:{name}"
+
+
+@dataclass(frozen=True, slots=True)
+class OwnJudgement:
+    """What an agent's own judgement runs on: its policy (`for_agent`), the facts with its own counts, and
+    how a refusal names its budget."""
+
+    whose: str
+    policy: Policy
+    facts: Facts
+
+
+def own_judgement(policy: Policy, facts: Facts) -> OwnJudgement | None:
+    """The acting agent's own judgement beside the account's (None: no agent named, or it has no budget in
+    policy.json): evaluate runs it, and the room left (pilot.core.room) is measured under it too."""
+    agent = facts.agent
+    budget = policy.agents.get(agent.name) if agent is not None else None
+    if agent is None or budget is None:
+        return None
+    own = replace(facts, orders_today=agent.orders_today, turnover=agent.turnover)
+    return OwnJudgement(budget_of(agent.name), for_agent(policy, budget), own)
 
 
 def for_agent(policy: Policy, budget: AgentBudget) -> Policy:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
+from pilot.core.agent_budgets import own_judgement
 from pilot.core.codes import PROTECTION_CODES, RESIZE_CODES, SIZE_CAP_CODES, Code
 from pilot.core.facts import Facts, OrderType
 from pilot.core.policy import Policy
@@ -82,7 +83,32 @@ def _sized(policy: Policy, facts: Facts, situation: Situation) -> Room:
 
 def room_now(policy: Policy, facts: Facts) -> RoomNow | None:
     """The room on facts.order's side as plan_order would judge it now, and the part of it that needs no
-    human's approval; None when a fact a growing order needs is missing."""
+    human's approval; None when a fact a growing order needs is missing. For a named agent with a budget,
+    evaluate judges twice (pilot.core.agent_budgets) and the tighter binds: so does the room here."""
+    account = _room_now(policy, facts)
+    own = own_judgement(policy, facts)
+    if account is None or own is None:
+        return account
+    mine = _room_now(own.policy, own.facts)
+    return _tighter(account, mine) if mine is not None else None
+
+
+def _tighter(first: RoomNow, second: RoomNow) -> RoomNow:
+    """Two judgements' rooms as one: the smaller room (what binds at the same size, both), and the smaller
+    part of each that needs no human when that is less."""
+    room = _smaller(first.room, second.room)
+    free = _smaller(first.without_approval or first.room, second.without_approval or second.room)
+    return RoomNow(room, free if free.qty < room.qty else None)
+
+
+def _smaller(first: Room, second: Room) -> Room:
+    if first.qty != second.qty:
+        return first if first.qty < second.qty else second
+    return replace(first, limited_by=tuple(dict.fromkeys(first.limited_by + second.limited_by)))
+
+
+def _room_now(policy: Policy, facts: Facts) -> RoomNow | None:
+    """room_now under one judgement's policy and facts."""
     room = _judged(policy, facts)
     if room is None:
         return None

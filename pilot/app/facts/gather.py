@@ -197,7 +197,10 @@ async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: J
 
 
 def _daily(policy: Policy) -> bool:
-    return policy.daily_loss_limit_usd is not None or policy.daily_loss_limit_pct is not None
+    """Whether a daily loss limit needs the day's PnL: the account's, or an agent's budget's (judged on the
+    account's loss: without the PnL read it would judge a loss of nothing)."""
+    account = policy.daily_loss_limit_usd is not None or policy.daily_loss_limit_pct is not None
+    return account or any(budget.daily_loss_limit_usd is not None for budget in policy.agents.values())
 
 
 async def _day(runtime: Runtime, policy: Policy, today: Today) -> tuple[DayRead, frozenset[str] | None]:
