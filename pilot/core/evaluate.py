@@ -64,7 +64,8 @@ def evaluate(policy: Policy, facts: Facts) -> Evaluation:
     if agent is None or budget is None:
         return _evaluate(policy, facts)
     account = _evaluate(policy, facts)
-    own_facts = replace(facts, orders_today=agent.orders_today, turnover=agent.turnover)
+    held = agent.held_in(facts.order.category, facts.order.symbol).toward(facts.order.side)
+    own_facts = replace(facts, orders_today=agent.orders_today, turnover=agent.turnover, agent_held=held)
     own = _evaluate(for_agent(policy, budget), own_facts)
     return _together(account, own, budget_of(agent.name))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 from contextlib import AsyncExitStack, asynccontextmanager
+from decimal import Decimal
 from typing import Any
 
 import anyio
@@ -21,7 +22,7 @@ from pilot.app.human.agent_desk import add_agent, agents_overview, revoke_agent,
 from pilot.app.service.upkeep import upkeep
 from pilot.server import build_server, serve_http
 
-from .conftest import BTC_SHORT, CREATE, call, write_policy
+from .conftest import BTC_SHORT, CREATE, call, plan_and_place, write_policy
 
 pytestmark = pytest.mark.anyio
 BTC_CLOSE = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.00031"}
@@ -169,3 +170,28 @@ async def test_one_agents_silence_cancels_its_opening_orders_and_leaves_anothers
     )
     assert still["status"] == "ok"
     assert len(await runtime.store.journal.entries(kind=entry_kinds.AGENT_DEAD_MAN)) == 1
+
+
+async def test_an_agents_cap_per_market_counts_its_share_not_anothers_position(runtime, paper, tmp_path):
+    """The account may hold $100 of BTC, agent `small` $25 of it. Agent `big` is short $40: `small` still has
+    its own $25 (a $16 short passes and fills), and a second $16 would take its own share to $32: refused
+    for its budget, while `big` may go on within the account's room."""
+    write_policy(
+        tmp_path, maxNotionalUsd=100, maxOrderNotionalUsd=100, agents={"small": {"maxNotionalUsd": 25}}
+    )
+    big = await add_agent(runtime, "big", "trade")
+    small = await add_agent(runtime, "small", "trade")
+    async with stdio_like(runtime, big) as client:
+        assert (await plan_and_place(client, {**BTC_SHORT, "qty": "0.0005"}))["status"] == "filled"
+    async with stdio_like(runtime, small) as client:
+        first = await plan_and_place(client, {**BTC_SHORT, "qty": "0.0002"})
+        second = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0002"})
+    async with stdio_like(runtime, big) as client:
+        more = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0002"})
+    assert first["status"] == "filled", first
+    assert [(v["rule"], v["budget"]) for v in second["violations"]] == [("maxNotionalUsd", "agent:small")]
+    assert (
+        Decimal(second["violations"][0]["attempted"]) == Decimal("0.0004") * 80220
+    )  # its own two shorts at the bid
+    assert more["status"] == "ok"
+    assert paper.position("BTCUSDT").size == Decimal("-0.0007")
