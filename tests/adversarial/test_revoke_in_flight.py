@@ -27,6 +27,7 @@ from pilot.app.answers.sent_requests import sent_request
 from pilot.app.human.agent_desk import add_agent, revoke_agent
 from pilot.app.runtime.runtime import Runtime
 from pilot.server import build_server
+from pilot.store import open_store
 from tests.app.conftest import call, total_requests
 
 from .conftest import CREATE, write_policy
@@ -38,6 +39,8 @@ __all__ = ["paper"]  # the fixture, shared with the kill switch's worlds
 pytestmark = pytest.mark.anyio
 BUY = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0001"}
 STOPPED = {"tradingState", "agentRevoked"}  # the revoke is the agent's switch on for good, and its credential
+# ... or the revoke ended the plan before the send claimed it (refused: its first use sent nothing)
+NOT_SENT = STOPPED | {"planAlreadyUsed"}
 
 
 @asynccontextmanager
@@ -55,6 +58,12 @@ async def late_growing_sends(runtime: Runtime, agent: str, revoked_seq: int) -> 
         for e in sent
         if e.actor == f"agent:{agent}" and not sent_request(e.data["request"]).get("reduce_only")
     ]
+
+
+async def plans_sent(home: Path) -> set[str | None]:
+    """The plans of every order.sent entry in the home's journal."""
+    async with await open_store(home / "journal" / "pilot.db") as store:
+        return {e.plan_id for e in await store.journal.entries(kind=entry_kinds.ORDER_SENT)}
 
 
 def rules(answer: dict[str, Any]) -> set[str]:
@@ -88,7 +97,8 @@ async def test_a_revoke_at_a_random_instant_of_the_agents_send_never_follows_a_g
     """TRIES times, a new agent each: it plans on B and places; the human revokes it on A once the exchange
     has had a drawn number of B's requests (none, some of its reads, all of them, the create). A try breaches
     when a growing order.sent of that agent is journaled after its revoke; a send that was not made must be
-    refused for the revoke, and a send made before it stands (filled), as the kill switch judges one."""
+    refused for the revoke (its switch, its credential, or its plan ended by the revoke) with nothing sent
+    for its plan, and a send made before it stands (filled), as the kill switch judges one."""
     write_policy(tmp_path, **ROOMY)
     venue, rng = Venue.of(paper), random.Random(39)
     breaches, answers = [], []
@@ -114,5 +124,7 @@ async def test_a_revoke_at_a_random_instant_of_the_agents_send_never_follows_a_g
     sent = sum(answer["status"] == "filled" for answer in answers)
     print(f"\nrevoke at a random instant: {TRIES} tries, {sent} sent before it, {len(breaches)} breaches")
     assert breaches == [], f"{len(breaches)} of {TRIES} tries sent a growing order after the revoke"
-    assert all(a["status"] == "filled" or rules(a) & STOPPED for a in answers), answers
+    unsent = [a for a in answers if a["status"] != "filled"]
+    assert all(a["status"] == "refused" and rules(a) and rules(a) <= NOT_SENT for a in unsent), unsent
+    assert not {a.get("plan_id") for a in unsent} & await plans_sent(tmp_path), unsent
     assert 0 < sent < TRIES, f"the draw never raced: {sent} of {TRIES} sent before the revoke"
