@@ -10,11 +10,12 @@ agent's judgement adds is tagged with its budget (`agent:NAME`), what the accoun
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
-from pilot.core.facts import Effect
+from pilot.core.facts import Effect, Facts
 from pilot.core.policy import MarketOverrides, Policy
 from pilot.core.policy.budgets import AgentBudget
 
@@ -75,6 +76,20 @@ def _markets(policy: Policy, budget: AgentBudget) -> dict[str, Any]:
             values[field] = _tighter(getattr(account, field), agent)
         markets[symbol] = MarketOverrides(**values)
     return markets
+
+
+def own_judgement(policy: Policy, facts: Facts) -> tuple[Policy, Facts] | None:
+    """What the acting agent's own judgement runs on: its policy (`for_agent`) and the facts with its own
+    counts and what its sends hold in the order's market toward the order's side (`share_after` bounds
+    it); None when no agent is named or it has no budget in policy.json."""
+    agent = facts.agent
+    budget = policy.agents.get(agent.name) if agent is not None else None
+    if agent is None or budget is None:
+        return None
+    order = facts.order
+    held = agent.held_in(order.category, order.symbol).toward(order.side)
+    own = replace(facts, orders_today=agent.orders_today, turnover=agent.turnover, agent_held=held)
+    return for_agent(policy, budget), own
 
 
 def share_after(held: Decimal, order: Decimal, account_after: Decimal) -> Decimal:

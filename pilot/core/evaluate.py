@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from pilot.core.agent_budgets import ACCOUNT, budget_of, for_agent
+from pilot.core.agent_budgets import ACCOUNT, budget_of, own_judgement
 from pilot.core.codes import PROTECTION_CODES, RESIZE_CODES
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy
@@ -59,15 +59,10 @@ def evaluate(policy: Policy, facts: Facts) -> Evaluation:
     """Judge one order against the policy and, for a named agent with a budget in `policy.agents`, against
     that budget too (pilot.core.agent_budgets): both judgements run this same function, both must pass, and each
     violation says whose limit it is (`budget`)."""
-    agent = facts.agent
-    budget = policy.agents.get(agent.name) if agent is not None else None
-    if agent is None or budget is None:
+    own = own_judgement(policy, facts)
+    if own is None or facts.agent is None:
         return _evaluate(policy, facts)
-    account = _evaluate(policy, facts)
-    held = agent.held_in(facts.order.category, facts.order.symbol).toward(facts.order.side)
-    own_facts = replace(facts, orders_today=agent.orders_today, turnover=agent.turnover, agent_held=held)
-    own = _evaluate(for_agent(policy, budget), own_facts)
-    return _together(account, own, budget_of(agent.name))
+    return _together(_evaluate(policy, facts), _evaluate(*own), budget_of(facts.agent.name))
 
 
 def _together(account: Evaluation, own: Evaluation, whose: str) -> Evaluation:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
+from pilot.core.agent_budgets import own_judgement
 from pilot.core.codes import PROTECTION_CODES, RESIZE_CODES, SIZE_CAP_CODES, Code
 from pilot.core.facts import Facts, OrderType
 from pilot.core.policy import Policy
@@ -82,13 +83,35 @@ def _sized(policy: Policy, facts: Facts, situation: Situation) -> Room:
 
 def room_now(policy: Policy, facts: Facts) -> RoomNow | None:
     """The room on facts.order's side as plan_order would judge it now, and the part of it that needs no
-    human's approval; None when a fact a growing order needs is missing."""
+    human's approval; None when a fact a growing order needs is missing. For an agent with a budget, the
+    tighter of the account's room and the agent's own (pilot.core.agent_budgets.own_judgement), as evaluate
+    judges both."""
+    judged = _room_now(policy, facts)
+    own = own_judgement(policy, facts)
+    if judged is None or own is None:
+        return judged
+    mine = _room_now(*own)
+    if mine is None:
+        return None
+    room = _tighter(judged.room, mine.room)
+    alone = _tighter(judged.without_approval or judged.room, mine.without_approval or mine.room)
+    return RoomNow(room, alone if alone.qty < room.qty else None)
+
+
+def _room_now(policy: Policy, facts: Facts) -> RoomNow | None:
     room = _judged(policy, facts)
     if room is None:
         return None
     alone = _judged(policy, replace(facts, can_reach_human=False))  # confirm.aboveNotionalUsd as a cap
     free = alone if alone is not None and alone.qty < room.qty else None
     return RoomNow(room, free)
+
+
+def _tighter(account: Room, agent: Room) -> Room:
+    """The smaller room; on a tie, what one more step breaks under either."""
+    if account.qty != agent.qty:
+        return account if account.qty < agent.qty else agent
+    return replace(account, limited_by=tuple(dict.fromkeys((*account.limited_by, *agent.limited_by))))
 
 
 def _judged(policy: Policy, facts: Facts) -> Room | None:

@@ -184,6 +184,7 @@ async def test_an_agents_cap_per_market_counts_its_share_not_anothers_position(r
     async with stdio_like(runtime, big) as client:
         assert (await plan_and_place(client, {**BTC_SHORT, "qty": "0.0005"}))["status"] == "filled"
     async with stdio_like(runtime, small) as client:
+        room = (await call(client, "get_policy", {}))["data"]["markets"]["BTCUSDT"]["room"]["sell"]
         first = await plan_and_place(client, {**BTC_SHORT, "qty": "0.0002"})
         second = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0002"})
     async with stdio_like(runtime, big) as client:
@@ -195,3 +196,5 @@ async def test_an_agents_cap_per_market_counts_its_share_not_anothers_position(r
     )  # its own two shorts at the bid
     assert more["status"] == "ok"
     assert paper.position("BTCUSDT").size == Decimal("-0.0007")
+    # its own room as plan_order judges it: its $25, not the account's $60 left
+    assert (room["qty"], room["limited_by"]) == ("0.00031", ["maxNotionalUsd"])

@@ -11,16 +11,17 @@ size it suggests for the agent's cap passes it.
 from __future__ import annotations
 
 from dataclasses import replace
-from decimal import Decimal
+from decimal import ROUND_FLOOR, Decimal
 
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pilot.core.codes import Code
 from pilot.core.evaluate import evaluate
-from pilot.core.facts import AgentFacts, Facts, Held, PendingOrders, Position, Side
+from pilot.core.facts import AgentFacts, Facts, Held, OrderType, PendingOrders, Position, Side
 from pilot.core.policy import Policy
 from pilot.core.policy.budgets import AgentBudget
+from pilot.core.room import room_now
 from tests.core.suggested import replay
 from tests.core.test_properties import open_case
 from tests.core.test_worked_examples import btc_short  # the article's BTCUSDT at 80220
@@ -97,7 +98,8 @@ def test_a_size_suggested_for_the_agents_cap_passes_it(case, permille):
     price = worst_price(policy, f)
     mine, whole = share(f, held) * price, (abs(position_after(f)) + f.elsewhere) * price
     assume(1 < mine <= 10**8 and whole <= 10**9)
-    cap = max((mine * permille / 1000).quantize(Decimal("0.01")), Decimal("0.01"))
+    cap = (mine * permille / 1000).quantize(Decimal("0.01"), rounding=ROUND_FLOOR)
+    assume(Decimal("0.01") <= cap < mine)
     budget = AgentBudget.model_validate({"maxNotionalUsd": cap})
     roomy = {"max_notional_usd": Decimal(10**9), "max_order_notional_usd": Decimal(10**9)}
     policy = policy.model_copy(update={**roomy, "agents": {AGENT: budget}})
@@ -127,3 +129,19 @@ def test_another_agents_position_leaves_this_agents_room():
     bigger = replace(f, order=replace(f.order, qty=Decimal("0.0004")))
     assert notional_refusals(policy, bigger) == [f"agent:{AGENT}"]
     assert notional_refusals(policy.model_copy(update={"agents": {}}), f) == []
+
+
+@given(agent_cases())
+def test_the_room_an_agent_is_shown_fits_both_caps_and_a_step_more_breaks_the_one_it_names(case):
+    """get_policy's room (pilot.core.room.room_now) for an agent: a market order of it passes
+    maxNotionalUsd on the account's judgement and the agent's; when maxNotionalUsd limits it, one lot step
+    more is refused for it (by whichever budget)."""
+    policy, f, _ = case
+    market = replace(f.order, order_type=OrderType.MARKET, limit_price=None, reduce_only=False)
+    f = replace(f, order=market)
+    judged = room_now(policy, f)
+    assume(judged is not None and judged.room.qty > 0)
+    assert notional_refusals(policy, replace(f, order=replace(market, qty=judged.room.qty))) == []
+    if Code.MAX_NOTIONAL in judged.room.limited_by:
+        more = replace(market, qty=judged.room.qty + f.rules.qty_step)
+        assert notional_refusals(policy, replace(f, order=more)) != []
