@@ -2,7 +2,9 @@
 
 An agent is judged twice by the same `evaluate`: on the account's policy with the account's facts, and on
 its own policy (`for_agent`: the account's, each cap narrowed to the tighter of the account's and the
-agent's, its counts the agent's own) with the agent's counts; both must pass, so the tighter binds. What the
+agent's, its counts the agent's own) with the agent's counts and its share of the market (`share_after`:
+maxNotionalUsd counts what its own sends put there, never more than the account holds); both must pass, so
+the tighter binds. What the
 agent's judgement adds is tagged with its budget (`agent:NAME`), what the account's finds with `account`.
 """
 
@@ -51,12 +53,16 @@ class OwnJudgement:
 
 def own_judgement(policy: Policy, facts: Facts) -> OwnJudgement | None:
     """The acting agent's own judgement beside the account's (None: no agent named, or it has no budget in
-    policy.json): evaluate runs it, and the room left (pilot.core.room) is measured under it too."""
+    policy.json): its policy (`for_agent`) and the facts with its own counts and what its sends hold in the
+    order's market toward the order's side (`share_after` bounds it). evaluate runs it, and the room left
+    (pilot.core.room) is measured under it too."""
     agent = facts.agent
     budget = policy.agents.get(agent.name) if agent is not None else None
     if agent is None or budget is None:
         return None
-    own = replace(facts, orders_today=agent.orders_today, turnover=agent.turnover)
+    order = facts.order
+    held = agent.held_in(order.category, order.symbol).toward(order.side)
+    own = replace(facts, orders_today=agent.orders_today, turnover=agent.turnover, agent_held=held)
     return OwnJudgement(budget_of(agent.name), for_agent(policy, budget), own)
 
 
@@ -95,6 +101,18 @@ def _markets(policy: Policy, budget: AgentBudget) -> dict[str, Any]:
             values[field] = _tighter(getattr(account, field), agent)
         markets[symbol] = MarketOverrides(**values)
     return markets
+
+
+def share_after(held: Decimal, order: Decimal, account_after: Decimal) -> Decimal:
+    """An agent's share of a market once its order fills, unsigned in base units: what its own sends put
+    there with the order (`held` + `order`, signed), bounded by the account's worst case there
+    (`account_after`, signed: its position with every order pending on the order's side and this order
+    filled), so that it never exceeds what the account holds. Nothing when the two lean opposite ways: the
+    account's exposure is then another agent's or the owner's, and the agent's own sends shrank it."""
+    mine = held + order
+    if mine == 0 or account_after == 0 or (mine > 0) != (account_after > 0):
+        return Decimal(0)
+    return min(abs(mine), abs(account_after))
 
 
 def _tighter(account: Decimal | None, agent: Decimal | None) -> Decimal | None:

@@ -140,7 +140,7 @@ class ErrorCode(StrEnum):
     REMOTE_HOST_REFUSED = "remote_host_refused"
     CANNOT_LISTEN = "cannot_listen"
     PORT_IN_USE = "port_in_use"
-    PAPER_NEEDS_URL = "paper_needs_url"
+    PAPER_SCENARIO_MISMATCH = "paper_scenario_mismatch"  # the home's paper exchange runs another scenario
     NO_CONSOLE_SECRET = "no_console_secret"
     INVALID_STORE = "invalid_store"
     # the human's commands

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
@@ -292,13 +292,39 @@ NO_TURNOVER = Turnover(Decimal(0), Decimal(0))
 
 
 @dataclass(frozen=True, slots=True)
+class Held:
+    """What one agent's own sends put in one market (base units): `settled`, the signed net of those whose
+    outcome says what filled; `buying` and `selling`, those still open or of unknown outcome on each side,
+    which may fill yet (or did, unseen)."""
+
+    settled: Decimal = Decimal(0)
+    buying: Decimal = Decimal(0)
+    selling: Decimal = Decimal(0)
+
+    def toward(self, side: Side) -> Decimal:
+        """The signed net at its worst for an order on `side`: its open sends on that side filled, those
+        on the other side not."""
+        return self.settled + self.buying if side is Side.BUY else self.settled - self.selling
+
+
+NOTHING_HELD = Held()
+
+
+@dataclass(frozen=True, slots=True)
 class AgentFacts:
-    """The agent that acts (`pilot agent add`), and what its own budget counts: its orders sent today (UTC)
-    and the notional it sent (as Turnover counts the home's)."""
+    """The agent that acts (`pilot agent add`), and what its own budget counts: its orders sent today (UTC),
+    the notional it sent (as Turnover counts the home's), and what its own sends of the last two days put
+    in each market, by (category, symbol) (pilot.app.runtime.agent_holdings). Its share of a market is that,
+    bounded by the account's exposure there (pilot.core.agent_budgets.share_after)."""
 
     name: str
     orders_today: int = 0
     turnover: Turnover = NO_TURNOVER
+    held: Mapping[tuple[str, str], Held] = field(default_factory=dict)
+
+    def held_in(self, category: str, symbol: str) -> Held:
+        """What its own sends put in `symbol` of `category`."""
+        return self.held.get((category, symbol), NOTHING_HELD)
 
 
 UNLIMITED = Decimal("Infinity")
@@ -364,3 +390,7 @@ class Facts:
     holds: tuple[Hold, ...] = ()
     # The named agent acting (None: no agent declared, or a client without a credential), for its budget.
     agent: AgentFacts | None = None
+    # In an agent's own judgement: the signed net its sends put in this market before the order, at its
+    # worst for the order's side (Held.toward), so maxNotionalUsd counts the agent's share, not the account's
+    # whole exposure. None: the account's judgement (pilot.core.evaluate).
+    agent_held: Decimal | None = None

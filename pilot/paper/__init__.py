@@ -69,7 +69,7 @@ from pilot.paper.faults import FaultBook
 from pilot.paper.market import Quote
 from pilot.paper.scenario import FAULT_KINDS, FaultSpec, Scenario, ScenarioError, load_scenario
 from pilot.paper.server import HttpServer
-from pilot.paper.state import StateError, StateInUse, StateLock, read_holder
+from pilot.paper.state import StateError, StateInUse, StateLock, key_fingerprint, read_holder
 from pilot.paper.state_log import StateLog, log_path
 from pilot.paper.streams import StreamFaults, StreamServer
 
@@ -82,6 +82,7 @@ __all__ = [
     "StateInUse",
     "load_scenario",
     "reset_state",
+    "serves_key",
     "serving_url",
     "start_paper_exchange",
     "wall_clock_ms",
@@ -253,7 +254,8 @@ class PaperExchange:
             self._release_state()
             raise
         if self._state_lock is not None:
-            self._state_lock.note(self.url)
+            keys = tuple(key_fingerprint(spec.key, spec.secret) for spec in self.scenario.api_keys)
+            self._state_lock.note(self.url, keys)
         return self
 
     def stop(self) -> None:
@@ -529,3 +531,12 @@ def serving_url(state_path: Path) -> str | None:
     except PermissionError:
         pass  # alive, under another user
     return str(url)
+
+
+def serves_key(state_path: Path, api_key: str, api_secret: str) -> bool | None:
+    """Whether the running paper exchange that serves `state_path` takes this key, as it said in the lock
+    file (None: it said nothing of its keys, as one of an earlier version)."""
+    keys = read_holder(Path(state_path)).get("keys")
+    if keys is None:
+        return None
+    return key_fingerprint(api_key, api_secret) in keys

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import signal
 import threading
 import time
@@ -59,6 +60,7 @@ class IdleWatch:
         self, state_path: Path, grace_seconds: float, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self.path = users_path(Path(state_path))
+        self.log = log_path(Path(state_path))
         self.grace = grace_seconds
         self._clock = clock
         self._idle_since: float | None = None
@@ -83,10 +85,34 @@ class IdleWatch:
         return False
 
     def wait_until_unused(self, interval_seconds: float = 1.0) -> None:
-        """Return once unused() says so, looking every `interval_seconds`."""
+        """Return once unused() says so, looking every `interval_seconds` (and keeping the exchange's log
+        within LOG_LIMIT_BYTES meanwhile: a home's exchange may serve for weeks)."""
         pause = threading.Event()
         while not self.unused():
+            rotate_log(self.log)
             pause.wait(interval_seconds)
+
+
+LOG_LIMIT_BYTES = 256 * 1024  # the home exchange's log (HOME/paper/exchange.log) is rotated past this size
+
+
+def log_path(state_path: Path) -> Path:
+    """Where the home's exchange writes what it says (its banner, its errors): beside its state file."""
+    return Path(state_path).with_name("exchange.log")
+
+
+def rotate_log(log: Path, limit: int = LOG_LIMIT_BYTES) -> bool:
+    """Once `log` holds `limit` bytes or more, keep them as LOG.1 (the one before is dropped) and start it
+    empty; True if it did. Copied, then cut in place: the exchange writing it appends (O_APPEND) through a
+    descriptor it was started with, which goes on writing at the new end."""
+    try:
+        if log.stat().st_size < limit:
+            return False
+        shutil.copyfile(log, log.with_name(log.name + ".1"))
+        os.truncate(log, 0)
+    except OSError:  # gone, or not ours to rotate: it is only a log
+        return False
+    return True
 
 
 def stop_serving(state_path: Path, timeout_seconds: float = 30.0) -> int | None:

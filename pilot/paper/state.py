@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 from dataclasses import fields
@@ -72,11 +73,12 @@ class StateLock:
         self._fd = fd
         self.note(None)
 
-    def note(self, url: str | None) -> None:
-        """Say who holds the lock (this process, and the URL it serves) for whoever is refused next."""
+    def note(self, url: str | None, keys: tuple[str, ...] = ()) -> None:
+        """Say who holds the lock (this process, the URL it serves and the fingerprints of the keys it takes:
+        `key_fingerprint`) for whoever is refused next or attaches."""
         if self._fd is None:
             return
-        text = json.dumps({"pid": os.getpid(), "url": url}).encode()
+        text = json.dumps({"pid": os.getpid(), "url": url, "keys": list(keys)}).encode()
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, text, 0)
 
@@ -95,7 +97,8 @@ class StateLock:
 
 
 def read_holder(state_path: Path) -> dict[str, Any]:
-    """What the exchange holding `state_path`'s lock wrote there (pid, url); empty if nothing or no file."""
+    """What the exchange holding `state_path`'s lock wrote there (pid, url, keys); empty if nothing or no
+    file."""
     path = state_path.with_name(state_path.name + ".lock")
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -114,8 +117,18 @@ def _holder(fd: int) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         return {}
-    pid, url = data.get("pid"), data.get("url")
-    return {"pid": pid if isinstance(pid, int) else None, "url": url if isinstance(url, str) else None}
+    pid, url, keys = data.get("pid"), data.get("url"), data.get("keys")
+    return {
+        "pid": pid if isinstance(pid, int) else None,
+        "url": url if isinstance(url, str) else None,
+        "keys": tuple(str(key) for key in keys) if isinstance(keys, list) else None,  # None: not said
+    }
+
+
+def key_fingerprint(api_key: str, api_secret: str) -> str:
+    """What a running paper exchange says of a key it takes, so a server can tell before attaching whether
+    its scenario's key is one of them (a paper key's digest: never the secret itself)."""
+    return hashlib.sha256(f"{api_key}\n{api_secret}".encode()).hexdigest()[:16]
 
 
 def restore_checked(engine: Engine, data: dict[str, Any], path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import socket
 from contextlib import AsyncExitStack, asynccontextmanager
+from decimal import Decimal
 from typing import Any
 
 import anyio
@@ -18,9 +19,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from pilot.app.answers import entry_kinds
 from pilot.app.human.agent_desk import add_agent, agents_overview, revoke_agent, switch_agent_by_human
+from pilot.app.service.upkeep import upkeep
 from pilot.server import build_server, serve_http
 
-from .conftest import BTC_SHORT, CREATE, call, write_policy
+from .conftest import BTC_SHORT, CREATE, call, plan_and_place, write_policy
 
 pytestmark = pytest.mark.anyio
 BTC_CLOSE = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.00031"}
@@ -132,3 +134,67 @@ async def test_one_agents_switch_stops_it_alone_and_revoke_cuts_it_off(runtime, 
     assert after["status"] == "refused" and after["violations"][0]["rule"] == "agentRevoked"
     assert replaced["violations"][0]["rule"] == "agentRevoked"
     assert await runtime.exchange.get_open_orders("linear") == []
+
+
+async def test_one_agents_silence_cancels_its_opening_orders_and_leaves_anothers(
+    runtime, paper, tmp_path, clock
+):
+    """Two agents rest a buy each; the chatty one calls on while the quiet one stays silent past `afterSeconds`
+    (the clock moved by hand). Upkeep cancels the quiet agent's order alone and turns its own switch on; the
+    home's switch stays off (an agent called), and the other agent still plans."""
+    write_policy(tmp_path, deadManSwitch={"afterSeconds": 30, "reducing": True})
+    quiet = await add_agent(runtime, "quiet", "trade")
+    chatty = await add_agent(runtime, "chatty", "trade")
+    resting = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.0001", "order_type": "limit", "price": "50000"}
+    async with stdio_like(runtime, quiet) as client:
+        plan = await call(client, "plan_order", resting)
+        assert (await call(client, "place_order", {"plan_id": plan["plan_id"]}))["status"] == "open"
+    async with stdio_like(runtime, chatty) as client:
+        plan = await call(client, "plan_order", {**resting, "price": "51000"})
+        kept = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        assert kept["status"] == "open"
+        clock.advance(20)
+        await call(client, "get_positions", {})  # the chatty agent's call, 20 s after the quiet one's last
+        clock.advance(11)
+        await upkeep(runtime)
+        left = [(o.order_id, o.price) for o in paper.orders() if o.leaves_qty > 0]
+        fired = await runtime.store.journal.entries(kind=entry_kinds.AGENT_DEAD_MAN)
+        still = await call(client, "plan_order", {**resting, "price": "52000"})
+        await upkeep(runtime)  # once a silence: nothing of the quiet agent's is left to cancel
+    assert [(e.data["agent"], e.data["why"], len(e.data["orders"])) for e in fired] == [("quiet", "idle", 1)]
+    assert left == [(kept["order_id"], 51000)]
+    state = await runtime.journal_state()
+    assert state.agent_switch("quiet") is not None and state.agent_switch("chatty") is None
+    assert (
+        state.kill_switch_on is False and await runtime.store.journal.entries(kind=entry_kinds.DEAD_MAN) == []
+    )
+    assert still["status"] == "ok"
+    assert len(await runtime.store.journal.entries(kind=entry_kinds.AGENT_DEAD_MAN)) == 1
+
+
+async def test_an_agents_cap_per_market_counts_its_share_not_anothers_position(runtime, paper, tmp_path):
+    """The account may hold $100 of BTC, agent `small` $25 of it. Agent `big` is short $40: `small` still has
+    its own $25 (a $16 short passes and fills), and a second $16 would take its own share to $32: refused
+    for its budget, while `big` may go on within the account's room."""
+    write_policy(
+        tmp_path, maxNotionalUsd=100, maxOrderNotionalUsd=100, agents={"small": {"maxNotionalUsd": 25}}
+    )
+    big = await add_agent(runtime, "big", "trade")
+    small = await add_agent(runtime, "small", "trade")
+    async with stdio_like(runtime, big) as client:
+        assert (await plan_and_place(client, {**BTC_SHORT, "qty": "0.0005"}))["status"] == "filled"
+    async with stdio_like(runtime, small) as client:
+        room = (await call(client, "get_policy", {}))["data"]["markets"]["BTCUSDT"]["room"]["sell"]
+        first = await plan_and_place(client, {**BTC_SHORT, "qty": "0.0002"})
+        second = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0002"})
+    async with stdio_like(runtime, big) as client:
+        more = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0002"})
+    assert first["status"] == "filled", first
+    assert [(v["rule"], v["budget"]) for v in second["violations"]] == [("maxNotionalUsd", "agent:small")]
+    assert (
+        Decimal(second["violations"][0]["attempted"]) == Decimal("0.0004") * 80220
+    )  # its own two shorts at the bid
+    assert more["status"] == "ok"
+    assert paper.position("BTCUSDT").size == Decimal("-0.0007")
+    # its own room as plan_order judges it: its $25, not the account's $60 left
+    assert (room["qty"], room["limited_by"]) == ("0.00031", ["maxNotionalUsd"])

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,11 @@ from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 
 from pilot.app.answers import entry_kinds
+from pilot.app.service.boot import StartupError, open_runtime
 from pilot.cli import main
+from pilot.core.errors import ErrorCode
 from pilot.paper import serving_url
-from pilot.paper.sharing import IdleWatch, UserHold, stop_serving
+from pilot.paper.sharing import IdleWatch, UserHold, log_path, rotate_log, stop_serving
 from pilot.paper.state import read_holder
 from pilot.store import open_store
 from tests.scenarios import ARTICLE, policy_with
@@ -158,3 +161,46 @@ def test_pilot_sim_stop_says_when_none_serves(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["sim", "stop", "--home", str(home), "--format", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["stopped"] is None
+
+
+async def test_a_server_whose_scenario_the_running_exchange_does_not_take_is_refused_with_its_code(
+    home: Path, tmp_path: Path
+) -> None:
+    """The first server started the home's exchange on the article's scenario; a server given a scenario
+    with another key would be refused every request: it does not start (paper_scenario_mismatch, with the
+    fix), and one given the same scenario, or the same key in another file, attaches."""
+    other = json.loads(ARTICLE.read_text())
+    other["apiKeys"][0] |= {"key": "anotherPaperKey01", "secret": "anotherPaperSecret000000000000001"}
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    same_key = json.loads(ARTICLE.read_text()) | {"description": "the same key in a file of its own"}
+    (tmp_path / "same.json").write_text(json.dumps(same_key))
+    async with client(home, "code") as code:
+        assert await trade(code) == "filled"
+        with pytest.raises(StartupError) as refused:
+            async with open_runtime(home, scenario=tmp_path / "other.json", shared_paper=True, streams=False):
+                pass
+        async with open_runtime(
+            home, scenario=tmp_path / "same.json", shared_paper=True, streams=False
+        ) as same:
+            assert (await same.exchange.get_position("linear", "BTCUSDT")).size == Decimal("-0.00031")
+    assert refused.value.code == ErrorCode.PAPER_SCENARIO_MISMATCH and refused.value.fix
+
+
+def test_the_exchanges_log_is_rotated_past_its_limit_while_the_exchange_writes_on(tmp_path: Path) -> None:
+    """HOME/paper/exchange.log, which the exchange writes through a descriptor opened for appending when it
+    was started: past the limit it is kept as exchange.log.1 and starts empty, and what the exchange writes
+    next lands at its new start; below the limit it is left alone."""
+    log = tmp_path / "paper" / "exchange.log"
+    log.parent.mkdir()
+    writer = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(writer, b"x" * 99)
+        assert not rotate_log(log, limit=100) and log.stat().st_size == 99
+        os.write(writer, b"y")
+        assert rotate_log(log, limit=100)
+        os.write(writer, b"next")
+    finally:
+        os.close(writer)
+    assert log.read_bytes() == b"next"
+    assert (tmp_path / "paper" / "exchange.log.1").read_bytes() == b"x" * 99 + b"y"
+    assert log_path(tmp_path / "paper" / "state.json") == log

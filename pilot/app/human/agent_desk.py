@@ -144,7 +144,8 @@ async def _end_plans(runtime: Runtime, name: str) -> list[str]:
             continue
         claim = await runtime.store.plans.claim(entry.plan_id, now=now, holder="revoke")
         if claim.status == "claimed":
-            outcome = {"status": "cancelled", "why": "agent revoked", "agent": name}
+            # refused: nothing was sent, so a place_order of it says so (not "sent as order None")
+            outcome = {"status": "refused", "why": "agent revoked", "agent": name}
             await runtime.store.plans.record_outcome(entry.plan_id, outcome, now=now)
             ended.append(entry.plan_id)
     return ended

@@ -28,6 +28,7 @@ from pilot.app.answers import entry_kinds
 from pilot.app.answers.sent_requests import sent_request
 from pilot.app.road.clock import Today
 from pilot.app.runtime.activity import NO_ACTIVITY, Activity, ActivityView
+from pilot.app.runtime.agent_holdings import Holdings, kept_within
 from pilot.core.facts import AgentFacts
 from pilot.store import Instant, Journal, JournalEntry, Mark, age, agent_of
 
@@ -235,6 +236,7 @@ class _AgentBook:
     sends: SendsByDay = field(default_factory=lambda: SendsByDay())
     activity: Activity = field(default_factory=Activity)
     orders: dict[str, Sent] = field(default_factory=dict)  # its sends' link ids, with when (kept KEPT)
+    held: Holdings = field(default_factory=Holdings)  # what its sends put in each market
 
 
 class Ledger:
@@ -295,7 +297,9 @@ class Ledger:
 
     def _agent_facts(self, now: datetime, here: Instant, today: Today) -> dict[str, AgentFacts]:
         return {
-            name: AgentFacts(name, book.sends.count(today), book.activity.view(now, here, today).turnover)
+            name: AgentFacts(
+                name, book.sends.count(today), book.activity.view(now, here, today).turnover, book.held.view()
+            )
             for name, book in self._books.items()
         }
 
@@ -382,6 +386,7 @@ class Ledger:
         elif kind in (entry_kinds.ORDER_OUTCOME, entry_kinds.ORDER_RESOLVED):
             for book in self._books.values():
                 book.activity.fold(entry)
+                book.held.outcome(entry.data)
         elif name is not None and kind in (entry_kinds.ORDER_SENT, entry_kinds.ACTION):
             book = self._books.setdefault(name, _AgentBook())
             book.activity.fold(entry)
@@ -389,6 +394,7 @@ class Ledger:
                 send = Send.of(entry)
                 book.sends.add(send)
                 book.orders[send.order_link_id] = Sent(send.sent_at, send.stamp)
+                book.held.send(entry)
 
     def _prune(self, now: datetime, here: Instant) -> None:
         """Forget sends older than KEPT (by the store's clock when it can tell), now and then (the window
@@ -403,6 +409,7 @@ class Ledger:
             book.sends.keep(lambda send: send.age(now, here) <= KEPT)
             book.activity.prune(now, here, KEPT)
             book.orders = {link: sent for link, sent in book.orders.items() if sent.age(now, here) <= KEPT}
+            book.held.keep(kept_within(KEPT, now, here))
         self._equity = [entry for entry in self._equity if age_of(entry, now, here) <= EQUITY_KEPT]
         self._pruned = self._floor = since
 

@@ -266,7 +266,9 @@ class _Venue:
             if not self.shared:
                 return self._embedded(stack), False
             self.url = await self._home_exchange(stack)
-            return self._scenario_key(), False  # the key the embedded exchange gave: the scenario's
+            adapter = self._scenario_key()  # the key the exchange started on this scenario takes
+            self._check_home_key()
+            return adapter, False
         from pilot.keys.errors import KeysError, NoKeyStored
 
         try:
@@ -308,6 +310,25 @@ class _Venue:
                 code=ErrorCode.CANNOT_START,
                 fix=f"if the account cannot be continued: `pilot sim reset --home {self.home}`",
             ) from None
+
+    def _check_home_key(self) -> None:
+        """Refuse to attach to the home's paper exchange when it was started on another scenario whose keys
+        do not include this scenario's (every request would be refused for its key)."""
+        from pilot.paper import serves_key
+
+        if (
+            self.credentials is None
+            or serves_key(Home(self.home).paper_state_path, *self.credentials) is not False
+        ):
+            return
+        scenario = f"scenario {self.scenario}" if self.scenario is not None else "the default scenario"
+        raise StartupError(
+            f"the home's paper exchange at {self.url} runs another scenario: it does not take the key of {scenario}",
+            code=ErrorCode.PAPER_SCENARIO_MISMATCH,
+            fix="give this server the --scenario the exchange was started with (the first server's on this "
+            f"home), or stop it with `pilot sim stop --home {self.home}` and start this server again to run "
+            "it on this one",
+        )
 
     async def _stored_key(self) -> Exchange:
         from pilot.app.human.exchange_keys import load_exchange_credentials

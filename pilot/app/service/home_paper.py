@@ -23,7 +23,7 @@ import anyio
 
 from pilot.app.runtime.runtime import Home
 from pilot.paper import serving_url
-from pilot.paper.sharing import UserHold
+from pilot.paper.sharing import UserHold, log_path, rotate_log
 from pilot.paper.state import read_holder
 
 IDLE_SECONDS = 60
@@ -55,7 +55,8 @@ async def attach_home_exchange(home: Path, scenario: Path | None, stack: context
 
 def _start_and_wait(home: Path, scenario: Path | None) -> str:
     state = Home(home).paper_state_path
-    log = state.with_name("exchange.log")
+    log = log_path(state)
+    rotate_log(log)
     process = _start(home, scenario, log)
     deadline = time.monotonic() + START_SECONDS
     pause = threading.Event()

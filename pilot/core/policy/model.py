@@ -371,7 +371,7 @@ class Policy(Frozen):
         dict[str, AgentBudget],
         About(
             '{"scout": {"maxNotionalUsd": 50, "dailyOrderCap": 10}}',
-            "an order by agent NAME (`pilot agent add NAME`) past its own budget: `allowedMarkets`, `maxNotionalUsd` and `maxOrderNotionalUsd` (and per market under `markets`), `maxLossPerTradeUsd`, `dailyLossLimitUsd` (the account's loss today), `dailyOrderCap` and `maxTurnoverUsdPerDay` (its own sends); the account's limits bind it too, the tighter wins, and a refusal's `budget` says whose",
+            "an order by agent NAME (`pilot agent add NAME`) past its own budget: `allowedMarkets`, `maxNotionalUsd` and `maxOrderNotionalUsd` (and per market under `markets`), `maxLossPerTradeUsd`, `dailyLossLimitUsd` (the account's loss today), `dailyOrderCap` and `maxTurnoverUsdPerDay` (its own sends); its `maxNotionalUsd` counts its share of the market, what its own orders put there and never more than the account holds ([Agents' budgets](#agents-budgets)); the account's limits bind it too, the tighter wins, and a refusal's `budget` says whose",
             "`5 orders already sent today (UTC), the cap is 5` with `budget` `agent:scout`",
             shown=Shown.CONTROLS,
         ),

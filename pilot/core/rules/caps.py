@@ -62,6 +62,8 @@ def check_position_notional(s: Situation) -> Breach | None:
 
 
 def _counting(s: Situation) -> str:
+    if s.facts.agent_held is not None:
+        return " (this agent's share: what its own orders put in the market, at most the account's)"
     counted = []
     if s.pending != 0:
         counted.append(f"{plain(s.pending)} {s.base} of open orders on the same side as filled")

@@ -8,6 +8,7 @@ from datetime import datetime, time, timedelta
 from decimal import Decimal
 from typing import NamedTuple
 
+from pilot.core.agent_budgets import share_after
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
 from pilot.core.facts import Facts, InstrumentRules, OrderIntent, OrderType, Side, Touch
@@ -79,8 +80,16 @@ def situate(policy: Policy, facts: Facts, order: OrderIntent | None = None) -> S
         pending,
         order.qty * price,
         size_after * price,
-        (size_after + (facts.elsewhere or ZERO)) * price,
+        _counted(facts, order, after) * price,
     )
+
+
+def _counted(facts: Facts, order: OrderIntent, after: Decimal) -> Decimal:
+    """The base quantity maxNotionalUsd counts: the coin's gross exposure the order leaves (this category
+    and the other), or in an agent's own judgement its share of this market (pilot.core.agent_budgets)."""
+    if facts.agent_held is not None:
+        return share_after(facts.agent_held, order.signed_qty, after)
+    return abs(after) + (facts.elsewhere or ZERO)
 
 
 def retry_missing(now: datetime, unavailable_until: datetime | None) -> datetime:
