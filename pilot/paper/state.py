@@ -15,10 +15,6 @@ caller can attach to the first instead. Resetting a state file in use is refused
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
-import os
 from dataclasses import fields
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -26,96 +22,14 @@ from typing import Any
 
 from pilot.paper.accounts import SimPosition
 from pilot.paper.engine import Engine, SimClosedPnl, SimExecution, SimOrder
+
+# The lock's names are said here too, where the state's readers have always found them.
+from pilot.paper.lock import StateError, StateInUse, StateLock, read_holder
 from pilot.paper.market import Market, Quote
 
+__all__ = ["VERSION", "StateError", "StateInUse", "StateLock", "read_holder", "restore_checked", "snapshot"]
+
 VERSION = 1
-
-
-class StateError(ValueError):
-    """A state file that cannot be used with this scenario (unreadable, another version, unknown symbols)."""
-
-
-class StateInUse(StateError):
-    """Another running paper exchange serves this state file (its process id and URL, when it wrote them)."""
-
-    def __init__(self, path: Path, *, pid: int | None, url: str | None) -> None:
-        holder = f"process {pid}" if pid else "another process"
-        where = f", serving {url}" if url else ""
-        super().__init__(f"{path} is in use by a running paper exchange ({holder}{where})")
-        self.path = path
-        self.pid = pid
-        self.url = url
-
-
-class StateLock:
-    """The exclusive right to serve one state file, held from acquire() to release() (or the process's end)."""
-
-    def __init__(self, state_path: Path) -> None:
-        self.state_path = Path(state_path)
-        self.path = self.state_path.with_name(self.state_path.name + ".lock")
-        self._fd: int | None = None
-
-    def acquire(self) -> None:
-        """Take the lock without waiting.
-
-        Raises:
-            StateInUse: another paper exchange holds it.
-        """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder(fd)
-            os.close(fd)
-            raise StateInUse(self.state_path, pid=holder.get("pid"), url=holder.get("url")) from None
-        self._fd = fd
-        self.note(None)
-
-    def note(self, url: str | None) -> None:
-        """Say who holds the lock (this process, and the URL it serves) for whoever is refused next."""
-        if self._fd is None:
-            return
-        text = json.dumps({"pid": os.getpid(), "url": url}).encode()
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, text, 0)
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
-    def release(self) -> None:
-        """Let another paper exchange serve the file (idempotent)."""
-        if self._fd is None:
-            return
-        fd, self._fd = self._fd, None
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-        os.close(fd)  # closing the descriptor releases the flock
-
-
-def read_holder(state_path: Path) -> dict[str, Any]:
-    """What the exchange holding `state_path`'s lock wrote there (pid, url); empty if nothing or no file."""
-    path = state_path.with_name(state_path.name + ".lock")
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return {}
-    try:
-        return _holder(fd)
-    finally:
-        os.close(fd)
-
-
-def _holder(fd: int) -> dict[str, Any]:
-    try:
-        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except ValueError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    pid, url = data.get("pid"), data.get("url")
-    return {"pid": pid if isinstance(pid, int) else None, "url": url if isinstance(url, str) else None}
 
 
 def restore_checked(engine: Engine, data: dict[str, Any], path: Path) -> None:
