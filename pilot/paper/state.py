@@ -10,7 +10,8 @@ One paper exchange at a time serves a state file. Two would each load it, trade 
 other's saves: the account would fork without a word. So a running exchange holds an exclusive lock on
 FILE.lock (flock: the system releases it when the process ends, however it ends) and writes its process
 id and URL there; a second one on the same file is refused with StateInUse, which names them so the
-caller can attach to the first instead. Resetting a state file in use is refused the same way.
+caller can attach to the first instead. Resetting a state file in use is refused the same way. The lock is
+pilot.paper.lock's, read there by a server that attaches without importing the exchange.
 """
 
 from __future__ import annotations
