@@ -9,6 +9,7 @@ from pilot.core.facts import BUY, LIMIT, InstrumentRules, OrderIntent, PriceBand
 
 HUNDRED = Decimal(100)
 ZERO = Decimal(0)
+ONE = Decimal(1)  # beside a Decimal, a Decimal: an int is converted on every operation (the hot path's)
 # Bybit's standard taker fee rate (non-VIP, linear): what an order costs out of the balance, and what a stop
 # costs on the way in and on the way out.
 TAKER_FEE = Decimal("0.00055")
@@ -16,14 +17,14 @@ TAKER_FEE = Decimal("0.00055")
 
 def floor_to_step(value: Decimal, step: Decimal) -> Decimal:
     """Round a quantity down to a whole number of lot steps (never up: a size must not grow)."""
-    if step <= 0:
+    if step <= ZERO:
         return value
     return (value / step).to_integral_value(rounding=ROUND_FLOOR) * step
 
 
 def ceil_to_step(value: Decimal, step: Decimal) -> Decimal:
     """Round up to a whole number of steps."""
-    if step <= 0:
+    if step <= ZERO:
         return value
     return (value / step).to_integral_value(rounding=ROUND_CEILING) * step
 
@@ -58,9 +59,9 @@ def send_price(
         return order.limit_price
     factor = max_slippage_pct / HUNDRED
     if order.side is BUY:
-        price = ceil_to_step(touch.ask * (1 + factor), rules.tick_size)
+        price = ceil_to_step(touch.ask * (ONE + factor), rules.tick_size)
     else:
-        price = max(floor_to_step(touch.bid * (1 - factor), rules.tick_size), rules.tick_size)
+        price = max(floor_to_step(touch.bid * (ONE - factor), rules.tick_size), rules.tick_size)
     return inside_band(price, order.side, band, rules.tick_size)
 
 
@@ -156,12 +157,12 @@ def liquidation_clear(
     the divisions multiplied out (a long's level at most mark x (1 - minimum), a short's at least mark x
     (1 + minimum)), passed only with CLEAR_MARGIN_PCT to spare. False says nothing: work the distance out.
     The hot path's test; the distance itself is worked out only for an order near its limit."""
-    if size == 0 or mark <= 0 or not ZERO <= mmr < 1:
+    if size == ZERO or mark <= ZERO or not ZERO <= mmr < ONE:
         return False
     at_least = minimum_pct + CLEAR_MARGIN_PCT
-    if size > 0:
-        return (size * price - equity) * HUNDRED <= size * (1 - mmr) * mark * (HUNDRED - at_least)
-    return (equity - size * price) * HUNDRED >= -size * (1 + mmr) * mark * (HUNDRED + at_least)
+    if size > ZERO:
+        return (size * price - equity) * HUNDRED <= size * (ONE - mmr) * mark * (HUNDRED - at_least)
+    return (equity - size * price) * HUNDRED >= -size * (ONE + mmr) * mark * (HUNDRED + at_least)
 
 
 def liquidation_distance_pct(
