@@ -35,7 +35,9 @@ warmed), both ways interleaved round by round (so a burst of load lands on both)
 pair, the median of those ratios (the figure against the target), and, as the steadier cross-check, the same
 ratio of the CPU seconds each process used to get there (the server's read from /proc at the answer, the
 bare imports' whole life). The load average is printed at the start, between the ways and at the end.
-Target: median wall ratio <= 1.25x, both ways.
+Target: median wall ratio <= 1.25x, both ways. `python -m pilot` pauses the cyclic garbage collector while
+it starts (pilot.cli.heap), which the bare imports do not: the ratio against the bare imports with the
+collector paused too is printed beside it, what Pilot adds like for like.
 
     .venv/bin/python benchmarks/bench_cold_start.py [--runs 11] [--libraries]
 """
@@ -70,6 +72,8 @@ LIBRARIES = (  # the stream client is websocket-client's (`websocket`, under pyb
     "click",
 )
 BARE_IMPORTS = "import " + ", ".join(LIBRARIES)
+# The same with the cyclic collector paused, as `python -m pilot` starts (pilot.cli.heap): like for like.
+PAUSED_IMPORTS = "import gc; gc.disable(); " + BARE_IMPORTS
 REQUESTS = [INITIALIZE, INITIALIZED, TOOLS_LIST]  # what a host sends first
 TARGET = 1.25
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -83,6 +87,7 @@ class Way:
     serve: Callable[[], tuple[float, float]]
     serves: list[tuple[float, float]] = field(default_factory=list)
     bares: list[tuple[float, float]] = field(default_factory=list)
+    paused: list[tuple[float, float]] = field(default_factory=list)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -115,11 +120,11 @@ def serve_until_tools(home: Path, env: dict[str, str], paper_url: str | None = N
         server.wait(timeout=30)
 
 
-def bare_imports(env: dict[str, str]) -> tuple[float, float]:
+def bare_imports(env: dict[str, str], imports: str = BARE_IMPORTS) -> tuple[float, float]:
     """Wall and CPU seconds of a fresh interpreter importing the libraries (BARE_IMPORTS) and exiting."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", BARE_IMPORTS], check=True, env=env)
+    subprocess.run([sys.executable, "-c", imports], check=True, env=env)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -180,7 +185,9 @@ def rounds(ways: list[Way], runs: int, env: dict[str, str]) -> None:
             if number % 2 == 0:
                 way.serves.append(way.serve())
                 way.bares.append(bare_imports(env))
+                way.paused.append(bare_imports(env, PAUSED_IMPORTS))
             else:
+                way.paused.append(bare_imports(env, PAUSED_IMPORTS))
                 way.bares.append(bare_imports(env))
                 way.serves.append(way.serve())
         if number == runs // 2:
@@ -205,6 +212,12 @@ def report(way: Way) -> None:
         f"{max(walls):.2f}; target <= {TARGET}x: {ratio / TARGET:.2f} of it, "
         f"{'ok' if ratio <= TARGET else 'MISSED'}); CPU ratio {statistics.median(cpus):.2f}x "
         f"(min {min(cpus):.2f}, max {max(cpus):.2f})"
+    )
+    alike = [a[0] / b[0] for a, b in zip(way.serves, way.paused, strict=True)]
+    print(
+        f"[{way.label}] like for like, against the bare imports with the collector paused as `python -m pilot` "
+        f"pauses it ({ms(way.paused, 0)}): {statistics.median(alike):.2f}x (min {min(alike):.2f}, max "
+        f"{max(alike):.2f})"
     )
 
 
