@@ -7,6 +7,13 @@ not pay for the console, the journal's card printer or the demo, nor they for th
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+
+from pilot.cli import heap
+
+if os.path.basename(sys.argv[0]) == "pilot":  # the console script, which has no entry of its own to do it
+    heap.pause()  # as `python -m pilot` does first thing (pilot.cli.heap)
 
 import click
 
@@ -58,6 +65,14 @@ class PilotGroup(click.Group):
             return None
         command: click.Command = importlib.import_module(f"pilot.cli.{module}").command
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        found = super().resolve_command(ctx, args)
+        if found[0] != "serve":
+            heap.resume()  # its module is imported; `pilot serve` settles the heap once it is built
+        return found
 
     @staticmethod
     def _name_of(module: str) -> str:

@@ -25,6 +25,7 @@ from pilot.app.service.boot import EXCHANGES, StartupError, open_runtime
 from pilot.app.service.dead_man import stdio_ended
 from pilot.app.service.pushing import PhoneService
 from pilot.app.service.upkeep import UPKEEP_SECONDS, upkeep
+from pilot.cli import heap
 from pilot.cli.home import home_option, resolve_home
 from pilot.cli.output import CliError
 from pilot.core.errors import ErrorCode
@@ -140,6 +141,7 @@ def command(
     except KeyboardInterrupt:
         click.echo("pilot serve: stopped", err=True)
     finally:
+        heap.resume()  # a start that failed before the heap was settled
         if listener is not None:
             listener.close()
 
@@ -230,9 +232,12 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
             click.echo(format_banner(options, listener, tokens, streaming=streaming), err=True)
         if http is None or listener is None:
             await _take_credential(runtime)
-            await run_stdio(build_server(runtime, tools=options.tools))
+            server = build_server(runtime, tools=options.tools)
+            heap.settle()  # start-up's objects built: pilot.cli.heap
+            await run_stdio(server)
             await stdio_ended(runtime)  # the dead-man's switch may fire when the last session ends
         else:
+            heap.settle()
             await serve_http(
                 runtime,
                 http.host,

@@ -77,8 +77,8 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      ├── CaseError                                 evals.case_book         an eval case file that is unusable
      ├── SetupError                                evals.providers         no model provider: code and fix
      ├── ScenarioError                             paper.scenario          a paper scenario that is unusable
-     ├── StateError                                paper.state             a paper state file that is unusable
-     │    └── StateInUse                           paper.state             another paper exchange holds it
+     ├── StateError                                paper.lock              a paper state file that is unusable
+     │    └── StateInUse                           paper.lock              another paper exchange holds it
      └── TapeError                                 paper.tape              a tape that cannot be replayed
     click.ClickException
      └── CliError                                  cli.output              a command's error: code and fix

@@ -90,6 +90,13 @@ def _evaluate(policy: Policy, facts: Facts) -> Evaluation:
     them (its docstring numbers them).
     """
     situation, breaches = run_checks(policy, facts)
+    if not breaches:  # the common case: what judged() makes of no breach (tests/core/test_fast_paths.py)
+        return Evaluation([], None, situation)
+    return judged(policy, facts, situation, breaches)
+
+
+def judged(policy: Policy, facts: Facts, situation: Situation | None, breaches: list[Breach]) -> Evaluation:
+    """The verdict on these breaches of the order: each with its next action, and the one to offer first."""
     resize = protection = None
     if situation is not None and _stopless(facts, breaches):
         # Refused by the loss limit for want of a stop: the answer carries one (on spot, the cut that loses

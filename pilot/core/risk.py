@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from pilot.core.facts import OrderIntent, PendingOrders, Side
+from pilot.core.facts import SELL, OrderIntent, PendingOrders
 
 ZERO = Decimal(0)
 
@@ -60,5 +60,5 @@ def is_risk_reducing(
     same_side = pending.on_side(order.side)
     if position_size == 0:
         return False
-    opposite = (position_size > 0) == (order.side is Side.SELL)  # by side: a zero quantity has no sign
+    opposite = (position_size > 0) == (order.side is SELL)  # by side: a zero quantity has no sign
     return opposite and order.qty + same_side <= abs(position_size)

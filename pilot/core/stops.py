@@ -31,19 +31,11 @@ from dataclasses import dataclass, replace
 from decimal import ROUND_FLOOR, Decimal
 
 from pilot.core.codes import Code
-from pilot.core.facts import (
-    Effect,
-    PendingOrders,
-    Position,
-    Side,
-    StopLeg,
-    Touch,
-    TradingState,
-)
+from pilot.core.facts import BUY, SELL, Effect, PendingOrders, Position, Side, StopLeg, Touch, TradingState
 from pilot.core.holds import Hold, blocking, held_by, resume_trading
 from pilot.core.policy import EffectiveLimits, Policy
 from pilot.core.valuation import TAKER_FEE, ceil_to_step, collar_edge, floor_to_step, price_on_tick
-from pilot.core.venues import StopScope
+from pilot.core.venues import WHOLE_POSITION, StopScope
 from pilot.core.violations import NextAction, Violation, plain, usd
 
 ZERO = Decimal(0)
@@ -184,7 +176,7 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill], scope: StopScope) -> 
     """The position left when every fill happens. A fill that closes or flips the position takes its stops
     with it; a stop carried by a fill on the side the position is left applies as `scope` says: the widest
     of them replaces the whole stop, or each is a partial stop for the quantity its fill added."""
-    whole_stops = scope is StopScope.POSITION
+    whole_stops = scope is WHOLE_POSITION
     if exposure.size == 0 and len(fills) == 1 and whole_stops:  # opening from flat: the common case, cheap
         fill = fills[0]
         if fill.qty == 0:
@@ -223,7 +215,7 @@ def with_pending(position: Position | None, pending: PendingOrders | None, scope
     base = Exposure.of(position)
     if base.size == 0:
         return base
-    side = Side.BUY if base.long else Side.SELL
+    side = BUY if base.long else SELL
     bare = [replace(fill, stop_loss=None) for fill in pending_fills(pending, side, base.entry)]
     return worst_fill_of(base, base.stop_loss, bare, scope)[0]
 
@@ -249,7 +241,7 @@ def worst_case(
     same = [fill for fill in pending if (fill.qty > 0) == forced.long]
     if not same:
         return forced, loss_at_stops(forced)
-    if scope is not StopScope.POSITION:
+    if scope is not WHOLE_POSITION:
         everything = after_fills(forced, same, scope)
         return everything, loss_at_stops(everything)
     # The order filling last: its own stop (after_fills gave it to the position) with anything before it;
@@ -496,9 +488,7 @@ def _stop_collar(limits: EffectiveLimits, long: bool, mark: Decimal | None, tick
     """The farthest whole stop from `mark` the price collar allows (a long's below it, a short's above)."""
     if mark is None:
         return None
-    return collar_edge(
-        mark, Side.SELL if long else Side.BUY, tick, limits.price_collar_pct, limits.price_collar_ticks
-    )
+    return collar_edge(mark, SELL if long else BUY, tick, limits.price_collar_pct, limits.price_collar_ticks)
 
 
 def _wrong_side(
@@ -539,7 +529,7 @@ class TradingStop:
     def on_tick(self, tick: Decimal, *, long: bool) -> TradingStop:
         """The prices Bybit accepts, rounded as plan_order rounds an order's: on the tick on the closing
         side's safe side (a long's stop up, towards the price: it loses less; its target up, away)."""
-        closing = Side.SELL if long else Side.BUY
+        closing = SELL if long else BUY
 
         def rounded(price: Decimal | None) -> Decimal | None:
             return price if not price else price_on_tick(price, tick, closing)

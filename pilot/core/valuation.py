@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_UP, Decimal
 
-from pilot.core.facts import InstrumentRules, OrderIntent, OrderType, PriceBand, Side, Touch
+from pilot.core.facts import BUY, LIMIT, InstrumentRules, OrderIntent, PriceBand, Side, Touch
 
 HUNDRED = Decimal(100)
 ZERO = Decimal(0)
+ONE = Decimal(1)  # beside a Decimal, a Decimal: an int is converted on every operation (the hot path's)
 # Bybit's standard taker fee rate (non-VIP, linear): what an order costs out of the balance, and what a stop
 # costs on the way in and on the way out.
 TAKER_FEE = Decimal("0.00055")
@@ -16,21 +17,21 @@ TAKER_FEE = Decimal("0.00055")
 
 def floor_to_step(value: Decimal, step: Decimal) -> Decimal:
     """Round a quantity down to a whole number of lot steps (never up: a size must not grow)."""
-    if step <= 0:
+    if step <= ZERO:
         return value
     return (value / step).to_integral_value(rounding=ROUND_FLOOR) * step
 
 
 def ceil_to_step(value: Decimal, step: Decimal) -> Decimal:
     """Round up to a whole number of steps."""
-    if step <= 0:
+    if step <= ZERO:
         return value
     return (value / step).to_integral_value(rounding=ROUND_CEILING) * step
 
 
 def round_price_safe(price: Decimal, tick: Decimal, side: Side) -> Decimal:
     """Round a limit price to the tick on the side that can only cost less: buys down, sells up."""
-    return floor_to_step(price, tick) if side is Side.BUY else ceil_to_step(price, tick)
+    return floor_to_step(price, tick) if side is BUY else ceil_to_step(price, tick)
 
 
 def price_on_tick(price: Decimal, tick: Decimal, side: Side) -> Decimal:
@@ -54,13 +55,13 @@ def send_price(
     policy allows, so what is checked is what is sent. Inside the exchange's price band when it is known:
     a buy no higher than its buy limit, a sell no lower than its sell limit (rounded into the band).
     """
-    if order.order_type is OrderType.LIMIT and order.limit_price is not None:
+    if order.order_type is LIMIT and order.limit_price is not None:
         return order.limit_price
     factor = max_slippage_pct / HUNDRED
-    if order.side is Side.BUY:
-        price = ceil_to_step(touch.ask * (1 + factor), rules.tick_size)
+    if order.side is BUY:
+        price = ceil_to_step(touch.ask * (ONE + factor), rules.tick_size)
     else:
-        price = max(floor_to_step(touch.bid * (1 - factor), rules.tick_size), rules.tick_size)
+        price = max(floor_to_step(touch.bid * (ONE - factor), rules.tick_size), rules.tick_size)
     return inside_band(price, order.side, band, rules.tick_size)
 
 
@@ -68,7 +69,7 @@ def inside_band(price: Decimal, side: Side, band: PriceBand | None, tick: Decima
     """A limit price moved into the band if it lies outside: a buy down to the buy limit, a sell up."""
     if band is None:
         return price
-    if side is Side.BUY:
+    if side is BUY:
         return min(price, floor_to_step(band.buy_limit, tick))
     return max(price, ceil_to_step(band.sell_limit, tick))
 
@@ -86,8 +87,8 @@ def collar_edge(
     if away is None:
         return None
     if tick <= 0:
-        return mark + away if side is Side.BUY else max(mark - away, ZERO)
-    if side is Side.BUY:
+        return mark + away if side is BUY else max(mark - away, ZERO)
+    if side is BUY:
         return max(floor_to_step(mark + away, tick), tick)
     return max(ceil_to_step(mark - away, tick), tick)
 
@@ -96,7 +97,7 @@ def inside_collar(price: Decimal, side: Side, edge: Decimal | None) -> Decimal:
     """A limit price moved to the collar's edge if it lies beyond it: a buy down to it, a sell up."""
     if edge is None:
         return price
-    return min(price, edge) if side is Side.BUY else max(price, edge)
+    return min(price, edge) if side is BUY else max(price, edge)
 
 
 def worst_fill_price(
@@ -116,7 +117,7 @@ def worst_fill_price(
 
 def worst_fill_for(side: Side, sent_price: Decimal, bid: Decimal) -> Decimal:
     """worst_fill_price() from the price already worked out for sending (the hot path computes it once)."""
-    return sent_price if side is Side.BUY else max(sent_price, bid)
+    return sent_price if side is BUY else max(sent_price, bid)
 
 
 def liquidation_price(size: Decimal, price: Decimal, equity: Decimal, mmr: Decimal) -> Decimal | None:
@@ -156,12 +157,12 @@ def liquidation_clear(
     the divisions multiplied out (a long's level at most mark x (1 - minimum), a short's at least mark x
     (1 + minimum)), passed only with CLEAR_MARGIN_PCT to spare. False says nothing: work the distance out.
     The hot path's test; the distance itself is worked out only for an order near its limit."""
-    if size == 0 or mark <= 0 or not ZERO <= mmr < 1:
+    if size == ZERO or mark <= ZERO or not ZERO <= mmr < ONE:
         return False
     at_least = minimum_pct + CLEAR_MARGIN_PCT
-    if size > 0:
-        return (size * price - equity) * HUNDRED <= size * (1 - mmr) * mark * (HUNDRED - at_least)
-    return (equity - size * price) * HUNDRED >= -size * (1 + mmr) * mark * (HUNDRED + at_least)
+    if size > ZERO:
+        return (size * price - equity) * HUNDRED <= size * (ONE - mmr) * mark * (HUNDRED - at_least)
+    return (equity - size * price) * HUNDRED >= -size * (ONE + mmr) * mark * (HUNDRED + at_least)
 
 
 def liquidation_distance_pct(

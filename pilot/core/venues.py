@@ -28,6 +28,9 @@ class StopScope(StrEnum):
     ORDER = "order"  # the quantity that filled: a partial stop of its own, beside the position's others
 
 
+WHOLE_POSITION = StopScope.POSITION  # read as a module name on the hot path (pilot.core.facts says why)
+
+
 @dataclass(frozen=True, slots=True)
 class VenueProfile:
     """How one venue applies stops.

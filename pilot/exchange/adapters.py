@@ -5,7 +5,8 @@ package: `connect_exchange` builds the REST adapter, `open_streams` its WebSocke
 `paper_streams_url` asks an attached paper exchange where its streams are. The environments Pilot knows
 (ENVIRONMENTS): Bybit V5's bybit-demo, bybit-testnet and bybit (mainnet, a live home only), paper (the Bybit V5 paper exchange on loopback,
 pilot.paper), and OKX's okx-demo (OKX demo trading, pilot.exchange.okx). The streams' client is imported
-only when streams are opened; OKX's are opened by its adapter, which holds the key's passphrase and the
+only when streams are opened, and OKX's adapter only for an OKX environment (a Bybit or paper server does
+not import it); OKX's streams are opened by its adapter, which holds the key's passphrase and the
 contracts its sizes are counted in.
 """
 
@@ -18,13 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.bybit.urls import MAINNET_HOSTS, mainnet_url, standing_in_for_mainnet
-from pilot.exchange.okx import markets as okx_markets
-from pilot.exchange.okx.adapter import OkxExchange
 from pilot.exchange.stream_events import StreamEvent
 
 if TYPE_CHECKING:
     from pilot.exchange.bybit.stream import BybitStreams
     from pilot.exchange.bybit.stream import DcpConnection as BybitDcp
+    from pilot.exchange.okx.adapter import OkxExchange
     from pilot.exchange.okx.stream import OkxStreams
 
 
@@ -46,7 +46,11 @@ ENVIRONMENTS = (*BYBIT_ENVIRONMENTS, *OKX_ENVIRONMENTS)
 def spelling(environment: str) -> Callable[[str], str]:
     """How the environment's venue spells a market that Pilot's defaults name in capitals and digits
     (BTCUSDT): as it is (Bybit, the paper exchange), or OKX's BASE-QUOTE (BTC-USDT)."""
-    return okx_markets.spelled if environment in OKX_ENVIRONMENTS else _as_it_is
+    if environment not in OKX_ENVIRONMENTS:
+        return _as_it_is
+    from pilot.exchange.okx import markets as okx_markets
+
+    return okx_markets.spelled
 
 
 def _as_it_is(symbol: str) -> str:
@@ -76,6 +80,8 @@ def connect_exchange(
             key.
     """
     if environment in OKX_ENVIRONMENTS:
+        from pilot.exchange.okx.adapter import OkxExchange
+
         return OkxExchange.connect(
             environment,
             api_key=api_key,
@@ -117,6 +123,8 @@ def open_streams(
     if not streams_served(environment):
         raise ValueError(f"{environment}: Pilot reads this venue over REST only; it has no streams.")
     if environment in OKX_ENVIRONMENTS:
+        from pilot.exchange.okx.adapter import OkxExchange
+
         if not isinstance(exchange, OkxExchange):
             raise ValueError(f"{environment}: its streams are opened by its own adapter")
         return exchange.open_streams(markets, sink, paper_ws_url)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pilot.paper.state import StateInUse, StateLock, read_holder
+from pilot.paper.lock import StateInUse, StateLock, read_holder
 
 
 def users_path(state_path: Path) -> Path:

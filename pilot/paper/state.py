@@ -10,16 +10,12 @@ One paper exchange at a time serves a state file. Two would each load it, trade 
 other's saves: the account would fork without a word. So a running exchange holds an exclusive lock on
 FILE.lock (flock: the system releases it when the process ends, however it ends) and writes its process
 id and URL there; a second one on the same file is refused with StateInUse, which names them so the
-caller can attach to the first instead. Resetting a state file in use is refused the same way.
+caller can attach to the first instead. Resetting a state file in use is refused the same way. The lock is
+pilot.paper.lock's, read there by a server that attaches without importing the exchange.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import hashlib
-import json
-import os
 from dataclasses import fields
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -27,108 +23,14 @@ from typing import Any
 
 from pilot.paper.accounts import SimPosition
 from pilot.paper.engine import Engine, SimClosedPnl, SimExecution, SimOrder
+
+# The lock's names are said here too, where the state's readers have always found them.
+from pilot.paper.lock import StateError, StateInUse, StateLock, read_holder
 from pilot.paper.market import Market, Quote
 
+__all__ = ["VERSION", "StateError", "StateInUse", "StateLock", "read_holder", "restore_checked", "snapshot"]
+
 VERSION = 1
-
-
-class StateError(ValueError):
-    """A state file that cannot be used with this scenario (unreadable, another version, unknown symbols)."""
-
-
-class StateInUse(StateError):
-    """Another running paper exchange serves this state file (its process id and URL, when it wrote them)."""
-
-    def __init__(self, path: Path, *, pid: int | None, url: str | None) -> None:
-        holder = f"process {pid}" if pid else "another process"
-        where = f", serving {url}" if url else ""
-        super().__init__(f"{path} is in use by a running paper exchange ({holder}{where})")
-        self.path = path
-        self.pid = pid
-        self.url = url
-
-
-class StateLock:
-    """The exclusive right to serve one state file, held from acquire() to release() (or the process's end)."""
-
-    def __init__(self, state_path: Path) -> None:
-        self.state_path = Path(state_path)
-        self.path = self.state_path.with_name(self.state_path.name + ".lock")
-        self._fd: int | None = None
-
-    def acquire(self) -> None:
-        """Take the lock without waiting.
-
-        Raises:
-            StateInUse: another paper exchange holds it.
-        """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = _holder(fd)
-            os.close(fd)
-            raise StateInUse(self.state_path, pid=holder.get("pid"), url=holder.get("url")) from None
-        self._fd = fd
-        self.note(None)
-
-    def note(self, url: str | None, keys: tuple[str, ...] = ()) -> None:
-        """Say who holds the lock (this process, the URL it serves and the fingerprints of the keys it takes:
-        `key_fingerprint`) for whoever is refused next or attaches."""
-        if self._fd is None:
-            return
-        text = json.dumps({"pid": os.getpid(), "url": url, "keys": list(keys)}).encode()
-        os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, text, 0)
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
-    def release(self) -> None:
-        """Let another paper exchange serve the file (idempotent)."""
-        if self._fd is None:
-            return
-        fd, self._fd = self._fd, None
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-        os.close(fd)  # closing the descriptor releases the flock
-
-
-def read_holder(state_path: Path) -> dict[str, Any]:
-    """What the exchange holding `state_path`'s lock wrote there (pid, url, keys); empty if nothing or no
-    file."""
-    path = state_path.with_name(state_path.name + ".lock")
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return {}
-    try:
-        return _holder(fd)
-    finally:
-        os.close(fd)
-
-
-def _holder(fd: int) -> dict[str, Any]:
-    try:
-        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
-    except ValueError:
-        return {}
-    if not isinstance(data, dict):
-        return {}
-    pid, url, keys = data.get("pid"), data.get("url"), data.get("keys")
-    return {
-        "pid": pid if isinstance(pid, int) else None,
-        "url": url if isinstance(url, str) else None,
-        "keys": tuple(str(key) for key in keys) if isinstance(keys, list) else None,  # None: not said
-    }
-
-
-def key_fingerprint(api_key: str, api_secret: str) -> str:
-    """What a running paper exchange says of a key it takes, so a server can tell before attaching whether
-    its scenario's key is one of them (a paper key's digest: never the secret itself)."""
-    return hashlib.sha256(f"{api_key}\n{api_secret}".encode()).hexdigest()[:16]
 
 
 def restore_checked(engine: Engine, data: dict[str, Any], path: Path) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 from pilot.paper import state as state_file
 from pilot.paper.changes import OrderChanges
 from pilot.paper.engine import Engine, SimClosedPnl
-from pilot.paper.state import StateError
+from pilot.paper.lock import StateError
 
 COMPACT_AT_LEAST_BYTES = 256 * 1024  # a log is never folded in before it reaches this size
 

@@ -56,13 +56,14 @@ class PilotServer(MCPServer):
     def __init__(self, runtime: Runtime, *, name: str, version: str, instructions: str) -> None:
         # WARNING: the SDK configures the root logger at this level if nothing did, and its INFO lines (one per
         # session, request and tool call) are noise to whoever runs Pilot; `pilot serve` logs its own way.
-        super().__init__(
-            name=name,
-            version=version,
-            instructions=instructions,
-            log_level="WARNING",
-            middleware=[EveryCall(runtime)],
-        )
+        with sdk.own_logging():  # not rich's console handler, which nothing would use
+            super().__init__(
+                name=name,
+                version=version,
+                instructions=instructions,
+                log_level="WARNING",
+                middleware=[EveryCall(runtime)],
+            )
         self.runtime = runtime
 
     async def call_tool(

@@ -11,6 +11,8 @@ which the SDK reads live on every tools/list and tools/call):
                       (pilot/server/strict.py)
     reshape_listings  trim what tools/list shows of every tool (pilot/server/schemas.py)
     serve_streams     run the low-level server on streams of Pilot's own (pilot/server/stdio.py)
+    own_logging       build MCPServer without its logging set-up where the root logger has its handler
+                      already (pilot/server/build.py)
 
 The modules named beside each say what and why in Pilot's words, and hold no SDK internals themselves:
 `tests/server/test_sdk_edge.py` fails if `_tool_manager`, a `Tool` record's private fields or an SDK module
@@ -21,13 +23,16 @@ answer fail if an upgrade moves any of this.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Awaitable, Callable
+import logging
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import server as mcpserver_module
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.shared.message import SessionMessage
@@ -123,3 +128,27 @@ async def serve_streams(
     pipes: pilot/server/stdio.py)."""
     lowlevel = mcp._lowlevel_server
     await lowlevel.run(incoming, outgoing, lowlevel.create_initialization_options())
+
+
+@contextlib.contextmanager
+def own_logging() -> Iterator[None]:
+    """MCPServer() built without its logging set-up, where the root logger has a handler already.
+
+    MCPServer's constructor calls configure_logging, which imports rich and builds a rich console handler,
+    then hands it to logging.basicConfig, which does nothing where the root logger has a handler (`pilot
+    serve` sets its own first): rich was a start's largest import no server uses. Elsewhere (no handler
+    yet) the SDK sets up its logging as ever.
+    """
+    if not logging.getLogger().handlers:
+        yield
+        return
+    sdk_configure = mcpserver_module.configure_logging
+    mcpserver_module.configure_logging = _leave_logging
+    try:
+        yield
+    finally:
+        mcpserver_module.configure_logging = sdk_configure
+
+
+def _leave_logging(level: str = "INFO") -> None:
+    """What configure_logging does where the root logger has a handler: nothing."""

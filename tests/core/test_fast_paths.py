@@ -15,13 +15,16 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pilot.core.controls import MINUTE, SECOND, drawdown, drawdown_reached, has_room, throttle
-from pilot.core.facts import DayPnl, DrawdownState, OrderType, Side
+from pilot.core.evaluate import evaluate, judged
+from pilot.core.facts import DayPnl, DrawdownState, OrderType, PendingFill, PendingOrders, Position, Side
 from pilot.core.policy import Policy
-from pilot.core.rules import GROWING_NEEDS, collared_stop, price_collar, situate
+from pilot.core.rules import GROWING_NEEDS, collared_stop, judged_position, price_collar, run_checks, situate
 from pilot.core.rules.acceptance import linear_cost
 from pilot.core.rules.admission import has_growing_needs
-from pilot.core.rules.loss import day_loss, day_loss_reached
+from pilot.core.rules.loss import day_loss, day_loss_reached, opened_loss
 from pilot.core.valuation import TAKER_FEE
+from pilot.core.venues import BYBIT, OKX
+from tests.oracle import trade_loss, worst_entry
 from tests.strategies import decimals, facts, maybe, policies
 
 LIMITS = maybe(decimals("0.01", "100000", 2))
@@ -100,3 +103,65 @@ def test_an_empty_account_at_its_peak_has_reached_no_drawdown():
     found = drawdown(policy, Decimal(0), state)
     assert found is not None and not found.reached
     assert not drawdown_reached(policy, Decimal(0), state)
+
+
+@given(policies(), facts())
+def test_a_judgement_without_a_breach_is_what_the_verdict_on_no_breach_would_be(policy, f):
+    # evaluate answers an order no check refuses at once; judged() is what it skips: the same verdict.
+    situation, breaches = run_checks(policy, f)
+    assert evaluate(policy, f) == judged(policy, f, situation, breaches)
+    if not breaches:
+        assert evaluate(policy, f).passed and evaluate(policy, f).next_safe_action is None
+
+
+@given(
+    policies(),
+    facts(),
+    st.integers(1, 3000),
+    st.sampled_from(["none", "other side", "this side", "a fill"]),
+    st.sampled_from([BYBIT, BYBIT, OKX]),
+    st.booleans(),
+)
+def test_the_loss_of_an_order_opening_from_flat_is_the_worst_case_judged_in_full(
+    policy, f, ticks, pending, venue, held
+):
+    # opened_loss answers a perpetual order opening from flat with nothing pending on its side, without the
+    # worst case over pending fills: where it answers, the worst case (judged_position) finds the same loss,
+    # and so does the oracle's trade at the worst entry; where pending fills or a position could change it,
+    # it does not answer.
+    assume(f.rules.category == "linear")
+    side = f.order.side
+    other = Side.SELL if side is Side.BUY else Side.BUY
+    step = f.rules.qty_step
+    waiting = {
+        "none": PendingOrders(),
+        "other side": PendingOrders(**{f"{other.value}_qty": step * 3}),
+        "this side": PendingOrders(**{f"{side.value}_qty": step * 3}),
+        "a fill": PendingOrders(
+            **{f"{other.value}_qty": step}, fills=(PendingFill(other, step, f.touch.mark),)
+        ),
+    }[pending]
+    position = f.position if held and f.position.size != 0 else Position.flat(f.order.symbol)
+    stop = (
+        f.touch.mark - f.rules.tick_size * ticks
+        if side is Side.BUY
+        else f.touch.mark + f.rules.tick_size * ticks
+    )
+    assume(stop > 0)
+    order = replace(f.order, stop_loss=stop, reduce_only=False)
+    f = replace(f, order=order, position=position, pending=waiting, venue=venue, band=None)
+    s = situate(policy, f)
+    assert s is not None
+    opened = opened_loss(s)
+    # Declined: a position held, orders pending on its side, stops covering their own fill only (OKX), and
+    # (to stay cheap) any order known one by one.
+    declined = position.size != 0 or pending in ("this side", "a fill") or venue is OKX
+    assert (opened is None) == declined
+    if opened is None:
+        return
+    at_stops = judged_position(s)[1]
+    assert not at_stops.unbounded and at_stops.uncovered == 0
+    assert opened == at_stops.loss
+    entry = worst_entry(policy, f)
+    if (side is Side.BUY) == (stop < entry):  # the stop on the side a loss lies
+        assert opened == trade_loss(order.qty, entry, stop)

@@ -21,7 +21,7 @@ from pilot.exchange.stream_events import NoStreams
 from pilot.store import Store, StoreError, open_store
 
 if TYPE_CHECKING:
-    from pilot.paper import StateInUse
+    from pilot.paper.lock import StateInUse
 
 EXCHANGES = ENVIRONMENTS  # paper, bybit-demo, bybit-testnet, bybit (live), okx-demo (exchange.adapters)
 log = logging.getLogger("pilot.boot")
@@ -343,7 +343,7 @@ class _Venue:
 
     def _scenario_key(self) -> Exchange:
         """No paper key stored: a `pilot sim` on the same scenario serves its first key, so use that."""
-        from pilot.paper import ScenarioError, load_scenario
+        from pilot.paper.scenario import ScenarioError, load_scenario  # not the exchange: only its key
 
         try:
             key = load_scenario(self.scenario).api_keys[0]

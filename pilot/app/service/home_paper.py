@@ -22,9 +22,8 @@ from pathlib import Path
 import anyio
 
 from pilot.app.runtime.runtime import Home
-from pilot.paper import serving_url
+from pilot.paper.lock import read_holder, serving_url
 from pilot.paper.sharing import UserHold, log_path, rotate_log
-from pilot.paper.state import read_holder
 
 IDLE_SECONDS = 60
 START_SECONDS = 60  # a busy machine may take this long to import Pilot and load the account

@@ -8,7 +8,7 @@ from decimal import Decimal
 from pilot.core.approval import needs_human
 from pilot.core.channels import REACH_A_HUMAN
 from pilot.core.codes import Code
-from pilot.core.facts import Side
+from pilot.core.facts import BUY, SELL
 from pilot.core.rules.situation import CENT, ZERO, Situation, closes, is_spot, size_breach
 from pilot.core.valuation import TAKER_FEE
 from pilot.core.violations import Breach, NextAction, plain, usd
@@ -16,7 +16,7 @@ from pilot.core.violations import Breach, NextAction, plain, usd
 
 def check_held_qty(s: Situation) -> Breach | None:
     """A spot sell of coin held and not already offered in open sells."""
-    if not is_spot(s) or s.order.side is not Side.SELL:
+    if not is_spot(s) or s.order.side is not SELL:
         return None
     free = max(s.position_size - s.pending, ZERO)
     if s.order.qty <= free:
@@ -42,7 +42,7 @@ def check_funds(s: Situation) -> Breach | None:
     if funds is None or s.order.reduce_only or (s.reducing and is_spot(s)):
         return None
     if is_spot(s):
-        if s.order.side is not Side.BUY:
+        if s.order.side is not BUY:
             return None
         needed, available = s.order.qty * s.sent_price, funds.free_quote
     else:

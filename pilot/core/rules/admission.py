@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from pilot.core.codes import Code
-from pilot.core.facts import Effect, Facts, InstrumentRules, TradingState
+from pilot.core.facts import ACTIVE, Effect, Facts, InstrumentRules, TradingState
 from pilot.core.holds import blocking, held_by, resume_trading
 from pilot.core.policy import Policy
 from pilot.core.rules.situation import (
@@ -97,8 +97,10 @@ _FACT_NAMES = {
 def check_trading_state(s: Situation) -> Breach | None:
     """Halted refuses every new order; reducing anything that grows a position."""
     state = s.facts.trading_state
+    if state is ACTIVE:
+        return None
     effect = Effect.REDUCE if s.reducing else Effect.GROW
-    if state is TradingState.ACTIVE or state.permits(effect):
+    if state.permits(effect):
         return None
     holds = blocking(s.facts.holds, state, effect)
     human = resume_trading(holds)

@@ -4,7 +4,7 @@ quantity and the minimum order value."""
 from __future__ import annotations
 
 from pilot.core.codes import Code
-from pilot.core.facts import OrderType, Side
+from pilot.core.facts import BUY, LIMIT, SELL
 from pilot.core.rules.situation import Situation, size_breach
 from pilot.core.violations import Breach, plain, usd
 
@@ -25,7 +25,7 @@ def check_qty_step(s: Situation) -> Breach | None:
 def check_price_tick(s: Situation) -> Breach | None:
     """A limit price on the tick."""
     order, tick = s.order, s.rules.tick_size
-    if order.order_type is not OrderType.LIMIT or order.limit_price is None:
+    if order.order_type is not LIMIT or order.limit_price is None:
         return None
     if order.limit_price > 0 and (tick <= 0 or order.limit_price % tick == 0):
         return None
@@ -69,12 +69,12 @@ def check_price_band(s: Situation) -> Breach | None:
     Spot refuses one outside it; linear would move it.
     """
     order, band = s.order, s.facts.band
-    if band is None or order.order_type is not OrderType.LIMIT or order.limit_price is None:
+    if band is None or order.order_type is not LIMIT or order.limit_price is None:
         return None
     price = order.limit_price
-    if order.side is Side.BUY and price > band.buy_limit:
+    if order.side is BUY and price > band.buy_limit:
         edge, way = band.buy_limit, "above the highest buy"
-    elif order.side is Side.SELL and price < band.sell_limit:
+    elif order.side is SELL and price < band.sell_limit:
         edge, way = band.sell_limit, "below the lowest sell"
     else:
         return None

@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from pilot.core.codes import Code
-from pilot.core.facts import DayPnl, OrderType, Side
+from pilot.core.facts import LIMIT, SELL, DayPnl
 from pilot.core.policy import Policy, TradingWindow
 from pilot.core.rules.protective import stop_problem, stop_required
 from pilot.core.rules.situation import (
@@ -32,9 +32,11 @@ from pilot.core.stops import (
     loss_cap,
     pending_fills,
     spot_fill,
+    unit_loss,
     worse,
     worst_case,
 )
+from pilot.core.venues import WHOLE_POSITION
 from pilot.core.violations import Breach, NextAction, ToolCall, plain, usd
 
 
@@ -237,7 +239,7 @@ def may_rest(s: Situation) -> bool:
     first). Added to a position, its quantity is covered by the position's stop only while that stands;
     against it, it may open a position of its own (outlives)."""
     order = s.order
-    if order.category != "linear" or order.reduce_only or order.order_type is not OrderType.LIMIT:
+    if order.category != "linear" or order.reduce_only or order.order_type is not LIMIT:
         return False
     return s.position_size != 0
 
@@ -258,6 +260,21 @@ def judged_position(
     return max(left, flat, key=lambda case: worse(case[1]))
 
 
+def opened_loss(s: Situation) -> Decimal | None:
+    """judged_position's loss where no pending fill can change it, worked out without building the worst
+    case: a perpetual order opening a position from flat, its stop the whole position's, nothing pending on
+    its side (tests/core/test_fast_paths.py holds the two alike). None: not that case (a position held,
+    orders pending on its side, spot, a stop covering only its own fill, no stop)."""
+    order, stop = s.order, s.order.stop_loss
+    if stop is None or s.position_size != 0 or s.pending != 0 or is_spot(s) or order.category == "spot":
+        return None
+    pending = s.facts.pending
+    if (pending is not None and pending.fills) or s.facts.venue.order_stop is not WHOLE_POSITION:
+        return None
+    signed = order.signed_qty
+    return abs(signed) * unit_loss(signed > 0, s.sent_price, stop) if signed != 0 else ZERO
+
+
 def loss_limit(s: Situation) -> tuple[Decimal, Code] | None:
     """The loss one trade may take (the smaller of the dollar and the equity share), or None: no limit."""
     return loss_cap(s.limits, s.facts.equity)
@@ -275,13 +292,16 @@ def check_loss_per_trade(s: Situation) -> Breach | None:
     """
     if (s.reducing and not outlives(s)) or stop_problem(s) is not None or stop_required(s):
         return None  # (requireStopLoss refuses an order without a stop, with one that fits this limit)
-    if is_spot(s) and s.order.side is Side.SELL:
+    if is_spot(s) and s.order.side is SELL:
         return None  # a spot sell only sells coin held (account.heldQty refuses more)
     limit = loss_limit(s)
     if limit is None:
         return None
-    left, at_stops = judged_position(s)
     cap, rule = limit
+    opened = opened_loss(s)
+    if opened is not None and opened <= cap:
+        return None
+    left, at_stops = judged_position(s)
     if at_stops.unbounded:
         return size_breach(
             rule,

@@ -17,7 +17,7 @@ from pilot.core.controls import (
     resting_breach,
     throttle,
 )
-from pilot.core.facts import OrderType, Side
+from pilot.core.facts import BUY, LIMIT, Side
 from pilot.core.policy import EffectiveLimits
 from pilot.core.rules.situation import (
     CENT,
@@ -51,15 +51,15 @@ def check_price_collar(s: Situation) -> Breach | None:
     order at the edge.
     """
     order, limits = s.order, s.limits
-    if order.order_type is not OrderType.LIMIT or order.limit_price is None:
+    if order.order_type is not LIMIT or order.limit_price is None:
         return None
     if limits.price_collar_pct is None and limits.price_collar_ticks is None:
         return None
     edge = price_collar(s, order.side)
     price = order.limit_price
-    if edge is None or (price <= edge if order.side is Side.BUY else price >= edge):
+    if edge is None or (price <= edge if order.side is BUY else price >= edge):
         return None
-    way = "above" if order.side is Side.BUY else "below"
+    way = "above" if order.side is BUY else "below"
     return size_breach(
         Code.PRICE_COLLAR,
         plain(edge),
@@ -93,7 +93,7 @@ def check_resting_orders(s: Situation) -> Breach | None:
     too (close_position then closes it).
     """
     per_market, total = s.limits.max_resting_orders_per_market, s.policy.max_resting_orders
-    if (per_market is None and total is None) or s.order.order_type is not OrderType.LIMIT:
+    if (per_market is None and total is None) or s.order.order_type is not LIMIT:
         return None
     resting = s.facts.resting
     if resting is None or (total is not None and resting.total is None):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from pilot.core.codes import Code
-from pilot.core.facts import Side
+from pilot.core.facts import BUY, SELL
 from pilot.core.rules.pretrade import collar_words, price_collar
 from pilot.core.rules.situation import ZERO, Situation, outlives
 from pilot.core.violations import Breach, plain
@@ -16,7 +16,7 @@ def stop_reference(s: Situation) -> Decimal:
     """The price a stop must lie beyond: the worst fill, the mark and the touch (below all of them for a buy,
     above for a sell). Bybit checks a stop sent with an order against its base price, the last price for a
     market order, which lies between the bid and the ask."""
-    if s.order.side is Side.BUY:
+    if s.order.side is BUY:
         return min(s.sent_price, s.touch.mark, s.touch.bid)
     return max(s.sent_price, s.touch.mark, s.touch.ask)
 
@@ -29,9 +29,9 @@ def stop_problem(s: Situation) -> str | None:
     reference = stop_reference(s)
     if stop <= 0 or (tick > 0 and stop % tick != 0):
         return f"the stop_loss {plain(stop)} is not a positive multiple of the tick {plain(tick)}"
-    if s.order.side is Side.BUY and stop >= reference:
+    if s.order.side is BUY and stop >= reference:
         return f"a buy's stop_loss must be below {plain(reference)} (its price, the mark and the bid); it is {plain(stop)}"
-    if s.order.side is Side.SELL and stop <= reference:
+    if s.order.side is SELL and stop <= reference:
         return f"a sell's stop_loss must be above {plain(reference)} (its price, the mark and the ask); it is {plain(stop)}"
     return None
 
@@ -47,8 +47,8 @@ def collared_stop(s: Situation, stop: Decimal) -> Decimal:
     off = abs(mark - stop)  # inside the collar: within both distances (no division: every growing order's)
     if (pct is None or off * 100 <= mark * pct) and (ticks is None or off <= ticks * s.rules.tick_size):
         return stop  # inside the collar (a stop on the tick inside it is inside its edge on the tick too)
-    buy = s.order.side is Side.BUY
-    edge = price_collar(s, Side.SELL if buy else Side.BUY)  # the stop closes: it is the other side's price
+    buy = s.order.side is BUY
+    edge = price_collar(s, SELL if buy else BUY)  # the stop closes: it is the other side's price
     if edge is None:
         return stop
     return max(stop, edge) if buy else min(stop, edge)
@@ -61,9 +61,9 @@ def take_profit_problem(s: Situation) -> str | None:
         return None
     if target <= 0 or (tick > 0 and target % tick != 0):
         return f"the take_profit {plain(target)} is not a positive multiple of the tick {plain(tick)}"
-    if s.order.side is Side.BUY and target <= fill:
+    if s.order.side is BUY and target <= fill:
         return f"a buy's take_profit must be above its price {plain(fill)}; it is {plain(target)}"
-    if s.order.side is Side.SELL and target >= fill:
+    if s.order.side is SELL and target >= fill:
         return f"a sell's take_profit must be below its price {plain(fill)}; it is {plain(target)}"
     return None
 
@@ -74,7 +74,7 @@ def stop_required(s: Situation) -> bool:
     order = s.order
     if order.stop_loss is not None or not s.limits.require_stop_loss or order.reduce_only:
         return False
-    if order.category == "spot" and order.side is not Side.BUY:
+    if order.category == "spot" and order.side is not BUY:
         return False
     return not s.reducing or outlives(s)
 
@@ -90,7 +90,7 @@ def check_protection(s: Situation) -> Breach | None:
     # A stop is required only of an order that can grow the position and can carry one (not reduce-only;
     # on spot a buy: a sell only ever sells coin held); a stop or target an order does carry is checked
     # whatever the order does: the exchange checks it too.
-    carries = not order.reduce_only and (order.category != "spot" or order.side is Side.BUY)
+    carries = not order.reduce_only and (order.category != "spot" or order.side is BUY)
     if order.stop_loss is None and s.limits.require_stop_loss and carries:
         if not s.reducing:
             return Breach(

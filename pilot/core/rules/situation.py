@@ -11,7 +11,7 @@ from typing import NamedTuple
 from pilot.core.agent_budgets import share_after
 from pilot.core.approval import needs_human
 from pilot.core.codes import Code
-from pilot.core.facts import Facts, InstrumentRules, OrderIntent, OrderType, Side, Touch
+from pilot.core.facts import BUY, LIMIT, SELL, Facts, InstrumentRules, OrderIntent, Side, Touch
 from pilot.core.policy import EffectiveLimits, Policy
 from pilot.core.risk import is_risk_reducing, worst_case_size
 from pilot.core.valuation import send_price, worst_fill_for
@@ -131,7 +131,7 @@ def is_spot(s: Situation) -> bool:
 
 def closes(position_size: Decimal, side: Side) -> bool:
     """Whether an order on `side` works against the position (a sell against a long)."""
-    return position_size != 0 and (position_size > 0) == (side is Side.SELL)
+    return position_size != 0 and (position_size > 0) == (side is SELL)
 
 
 def describe_position(size: Decimal, base: str) -> str:
@@ -145,9 +145,9 @@ def outlives(s: Situation) -> bool:
     reduce-only, against the position. If the position's stop (or anything else) closes it first, the
     order then opens a position of its own, and Bybit keeps it resting to do so."""
     order, size = s.order, s.position_size
-    if order.category != "linear" or order.reduce_only or order.order_type is not OrderType.LIMIT:
+    if order.category != "linear" or order.reduce_only or order.order_type is not LIMIT:
         return False
-    return size != 0 and (size > 0) != (order.side is Side.BUY)
+    return size != 0 and (size > 0) != (order.side is BUY)
 
 
 def close_option(s: Situation) -> tuple[ToolCall, ...]:
@@ -183,7 +183,7 @@ def plan_args(order: OrderIntent, qty: Decimal, price: Decimal | None = None) ->
         "category": order.category,
     }
     limit = price if price is not None else order.limit_price
-    if order.order_type is OrderType.LIMIT and limit is not None:
+    if order.order_type is LIMIT and limit is not None:
         args["price"] = plain(limit)
     if not order.reduce_only:  # a reduce-only order takes none (its position's stop is set_trading_stop's)
         if order.stop_loss is not None:
