@@ -107,6 +107,19 @@ async def test_an_agents_own_budget_binds_beside_the_accounts_and_says_whose(run
     assert rows["capped"].orders_today == 1 and rows["free"].orders_today == 0
 
 
+async def test_what_only_the_agents_budget_refuses_sends_the_human_to_its_budget(runtime, tmp_path):
+    # Found walking issue 40 as a user: refused by its own dailyOrderCap of 1 (the account's is 20), the
+    # agent was told a human should raise dailyOrderCap, the account's, which would not let it pass.
+    write_policy(tmp_path, agents={"capped": {"dailyOrderCap": 1}})
+    capped = await add_agent(runtime, "capped", "trade")
+    async with stdio_like(runtime, capped) as client:
+        small = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0001"})
+        await call(client, "place_order", {"plan_id": small["plan_id"]})
+        second = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0001"})
+    assert [(v["rule"], v["budget"]) for v in second["violations"]] == [("dailyOrderCap", "agent:capped")]
+    assert "agents.capped.dailyOrderCap" in second["next_safe_action"]["human"]  # a policy.json path
+
+
 async def test_one_agents_switch_stops_it_alone_and_revoke_cuts_it_off(runtime, paper):
     first = await add_agent(runtime, "first", "trade")
     second = await add_agent(runtime, "second", "trade")
