@@ -140,8 +140,23 @@ async def test_one_agents_switch_stops_it_alone_and_revoke_cuts_it_off(runtime, 
     assert held["status"] == "refused"
     assert held["violations"][0]["rule"] == "tradingState"
     assert held["violations"][0]["held_by"][0]["source"] == "agentKillSwitch"
+    assert "pilot agent resume first" in held["next_safe_action"]["human"]  # a command, callable as given
     assert passes["status"] == "ok"
     assert len(revoked.cancelled) == 1 and revoked.plans == [unused["plan_id"]]
     assert after["status"] == "refused" and after["violations"][0]["rule"] == "agentRevoked"
     assert replaced["violations"][0]["rule"] == "agentRevoked"
     assert await runtime.exchange.get_open_orders("linear") == []
+
+
+async def test_a_name_revoked_and_given_a_new_credential_trades_again(runtime, paper):
+    # Found walking issue 40 as a user: an agentRevoked refusal tells the human to `pilot agent add NAME`
+    # again; the new credential was still held by the old one's revoke (its switch on for good).
+    old = await add_agent(runtime, "again", "trade")
+    await revoke_agent(runtime, "again")
+    new = await add_agent(runtime, "again", "trade")
+    async with stdio_like(runtime, old) as client:
+        cut = await call(client, "plan_order", BTC_SHORT)
+    async with stdio_like(runtime, new) as client:
+        planned = await call(client, "plan_order", BTC_SHORT)
+    assert cut["violations"][0]["rule"] == "agentRevoked"
+    assert planned["status"] == "ok", planned

@@ -45,7 +45,8 @@ class NoSuchAgent(HumanError):
 
 
 async def add_agent(runtime: Runtime, name: str, role: str) -> str:
-    """A credential for agent `name` with `role`, shown this once; journaled (without the credential)."""
+    """A credential for agent `name` with `role`, shown this once; journaled (without the credential). A
+    name revoked before gets its switch off again (journaled), so the new credential acts."""
     if not TOKEN_NAME.fullmatch(name) or len(name) > 40:
         raise BadTokenName(name)
     if role not in {r.value for r in Role}:
@@ -56,6 +57,11 @@ async def add_agent(runtime: Runtime, name: str, role: str) -> str:
         raise TokenExists(name) from None
     data = {"agent": name, "role": role}
     await runtime.store.journal.append(entry_kinds.AGENT_ADDED, data, now=runtime.now(), actor="human")
+    before = (await runtime.journal_state()).agent_switch(name)
+    if before is not None and before.data.get("revoked"):
+        # A human giving the name a new credential means it to act (what an agentRevoked refusal tells it
+        # to ask for): the old credential's revoke held its switch on, and would hold the new one too.
+        await switch_agent(runtime, name, on=False, by="human", reason="a new credential")
     return token
 
 
