@@ -54,7 +54,7 @@ def command(live: bool, exchange: str, output: str) -> None:
     if wants_json():
         emit_json(render_setup.init_record(report))
     else:
-        Console().print(render_setup.format_init(report))
+        Console().print(render_setup.format_init(report, exchange))
 
 
 def _init_live(home: Path) -> None:
