@@ -27,9 +27,10 @@ class CheckRecord(TypedDict):
     fix: str | None
 
 
-def format_init(report: InitReport, exchange: str = "paper") -> RenderableType:
+def format_init(report: InitReport, exchange: str | None = "paper") -> RenderableType:
     """What init did, the limits now in force (the confirmation threshold included), and the next commands,
-    for `exchange` when the home was made for another venue than paper."""
+    for `exchange` when the home was made for another venue than paper (None: the caller says them, as a
+    live home's `pilot init --live` does)."""
     policy = (
         "created policy.json with the default policy"
         if report.policy_created
@@ -45,6 +46,8 @@ def format_init(report: InitReport, exchange: str = "paper") -> RenderableType:
         if isinstance(report.policy, LoadedPolicy)
         else format_problems(report.policy, report.home / "policy.json")
     )
+    if exchange is None:
+        return Group(head, limits)
     return Group(head, limits, Text(_next_commands(report.home, exchange)))
 
 
