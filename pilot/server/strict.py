@@ -72,6 +72,10 @@ def argument_problem(error: ValidationError) -> ArgumentProblem:
         return ArgumentProblem(
             field, problem, fixed=same[0] if same else NO_FIX, accepted=f"one of {', '.join(choices)}"
         )
+    if kind == "bool_type":  # a switch given as a string or a number: "true" and "false" are certain
+        word = given.strip().lower() if isinstance(given, str) else None
+        fixed = {"true": True, "false": False}.get(word or "", NO_FIX)
+        return ArgumentProblem(field, "is a switch: send JSON true or false", fixed=fixed)
     bound = _bound(kind, context, given)
     return ArgumentProblem(field, problem, fixed=bound, accepted=_accepted(kind, context) or None)
 

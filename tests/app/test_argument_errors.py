@@ -52,6 +52,12 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any] | None]] = [
     # a whole number out of range: the nearest in range; a reason too long: no cut is guessed
     ("get_orderbook", {"symbol": "BTCUSDT", "depth": 500}, "depth", {"symbol": "BTCUSDT", "depth": 200}),
     ("activate_kill_switch", {"reason": "x" * 201}, "reason", None),
+    # a switch as a string or a number (found by a hostile walk: "yes" cancelled the stops too): JSON's
+    # true or false only; "true" can only have meant true, "yes" or 1 is no guess of ours
+    ("cancel_all_orders", {"include_stops": "yes"}, "include_stops", None),
+    ("cancel_all_orders", {"include_stops": "true"}, "include_stops", {"include_stops": True}),
+    ("plan_order", {**BTC_SHORT, "reduce_only": 1}, "reduce_only", None),
+    ("plan_order", {**BTC_SHORT, "reduce_only": "false"}, "reduce_only", {**BTC_SHORT, "reduce_only": False}),
 ]
 
 
