@@ -160,3 +160,21 @@ async def test_a_name_revoked_and_given_a_new_credential_trades_again(runtime, p
         planned = await call(client, "plan_order", BTC_SHORT)
     assert cut["violations"][0]["rule"] == "agentRevoked"
     assert planned["status"] == "ok", planned
+
+
+async def test_an_agent_cannot_place_another_agents_plan_and_its_maker_still_can(runtime, paper):
+    # Found by a hostile walk: agent b placed agent a's plan id (sent, as b's order). A plan id is its
+    # maker's: another agent is told no such plan (nothing says whose), and the plan stays a's to place.
+    maker = await add_agent(runtime, "maker", "trade")
+    other = await add_agent(runtime, "other", "trade")
+    async with stdio_like(runtime, maker) as client:
+        plan = await call(client, "plan_order", BTC_SHORT)
+    before = paper.request_count(CREATE)
+    async with stdio_like(runtime, other) as client:
+        taken = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    sent_by_other = paper.request_count(CREATE) - before
+    async with stdio_like(runtime, maker) as client:
+        placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert taken["status"] == "refused" and taken["violations"][0]["rule"] == "planNotFound"
+    assert sent_by_other == 0
+    assert placed["status"] == "filled", placed
