@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from pilot.app.human.agent_board import AgentBoard, BudgetLine, MarketRoom, agent_board
-from pilot.app.human.agent_desk import add_agent, revoke_agent, switch_agent_by_human
+from pilot.app.human.agent_desk import Revoked, add_agent, revoke_agent, switch_agent_by_human
 from pilot.app.runtime.runtime import Home
 from pilot.app.service.boot import EXCHANGES
 from pilot.cli.home import home_option, on_desk, resolve_home, run
@@ -225,12 +225,22 @@ def _limit_text(limit: BudgetLine) -> str:
 
 @command.command("revoke")
 @click.argument("name")
+@click.option(
+    "--exchange",
+    type=click.Choice(EXCHANGES),
+    default=None,
+    help="Cancel NAME's resting opening orders on this exchange; default: the home's paper exchange when "
+    "one runs (with none, the credential and its plans are still ended: run revoke again with one).",
+)
+@click.option(
+    "--paper-url", default=None, metavar="URL", help="With --exchange paper: a running `pilot sim` elsewhere."
+)
 @home_option
 @format_option()
-def revoke(name: str, output: str) -> None:
+def revoke(name: str, exchange: str | None, paper_url: str | None, output: str) -> None:
     """Stop NAME's credential at once, cancel its resting opening orders and its unused plans (journaled)."""
     home = resolve_home()
-    done = on_desk(home, lambda runtime: revoke_agent(runtime, name))
+    done = run(_revoke, home, name, exchange, paper_url)
     if wants_json():
         emit_json(
             {
@@ -238,16 +248,46 @@ def revoke(name: str, output: str) -> None:
                 "name": name,
                 "revoked": True,
                 "journal_seq": done.seq,
+                "orders_looked_at": done.orders_looked_at,
                 "cancelled": done.cancelled,
                 "cancel_failed": done.failed,
                 "plans_ended": done.plans,
             }
         )
-        return
-    click.echo(
-        f"revoked agent {name}: {len(done.cancelled)} opening orders cancelled, {len(done.plans)} plans ended"
-        + (f"; {len(done.failed)} cancels failed: check `pilot journal`" if done.failed else "")
-    )
+    else:
+        click.echo(
+            f"revoked agent {name}: {len(done.cancelled)} opening orders cancelled, {len(done.plans)} plans ended"
+            + (f"; {len(done.failed)} cancels failed: check `pilot journal`" if done.failed else "")
+        )
+    if not done.orders_looked_at:
+        click.echo(
+            f"pilot: no exchange runs on this home, so {name}'s resting orders were not looked at: run "
+            f"`pilot agent revoke {name} --exchange EXCHANGE` (or again once the home's paper exchange runs)",
+            err=True,
+        )
+
+
+async def _revoke(home: Path, name: str, exchange: str | None, paper_url: str | None) -> Revoked:
+    """Revoke on a runtime with the exchange when one is given or the home's paper one runs, else on the desk
+    (the credential and its plans ended, its resting orders left for a revoke with an exchange)."""
+    from pilot.app.human.desk import open_desk
+    from pilot.app.service.boot import StartupError, open_runtime
+    from pilot.paper import serving_url
+
+    if exchange is None and paper_url is None:
+        paper_url = serving_url(Home(home).paper_state_path)
+    if exchange is not None or paper_url is not None:
+        try:
+            opened = open_runtime(
+                home, exchange=exchange or "paper", paper_url=paper_url, settle=False, streams=False
+            )
+            async with opened as runtime:
+                return await revoke_agent(runtime, name)
+        except StartupError:
+            if exchange is not None:
+                raise
+    async with open_desk(home) as desk:
+        return await revoke_agent(desk, name, cancel_orders=False)
 
 
 @command.command("stop")

@@ -54,7 +54,7 @@ def command(live: bool, exchange: str, output: str) -> None:
     if wants_json():
         emit_json(render_setup.init_record(report))
     else:
-        Console().print(render_setup.format_init(report))
+        Console().print(render_setup.format_init(report, exchange))
 
 
 def _init_live(home: Path) -> None:
@@ -72,7 +72,7 @@ def _init_live(home: Path) -> None:
     if wants_json():
         emit_json({**render_setup.init_record(report), **live_record(state)})
     else:
-        Console().print(render_setup.format_init(report))
+        Console().print(render_setup.format_init(report, None))  # its next steps are a live home's, below
         click.echo(format_live(state))
         click.echo(
             f"Next (docs/going-live.md): store a trade-only, IP-bound key with `pilot keys add --exchange bybit "

@@ -20,7 +20,8 @@ from pilot.app.human.exchange_keys import (
     replace_key,
     show_keys,
 )
-from pilot.cli.home import home_option, resolve_home
+from pilot.app.runtime.runtime import LIVE_ENVIRONMENT
+from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.keys.environments import Environment
 from pilot.keys.errors import KeysError
@@ -72,6 +73,7 @@ def add(environment: str, url: str | None, host: str | None, from_stdin: bool, o
     """Add a key for an environment that has none; its permissions are checked on the exchange first."""
     home = resolve_home()
     url = host or url
+    _refuse_mainnet_on_practice(home, environment)
     _run(check_ready_to_store(home, environment, base_url=url))
     api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)
     summary = _run(
@@ -185,6 +187,14 @@ def _read_secrets(environment: Environment, from_stdin: bool) -> tuple[str, str,
     api_secret = click.prompt("API secret", hide_input=True, err=True)
     passphrase = click.prompt("API passphrase", hide_input=True, err=True) if third else None
     return api_key, api_secret, passphrase
+
+
+def _refuse_mainnet_on_practice(home: Path, environment: str) -> None:
+    """A mainnet key in a practice home is refused before a secret is typed or mainnet is asked."""
+    if environment == LIVE_ENVIRONMENT:
+        from pilot.app.human.going_live import require_live_home
+
+        on_desk(home, require_live_home)
 
 
 def _run(use_case: Coroutine[Any, Any, T]) -> T:

@@ -27,8 +27,10 @@ class CheckRecord(TypedDict):
     fix: str | None
 
 
-def format_init(report: InitReport) -> RenderableType:
-    """What init did, and the limits now in force (the confirmation threshold included)."""
+def format_init(report: InitReport, exchange: str | None = "paper") -> RenderableType:
+    """What init did, the limits now in force (the confirmation threshold included), and the next commands,
+    for `exchange` when the home was made for another venue than paper (None: the caller says them, as a
+    live home's `pilot init --live` does)."""
     policy = (
         "created policy.json with the default policy"
         if report.policy_created
@@ -44,12 +46,23 @@ def format_init(report: InitReport) -> RenderableType:
         if isinstance(report.policy, LoadedPolicy)
         else format_problems(report.policy, report.home / "policy.json")
     )
-    tail = Text(
-        f"Check it with `pilot doctor --home {report.home}`; connect an agent with "
-        f"`pilot serve --home {report.home}` (on paper; for Bybit add `--exchange bybit-demo` or "
+    if exchange is None:
+        return Group(head, limits)
+    return Group(head, limits, Text(_next_commands(report.home, exchange)))
+
+
+def _next_commands(home: Path, exchange: str) -> str:
+    if exchange != "paper":  # its markets are spelled for that venue: paper's commands would not read them
+        on = f"--exchange {exchange} --home {home}"
+        return (
+            f"Store its key with `pilot keys add {on}`, check it with `pilot doctor {on}`, and connect an "
+            f"agent with `pilot serve {on}`."
+        )
+    return (
+        f"Check it with `pilot doctor --home {home}`; connect an agent with "
+        f"`pilot serve --home {home}` (on paper; for Bybit add `--exchange bybit-demo` or "
         "`bybit-testnet` to both, for OKX `--exchange okx-demo`, once `pilot keys add` has stored its key)."
     )
-    return Group(head, limits, tail)
 
 
 def init_record(report: InitReport) -> dict[str, Any]:

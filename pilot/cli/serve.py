@@ -205,9 +205,6 @@ def _log_to_stderr(quiet: bool) -> None:
 
 
 async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
-    from pilot.server import build_server, serve_http
-    from pilot.server.stdio import run_stdio
-
     phone = PhoneService()
     async with (
         open_runtime(
@@ -220,34 +217,43 @@ async def _serve(options: ServeOptions, listener: socket.socket | None) -> None:
             shared_paper=True,
         ) as runtime,
         _closing(phone, runtime),
-        anyio.create_task_group() as tasks,
     ):
-        tasks.start_soon(_upkeep, runtime)
-        tasks.start_soon(_push, runtime, phone)
-        tasks.start_soon(_read_presses, runtime, phone)
-        http = options.http
-        tokens = len(await runtime.store.tokens.list()) if http is not None else 0
-        if http is not None or not options.quiet:
-            streaming = isinstance(runtime.exchange, StreamingReader)
-            click.echo(format_banner(options, listener, tokens, streaming=streaming), err=True)
-        if http is None or listener is None:
-            await _take_credential(runtime)
-            server = build_server(runtime, tools=options.tools)
-            heap.settle()  # start-up's objects built: pilot.cli.heap
-            await run_stdio(server)
-            await stdio_ended(runtime)  # the dead-man's switch may fire when the last session ends
-        else:
-            heap.settle()
-            await serve_http(
-                runtime,
-                http.host,
-                http.port,
-                listener,
-                allow_remote=http.allow_remote,
-                session_idle_seconds=http.session_idle_seconds,
-                tools=options.tools,
-            )
-        tasks.cancel_scope.cancel()
+        if options.http is None or listener is None:
+            await _take_credential(runtime)  # before the tasks: a bad one is one line, not an exception group
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_upkeep, runtime)
+            tasks.start_soon(_push, runtime, phone)
+            tasks.start_soon(_read_presses, runtime, phone)
+            await _serve_agents(options, listener, runtime)
+            tasks.cancel_scope.cancel()
+
+
+async def _serve_agents(options: ServeOptions, listener: socket.socket | None, runtime: Runtime) -> None:
+    """Say what is served, then serve the agent over stdio, or the agents over HTTP, until they leave."""
+    from pilot.server import build_server, serve_http
+    from pilot.server.stdio import run_stdio
+
+    http = options.http
+    tokens = len(await runtime.store.tokens.list()) if http is not None else 0
+    if http is not None or not options.quiet:
+        streaming = isinstance(runtime.exchange, StreamingReader)
+        click.echo(format_banner(options, listener, tokens, streaming=streaming), err=True)
+    if http is None or listener is None:
+        server = build_server(runtime, tools=options.tools)
+        heap.settle()  # start-up's objects built: pilot.cli.heap
+        await run_stdio(server)
+        await stdio_ended(runtime)  # the dead-man's switch may fire when the last session ends
+        return
+    heap.settle()
+    await serve_http(
+        runtime,
+        http.host,
+        http.port,
+        listener,
+        allow_remote=http.allow_remote,
+        session_idle_seconds=http.session_idle_seconds,
+        tools=options.tools,
+    )
 
 
 async def _take_credential(runtime: Runtime) -> None:

@@ -10,6 +10,7 @@ agent's judgement adds is tagged with its budget (`agent:NAME`), what the accoun
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from enum import StrEnum
@@ -18,6 +19,7 @@ from typing import Any
 from pilot.core.facts import Effect, Facts
 from pilot.core.policy import MarketOverrides, Policy
 from pilot.core.policy.budgets import AgentBudget
+from pilot.core.violations import NextAction
 
 ACCOUNT = "account"
 
@@ -39,6 +41,22 @@ class Role(StrEnum):
 def budget_of(name: str) -> str:
     """How a refusal names an agent's budget."""
     return f"agent:{name}"
+
+
+# The limits an agent's budget sets, as policy.json spells them (and a rule code names them).
+BUDGET_KEYS = frozenset(f.alias for f in AgentBudget.model_fields.values() if f.alias != "markets")
+
+
+def to_own_budget(action: NextAction, whose: str, rules: set[str]) -> NextAction:
+    """`action` with its `human` line pointed at the agent's own budget for `rules`, limits only the
+    agent's judgement broke: `raise dailyOrderCap` becomes `raise agents.NAME.dailyOrderCap` (and
+    `markets.S.KEY` `agents.NAME.markets.S.KEY`), since raising the account's limit would not let it pass."""
+    keys = sorted(rules & BUDGET_KEYS)
+    if action.human is None or not keys:
+        return action
+    pattern = rf"\b((?:markets\.[^.\s]+\.)?(?:{'|'.join(keys)}))(?:/Pct)?\b"
+    name = whose.removeprefix(budget_of(""))
+    return replace(action, human=re.sub(pattern, rf"agents.{name}.\1", action.human))
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from pilot.core.agent_budgets import ACCOUNT, own_judgement
+from pilot.core.agent_budgets import ACCOUNT, own_judgement, to_own_budget
 from pilot.core.codes import PROTECTION_CODES, RESIZE_CODES
 from pilot.core.facts import Facts, Side
 from pilot.core.policy import Policy
@@ -71,13 +71,17 @@ def _together(account: Evaluation, own: Evaluation, whose: str) -> Evaluation:
     budget (one the account's judgement found too is the account's); the next action is the account's for a
     blocker of its own, else the agent's (its caps are the tighter, so its size fits both)."""
     found = {violation.rule for violation in account.violations}
+    mine = {v.rule.value for v in own.violations if v.rule not in found}  # a human raises these in `agents`
     violations = [replace(v, budget=ACCOUNT) for v in account.violations] + [
-        replace(v, budget=whose) for v in own.violations if v.rule not in found
+        replace(v, budget=whose, next=to_own_budget(v.next, whose, mine))
+        for v in own.violations
+        if v.rule not in found
     ]
     if own.passed:
         return Evaluation(violations, account.next_safe_action, account.situation)
     blocked = any(v.rule not in RESIZE_CODES for v in account.violations)
-    next_action = account.next_safe_action if blocked else own.next_safe_action or account.next_safe_action
+    own_next = own.next_safe_action and to_own_budget(own.next_safe_action, whose, mine)
+    next_action = account.next_safe_action if blocked else own_next or account.next_safe_action
     return Evaluation(violations, next_action, account.situation or own.situation)
 
 

@@ -48,6 +48,7 @@ class Hold:
     at: datetime | None = None
     reason: str | None = None
     until: datetime | None = None
+    agent: str | None = None  # an agent's own hold: whose, so that what lifts it names it
 
     @property
     def what(self) -> str:
@@ -57,7 +58,7 @@ class Hold:
     @property
     def lift(self) -> str:
         """What lifts it: what only a human can change, or waiting."""
-        lift = _LIFTS[self.source].format(state=self.state.value)
+        lift = _LIFTS[self.source].format(state=self.state.value, agent=self.agent or "NAME")
         if self.until is not None:
             lift = f"wait until {self.until.isoformat()}, or {lift}"
         return lift
@@ -94,8 +95,8 @@ _LIFTS = {
     HoldSource.ROLLBACK: "look at what `pilot doctor` says of the journal, then `pilot kill-switch off`",
     HoldSource.AUTHORITY: "extend validUntil in policy.json, or start a new session (maxSessionMinutes)",
     HoldSource.LIVE_OFF: "a human turns it on with `pilot live on`, typing what it asks at a terminal",
-    HoldSource.AGENT_KILL_SWITCH: "turn this agent's switch off with `pilot agent resume NAME`",
-    HoldSource.AGENT_ROLE: "give the agent role trade (`pilot agent add NAME --role trade`, after revoking it)",
+    HoldSource.AGENT_KILL_SWITCH: "turn this agent's switch off with `pilot agent resume {agent}`",
+    HoldSource.AGENT_ROLE: "give the agent role trade (`pilot agent add {agent} --role trade`, after revoking it)",
 }
 
 

@@ -101,6 +101,9 @@ StopLoss = Annotated[
 ]
 TakeProfit = Annotated[str | None, _no_numbers("take_profit"), Field(description="Take-profit price")]
 Cursor = Annotated[str | None, Field(description="A next_cursor")]
+# A switch takes only JSON's true or false: pydantic's lax bool reads "yes", "on", "1" or 1 as true, so a
+# model's guess would decide, say, whether cancel_all_orders removes the positions' stops too.
+Flag = Annotated[bool, Field(strict=True)]
 Leverage = Annotated[str, _no_numbers("leverage"), Field(description='A decimal string, e.g. "2"')]
 Symbol = Annotated[str, Field(description='e.g. "BTCUSDT"')]
 Category = Literal["linear", "spot"]

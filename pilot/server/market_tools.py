@@ -26,7 +26,9 @@ def register_market_tools(mcp: MCPServer, runtime: Runtime) -> None:
 
     @mcp.tool(annotations=READ)
     async def get_orderbook(
-        symbol: Symbol, category: Category = "linear", depth: Annotated[int, Field(ge=1, le=200)] = 25
+        symbol: Symbol,
+        category: Category = "linear",
+        depth: Annotated[int, Field(strict=True, ge=1, le=200)] = 25,
     ) -> ReadAnswer:
         """The order book: [price, size] levels, best first."""
         return await reads.get_orderbook(runtime, checked_symbol(symbol), category, depth)

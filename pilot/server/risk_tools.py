@@ -18,6 +18,7 @@ from pilot.server import arguments
 from pilot.server.arguments import (
     Category,
     Cursor,
+    Flag,
     OrderId,
     OrderLinkId,
     Price,
@@ -73,7 +74,7 @@ def _register_amend_and_stops(mcp: MCPServer, runtime: Runtime) -> None:
         symbol: Symbol | None = None,
         category: Category = "linear",
         include_stops: Annotated[
-            bool, Field(description="Also cancel TP/SL and conditional orders (judged by the stop rules)")
+            Flag, Field(description="Also cancel TP/SL and conditional orders (judged by the stop rules)")
         ] = False,
     ) -> ActionAnswer:
         """Cancel every open order (of one symbol, or all); the positions' stops stay unless include_stops.

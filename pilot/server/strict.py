@@ -72,6 +72,15 @@ def argument_problem(error: ValidationError) -> ArgumentProblem:
         return ArgumentProblem(
             field, problem, fixed=same[0] if same else NO_FIX, accepted=f"one of {', '.join(choices)}"
         )
+    if kind == "int_type":  # a depth given as a string ("5") is certain; true or 5.5 is no guess of ours
+        text = given.strip() if isinstance(given, str) else ""
+        whole = isinstance(given, float) and given.is_integer()
+        fixed = int(text) if text.isascii() and text.isdigit() else int(given) if whole else NO_FIX
+        return ArgumentProblem(field, "is a whole number: send it as one", fixed=fixed)
+    if kind == "bool_type":  # a switch given as a string or a number: "true" and "false" are certain
+        word = given.strip().lower() if isinstance(given, str) else None
+        fixed = {"true": True, "false": False}.get(word or "", NO_FIX)
+        return ArgumentProblem(field, "is a switch: send JSON true or false", fixed=fixed)
     bound = _bound(kind, context, given)
     return ArgumentProblem(field, problem, fixed=bound, accepted=_accepted(kind, context) or None)
 

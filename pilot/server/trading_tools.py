@@ -18,6 +18,7 @@ from pilot.app.runtime.runtime import Runtime
 from pilot.server import arguments
 from pilot.server.arguments import (
     Category,
+    Flag,
     IdempotencyKey,
     Leverage,
     Notional,
@@ -69,7 +70,7 @@ def _register_plan_order(mcp: MCPServer, runtime: Runtime) -> None:
         notional_usd: Notional = None,
         order_type: Literal["market", "limit"] = "market",
         price: Price = None,
-        reduce_only: bool = False,
+        reduce_only: Flag = False,
         category: Category = "linear",
         stop_loss: StopLoss = None,
         take_profit: TakeProfit = None,

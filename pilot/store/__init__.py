@@ -37,7 +37,7 @@ from pilot.store.location import StoreLocation
 from pilot.store.monotonic import HostClock, Instant, StoreClock, age, holder_id
 from pilot.store.plans import ClaimResult, PlanRecord, Plans, new_plan_id
 from pilot.store.store import Store, open_store
-from pilot.store.tokens import ACTING, Holder, Tokens, agent_of
+from pilot.store.tokens import ACTING, Holder, Tokens, acting_actor, agent_of
 
 __all__ = [
     "ACTING",
@@ -82,6 +82,7 @@ __all__ = [
     "StoreLocation",
     "Tokens",
     "Unless",
+    "acting_actor",
     "age",
     "agent_of",
     "canonical_hash",

@@ -12,6 +12,7 @@ from pilot.app.answers import entry_kinds
 from pilot.app.human.agent_board import CONNECTED_WITHIN, AgentBoard, agent_board, set_agent_switch
 from pilot.app.human.agent_desk import NoSuchAgent, add_agent, revoke_agent
 from pilot.app.human.desk import ReasonTooLong
+from pilot.app.service.dead_man import stdio_ended
 
 from .conftest import call, plan_and_place, write_policy
 from .test_agents import stdio_like
@@ -45,6 +46,7 @@ async def test_an_agent_is_connected_while_it_calls_and_not_once_quiet_past_the_
     await add_agent(runtime, "silent", "trade")
     async with stdio_like(runtime, token) as client:
         await call(client, "plan_order", LOOK)
+    await stdio_ended(runtime)  # its stdin closed, as `pilot serve` ends its session
     first = {board.name: board.connected for board in await agent_board(runtime)}
     clock.advance((CONNECTED_WITHIN + CONNECTED_WITHIN / 10).total_seconds())
     later = {board.name: board.connected for board in await agent_board(runtime)}
@@ -92,3 +94,18 @@ async def test_an_agents_own_daily_loss_limit_reads_the_days_loss_the_account_se
     [board] = await agent_board(runtime, runtime)
     [line] = [line for line in board.lines if line.key == "dailyLossLimitUsd"]
     assert line.used is not None and line.used > 1 and line.left == 0
+
+
+async def test_an_agent_that_only_reads_is_connected_while_its_session_is_open(runtime):
+    # Found walking issue 40 as a user: the heartbeat row an agent's calls write was kept only while
+    # policy.json set a dead-man's switch, so an agent with a session open that had only read (nothing
+    # journaled) was listed not connected, with no last call.
+    assert runtime.policy().policy.dead_man_switch is None
+    token = await add_agent(runtime, "reader", "read")
+    async with stdio_like(runtime, token) as client:
+        await call(client, "get_ticker", {"symbol": "BTCUSDT"})
+        [board] = await agent_board(runtime)
+    await stdio_ended(runtime)
+    [after] = await agent_board(runtime)
+    assert board.connected and board.row.sessions == 1 and board.last_call_at is not None
+    assert after.row.sessions == 0

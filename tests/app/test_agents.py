@@ -109,6 +109,19 @@ async def test_an_agents_own_budget_binds_beside_the_accounts_and_says_whose(run
     assert rows["capped"].orders_today == 1 and rows["free"].orders_today == 0
 
 
+async def test_what_only_the_agents_budget_refuses_sends_the_human_to_its_budget(runtime, tmp_path):
+    # Found walking issue 40 as a user: refused by its own dailyOrderCap of 1 (the account's is 20), the
+    # agent was told a human should raise dailyOrderCap, the account's, which would not let it pass.
+    write_policy(tmp_path, agents={"capped": {"dailyOrderCap": 1}})
+    capped = await add_agent(runtime, "capped", "trade")
+    async with stdio_like(runtime, capped) as client:
+        small = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0001"})
+        await call(client, "place_order", {"plan_id": small["plan_id"]})
+        second = await call(client, "plan_order", {**BTC_SHORT, "qty": "0.0001"})
+    assert [(v["rule"], v["budget"]) for v in second["violations"]] == [("dailyOrderCap", "agent:capped")]
+    assert "agents.capped.dailyOrderCap" in second["next_safe_action"]["human"]  # a policy.json path
+
+
 async def test_one_agents_switch_stops_it_alone_and_revoke_cuts_it_off(runtime, paper):
     first = await add_agent(runtime, "first", "trade")
     second = await add_agent(runtime, "second", "trade")
@@ -129,6 +142,7 @@ async def test_one_agents_switch_stops_it_alone_and_revoke_cuts_it_off(runtime, 
     assert held["status"] == "refused"
     assert held["violations"][0]["rule"] == "tradingState"
     assert held["violations"][0]["held_by"][0]["source"] == "agentKillSwitch"
+    assert "pilot agent resume first" in held["next_safe_action"]["human"]  # a command, callable as given
     assert passes["status"] == "ok"
     assert len(revoked.cancelled) == 1 and revoked.plans == [unused["plan_id"]]
     assert after["status"] == "refused" and after["violations"][0]["rule"] == "agentRevoked"
@@ -198,3 +212,35 @@ async def test_an_agents_cap_per_market_counts_its_share_not_anothers_position(r
     assert paper.position("BTCUSDT").size == Decimal("-0.0007")
     # its own room as plan_order judges it: its $25, not the account's $60 left
     assert (room["qty"], room["limited_by"]) == ("0.00031", ["maxNotionalUsd"])
+
+
+async def test_a_name_revoked_and_given_a_new_credential_trades_again(runtime, paper):
+    # Found walking issue 40 as a user: an agentRevoked refusal tells the human to `pilot agent add NAME`
+    # again; the new credential was still held by the old one's revoke (its switch on for good).
+    old = await add_agent(runtime, "again", "trade")
+    await revoke_agent(runtime, "again")
+    new = await add_agent(runtime, "again", "trade")
+    async with stdio_like(runtime, old) as client:
+        cut = await call(client, "plan_order", BTC_SHORT)
+    async with stdio_like(runtime, new) as client:
+        planned = await call(client, "plan_order", BTC_SHORT)
+    assert cut["violations"][0]["rule"] == "agentRevoked"
+    assert planned["status"] == "ok", planned
+
+
+async def test_an_agent_cannot_place_another_agents_plan_and_its_maker_still_can(runtime, paper):
+    # Found by a hostile walk: agent b placed agent a's plan id (sent, as b's order). A plan id is its
+    # maker's: another agent is told no such plan (nothing says whose), and the plan stays a's to place.
+    maker = await add_agent(runtime, "maker", "trade")
+    other = await add_agent(runtime, "other", "trade")
+    async with stdio_like(runtime, maker) as client:
+        plan = await call(client, "plan_order", BTC_SHORT)
+    before = paper.request_count(CREATE)
+    async with stdio_like(runtime, other) as client:
+        taken = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    sent_by_other = paper.request_count(CREATE) - before
+    async with stdio_like(runtime, maker) as client:
+        placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert taken["status"] == "refused" and taken["violations"][0]["rule"] == "planNotFound"
+    assert sent_by_other == 0
+    assert placed["status"] == "filled", placed

@@ -51,7 +51,18 @@ CASES: list[tuple[str, dict[str, Any], str, dict[str, Any] | None]] = [
     ("cancel_order", {"symbol": "BTCUSDT"}, "order_id", None),  # checked before any form is shown
     # a whole number out of range: the nearest in range; a reason too long: no cut is guessed
     ("get_orderbook", {"symbol": "BTCUSDT", "depth": 500}, "depth", {"symbol": "BTCUSDT", "depth": 200}),
+    # a whole number as a string, or a switch (pydantic's lax int read true as a depth of 1)
+    ("get_orderbook", {"symbol": "BTCUSDT", "depth": "5"}, "depth", {"symbol": "BTCUSDT", "depth": 5}),
+    ("get_orderbook", {"symbol": "BTCUSDT", "depth": True}, "depth", None),
+    ("get_orderbook", {"symbol": "BTCUSDT", "depth": "٥"}, "depth", None),  # another script's 5: no guess
+    ("get_orderbook", {"symbol": "BTCUSDT", "depth": 5.0}, "depth", {"symbol": "BTCUSDT", "depth": 5}),
     ("activate_kill_switch", {"reason": "x" * 201}, "reason", None),
+    # a switch as a string or a number (found by a hostile walk: "yes" cancelled the stops too): JSON's
+    # true or false only; "true" can only have meant true, "yes" or 1 is no guess of ours
+    ("cancel_all_orders", {"include_stops": "yes"}, "include_stops", None),
+    ("cancel_all_orders", {"include_stops": "true"}, "include_stops", {"include_stops": True}),
+    ("plan_order", {**BTC_SHORT, "reduce_only": 1}, "reduce_only", None),
+    ("plan_order", {**BTC_SHORT, "reduce_only": "false"}, "reduce_only", {**BTC_SHORT, "reduce_only": False}),
 ]
 
 

@@ -235,3 +235,6 @@ async def test_an_okx_demo_home_names_okx_s_markets_and_doctor_and_serve_ask_for
     assert checked.exit_code == 1 and not doctor["ok"] and checks["policy"]["ok"] and not checks["key"]["ok"]
     assert "okx-demo" in checks["key"]["fix"]
     assert served.exit_code != 0
+    # The commands init names next are for this home's venue: paper's doctor could not read BTC-USDT.
+    named = re.findall(r"`(pilot (?:keys add|doctor|serve) [^`]*)`", " ".join(made.stdout.split()))
+    assert len(named) == 3 and all("--exchange okx-demo" in command for command in named), named

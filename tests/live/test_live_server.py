@@ -20,6 +20,7 @@ from pilot.app.human.going_live import phrase, turn_live_on
 from pilot.app.runtime.runtime import Runtime
 from pilot.app.service.boot import StartupError, open_runtime
 from pilot.app.service.upkeep import upkeep
+from pilot.cli.output import CliError
 from pilot.paper import PaperExchange
 from pilot.server import build_server
 from tests.app.conftest import call
@@ -75,6 +76,9 @@ async def test_a_live_home_trades_bybit_only_and_a_practice_home_never_reaches_m
         async with open_runtime(live_home, exchange="paper"):
             pass
     assert paper.value.code == "live_home_only_bybit"
+    shown = CliError(paper.value.code, str(paper.value), paper.value.fix)
+    shown.runnable_where(str(live_home))  # as `pilot serve --home LIVE` prints it
+    assert f"pilot init --home {live_home}" not in str(shown.fix)  # practice goes in another folder
     practice = tmp_path / "practice"
     pilot("init", "--home", str(practice))
     with pytest.raises(StartupError) as mainnet_refused:

@@ -32,7 +32,11 @@ def journal_kinds(home: Path) -> list[tuple[str, dict]]:
 
 def test_a_live_home_says_so_from_its_first_entry_and_a_practice_home_never_becomes_live(tmp_path: Path):
     live, practice = tmp_path / "live", tmp_path / "practice"
-    assert pilot("init", "--live", "--home", str(live)).exit_code == 0
+    made = pilot("init", "--live", "--home", str(live))
+    assert made.exit_code == 0
+    # Every `pilot serve` it names starts a live home: the paper one it once named too is refused there.
+    served = re.findall(r"`(pilot serve [^`]*)`", " ".join(made.stdout.split()))
+    assert served and all("--exchange bybit" in command for command in served), served
     assert journal_kinds(live)[0] == ("home", {"kind": "live", "environment": "bybit"})
     assert pilot("init", "--home", str(practice)).exit_code == 0
     pilot("kill-switch", "on", "--home", str(practice))  # the practice journal has an entry now
@@ -115,6 +119,18 @@ def test_a_narrow_bound_key_is_admitted_on_a_listed_host_and_nothing_else(
     assert added.exit_code == 0, added.output
     key = json.loads(added.stdout)["key"]
     assert (key["environment"], key["address"], key["not_allowed"]) == ("bybit", "https://api.bybit.eu", [])
+
+
+def test_a_mainnet_key_is_refused_in_a_practice_home_before_mainnet_is_asked(
+    tmp_path: Path, master_key_file: Path, mainnet: PaperExchange
+):
+    # Found walking going-live.md: a practice home took a mainnet key (asking mainnet about it) though it
+    # can never start on bybit; the refusal now comes first, with practice_home's fix.
+    home = tmp_path / "practice"
+    assert pilot("init", "--home", str(home)).exit_code == 0
+    refused = add_key(home, KEYS["narrow"], host="api.bybit.com")
+    assert refused.exit_code == 2 and error_code(refused) == "practice_home"
+    assert mainnet.request_count("/v5/user/query-api") == 0
 
 
 def test_the_stand_in_takes_only_loopback_and_cannot_be_reached_from_outside_python(mainnet: PaperExchange):

@@ -204,3 +204,19 @@ def test_the_exchanges_log_is_rotated_past_its_limit_while_the_exchange_writes_o
     assert log.read_bytes() == b"next"
     assert (tmp_path / "paper" / "exchange.log.1").read_bytes() == b"x" * 99 + b"y"
     assert log_path(tmp_path / "paper" / "state.json") == log
+
+
+@pytest.mark.parametrize("credential", ["pilot_not_this_homes_credential", ""])
+def test_a_server_given_a_credential_not_this_homes_stops_in_one_line_with_its_code(
+    home: Path, credential: str
+) -> None:
+    # Found by a hostile walk: the credential was checked inside the server's task group, so a bad one
+    # ended in an exception group's traceback instead of Pilot's one line with its code and fix.
+    (home.parent / "bad").write_text(credential)
+    command = [sys.executable, "-m", "pilot", "serve", "--home", str(home), "--scenario", str(ARTICLE)]
+    env = {**os.environ, "PILOT_AGENT_TOKEN_FILE": str(home.parent / "bad")}
+    done = subprocess.run(
+        command, cwd=REPO, env=env, capture_output=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+    assert done.returncode == 2  # a usage or environment error, as every CliError exits
+    assert b"Traceback" not in done.stderr and b"fix: " in done.stderr

@@ -4,8 +4,9 @@
 journals that it was given (never the credential). `switch_agent_by_human` turns one agent's own kill switch
 on or off. `revoke_agent` stops the credential at once (its next call is refused), journals the revoke as
 that agent's switch on for good (a send it had judged before is held back as the kill switch holds one:
-pilot.app.runtime.runtime.REDUCING_KINDS), then cancels the opening orders it left resting and the plans it
-has not used. `agents_overview` is what the CLI and the console show of each agent.
+pilot.app.runtime.runtime.REDUCING_KINDS), then cancels the opening orders it left resting (on a runtime with
+an exchange: a human's desk has none) and the plans it has not used. Revoking an agent revoked before does
+that clearing again, so a human whose first revoke reached no exchange can finish it. `agents_overview` is what the CLI and the console show of each agent.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ class NoSuchAgent(HumanError):
 
 
 async def add_agent(runtime: Runtime, name: str, role: str) -> str:
-    """A credential for agent `name` with `role`, shown this once; journaled (without the credential)."""
+    """A credential for agent `name` with `role`, shown this once; journaled (without the credential). A
+    name revoked before gets its switch off again (journaled), so the new credential acts."""
     if not TOKEN_NAME.fullmatch(name) or len(name) > 40:
         raise BadTokenName(name)
     if role not in {r.value for r in Role}:
@@ -55,6 +57,11 @@ async def add_agent(runtime: Runtime, name: str, role: str) -> str:
         raise TokenExists(name) from None
     data = {"agent": name, "role": role}
     await runtime.store.journal.append(entry_kinds.AGENT_ADDED, data, now=runtime.now(), actor="human")
+    before = (await runtime.journal_state()).agent_switch(name)
+    if before is not None and before.data.get("revoked"):
+        # A human giving the name a new credential means it to act (what an agentRevoked refusal tells it
+        # to ask for): the old credential's revoke held its switch on, and would hold the new one too.
+        await switch_agent(runtime, name, on=False, by="human", reason="a new credential")
     return token
 
 
@@ -73,16 +80,33 @@ class Revoked:
     cancelled: list[str]
     failed: list[str]
     plans: list[str]
+    orders_looked_at: bool = True  # False: no exchange was reached, so its resting orders still rest
 
 
-async def revoke_agent(runtime: Runtime, name: str) -> Revoked:
-    """Stop agent `name` at once, then cancel what it left: see the module docstring."""
-    if not await runtime.store.tokens.revoke(name):
-        raise NoSuchAgent(name)
-    seq = await switch_agent(runtime, name, on=True, by="human", reason="credential revoked", revoked=True)
-    cancelled, failed = await _cancel_openings(runtime, name)
+async def revoke_agent(runtime: Runtime, name: str, *, cancel_orders: bool = True) -> Revoked:
+    """Stop agent `name` at once, then cancel what it left (its resting orders only with `cancel_orders`,
+    on a runtime with an exchange): see the module docstring.
+
+    Raises:
+        NoSuchAgent: `name` has no credential and was never revoked.
+    """
+    if await runtime.store.tokens.revoke(name):
+        seq = await switch_agent(
+            runtime, name, on=True, by="human", reason="credential revoked", revoked=True
+        )
+    else:
+        seq = await _revoked_at(runtime, name)
+    cancelled, failed = await _cancel_openings(runtime, name) if cancel_orders else ([], [])
     plans = await _end_plans(runtime, name)
-    return Revoked(seq, cancelled, failed, plans)
+    return Revoked(seq, cancelled, failed, plans, orders_looked_at=cancel_orders)
+
+
+async def _revoked_at(runtime: Runtime, name: str) -> int:
+    """The seq of the journal entry that revoked agent `name`'s credential."""
+    for entry in reversed(await runtime.store.journal.entries(kind=entry_kinds.AGENT_SWITCH)):
+        if entry.data.get("agent") == name and entry.data.get("revoked"):
+            return entry.seq
+    raise NoSuchAgent(name)
 
 
 async def _known(runtime: Runtime, name: str) -> None:

@@ -161,6 +161,13 @@ async def turn_live_off(runtime: Runtime, by: str, reason: str = "") -> LiveStat
     return await live_state(runtime)
 
 
+async def require_live_home(runtime: Runtime) -> None:
+    """Refuse a practice home: a mainnet key stored there could never be used (it never starts on bybit),
+    and checking it would ask mainnet for nothing."""
+    if await home_kind(runtime.store.journal) != LIVE:
+        raise practice_home(runtime)
+
+
 def practice_home(runtime: Runtime) -> LiveRefused:
     return LiveRefused(
         ErrorCode.PRACTICE_HOME,

@@ -24,7 +24,7 @@ from pilot.core.facts import Facts, Side
 from pilot.core.valuation import worst_fill_for
 from pilot.core.violations import NextAction, Violation, plain
 from pilot.exchange.models import OrderRequest
-from pilot.store import ClaimResult, PlanRecord, StoreError
+from pilot.store import ClaimResult, PlanRecord, StoreError, acting_actor
 
 # Plans whose one use stopped on a store failure with nothing sent, while the store could not record that
 # either: the next place_order of one records it ("refused"), so the agent is told to plan again.
@@ -40,6 +40,9 @@ async def place_order(runtime: Runtime, plan_id: str, channel: ApprovalChannel |
 
 
 async def _claim_and_execute(runtime: Runtime, plan_id: str, channel: ApprovalChannel | None) -> OrderAnswer:
+    if await _made_by_another(runtime, plan_id):  # answered as unknown: nothing says whose it is
+        refusal = _lifecycle_refusal(ClaimResult("not_found", None), plan_id)
+        return await journal_order_refusal(runtime.store.journal, refusal, now=runtime.now(), plan_id=None)
     claim = await runtime.store.plans.claim(plan_id, now=runtime.now(), holder=runtime.gate.holder)
     if claim.status == "already_used" and claim.plan is not None and plan_id in UNRECORDED_REFUSALS:
         claim = ClaimResult("already_used", await release_unsent(runtime, claim.plan))
@@ -50,6 +53,14 @@ async def _claim_and_execute(runtime: Runtime, plan_id: str, channel: ApprovalCh
             runtime.store.journal, _lifecycle_refusal(claim, plan_id), now=runtime.now(), plan_id=known
         )
     return await execute_plan(runtime, claim.plan, origin="place_order", channel=channel)
+
+
+async def _made_by_another(runtime: Runtime, plan_id: str) -> bool:
+    """Whether another caller made plan `plan_id` (its `plan` entry names another actor): a plan id is its
+    maker's to place, never one another agent, with its own role and budget, can spend. Left unclaimed, so
+    its maker can still place it."""
+    made = await runtime.store.journal.entries(plan_id=plan_id, kind=entry_kinds.PLAN, limit=1)
+    return bool(made) and made[0].actor != acting_actor("agent")
 
 
 async def execute_plan(

@@ -296,10 +296,17 @@ def _agent_holds(journal: JournalState) -> list[Hold]:
         reason = str(switch.data.get("reason") or "").strip() or None
         by = switch.data.get("by")
         holds.append(
-            Hold(HoldSource.AGENT_KILL_SWITCH, TradingState.REDUCING, by=by, at=switch.at, reason=reason)
+            Hold(
+                HoldSource.AGENT_KILL_SWITCH,
+                TradingState.REDUCING,
+                by=by,
+                at=switch.at,
+                reason=reason,
+                agent=agent.name,
+            )
         )
     if agent.role != Role.TRADE:
-        holds.append(Hold(HoldSource.AGENT_ROLE, TradingState.REDUCING, by="human"))
+        holds.append(Hold(HoldSource.AGENT_ROLE, TradingState.REDUCING, by="human", agent=agent.name))
     return holds
 
 

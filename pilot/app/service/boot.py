@@ -143,7 +143,7 @@ async def _live_checks(
             raise StartupError(
                 f"{runtime.home.path} is a live home: it trades bybit (mainnet) and nothing else",
                 code=ErrorCode.LIVE_HOME_ONLY_BYBIT,
-                fix="start it with `--exchange bybit`, or practise in another home (`pilot init`)",
+                fix="start it with `--exchange bybit`, or practise in another home (`pilot init --home NEW_FOLDER`)",
             )
         return
     try:

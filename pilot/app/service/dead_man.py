@@ -37,13 +37,13 @@ FORGET_ROWS = 16  # more rows of gone processes than this: drop the old ones (pi
 
 
 async def agent_called(runtime: Runtime, agent: str | None = None) -> None:
-    """Note that an agent's call reached this process (only while policy.json sets a dead-man's switch, and
-    at most once a second); a named agent's in its own row too, for its own switch (`watch_agents`)."""
-    if runtime.policy().policy.dead_man_switch is None:
-        return
+    """Note that an agent's call reached this process (at most once a second): the process's row only while
+    policy.json sets a dead-man's switch; a named agent's in its own row always, for its own switch
+    (`watch_agents`) and for whom `pilot agent list` and the console show connected (a read is journaled
+    nowhere else)."""
     here, sessions = runtime.store.clock.read(), runtime.sessions
     since = age(here, sessions.last_beat)
-    if since is None or since >= BEAT_EVERY:
+    if runtime.policy().policy.dead_man_switch is not None and (since is None or since >= BEAT_EVERY):
         sessions.last_beat = here
         await runtime.store.agents.beat(runtime.gate.holder, now=runtime.now(), sessions=sessions.open)
     since = age(here, sessions.agent_beats.get(agent)) if agent is not None else None
@@ -65,10 +65,11 @@ def process_of(row: str) -> str:
 
 async def session_ended(runtime: Runtime, key: str) -> None:
     """The session `key` ended (stdin closed): count it, and fire at once if it was the home's last one."""
-    if not runtime.sessions.end(key) or runtime.policy().policy.dead_man_switch is None:
+    if not runtime.sessions.end(key):
         return
-    await _beat_sessions(runtime)
-    await watch(runtime)
+    await _beat_sessions(runtime)  # its agent's row too: no longer connected by this session
+    if runtime.policy().policy.dead_man_switch is not None:
+        await watch(runtime)
 
 
 async def stdio_ended(runtime: Runtime) -> None:
