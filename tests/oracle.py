@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 from datetime import datetime
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Context, Decimal, localcontext
 
 from pilot.core.facts import Facts, OrderIntent, OrderType, Position, Side
 from pilot.core.policy import Policy, TradingWindow
@@ -149,7 +149,14 @@ def _worst_from(policy: Policy, f: Facts, position: Position) -> Decimal:
     order pending on its side fills not at all, in full, or up to where the position reaches a partial leg's
     size (between those the loss is linear); and whichever of the filled stop-carrying orders fills last sets
     the whole stop, or none does (the rest of an order filled after its first part brings no stop) and the
-    position's stop now applies. The largest loss of all those ways."""
+    position's stop now applies. The largest loss of all those ways: exact, as its cost and the stops'
+    proceeds give it (the average entry has no end: worked at 60 digits, rounded once)."""
+    with localcontext(Context(prec=60)):
+        worst = _worst_wide(policy, f, position)
+    return +worst
+
+
+def _worst_wide(policy: Policy, f: Facts, position: Position) -> Decimal:
     size, cost, whole, legs, _ = _after(position, worst_entry(policy, f), f.order)
     if size == 0:
         return Decimal(0)

@@ -17,7 +17,7 @@ from decimal import Decimal
 from pilot.core.codes import Code
 from pilot.core.facts import ClosedTrade, DrawdownState, RestingOrders
 from pilot.core.policy import Cooldown, Policy
-from pilot.core.violations import Breach, NextAction, ToolCall, plain, usd
+from pilot.core.violations import Breach, NextAction, ToolCall, usd
 
 SECOND = timedelta(seconds=1)
 MINUTE = timedelta(minutes=1)
@@ -252,7 +252,3 @@ def drawdown_sentence(found: Drawdown) -> str:
         f"the equity {usd(found.equity)} is {usd(found.drawdown)} below its peak {usd(found.peak)}, at or "
         f"past the drawdown limit of {usd(found.limit)}"
     )
-
-
-def plain_usd(value: Decimal) -> str:
-    return plain(value.quantize(Decimal("0.01")))

@@ -29,10 +29,10 @@ from pilot.core.rules import (
     stop_reference,
     take_profit_problem,
 )
-from pilot.core.rules.situation import CENT, closes
+from pilot.core.rules.situation import closes
 from pilot.core.stops import farthest_stop
 from pilot.core.valuation import ceil_to_step, floor_to_step, inside_band, inside_collar, price_on_tick
-from pilot.core.violations import Breach, NextAction, NothingFits, ToolCall, plain
+from pilot.core.violations import Breach, NextAction, NothingFits, ToolCall, plain, plain_usd
 
 # Where a stop goes when policy.json requires one and no loss limit says how far: this share of the price.
 DEFAULT_STOP_DISTANCE = Decimal("0.02")
@@ -359,15 +359,18 @@ def protect(policy: Policy, facts: Facts, situation: Situation) -> NextAction:
     if order.stop_loss is None and situation.reducing and outlives(situation):
         # It closes now but may rest on once the position is gone: reduce-only, it only ever closes.
         return _as_reduce_only(policy, facts, situation, order, order.qty)
-    held = _held_unstopped(situation)
-    if held is not None:
-        return held
     stop = order.stop_loss if stop_problem(situation) is None else None
+    fitted = None
     if stop is None:
         limit = loss_limit(situation)
         qty = max(order.qty, _lowest_valid_steps(facts, situation) * situation.rules.qty_step)
-        stop = stop_for_qty(situation, qty, limit[0]) if limit is not None else None
-        stop = stop or _default_stop(situation)
+        fitted = stop_for_qty(situation, qty, limit[0]) if limit is not None else None
+    # The coin held past the cap leaves no buy that fits, unless a stop that fits was found: a stop leg
+    # larger than the coin held sells the buy's coin too, at its price, and may lower the loss.
+    held = _held_unstopped(situation) if fitted is None else None
+    if held is not None:
+        return held
+    stop = stop or fitted or _default_stop(situation)
     if stop is not None:
         stop = collared_stop(situation, stop)  # no farther than the price collar allows
     target = order.take_profit if take_profit_problem(situation) is None else None
@@ -458,7 +461,9 @@ def _with_flip_close(policy: Policy, facts: Facts, situation: Situation, action:
 def _held_unstopped(s: Situation) -> NextAction | None:
     """On spot, a buy refused because the coin already held (and the buys resting) would lose more than the
     loss limit without this order: no stop this order carries covers that coin (a spot stop sells what its
-    order bought), so no buy fits until the coin held has a stop of its own or is sold."""
+    order bought), so no buy fits until the coin held has a stop of its own or is sold. (Asked only where no
+    stop fits the buy: a leg of the coin held larger than it sells the buy's coin too, which may lower the
+    loss below the cap.)"""
     if s.rules.category != "spot" or s.order.side is not Side.BUY:
         return None
     limit = loss_limit(s)
@@ -469,8 +474,8 @@ def _held_unstopped(s: Situation) -> NextAction | None:
         return None
     return NextAction.stop(
         f"no {s.base} buy fits: the {plain(s.position_size)} {s.base} held (with the buys resting) would lose "
-        f"{plain(at_stops.loss.quantize(CENT))} USD at its stops, its whole value where no stop sells it, "
-        f"above the {plain(limit[0].quantize(CENT))} USD a trade may lose; a stop sent with a buy protects "
+        f"{plain_usd(at_stops.loss)} USD at its stops, its whole value where no stop sells it, "
+        f"above the {plain_usd(limit[0])} USD a trade may lose; a stop sent with a buy protects "
         "only what that buy fills",
         human=f"give the {s.base} held a stop-loss order of its own (a spot TP/SL order), or sell it "
         f"(close_position), or {RAISE_LOSS}",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from decimal import ROUND_FLOOR, Decimal
+from decimal import ROUND_FLOOR, Context, Decimal, localcontext
 
 from pilot.core.codes import Code
 from pilot.core.facts import BUY, SELL, Effect, PendingOrders, Position, Side, StopLeg, Touch, TradingState
@@ -36,15 +36,19 @@ from pilot.core.holds import Hold, blocking, held_by, resume_trading
 from pilot.core.policy import EffectiveLimits, Policy
 from pilot.core.valuation import TAKER_FEE, ceil_to_step, collar_edge, floor_to_step, price_on_tick
 from pilot.core.venues import WHOLE_POSITION, StopScope
-from pilot.core.violations import NextAction, Violation, plain, usd
+from pilot.core.violations import NextAction, Violation, plain, plain_usd, usd
 
 ZERO = Decimal(0)
-CENT = Decimal("0.01")
 # The attempted value of a loss refusal where some of the position would have no stop on a perpetual.
 UNBOUNDED = "unbounded"
 # The largest amount an agent can send (18 digits before the dot: pilot.app.orders.inputs): a short's stop is
 # never offered beyond it, even where every stop fits.
 LARGEST_STOP = Decimal("999999999999999999")
+# The precision an average entry and the loss at the stops are worked out in. An average entry has no end
+# (5779416/1927), so at the usual 28 digits the loss from it comes out a hair off the exact one, which is
+# what its cost and the stops' proceeds give (3337256.354999… for 3337256.355, shown as .35, not .36).
+# Worked out at 60 digits and rounded once to the caller's precision, the loss is the exact one.
+WIDE = Context(prec=60)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,13 +137,23 @@ def unit_loss(long: bool, entry: Decimal, price: Decimal) -> Decimal:
 
 def loss_at_stops(exposure: Exposure) -> LossAtStops:
     """The loss if the price runs through every stop of the position, in the order they trigger, and on down
-    to the floor where there is one (spot: what no stop sells loses its whole value)."""
+    to the floor where there is one (spot: what no stop sells loses its whole value): worked out in WIDE
+    precision and rounded once, so that an average entry with no end gives the exact loss."""
     if exposure.size == 0:
         return LossAtStops(ZERO, ZERO)
+    whole, entry, wide = exposure.stop_loss, exposure.entry, WIDE
+    if not exposure.partial and whole is not None:  # one whole stop (the common case, kept cheap)
+        move = wide.subtract(entry, whole) if exposure.long else wide.subtract(whole, entry)
+        unit = wide.add(move, wide.multiply(TAKER_FEE, wide.add(entry, whole)))
+        return LossAtStops(+wide.multiply(abs(exposure.size), unit), ZERO)
+    with localcontext(WIDE):
+        found = _loss_at_stops(exposure)
+    return LossAtStops(+found.loss, found.uncovered, found.floored)
+
+
+def _loss_at_stops(exposure: Exposure) -> LossAtStops:
     long, whole = exposure.long, exposure.stop_loss
     remaining, loss = abs(exposure.size), ZERO
-    if not exposure.partial and whole is not None:  # one whole stop (the common case, kept cheap)
-        return LossAtStops(remaining * unit_loss(long, exposure.entry, whole), ZERO)
     for leg in sorted(exposure.partial, key=lambda leg: -leg.price if long else leg.price):
         if remaining <= 0 or (whole is not None and not triggers_first(long, leg.price, whole)):
             break
@@ -189,7 +203,7 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill], scope: StopScope) -> 
         if size == 0:  # opening: the fill's price is the entry
             entry = fill.price if after else ZERO
         elif (size > 0) == (fill.qty > 0):
-            entry = (abs(size) * entry + abs(fill.qty) * fill.price) / abs(after) if after else ZERO
+            entry = average(abs(size), entry, abs(fill.qty), fill.price) if after else ZERO
         elif after == 0 or (after > 0) != (size > 0):
             entry = fill.price if after else ZERO
             whole, partial, carried = None, (), []
@@ -206,6 +220,12 @@ def after_fills(exposure: Exposure, fills: Sequence[Fill], scope: StopScope) -> 
     if carried:
         whole = widest(size > 0, carried)
     return Exposure(size, entry, whole, partial, exposure.floor)
+
+
+def average(qty: Decimal, price: Decimal, more: Decimal, at: Decimal) -> Decimal:
+    """The average price of `qty` at `price` and `more` at `at`, in WIDE precision (loss_at_stops)."""
+    wide = WIDE  # its methods, not a context switch: this runs on every fill judged
+    return wide.divide(wide.add(wide.multiply(qty, price), wide.multiply(more, at)), wide.add(qty, more))
 
 
 def with_pending(position: Position | None, pending: PendingOrders | None, scope: StopScope) -> Exposure:
@@ -375,9 +395,9 @@ def stop_violation(
         detail = f"{what} would leave {plain(change.after.uncovered)} of the {size} position without a stop: its loss is unbounded, above the {cap} a trade may lose"
         loss = UNBOUNDED
     else:
-        loss = plain(change.after.loss.quantize(CENT))
-        detail = f"{what} would let the {size} position lose ${loss} at its stops from its entry {plain(exposure.entry)}, above the {cap} a trade may lose"
-    return Violation(change.rule, plain(change.cap.quantize(CENT)), loss, detail, fix)
+        loss = plain_usd(change.after.loss)
+        detail = f"{what} would let the {size} position lose ${loss} at its stops from its entry {plain(+exposure.entry)}, above the {cap} a trade may lose"
+    return Violation(change.rule, plain_usd(change.cap), loss, detail, fix)
 
 
 def check_stop_change(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from pilot.core.codes import Code
 from pilot.core.holds import Hold
+
+CENT = Decimal("0.01")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,12 +152,25 @@ def plain(value: Decimal | int) -> str:
     return text if text != "-0" else "0"
 
 
+def to_cent(value: Decimal) -> Decimal:
+    """`value` to two places, half to even (5.345 to 5.34, 5.355 to 5.36), whatever the thread's decimal
+    context says (a process hosting ccxt rounds half up): the one rule every figure Pilot shows to the cent
+    (a limit, an attempted amount, a dollar figure in a sentence) is rounded by. The rule judges the figure
+    unrounded."""
+    return value.quantize(CENT, rounding=ROUND_HALF_EVEN)
+
+
+def plain_usd(value: Decimal) -> str:
+    """Dollars for a limit or an attempted amount: to the cent (to_cent), as plain text (plain): 3337256.36."""
+    return plain(to_cent(value))
+
+
 def usd(value: Decimal) -> str:
-    """Dollars for a sentence: whole dollars stay whole ($25), others get cents ($40.11)."""
+    """Dollars for a sentence: whole dollars stay whole ($25), others get cents ($40.11, by to_cent)."""
     if value == value.to_integral_value():
         return f"${plain(value)}"
-    return f"${value.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)}"
+    return f"${to_cent(value)}"
 
 
 def pct(value: Decimal) -> str:
-    return f"{value.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP)}%"
+    return f"{to_cent(value)}%"

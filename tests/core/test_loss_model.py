@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 from hypothesis import assume, given
 
@@ -24,11 +24,14 @@ from pilot.core.facts import (
     OrderType,
     Position,
     Side,
+    StopLeg,
     Touch,
     TradingState,
 )
 from pilot.core.policy import Policy
-from pilot.core.stops import check_trading_stop
+from pilot.core.stops import Exposure, Fill, after_fills, check_trading_stop, loss_at_stops, spot_fill
+from pilot.core.venues import StopScope
+from pilot.core.violations import plain_usd, usd
 from tests.core.suggested import replay
 from tests.oracle import TAKER, UNBOUNDED, judged_loss, stop_reference, trade_loss_limit
 from tests.strategies import loss_model_cases
@@ -315,3 +318,68 @@ def plan(order: OrderIntent) -> dict[str, object]:
         "reduce_only": order.reduce_only,
         "category": order.category,
     }
+
+
+def test_a_loss_from_an_average_entry_is_the_exact_one_and_shows_half_to_even_whatever_the_context():
+    """The example hypothesis found: 400 BTC held (valued at the bid, 2998) with a stop leg of 260 at 2994,
+    a spot buy of 967 at 3003 and buys resting of 177 at 2990 (stop 2989) and 383 at 2995 (stop 2990). Its
+    loss is cost 5779416 with the fee in, less what the stops sell for with the fee out: 3337256.355 exactly,
+    though the average entry (5779416/1927) has no end; shown 3337256.36 even where the thread's context
+    rounds half up (as a process hosting ccxt does) and 5.345 shown 5.34."""
+    held = Position(
+        "BTCUSDT", Decimal(400), Decimal(0), Decimal(1), None, (StopLeg(Decimal(2994), Decimal(260)),)
+    )
+    fills = [
+        Fill(Decimal(967), Decimal(3003)),
+        spot_fill(Fill(Decimal(177), Decimal(2990), Decimal(2989)), Decimal(1)),
+        spot_fill(Fill(Decimal(383), Decimal(2995), Decimal(2990)), Decimal(1)),
+    ]
+    left = after_fills(Exposure.held(held, Decimal(2998)), fills, StopScope.ORDER)
+    loss = loss_at_stops(left).loss
+    assert loss == Decimal(5779416) * (1 + TAKER) - Decimal(2446684) * (1 - TAKER) == Decimal("3337256.355")
+    with localcontext() as context:
+        context.rounding = ROUND_HALF_UP
+        assert (plain_usd(loss), plain_usd(Decimal("5.345")), usd(Decimal("5.345"))) == (
+            "3337256.36",
+            "5.34",
+            "$5.34",
+        )
+
+
+def test_a_buy_whose_coin_a_stop_leg_of_the_coin_held_sells_too_is_offered_not_nothing_fits():
+    """The example hypothesis found: 0.73 BTC held (valued at the bid, 0.31) with stop legs of 0.16 at 0.30
+    and 0.62 at 0.26 loses 0.0303 at its stops, past a 0.03 cap; but the leg at 0.26 has 0.05 to spare, so a
+    buy of 1.18 at 0.02 with its stop at 0.01 (the lowest tick) loses 0.0297 in all: it fits, and the answer
+    under requireStopLoss offers it, where it said that no buy fits."""
+    cent, now = Decimal("0.01"), datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    rules = InstrumentRules(
+        "BTCUSDT", "spot", cent, cent, cent, Decimal(100), Decimal(0), Decimal(1), Decimal(0), "BTC"
+    )
+    legs = (StopLeg(Decimal("0.30"), Decimal("0.16")), StopLeg(Decimal("0.26"), Decimal("0.62")))
+    f = Facts(
+        order=OrderIntent(
+            "BTCUSDT", Side.BUY, Decimal("1.18"), OrderType.LIMIT, Decimal("0.02"), category="spot"
+        ),
+        rules=rules,
+        touch=Touch(Decimal("0.31"), Decimal("0.32"), Decimal("0.34"), now),
+        position=Position("BTCUSDT", Decimal("0.73"), Decimal(0), Decimal(1), None, legs),
+        equity=Decimal(10) ** 9,
+        orders_today=0,
+        trading_state=TradingState.ACTIVE,
+        now=now,
+    )
+    policy = Policy(
+        allowed_markets=("BTCUSDT",),
+        max_notional_usd=Decimal(10) ** 9,
+        max_order_notional_usd=Decimal(10) ** 9,
+        max_leverage=Decimal(20),
+        max_loss_per_trade_usd=Decimal("0.03"),
+        require_stop_loss=True,
+        daily_order_cap=50,
+    )
+    action = evaluate(policy, f).next_safe_action
+    assert action is not None and action.tool == "plan_order", action
+    assert (action.args["qty"], action.args["stop_loss"]) == ("1.18", "0.01")
+    again = replay(f, action.args)
+    assert evaluate(policy, again).passed
+    assert judged_loss(policy, again) <= Decimal("0.03")

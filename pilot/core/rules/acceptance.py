@@ -9,9 +9,9 @@ from pilot.core.approval import needs_human
 from pilot.core.channels import REACH_A_HUMAN
 from pilot.core.codes import Code
 from pilot.core.facts import BUY, SELL
-from pilot.core.rules.situation import CENT, ZERO, Situation, closes, is_spot, size_breach
+from pilot.core.rules.situation import ZERO, Situation, closes, is_spot, size_breach
 from pilot.core.valuation import TAKER_FEE
-from pilot.core.violations import Breach, NextAction, plain, usd
+from pilot.core.violations import Breach, NextAction, plain, plain_usd, usd
 
 
 def check_held_qty(s: Situation) -> Breach | None:
@@ -54,8 +54,8 @@ def check_funds(s: Situation) -> Breach | None:
         return None
     return size_breach(
         Code.AVAILABLE_BALANCE,
-        plain(available.quantize(CENT) if available.is_finite() else available),
-        plain(needed.quantize(CENT)),
+        plain_usd(available) if available.is_finite() else plain(available),
+        plain_usd(needed),
         f"this order needs {usd(needed)} of the account's available balance, which is {usd(available)}",
     )
 

@@ -8,7 +8,7 @@ from decimal import Decimal
 from pilot.core.codes import Code
 from pilot.core.rules.situation import Situation, is_spot, next_midnight, size_breach
 from pilot.core.valuation import liquidation_clear, liquidation_distance_pct
-from pilot.core.violations import Breach, NextAction, pct, plain, usd
+from pilot.core.violations import Breach, NextAction, pct, plain, to_cent, usd
 
 
 def check_daily_order_cap(s: Situation) -> Breach | None:
@@ -81,7 +81,7 @@ def check_leverage(s: Situation) -> Breach | None:
     if equity > 0 and s.after_notional <= limit * equity:
         return None
     leverage = s.after_notional / equity if equity > 0 else None
-    shown = f"{leverage.quantize(Decimal('0.01'))}x" if leverage is not None else "unbounded"
+    shown = f"{to_cent(leverage)}x" if leverage is not None else "unbounded"
     return size_breach(
         Code.MAX_LEVERAGE,
         plain(limit),

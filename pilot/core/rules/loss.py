@@ -12,7 +12,6 @@ from pilot.core.facts import LIMIT, SELL, DayPnl
 from pilot.core.policy import Policy, TradingWindow
 from pilot.core.rules.protective import stop_problem, stop_required
 from pilot.core.rules.situation import (
-    CENT,
     ZERO,
     Situation,
     close_option,
@@ -37,7 +36,7 @@ from pilot.core.stops import (
     worst_case,
 )
 from pilot.core.venues import WHOLE_POSITION
-from pilot.core.violations import Breach, NextAction, ToolCall, plain, usd
+from pilot.core.violations import Breach, NextAction, ToolCall, plain, plain_usd, usd
 
 
 def check_trading_hours(s: Situation) -> Breach | None:
@@ -152,8 +151,8 @@ def check_daily_loss(s: Situation) -> Breach | None:
     midnight = next_midnight(s.facts.now)
     return Breach(
         rule=loss.rule,
-        limit=plain(loss.limit.quantize(CENT)),
-        attempted=plain(loss.loss.quantize(CENT)),
+        limit=plain_usd(loss.limit),
+        attempted=plain_usd(loss.loss),
         detail=f"the day's loss so far is {usd(loss.loss)} ({day_loss_parts(loss.pnl)}), at or past the daily "
         f"loss limit of {usd(loss.limit)}",
         next=NextAction(
@@ -305,7 +304,7 @@ def check_loss_per_trade(s: Situation) -> Breach | None:
     if at_stops.unbounded:
         return size_breach(
             rule,
-            plain(cap.quantize(CENT)),
+            plain_usd(cap),
             UNBOUNDED,
             f"the {plain(abs(left.size))} {s.order.symbol} position this order may leave would have "
             f"{plain(at_stops.uncovered)} of it under no stop: its loss is unbounded, above the {usd(cap)} a "
@@ -315,8 +314,8 @@ def check_loss_per_trade(s: Situation) -> Breach | None:
         return None
     return size_breach(
         rule,
-        plain(cap.quantize(CENT)),
-        plain(at_stops.loss.quantize(CENT)),
+        plain_usd(cap),
+        plain_usd(at_stops.loss),
         f"the {plain(abs(left.size))} {s.order.symbol} position this order leaves would lose "
         f"{usd(at_stops.loss)} if {_stops_words(left)} hit (from its entry "
         f"{plain(left.entry.quantize(s.rules.tick_size))} with this order at its worst fill "

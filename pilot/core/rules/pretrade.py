@@ -20,7 +20,6 @@ from pilot.core.controls import (
 from pilot.core.facts import BUY, LIMIT, Side
 from pilot.core.policy import EffectiveLimits
 from pilot.core.rules.situation import (
-    CENT,
     ZERO,
     Situation,
     close_option,
@@ -29,7 +28,7 @@ from pilot.core.rules.situation import (
     size_breach,
 )
 from pilot.core.valuation import collar_edge
-from pilot.core.violations import Breach, NextAction, ToolCall, plain, usd
+from pilot.core.violations import Breach, NextAction, ToolCall, plain, plain_usd, usd
 
 
 def check_message_rate(s: Situation) -> Breach | None:
@@ -141,7 +140,7 @@ def _turnover(
     return size_breach(
         rule,
         plain(cap),
-        plain(total.quantize(CENT)),
+        plain_usd(total),
         f"this order's {usd(s.order_notional)} at its worst fill would bring the notional sent {window} "
         f"to {usd(total)}, above the {usd(cap)} allowed",
         retry_after=frees(),
@@ -184,8 +183,8 @@ def check_drawdown(s: Situation) -> Breach | None:
     when = f"until {until.isoformat()}" if until is not None else "until a human resets it"
     return Breach(
         rule=found.rule,
-        limit=plain(found.limit.quantize(CENT)),
-        attempted=plain(max(found.drawdown, state.reached_at_usd or ZERO).quantize(CENT)),
+        limit=plain_usd(found.limit),
+        attempted=plain_usd(max(found.drawdown, state.reached_at_usd or ZERO)),
         detail=detail,
         next=NextAction(
             tool=None,
