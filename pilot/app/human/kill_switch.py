@@ -103,10 +103,19 @@ async def switch_agent(
     """One agent's own kill switch (its growing orders refused; the others' untouched), on or off, journaled
     with who and why. Turned on, it waits for a send journaled before it, as the account's does. Pilot turns one
     on (the agent's dead-man's switch, its revoke); only a human turns one off."""
+    seq = await journal_agent_switch(runtime, agent, on=on, by=by, reason=reason, **extra)
+    if on:
+        await runtime.gate.settle()
+    return seq
+
+
+async def journal_agent_switch(
+    runtime: Runtime, agent: str, *, on: bool, by: str, reason: str = "", **extra: object
+) -> int:
+    """switch_agent's journal entry alone, for a caller that holds the send turn (the agent's dead-man's
+    switch): no send can be under way then, and waiting for the turn it holds would only time out."""
     data: dict[str, object] = {"agent": agent, "on": on, "by": by, "reason": reason[:REASON_LIMIT], **extra}
     entry = await runtime.store.journal.append(
         entry_kinds.AGENT_SWITCH, data, now=runtime.now(), actor="human" if by == "human" else "pilot"
     )
-    if on:
-        await runtime.gate.settle()
     return entry.seq

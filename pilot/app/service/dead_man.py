@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pilot.app.answers import entry_kinds
-from pilot.app.human.kill_switch import activate_by_pilot, switch_agent
+from pilot.app.human.kill_switch import activate_by_pilot, journal_agent_switch
 from pilot.app.orders.messages import throttled
 from pilot.app.road.gate import ORDER_LINK_PREFIX, TurnBusy
 from pilot.app.runtime.ledger import age_of
@@ -295,7 +295,8 @@ async def _fire_agent(runtime: Runtime, rule: DeadManSwitch, agent: str, why: st
     now = runtime.now()
     await runtime.store.journal.append(entry_kinds.AGENT_DEAD_MAN, data, now=now, actor="pilot")
     if rule.reducing:
-        await switch_agent(runtime, agent, on=True, by="pilot", reason=f"dead-man's switch: {why}")
+        # the send turn is held here (watch_agents): no send to wait for
+        await journal_agent_switch(runtime, agent, on=True, by="pilot", reason=f"dead-man's switch: {why}")
     view = runtime.policy()
     for order in orders:
         if await throttled(runtime, view) is not None:
