@@ -372,3 +372,21 @@ class LossPromises(RuleBasedStateMachine):
 
 LossPromises.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None)
 test_no_trade_loses_past_the_cap_nor_a_day_past_its_limit = LossPromises.TestCase
+
+
+def test_a_stop_moved_away_past_the_days_limit_is_refused_before_any_read_latched() -> None:
+    """Found by a CI run: the day's loss reached its limit in a price walk, and the next call widened the
+    linear stop. Only a judgement of an order (or get_policy) latched the limit, so set_trading_stop saw
+    trading active and moved the stop away; it now reads the day's loss itself."""
+    machine = LossPromises()
+    try:
+        machine.open_server(cap=10, require=False, drawdown=None, cooldown=False, limit=4)
+        machine.linear_order(follow=False, kind="market", lots=210, side=Side.BUY, stop_pct=Decimal("1.5"))
+        machine.spot_order(follow=True, kind="market", lots=406, side=Side.BUY, stop_pct=None)
+        machine.price_walks(moves=[-8, 0])
+        stop = machine.paper.position(SYMBOL).stop_loss
+        machine.move_stop(pct=Decimal("-0.1"))
+        assert machine.paper.position(SYMBOL).stop_loss == stop
+        assert machine.latched()
+    finally:
+        machine.teardown()

@@ -19,7 +19,14 @@ from pilot.app.facts.streaming_reader import FACT_SOURCES
 from pilot.app.road.clock import Today
 from pilot.app.runtime.latches import cooldown_state, drawdown_state, start_cooldown
 from pilot.app.runtime.ledger import JournalState, Send
-from pilot.app.runtime.loss_limit import NO_LATCH, DayLatch, counted, latch_if_reached, latch_of
+from pilot.app.runtime.loss_limit import (
+    NO_LATCH,
+    DayLatch,
+    counted,
+    latch_if_reached,
+    latch_of,
+    latch_on_loss,
+)
 from pilot.app.runtime.runtime import PolicyView, Runtime, acting_agent, loss_limit_hold
 from pilot.app.runtime.sessions import session_age
 from pilot.core.facts import (
@@ -194,6 +201,19 @@ async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: J
         found = day.pnl(balance)
         pnl = counted(found, latch) if found is not None else None
     return _Account(balance, journal.sent_today, state, pnl, open_markets, latch, day.spot)
+
+
+async def status_now(runtime: Runtime, view: PolicyView) -> TradingStatus:
+    """The trading status for an action that widens what can be lost without an order (a stop moved away or
+    removed): the day's loss read first and latched when at or past its limit, as a judgement of an order
+    latches it, so a latch that upkeep alone would never set holds here too."""
+    if _daily(view.policy):
+        now = runtime.now()
+        journal = await runtime.ledger.state(now)
+        account = await _account(runtime, view, now, journal)
+        equity = account.balance.total_equity_usd if account.balance is not None else None
+        await latch_on_loss(runtime.store.journal, view.policy, (now, equity, account.day_pnl), account.latch)
+    return await runtime.trading_status(view.policy, valid=view.valid)
 
 
 def _daily(policy: Policy) -> bool:

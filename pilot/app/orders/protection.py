@@ -18,6 +18,7 @@ from pilot.app.answers.responses import (
     Refusal,
     next_out,
 )
+from pilot.app.facts.gather import status_now
 from pilot.app.facts.pending import position_with_stops
 from pilot.app.facts.reads import ReadAnswer, order_view, quarantined, unavailable
 from pilot.app.orders.messages import throttled
@@ -96,7 +97,7 @@ async def _judge_cancel_all(runtime: Runtime, symbol: str | None) -> ActionAnswe
         rows, balance, status = await asyncio.gather(
             runtime.exchange.get_positions("linear", symbol),
             runtime.exchange.get_balance(),
-            runtime.trading_status(view.policy, valid=view.valid),
+            status_now(runtime, view),
         )
         held = sorted({row.symbol for row in rows if row.size != 0})
         positions = await asyncio.gather(*(position_with_stops(runtime, held_symbol) for held_symbol in held))
@@ -139,9 +140,10 @@ async def set_trading_stop(
     take_profit: Decimal | None,
 ) -> ActionAnswer:
     """Set the position's whole stop-loss and/or take-profit ("0" removes one): the stop that closes all of
-    the position (at Bybit, trading-stop in its whole-position mode). Closer or new stops always pass; a stop moved away or removed widens the loss:
-    refused unless trading is active, and it must keep the position's loss at its stops (with any partial
-    legs) within maxLossPerTradeUsd/Pct, and a stop in place under requireStopLoss."""
+    the position (at Bybit, trading-stop in its whole-position mode). Closer or new stops always pass; a stop
+    moved away or removed widens the loss: refused unless trading is active (the day's loss read and latched
+    first, pilot.app.facts.gather.status_now), and it must keep the position's loss at its stops (with any
+    partial legs) within maxLossPerTradeUsd/Pct, and a stop in place under requireStopLoss."""
     action: dict[str, Any] = {
         "symbol": symbol,
         "category": "linear",
@@ -171,7 +173,7 @@ async def _judge_stop(
             position_with_stops(runtime, ask.symbol),
             runtime.exchange.get_balance(),
             runtime.exchange.get_instrument("linear", ask.symbol),
-            runtime.trading_status(view.policy, valid=view.valid),
+            status_now(runtime, view),
             runtime.exchange.get_touch("linear", ask.symbol),
         )
     except ExchangeError as error:

@@ -64,9 +64,17 @@ def today_by_journal(journal: Journal, now: datetime) -> Today:
 
 async def latch_if_reached(journal: Journal, policy: Policy, facts: Facts, latch: DayLatch) -> int | None:
     """Journal `on` with the numbers when the day's loss has reached the limit and the latch is off."""
-    if latch.on or facts.day_pnl is None:
+    return await latch_on_loss(journal, policy, (facts.now, facts.equity, facts.day_pnl), latch)
+
+
+async def latch_on_loss(
+    journal: Journal, policy: Policy, read: tuple[datetime, Decimal | None, DayPnl | None], latch: DayLatch
+) -> int | None:
+    """latch_if_reached on what was read: when, the equity and the day's PnL (counted from the latch's)."""
+    now, equity, pnl = read
+    if latch.on or pnl is None:
         return None
-    loss = day_loss(policy, facts.equity, facts.day_pnl)
+    loss = day_loss(policy, equity, pnl)
     if loss is None or not loss.reached:
         return None
     entry = await journal.append(
@@ -74,7 +82,7 @@ async def latch_if_reached(journal: Journal, policy: Policy, facts: Facts, latch
         {
             "on": True,
             "by": "pilot",
-            "day": facts.now.date().isoformat(),
+            "day": now.date().isoformat(),
             "rule": loss.rule.value,
             "limit_usd": plain(loss.limit),
             "loss_usd": plain(loss.loss),
@@ -86,7 +94,7 @@ async def latch_if_reached(journal: Journal, policy: Policy, facts: Facts, latch
             "reset_to_pnl": plain(latch.baseline + loss.pnl.total),  # what a human reset counts from
             "trading_state": "reducing",
         },
-        now=facts.now,
+        now=now,
         actor="pilot",
     )
     return entry.seq
