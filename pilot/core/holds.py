@@ -35,6 +35,7 @@ class HoldSource(StrEnum):
     LIVE_OFF = "liveOff"  # a live home whose human has not turned live trading on, or it was turned off
     AGENT_KILL_SWITCH = "agentKillSwitch"  # the acting agent's own kill switch (or its revoke)
     AGENT_ROLE = "agentRole"  # the acting agent's credential has role reduce (or read)
+    DAY_LOSS_UNREAD = "dayLossUnread"  # a daily loss limit is set and the day's loss could not be read now
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,7 @@ _DESCRIBED = {
     HoldSource.LIVE_OFF: "live trading (real money) is off for this home",
     HoldSource.AGENT_KILL_SWITCH: "this agent's kill switch is on",
     HoldSource.AGENT_ROLE: "this agent's credential may only reduce",
+    HoldSource.DAY_LOSS_UNREAD: "the day's loss could not be read, so the daily loss limit cannot be judged",
 }
 _LIFTS = {
     HoldSource.POLICY: "set tradingState to active in policy.json (it says {state})",
@@ -97,6 +99,7 @@ _LIFTS = {
     HoldSource.LIVE_OFF: "a human turns it on with `pilot live on`, typing what it asks at a terminal",
     HoldSource.AGENT_KILL_SWITCH: "turn this agent's switch off with `pilot agent resume {agent}`",
     HoldSource.AGENT_ROLE: "give the agent role trade (`pilot agent add {agent} --role trade`, after revoking it)",
+    HoldSource.DAY_LOSS_UNREAD: "nothing to change: call again once the exchange answers (get_policy shows the day's loss)",
 }
 
 

@@ -257,3 +257,25 @@ async def test_a_fill_without_its_stop_is_journaled_and_answered_with_the_call_t
 
             done = await call(client, fix["tool"], fix["args"])
             assert done["status"] == "done" and paper.position("BTCUSDT").stop_loss == Decimal("79000")
+
+
+async def test_a_stop_moved_away_waits_while_the_days_loss_cannot_be_read_and_a_closer_one_does_not(
+    runtime, paper, tmp_path
+):
+    """Fail closed: under a daily loss limit, a stop moved away is judged on the day's loss read at the call;
+    when that read fails the move is refused (held by dayLossUnread, nothing sent), while a closer stop, which
+    only reduces what can be lost, still goes."""
+    write_policy(tmp_path, maxLossPerTradeUsd=5, dailyLossLimitUsd=50)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        plan = await call(client, "plan_order", {**BUY, "stop_loss": "79000"})
+        assert (await call(client, "place_order", {"plan_id": plan["plan_id"]}))["status"] == "filled"
+        paper.add_fault("/v5/position/closed-pnl", "http_5xx", every=True)
+
+        farther = await call(client, "set_trading_stop", {"symbol": "BTCUSDT", "stop_loss": "78990"})
+        assert farther["status"] == "refused"
+        assert [v["rule"] for v in farther["violations"]] == ["tradingState"]
+        assert [h["source"] for h in farther["violations"][0]["held_by"]] == ["dayLossUnread"]
+        assert paper.position("BTCUSDT").stop_loss == Decimal("79000")  # nothing was sent
+
+        closer = await call(client, "set_trading_stop", {"symbol": "BTCUSDT", "stop_loss": "79500"})
+        assert closer["status"] == "done" and paper.position("BTCUSDT").stop_loss == Decimal("79500")

@@ -48,9 +48,10 @@ from pilot.core.facts import (
     Side,
     StopLeg,
     Touch,
+    TradingState,
 )
 from pilot.core.freshness import as_of_ms
-from pilot.core.holds import TradingStatus
+from pilot.core.holds import Hold, HoldSource, TradingStatus
 from pilot.core.policy import Policy
 from pilot.core.risk import worst_case
 from pilot.core.venues import VenueProfile
@@ -206,13 +207,18 @@ async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: J
 async def status_now(runtime: Runtime, view: PolicyView) -> TradingStatus:
     """The trading status for an action that widens what can be lost without an order (a stop moved away or
     removed): the day's loss read first and latched when at or past its limit, as a judgement of an order
-    latches it, so a latch that upkeep alone would never set holds here too."""
-    if _daily(view.policy):
-        now = runtime.now()
-        journal = await runtime.ledger.state(now)
-        account = await _account(runtime, view, now, journal)
-        equity = account.balance.total_equity_usd if account.balance is not None else None
-        await latch_on_loss(runtime.store.journal, view.policy, (now, equity, account.day_pnl), account.latch)
+    latches it, so a latch that upkeep alone would never set holds here too; a day's loss that cannot be read
+    holds trading reducing for this action (HoldSource.DAY_LOSS_UNREAD), as a growing order fails closed."""
+    status = await runtime.trading_status(view.policy, valid=view.valid)
+    if not _daily(view.policy):
+        return status
+    now = runtime.now()
+    account = await _account(runtime, view, now, await runtime.ledger.state(now))
+    equity = account.balance.total_equity_usd if account.balance is not None else None
+    await latch_on_loss(runtime.store.journal, view.policy, (now, equity, account.day_pnl), account.latch)
+    if account.day_pnl is None:  # fail closed: a stop moved away waits; a closer one never does
+        unread = Hold(HoldSource.DAY_LOSS_UNREAD, TradingState.REDUCING, by="pilot")
+        return TradingStatus((*status.holds, unread))
     return await runtime.trading_status(view.policy, valid=view.valid)
 
 
