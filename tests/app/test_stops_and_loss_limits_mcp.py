@@ -279,3 +279,21 @@ async def test_a_stop_moved_away_waits_while_the_days_loss_cannot_be_read_and_a_
 
         closer = await call(client, "set_trading_stop", {"symbol": "BTCUSDT", "stop_loss": "79500"})
         assert closer["status"] == "done" and paper.position("BTCUSDT").stop_loss == Decimal("79500")
+
+
+async def test_leverage_raised_waits_while_the_days_loss_cannot_be_read_and_lowered_does_not(
+    runtime, paper, tmp_path
+):
+    """A higher leverage grows what a position can lose before liquidation: under a daily loss limit it is
+    judged on the day's loss read at the call, and waits when that read fails (dayLossUnread, nothing sent);
+    a lower one still goes."""
+    write_policy(tmp_path, maxLeverage=10, dailyLossLimitUsd=50)
+    async with Client(build_server(runtime), raise_exceptions=True) as client:
+        assert (await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "3"}))["status"] == "done"
+        paper.add_fault("/v5/position/closed-pnl", "http_5xx", every=True)
+        raised = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "5"})
+        assert raised["status"] == "refused"
+        assert [h["source"] for v in raised["violations"] for h in v.get("held_by", [])] == ["dayLossUnread"]
+        assert paper.position("BTCUSDT").leverage == Decimal(3)  # nothing was sent
+        lowered = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "2"})
+        assert lowered["status"] == "done" and paper.position("BTCUSDT").leverage == Decimal(2)

@@ -198,7 +198,7 @@ async def _account(runtime: Runtime, view: PolicyView, now: datetime, journal: J
     )
     latch = latch_of(journal.loss_limit, journal.today)
     pnl: DayPnl | None = NO_DAY_PNL
-    if _daily(policy):
+    if daily_limit_set(policy):
         found = day.pnl(balance)
         pnl = counted(found, latch) if found is not None else None
     return _Account(balance, journal.sent_today, state, pnl, open_markets, latch, day.spot)
@@ -210,7 +210,7 @@ async def status_now(runtime: Runtime, view: PolicyView) -> TradingStatus:
     latches it, so a latch that upkeep alone would never set holds here too; a day's loss that cannot be read
     holds trading reducing for this action (HoldSource.DAY_LOSS_UNREAD), as a growing order fails closed."""
     status = await runtime.trading_status(view.policy, valid=view.valid)
-    if not _daily(view.policy):
+    if not daily_limit_set(view.policy):
         return status
     now = runtime.now()
     account = await _account(runtime, view, now, await runtime.ledger.state(now))
@@ -222,7 +222,7 @@ async def status_now(runtime: Runtime, view: PolicyView) -> TradingStatus:
     return await runtime.trading_status(view.policy, valid=view.valid)
 
 
-def _daily(policy: Policy) -> bool:
+def daily_limit_set(policy: Policy) -> bool:
     """Whether a daily loss limit needs the day's PnL: the account's, or an agent's budget's (judged on the
     account's loss: without the PnL read it would judge a loss of nothing)."""
     account = policy.daily_loss_limit_usd is not None or policy.daily_loss_limit_pct is not None
@@ -235,7 +235,7 @@ async def _day(runtime: Runtime, policy: Policy, today: Today) -> tuple[DayRead,
     maxOpenPositions the positions. A failed read leaves its part None (growing orders fail closed under
     the rule that needs it). When the wall clock stepped across midnight, today starts at two different
     00:00s (pilot.app.road.clock.Today): the PnL is counted from each and the worse is taken."""
-    daily, starts = _daily(policy), today.starts()
+    daily, starts = daily_limit_set(policy), today.starts()
     spot = daily or policy.cooldown is not None
     if not spot and policy.max_open_positions is None:
         return DayRead(starts, None, None, None), frozenset()

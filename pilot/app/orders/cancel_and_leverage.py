@@ -9,6 +9,7 @@ from decimal import Decimal
 
 from pilot.app.answers.refusals import journal_action_refusal, position_mode_violation, violation
 from pilot.app.answers.responses import ActionAnswer, Refusal
+from pilot.app.facts.gather import daily_limit_set, status_now
 from pilot.app.facts.pending import position_with_stops
 from pilot.app.human.approvals import (
     ApprovalChannel,
@@ -38,9 +39,10 @@ async def set_leverage(
     category: str = "linear",
     channel: ApprovalChannel | None = None,
 ) -> ActionAnswer:
-    """Lowering is always allowed (unless halted); raising must fit maxLeverage and the instrument."""
+    """Lowering is always allowed (unless halted); raising must fit maxLeverage and the instrument, and
+    waits while the day's loss is past its limit or cannot be read (gather.status_now)."""
     view = runtime.policy()
-    status = await runtime.trading_status(view.policy, valid=view.valid)
+    status = await status_now(runtime, view)
     action = {"symbol": symbol, "category": category, "leverage": plain(leverage)}
     try:
         current, instrument_max = await _leverage_facts(runtime, category, symbol)
@@ -197,8 +199,8 @@ async def judge_stop_cancel(
     rule), or None. When the open orders cannot be read and a stop rule could apply, the cancel waits."""
     view = runtime.policy()
     status = await runtime.trading_status(view.policy, valid=view.valid)
-    state = status.state
-    if state is TradingState.ACTIVE and not _stops_matter(view.policy, symbol):
+    daily = daily_limit_set(view.policy)
+    if status.state is TradingState.ACTIVE and not _stops_matter(view.policy, symbol) and not daily:
         return None  # no rule a removed stop could break: nothing to read
     try:
         orders = await runtime.exchange.get_open_orders("linear", symbol)
@@ -214,6 +216,9 @@ async def judge_stop_cancel(
     )
     if order is None or not order.is_stop_leg or order.trigger_price is None:
         return None  # an ordinary order (or none): the cancel only takes risk away
+    if daily:  # a stop removed widens what the day can lose: the day's loss read and latched first
+        status = await status_now(runtime, view)
+    state = status.state
     try:
         (held, read), balance = await asyncio.gather(
             position_with_stops(runtime, symbol), runtime.exchange.get_balance()
