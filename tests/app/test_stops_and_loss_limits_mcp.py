@@ -289,7 +289,9 @@ async def test_leverage_raised_waits_while_the_days_loss_cannot_be_read_and_lowe
     a lower one still goes."""
     write_policy(tmp_path, maxLeverage=10, dailyLossLimitUsd=50)
     async with Client(build_server(runtime), raise_exceptions=True) as client:
-        assert (await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "3"}))["status"] == "done"
+        assert (await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "3"}))[
+            "status"
+        ] == "done"
         paper.add_fault("/v5/position/closed-pnl", "http_5xx", every=True)
         raised = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "5"})
         assert raised["status"] == "refused"
