@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.legacy_rows import LEGACY_REQUEST_KEYS
 from pilot.exchange.bybit.urls import MAINNET_HOSTS, mainnet_url, standing_in_for_mainnet
 from pilot.exchange.stream_events import StreamEvent
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "LEGACY_REQUEST_KEYS",
     "MAINNET_HOSTS",
     "connect_exchange",
     "mainnet_url",

@@ -4,7 +4,8 @@ Pilot journals the request it sends as `OrderRequest.as_record()` gives it (orde
 time_in_force, reduce_only, ...). Rows written before the venue port spoke Pilot's words carry Bybit's keys
 for the same fields (orderLinkId, orderType, ...). The journal is insert-only and sealed, so those rows stay as
 written: everything that reads a sent request (the ledger, activity, receipts, the CLI, the console) reads it
-through `sent_request`, the one place that knows the old keys.
+through `sent_request`, the one place that reads the old keys (their map lives with the venue that named
+them: pilot.exchange.bybit.legacy_rows).
 """
 
 from __future__ import annotations
@@ -12,16 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# Bybit's names for a request's fields, in rows journaled before Pilot's own (OrderRequest.as_record).
-LEGACY_KEYS = {
-    "orderType": "order_type",
-    "timeInForce": "time_in_force",
-    "orderLinkId": "order_link_id",
-    "reduceOnly": "reduce_only",
-    "stopLoss": "stop_loss",
-    "takeProfit": "take_profit",
-    "smpType": "smp_type",
-}
+from pilot.exchange.adapters import LEGACY_REQUEST_KEYS
 
 
 def sent_request(request: object) -> dict[str, Any]:
@@ -29,4 +21,4 @@ def sent_request(request: object) -> dict[str, Any]:
     Pilot's keys whichever version wrote it; {} when it is not a mapping."""
     if not isinstance(request, Mapping):
         return {}
-    return {LEGACY_KEYS.get(str(key), str(key)): value for key, value in request.items()}
+    return {LEGACY_REQUEST_KEYS.get(str(key), str(key)): value for key, value in request.items()}
