@@ -4,12 +4,12 @@ answered, every answer naming its environment, and a tools/list that stays small
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, InputRequiredResult, TextContent
+from mcp.types import CallToolResult, Icon, InputRequiredResult, TextContent, ToolAnnotations
 
 from pilot.app.answers.responses import compact_json
 from pilot.app.runtime.runtime import Runtime
@@ -65,6 +65,30 @@ class PilotServer(MCPServer):
                 middleware=[EveryCall(runtime)],
             )
         self.runtime = runtime
+
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: list[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        """Register a tool as MCPServer does, from the records built for the same function before in this
+        process (`sdk.add_tool`): a server's tools are built once per process, not once per server."""
+        options = {
+            "name": name,
+            "title": title,
+            "description": description,
+            "annotations": annotations,
+            "icons": icons,
+            "meta": meta,
+            "structured_output": structured_output,
+        }
+        sdk.add_tool(self, fn, options)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

@@ -13,6 +13,8 @@ which the SDK reads live on every tools/list and tools/call):
     serve_streams     run the low-level server on streams of Pilot's own (pilot/server/stdio.py)
     own_logging       build MCPServer without its logging set-up where the root logger has its handler
                       already (pilot/server/build.py)
+    add_tool          register a tool from the records built for the same function before, in this process
+                      (pilot/server/build.py's PilotServer.add_tool)
 
 The modules named beside each say what and why in Pilot's words, and hold no SDK internals themselves:
 `tests/server/test_sdk_edge.py` fails if `_tool_manager`, a `Tool` record's private fields or an SDK module
@@ -24,6 +26,7 @@ answer fail if an upgrade moves any of this.
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterator
@@ -63,6 +66,49 @@ class Listing:
 
 def _records(mcp: MCPServer) -> list[Tool]:
     return mcp._tool_manager.list_tools()
+
+
+# The records the SDK built for each tool function, by the function's code and what it was registered with.
+# Every server's tools are closures over its own Runtime with the same signatures, and building a record
+# (pydantic's argument model and JSON schemas of the arguments and the answer) was most of building a
+# server: about 0.1 s each time, paid by every `pilot serve` start and every test that builds a server.
+# Bounded by the tool functions Pilot defines (about thirty), whatever the number of servers.
+_BUILT: dict[tuple[object, ...], Tool] = {}
+
+
+def add_tool(mcp: MCPServer, fn: Callable[..., Any], options: dict[str, Any]) -> None:
+    """Register `fn` on `mcp` as the SDK's ToolManager.add_tool does (a name registered already is kept),
+    from the record built for the same code, defaults, annotations and `options` before, if any: the one
+    difference between two servers' records is the function, and what Pilot rewrites later on each server
+    (strict_arguments, reshape_listings, wrap_tools) is copied, not shared."""
+    key = (
+        fn.__code__,
+        repr(fn.__defaults__),
+        repr(fn.__kwdefaults__),
+        repr(fn.__annotations__),
+        repr(sorted(options.items())),
+    )
+    built = _BUILT.get(key)
+    if built is None:
+        built = _BUILT[key] = Tool.from_function(fn, **options)
+    tools = mcp._tool_manager._tools
+    if built.name not in tools:
+        tools[built.name] = _own_copy(built, fn)
+
+
+def _own_copy(built: Tool, fn: Callable[..., Any]) -> Tool:
+    metadata = built.fn_metadata.model_copy(
+        update={"output_schema": copy.deepcopy(built.fn_metadata.output_schema)}
+    )
+    own = {
+        "fn": fn,
+        "parameters": copy.deepcopy(built.parameters),
+        "fn_metadata": metadata,
+        "meta": copy.deepcopy(built.meta),
+        "resolved_params": dict(built.resolved_params),
+        "resolver_plans": dict(built.resolver_plans),
+    }
+    return built.model_copy(update=own)
 
 
 def tool_names(mcp: MCPServer) -> list[str]:
