@@ -26,7 +26,6 @@ answer fail if an upgrade moves any of this.
 from __future__ import annotations
 
 import contextlib
-import copy
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterator
@@ -68,43 +67,50 @@ def _records(mcp: MCPServer) -> list[Tool]:
     return mcp._tool_manager.list_tools()
 
 
-# The records the SDK built for each tool function, by the function's code and what it was registered with.
+# The record the SDK built for each tool function, by the function's code, with what it was built from.
 # Every server's tools are closures over its own Runtime with the same signatures, and building a record
 # (pydantic's argument model and JSON schemas of the arguments and the answer) was most of building a
 # server: about 0.1 s each time, paid by every `pilot serve` start and every test that builds a server.
-# Bounded by the tool functions Pilot defines (about thirty), whatever the number of servers.
-_BUILT: dict[tuple[object, ...], Tool] = {}
+# A tool whose annotations hold the server's own objects (a form's resolver) is built again each time.
+# Bounded: one entry per tool function Pilot defines (about thirty), whatever the number of servers.
+_BUILT: dict[object, tuple[tuple[str, ...], Tool]] = {}
 
 
 def add_tool(mcp: MCPServer, fn: Callable[..., Any], options: dict[str, Any]) -> None:
     """Register `fn` on `mcp` as the SDK's ToolManager.add_tool does (a name registered already is kept),
-    from the record built for the same code, defaults, annotations and `options` before, if any: the one
-    difference between two servers' records is the function, and what Pilot rewrites later on each server
-    (strict_arguments, reshape_listings, wrap_tools) is copied, not shared."""
-    key = (
-        fn.__code__,
+    from the record built before for the same code, defaults, annotations and `options`, if any: the one
+    difference between two servers' records is then the function, and what Pilot rewrites later on each
+    server (strict_arguments, reshape_listings, wrap_tools) is the server's own copy."""
+    made_of = (
         repr(fn.__defaults__),
         repr(fn.__kwdefaults__),
         repr(fn.__annotations__),
         repr(sorted(options.items())),
     )
-    built = _BUILT.get(key)
-    if built is None:
-        built = _BUILT[key] = Tool.from_function(fn, **options)
+    cached = _BUILT.get(fn.__code__)
+    if cached is not None and cached[0] == made_of:
+        built = cached[1]
+    else:
+        built = Tool.from_function(fn, **options)
+        _BUILT[fn.__code__] = (made_of, built)
     tools = mcp._tool_manager._tools
     if built.name not in tools:
         tools[built.name] = _own_copy(built, fn)
 
 
 def _own_copy(built: Tool, fn: Callable[..., Any]) -> Tool:
+    # Shallow copies: Pilot's rewriters above set a schema's top-level keys (strict_arguments) or replace a
+    # schema whole (reshape_listings), never a nested part; copying the nested parts cost as much as the
+    # SDK's building did.
+    schema = built.fn_metadata.output_schema
     metadata = built.fn_metadata.model_copy(
-        update={"output_schema": copy.deepcopy(built.fn_metadata.output_schema)}
+        update={"output_schema": None if schema is None else dict(schema)}
     )
     own = {
         "fn": fn,
-        "parameters": copy.deepcopy(built.parameters),
+        "parameters": dict(built.parameters),
         "fn_metadata": metadata,
-        "meta": copy.deepcopy(built.meta),
+        "meta": None if built.meta is None else dict(built.meta),
         "resolved_params": dict(built.resolved_params),
         "resolver_plans": dict(built.resolver_plans),
     }
