@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ from typing import Any
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver import server as mcpserver_module
+from mcp.server.mcpserver.resolve import build_resolver_plans, find_resolved_parameters
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.shared.message import SessionMessage
@@ -71,9 +73,12 @@ def _records(mcp: MCPServer) -> list[Tool]:
 # Every server's tools are closures over its own Runtime with the same signatures, and building a record
 # (pydantic's argument model and JSON schemas of the arguments and the answer) was most of building a
 # server: about 0.1 s each time, paid by every `pilot serve` start and every test that builds a server.
-# A tool whose annotations hold the server's own objects (a form's resolver) is built again each time.
+# A form's resolver in a tool's annotations is the server's own (a bound method of its Resolvers): the
+# record is reused, and its resolvers taken again from the function (the SDK's own two steps for them).
 # Bounded: one entry per tool function Pilot defines (about thirty), whatever the number of servers.
 _BUILT: dict[object, tuple[tuple[str, ...], Tool]] = {}
+# A Resolve marker's repr names only its address: the one part of a signature that differs per server.
+_RESOLVE_AT = re.compile(r"<mcp\.server\.mcpserver\.resolve\.Resolve object at 0x[0-9a-fA-F]+>")
 
 
 def add_tool(mcp: MCPServer, fn: Callable[..., Any], options: dict[str, Any]) -> None:
@@ -84,7 +89,7 @@ def add_tool(mcp: MCPServer, fn: Callable[..., Any], options: dict[str, Any]) ->
     made_of = (
         repr(fn.__defaults__),
         repr(fn.__kwdefaults__),
-        repr(fn.__annotations__),
+        _RESOLVE_AT.sub("Resolve", repr(fn.__annotations__)),
         repr(sorted(options.items())),
     )
     cached = _BUILT.get(fn.__code__)
@@ -96,6 +101,16 @@ def add_tool(mcp: MCPServer, fn: Callable[..., Any], options: dict[str, Any]) ->
     tools = mcp._tool_manager._tools
     if built.name not in tools:
         tools[built.name] = _own_copy(built, fn)
+
+
+def _resolvers_of(built: Tool, fn: Callable[..., Any]) -> dict[str, Any]:
+    """`fn`'s own resolvers and their plans, as Tool.from_function finds them (none: the record's empty ones)."""
+    if not built.resolved_params:
+        return {"resolved_params": {}, "resolver_plans": {}}
+    resolved = find_resolved_parameters(fn)
+    model = built.fn_metadata.arg_model
+    names = {field.alias or name for name, field in model.model_fields.items()}
+    return {"resolved_params": resolved, "resolver_plans": build_resolver_plans(resolved, names)}
 
 
 def _own_copy(built: Tool, fn: Callable[..., Any]) -> Tool:
@@ -111,8 +126,7 @@ def _own_copy(built: Tool, fn: Callable[..., Any]) -> Tool:
         "parameters": dict(built.parameters),
         "fn_metadata": metadata,
         "meta": None if built.meta is None else dict(built.meta),
-        "resolved_params": dict(built.resolved_params),
-        "resolver_plans": dict(built.resolver_plans),
+        **_resolvers_of(built, fn),
     }
     return built.model_copy(update=own)
 

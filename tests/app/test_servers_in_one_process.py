@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.types import ElicitResult
 
 from pilot.paper import PaperExchange
 from pilot.server import build_server
-from tests.app.conftest import call, open_test_runtime, venue_on
+from tests.app.conftest import call, open_test_runtime, venue_on, write_policy
 from tests.clocks import FakeClock
 
 pytestmark = pytest.mark.anyio
@@ -64,3 +65,37 @@ async def test_servers_on_two_venues_built_in_turn_each_answer_for_their_own_run
 async def tools_of(server: Any) -> dict[str, Any]:
     async with Client(server) as client:
         return {tool.name: tool for tool in (await client.list_tools()).tools}
+
+
+async def test_each_servers_forms_ask_by_its_own_homes_policy(
+    tmp_path: Path, paper: PaperExchange, clock: FakeClock
+) -> None:
+    """A tool that may ask a human (its form's resolver a server's own) asks by the policy of the home of
+    the server it was called on, whichever server was built first."""
+    human = answering_yes()
+    async with contextlib.AsyncExitStack() as stack:
+        servers = {}
+        for name, confirm in (("asks", {"actions": ["set_leverage"]}), ("free", {"actions": []})):
+            home = tmp_path / name
+            home.mkdir()
+            write_policy(home, confirm=confirm)
+            runtime = await stack.enter_async_context(open_test_runtime(home, paper, clock))
+            servers[name] = build_server(runtime)
+        leverage = {"symbol": "BTCUSDT", "leverage": "1"}
+        async with Client(servers["free"], elicitation_callback=human) as client:
+            free = await call(client, "set_leverage", leverage)
+        assert (free["status"], len(human.seen)) == ("done", 0)
+        async with Client(servers["asks"], elicitation_callback=human) as client:
+            asked = await call(client, "set_leverage", leverage)
+        assert (asked["status"], len(human.seen)) == ("done", 1)
+
+
+def answering_yes() -> Any:
+    seen: list[str] = []
+
+    async def callback(context: Any, params: Any) -> ElicitResult:
+        seen.append(params.message)
+        return ElicitResult(action="accept", content={"approve": True})
+
+    callback.seen = seen  # type: ignore[attr-defined]
+    return callback
