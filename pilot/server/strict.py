@@ -14,6 +14,7 @@ tests/app/test_plan_place_mcp.py and tests/adversarial fail if an SDK upgrade ch
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -30,6 +31,14 @@ def forbid_unknown_arguments(mcp: MCPServer) -> None:
 
 
 def _strict_model(tool: str, base: type[BaseModel], allowed: list[str]) -> type[BaseModel]:
+    # One strict model per tool's argument model: servers built in one process share their tools' argument
+    # models (sdk.add_tool), and a pydantic class costs about a millisecond to build. Bounded as those
+    # records are: one entry per tool function.
+    return _strict_model_of(tool, base, tuple(allowed))
+
+
+@functools.cache
+def _strict_model_of(tool: str, base: type[BaseModel], allowed: tuple[str, ...]) -> type[BaseModel]:
     # mypy cannot check a base class known only at runtime: the SDK builds `base` per tool.
     class Strict(base):  # type: ignore[valid-type,misc]
         @model_validator(mode="wrap")
