@@ -13,7 +13,8 @@ What is subscribed (docs-v5 "WebSocket", the channel pages; ccxt.pro's okx.py fo
   subscription since, and a ping is confirmed only once both answered it.
 
 Where it connects: OKX demo trading's wss://wspap.okx.com:8443 (okx-demo), or a stand-in on loopback
-(ws://127.0.0.1:PORT) named by the caller. Nothing else.
+(ws://127.0.0.1:PORT): named by the caller, or by the stand-in itself at GET /pilot/streams on its REST side
+(`discover_stand_in`, as a `pilot sim` names its own). Nothing else.
 
 Heartbeats: OKX answers the text frame ``ping`` with ``pong`` and closes a connection that heard nothing for
 30 s. `ping()` (the hub calls it every 100 ms) sends it on every connection; a connection that heard nothing
@@ -34,12 +35,14 @@ OKX's free text (``msg``) is never read; a code is kept only when it is digits.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import itertools
 import json
 import logging
 import socket as sockets
 import threading
 import time
+import urllib.request
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -55,7 +58,7 @@ from pilot.exchange.models import ExchangeOrder
 from pilot.exchange.okx import payloads as wire_
 from pilot.exchange.okx.client import Keys
 from pilot.exchange.okx.markets import SPOT_UNIT, Contract, inst_id, inst_type, named
-from pilot.exchange.okx.urls import DEMO, LOOPBACK_HOSTS
+from pilot.exchange.okx.urls import DEMO, LOOPBACK_HOSTS, is_loopback_base
 from pilot.exchange.stream_events import (
     PRIVATE,
     Alive,
@@ -91,6 +94,8 @@ FIRST_OPEN_SECONDS = 5.0
 CLOSE_SECONDS = 2.0
 ATTACHED_WAIT_SECONDS = 1.0  # the longest a fill waits for the stop OKX places for it (see _orders)
 DONE = frozenset({"Filled", "Cancelled"})  # an order whose attached TP/SL OKX now places for what filled
+DISCOVERY_PATH = "/pilot/streams"  # Pilot's own path (not OKX's): where a stand-in's WebSocket side listens
+DISCOVERY_SECONDS = 2.0
 SILENT_SECONDS = 25.0  # OKX closes a connection silent for 30 s; one that heard nothing this long is renewed
 Sink = Callable[[StreamEvent], None]
 Clock = Callable[[], datetime]
@@ -258,6 +263,35 @@ class _Socket:
             if app is not None:
                 _abort(app)
             self._thread.join(min(0.05, max(deadline - time.monotonic(), 0)))
+
+
+def discover_stand_in(rest_url: str, timeout_s: float = DISCOVERY_SECONDS) -> str:
+    """The WebSocket base that the stand-in for OKX at `rest_url` (http://127.0.0.1:PORT) names at GET
+    /pilot/streams, in OKX's envelope (code "0", data [{"url"}]), checked like every stream URL. Blocking.
+
+    Raises:
+        ValueError: it is not on loopback, did not answer so, or named a URL off loopback; its text is never
+            repeated.
+    """
+    if not is_loopback_base(rest_url):
+        raise ValueError("only a stand-in for OKX on loopback names its streams")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
+    asked = urllib.request.Request(
+        rest_url.rstrip("/") + DISCOVERY_PATH, headers={"x-simulated-trading": "1"}
+    )  # okx-demo's header, on every request it sends
+    try:
+        with opener.open(asked, timeout=timeout_s) as answer:
+            body = json.loads(answer.read(64 * 1024))
+    except (OSError, ValueError, http.client.HTTPException):  # urllib's errors are OSErrors
+        raise ValueError(f"the stand-in at {rest_url} does not answer GET {DISCOVERY_PATH}") from None
+    data = body.get("data") if isinstance(body, dict) and body.get("code") == "0" else None
+    url = data[0].get("url") if isinstance(data, list) and data and isinstance(data[0], dict) else None
+    if not isinstance(url, str):
+        raise ValueError(f"the stand-in at {rest_url} names no stream URL at {DISCOVERY_PATH}")
+    try:
+        return stream_base(DEMO, url)
+    except ValueError:
+        raise ValueError(f"the stand-in at {rest_url} names a stream URL off loopback (refused)") from None
 
 
 @dataclass
