@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from pilot.app.answers.receipts import receipt_card
 from pilot.app.road.gate import order_link_id
 from pilot.app.runtime.runtime import Runtime
 from pilot.exchange.okx.markets import wire_client_id
@@ -73,6 +74,8 @@ async def test_a_resting_order_is_planned_placed_amended_and_cancelled_on_okx(ok
         assert (create["instId"], create["tdMode"], create["side"]) == ("BTC-USDT-SWAP", "cross", "buy")
         (resting,) = paper.open_orders("BTCUSDT")
         assert resting.qty == Decimal("0.0001") and resting.price == Decimal("70000")
+        card = receipt_card(await okx_runtime.store.journal.entries(plan_id=planned["plan_id"]))
+        assert card.facts is not None and card.facts.venue == "OKX"  # the receipt and the console's card
 
         which = {"symbol": "BTC-USDT", "order_id": placed["order_id"]}
         amend = await call(client, "plan_amend", {**which, "price": "69000"})
