@@ -21,7 +21,7 @@ Heartbeats: OKX answers the text frame ``ping`` with ``pong`` and closes a conne
 for SILENT_SECONDS is ended and opened again. OKX's pong carries no time: the private channel's `Alive` is
 stamped with this machine's clock at its arrival (the cache takes the older of that and its own clock).
 
-The connections' life is that of the Bybit client (pilot.exchange.bybit.stream): one thread per connection
+The connections live by every venue's rules (pilot.exchange.stream_sockets): one thread per connection
 opens it again whenever it ends (at once after a healthy one, else after a pause doubling up to
 RECONNECT_MAX_SECONDS) until `close()`, which returns within CLOSE_SECONDS. A refused login is said as
 `Refused` with OKX's code (`login_refused` keeps it), and the connection is ended and tried again later.
@@ -74,6 +74,13 @@ from pilot.exchange.stream_events import (
     Unreadable,
     WalletUpdate,
 )
+from pilot.exchange.stream_sockets import (
+    CONNECT_TIMEOUT_SECONDS,
+    FIRST_OPEN_SECONDS,
+    STABLE_SECONDS,
+    close_all,
+    next_pause,
+)
 
 STREAM_BASES = {DEMO: "wss://wspap.okx.com:8443"}  # docs-v5 "Demo trading services"
 PUBLIC_PATH, PRIVATE_PATH, BUSINESS_PATH = "/ws/v5/public", "/ws/v5/private", "/ws/v5/business"
@@ -86,12 +93,6 @@ PRIVATE_ARGS = (
 )
 BUSINESS_ARGS = ({"channel": "orders-algo", "instType": "ANY"},)
 VERIFY = "GET/users/self/verify"  # what a login signs after its timestamp
-CONNECT_TIMEOUT_SECONDS = 10.0
-RECONNECT_FIRST_SECONDS = 0.1
-RECONNECT_MAX_SECONDS = 5.0
-STABLE_SECONDS = 1.0
-FIRST_OPEN_SECONDS = 5.0
-CLOSE_SECONDS = 2.0
 ATTACHED_WAIT_SECONDS = 1.0  # the longest a fill waits for the stop OKX places for it (see _orders)
 DONE = frozenset({"Filled", "Cancelled"})  # an order whose attached TP/SL OKX now places for what filled
 DISCOVERY_PATH = "/pilot/streams"  # Pilot's own path (not OKX's): where a stand-in's WebSocket side listens
@@ -157,23 +158,20 @@ class _Socket:
         self._app: websocket.WebSocketApp | None = None
         self._live: websocket.WebSocketApp | None = None
         self._thread = threading.Thread(target=self._run, name=f"pilot-okx-{name}", daemon=True)
-        self.attempts = 0
         self.heard = 0.0  # monotonic time of the latest message (or the open)
 
     def start(self) -> None:
         self._thread.start()
 
     def _run(self) -> None:
-        pause = 0.0
+        pause: float | None = None
         while not self._closed.is_set():
             try:
                 opened_at = self._attempt()
             except Exception:  # the top of this thread: whatever websocket-client raises, try again later
                 opened_at = None
-            if opened_at is not None and time.monotonic() - opened_at >= STABLE_SECONDS:
-                pause = 0.0
-            else:
-                pause = min(pause * 2, RECONNECT_MAX_SECONDS) if pause else RECONNECT_FIRST_SECONDS
+            stable = opened_at is not None and time.monotonic() - opened_at >= STABLE_SECONDS
+            pause = next_pause(pause, stable)
             self._closed.wait(pause)
 
     def _attempt(self) -> float | None:
@@ -200,7 +198,6 @@ class _Socket:
             if self._closed.is_set():
                 return None
             self._app = app
-            self.attempts += 1
         watchdog = threading.Timer(CONNECT_TIMEOUT_SECONDS, lambda: None if opened else _abort(app))
         watchdog.daemon = True
         watchdog.start()
@@ -237,9 +234,6 @@ class _Socket:
     def renew_if_silent(self) -> None:
         if self._live is not None and time.monotonic() - self.heard > SILENT_SECONDS:
             self.end()
-
-    def connected(self) -> bool:
-        return self._live is not None
 
     def wait_open(self, timeout_s: float) -> bool:
         return self._first_open.wait(timeout_s)
@@ -430,20 +424,7 @@ class OkxStreams:
 
     def close(self) -> None:
         """Close every connection for good: returns within CLOSE_SECONDS, and nothing connects after it."""
-        sockets_ = list(self._sockets.values())
-        for socket in sockets_:
-            socket.stop()
-        deadline = time.monotonic() + CLOSE_SECONDS
-        for socket in sockets_:
-            socket.join(deadline)
-
-    def connected(self, name: str) -> bool:
-        socket = self._sockets.get(name)
-        return socket is not None and socket.connected()
-
-    def attempts(self, name: str) -> int:
-        socket = self._sockets.get(name)
-        return socket.attempts if socket is not None else 0
+        close_all(self._sockets.values())
 
     def running(self) -> list[str]:
         return [name for name, socket in self._sockets.items() if socket.alive()]
