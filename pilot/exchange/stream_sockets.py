@@ -11,8 +11,9 @@ no socket library: what it needs of a connection is `Closing`.
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 CONNECT_TIMEOUT_SECONDS = 10.0  # a handshake not finished by then is abandoned and tried again
@@ -41,6 +42,20 @@ def next_pause(previous: float | None, stable: bool) -> float:
     if not previous:
         return RECONNECT_FIRST_SECONDS
     return min(previous * 2, RECONNECT_MAX_SECONDS)
+
+
+def keep_connecting(attempt: Callable[[], float | None], closed: threading.Event) -> None:
+    """The body of a connection's thread: `attempt` one connection after another (each returns when it
+    opened, on time.monotonic(), or None if it did not) until `closed` is set, pausing as `next_pause` says."""
+    pause: float | None = None
+    while not closed.is_set():
+        try:
+            opened_at = attempt()
+        except Exception:  # the top of the thread: whatever the socket library raises, try again later
+            opened_at = None
+        stable = opened_at is not None and time.monotonic() - opened_at >= STABLE_SECONDS
+        pause = next_pause(pause, stable)
+        closed.wait(pause)
 
 
 def close_all(connections: Iterable[Closing]) -> None:

@@ -77,9 +77,8 @@ from pilot.exchange.stream_sockets import (
     CLOSE_SECONDS,
     CONNECT_TIMEOUT_SECONDS,
     FIRST_OPEN_SECONDS,
-    STABLE_SECONDS,
     close_all,
-    next_pause,
+    keep_connecting,
 )
 from pilot.exchange.symbols import Quarantine
 
@@ -193,15 +192,7 @@ class _PybitSocket(WebSocket):  # type: ignore[misc]  # pybit ships no types: it
         self._pilot_thread.start()
 
     def _run(self) -> None:
-        pause: float | None = None
-        while not self._pilot_closed.is_set():
-            try:
-                opened_at = self._attempt()
-            except Exception:  # the top of this thread: whatever websocket-client raises, try again later
-                opened_at = None
-            stable = opened_at is not None and time.monotonic() - opened_at >= STABLE_SECONDS
-            pause = next_pause(pause, stable)
-            self._pilot_closed.wait(pause)
+        keep_connecting(self._attempt, self._pilot_closed)
 
     def _attempt(self) -> float | None:
         """One connection, from its handshake to its end; when it opened (monotonic), or None if it did not."""

@@ -77,9 +77,8 @@ from pilot.exchange.stream_events import (
 from pilot.exchange.stream_sockets import (
     CONNECT_TIMEOUT_SECONDS,
     FIRST_OPEN_SECONDS,
-    STABLE_SECONDS,
     close_all,
-    next_pause,
+    keep_connecting,
 )
 
 STREAM_BASES = {DEMO: "wss://wspap.okx.com:8443"}  # docs-v5 "Demo trading services"
@@ -164,15 +163,7 @@ class _Socket:
         self._thread.start()
 
     def _run(self) -> None:
-        pause: float | None = None
-        while not self._closed.is_set():
-            try:
-                opened_at = self._attempt()
-            except Exception:  # the top of this thread: whatever websocket-client raises, try again later
-                opened_at = None
-            stable = opened_at is not None and time.monotonic() - opened_at >= STABLE_SECONDS
-            pause = next_pause(pause, stable)
-            self._closed.wait(pause)
+        keep_connecting(self._attempt, self._closed)
 
     def _attempt(self) -> float | None:
         """One connection from its handshake to its end; when it opened (monotonic), or None."""
