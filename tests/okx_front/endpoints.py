@@ -196,7 +196,9 @@ def set_leverage(front: OkxFront, params: Params) -> Row:
     body = {"category": "linear", "symbol": market.symbol, "buyLeverage": lever, "sellLeverage": lever}
     answer = front.wire.post("/v5/position/set-leverage", body)
     if answer["retCode"] not in (0, 110043):  # 110043: unchanged, which OKX answers as any other success
-        return error(59102 if answer["retCode"] == 10001 else 51000, answer["retMsg"])
+        return error(
+            59102 if answer["retCode"] == 10001 else okx.okx_code(answer["retCode"]), answer["retMsg"]
+        )
     return ok(
         [
             {
