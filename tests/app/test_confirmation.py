@@ -31,9 +31,12 @@ def answering(action: str, content: dict[str, Any] | None) -> Any:
     return callback
 
 
-@MODES
+@pytest.mark.parametrize(
+    ("venue", "mode"), [("bybit", "auto"), ("bybit", "legacy"), ("okx", "auto")], indirect=["venue"]
+)
 async def test_a_ticked_form_approves_and_the_order_is_sent(venue_runtime, venue, mode):
-    """On Bybit's wire and on OKX's."""
+    """Both protocol eras on Bybit's wire; on OKX's, the current one (the era is the client's, not the
+    venue's)."""
     runtime, paper = venue_runtime, venue.paper
     venue.write_policy(runtime.home.path, **CONFIRM_ALL)
     human = answering("accept", {"approve": True})
