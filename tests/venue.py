@@ -14,6 +14,7 @@ refuse) call them directly.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 from pilot.exchange.bybit.adapter import BybitExchange
@@ -61,3 +62,15 @@ def connect_okx(venue: OkxVenue | str, **options: Any) -> OkxExchange:
     return OkxExchange.connect(
         "okx-demo", api_key=key, api_secret=secret, passphrase=passphrase, base_url=url, **options
     )
+
+
+def modules_naming(seam: str) -> set[str]:
+    """The modules of the `pilot` package (paths below it) whose source names `seam`: a venue's test seam
+    (a stand-in on loopback for an address a shell's `pilot` always reaches) may be named where it is
+    defined and nowhere a command, variable, file or tool could reach it."""
+    package = Path(__file__).resolve().parents[1] / "pilot"
+    return {
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if seam in path.read_text(encoding="utf-8")
+    }

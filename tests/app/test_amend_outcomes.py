@@ -59,16 +59,19 @@ async def test_an_amend_the_gate_refuses_answers_refused_with_its_violation_and_
     assert paper.open_orders("BTCUSDT")[0].qty == Decimal("0.0001")
 
 
-async def test_an_amend_up_is_charged_only_what_it_adds_to_the_order_s_margin(runtime, paper, tmp_path):
+async def test_an_amend_up_is_charged_only_what_it_adds_to_the_order_s_margin(venue_runtime, venue, tmp_path):
     """Found by the random worlds: the amended order was judged against an available balance that still
-    held the resting order's own margin, so an amend up was cut below the size the order already had."""
-    write_policy(tmp_path, maxNotionalUsd=20_000, maxOrderNotionalUsd=20_000, maxLeverage=20)
-    async with Client(build_server(runtime), raise_exceptions=True) as client:
-        big = {**RESTING_BUY, "qty": "0.1"}  # $7000 at 10x: $700 of the $1000 held by the order
+    held the resting order's own margin, so an amend up was cut below the size the order already had. On
+    Bybit's wire and on OKX's."""
+    venue.write_policy(tmp_path, maxNotionalUsd=20_000, maxOrderNotionalUsd=20_000, maxLeverage=20)
+    async with Client(build_server(venue_runtime), raise_exceptions=True) as client:
+        big = venue.args({**RESTING_BUY, "qty": "0.1"})  # $7000 at 10x: $700 of the $1000 held by the order
         planned = await call(client, "plan_order", big)
         placed = await call(client, "place_order", {"plan_id": planned["plan_id"]})
         assert placed["status"] == "open", placed
         grown = await call(
-            client, "plan_amend", {"symbol": "BTCUSDT", "order_id": placed["order_id"], "qty": "0.12"}
+            client,
+            "plan_amend",
+            {"symbol": venue.sym("BTCUSDT"), "order_id": placed["order_id"], "qty": "0.12"},
         )
     assert grown["status"] == "ok", grown["violations"]

@@ -8,7 +8,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from .conftest import CREATE, call, write_policy
+from .conftest import CREATE, call
 
 pytestmark = pytest.mark.anyio
 
@@ -18,13 +18,15 @@ pytestmark = pytest.mark.anyio
     [({"dailyOrderCap": 1}, "dailyOrderCap"), ({}, "maxNotionalUsd")],
 )
 async def test_concurrent_sends_of_separate_plans_cannot_break_a_cap_together(
-    server, paper, runtime, policy, rule
+    venue_server, venue, venue_runtime, policy, rule
 ):
-    write_policy(runtime.home.path, **policy)
+    """On Bybit's wire and on OKX's."""
+    paper = venue.paper
+    venue.write_policy(venue_runtime.home.path, **policy)
     answers: list[dict[str, Any]] = []
-    async with Client(server, raise_exceptions=True) as client:
+    async with Client(venue_server, raise_exceptions=True) as client:
         # each plan passes alone: $16 of a $25 position cap, and no order sent yet today
-        order = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.0002"}
+        order = venue.args({"symbol": "BTCUSDT", "side": "sell", "qty": "0.0002"})
         plans = [await call(client, "plan_order", order) for _ in range(3)]
         assert {plan["status"] for plan in plans} == {"ok"}
 

@@ -31,17 +31,22 @@ def answering(action: str, content: dict[str, Any] | None) -> Any:
     return callback
 
 
-@MODES
-async def test_a_ticked_form_approves_and_the_order_is_sent(runtime, paper, mode):
-    write_policy(runtime.home.path, **CONFIRM_ALL)
+@pytest.mark.parametrize(
+    ("venue", "mode"), [("bybit", "auto"), ("bybit", "legacy"), ("okx", "auto")], indirect=["venue"]
+)
+async def test_a_ticked_form_approves_and_the_order_is_sent(venue_runtime, venue, mode):
+    """Both protocol eras on Bybit's wire; on OKX's, the current one (the era is the client's, not the
+    venue's)."""
+    runtime, paper = venue_runtime, venue.paper
+    venue.write_policy(runtime.home.path, **CONFIRM_ALL)
     human = answering("accept", {"approve": True})
     async with Client(build_server(runtime), mode=mode, elicitation_callback=human) as client:
-        plan = await call(client, "plan_order", BTC_SHORT)
+        plan = await call(client, "plan_order", venue.args(BTC_SHORT))
         assert plan["needs_confirmation"] is True and plan["order"]["qty"] == "0.00031"
         placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
     assert placed["status"] == "filled"
     assert paper.request_count(CREATE) == 1
-    assert len(human.seen) == 1 and "0.00031 BTCUSDT" in human.seen[0]
+    assert len(human.seen) == 1 and f"0.00031 {venue.sym('BTCUSDT')}" in human.seen[0]
     verdicts = [e.data["verdict"] for e in await runtime.store.journal.entries(kind=entry_kinds.CONFIRMATION)]
     assert verdicts == ["approved"]
 
@@ -92,10 +97,14 @@ async def test_a_client_without_forms_is_offered_the_largest_size_no_human_must_
     assert placed["status"] == "filled"
 
 
-async def test_the_cli_channel_parks_the_order_and_the_server_sends_it_once_after_approval(runtime, paper):
-    write_policy(runtime.home.path, confirm={"aboveNotionalUsd": 1, "cliChannel": True})
+async def test_the_cli_channel_parks_the_order_and_the_server_sends_it_once_after_approval(
+    venue_runtime, venue
+):
+    """On Bybit's wire and on OKX's."""
+    runtime, paper = venue_runtime, venue.paper
+    venue.write_policy(runtime.home.path, confirm={"aboveNotionalUsd": 1, "cliChannel": True})
     async with Client(build_server(runtime)) as client:
-        plan = await call(client, "plan_order", BTC_SHORT)
+        plan = await call(client, "plan_order", venue.args(BTC_SHORT))
         parked = await call(client, "place_order", {"plan_id": plan["plan_id"]})
         assert parked["status"] == "pending_confirmation"
         confirmation_id = parked["confirmation_id"]

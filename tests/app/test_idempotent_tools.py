@@ -9,7 +9,7 @@ from mcp import Client
 
 from pilot.app.answers import entry_kinds
 
-from .conftest import CREATE, call, plan_and_place, total_requests
+from .conftest import BTC_SHORT, CREATE, call, plan_and_place, total_requests
 
 pytestmark = pytest.mark.anyio
 
@@ -19,11 +19,14 @@ def _conflict(answer: dict) -> bool:
 
 
 async def test_close_position_with_a_used_key_replays_its_first_answer_without_the_exchange(
-    server, paper, runtime
+    venue_server, venue, venue_runtime
 ):
-    async with Client(server, raise_exceptions=True) as client:
-        await plan_and_place(client)
-        args = {"symbol": "BTCUSDT", "qty": "0.0001", "idempotency_key": "close-1"}
+    """On Bybit's wire and on OKX's (the OKX front carries every request out on the paper exchange, whose
+    counts are asserted)."""
+    paper, runtime = venue.paper, venue_runtime
+    async with Client(venue_server, raise_exceptions=True) as client:
+        await plan_and_place(client, venue.args(BTC_SHORT))
+        args = {"symbol": venue.sym("BTCUSDT"), "qty": "0.0001", "idempotency_key": "close-1"}
         first = await call(client, "close_position", args)
         seen = total_requests(paper)
         replay = await call(client, "close_position", args)
@@ -36,9 +39,10 @@ async def test_close_position_with_a_used_key_replays_its_first_answer_without_t
     assert len(await runtime.store.journal.entries(kind=entry_kinds.REPLAY)) == 1
 
 
-async def test_set_leverage_with_a_used_key_replays_and_other_arguments_conflict(server, paper):
-    async with Client(server, raise_exceptions=True) as client:
-        args = {"symbol": "BTCUSDT", "leverage": "2", "idempotency_key": "lev-1"}
+async def test_set_leverage_with_a_used_key_replays_and_other_arguments_conflict(venue_server, venue):
+    paper = venue.paper
+    async with Client(venue_server, raise_exceptions=True) as client:
+        args = {"symbol": venue.sym("BTCUSDT"), "leverage": "2", "idempotency_key": "lev-1"}
         first = await call(client, "set_leverage", args)
         seen = total_requests(paper)
         replay = await call(client, "set_leverage", args)

@@ -10,6 +10,7 @@ REST and confirmed by a ping before it is trusted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
@@ -20,10 +21,14 @@ import pytest
 from mcp import Client
 
 from pilot.app.facts.streaming_reader import StreamingReader
+from pilot.app.human.exchange_keys import add_key
 from pilot.app.orders.inputs import PlanRequest
 from pilot.app.orders.plan import plan_order
 from pilot.app.runtime.runtime import Runtime
+from pilot.app.service.boot import open_runtime
 from pilot.core.facts import OrderType, Side
+from pilot.exchange.okx.stream import DISCOVERY_PATH
+from pilot.exchange.okx.urls import standing_in_for_okx_demo
 from pilot.exchange.stream_events import PRIVATE, Refused, StreamEvent, Subscribed
 from pilot.paper import PaperExchange
 from pilot.server import build_server
@@ -31,9 +36,9 @@ from tests.clocks import FakeClock
 from tests.okx_front import OkxFront, Rule
 from tests.okx_front.streams import BUSINESS as BUSINESS_PATH
 from tests.okx_front.streams import PRIVATE as PRIVATE_PATH
-from tests.venue import connect_okx
+from tests.venue import connect_okx, modules_naming
 
-from .conftest import Venue, call, open_test_runtime, venue_on
+from .conftest import Venue, call, open_test_runtime, until_in_sync, venue_on
 
 pytestmark = pytest.mark.anyio
 RESTING = {"symbol": "BTC-USDT", "side": "buy", "qty": "0.0001", "order_type": "limit", "price": "70000"}
@@ -89,6 +94,12 @@ async def sources(runtime: Runtime) -> dict[str, str]:
 async def test_a_plan_reads_nothing_over_rest_and_a_place_sends_only_its_create(okx, runtime):
     """With OKX's streams in sync, a plan's facts all come from them and a place costs one request (its
     create): the outcome is read on the orders channel, not looked up."""
+    await one_request_per_order(okx, runtime)
+
+
+async def one_request_per_order(okx: Venue, runtime: Runtime) -> None:
+    """Through a real MCP client: a plan reads nothing over REST, a place sends its create and nothing else,
+    and the order is in the cache from the orders channel."""
     assert set((await sources(runtime)).values()) == {"stream"}
     async with Client(build_server(runtime), raise_exceptions=True) as client:
         before = len(front(okx).seen())
@@ -104,6 +115,47 @@ async def test_a_plan_reads_nothing_over_rest_and_a_place_sends_only_its_create(
     reader = streams(runtime)
     listed = reader.facts.open_orders("linear", "BTC-USDT", reader.hub.now_ms(), 5000)
     assert listed is not None and [o.order_id for o in listed] == [placed["order_id"]]
+
+
+@contextlib.asynccontextmanager
+async def serving(home: Path, okx: Venue, clock: FakeClock) -> AsyncIterator[Runtime]:
+    """`pilot serve --exchange okx-demo --streams` on `home`, its key stored by `pilot keys add`, as boot
+    assembles it, with OKX demo's address routed to the stand-in (the suite's seam, pilot.exchange.okx.urls)."""
+    stand_in = front(okx)
+    okx.write_policy(home, requireStopLoss=False)
+    with standing_in_for_okx_demo(stand_in.url):
+        await add_key(
+            home,
+            "okx-demo",
+            stand_in.api_key,
+            stand_in.api_secret,
+            now=clock.now(),
+            passphrase=stand_in.passphrase,
+        )
+        async with open_runtime(home, exchange="okx-demo", streams=True, clock=clock) as runtime:
+            yield runtime
+
+
+async def test_pilot_serve_on_a_stand_in_for_okx_asks_it_where_its_streams_are(okx, tmp_path, clock):
+    """The key's address is all `pilot serve` has: the stand-in names its WebSocket at GET /pilot/streams
+    (as a `pilot sim` names its own), and once in sync an order costs one request, its create."""
+    async with serving(tmp_path, okx, clock) as runtime:
+        assert isinstance(runtime.exchange, StreamingReader)
+        await until_in_sync(runtime.exchange)
+        await one_request_per_order(okx, runtime)
+    assert len(front(okx).seen(DISCOVERY_PATH)) == 1
+
+
+async def test_a_stand_in_that_names_no_streams_is_read_over_rest(okx, tmp_path, clock):
+    """A stand-in that does not answer GET /pilot/streams (or names a place off loopback) has no streams
+    Pilot connects to: the server starts, and reads its facts over REST."""
+    off_loopback = {"code": "0", "msg": "", "data": [{"url": "ws://192.0.2.7:9000"}]}
+    front(okx).add(Rule("GET", DISCOVERY_PATH, answer=off_loopback))
+    async with serving(tmp_path, okx, clock) as runtime:
+        assert not isinstance(runtime.exchange, StreamingReader)
+        planned = await plan_order(runtime, SELL)
+        assert planned.status == "ok"
+    assert len(front(okx).seen(DISCOVERY_PATH)) == 1
 
 
 async def test_a_fill_s_stop_reaches_the_cache_on_the_algo_channel(okx, runtime):
@@ -211,3 +263,12 @@ async def test_with_the_private_stream_down_and_rest_failing_a_growing_order_is_
     stand_in.streams.unavailable = False
     await until(runtime, lambda: private_usable(runtime))
     assert (await plan_order(runtime, SELL)).status == "ok"
+
+
+def test_the_okx_demo_stand_in_takes_only_loopback_and_cannot_be_reached_from_outside_python():
+    """As Bybit mainnet's seam: nothing in the package but OKX's urls.py names it (no command, variable, file
+    or tool sets it), so a shell's `pilot` always reaches OKX's own address."""
+    with pytest.raises(ValueError), standing_in_for_okx_demo("https://www.okx.com"):
+        pass
+    assert modules_naming("standing_in_for_okx_demo") == {"exchange/okx/urls.py"}
+    assert modules_naming("import os").isdisjoint({"exchange/okx/urls.py"})

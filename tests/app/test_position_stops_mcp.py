@@ -1,5 +1,5 @@
 """Issue 23 through a real MCP client on the paper exchange: the loss at the stops the venue will apply (the
-tests that take `venue` on Bybit's wire and on OKX's, whose stops differ: pilot.core.venues).
+tests that take `venue` run on Bybit's wire and on OKX's, whose stops differ: pilot.core.venues).
 
 The cases the issue measured against Bybit's V5 docs (tpslMode Full: a create's stop-loss becomes the whole
 position's once it fills, order_create-order.mdx; cancel-all without orderFilter cancels TP/SL orders too,
@@ -72,16 +72,18 @@ async def test_a_small_buy_with_a_far_stop_is_judged_at_the_stop_the_venue_makes
         assert paper.request_count(CREATE) == sends  # nothing was sent for the refusal
 
 
-async def test_an_amend_of_a_resting_buy_is_judged_at_the_stop_it_carries(runtime, paper, tmp_path):
-    write_policy(tmp_path, maxLossPerTradeUsd=5, **ROOMY)
-    async with Client(build_server(runtime), raise_exceptions=True) as client:
+async def test_an_amend_of_a_resting_buy_is_judged_at_the_stop_it_carries(venue_runtime, venue, tmp_path):
+    venue.write_policy(tmp_path, maxLossPerTradeUsd=5, **ROOMY)
+    async with Client(build_server(venue_runtime), raise_exceptions=True) as client:
         planned = await call(
-            client, "plan_order", {**ETH, "qty": "0.01", "price": "3000", "stop_loss": "2970"}
+            client, "plan_order", venue.args({**ETH, "qty": "0.01", "price": "3000", "stop_loss": "2970"})
         )
         placed = await call(client, "place_order", {"plan_id": planned["plan_id"]})
         assert placed["status"] == "open"
         grown = await call(
-            client, "plan_amend", {"symbol": "ETHUSDT", "order_id": placed["order_id"], "qty": "0.2"}
+            client,
+            "plan_amend",
+            {"symbol": venue.sym("ETHUSDT"), "order_id": placed["order_id"], "qty": "0.2"},
         )
     assert grown["status"] == "refused"
     breach = grown["violations"][0]
@@ -178,17 +180,17 @@ async def test_cancelling_a_take_profit_bound_to_the_stop_is_judged_and_the_fix_
 
 
 async def test_an_amend_that_needs_a_stop_leads_to_cancel_and_plan_again_not_to_itself(
-    runtime, paper, tmp_path
+    venue_runtime, venue, tmp_path
 ):
     # Issue 24: a resting order without a stop, then requireStopLoss turned on: the next action of every
     # amend was that same amend, which cannot carry a stop (a loop). Now: cancel it, then plan it with one.
-    write_policy(tmp_path, **ROOMY)
-    async with Client(build_server(runtime), raise_exceptions=True) as client:
-        planned = await call(client, "plan_order", {**ETH, "qty": "0.1", "price": "3000"})
+    venue.write_policy(tmp_path, **ROOMY)
+    async with Client(build_server(venue_runtime), raise_exceptions=True) as client:
+        planned = await call(client, "plan_order", venue.args({**ETH, "qty": "0.1", "price": "3000"}))
         placed = await call(client, "place_order", {"plan_id": planned["plan_id"]})
         assert placed["status"] == "open"
-        write_policy(tmp_path, requireStopLoss=True, **ROOMY)
-        ask = {"symbol": "ETHUSDT", "order_id": placed["order_id"], "price": "3001"}
+        venue.write_policy(tmp_path, requireStopLoss=True, **ROOMY)
+        ask = {"symbol": venue.sym("ETHUSDT"), "order_id": placed["order_id"], "price": "3001"}
         refused = await call(client, "plan_amend", ask)
         assert refused["status"] == "refused" and refused["violations"][0]["rule"] == "requireStopLoss"
         fix = refused["next_safe_action"]
@@ -199,19 +201,23 @@ async def test_an_amend_that_needs_a_stop_leads_to_cancel_and_plan_again_not_to_
         assert (await call(client, "plan_order", again["args"]))["status"] == "ok"
 
 
-async def test_an_amend_the_exchange_would_refuse_is_not_planned(runtime, paper, tmp_path):
+async def test_an_amend_the_exchange_would_refuse_is_not_planned(venue_runtime, venue, tmp_path):
     # Issue 24: plan_amend passed a total below the instrument's minimum (SOLUSDT: 0.1) and an amend that
-    # changes nothing, both of which Bybit refuses (10001).
-    write_policy(tmp_path, **ROOMY)
-    async with Client(build_server(runtime), raise_exceptions=True) as client:
+    # changes nothing, both of which Bybit refuses (10001). On OKX's wire the minimum is read in contracts
+    # and judged in coins: the same refusals.
+    paper = venue.paper
+    venue.write_policy(tmp_path, **ROOMY)
+    async with Client(build_server(venue_runtime), raise_exceptions=True) as client:
         planned = await call(
             client,
             "plan_order",
-            {"symbol": "SOLUSDT", "side": "buy", "qty": "0.5", "order_type": "limit", "price": "100"},
+            venue.args(
+                {"symbol": "SOLUSDT", "side": "buy", "qty": "0.5", "order_type": "limit", "price": "100"}
+            ),
         )
         placed = await call(client, "place_order", {"plan_id": planned["plan_id"]})
         assert placed["status"] == "open"
-        which = {"symbol": "SOLUSDT", "order_id": placed["order_id"]}
+        which = {"symbol": venue.sym("SOLUSDT"), "order_id": placed["order_id"]}
         small = await call(client, "plan_amend", {**which, "qty": "0.05"})
         assert small["status"] == "refused" and small["violations"][0]["rule"] == "instrument.minOrderQty"
         assert small["next_safe_action"]["tool"] == "cancel_order"

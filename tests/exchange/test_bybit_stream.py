@@ -15,11 +15,9 @@ from typing import Any
 import pytest
 
 from pilot.exchange.bybit.stream import (
-    RECONNECT_MAX_SECONDS,
     BybitStreams,
     NoStreams,
     discover_paper_streams,
-    next_pause,
     stream_urls,
 )
 from pilot.exchange.stream_events import (
@@ -34,6 +32,7 @@ from pilot.exchange.stream_events import (
     Subscribed,
     Unreadable,
 )
+from pilot.exchange.stream_sockets import RECONNECT_MAX_SECONDS, next_pause
 from pilot.paper import PaperExchange, start_paper_exchange
 from tests.venue import connect_adapter
 

@@ -18,6 +18,7 @@ import pytest
 
 from pilot.exchange.adapters import standing_in_for_mainnet
 from pilot.paper import PaperExchange
+from tests.venue import modules_naming
 
 from .conftest import KEYS, add_key, error_code, pilot
 
@@ -141,14 +142,8 @@ def test_the_stand_in_takes_only_loopback_and_cannot_be_reached_from_outside_pyt
         pass
     # Nothing in the package sets it (no command, variable, file or tool): a shell's `pilot`, another
     # process, always connects to the Bybit host its key names.
-    package = Path(__file__).resolve().parents[2] / "pilot"
-    naming = {
-        str(path.relative_to(package))
-        for path in package.rglob("*.py")
-        if "standing_in_for_mainnet" in path.read_text(encoding="utf-8")
-    }
-    assert naming == {"exchange/bybit/urls.py", "exchange/adapters.py"}
-    assert "import os" not in (package / "exchange/bybit/urls.py").read_text(encoding="utf-8")
+    assert modules_naming("standing_in_for_mainnet") == {"exchange/bybit/urls.py", "exchange/adapters.py"}
+    assert modules_naming("import os").isdisjoint({"exchange/bybit/urls.py"})
 
 
 def _env(home: Path) -> dict[str, str]:

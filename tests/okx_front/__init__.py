@@ -266,6 +266,8 @@ def _handler(front: OkxFront) -> type[BaseHTTPRequestHandler]:
                 status = 401
             elif status == 200 and code == 404:
                 status = 404
+            elif status == 200 and code == "50011":  # OKX's rate limit comes with HTTP 429
+                status = 429
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))

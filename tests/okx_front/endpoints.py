@@ -196,7 +196,9 @@ def set_leverage(front: OkxFront, params: Params) -> Row:
     body = {"category": "linear", "symbol": market.symbol, "buyLeverage": lever, "sellLeverage": lever}
     answer = front.wire.post("/v5/position/set-leverage", body)
     if answer["retCode"] not in (0, 110043):  # 110043: unchanged, which OKX answers as any other success
-        return error(59102 if answer["retCode"] == 10001 else 51000, answer["retMsg"])
+        return error(
+            59102 if answer["retCode"] == 10001 else okx.okx_code(answer["retCode"]), answer["retMsg"]
+        )
     return ok(
         [
             {
@@ -209,6 +211,13 @@ def set_leverage(front: OkxFront, params: Params) -> Row:
     )
 
 
+def streams_url(front: OkxFront, params: Params) -> Row:
+    """GET /pilot/streams (Pilot's, not OKX's): where the front's WebSocket side listens, so that `pilot serve
+    --exchange okx-demo --streams` on a key stored at the front's address finds it, as a `pilot sim` names
+    its own."""
+    return ok([{"url": front.ws_url}])
+
+
 # ---- the endpoints, by method and path ---------------------------------------------------------------
 
 Handler = Callable[["OkxFront", Params], Row]
@@ -219,6 +228,7 @@ PUBLIC: dict[tuple[str, str], Handler] = {
     ("GET", "/api/v5/public/mark-price"): mark_price,
     ("GET", "/api/v5/market/books"): books,
     ("GET", "/api/v5/public/price-limit"): price_limit,
+    ("GET", "/pilot/streams"): streams_url,
 }
 ACCOUNT: dict[tuple[str, str], Handler] = {
     ("GET", "/api/v5/account/config"): config,

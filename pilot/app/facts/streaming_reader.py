@@ -220,8 +220,9 @@ async def start_streams(
 
     markets = await stream_markets(rest, symbols)
     hub = StreamHub(StreamFacts(markets), rest, clock, max_age_ms)
-    try:
-        client = open_streams(
+    try:  # off the loop: a stand-in on loopback is asked where its streams are (blocking)
+        client = await asyncio.to_thread(
+            open_streams,
             environment,
             api_key=api_key,
             api_secret=api_secret,

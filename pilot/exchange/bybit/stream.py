@@ -17,10 +17,9 @@ on the socket the reconnection opened (``while self.ws.sock``). So ``_PybitSocke
 (pybit is pinned to 5.17.x in pyproject.toml), keeps pybit's configuration and signing (``_auth``) and
 replaces the connection's life with one thread per connection that runs websocket-client's
 ``WebSocketApp`` and, whenever the connection ends, opens it again: at once after a connection that had
-been up a while, else after RECONNECT_FIRST_SECONDS doubling up to RECONNECT_MAX_SECONDS, for as long as
-it is not closed. A handshake that does not finish in CONNECT_TIMEOUT_SECONDS is abandoned and tried
-again. ``exit()`` stops it for good: nothing connects after it returns, and it returns within
-CLOSE_SECONDS whatever the socket does (the thread is a daemon). Its hooks:
+been up a while, else after a pause, for as long as it is not closed (the rules every venue's connections
+live by: pilot.exchange.stream_sockets). ``exit()`` stops it for good: nothing connects after it returns,
+and it returns within CLOSE_SECONDS whatever the socket does (the thread is a daemon). Its hooks:
 
 * ``_connect(url)`` (pybit's constructor calls it) starts that thread for our URL;
 * every message is handed to us, pongs included (pybit drops pongs, and its own delta handling breaks on
@@ -74,6 +73,13 @@ from pilot.exchange.stream_events import (
     Unreadable,
     WalletUpdate,
 )
+from pilot.exchange.stream_sockets import (
+    CLOSE_SECONDS,
+    CONNECT_TIMEOUT_SECONDS,
+    FIRST_OPEN_SECONDS,
+    close_all,
+    keep_connecting,
+)
 from pilot.exchange.symbols import Quarantine
 
 STREAM_URLS = {
@@ -85,12 +91,6 @@ PRIVATE_TOPICS = ("order", "execution", "position", "wallet")
 BOOK_DEPTH = 50
 DISCOVERY_PATH = "/pilot/streams"  # a paper exchange's own path naming its WebSocket side
 DISCOVERY_SECONDS = 2.0
-CONNECT_TIMEOUT_SECONDS = 10.0  # a handshake not finished by then is abandoned and tried again
-RECONNECT_FIRST_SECONDS = 0.1  # the first pause after a failed attempt; it doubles up to the next
-RECONNECT_MAX_SECONDS = 5.0
-STABLE_SECONDS = 1.0  # a connection up this long was healthy: when it ends, reconnect at once
-FIRST_OPEN_SECONDS = 5.0  # how long start() waits for the first connections (they keep trying after)
-CLOSE_SECONDS = 2.0  # the longest exit() waits for a connection's thread to end
 Sink = Callable[[StreamEvent], None]
 
 
@@ -148,16 +148,6 @@ def _silence_pybit_websocket_logging() -> None:
         logger.setLevel(logging.CRITICAL + 1)
 
 
-def next_pause(previous: float | None, stable: bool) -> float:
-    """Seconds to wait before connecting again: none after a healthy connection ended, else the first pause,
-    then twice the previous one, up to RECONNECT_MAX_SECONDS."""
-    if stable:
-        return 0.0
-    if not previous:
-        return RECONNECT_FIRST_SECONDS
-    return min(previous * 2, RECONNECT_MAX_SECONDS)
-
-
 def _abort(app: websocket.WebSocketApp) -> None:
     """End a connection now, wherever it is (handshake or reading): shut its TCP socket down, which wakes
     whatever waits on it; websocket-client's own close waits for the peer and does nothing mid-handshake."""
@@ -193,7 +183,6 @@ class _PybitSocket(WebSocket):  # type: ignore[misc]  # pybit ships no types: it
         self._pilot_first_open = threading.Event()
         self._pilot_live: websocket.WebSocketApp | None = None  # open, authenticated, subscribed
         self._pilot_thread: threading.Thread | None = None
-        self.attempts = 0  # connections tried, the first included
         super().__init__(channel_type, **kwargs)
 
     def _connect(self, url: str) -> None:
@@ -203,15 +192,7 @@ class _PybitSocket(WebSocket):  # type: ignore[misc]  # pybit ships no types: it
         self._pilot_thread.start()
 
     def _run(self) -> None:
-        pause: float | None = None
-        while not self._pilot_closed.is_set():
-            try:
-                opened_at = self._attempt()
-            except Exception:  # the top of this thread: whatever websocket-client raises, try again later
-                opened_at = None
-            stable = opened_at is not None and time.monotonic() - opened_at >= STABLE_SECONDS
-            pause = next_pause(pause, stable)
-            self._pilot_closed.wait(pause)
+        keep_connecting(self._attempt, self._pilot_closed)
 
     def _attempt(self) -> float | None:
         """One connection, from its handshake to its end; when it opened (monotonic), or None if it did not."""
@@ -238,7 +219,6 @@ class _PybitSocket(WebSocket):  # type: ignore[misc]  # pybit ships no types: it
             if self._pilot_closed.is_set():
                 return None
             self.ws = app
-            self.attempts += 1
 
         def too_slow() -> None:
             if not opened:
@@ -461,21 +441,7 @@ class BybitStreams:
 
     def close(self) -> None:
         """Close every connection for good: returns within CLOSE_SECONDS, and nothing connects after it."""
-        sockets_ = list(self._sockets.values())
-        for socket in sockets_:
-            socket.stop()
-        deadline = time.monotonic() + CLOSE_SECONDS
-        for socket in sockets_:
-            socket.join(deadline)
-
-    def connected(self, channel: str) -> bool:
-        socket = self._sockets.get(channel)
-        return bool(socket is not None and socket.is_connected())
-
-    def attempts(self, channel: str) -> int:
-        """Connections tried on a channel so far, the first included."""
-        socket = self._sockets.get(channel)
-        return socket.attempts if socket is not None else 0
+        close_all(self._sockets.values())
 
     def running(self) -> list[str]:
         """The channels whose connection thread still runs (none once close() returned)."""

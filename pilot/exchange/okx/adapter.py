@@ -19,6 +19,7 @@ contracts the market reads learnt.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,12 +30,14 @@ from pilot.exchange.okx.client import Clock, Keys, Transport, system_clock
 from pilot.exchange.okx.market_reads import INSTRUMENT_TTL_SECONDS
 from pilot.exchange.okx.markets import Contract
 from pilot.exchange.okx.order_writes import OrderWrites
-from pilot.exchange.okx.urls import DEMO, check_base_url
+from pilot.exchange.okx.urls import DEMO, check_base_url, is_loopback_base, route
 from pilot.exchange.recordings import Recorder
 from pilot.exchange.stream_events import StreamEvent
 
 if TYPE_CHECKING:
     from pilot.exchange.okx.stream import OkxStreams
+
+log = logging.getLogger("pilot.exchange.okx")
 
 
 class OkxExchange(OrderWrites):
@@ -79,7 +82,7 @@ class OkxExchange(OrderWrites):
             ValueError: an unknown or live environment, a base URL off the allowlist, or no key, secret or
                 passphrase.
         """
-        url = check_base_url(environment, base_url)
+        url = route(check_base_url(environment, base_url))  # OKX's own, unless the suite stands a stub in
         if not api_key or not api_secret or not passphrase:
             raise ValueError("An OKX api key, its secret and its passphrase are required.")
         keys = Keys(api_key, api_secret, passphrase)
@@ -111,17 +114,22 @@ class OkxExchange(OrderWrites):
         loopback_url: str | None = None,
     ) -> OkxStreams:
         """The account's streams for `markets` (not connected yet: its `start` connects), on OKX demo's
-        WebSocket, or on `loopback_url` (ws://127.0.0.1:PORT) for a stand-in on loopback.
+        WebSocket, or for a stand-in on loopback on `loopback_url` (ws://127.0.0.1:PORT), else on the one it
+        names itself (GET /pilot/streams; blocking: call it off the event loop).
 
         Raises:
-            ValueError: no key, or a stand-in's REST address without its WebSocket's.
+            ValueError: no key, or a stand-in that names no WebSocket on loopback.
         """
-        from pilot.exchange.okx.stream import OkxStreams
+        from pilot.exchange.okx.stream import OkxStreams, discover_stand_in
 
         if self._keys is None:
             raise ValueError("OKX's private streams need the key, its secret and its passphrase.")
-        if loopback_url is None and self.base_url != check_base_url(self.environment, None):
-            raise ValueError("a stand-in for OKX on loopback names its WebSocket address itself")
+        if loopback_url is None and is_loopback_base(self.base_url):
+            try:
+                loopback_url = discover_stand_in(self.base_url)
+            except ValueError as error:
+                log.warning("OKX streams off, facts are read over REST: %s", error)
+                raise
         return OkxStreams(
             self.environment,
             keys=self._keys,

@@ -13,14 +13,15 @@ What is subscribed (docs-v5 "WebSocket", the channel pages; ccxt.pro's okx.py fo
   subscription since, and a ping is confirmed only once both answered it.
 
 Where it connects: OKX demo trading's wss://wspap.okx.com:8443 (okx-demo), or a stand-in on loopback
-(ws://127.0.0.1:PORT) named by the caller. Nothing else.
+(ws://127.0.0.1:PORT): named by the caller, or by the stand-in itself at GET /pilot/streams on its REST side
+(`discover_stand_in`, as a `pilot sim` names its own). Nothing else.
 
 Heartbeats: OKX answers the text frame ``ping`` with ``pong`` and closes a connection that heard nothing for
 30 s. `ping()` (the hub calls it every 100 ms) sends it on every connection; a connection that heard nothing
 for SILENT_SECONDS is ended and opened again. OKX's pong carries no time: the private channel's `Alive` is
 stamped with this machine's clock at its arrival (the cache takes the older of that and its own clock).
 
-The connections' life is that of the Bybit client (pilot.exchange.bybit.stream): one thread per connection
+The connections live by every venue's rules (pilot.exchange.stream_sockets): one thread per connection
 opens it again whenever it ends (at once after a healthy one, else after a pause doubling up to
 RECONNECT_MAX_SECONDS) until `close()`, which returns within CLOSE_SECONDS. A refused login is said as
 `Refused` with OKX's code (`login_refused` keeps it), and the connection is ended and tried again later.
@@ -34,12 +35,14 @@ OKX's free text (``msg``) is never read; a code is kept only when it is digits.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import itertools
 import json
 import logging
 import socket as sockets
 import threading
 import time
+import urllib.request
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -55,7 +58,7 @@ from pilot.exchange.models import ExchangeOrder
 from pilot.exchange.okx import payloads as wire_
 from pilot.exchange.okx.client import Keys
 from pilot.exchange.okx.markets import SPOT_UNIT, Contract, inst_id, inst_type, named
-from pilot.exchange.okx.urls import DEMO, LOOPBACK_HOSTS
+from pilot.exchange.okx.urls import DEMO, LOOPBACK_HOSTS, is_loopback_base
 from pilot.exchange.stream_events import (
     PRIVATE,
     Alive,
@@ -71,6 +74,12 @@ from pilot.exchange.stream_events import (
     Unreadable,
     WalletUpdate,
 )
+from pilot.exchange.stream_sockets import (
+    CONNECT_TIMEOUT_SECONDS,
+    FIRST_OPEN_SECONDS,
+    close_all,
+    keep_connecting,
+)
 
 STREAM_BASES = {DEMO: "wss://wspap.okx.com:8443"}  # docs-v5 "Demo trading services"
 PUBLIC_PATH, PRIVATE_PATH, BUSINESS_PATH = "/ws/v5/public", "/ws/v5/private", "/ws/v5/business"
@@ -83,14 +92,10 @@ PRIVATE_ARGS = (
 )
 BUSINESS_ARGS = ({"channel": "orders-algo", "instType": "ANY"},)
 VERIFY = "GET/users/self/verify"  # what a login signs after its timestamp
-CONNECT_TIMEOUT_SECONDS = 10.0
-RECONNECT_FIRST_SECONDS = 0.1
-RECONNECT_MAX_SECONDS = 5.0
-STABLE_SECONDS = 1.0
-FIRST_OPEN_SECONDS = 5.0
-CLOSE_SECONDS = 2.0
 ATTACHED_WAIT_SECONDS = 1.0  # the longest a fill waits for the stop OKX places for it (see _orders)
 DONE = frozenset({"Filled", "Cancelled"})  # an order whose attached TP/SL OKX now places for what filled
+DISCOVERY_PATH = "/pilot/streams"  # Pilot's own path (not OKX's): where a stand-in's WebSocket side listens
+DISCOVERY_SECONDS = 2.0
 SILENT_SECONDS = 25.0  # OKX closes a connection silent for 30 s; one that heard nothing this long is renewed
 Sink = Callable[[StreamEvent], None]
 Clock = Callable[[], datetime]
@@ -152,24 +157,13 @@ class _Socket:
         self._app: websocket.WebSocketApp | None = None
         self._live: websocket.WebSocketApp | None = None
         self._thread = threading.Thread(target=self._run, name=f"pilot-okx-{name}", daemon=True)
-        self.attempts = 0
         self.heard = 0.0  # monotonic time of the latest message (or the open)
 
     def start(self) -> None:
         self._thread.start()
 
     def _run(self) -> None:
-        pause = 0.0
-        while not self._closed.is_set():
-            try:
-                opened_at = self._attempt()
-            except Exception:  # the top of this thread: whatever websocket-client raises, try again later
-                opened_at = None
-            if opened_at is not None and time.monotonic() - opened_at >= STABLE_SECONDS:
-                pause = 0.0
-            else:
-                pause = min(pause * 2, RECONNECT_MAX_SECONDS) if pause else RECONNECT_FIRST_SECONDS
-            self._closed.wait(pause)
+        keep_connecting(self._attempt, self._closed)
 
     def _attempt(self) -> float | None:
         """One connection from its handshake to its end; when it opened (monotonic), or None."""
@@ -195,7 +189,6 @@ class _Socket:
             if self._closed.is_set():
                 return None
             self._app = app
-            self.attempts += 1
         watchdog = threading.Timer(CONNECT_TIMEOUT_SECONDS, lambda: None if opened else _abort(app))
         watchdog.daemon = True
         watchdog.start()
@@ -233,9 +226,6 @@ class _Socket:
         if self._live is not None and time.monotonic() - self.heard > SILENT_SECONDS:
             self.end()
 
-    def connected(self) -> bool:
-        return self._live is not None
-
     def wait_open(self, timeout_s: float) -> bool:
         return self._first_open.wait(timeout_s)
 
@@ -258,6 +248,35 @@ class _Socket:
             if app is not None:
                 _abort(app)
             self._thread.join(min(0.05, max(deadline - time.monotonic(), 0)))
+
+
+def discover_stand_in(rest_url: str, timeout_s: float = DISCOVERY_SECONDS) -> str:
+    """The WebSocket base that the stand-in for OKX at `rest_url` (http://127.0.0.1:PORT) names at GET
+    /pilot/streams, in OKX's envelope (code "0", data [{"url"}]), checked like every stream URL. Blocking.
+
+    Raises:
+        ValueError: it is not on loopback, did not answer so, or named a URL off loopback; its text is never
+            repeated.
+    """
+    if not is_loopback_base(rest_url):
+        raise ValueError("only a stand-in for OKX on loopback names its streams")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
+    asked = urllib.request.Request(
+        rest_url.rstrip("/") + DISCOVERY_PATH, headers={"x-simulated-trading": "1"}
+    )  # okx-demo's header, on every request it sends
+    try:
+        with opener.open(asked, timeout=timeout_s) as answer:
+            body = json.loads(answer.read(64 * 1024))
+    except (OSError, ValueError, http.client.HTTPException):  # urllib's errors are OSErrors
+        raise ValueError(f"the stand-in at {rest_url} does not answer GET {DISCOVERY_PATH}") from None
+    data = body.get("data") if isinstance(body, dict) and body.get("code") == "0" else None
+    url = data[0].get("url") if isinstance(data, list) and data and isinstance(data[0], dict) else None
+    if not isinstance(url, str):
+        raise ValueError(f"the stand-in at {rest_url} names no stream URL at {DISCOVERY_PATH}")
+    try:
+        return stream_base(DEMO, url)
+    except ValueError:
+        raise ValueError(f"the stand-in at {rest_url} names a stream URL off loopback (refused)") from None
 
 
 @dataclass
@@ -396,20 +415,7 @@ class OkxStreams:
 
     def close(self) -> None:
         """Close every connection for good: returns within CLOSE_SECONDS, and nothing connects after it."""
-        sockets_ = list(self._sockets.values())
-        for socket in sockets_:
-            socket.stop()
-        deadline = time.monotonic() + CLOSE_SECONDS
-        for socket in sockets_:
-            socket.join(deadline)
-
-    def connected(self, name: str) -> bool:
-        socket = self._sockets.get(name)
-        return socket is not None and socket.connected()
-
-    def attempts(self, name: str) -> int:
-        socket = self._sockets.get(name)
-        return socket.attempts if socket is not None else 0
+        close_all(self._sockets.values())
 
     def running(self) -> list[str]:
         return [name for name, socket in self._sockets.items() if socket.alive()]
