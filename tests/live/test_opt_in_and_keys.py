@@ -210,3 +210,11 @@ def test_a_live_home_without_a_key_names_the_command_that_stores_one_and_it_work
     added = pilot(*command[1:], "--stdin", "--format", "json", input=f"{key['key']}\n{key['secret']}\n")
     assert added.exit_code == 0, added.output
     assert json.loads(added.stdout)["key"]["address"] == "https://api.bybit.com"
+
+
+def test_live_off_on_a_practice_home_changes_nothing_and_says_it_is_practice(tmp_path: Path):
+    assert pilot("init", "--home", str(tmp_path)).exit_code == 0
+    before = journal_kinds(tmp_path)
+    refused = pilot("live", "off", "--home", str(tmp_path), "--format", "json")
+    assert refused.exit_code == 2 and error_code(refused) == "practice_home"
+    assert journal_kinds(tmp_path) == before  # no kill switch, no live entry

@@ -147,9 +147,11 @@ def require_live_limits(runtime: Runtime) -> None:
 
 async def turn_live_off(runtime: Runtime, by: str, reason: str = "") -> LiveState:
     """Turn live trading off (anyone may): journaled with who and why; the kill switch goes on with it,
-    so growing orders stop in every process of the home at once."""
+    so growing orders stop in every process of the home at once. A practice home has no live trading to
+    turn off: refused (LiveRefused practice_home), nothing changed."""
     from pilot.app.human.kill_switch import set_kill_switch_by_human
 
+    await require_live_home(runtime)
     if by == "human" and not await runtime.kill_switch_on():
         await set_kill_switch_by_human(runtime, True, reason or "live trading turned off")
     await runtime.store.journal.append(
