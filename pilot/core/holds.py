@@ -36,6 +36,7 @@ class HoldSource(StrEnum):
     AGENT_KILL_SWITCH = "agentKillSwitch"  # the acting agent's own kill switch (or its revoke)
     AGENT_ROLE = "agentRole"  # the acting agent's credential has role reduce (or read)
     DAY_LOSS_UNREAD = "dayLossUnread"  # a daily loss limit is set and the day's loss could not be read now
+    AGENT_DAY_LOSS = "agentDayLoss"  # the day's loss reached the acting agent's own dailyLossLimitUsd
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +88,7 @@ _DESCRIBED = {
     HoldSource.AGENT_KILL_SWITCH: "this agent's kill switch is on",
     HoldSource.AGENT_ROLE: "this agent's credential may only reduce",
     HoldSource.DAY_LOSS_UNREAD: "the day's loss could not be read, so the daily loss limit cannot be judged",
+    HoldSource.AGENT_DAY_LOSS: "the day's loss reached this agent's own daily loss limit",
 }
 _LIFTS = {
     HoldSource.POLICY: "set tradingState to active in policy.json (it says {state})",
@@ -100,6 +102,7 @@ _LIFTS = {
     HoldSource.AGENT_KILL_SWITCH: "turn this agent's switch off with `pilot agent resume {agent}`",
     HoldSource.AGENT_ROLE: "give the agent role trade (`pilot agent add {agent} --role trade`, after revoking it)",
     HoldSource.DAY_LOSS_UNREAD: "nothing to change: call again once the exchange answers (get_policy shows the day's loss)",
+    HoldSource.AGENT_DAY_LOSS: "raise agents.{agent}.dailyLossLimitUsd in policy.json",
 }
 
 

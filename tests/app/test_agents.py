@@ -244,3 +244,42 @@ async def test_an_agent_cannot_place_another_agents_plan_and_its_maker_still_can
     assert taken["status"] == "refused" and taken["violations"][0]["rule"] == "planNotFound"
     assert sent_by_other == 0
     assert placed["status"] == "filled", placed
+
+
+async def test_an_agents_own_day_loss_holds_its_stop_moves_and_leverage_and_not_anothers(runtime, paper):
+    """An agent's own dailyLossLimitUsd reached holds that agent's risk-widening calls without an order (a
+    stop moved away, a higher leverage) as its order judgement does, on the day's loss read at the call;
+    closer stops and lower leverage still go, and an agent without that limit is not held."""
+    write_policy(
+        runtime.home.path,
+        maxLossPerTradeUsd=5,
+        maxLeverage=10,
+        agents={"careful": {"dailyLossLimitUsd": 0.2}},
+    )
+    careful = await add_agent(runtime, "careful", "trade")
+    other = await add_agent(runtime, "other", "trade")
+    async with stdio_like(runtime, careful) as client:
+        opened = await call(client, "plan_order", {**BTC_CLOSE, "qty": "0.0003", "stop_loss": "79000"})
+        assert (await call(client, "place_order", {"plan_id": opened["plan_id"]}))["status"] == "filled"
+        assert (await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "3"}))[
+            "status"
+        ] == "done"
+        paper.set_prices("BTCUSDT", bid="79300", ask="79300.1", mark="79300")  # over $0.2 lost, stop not hit
+
+        farther = await call(client, "set_trading_stop", {"symbol": "BTCUSDT", "stop_loss": "78990"})
+        raised = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "5"})
+        closer = await call(client, "set_trading_stop", {"symbol": "BTCUSDT", "stop_loss": "79100"})
+        lowered = await call(client, "set_leverage", {"symbol": "BTCUSDT", "leverage": "2"})
+    for refused in (farther, raised):
+        assert refused["status"] == "refused"
+        assert [h["source"] for v in refused["violations"] for h in v.get("held_by", [])] == ["agentDayLoss"]
+    assert closer["status"] == "done" and lowered["status"] == "done"
+    assert paper.position("BTCUSDT").stop_loss == Decimal("79100")
+    assert paper.position("BTCUSDT").leverage == Decimal(2)
+    assert (
+        await runtime.store.journal.entries(kind=entry_kinds.LOSS_LIMIT) == []
+    )  # the account is not latched
+
+    async with stdio_like(runtime, other) as client:
+        moved = await call(client, "set_trading_stop", {"symbol": "BTCUSDT", "stop_loss": "78990"})
+    assert moved["status"] == "done" and paper.position("BTCUSDT").stop_loss == Decimal("78990")

@@ -17,7 +17,7 @@ from pilot.app.facts.pending import PendingRead, read_pending, spot_stops
 from pilot.app.facts.stream_cache import from_ms, to_ms
 from pilot.app.facts.streaming_reader import FACT_SOURCES
 from pilot.app.road.clock import Today
-from pilot.app.runtime.latches import cooldown_state, drawdown_state, start_cooldown
+from pilot.app.runtime.latches import cooldown_state, drawdown_state, next_midnight, start_cooldown
 from pilot.app.runtime.ledger import JournalState, Send
 from pilot.app.runtime.loss_limit import (
     NO_LATCH,
@@ -29,6 +29,7 @@ from pilot.app.runtime.loss_limit import (
 )
 from pilot.app.runtime.runtime import PolicyView, Runtime, acting_agent, loss_limit_hold
 from pilot.app.runtime.sessions import session_age
+from pilot.core.agent_budgets import for_agent
 from pilot.core.facts import (
     NO_DAY_PNL,
     NO_PENDING,
@@ -54,6 +55,7 @@ from pilot.core.freshness import as_of_ms
 from pilot.core.holds import Hold, HoldSource, TradingStatus
 from pilot.core.policy import Policy
 from pilot.core.risk import worst_case
+from pilot.core.rules.loss import day_loss_reached
 from pilot.core.venues import VenueProfile
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected, UnsupportedPositionMode
@@ -219,7 +221,29 @@ async def status_now(runtime: Runtime, view: PolicyView) -> TradingStatus:
     if account.day_pnl is None:  # fail closed: a stop moved away waits; a closer one never does
         unread = Hold(HoldSource.DAY_LOSS_UNREAD, TradingState.REDUCING, by="pilot")
         return TradingStatus((*status.holds, unread))
-    return await runtime.trading_status(view.policy, valid=view.valid)
+    status = await runtime.trading_status(view.policy, valid=view.valid)
+    own = agent_day_loss_hold(view.policy, now, equity, account.day_pnl)
+    return status if own is None else TradingStatus((*status.holds, own))
+
+
+def agent_day_loss_hold(policy: Policy, now: datetime, equity: Decimal | None, pnl: DayPnl) -> Hold | None:
+    """The acting agent's own daily loss limit reached, as a hold on it alone until 00:00 UTC (None: no agent
+    acting, no limit of its own, or not reached). The account's latch is the account's: an agent's limit
+    reached holds that agent, never the others, as its judgement of an order refuses that agent alone."""
+    agent = acting_agent()
+    budget = policy.agents.get(agent.name) if agent is not None else None
+    if agent is None or budget is None or budget.daily_loss_limit_usd is None:
+        return None
+    if not day_loss_reached(for_agent(policy, budget), equity, pnl):
+        return None
+    return Hold(
+        HoldSource.AGENT_DAY_LOSS,
+        TradingState.REDUCING,
+        by="pilot",
+        at=now,
+        until=next_midnight(now),
+        agent=agent.name,
+    )
 
 
 def daily_limit_set(policy: Policy) -> bool:
