@@ -33,6 +33,8 @@ def check(file: Path | None, output: str) -> None:
         emit_json(render_setup.policy_record(path, outcome))
     elif isinstance(outcome, LoadedPolicy):
         Console().print(render_setup.format_limits(outcome, path))
+        if outcome.policy.agents:
+            Console().print(render_setup.format_agent_budgets(outcome.policy))
     else:
         Console().print(render_setup.format_problems(outcome, path))
     if not isinstance(outcome, LoadedPolicy):

@@ -5,6 +5,7 @@ check`, `pilot doctor`): policy.json's limits or its problems, and the doctor's 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -152,6 +153,77 @@ def format_limits(loaded: LoadedPolicy, path: Path) -> Table:
     return table
 
 
+# An agent's limits as policy.md's "Agents' budgets" has them bind: the tighter of its own and the account's
+# (TIGHTER), or its own on its own count beside the account's on the account's (OWN_COUNT).
+TIGHTER = {
+    "maxNotionalUsd": "max_notional_usd",
+    "maxOrderNotionalUsd": "max_order_notional_usd",
+    "maxLossPerTradeUsd": "max_loss_per_trade_usd",
+    "dailyLossLimitUsd": "daily_loss_limit_usd",
+}
+OWN_COUNT = {"dailyOrderCap": "daily_order_cap", "maxTurnoverUsdPerDay": "max_turnover_usd_per_day"}
+
+
+def agent_budgets(policy: Policy) -> dict[str, dict[str, Any]]:
+    """Each agent's budget in policy.json as it binds: its markets, and per limit its own value, the
+    account's, and whose binds ("agent", "account", "both": each on its own count; None: no limit)."""
+    found: dict[str, dict[str, Any]] = {}
+    for name, budget in sorted(policy.agents.items()):
+        markets = budget.allowed_markets
+        limits: dict[str, Any] = {
+            "allowedMarkets": [m for m in policy.allowed_markets if markets is None or m in markets]
+        }
+        for key, field in {**TIGHTER, **OWN_COUNT}.items():
+            own, account = getattr(budget, field), getattr(policy, field)
+            limits[key] = {
+                "agent": _shown(own),
+                "account": _shown(account),
+                "binds": _binds(key, own, account),
+            }
+        limits["markets"] = sorted(budget.markets)
+        found[name] = limits
+    return found
+
+
+def _shown(value: Decimal | int | None) -> str | int | None:
+    if value is None or isinstance(value, int):
+        return value
+    return plain(value)
+
+
+def _binds(key: str, own: Any, account: Any) -> str | None:
+    if own is None:
+        return None if account is None else "account"
+    if key in OWN_COUNT:
+        return "agent" if account is None else "both"
+    return "agent" if account is None or own < account else "account"
+
+
+def format_agent_budgets(policy: Policy) -> Table:
+    """The agents' budgets as they bind, a row per agent (`pilot policy check`, beside the account's limits)."""
+    table = Table(
+        title="agents' budgets (policy.json's agents: the tighter of its own and the account's binds)",
+        caption="own: the agent's limit binds; acct: the account's; own + acct: each on its own count",
+    )
+    table.add_column("agent")
+    table.add_column("markets")
+    for header in ("position $", "order $", "loss/trade $", "day loss $", "orders/day", "turnover/day $"):
+        table.add_column(header, justify="right")
+    for name, limits in agent_budgets(policy).items():
+        cells = [_cell(limits[key]) for key in (*TIGHTER, *OWN_COUNT)]
+        table.add_row(name, "\n".join(limits["allowedMarkets"]) or "(none)", *cells)
+    return table
+
+
+def _cell(limit: dict[str, Any]) -> str:
+    binds = limit["binds"]
+    if binds is None:
+        return "-"
+    if binds == "both":
+        return f"{limit['agent']} own + {limit['account']} acct"
+    return f"{limit[binds]} {'own' if binds == 'agent' else 'acct'}"
+
+
 def policy_record(path: Path, outcome: LoadedPolicy | Sequence[PolicyIssue]) -> dict[str, Any]:
     """policy.json as JSON-ready data: valid with its limits per market, or each problem with its fix."""
     if not isinstance(outcome, LoadedPolicy):
@@ -184,6 +256,7 @@ def policy_record(path: Path, outcome: LoadedPolicy | Sequence[PolicyIssue]) -> 
             "pending_ttl_seconds": confirm.pending_ttl_seconds,
         },
         "markets": markets,
+        "agents": agent_budgets(policy),
     }
 
 

@@ -34,10 +34,10 @@ KEYS = {
         "daily_order_cap",
         "plan_ttl_seconds",
     }
-    | {"confirm", "markets"},
+    | {"confirm", "markets", "agents"},
     ("keys", "show"): {"home", "keys"},
     ("init",): {"home", "policy_created", "journal_created", "policy", "valid", "version", "trading_state"}
-    | {"daily_order_cap", "plan_ttl_seconds", "confirm", "markets"},
+    | {"daily_order_cap", "plan_ttl_seconds", "confirm", "markets", "agents"},
 }
 
 
@@ -144,6 +144,33 @@ async def test_init_prints_the_limits_it_set_with_the_confirmation_threshold(tmp
     assert document["markets"]["BTCUSDT"]["max_notional_usd"] == "150"
     assert document["markets"]["ETHUSDT"]["max_order_notional_usd"] == "100"
     assert json.loads((tmp_path / "json" / "policy.json").read_text()) == json.loads(DEFAULT_POLICY)
+
+
+async def test_the_check_shows_each_agents_budget_as_it_binds(home: Path) -> None:
+    policy = json.loads((home / "policy.json").read_text())
+    policy["agents"] = {
+        "scout": {"allowedMarkets": ["BTCUSDT"], "maxNotionalUsd": 10, "dailyOrderCap": 3},
+        "big": {"maxNotionalUsd": 100000, "dailyLossLimitUsd": 20},
+    }
+    (home / "policy.json").write_text(json.dumps(policy))
+
+    text = await pilot("policy", "check", "--home", str(home))
+    agents = (await pilot_json("policy", "check", "--home", str(home)))["agents"]
+
+    assert text.exit_code == 0 and "scout" in text.stdout and "big" in text.stdout
+    scout, big = agents["scout"], agents["big"]
+    assert scout["allowedMarkets"] == ["BTCUSDT"]
+    assert scout["maxNotionalUsd"] == {
+        "agent": "10",
+        "account": str(policy["maxNotionalUsd"]),
+        "binds": "agent",
+    }
+    assert scout["dailyOrderCap"] == {"agent": 3, "account": policy["dailyOrderCap"], "binds": "both"}
+    assert big["maxNotionalUsd"]["binds"] == "account" and big["allowedMarkets"] == policy["allowedMarkets"]
+    account_day = policy.get("dailyLossLimitUsd")
+    assert big["dailyLossLimitUsd"]["binds"] == (
+        "agent" if account_day is None or account_day > 20 else "account"
+    )
 
 
 async def test_a_check_that_fails_exits_1_and_a_usage_error_exits_2(home: Path) -> None:
