@@ -192,5 +192,13 @@ CREATE TABLE agents (
 # before, or by `pilot token issue`, keeps NULL: a client with no agent's name, as before.
 _V6 = "ALTER TABLE tokens ADD COLUMN role TEXT NULL;"
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# v7: the plans a use stopped in (claimed, no outcome) found without reading every plan ever made: upkeep
+# asks on every tick (pilot.store.plans.unfinished), and a long session makes thousands. The same partial
+# index the PostgreSQL schema has.
+_V7 = (
+    "CREATE INDEX IF NOT EXISTS plans_unfinished ON plans (claimed_at) "
+    "WHERE status = 'claimed' AND outcome_json IS NULL;"
+)
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -29,6 +29,17 @@ async def test_open_creates_the_folder_in_wal_mode_at_the_current_schema(db_path
     assert versions == [(version,) for version in range(1, SCHEMA_VERSION + 1)]
 
 
+async def test_upkeep_finds_stopped_plans_through_an_index_not_by_reading_every_plan(db_path: Path) -> None:
+    async with await open_store(db_path):
+        pass
+    with raw(db_path) as conn:
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT * FROM plans WHERE status = 'claimed' AND outcome_json IS NULL "
+            "ORDER BY claimed_at"
+        ).fetchall()
+    assert [row[-1] for row in plan] == ["SCAN plans USING INDEX plans_unfinished"]
+
+
 async def test_reopening_keeps_data_and_does_not_repeat_migrations(db_path: Path) -> None:
     for _ in range(3):
         async with await open_store(db_path) as store:
