@@ -74,7 +74,9 @@ def codes(policy: Policy, f: Facts) -> set[Code]:
 # --- every control at once ------------------------------------------------------------------------------
 
 
-@given(control_cases())
+# Half the cases keep every control inside its limit, where most orders pass and the assertions run; the
+# other half lets each lie past it one time in eight, where the orders that still pass (reducing) are.
+@given(st.booleans().flatmap(lambda others_past: control_cases(others_past=others_past)))
 def test_a_passing_order_meets_every_control(case):
     policy, f = open_case(*case)
     action = evaluate(policy, f).next_safe_action
