@@ -167,13 +167,15 @@ class ErrorCode(StrEnum):
     NO_KEY = "no_key"
     # going live (pilot.app.human.going_live): mainnet, real money
     PRACTICE_HOME = "practice_home"  # the home is practice from its first entry: live needs a new home
-    LIVE_HOME_ONLY_BYBIT = "live_home_only_bybit"  # a live home trades bybit (mainnet) and nothing else
+    LIVE_HOME_ONLY_BYBIT = "live_home_only_bybit"  # a live Bybit home trades bybit (mainnet) and nothing else
+    LIVE_HOME_ONLY_OKX = "live_home_only_okx"  # a live OKX home trades okx (real account) and nothing else
     NOT_A_TERMINAL = "not_a_terminal"  # live trading is turned on by a human typing at a terminal
     LIVE_PHRASE_MISMATCH = "live_phrase_mismatch"  # what was typed is not what the prompt asked
     LIVE_LIMITS_MISSING = "live_limits_missing"  # policy.json lacks limits a live home needs
     LIVE_OFF = "live_off"  # a live home whose live trading is off does not start its server
     KILL_SWITCH_ON = "kill_switch_on"  # live trading is not turned on while the kill switch is on
     DCP_NOT_SET = "dcp_not_set"  # Bybit's Disconnect Cancel All could not be set or verified
+    CANCEL_AFTER_NOT_SET = "cancel_after_not_set"  # OKX's cancel-all-after could not be set or verified
 
 
 class ExplainedError(Exception):
