@@ -61,17 +61,14 @@ def command(live: bool, exchange: str, output: str) -> None:
 def _init_live(home: Path, environment: str) -> None:
     """A live home: the conservative policy (unless one is there), then the journal's first entry says live.
     A home whose journal already has entries is practice for good, and is refused."""
-    from pilot.app.human.going_live import live_state, make_live
+    from pilot.app.human.going_live import example_host, live_policy, live_state, make_live
     from pilot.cli.home import on_desk
     from pilot.cli.live import format_live, live_record
-    from pilot.core.policy.live_limits import live_policy_text
-    from pilot.exchange.adapters import live_hosts, spelling
 
     make = partial(make_live, environment=environment)
     if Home(home).has_store():
         on_desk(home, make)  # refuses a practice journal (or another venue's) before anything is written
-    policy = live_policy_text(spelling(environment))
-    report = run(partial(init_home, policy_text=policy), home, given_store())
+    report = run(partial(init_home, policy_text=live_policy(environment)), home, given_store())
     state = on_desk(home, _made_live(make, live_state))
     if wants_json():
         emit_json({**render_setup.init_record(report), **live_record(state)})
@@ -80,7 +77,7 @@ def _init_live(home: Path, environment: str) -> None:
         click.echo(format_live(state))
         click.echo(
             f"Next (docs/going-live.md): store a trade-only, IP-bound key with `pilot keys add --exchange "
-            f"{environment} --host {live_hosts(environment)[0]} --home {home}` (your site's host), turn live on "
+            f"{environment} --host {example_host(environment)} --home {home}` (your site's host), turn live on "
             f"at a terminal with `pilot live on --home {home}`, then `pilot serve --exchange {environment} "
             f"--home {home}`."
         )

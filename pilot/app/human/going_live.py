@@ -58,6 +58,22 @@ async def live_environment(journal: Journal) -> str | None:
     return (card.environment or LIVE_ENVIRONMENT) if card.kind == LIVE else None
 
 
+def live_policy(environment: str) -> str:
+    """The conservative policy.json `pilot init --live` writes for a live home of `environment`, its markets
+    as that venue spells them."""
+    from pilot.core.policy.live_limits import live_policy_text
+    from pilot.exchange.adapters import spelling
+
+    return live_policy_text(spelling(environment))
+
+
+def example_host(environment: str) -> str:
+    """The first host a live environment's key may name (the global site's), for a next step's example."""
+    from pilot.exchange.adapters import live_hosts
+
+    return live_hosts(environment)[0]
+
+
 def only_its_venue(environment: str) -> ErrorCode:
     """The code a live home of `environment` refuses any other with: it names the one it trades."""
     return ErrorCode.LIVE_HOME_ONLY_OKX if environment == "okx" else ErrorCode.LIVE_HOME_ONLY_BYBIT

@@ -182,7 +182,10 @@ async def _backstops(
 
     if wants_countdown(adapter):
         try:
-            await start_countdown(runtime, adapter)
+            watch = runtime.gate.key_check
+            if not isinstance(watch, KeyWatch):  # never so: a live home starts only with its stored key
+                raise CountdownFailed("no stored key to renew it with")
+            watch.countdown = await start_countdown(runtime, adapter)
         except CountdownFailed as error:
             raise StartupError(
                 f"OKX's cancel-all-after is not in place: {error}",

@@ -122,7 +122,8 @@ class Countdown:
 
 
 async def start_countdown(runtime: Runtime, adapter: CancelAllAfter) -> Countdown:
-    """Set and verify the countdown for a live runtime, and hand it to the gate's key check and upkeep.
+    """Set and verify the countdown for a live runtime; the caller hands it to the server's key watch
+    (pilot.app.service.key_watch), whose `tick` renews it and whose check requires it.
 
     Raises:
         CountdownFailed: no dead-man's window, or it could not be set or verified (journaled).
@@ -137,12 +138,6 @@ async def start_countdown(runtime: Runtime, adapter: CancelAllAfter) -> Countdow
         await _journal(runtime, {"event": "failed", "problem": str(error)})
         raise
     await _journal(runtime, {"event": "set", "window_seconds": seconds, "verified": True})
-    from pilot.app.service.key_watch import KeyWatch
-
-    watch = runtime.gate.key_check
-    if not isinstance(watch, KeyWatch):
-        raise CountdownFailed("no stored key to renew it with")
-    watch.countdown = countdown
     return countdown
 
 
