@@ -257,3 +257,26 @@ async def test_a_renewal_that_fails_stops_growing_orders_while_a_close_goes(okx_
     sent = [seen.params for seen in okx.seen(ORDER) if seen.method == "POST"]
     assert [body.get("reduceOnly", False) for body in sent] == [False, True]  # the opening order, the close
     assert events[-1] == "renewal_failed" and renewed[-1] == "renewed"
+
+
+async def test_a_countdown_left_unrenewed_for_two_thirds_of_its_window_stops_growing_orders(
+    okx_home: Path, okx: OkxFront
+):
+    """Upkeep stalled (no failure seen, no renewal sent): OKX may cancel soon, so nothing grows until the
+    next renewal passes."""
+    await turn_on(okx_home)
+    clock = FakeClock(datetime.now(UTC))
+    async with (
+        open_runtime(okx_home, exchange="okx", clock=clock) as runtime,
+        Client(build_server(runtime)) as client,
+    ):
+        clock.advance(40)  # two thirds of the 60 s window with no upkeep round
+        stalled = await call(client, "plan_order", BUY)
+        refused = await call(client, "place_order", {"plan_id": stalled["plan_id"]})
+        await upkeep(runtime)  # renewed
+        again = await call(client, "plan_order", BUY)
+        placed = await call(client, "place_order", {"plan_id": again["plan_id"]})
+    assert refused["status"] == "refused", refused
+    assert [v["rule"] for v in refused["violations"]] == ["apiKeyPermissions"]
+    assert placed["status"] == "filled", placed
+    assert len(okx.seen(COUNTDOWN)) == 2
