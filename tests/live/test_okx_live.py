@@ -280,3 +280,15 @@ async def test_a_countdown_left_unrenewed_for_two_thirds_of_its_window_stops_gro
     assert [v["rule"] for v in refused["violations"]] == ["apiKeyPermissions"]
     assert placed["status"] == "filled", placed
     assert len(okx.seen(COUNTDOWN)) == 2
+
+
+def test_doctor_says_whether_the_okx_key_is_a_sub_account_s(okx_home: Path, okx: OkxFront):
+    def account() -> dict[str, Any]:
+        checked = pilot("doctor", "--exchange", "okx", "--home", str(okx_home), "--format", "json")
+        return next(c for c in json.loads(checked.stdout)["checks"] if c["name"] == "account")
+
+    sub = account()
+    okx.uid = okx.main_uid  # the main account's own key
+    main = account()
+    assert sub["ok"] and not sub.get("fix")
+    assert main["ok"] and main["fix"]  # works, with the advice to use a sub-account
