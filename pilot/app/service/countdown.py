@@ -6,6 +6,9 @@ again first. So a live OKX home sets it at start to the dead-man's window (polic
 deadManSwitch.afterSeconds, brought into OKX's 10-120 s), verifies OKX's answer says that many seconds are
 left, and renews it on upkeep's timer (every second in `pilot serve`) once a third of the window has passed,
 on the store's clock: if Pilot dies or loses the network, OKX cancels every order when the window runs out.
+(OKX takes one cancel-all-after a second per account: a renewal every 3-40 s per server stays far below it.)
+A server that stops leaves the countdown running, as Bybit's DCP fires once Pilot's connection is gone:
+what rests is cancelled a window after the last server of the home stopped renewing.
 
 A start where it cannot be set or verified does not start (StartupError "cancel_after_not_set"). While
 serving, a renewal that fails, or none for two thirds of the window (upkeep stalled), stops growing orders
