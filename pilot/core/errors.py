@@ -37,7 +37,8 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      │         │    └── PermissionCheckUnsupported keys.errors             the venue has no permission read
      │         ├── KeyUnreadable                   keys.errors             does not decrypt with this master
      │         ├── InvalidKeyInput                 keys.errors             empty, or paper without a URL
-     │         └── JournalKeyError                 keys.seal               the journal key file is unusable
+     │         ├── JournalKeyError                 keys.seal               the journal key file is unusable
+     │         └── CountdownLapsed                 app.service.countdown   OKX's countdown not renewed
      ├── StoreError                                store.errors            the store failed (sqlite3, psycopg)
      │    ├── StoreBusy                            store.errors            locked past the busy timeout
      │    ├── StoreFull                            store.errors            the disk is full: nothing written
@@ -63,6 +64,7 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      ├── TurnBusy                                  app.road.gate           the send turn held too long
      ├── StartupError                              app.service.boot        Pilot cannot start: code and fix
      ├── BackstopFailed                            app.service.backstops   a live home's DCP is not in place
+     ├── CountdownFailed                           app.service.countdown   OKX's cancel-all-after not set
      ├── HomeExchangeFailed                        app.service.home_paper  the shared paper exchange failed
      ├── ArgumentProblem                           server.arguments        an agent's argument: field and fix
      ├── NotLoggedIn                               console.access          a console request without a session
