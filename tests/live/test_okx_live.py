@@ -292,3 +292,13 @@ def test_doctor_says_whether_the_okx_key_is_a_sub_account_s(okx_home: Path, okx:
     main = account()
     assert sub["ok"] and not sub.get("fix")
     assert main["ok"] and main["fix"]  # works, with the advice to use a sub-account
+
+
+async def test_anyone_turns_a_live_okx_home_off_in_one_command(okx_home: Path):
+    await turn_on(okx_home)
+    stopped = await asyncio.to_thread(pilot, "live", "off", "--home", str(okx_home), "--format", "json")
+    assert stopped.exit_code == 0, stopped.output
+    with pytest.raises(StartupError) as off:
+        async with open_runtime(okx_home, exchange="okx"):
+            pass
+    assert off.value.code == "live_off"

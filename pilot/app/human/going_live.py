@@ -199,13 +199,14 @@ async def turn_live_off(runtime: Runtime, by: str, reason: str = "") -> LiveStat
     return await live_state(runtime)
 
 
-async def require_live_home(runtime: Runtime, environment: str = LIVE_ENVIRONMENT) -> None:
-    """Refuse a practice home, or a live home of another venue: a real-money key stored there could never be
-    used (it never starts on `environment`), and checking it would ask the venue for nothing."""
+async def require_live_home(runtime: Runtime, environment: str | None = None) -> None:
+    """Refuse a practice home, or (`environment` named) a live home of another venue: a real-money key
+    stored there could never be used (it never starts on `environment`), and checking it would ask the
+    venue for nothing. With no `environment`, a live home of either venue passes (`pilot live off`)."""
     trades = await live_environment(runtime.store.journal)
     if trades is None:
         raise practice_home(runtime)
-    if trades != environment:
+    if environment is not None and trades != environment:
         raise LiveRefused(
             only_its_venue(trades),
             f"{runtime.home.path} is a live home of {trades}: a {environment} key is never used there",
