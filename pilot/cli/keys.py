@@ -6,6 +6,7 @@ import asyncio
 import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,7 +21,7 @@ from pilot.app.human.exchange_keys import (
     replace_key,
     show_keys,
 )
-from pilot.app.runtime.runtime import LIVE_ENVIRONMENT
+from pilot.app.runtime.runtime import is_live
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.keys.environments import Environment
@@ -191,10 +192,10 @@ def _read_secrets(environment: Environment, from_stdin: bool) -> tuple[str, str,
 
 def _refuse_mainnet_on_practice(home: Path, environment: str) -> None:
     """A mainnet key in a practice home is refused before a secret is typed or mainnet is asked."""
-    if environment == LIVE_ENVIRONMENT:
+    if is_live(environment):
         from pilot.app.human.going_live import require_live_home
 
-        on_desk(home, require_live_home)
+        on_desk(home, partial(require_live_home, environment=environment))
 
 
 def _run(use_case: Coroutine[Any, Any, T]) -> T:
@@ -207,7 +208,7 @@ def _run(use_case: Coroutine[Any, Any, T]) -> T:
 
 def _warn_if_not_ip_bound(summary: KeySummary) -> None:
     environment = Environment(summary.environment)
-    if summary.check.main_account is True and environment == Environment.BYBIT:
+    if summary.check.main_account is True and environment.live:
         click.echo(
             "Note: this is the main account's key. A sub-account funded with only the risk budget is safer "
             "(docs/going-live.md).",

@@ -37,7 +37,8 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      │         │    └── PermissionCheckUnsupported keys.errors             the venue has no permission read
      │         ├── KeyUnreadable                   keys.errors             does not decrypt with this master
      │         ├── InvalidKeyInput                 keys.errors             empty, or paper without a URL
-     │         └── JournalKeyError                 keys.seal               the journal key file is unusable
+     │         ├── JournalKeyError                 keys.seal               the journal key file is unusable
+     │         └── CountdownLapsed                 app.service.countdown   OKX's countdown not renewed
      ├── StoreError                                store.errors            the store failed (sqlite3, psycopg)
      │    ├── StoreBusy                            store.errors            locked past the busy timeout
      │    ├── StoreFull                            store.errors            the disk is full: nothing written
@@ -63,6 +64,7 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      ├── TurnBusy                                  app.road.gate           the send turn held too long
      ├── StartupError                              app.service.boot        Pilot cannot start: code and fix
      ├── BackstopFailed                            app.service.backstops   a live home's DCP is not in place
+     ├── CountdownFailed                           app.service.countdown   OKX's cancel-all-after not set
      ├── HomeExchangeFailed                        app.service.home_paper  the shared paper exchange failed
      ├── ArgumentProblem                           server.arguments        an agent's argument: field and fix
      ├── NotLoggedIn                               console.access          a console request without a session
@@ -167,13 +169,15 @@ class ErrorCode(StrEnum):
     NO_KEY = "no_key"
     # going live (pilot.app.human.going_live): mainnet, real money
     PRACTICE_HOME = "practice_home"  # the home is practice from its first entry: live needs a new home
-    LIVE_HOME_ONLY_BYBIT = "live_home_only_bybit"  # a live home trades bybit (mainnet) and nothing else
+    LIVE_HOME_ONLY_BYBIT = "live_home_only_bybit"  # a live Bybit home trades bybit (mainnet) and nothing else
+    LIVE_HOME_ONLY_OKX = "live_home_only_okx"  # a live OKX home trades okx (real account) and nothing else
     NOT_A_TERMINAL = "not_a_terminal"  # live trading is turned on by a human typing at a terminal
     LIVE_PHRASE_MISMATCH = "live_phrase_mismatch"  # what was typed is not what the prompt asked
     LIVE_LIMITS_MISSING = "live_limits_missing"  # policy.json lacks limits a live home needs
     LIVE_OFF = "live_off"  # a live home whose live trading is off does not start its server
     KILL_SWITCH_ON = "kill_switch_on"  # live trading is not turned on while the kill switch is on
     DCP_NOT_SET = "dcp_not_set"  # Bybit's Disconnect Cancel All could not be set or verified
+    CANCEL_AFTER_NOT_SET = "cancel_after_not_set"  # OKX's cancel-all-after could not be set or verified
 
 
 class ExplainedError(Exception):

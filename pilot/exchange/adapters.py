@@ -3,8 +3,10 @@
 The use cases reach a venue through these and the port (pilot.app.road.ports), never through a venue's
 package: `connect_exchange` builds the REST adapter, `open_streams` its WebSocket streams, and
 `paper_streams_url` asks an attached paper exchange where its streams are. The environments Pilot knows
-(ENVIRONMENTS): Bybit V5's bybit-demo, bybit-testnet and bybit (mainnet, a live home only), paper (the Bybit V5 paper exchange on loopback,
-pilot.paper), and OKX's okx-demo (OKX demo trading, pilot.exchange.okx). The streams' client is imported
+(ENVIRONMENTS): Bybit V5's bybit-demo, bybit-testnet and bybit (mainnet, a live home only), paper (the Bybit
+V5 paper exchange on loopback, pilot.paper), and OKX's okx-demo (OKX demo trading) and okx (OKX's real
+account, a live home only), pilot.exchange.okx. LIVE_ENVIRONMENTS are the real-money ones: each on a host the
+human names among its venue's (`live_url`). The streams' client is imported
 only when streams are opened, and OKX's adapter only for an OKX environment (a Bybit or paper server does
 not import it); OKX's streams are opened by its adapter, which holds the key's passphrase and the
 contracts its sizes are counted in.
@@ -31,8 +33,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LEGACY_REQUEST_KEYS",
+    "LIVE_ENVIRONMENTS",
     "MAINNET_HOSTS",
     "connect_exchange",
+    "live_hosts",
+    "live_url",
     "mainnet_url",
     "open_dcp_connection",
     "open_streams",
@@ -41,8 +46,27 @@ __all__ = [
 ]
 
 BYBIT_ENVIRONMENTS = ("paper", "bybit-demo", "bybit-testnet", "bybit")
-OKX_ENVIRONMENTS = ("okx-demo",)
+OKX_ENVIRONMENTS = ("okx-demo", "okx")
 ENVIRONMENTS = (*BYBIT_ENVIRONMENTS, *OKX_ENVIRONMENTS)
+LIVE_ENVIRONMENTS = ("bybit", "okx")  # real money: a live home of that venue only
+
+
+def live_hosts(environment: str) -> tuple[str, ...]:
+    """The hosts a live environment's key may name (Bybit's mainnet hosts, OKX's API hosts)."""
+    if environment in OKX_ENVIRONMENTS:
+        from pilot.exchange.okx.urls import LIVE_HOSTS
+
+        return tuple(LIVE_HOSTS)
+    return tuple(MAINNET_HOSTS)
+
+
+def live_url(environment: str, host: str) -> str:
+    """The base URL of the live environment's host `host`, or ValueError naming the hosts it may be."""
+    if environment in OKX_ENVIRONMENTS:
+        from pilot.exchange.okx.urls import live_url as okx_live_url
+
+        return okx_live_url(host)
+    return mainnet_url(host)
 
 
 def spelling(environment: str) -> Callable[[str], str]:
@@ -60,8 +84,9 @@ def _as_it_is(symbol: str) -> str:
 
 
 def streams_served(environment: str) -> bool:
-    """Whether Pilot has a streams client for the environment's venue."""
-    return environment in ENVIRONMENTS
+    """Whether Pilot has a streams client for the environment's venue (none yet for OKX's real account:
+    a live OKX home reads over REST)."""
+    return environment in ENVIRONMENTS and environment != "okx"
 
 
 def connect_exchange(

@@ -107,10 +107,10 @@ def _clean(value: str, label: str, venue: str) -> str:
 
 
 def checked_address(environment: Environment, base_url: str | None) -> str | None:
-    """Return the address to store: None for demo and testnet, a listed mainnet host's URL for bybit, a
-    loopback http URL with a port for paper."""
+    """Return the address to store: None for demo and testnet, a listed host's URL for a live environment
+    (bybit, okx), a loopback http URL with a port for paper."""
     if environment.needs_host:
-        return _mainnet_address(base_url)
+        return _live_address(environment, base_url)
     if not environment.needs_url:
         if base_url:
             raise InvalidKeyInput(
@@ -130,20 +130,19 @@ def checked_address(environment: Environment, base_url: str | None) -> str | Non
     return base_url.rstrip("/")
 
 
-def _mainnet_address(base_url: str | None) -> str:
-    from pilot.exchange.adapters import MAINNET_HOSTS, mainnet_url
+def _live_address(environment: Environment, base_url: str | None) -> str:
+    from pilot.exchange.adapters import live_hosts, live_url
 
+    hosts = ", ".join(live_hosts(environment.value))
     if not base_url:
         raise InvalidKeyInput(
-            "bybit (mainnet) needs its host named.",
-            f"pass --host with the one your Bybit site gives: {', '.join(MAINNET_HOSTS)}.",
+            f"{environment.value} ({environment.venue_name}, real money) needs its host named.",
+            f"pass --host with the one your {environment.venue_name} site gives: {hosts}.",
         )
     try:
-        return mainnet_url(base_url)
+        return live_url(environment.value, base_url)
     except ValueError as error:
-        raise InvalidKeyInput(
-            str(error) + ".", f"pass --host with one of {', '.join(MAINNET_HOSTS)}."
-        ) from None
+        raise InvalidKeyInput(str(error) + ".", f"pass --host with one of {hosts}.") from None
 
 
 def _is_loopback_address(base_url: str) -> bool:

@@ -1,12 +1,12 @@
-"""The exchange environments a key can belong to. `bybit` is mainnet: real money, a live home's only one.
+"""The exchange environments a key can belong to. `bybit` and `okx` are mainnet: real money, a live home's.
 
 Each names its venue (bound into a stored key's ciphertext) and what a key for it is made of: Bybit's and
 the paper exchange's are a key and a secret, OKX's a key, a secret and the passphrase chosen when the key
 was created (a third secret, stored sealed with the other two and never shown).
 
-Live trading comes with its own opt-in (a human's, per home, `pilot live on`): Bybit's mainnet (`bybit`) is
-declared, open to a live home only. OKX's live environment ("okx-live", the same API without the demo header)
-is not yet: `pilot keys add` cannot name it, and the adapters refuse its addresses.
+Live trading comes with its own opt-in (a human's, per home, `pilot live on`): Bybit's mainnet (`bybit`) and
+OKX's real account (`okx`: the same API as okx-demo without the demo header) are each open to a live home of
+that venue only, on a host the human names among the venue's own (pilot.exchange.adapters.live_url).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ class Environment(StrEnum):
     BYBIT_TESTNET = "bybit-testnet"
     BYBIT = "bybit"  # mainnet, on a host Bybit lists (pilot.exchange.bybit.urls): a live home only
     OKX_DEMO = "okx-demo"  # OKX demo trading: OKX's live API with the `x-simulated-trading: 1` header
+    OKX = "okx"  # OKX's real account, on a host OKX lists (pilot.exchange.okx.urls): a live home only
     PAPER = "paper"  # Pilot's own simulator on loopback: rehearsal and tests
 
     @property
@@ -32,13 +33,13 @@ class Environment(StrEnum):
 
     @property
     def needs_host(self) -> bool:
-        """Whether a key names its host: mainnet's, chosen among Bybit's listed hosts."""
-        return self is Environment.BYBIT
+        """Whether a key names its host: mainnet's, chosen among the venue's listed hosts."""
+        return self.live
 
     @property
     def live(self) -> bool:
         """Real money: held to the live key rules and open to a live home only."""
-        return self is Environment.BYBIT
+        return self in (Environment.BYBIT, Environment.OKX)
 
     @property
     def needs_passphrase(self) -> bool:
@@ -56,5 +57,6 @@ _VENUES = {
     Environment.BYBIT_TESTNET: "bybit",
     Environment.BYBIT: "bybit",
     Environment.OKX_DEMO: "okx",
+    Environment.OKX: "okx",
     Environment.PAPER: "paper",
 }

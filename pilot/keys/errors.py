@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pilot.core.errors import ErrorCode, ExplainedError
 from pilot.keys.environments import Environment
-from pilot.keys.permissions import LEAST_PRIVILEGE, fixes
+from pilot.keys.permissions import LEAST_PRIVILEGE, fixes, okx_fixes
 
 # The host a mainnet key's command names in a fix: Bybit's global one; a regional site's user swaps in theirs.
 MAINNET_FIX_HOST = "api.bybit.com"
@@ -142,6 +142,8 @@ def _least_privilege(environment: str, disallowed: tuple[str, ...]) -> str:
         venue = Environment(environment).exchange
     except ValueError:
         venue = "bybit"
+    if venue == "okx":
+        return okx_fixes(disallowed)
     if venue != "bybit":
         return LEAST_PRIVILEGE[venue]
     return (

@@ -134,3 +134,18 @@ def fixes(disallowed: tuple[str, ...]) -> str:
     clauses = [f"untick {', '.join(boxes)}"] if boxes else []
     clauses += [LIVE_FIXES[name] for name in disallowed if name in LIVE_FIXES]
     return "; ".join(clauses)
+
+
+# What to change on OKX's API page for each of a live key's refusals (OKX's own words for its permissions).
+OKX_LIVE_FIXES: dict[str, str] = {
+    READ_ONLY: "add the Trade permission (Read and Trade, never Withdraw)",
+    NOT_IP_BOUND: "bind the key to this machine's public IP address",
+    EXPIRING: "create a new key bound to your IP and `pilot keys replace` it",
+}
+
+
+def okx_fixes(disallowed: tuple[str, ...]) -> str:
+    """What to change for an OKX key: the least-privilege rule, then each live refusal's fix."""
+    clauses = [LEAST_PRIVILEGE["okx"]] if any(not name.startswith("(") for name in disallowed) else []
+    clauses += [OKX_LIVE_FIXES[name] for name in disallowed if name in OKX_LIVE_FIXES]
+    return "; ".join(clauses) or LEAST_PRIVILEGE["okx"]

@@ -43,8 +43,8 @@ not real money).
 
 
 LIVE_NOTE = """\
-THIS SERVER TRADES REAL MONEY: environment "bybit" is Bybit mainnet (LIVE). Every order spends the human's
-funds; when in doubt, plan and ask the human rather than place.
+THIS SERVER TRADES REAL MONEY: environment "{environment}" is {venue}'s real account (LIVE). Every order spends
+the human's funds; when in doubt, plan and ask the human rather than place.
 """
 
 
@@ -121,7 +121,8 @@ def build_server(runtime: Runtime, *, tools: Iterable[str] | str = "all") -> MCP
         ValueError: `tools` names an unknown set or tool.
     """
     exposed = select_tools(tools)
-    instructions = INSTRUCTIONS + (LIVE_NOTE if runtime.live else "")
+    live = LIVE_NOTE.format(environment=runtime.environment, venue=runtime.venue.name)
+    instructions = INSTRUCTIONS + (live if runtime.live else "")
     mcp = PilotServer(runtime, name="pilot", version="0.1.0", instructions=instructions)
     register_market_tools(mcp, runtime)
     register_trading_tools(mcp, runtime, Resolvers(runtime))

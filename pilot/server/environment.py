@@ -14,7 +14,7 @@ from dataclasses import replace
 from mcp.server.mcpserver import MCPServer
 
 from pilot.app.answers.responses import Answer
-from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, environment_label
+from pilot.app.runtime.runtime import environment_label, is_live
 from pilot.server import sdk
 
 
@@ -31,7 +31,7 @@ def answer_environment(environment: str) -> str:
 def label(environment: str) -> str:
     """How tools/list's descriptions end: the environment the server trades, LIVE for real money. Short:
     it is paid for once per tool in every tools/list (tests/app/test_tools_list.py holds the size)."""
-    return " [LIVE bybit]" if environment == LIVE_ENVIRONMENT else f" [{environment}]"
+    return f" [LIVE {environment}]" if is_live(environment) else f" [{environment}]"
 
 
 def describe_the_environment(mcp: MCPServer, environment: str) -> None:

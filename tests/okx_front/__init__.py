@@ -19,7 +19,10 @@ The markets are the paper exchange's, as OKX would list them (pilot.exchange.okx
 is BTC-USDT-SWAP with contracts of its Bybit step × 100 coins (lot 0.01 contract: BTC 0.001, ETH 0.1), spot
 BTCUSDT is BTC-USDT. Tests change what it answers with rules (`Rule`: an answer of their own, instead of the
 front's or after it; or the connection closed after the request was carried out, `drop`), set the account's
-position mode (`position_mode`) and the key's permissions (`perm`, `ip`). Its WebSocket side (streams.py, at
+position mode (`position_mode`) and the key's permissions (`perm`, `ip`, `uid` against `main_uid`). With
+`live` True it stands in for OKX's real account instead: a request with the demo header is then refused as
+OKX refuses a demo request on a live key (50101). Its cancel-all-after (`countdown`: the timeOut last set,
+None before any) answers as OKX's docs do. Its WebSocket side (streams.py, at
 `ws_url`) pushes OKX's channels translated from the paper exchange's own streams.
 
     with OkxFront(paper) as front:
@@ -95,6 +98,9 @@ class OkxFront:
         self.position_mode = "net_mode"
         self.perm = "read_only,trade"
         self.ip = "203.0.113.7"
+        self.uid, self.main_uid = "44705892343619585", "44705892343619584"  # a sub-account's key
+        self.live = False
+        self.countdown: int | None = None
         self._seen: list[Seen] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -135,7 +141,7 @@ class OkxFront:
         """What OKX answers: the checks it makes first (the demo header, the signature over `target`, the
         path and a GET's query), then the endpoint."""
         path = target.split("?", 1)[0]
-        if headers.get("x-simulated-trading") != "1":
+        if (headers.get("x-simulated-trading") == "1") == self.live:
             return error(50101, "APIKey does not match current environment.")
         handler = PUBLIC.get((method, path))
         if handler is None:

@@ -139,8 +139,8 @@ def config(front: OkxFront, params: Params) -> Row:
     return ok(
         [
             {
-                "uid": "44705892343619584",
-                "mainUid": "44705892343619584",
+                "uid": front.uid,
+                "mainUid": front.main_uid,
                 "acctLv": "2",
                 "posMode": front.position_mode,
                 "autoLoan": False,
@@ -151,6 +151,19 @@ def config(front: OkxFront, params: Params) -> Row:
             }
         ]
     )
+
+
+def cancel_all_after(front: OkxFront, params: Params) -> Row:
+    """POST /api/v5/trade/cancel-all-after as OKX's docs answer it (docs-v5, Trade > "Cancel All After":
+    request {"timeOut":"60"}, response {"code":"0","msg":"","data":[{"triggerTime":"1587971460","tag":"",
+    "ts":"1587971400"}]}; here in milliseconds, as the field descriptions say). timeOut 0 or 10-120."""
+    seconds = int(str(params["timeOut"]))
+    if seconds != 0 and not 10 <= seconds <= 120:
+        return error(51000, "Parameter timeOut error")
+    front.countdown = seconds
+    now = int(time.time() * 1000)
+    trigger = now + seconds * 1000 if seconds else 0
+    return ok([{"triggerTime": str(trigger), "tag": "", "ts": str(now)}])
 
 
 def balance(front: OkxFront, params: Params) -> Row:
@@ -236,4 +249,5 @@ ACCOUNT: dict[tuple[str, str], Handler] = {
     ("GET", "/api/v5/account/positions"): positions,
     ("GET", "/api/v5/account/leverage-info"): leverage_info,
     ("POST", "/api/v5/account/set-leverage"): set_leverage,
+    ("POST", "/api/v5/trade/cancel-all-after"): cancel_all_after,
 }

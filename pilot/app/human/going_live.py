@@ -1,8 +1,10 @@
-"""Going live: a home that trades Bybit mainnet (real money), and the human's opt-in that lets it.
+"""Going live: a home that trades real money (Bybit's mainnet, or OKX's real account), and the human's
+opt-in that lets it.
 
 A home is practice or live from its first journal entry: `pilot init --live` writes a `home` entry saying
-live into an empty journal; a home whose first entry is anything else is practice for good, and a live home
-trades the `bybit` environment and nothing else. Live trading is off until a human turns it on at a
+live, and naming the one real-money environment it trades (`bybit` or `okx`), into an empty journal; a home
+whose first entry is anything else is practice for good, and a live home trades the environment its first
+entry names and nothing else. Live trading is off until a human turns it on at a
 terminal by typing the phrase the prompt shows (`pilot live on`, the CLI checks the terminal); that is
 journaled as the human's act. Turning it off is open to anyone: `pilot live off`, and any kill switch entry
 (the agent's, the console's, the dead-man's) ends the opt-in too (pilot.app.runtime.ledger.JournalState
@@ -18,7 +20,7 @@ from pilot.app.answers import entry_kinds
 from pilot.app.answers.receipts import LIVE_HOME, PRACTICE_HOME
 from pilot.app.human.desk import HumanError, home_card
 from pilot.app.human.kill_switch import REASON_LIMIT
-from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, Runtime
+from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, Runtime, is_live
 from pilot.core.errors import ErrorCode
 from pilot.core.policy.live_limits import missing_for_live
 from pilot.store import Journal
@@ -50,6 +52,33 @@ async def home_kind(journal: Journal) -> str:
     return (await home_card(journal)).kind
 
 
+async def live_environment(journal: Journal) -> str | None:
+    """The real-money environment a live home trades (its first entry's), None for a practice home."""
+    card = await home_card(journal)
+    return (card.environment or LIVE_ENVIRONMENT) if card.kind == LIVE else None
+
+
+def live_policy(environment: str) -> str:
+    """The conservative policy.json `pilot init --live` writes for a live home of `environment`, its markets
+    as that venue spells them."""
+    from pilot.core.policy.live_limits import live_policy_text
+    from pilot.exchange.adapters import spelling
+
+    return live_policy_text(spelling(environment))
+
+
+def example_host(environment: str) -> str:
+    """The first host a live environment's key may name (the global site's), for a next step's example."""
+    from pilot.exchange.adapters import live_hosts
+
+    return live_hosts(environment)[0]
+
+
+def only_its_venue(environment: str) -> ErrorCode:
+    """The code a live home of `environment` refuses any other with: it names the one it trades."""
+    return ErrorCode.LIVE_HOME_ONLY_OKX if environment == "okx" else ErrorCode.LIVE_HOME_ONLY_BYBIT
+
+
 async def live_state(runtime: Runtime) -> LiveState:
     """The home's kind and its opt-in as the journal says now."""
     kind = await home_kind(runtime.store.journal)
@@ -66,17 +95,26 @@ async def live_state(runtime: Runtime) -> LiveState:
     return LiveState(LIVE, False, ended.data.get("by"), ended.at, ended.data.get("reason"))
 
 
-async def make_live(runtime: Runtime) -> None:
-    """Make a home with an empty journal a live home (its first entry). A journal with entries is refused:
-    its home is practice for good."""
+async def make_live(runtime: Runtime, environment: str = LIVE_ENVIRONMENT) -> None:
+    """Make a home with an empty journal a live home of `environment` (bybit or okx; its first entry). A
+    journal with entries is refused: its home is practice for good, or live for the environment it names."""
+    if not is_live(environment):
+        raise ValueError(f"{environment} is not a real-money environment")
     journal = runtime.store.journal
     if (await journal.mark()).seq != 0:
-        if await home_kind(journal) == LIVE:
+        trades = await live_environment(journal)
+        if trades == environment:
             return
+        if trades is not None:
+            raise LiveRefused(
+                only_its_venue(trades),
+                f"{runtime.home.path} is a live home of {trades}; a live home trades one venue for good",
+                "make a live home for the other venue in a new folder: `pilot init --live --home NEW_FOLDER`",
+            )
         raise practice_home(runtime)
     await journal.append(
         entry_kinds.HOME,
-        {"kind": LIVE, "environment": LIVE_ENVIRONMENT},
+        {"kind": LIVE, "environment": environment},
         now=runtime.now(),
         actor="human",
     )
@@ -163,11 +201,20 @@ async def turn_live_off(runtime: Runtime, by: str, reason: str = "") -> LiveStat
     return await live_state(runtime)
 
 
-async def require_live_home(runtime: Runtime) -> None:
-    """Refuse a practice home: a mainnet key stored there could never be used (it never starts on bybit),
-    and checking it would ask mainnet for nothing."""
-    if await home_kind(runtime.store.journal) != LIVE:
+async def require_live_home(runtime: Runtime, environment: str | None = None) -> None:
+    """Refuse a practice home, or (`environment` named) a live home of another venue: a real-money key
+    stored there could never be used (it never starts on `environment`), and checking it would ask the
+    venue for nothing. With no `environment`, a live home of either venue passes (`pilot live off`)."""
+    trades = await live_environment(runtime.store.journal)
+    if trades is None:
         raise practice_home(runtime)
+    if environment is not None and trades != environment:
+        raise LiveRefused(
+            only_its_venue(trades),
+            f"{runtime.home.path} is a live home of {trades}: a {environment} key is never used there",
+            f"store a {trades} key here (`pilot keys add --exchange {trades} --host HOST`), or make a live "
+            f"home for {environment} in a new folder",
+        )
 
 
 def practice_home(runtime: Runtime) -> LiveRefused:

@@ -123,3 +123,13 @@ class DisconnectProtection(Protocol):
 
     async def set_dcp(self, product: str, window_seconds: int) -> None: ...
     async def dcp_windows(self) -> dict[str, int]: ...
+
+
+@runtime_checkable
+class CancelAllAfter(Protocol):
+    """The venue's own dead-man's switch as a countdown (OKX's cancel-all-after): every order is cancelled
+    when it runs out, unless set again first; set by a live home at start and renewed while it serves."""
+
+    countdown_range: tuple[int, int]  # the seconds the venue accepts (0 turns it off)
+
+    async def set_cancel_after(self, seconds: int) -> float: ...  # the seconds the venue says are left

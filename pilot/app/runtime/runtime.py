@@ -27,6 +27,7 @@ from pilot.core.facts import TradingState
 from pilot.core.holds import Hold, HoldSource, TradingStatus
 from pilot.core.policy import LoadedPolicy, Policy, PolicyIssue
 from pilot.core.venues import VenueProfile
+from pilot.exchange.adapters import LIVE_ENVIRONMENTS
 from pilot.store import ACTING as ACTING
 from pilot.store import Holder as Holder
 from pilot.store import Instant, JournalEntry, Store, StoreError, StoreLocation, Unless
@@ -43,12 +44,17 @@ REDUCING_KINDS = frozenset(
         entry_kinds.AGENT_SWITCH,
     }
 )
-LIVE_ENVIRONMENT = "bybit"  # mainnet: real money, a live home's only environment
+LIVE_ENVIRONMENT = "bybit"  # Bybit's mainnet: real money, a live Bybit home's only environment
+
+
+def is_live(environment: str) -> bool:
+    """Whether `environment` trades real money (Bybit's mainnet, OKX's real account): a live home's only."""
+    return environment in LIVE_ENVIRONMENTS
 
 
 def environment_label(environment: str) -> str:
-    """The environment as every answer and phone message names it: LIVE after mainnet's, real money."""
-    return f"{environment} LIVE" if environment == LIVE_ENVIRONMENT else environment
+    """The environment as every answer and phone message names it: LIVE after a real-money one's."""
+    return f"{environment} LIVE" if is_live(environment) else environment
 
 
 # How many times a send is judged again when what it was judged on changes as it is about to leave.
@@ -185,8 +191,8 @@ class Runtime:
 
     @property
     def live(self) -> bool:
-        """Whether this runtime trades real money (mainnet)."""
-        return self.environment == LIVE_ENVIRONMENT
+        """Whether this runtime trades real money (Bybit's mainnet, OKX's real account)."""
+        return is_live(self.environment)
 
     @property
     def venue(self) -> VenueProfile:

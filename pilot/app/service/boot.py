@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pilot.app.human.kill_switch import stop_on_rollback
 from pilot.app.road.clock import Clock, SystemClock, store_clock
 from pilot.app.road.ports import Exchange, ExchangeReader
-from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, Home, Runtime, assemble_runtime, read_policy
+from pilot.app.runtime.runtime import Home, Runtime, assemble_runtime, is_live, read_policy
 from pilot.app.service.key_watch import KeyWatch
 from pilot.app.service.upkeep import upkeep
 from pilot.core.errors import ErrorCode
@@ -23,7 +23,7 @@ from pilot.store import Store, StoreError, open_store
 if TYPE_CHECKING:
     from pilot.paper.lock import StateInUse
 
-EXCHANGES = ENVIRONMENTS  # paper, bybit-demo, bybit-testnet, bybit (live), okx-demo (exchange.adapters)
+EXCHANGES = ENVIRONMENTS  # paper, bybit-demo, bybit-testnet, bybit (live), okx-demo, okx (live): adapters
 log = logging.getLogger("pilot.boot")
 
 
@@ -60,7 +60,7 @@ async def open_runtime(
     naming `pilot sim` and `--paper-url`); with `shared_paper` (`pilot serve`), the home's own in a process
     of its own, shared by its servers (pilot.app.service.home_paper). With paper_url, Pilot attaches to that
     paper exchange (a running `pilot sim`) with the paper key stored in the home, or else the scenario's key.
-    bybit-demo, bybit-testnet, okx-demo and bybit (mainnet: a live home only, _live_checks) use the key stored
+    bybit-demo, bybit-testnet, okx-demo, bybit and okx (real money: a live home only, _live_checks) use the key stored
     with `pilot keys add`, its permissions re-checked when stale. With record_dir, every exchange request
     and answer is written there, redacted (pilot.exchange.recordings).
 
@@ -101,50 +101,65 @@ async def open_runtime(
 
 
 async def _admit(home: Path, exchange: str, paper_url: str | None, clock: Clock) -> None:
-    """Refuse an unknown exchange, --paper-url beside another one, and, before any request, bybit (mainnet)
-    for a home that is not live."""
+    """Refuse an unknown exchange, --paper-url beside another one, and, before any request, a real-money
+    environment for a home that is not a live home of that environment."""
     if exchange not in EXCHANGES:
         raise StartupError(f"unknown exchange {exchange!r}: use one of {', '.join(EXCHANGES)}")
     if paper_url is not None and exchange != "paper":
         raise StartupError(f"--paper-url attaches to a paper exchange; it cannot be used with {exchange}")
-    if exchange == LIVE_ENVIRONMENT:  # only a live home ever reaches mainnet
-        await _require_live_home(home, clock)
+    # Only a live home of that venue ever reaches real money; a live home reaches nothing else (asked before
+    # a stored key is looked for; on paper, _live_checks says it once the store is open).
+    if is_live(exchange) or (exchange != "paper" and Home(home).has_store()):
+        await _require_live_home(home, clock, exchange)
 
 
-async def _require_live_home(home: Path, clock: Clock) -> None:
-    """Refuse `bybit` (mainnet) for a home whose journal did not begin live."""
-    from pilot.app.human.going_live import LIVE, home_kind
+async def _require_live_home(home: Path, clock: Clock, exchange: str) -> None:
+    """Refuse `exchange` (real money) for a home whose journal did not begin live for it, and any other
+    environment for a live home."""
+    from pilot.app.human.going_live import live_environment
 
     try:
         store = await open_store(Home(home).store(), home=home, clock=store_clock(clock))
     except StoreError as error:
         raise StartupError(str(error)) from None
     try:
-        kind = await home_kind(store.journal)
+        trades = await live_environment(store.journal)
     finally:
         await store.close()
-    if kind != LIVE:
+    if trades is None and not is_live(exchange):
+        return
+    if trades is None:
         raise StartupError(
-            f"{home} is a practice home: it never trades bybit (mainnet, real money)",
+            f"{home} is a practice home: it never trades {exchange} (real money)",
             code=ErrorCode.PRACTICE_HOME,
             fix="make a live home in a new folder with `pilot init --live --home NEW_FOLDER`",
         )
+    if trades != exchange:
+        raise _only_its_venue(home, trades)
+
+
+def _only_its_venue(home: Path, trades: str) -> StartupError:
+    from pilot.app.human.going_live import only_its_venue
+
+    return StartupError(
+        f"{home} is a live home: it trades {trades} (real money) and nothing else",
+        code=only_its_venue(trades),
+        fix=f"start it with `--exchange {trades}`, or practise in another home (`pilot init --home NEW_FOLDER`)",
+    )
 
 
 async def _live_checks(
     runtime: Runtime, stack: contextlib.AsyncExitStack, adapter: Exchange, venue: _Venue
 ) -> None:
-    """A live home starts only on bybit, with the limits it needs, a human's opt-in standing, and Bybit's
-    Disconnect Cancel All set to the dead-man's window and verified (pilot.app.service.backstops)."""
-    from pilot.app.human.going_live import LIVE, LiveRefused, home_kind, live_state, require_live_limits
+    """A live home starts only on the environment its journal names, with the limits it needs, a human's
+    opt-in standing, and the venue's own dead-man's switch set to the dead-man's window and verified
+    (pilot.app.service.backstops: Bybit's Disconnect Cancel All, OKX's cancel-all-after)."""
+    from pilot.app.human.going_live import LiveRefused, live_environment, live_state, require_live_limits
 
+    trades = await live_environment(runtime.store.journal)
+    if trades is not None and trades != runtime.environment:
+        raise _only_its_venue(runtime.home.path, trades)
     if not runtime.live:
-        if await home_kind(runtime.store.journal) == LIVE:
-            raise StartupError(
-                f"{runtime.home.path} is a live home: it trades bybit (mainnet) and nothing else",
-                code=ErrorCode.LIVE_HOME_ONLY_BYBIT,
-                fix="start it with `--exchange bybit`, or practise in another home (`pilot init --home NEW_FOLDER`)",
-            )
         return
     try:
         require_live_limits(runtime)
@@ -156,8 +171,29 @@ async def _live_checks(
             code=ErrorCode.LIVE_OFF,
             fix=f"a human runs `pilot live on --home {runtime.home.path}` at a terminal and types what it asks",
         )
-    from pilot.app.service.backstops import BackstopFailed, start_backstops
+    await _backstops(runtime, stack, adapter, venue)
 
+
+async def _backstops(
+    runtime: Runtime, stack: contextlib.AsyncExitStack, adapter: Exchange, venue: _Venue
+) -> None:
+    from pilot.app.service.backstops import BackstopFailed, start_backstops
+    from pilot.app.service.countdown import CountdownFailed, start_countdown, wants_countdown
+
+    if wants_countdown(adapter):
+        try:
+            watch = runtime.gate.key_check
+            if not isinstance(watch, KeyWatch):  # never so: a live home starts only with its stored key
+                raise CountdownFailed("no stored key to renew it with")
+            watch.countdown = await start_countdown(runtime, adapter)
+        except CountdownFailed as error:
+            raise StartupError(
+                f"OKX's cancel-all-after is not in place: {error}",
+                code=ErrorCode.CANCEL_AFTER_NOT_SET,
+                fix="check the key may trade (Read and Trade) and the network reaches OKX's host, then start "
+                "again (docs/going-live.md, OKX)",
+            ) from None
+        return
     try:
         await start_backstops(runtime, stack, adapter, venue.credentials)
     except BackstopFailed as error:

@@ -16,7 +16,7 @@ from pilot.app.facts.stream_health import stream_trouble
 from pilot.app.human.exchange_keys import load_exchange_credentials, show_keys
 from pilot.app.road.ports import Exchange
 from pilot.app.runtime.policy_file import read_policy_file
-from pilot.app.runtime.runtime import Home
+from pilot.app.runtime.runtime import Home, is_live
 from pilot.app.service.boot import EXCHANGES
 from pilot.core.policy import LoadedPolicy
 from pilot.core.violations import plain
@@ -66,7 +66,7 @@ async def examine(home: Path, exchange: str, *, now: datetime, symbol: str | Non
             checks += await check_streams(where, home, now)
     key = await check_key(home, exchange)
     checks.append(key)
-    if key.ok and exchange == "bybit":
+    if key.ok and is_live(exchange):
         checks.append(await check_account(home, exchange))
     if key.ok:
         checks.append(await check_exchange(home, exchange, now=now, symbol=symbol or _first_market(home)))
@@ -274,7 +274,7 @@ async def check_account(home: Path, exchange: str) -> Check:
     except KeysError as error:
         return Check("account", False, error.problem, error.fix)
     if main is None:
-        return Check("account", True, "Bybit did not say whether the key is the main account's")
+        return Check("account", True, "the venue did not say whether the key is the main account's")
     if main:
         return Check(
             "account",

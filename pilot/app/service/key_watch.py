@@ -13,6 +13,9 @@ closes, shrinking orders, cancels and a lower leverage still go. A read that fai
 `key.check` entry per change of verdict (accepted, refused with what the key may also do, or unchecked with
 the code of why), not one per read; with no such entry yet, the verdict is the accepted key every server
 of the home started with (a start refuses any other).
+
+On a live OKX home the watch also holds the venue's countdown (pilot.app.service.countdown): `tick` renews
+it, and a growing write is refused while it is not known to be running.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pilot.app.answers import entry_kinds
 from pilot.app.human.exchange_keys import (
@@ -37,6 +40,9 @@ from pilot.app.road.clock import Clock
 from pilot.keys.environments import Environment
 from pilot.keys.errors import KeysError
 from pilot.store import Instant, Journal, StoreClock, age
+
+if TYPE_CHECKING:
+    from pilot.app.service.countdown import Countdown
 
 # A read that failed (Bybit unreachable) is tried again this much later by the timer, not every second;
 # growing sends meanwhile read again themselves, and are refused while no read passes.
@@ -56,6 +62,7 @@ class KeyWatch:
     read_key_info: KeyInfoReader = read_key_info_from_exchange
     checked: Instant | None = None  # the last read that passed (the start's, at first)
     tried: Instant | None = None  # the last read, passed or not
+    countdown: Countdown | None = None  # a live OKX home's cancel-all-after (pilot.app.service.countdown)
 
     def __post_init__(self) -> None:
         self.checked = self.tried = self.ticks.read()
@@ -71,8 +78,11 @@ class KeyWatch:
 
         Raises:
             KeysError: KeyPermissionsRejected when the key may do more than trade; PermissionCheckFailed when
-                a read was due and the exchange did not answer.
+                a read was due and the exchange did not answer; CountdownLapsed when the venue's countdown
+                is not known to be running.
         """
+        if self.countdown is not None:
+            self.countdown.require()
         if self._due(self.checked, self.interval):
             refuse_if_rejected(await self._read_again())
         else:
@@ -80,7 +90,10 @@ class KeyWatch:
 
     async def tick(self) -> None:
         """Upkeep's round: read the key again once the interval is over (a failed read again after
-        RETRY_AFTER). What it finds is recorded and, when it changed, journaled; nothing is raised."""
+        RETRY_AFTER), after renewing the venue's countdown when one is held. What it finds is recorded and,
+        when it changed, journaled; nothing is raised."""
+        if self.countdown is not None:
+            await self.countdown.tick()
         if not self._due(self.checked, self.interval) or not self._due(self.tried, RETRY_AFTER):
             return
         try:

@@ -3,6 +3,7 @@ writes. Pure: the policy in, the names of what is missing out."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pilot.core.policy.fields import init_policy, init_policy_text
@@ -65,9 +66,9 @@ def dcp_window(policy: Policy) -> int | None:
     return max(low, min(high, dead_man.after_seconds))
 
 
-def live_policy_text() -> str:
-    """The policy.json `pilot init --live` writes."""
+def live_policy_text(spelled: Callable[[str], str] | None = None) -> str:
+    """The policy.json `pilot init --live` writes, its markets as the home's venue spells them."""
     policy = init_policy()
     policy.update(LIVE_INIT)
     policy["confirm"] = {**policy["confirm"], "cliChannel": True}  # a human can approve from the terminal
-    return init_policy_text(policy)
+    return init_policy_text(policy, spelled)

@@ -3,8 +3,8 @@
 Safety, in order of importance:
 
 * Writes are sent exactly once: the client never resends (pilot.exchange.okx.client).
-* Only OKX demo trading (https://www.okx.com with `x-simulated-trading: 1`) or a loopback stand-in for it
-  (pilot.exchange.okx.urls). Live OKX is refused until Pilot trades live.
+* Only OKX demo trading (https://www.okx.com with `x-simulated-trading: 1`), OKX's real account on a host
+  OKX lists (`okx`: a live home's only), or a loopback stand-in for either (pilot.exchange.okx.urls).
 * The key, its secret and its passphrase never leave its clients (REST, and the streams' login): failures
   are the outcomes of pilot.exchange.errors, decided in one place, and OKX's own words travel only in
   `untrusted_text`.
@@ -75,14 +75,15 @@ class OkxExchange(OrderWrites):
         clock: Clock | None = None,
         record_dir: Path | None = None,
     ) -> OkxExchange:
-        """Build an adapter for okx-demo (no request is sent yet). With `record_dir`, every request and its
+        """Build an adapter for okx-demo or okx (no request is sent yet). With `record_dir`, every request and its
         answer are written there, redacted, in the format pilot.exchange.recordings loads and replays.
 
         Raises:
             ValueError: an unknown or live environment, a base URL off the allowlist, or no key, secret or
                 passphrase.
         """
-        url = route(check_base_url(environment, base_url))  # OKX's own, unless the suite stands a stub in
+        # OKX's own, unless the suite stands a stub in
+        url = route(check_base_url(environment, base_url), environment)
         if not api_key or not api_secret or not passphrase:
             raise ValueError("An OKX api key, its secret and its passphrase are required.")
         keys = Keys(api_key, api_secret, passphrase)

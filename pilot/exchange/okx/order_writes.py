@@ -37,6 +37,24 @@ BATCH = {"/api/v5/trade/cancel-batch-orders": 20, "/api/v5/trade/cancel-algos": 
 class OrderWrites(AccountReads):
     """The writes of OkxExchange (pilot.exchange.okx.adapter)."""
 
+    # OKX's cancel-all-after: timeOut 0 (off) or 10-120 s (docs-v5, Trade > "Cancel All After").
+    countdown_range = (10, 120)
+
+    async def set_cancel_after(self, seconds: int) -> float:
+        """Set OKX's cancel-all-after countdown to `seconds` (POST /api/v5/trade/cancel-all-after, sent once):
+        every order of the account is cancelled when it runs out unless set again first. The seconds OKX
+        says are left (its answer's triggerTime less its ts), for the caller to verify.
+
+        Raises:
+            ExchangeRejected, OutcomeUnknown, ExchangeUnavailable as every write; ExchangeError (malformed)
+                when the answer does not say when it triggers.
+        """
+        action = f"set cancel-all-after to {seconds} s"
+        rows = await self._http.write(
+            "/api/v5/trade/cancel-all-after", {"timeOut": str(seconds)}, action, operation="leverage"
+        )
+        return parsed(lambda: wire_.countdown_left(rows[0]), action)
+
     @contextlib.contextmanager
     def _rules_checked(self, category: str, symbol: str) -> Iterator[None]:
         """An order refused for its parameters: the market's rules are read again before the next judgement."""

@@ -195,10 +195,18 @@ def account_balance(row: Row) -> AccountBalance:
 
 def api_key_info(row: Row) -> ApiKeyInfo:
     """/api/v5/account/config: `perm` ("read_only,trade,withdraw") and `ip` (the bound addresses, comma
-    separated; "" when the key works from anywhere). As Group.Name: "OKX.read_only", "OKX.trade"."""
+    separated; "" when the key works from anywhere). As Group.Name: "OKX.read_only", "OKX.trade". The key is
+    the main account's when its `uid` is the `mainUid` (a sub-account's uid differs); None when either is
+    missing."""
     granted = tuple(sorted({p.strip() for p in str(row.get("perm") or "").split(",") if p.strip()}))
     ips = tuple(ip.strip() for ip in str(row.get("ip") or "").split(",") if ip.strip())
-    return ApiKeyInfo(read_only="trade" not in granted, permissions={"OKX": granted}, ips=ips)
+    uid, main = str(row.get("uid") or ""), str(row.get("mainUid") or "")
+    return ApiKeyInfo(
+        read_only="trade" not in granted,
+        permissions={"OKX": granted},
+        ips=ips,
+        is_master=uid == main if uid and main else None,
+    )
 
 
 def signed_position(row: Row, unit: Contract) -> Decimal:
@@ -476,3 +484,12 @@ def tpsl_legs(stop_loss: Decimal | None, take_profit: Decimal | None, *, new: bo
 
 def client_algo_id(link_id: str) -> str:
     return wire_client_id(link_id)
+
+
+def countdown_left(row: Row) -> float:
+    """The seconds cancel-all-after's answer says are left: triggerTime less ts. OKX documents both in
+    milliseconds, while its docs' example gives seconds ("1587971460" and "1587971400" for timeOut 60):
+    a value of 12 digits or more is read as milliseconds."""
+    trigger, now = int(str(row["triggerTime"])), int(str(row["ts"]))
+    left = trigger - now
+    return left / 1000 if max(trigger, now) >= 10**12 else float(left)

@@ -15,6 +15,7 @@ from pilot.core.venues import StopScope
 from pilot.exchange.errors import ExchangeRejected, ExchangeUnavailable, OutcomeUnknown
 from pilot.exchange.models import OrderRequest
 from pilot.exchange.okx import error_codes
+from pilot.exchange.okx import payloads as wire_
 from pilot.exchange.okx.adapter import OkxExchange
 from pilot.exchange.okx.client import Keys, Transport
 from pilot.exchange.okx.markets import Contract, pilot_client_id, wire_client_id
@@ -51,7 +52,13 @@ def _order(**changes: object) -> OrderRequest:
 @pytest.mark.parametrize(
     ("environment", "url"),
     [
-        ("okx-live", None),  # live waits for a human's opt-in (the live-trading issue)
+        ("okx-live", None),  # no such environment: OKX's real account is `okx`
+        ("okx", None),  # a live key names its host: never defaulted
+        ("okx", "https://my.okx.com"),  # the EEA platform's website, not an API host
+        ("okx", "https://www.okx.com.example.net"),
+        ("okx", "http://www.okx.com"),
+        ("okx", "https://www.okx.com/api"),
+        ("okx", "http://127.0.0.1:8080"),  # never loopback: only the suite's seam routes a live host there
         ("okx-demo", "https://eea.okx.com"),
         ("okx-demo", "http://10.0.0.5:8080"),
         ("okx-demo", "http://127.0.0.1:8080/api"),
@@ -61,6 +68,26 @@ def _order(**changes: object) -> OrderRequest:
 def test_only_okx_demo_or_a_loopback_stand_in_is_accepted(environment: str, url: str | None) -> None:
     with pytest.raises(ValueError):
         OkxExchange.connect(environment, api_key="k", api_secret="s", passphrase="p", base_url=url)
+
+
+@pytest.mark.parametrize("host", ["www.okx.com", "us.okx.com", "eea.okx.com"])
+def test_okx_s_real_account_is_the_named_host_without_the_demo_header(host: str) -> None:
+    adapter = OkxExchange.connect(
+        "okx", api_key="k", api_secret="s", passphrase="p", base_url=f"https://{host}"
+    )
+    assert adapter.base_url == f"https://{host}" and adapter.environment == "okx"
+
+
+@pytest.mark.parametrize(
+    ("row", "left"),
+    [
+        ({"triggerTime": "1587971460", "tag": "", "ts": "1587971400"}, 60.0),  # OKX's docs example
+        ({"triggerTime": "1587971460000", "tag": "", "ts": "1587971400500"}, 59.5),  # milliseconds
+        ({"triggerTime": "0", "tag": "", "ts": "1587971400000"}, -1587971400.0),  # turned off
+    ],
+)
+def test_cancel_all_after_s_answer_says_the_seconds_left(row: dict[str, str], left: float) -> None:
+    assert wire_.countdown_left(row) == left
 
 
 def test_a_key_without_its_passphrase_is_refused_before_anything_is_sent() -> None:
