@@ -361,6 +361,12 @@ class Code(StrEnum):
         Group.KEYS,
         "the exchange key may do more than Pilot allows, or could not be checked",
     )
+    VENUE_BACKSTOP = (
+        "venueBackstop",
+        Group.WAIT,
+        "the venue's own dead-man's switch (OKX's cancel-all-after) is not known to be running: growing "
+        "orders wait for Pilot's next renewal",
+    )
     SEND_TURN_BUSY = (
         "sendTurnBusy",
         Group.WAIT,

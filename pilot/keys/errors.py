@@ -8,6 +8,7 @@ non-secret values only (file paths, key ids, environment and permission names).
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from pilot.core.errors import ErrorCode, ExplainedError
@@ -32,9 +33,12 @@ def _host_note(environment: str) -> str:
 
 
 class KeysError(ExplainedError):
-    """Base of every key failure; `code` is stable, `fix` is the next thing a human should do."""
+    """Base of every key failure; `code` is stable, `fix` is the next thing a human should do.
+    `passes_within`: a failure Pilot clears on its own timer (the venue's countdown not yet renewed), so
+    that an agent refused for it waits that long and calls again rather than stopping for a human."""
 
     code = ErrorCode.KEYS_ERROR
+    passes_within: timedelta | None = None
 
     def __init__(self, problem: str, fix: str) -> None:
         super().__init__(f"{problem} Fix: {fix}", problem, fix)

@@ -252,7 +252,9 @@ async def test_a_renewal_that_fails_stops_growing_orders_while_a_close_goes(okx_
         await upkeep(runtime)  # the next renewal passes: growing orders may go again
         renewed = [e.data["event"] for e in await runtime.store.journal.entries(kind="dcp")]
     assert plan["status"] == "ok" and refused["status"] == "refused", refused
-    assert [v["rule"] for v in refused["violations"]] == ["apiKeyPermissions"], refused
+    assert [v["rule"] for v in refused["violations"]] == ["venueBackstop"], refused
+    waiting = refused["next_safe_action"]  # Pilot's own timer clears it: wait, no human needed
+    assert waiting["tool"] is None and waiting["retry_after"] is not None
     assert closed["status"] == "filled", closed
     sent = [seen.params for seen in okx.seen(ORDER) if seen.method == "POST"]
     assert [body.get("reduceOnly", False) for body in sent] == [False, True]  # the opening order, the close
@@ -277,7 +279,7 @@ async def test_a_countdown_left_unrenewed_for_two_thirds_of_its_window_stops_gro
         again = await call(client, "plan_order", BUY)
         placed = await call(client, "place_order", {"plan_id": again["plan_id"]})
     assert refused["status"] == "refused", refused
-    assert [v["rule"] for v in refused["violations"]] == ["apiKeyPermissions"]
+    assert [v["rule"] for v in refused["violations"]] == ["venueBackstop"]
     assert placed["status"] == "filled", placed
     assert len(okx.seen(COUNTDOWN)) == 2
 

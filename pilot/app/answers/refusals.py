@@ -23,8 +23,21 @@ def violation(code: Code, limit: str, attempted: str, detail: str, next_action: 
     return Violation(rule=code, limit=limit, attempted=attempted, detail=detail, next=next_action)
 
 
-def key_violation(problem: str) -> Violation:
-    """The stored exchange key may do more than Pilot allows, or could not be checked."""
+def key_violation(problem: str, retry_after: datetime | None = None) -> Violation:
+    """The stored exchange key may do more than Pilot allows, or could not be checked; with `retry_after`,
+    the venue's own backstop is being renewed by Pilot's timer: waiting helps, and no human is needed."""
+    if retry_after is not None:
+        return violation(
+            Code.VENUE_BACKSTOP,
+            "the venue's cancel-all-after renewed",
+            "send",
+            problem,
+            NextAction.wait(
+                "wait, then plan again: Pilot renews the venue's backstop on its own timer",
+                retry_after,
+                human="if it lasts, check that the network reaches the exchange (`pilot doctor`)",
+            ),
+        )
     return violation(
         Code.API_KEY_PERMISSIONS,
         "a key with trade-only permissions, checked within the hour",

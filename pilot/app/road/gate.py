@@ -38,7 +38,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pilot.app.answers import entry_kinds, store_faults
 from pilot.app.answers.refusals import (
@@ -70,6 +70,9 @@ from pilot.core.violations import NextAction, Violation
 from pilot.exchange.errors import ExchangeError
 from pilot.exchange.models import OrderRequest
 from pilot.store import ACTING, Journal, JournalEntry, Leases, Preempted, StoreError, Unless, holder_id
+
+if TYPE_CHECKING:
+    from pilot.keys.errors import KeysError
 
 ORDER_LINK_PREFIX = "pilot-"
 TURN_LEASE = "send-turn"
@@ -247,8 +250,14 @@ class ExchangeGate:
         if self._in_flight:
             await asyncio.wait(set(self._in_flight), timeout=timeout.total_seconds())
 
-    async def key_problem(self) -> str | None:
-        """None when the exchange key may trade; else why not, with the fix (never the key itself)."""
+    def _key_violation(self, problem: KeysError | None) -> Violation:
+        """The refusal for a key problem: one a timer of Pilot's clears (`passes_within`) is waited out."""
+        passes = problem.passes_within if problem is not None else None
+        retry_after = self._clock.now() + passes if passes is not None else None
+        return key_violation(str(problem), retry_after)
+
+    async def key_problem(self) -> KeysError | None:
+        """None when the exchange key may trade; else why not, with the fix (its text never the key)."""
         if self._key_check is None:
             return None
         from pilot.keys.errors import KeysError
@@ -256,7 +265,7 @@ class ExchangeGate:
         try:
             await self._key_check(self._clock.now())
         except KeysError as error:
-            return str(error)
+            return error
         return None
 
     # ---- orders ------------------------------------------------------------------------------------
@@ -271,7 +280,7 @@ class ExchangeGate:
         problem = await self.key_problem() if grows else None
         role = role_violation("place_order", grows=grows)
         if problem is not None or role is not None:
-            refusal = Refusal.of(role or key_violation(str(problem)), "nothing was sent")
+            refusal = Refusal.of(role or self._key_violation(problem), "nothing was sent")
             return await journal_order_refusal(self._journal, refusal, now=self._clock.now(), plan_id=plan_id)
         journal, sent = self._journal, request.as_record()
         attempt = await self._attempt(
@@ -521,7 +530,7 @@ class ExchangeGate:
         problem = None if reduces else await self.key_problem()
         role = role_violation(tool, grows=False)
         if problem is not None or role is not None:
-            refusal = Refusal.of(role or key_violation(str(problem)), "nothing was sent")
+            refusal = Refusal.of(role or self._key_violation(problem), "nothing was sent")
             return await journal_action_refusal(journal, tool, action, refusal, now=self._clock.now())
         attempt = await self._attempt(
             entry_kinds.ACTION, {"tool": tool, "phase": "sent", **action}, None, condition

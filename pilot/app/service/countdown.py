@@ -45,6 +45,7 @@ class CountdownLapsed(KeysError):
     """The venue's countdown is not known to be running: growing orders stop until a renewal passes."""
 
     code = ErrorCode.CANCEL_AFTER_NOT_SET
+    passes_within = RETRY_AFTER  # the timer's next renewal
 
 
 def wants_countdown(adapter: object) -> TypeGuard[CancelAllAfter]:
