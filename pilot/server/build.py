@@ -28,7 +28,7 @@ from pilot.server.tool_sets import TOOL_SETS
 from pilot.server.trading_tools import register_trading_tools
 
 INSTRUCTIONS = """\
-Pilot guards trading on a Bybit V5 account. Plan first, then send:
+Pilot guards trading on one exchange account (Bybit or OKX). Plan first, then send:
 1. plan_order judges an order on live facts. If it passes you get a plan_id (single use, short-lived).
 If it is refused, read next_safe_action: when it names a tool, call it exactly as given; when its tool is
 null, nothing fits: stop and tell the user what the human must change (its `human` field). A violation
