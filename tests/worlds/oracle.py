@@ -1054,8 +1054,9 @@ class Oracle:
 
         As a function of the size, what passes is at most two runs of lot steps: the sizes that only shrink
         the position (from the grid's lower bounds up to the position, every other rule an upper bound), and
-        the sizes that grow it (from just above that up, every cap an upper bound), plus a dust close. Each
-        run is searched from its lowest valid size; test_oracle checks this against every size.
+        the sizes that grow it (from just above that up, every cap an upper bound), plus a dust close and the
+        whole position's close. Each run is searched from its lowest valid size; test_oracle checks this
+        against every size.
         """
         instrument = self.instrument(order)
         if instrument is None:
@@ -1077,10 +1078,11 @@ class Oracle:
         runs: list[tuple[int, int]] = []
         candidates: list[int] = []
         if order.reduce_only:
-            runs.append((low, min(top, floor_steps(abs(self.held(order)), step))))
-            dust = self.dust_close_qty(order)
-            if dust is not None and floor_steps(dust, step) <= top:
-                candidates.append(floor_steps(dust, step))
+            whole = floor_steps(abs(self.held(order)), step)
+            runs.append((low, min(top, whole)))
+            # The whole position may pass where every part of it fails: a part leaves the rest of the
+            # position to the loss rule (with the orders resting against it), the whole leaves nothing.
+            candidates.extend(k for k in (whole, self._dust_steps(order, step)) if k is not None and k <= top)
         else:
             room = abs(self.held(order)) - self.pending(order) if self.opposite(order) else Decimal(-1)
             shrink_top = floor_steps(room, step) if room >= 0 else 0
@@ -1098,6 +1100,10 @@ class Oracle:
                     last = middle - 1
             best = first if best is None else max(best, first)
         return None if best is None else best * step
+
+    def _dust_steps(self, order: Order, step: Decimal) -> int | None:
+        dust = self.dust_close_qty(order)
+        return None if dust is None else floor_steps(dust, step)
 
     def family(self, order: Order) -> list[Order]:
         """The order as asked, and the variant that only shrinks the position (reduce-only; on spot, a plain
