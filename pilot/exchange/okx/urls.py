@@ -94,8 +94,8 @@ def check_base_url(environment: str, base_url: str | None) -> str:
     )
 
 
-_stand_in: str | None = None
-_live_stand_in: str | None = None
+# The loopback stub standing in for each environment while a test holds one (DEMO, LIVE).
+_stand_ins: dict[str, str] = {}
 _stand_in_lock = threading.Lock()
 
 
@@ -103,10 +103,10 @@ def route(base_url: str, environment: str = DEMO) -> str:
     """Where requests for `base_url` go: OKX demo's own address to the demo stand-in while one is held, a
     live host to the live stand-in while one is held."""
     with _stand_in_lock:
-        stand_in, live = _stand_in, _live_stand_in
+        stand_in = _stand_ins.get(LIVE if environment == LIVE else DEMO)
     if environment == LIVE:
         host = urlsplit(base_url).hostname or ""
-        return live if live is not None and host in LIVE_HOSTS else base_url
+        return stand_in if stand_in is not None and host in LIVE_HOSTS else base_url
     return stand_in if stand_in is not None and base_url == ENVIRONMENTS[DEMO] else base_url
 
 
@@ -117,18 +117,8 @@ def standing_in_for_okx_demo(rest_url: str) -> Iterator[str]:
     For the test suite only: reached from Python code in the same process, never from the command line, an
     environment variable, a home's files or an agent. Off loopback it raises ValueError.
     """
-    global _stand_in
-    if not is_loopback_base(rest_url):
-        raise ValueError("a stand-in for OKX demo must be a loopback stub (http://127.0.0.1:PORT)")
-    with _stand_in_lock:
-        if _stand_in is not None:
-            raise ValueError("a stand-in for OKX demo is already in place")
-        _stand_in = held = rest_url.rstrip("/")
-    try:
+    with _standing_in(DEMO, rest_url, "OKX demo") as held:
         yield held
-    finally:
-        with _stand_in_lock:
-            _stand_in = None
 
 
 @contextlib.contextmanager
@@ -137,15 +127,20 @@ def standing_in_for_okx_live(rest_url: str) -> Iterator[str]:
 
     For the test suite only, like `standing_in_for_okx_demo`. Off loopback it raises ValueError.
     """
-    global _live_stand_in
+    with _standing_in(LIVE, rest_url, "OKX's real account") as held:
+        yield held
+
+
+@contextlib.contextmanager
+def _standing_in(environment: str, rest_url: str, what: str) -> Iterator[str]:
     if not is_loopback_base(rest_url):
-        raise ValueError("a stand-in for OKX's real account must be a loopback stub (http://127.0.0.1:PORT)")
+        raise ValueError(f"a stand-in for {what} must be a loopback stub (http://127.0.0.1:PORT)")
     with _stand_in_lock:
-        if _live_stand_in is not None:
-            raise ValueError("a stand-in for OKX's real account is already in place")
-        _live_stand_in = held = rest_url.rstrip("/")
+        if environment in _stand_ins:
+            raise ValueError(f"a stand-in for {what} is already in place")
+        _stand_ins[environment] = held = rest_url.rstrip("/")
     try:
         yield held
     finally:
         with _stand_in_lock:
-            _live_stand_in = None
+            _stand_ins.pop(environment, None)
