@@ -37,7 +37,11 @@ async def test_upkeep_finds_stopped_plans_through_an_index_not_by_reading_every_
             "EXPLAIN QUERY PLAN SELECT * FROM plans WHERE status = 'claimed' AND outcome_json IS NULL "
             "ORDER BY claimed_at"
         ).fetchall()
-    assert [row[-1] for row in plan] == ["SCAN plans USING INDEX plans_unfinished"]
+    details = [row[-1] for row in plan]
+    # SQLite's versions word the plan differently ("SCAN ... USING INDEX", "SEARCH ..."): what holds is that
+    # the partial index is used and no step reads the table itself or sorts on the side.
+    assert any("plans_unfinished" in detail for detail in details), details
+    assert not any(detail == "SCAN plans" or "TEMP B-TREE" in detail for detail in details), details
 
 
 async def test_reopening_keeps_data_and_does_not_repeat_migrations(db_path: Path) -> None:
