@@ -87,6 +87,9 @@ class InstrumentRules:
     maintenance_margin_rate: Decimal
     base_coin: str = ""
     quote_coin: str = "USDT"
+    # How far from the mark every price is inside the exchange's price band, whatever its index and premium
+    # do (a fraction: 0.01 is 1 %); None when the venue's band promises no such margin or it is not known.
+    band_margin: Decimal | None = None
 
     @property
     def base(self) -> str:

@@ -74,6 +74,29 @@ def inside_band(price: Decimal, side: Side, band: PriceBand | None, tick: Decima
     return max(price, ceil_to_step(band.sell_limit, tick))
 
 
+def band_inside(
+    order: OrderIntent, touch: Touch, rules: InstrumentRules, max_slippage_pct: Decimal
+) -> PriceBand | None:
+    """The part of the exchange's price band known from the mark alone, when the order's price lies in it.
+
+    `rules.band_margin` says every price within mark x (1 +/- margin) is inside the band, its edges here on
+    the tick towards the mark. An order priced inside that is never moved or refused by the band, so this
+    inner band gives every judgement what the band itself would (the limit's check, a market order's IOC
+    price, a suggestion's price) and the band need not be read. None: the margin is not known, or the price
+    lies beyond it (read the band).
+    """
+    margin = rules.band_margin
+    if margin is None or touch.mark <= ZERO:
+        return None
+    tick = rules.tick_size
+    inner = PriceBand(
+        buy_limit=floor_to_step(touch.mark * (ONE + margin), tick),
+        sell_limit=max(ceil_to_step(touch.mark * (ONE - margin), tick), tick),
+    )
+    price = send_price(order, touch, rules, max_slippage_pct)
+    return inner if inside_band(price, order.side, inner, tick) == price else None
+
+
 def collar_edge(
     mark: Decimal, side: Side, tick: Decimal, pct: Decimal | None, ticks: int | None
 ) -> Decimal | None:

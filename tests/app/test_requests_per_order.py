@@ -1,9 +1,11 @@
 """Exchange requests per order over REST, counted at the real paper exchange (issue 41).
 
 One order is plan_order + place_order. What cannot have changed since the plan (the instrument's rules) is
-read once within its life; what can (the touch, the price band, the position, the balance, the open orders
-of both categories) is read again at place; the create's outcome is read once, by the order's own id; the
-day's closed PnL is read on from where the last read ended, not from the day's start.
+read once within its life; what can (the touch, the position, the balance, the open orders of both
+categories) is read again at place; the price band only for an order priced where the band could move or
+refuse it (beyond the margin around the mark the instrument's rules vouch for); the create's outcome is read
+once, by the order's own id; the day's closed PnL is read on from where the last read ended, not from the
+day's start.
 """
 
 from __future__ import annotations
@@ -30,16 +32,17 @@ pytestmark = pytest.mark.anyio
 SELL = {"symbol": "BTCUSDT", "side": "sell", "qty": "0.00031"}
 BUY = {"symbol": "BTCUSDT", "side": "buy", "qty": "0.00031"}
 # What a judgement reads fresh over REST for a linear BTCUSDT order (spot BTCUSDT is listed): the touch,
-# the price band, the linear position, the balance, and the open orders on linear and on spot.
+# the linear position, the balance, and the open orders on linear and on spot. A market order at the
+# policy's 0.5 % slippage lies inside BTCUSDT's 1 % (priceLimitRatioX, default scenario): no band read.
 FRESH_READS = Counter(
     {
         "/v5/market/tickers": 1,
-        "/v5/market/price-limit": 1,
         "/v5/position/list": 1,
         "/v5/account/wallet-balance": 1,
         "/v5/order/realtime": 2,
     }
 )
+PRICE_LIMIT = "/v5/market/price-limit"
 
 
 def counts(paper: PaperExchange) -> Counter[str]:
@@ -68,7 +71,56 @@ async def test_an_order_over_rest_reads_the_fresh_facts_twice_and_its_outcome_on
             assert plan == FRESH_READS
             # the same fresh reads again, the create, and the outcome read once by the order's id
             assert place == FRESH_READS + Counter({"/v5/order/create": 1, "/v5/order/realtime": 1})
-            assert sum(plan.values()) + sum(place.values()) == 14  # 15 before issue 41
+            assert sum(plan.values()) + sum(place.values()) == 12  # 15 before issue 41
+
+
+async def band_of(runtime: Runtime) -> tuple[Decimal, Decimal, Decimal]:
+    """BTCUSDT linear's mark and its band's edges as the exchange serves them now."""
+    touch = await runtime.exchange.get_touch("linear", "BTCUSDT")
+    band = await runtime.exchange.get_price_band("linear", "BTCUSDT")
+    return touch.mark, band.buy_limit, band.sell_limit
+
+
+@pytest.mark.parametrize("side", ["buy", "sell"])
+async def test_the_band_is_read_only_for_a_price_it_could_move_or_refuse(
+    tmp_path: Path, paper: PaperExchange, clock: FakeClock, side: str
+) -> None:
+    """A limit price at the mark reads no band; one past the band's edge reads it and is refused at the
+    exchange's own edge, as before the margin the instrument's rules vouch for was known."""
+    write_policy(tmp_path, priceCollarPct=None, priceCollarTicks=None)
+    async with open_test_runtime(tmp_path, paper, clock) as runtime:
+        rules = await runtime.exchange.get_instrument("linear", "BTCUSDT")
+        assert rules.band_margin is not None and rules.band_margin > 0  # riskParameters.priceLimitRatioX
+        mark, buy_limit, sell_limit = await band_of(runtime)
+        beyond = buy_limit + rules.tick_size if side == "buy" else sell_limit - rules.tick_size
+        for price, reads, passes in ((mark, 0, True), (beyond, 1, False)):
+            before = paper.request_count(PRICE_LIMIT)
+            order = {"symbol": "BTCUSDT", "side": side, "qty": "0.0002", "order_type": "limit"}
+            planned = await plan_order(runtime, PlanRequest.parse({**order, "price": str(price)}))
+            assert paper.request_count(PRICE_LIMIT) - before == reads
+            codes = {violation.rule for violation in planned.violations or ()}
+            assert (planned.status == "ok") is passes, codes
+            if not passes:
+                band = next(v for v in planned.violations or () if v.rule == "instrument.priceBand")
+                assert Decimal(band.limit) == (buy_limit if side == "buy" else sell_limit)
+
+
+async def test_a_market_order_whose_slippage_reaches_past_the_margin_is_sent_inside_the_read_band(
+    tmp_path: Path, paper: PaperExchange, clock: FakeClock
+) -> None:
+    """A market buy whose IOC price (the ask and 3 % slippage) lies past the margin the mark vouches for: the
+    band is read at plan and at place, and the price sent is the band's highest buy (as before)."""
+    write_policy(tmp_path, maxSlippagePct=3)
+    async with open_test_runtime(tmp_path, paper, clock) as runtime:
+        rules = await runtime.exchange.get_instrument("linear", "BTCUSDT")
+        assert rules.band_margin is not None
+        mark = (await runtime.exchange.get_touch("linear", "BTCUSDT")).mark
+        paper.set_prices("BTCUSDT", bid=mark, ask=mark * (1 + rules.band_margin), mark=mark)
+        plan, place = await one_order(runtime, paper, {**BUY, "qty": "0.0002"})
+        assert plan[PRICE_LIMIT] == place[PRICE_LIMIT] == 1
+        sent = [order for order in paper.orders("BTCUSDT") if order.side == "Buy"][-1]
+        _, buy_limit, _ = await band_of(runtime)
+        assert sent.price == buy_limit
 
 
 CLOSED_PNL = "/v5/position/closed-pnl"

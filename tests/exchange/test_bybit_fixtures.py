@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pilot.exchange.bybit.adapter import BybitExchange
+from pilot.exchange.bybit.payloads import band_margin
 from pilot.exchange.bybit.replay import Received, ReplayServer
 from pilot.exchange.errors import (
     DuplicateOrderLinkId,
@@ -202,12 +203,14 @@ async def test_linear_rules_take_the_lowest_risk_tier_wherever_it_sits_in_the_li
         Decimal("100.00"),
     )
     assert rules.maintenance_margin_rate == Decimal("0.005")  # isLowestRisk, served last
+    assert rules.band_margin == Decimal("0.01")  # riskParameters.priceLimitRatioX (Y 0.02)
 
 
 async def test_spot_minimums_are_the_ones_bybit_checks_today():
     async with replayed("instrument_spot_btcusdt.json") as (_, adapter):
         rules = await adapter.get_instrument("spot", "BTCUSDT")
     assert rules.min_qty == rules.qty_step == Decimal("0.000001")  # not the deprecated minOrderQty 0.000011
+    assert rules.band_margin is None  # spot's limits follow the index with a signed premium: always read
     assert (rules.min_notional, rules.max_qty, rules.tick_size) == (
         Decimal("5"),
         Decimal("83"),
@@ -335,3 +338,19 @@ async def test_an_ip_ban_is_unavailable_for_ten_minutes_on_reads_and_writes():
     for caught in (read.value, write.value):
         assert (caught.http_status, caught.retry_at) == (403, NOW + timedelta(minutes=10))
     assert len(stub.requests("/v5/order/create")) == 1
+
+
+@pytest.mark.parametrize(
+    "risk",
+    [
+        {},
+        {"priceLimitRatioX": "0.03", "priceLimitRatioY": "0.02"},  # X above Y: the formula promises nothing
+        {"priceLimitRatioX": "", "priceLimitRatioY": "0.02"},
+        {"priceLimitRatioX": "NaN", "priceLimitRatioY": "0.02"},
+        {"priceLimitRatioX": "-0.01", "priceLimitRatioY": "0.02"},
+        {"priceLimitRatioX": "0.01"},
+        {"priceLimitRatioX": None, "priceLimitRatioY": None},
+    ],
+)
+def test_a_risk_pair_that_promises_no_margin_leaves_the_band_to_be_read(risk: dict) -> None:
+    assert band_margin({"riskParameters": risk}) is None

@@ -56,6 +56,7 @@ from pilot.core.holds import Hold, HoldSource, TradingStatus
 from pilot.core.policy import Policy
 from pilot.core.risk import worst_case
 from pilot.core.rules.loss import day_loss_reached
+from pilot.core.valuation import band_inside
 from pilot.core.venues import VenueProfile
 from pilot.core.violations import plain
 from pilot.exchange.errors import ExchangeError, ExchangeRejected, UnsupportedPositionMode
@@ -142,9 +143,10 @@ async def gather(runtime: Runtime, view: PolicyView, order: OrderIntent) -> Gath
     _RETRY_AT.set([])
     now = runtime.now()
     journal = await runtime.ledger.state(now)
+    slippage = view.policy.limits_for(order.symbol).max_slippage_pct
     account, market, extra = await asyncio.gather(
         _account(runtime, view, now, journal),
-        _market(runtime, order.category, order.symbol, now, list(journal.unsettled)),
+        _market(runtime, order.category, order.symbol, now, list(journal.unsettled), (order, slippage)),
         _extra(runtime, view.policy, journal),
     )
     facts = _facts(order, account, market, now, runtime.venue)
@@ -273,20 +275,28 @@ async def _day(runtime: Runtime, policy: Policy, today: Today) -> tuple[DayRead,
 
 
 async def _market(
-    runtime: Runtime, category: str, symbol: str, now: datetime, unsettled: list[Send]
+    runtime: Runtime,
+    category: str,
+    symbol: str,
+    now: datetime,
+    unsettled: list[Send],
+    priced: tuple[OrderIntent, Decimal] | None = None,
 ) -> _Market:
-    exchange = runtime.exchange
+    """The market's facts; with `priced` (the order and its slippage), the band only where the order's
+    price could meet it (`_band`)."""
     other = OTHER_CATEGORY[category]
+    rules_read = asyncio.ensure_future(_instrument(runtime, category, symbol))
+    touch_read = asyncio.ensure_future(_touch(runtime, category, symbol))
     reads = asyncio.gather(
-        _instrument(runtime, category, symbol),
-        _touch(runtime, category, symbol),
+        rules_read,
+        touch_read,
         _position(runtime, symbol),  # the perpetual's: the order's own for linear, the other one for spot
         read_pending(runtime, category, symbol, now, unsettled),
         _instrument(runtime, other, symbol),
         _other_pending(runtime, other, symbol, now, unsettled),
     )
-    (rules, touch, position, read, other_listed, other_read), band = await asyncio.gather(
-        reads, _maybe(exchange.get_price_band(category, symbol))
+    (rules, touch, position, read, other_listed, other_read), limits = await asyncio.gather(
+        reads, _band(runtime, category, symbol, (rules_read, touch_read), priced)
     )
     pending = read.pending if read is not None else None
     resting = _resting(read)
@@ -302,7 +312,6 @@ async def _market(
         other_pending = None
     listed = rules is not UNLISTED
     known = rules if isinstance(rules, InstrumentRules) else None
-    limits = PriceBand(band.buy_limit, band.sell_limit) if band is not None else None
     if category == "spot":  # the perpetual of the same coin is the spot order's other category
         if isinstance(position, UnsupportedPositionMode):  # spot has no position mode: legs count gross
             position, other_pending = _legs_held(position, other_pending)
@@ -313,6 +322,29 @@ async def _market(
     if isinstance(position, UnsupportedPositionMode):  # hedge mode: no position to trade against
         return _Market(known, touch, None, pending, None, other_pending, position, listed, limits, resting)
     return _Market(known, touch, position, pending, None, other_pending, None, listed, limits, resting)
+
+
+async def _band(
+    runtime: Runtime,
+    category: str,
+    symbol: str,
+    reads: tuple[Awaitable[InstrumentRules | object | None], Awaitable[Touch | None]],
+    priced: tuple[OrderIntent, Decimal] | None,
+) -> PriceBand | None:
+    """The exchange's price band; for an order priced where the band cannot reach it, the band's part the
+    mark alone vouches for (pilot.core.valuation.band_inside: every judgement is the same with it), and no
+    request. A streamed answer says it came as the mark did."""
+    if priced is not None:
+        rules, touch = await reads[0], await reads[1]
+        if isinstance(rules, InstrumentRules) and touch is not None:
+            inner = band_inside(priced[0], touch, rules, priced[1])
+            if inner is not None:
+                sources = FACT_SOURCES.get()
+                if sources is not None and "touch" in sources:
+                    sources["price_band"] = sources["touch"]
+                return inner
+    band = await _maybe(runtime.exchange.get_price_band(category, symbol))
+    return PriceBand(band.buy_limit, band.sell_limit) if band is not None else None
 
 
 async def _touch(runtime: Runtime, category: str, symbol: str) -> Touch | None:

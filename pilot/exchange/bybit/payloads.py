@@ -146,7 +146,27 @@ def instrument_rules(category: str, row: Row, maintenance_margin_rate: Decimal) 
         maintenance_margin_rate=maintenance_margin_rate,
         base_coin=row.get("baseCoin", ""),
         quote_coin=row.get("quoteCoin", "USDT"),
+        band_margin=band_margin(row),
     )
+
+
+def band_margin(row: Row) -> Decimal | None:
+    """How far from the mark a derivatives price is always inside Bybit's price limit: `priceLimitRatioX`.
+
+    Bybit's highest buy is min(mark x (1 + Y), max(index, mark x (1 + X) + a x max(0, premium))) and its
+    lowest sell the mirror, max(mark x (1 - Y), min(index, mark x (1 - X) + a x min(0, premium)))
+    (account/set-price-limit, `riskParameters` of market/instrument.mdx): with X <= Y neither edge comes
+    nearer the mark than X, whatever the index and the premium. None without a usable pair (an older row,
+    X above Y): then the band is read. Spot's limits follow the index with a signed premium, so spot rows
+    are not read here.
+    """
+    risk = row.get("riskParameters") or {}
+    try:
+        x, y = Decimal(str(risk["priceLimitRatioX"])), Decimal(str(risk["priceLimitRatioY"]))
+        usable = x.is_finite() and y.is_finite() and Decimal(0) <= x <= y < Decimal(1)
+    except (KeyError, TypeError, ArithmeticError):
+        return None
+    return x if usable else None
 
 
 def lowest_risk_tier(symbol: str, tiers: list[Row]) -> Row | None:
