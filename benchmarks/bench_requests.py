@@ -7,7 +7,8 @@ two to warm (instrument rules, listings). Printed, as ratios against the issue's
 venues): the requests of a plan, of a place, and of the order (plan + place), by path, as medians, against
 at most half of the 15 a REST order took on Bybit (7.5); over REST, the sequential round trips place_order's
 requests make (requests in flight together count once) against three (fresh facts, the create, the
-read-back). Then, on Bybit, over REST with a daily loss limit on a day that has already closed `--closed`
+read-back); on Bybit, the orders a second its documented limits allow at that cost (the IP's 600 requests per
+5 s, the tightest per-UID path), against the 10 a second its create allows a UID on linear. Then, on Bybit, over REST with a daily loss limit on a day that has already closed `--closed`
 trades: the closed-PnL requests per judgement, against the pages a whole-day read of them takes (it read the
 whole day on every judgement before issue 41; now it reads on from the newest row held).
 
@@ -52,6 +53,18 @@ TARGET = BEFORE / 2
 TRIPS = 3  # place_order over REST: fresh facts, the create, the read-back, one after the other
 CLOSED_PNL = "/v5/position/closed-pnl"
 PAGE = 100  # closed-PnL rows a page (the adapter asks for Bybit's largest)
+# Bybit's limits (rate-limit.mdx): 600 requests in a 5-second window per IP, and per second per UID on the
+# private paths an order uses (order/create: linear's 10/s; the reads 50/s). Public market data counts
+# against the IP's only.
+IP_PER_SECOND = 600 / 5
+UID_PER_SECOND = {
+    "/v5/order/create": 10,
+    "/v5/order/realtime": 50,
+    "/v5/position/list": 50,
+    "/v5/account/wallet-balance": 50,
+    "/v5/execution/list": 50,
+    CLOSED_PNL: 50,
+}
 
 
 class Wire(Protocol):
@@ -185,7 +198,24 @@ async def run(venue: str, streams: bool, rounds: int) -> float:
     )
     print(f"                plan  by path: {dict(sorted(plans[-1].items()))}")
     print(f"                place by path: {dict(sorted(places[-1].items()))}")
+    if venue == "bybit":
+        print(f"                {headroom(plans[-1] + places[-1])}")
     return total
+
+
+def headroom(order: Counter[str]) -> str:
+    """The orders a second Bybit's limits allow at this cost per order: by the IP's window, and by the
+    tightest per-UID path; against the create's own limit (what no guard can raise)."""
+    by_ip = IP_PER_SECOND / sum(order.values())
+    paths = {path: UID_PER_SECOND[path] / n for path, n in order.items() if path in UID_PER_SECOND}
+    tightest = min(paths, key=paths.__getitem__)
+    create = UID_PER_SECOND["/v5/order/create"]
+    allowed = min(by_ip, paths[tightest])
+    return (
+        f"orders a second Bybit's limits allow at this cost: {allowed:.1f} ({allowed / create:.2f}x the "
+        f"{create}/s its create allows a UID on linear; the IP's 600 per 5 s: {by_ip:.1f}, {tightest}: "
+        f"{paths[tightest]:.1f})"
+    )
 
 
 async def rounds_on(
