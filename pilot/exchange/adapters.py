@@ -84,9 +84,8 @@ def _as_it_is(symbol: str) -> str:
 
 
 def streams_served(environment: str) -> bool:
-    """Whether Pilot has a streams client for the environment's venue (none yet for OKX's real account:
-    a live OKX home reads over REST)."""
-    return environment in ENVIRONMENTS and environment != "okx"
+    """Whether Pilot has a streams client for the environment's venue (every one it connects to)."""
+    return environment in ENVIRONMENTS
 
 
 def connect_exchange(

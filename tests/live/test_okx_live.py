@@ -22,15 +22,18 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from pilot.app.facts.streaming_reader import StreamingReader
 from pilot.app.human.desk import open_desk
 from pilot.app.human.going_live import live_environment, phrase, turn_live_on
+from pilot.app.orders.inputs import PlanRequest
+from pilot.app.orders.plan import plan_order
 from pilot.app.service.boot import StartupError, open_runtime
 from pilot.app.service.upkeep import upkeep
 from pilot.exchange.okx.markets import spelled
 from pilot.exchange.okx.urls import standing_in_for_okx_live
 from pilot.paper import start_paper_exchange
 from pilot.server import build_server
-from tests.app.conftest import call
+from tests.app.conftest import call, until_in_sync
 from tests.clocks import FakeClock
 from tests.okx_front import OkxFront, Rule
 from tests.scenarios import article_scenario
@@ -51,6 +54,9 @@ OKX_POLICY = {
 # OKX's answer when its service is briefly unavailable (docs-v5, "Error Code": 50001).
 UNAVAILABLE = {"code": "50001", "msg": "Service temporarily unavailable. Please try again later.", "data": []}
 BUY = {"symbol": "BTC-USDT", "side": "buy", "qty": "0.0003", "stop_loss": "79000"}
+# What the live policy's daily loss limit reads over REST on every judgement, streams or not
+# (pilot.app.facts.day_reads: the day's spot fills, read on from the newest held, and the positions).
+DAY_READS = {"/api/v5/trade/fills", "/api/v5/account/positions"}
 
 
 @pytest.fixture
@@ -198,6 +204,32 @@ async def test_a_start_sets_cancel_all_after_to_the_window_and_every_answer_says
     )
     (receipt,) = json.loads(card.stdout)["cards"]
     assert receipt["home"] == {"kind": "live", "environment": "okx", "venue": "OKX"}
+    assert all("x-simulated-trading" not in seen.headers for seen in okx.seen())
+
+
+async def test_with_streams_a_live_okx_home_judges_on_them_and_a_place_sends_only_its_create(
+    okx_home: Path, okx: OkxFront
+):
+    """`--streams` on a live OKX home: the streams of its key's host (the stand-in names its own while it
+    stands in for OKX); with them in sync a plan judges on them, and over REST reads only what the daily
+    loss limit reads (the day's fills and positions), a place that and its create."""
+    await turn_on(okx_home)
+    clock = FakeClock(datetime.now(UTC))
+    async with open_runtime(okx_home, exchange="okx", streams=True, clock=clock) as runtime:
+        reader = runtime.exchange
+        assert isinstance(reader, StreamingReader)
+        await until_in_sync(reader)
+        judged = await plan_order(runtime, PlanRequest.parse(BUY))
+        assert judged.snapshot is not None and judged.snapshot.fact_sources is not None
+        assert set(judged.snapshot.fact_sources.values()) == {"stream"}
+        async with Client(build_server(runtime)) as client:
+            before = len(okx.seen())
+            plan = await call(client, "plan_order", BUY)
+            assert plan["status"] == "ok", plan
+            assert {seen.path for seen in okx.seen()[before:]} <= DAY_READS
+            placed = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+    assert placed["status"] == "filled", placed
+    assert [seen.path for seen in okx.seen()[before:] if seen.path not in DAY_READS] == [ORDER]
     assert all("x-simulated-trading" not in seen.headers for seen in okx.seen())
 
 

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from pilot.core.venues import OKX, VenueProfile
 from pilot.exchange.listings import Listings
@@ -115,8 +116,9 @@ class OkxExchange(OrderWrites):
         loopback_url: str | None = None,
     ) -> OkxStreams:
         """The account's streams for `markets` (not connected yet: its `start` connects), on OKX demo's
-        WebSocket, or for a stand-in on loopback on `loopback_url` (ws://127.0.0.1:PORT), else on the one it
-        names itself (GET /pilot/streams; blocking: call it off the event loop).
+        WebSocket or the real account's of this key's host, or for a stand-in on loopback on `loopback_url`
+        (ws://127.0.0.1:PORT), else on the one it names itself (GET /pilot/streams; blocking: call it off the
+        event loop).
 
         Raises:
             ValueError: no key, or a stand-in that names no WebSocket on loopback.
@@ -127,7 +129,7 @@ class OkxExchange(OrderWrites):
             raise ValueError("OKX's private streams need the key, its secret and its passphrase.")
         if loopback_url is None and is_loopback_base(self.base_url):
             try:
-                loopback_url = discover_stand_in(self.base_url)
+                loopback_url = discover_stand_in(self.base_url, demo=self.environment == DEMO)
             except ValueError as error:
                 log.warning("OKX streams off, facts are read over REST: %s", error)
                 raise
@@ -139,6 +141,7 @@ class OkxExchange(OrderWrites):
             contract=self._contracts.get,
             clock=self._clock,
             loopback_url=loopback_url,
+            rest_host=urlsplit(self.base_url).hostname,
         )
 
     async def close(self) -> None:

@@ -12,7 +12,8 @@ What is subscribed (docs-v5 "WebSocket", the channel pages; ccxt.pro's okx.py fo
   either opens again (its facts are read over REST anew), subscribed once both acknowledged every
   subscription since, and a ping is confirmed only once both answered it.
 
-Where it connects: OKX demo trading's wss://wspap.okx.com:8443 (okx-demo), or a stand-in on loopback
+Where it connects: OKX demo trading's wss://wspap.okx.com:8443 (okx-demo), OKX's real account's WebSocket host
+of the REST host its key is on (okx, LIVE_STREAM_BASES: a live home's, with --streams), or a stand-in on loopback
 (ws://127.0.0.1:PORT): named by the caller, or by the stand-in itself at GET /pilot/streams on its REST side
 (`discover_stand_in`, as a `pilot sim` names its own). Nothing else.
 
@@ -58,7 +59,7 @@ from pilot.exchange.models import ExchangeOrder
 from pilot.exchange.okx import payloads as wire_
 from pilot.exchange.okx.client import Keys
 from pilot.exchange.okx.markets import SPOT_UNIT, Contract, inst_id, inst_type, named
-from pilot.exchange.okx.urls import DEMO, LOOPBACK_HOSTS, is_loopback_base
+from pilot.exchange.okx.urls import DEMO, LIVE, LOOPBACK_HOSTS, is_loopback_base
 from pilot.exchange.stream_events import (
     PRIVATE,
     Alive,
@@ -82,6 +83,15 @@ from pilot.exchange.stream_sockets import (
 )
 
 STREAM_BASES = {DEMO: "wss://wspap.okx.com:8443"}  # docs-v5 "Demo trading services"
+# OKX's real account: the WebSocket host of each REST host a live key may name (urls.LIVE_HOSTS), as OKX's
+# API docs list them per site ("Production Trading Services": ws.okx.com, wsus.okx.com for OKX US,
+# wseea.okx.com for the EEA platform) and the open-source OKX clients connect (ccxt's myokx, okx-api's
+# WS_BASE_URL_MAP, NautilusTrader's OKX urls). A key works on its own site's hosts only.
+LIVE_STREAM_BASES = {
+    "www.okx.com": "wss://ws.okx.com:8443",
+    "us.okx.com": "wss://wsus.okx.com:8443",
+    "eea.okx.com": "wss://wseea.okx.com:8443",
+}
 PUBLIC_PATH, PRIVATE_PATH, BUSINESS_PATH = "/ws/v5/public", "/ws/v5/private", "/ws/v5/business"
 BUSINESS = "business"  # the private channel's second connection (orders-algo)
 PUBLIC_CHANNELS = ("linear", "spot")
@@ -102,8 +112,10 @@ Clock = Callable[[], datetime]
 ContractOf = Callable[[str], Contract | None]
 
 
-def stream_base(environment: str, loopback_url: str | None = None) -> str:
-    """The WebSocket base (scheme, host, port) to connect to. Raises ValueError for anything off the list."""
+def stream_base(environment: str, loopback_url: str | None = None, rest_host: str | None = None) -> str:
+    """The WebSocket base (scheme, host, port) to connect to: a stand-in's on loopback, OKX demo's, or for
+    OKX's real account the one of the REST host the key is on (`rest_host`). Raises ValueError for anything
+    off the list."""
     if loopback_url is not None:
         parts = urlsplit(loopback_url)
         try:
@@ -113,6 +125,12 @@ def stream_base(environment: str, loopback_url: str | None = None) -> str:
         if parts.scheme != "ws" or parts.hostname not in LOOPBACK_HOSTS or port is None:
             raise ValueError(f"Refusing stream URL {loopback_url!r}: a stand-in is ws://127.0.0.1:PORT.")
         return loopback_url.rstrip("/")
+    if environment == LIVE:
+        if rest_host not in LIVE_STREAM_BASES:
+            raise ValueError(
+                f"No OKX streams for the host {rest_host!r}: one of {', '.join(LIVE_STREAM_BASES)}."
+            )
+        return LIVE_STREAM_BASES[rest_host]
     if environment not in STREAM_BASES:
         raise ValueError(f"No OKX streams for environment {environment!r}.")
     return STREAM_BASES[environment]
@@ -250,9 +268,10 @@ class _Socket:
             self._thread.join(min(0.05, max(deadline - time.monotonic(), 0)))
 
 
-def discover_stand_in(rest_url: str, timeout_s: float = DISCOVERY_SECONDS) -> str:
+def discover_stand_in(rest_url: str, timeout_s: float = DISCOVERY_SECONDS, *, demo: bool = True) -> str:
     """The WebSocket base that the stand-in for OKX at `rest_url` (http://127.0.0.1:PORT) names at GET
-    /pilot/streams, in OKX's envelope (code "0", data [{"url"}]), checked like every stream URL. Blocking.
+    /pilot/streams, in OKX's envelope (code "0", data [{"url"}]), checked like every stream URL; asked with
+    the demo header when it stands in for OKX demo (`demo`), as every request there is. Blocking.
 
     Raises:
         ValueError: it is not on loopback, did not answer so, or named a URL off loopback; its text is never
@@ -261,9 +280,8 @@ def discover_stand_in(rest_url: str, timeout_s: float = DISCOVERY_SECONDS) -> st
     if not is_loopback_base(rest_url):
         raise ValueError("only a stand-in for OKX on loopback names its streams")
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
-    asked = urllib.request.Request(
-        rest_url.rstrip("/") + DISCOVERY_PATH, headers={"x-simulated-trading": "1"}
-    )  # okx-demo's header, on every request it sends
+    headers = {"x-simulated-trading": "1"} if demo else {}  # okx-demo's header, on every request it sends
+    asked = urllib.request.Request(rest_url.rstrip("/") + DISCOVERY_PATH, headers=headers)
     try:
         with opener.open(asked, timeout=timeout_s) as answer:
             body = json.loads(answer.read(64 * 1024))
@@ -307,8 +325,9 @@ class OkxStreams:
         contract: ContractOf,
         clock: Clock,
         loopback_url: str | None = None,
+        rest_host: str | None = None,
     ) -> None:
-        self.base = stream_base(environment, loopback_url)
+        self.base = stream_base(environment, loopback_url, rest_host)
         self.environment = environment
         self._keys, self._sink, self._contract, self._clock = keys, sink, contract, clock
         self.markets = {c: tuple(s) for c, s in markets.items() if c in PUBLIC_CHANNELS and s}
@@ -612,4 +631,4 @@ def _code(message: dict[str, Any]) -> str:
     return code if code.isdigit() and len(code) <= 8 else "?"
 
 
-__all__ = ["STREAM_BASES", "OkxStreams", "stream_base"]
+__all__ = ["LIVE_STREAM_BASES", "STREAM_BASES", "OkxStreams", "stream_base"]

@@ -162,3 +162,23 @@ def test_only_okx_demo_or_a_loopback_stand_in_is_connected_to(url):
     assert stream_base("okx-demo", "ws://127.0.0.1:9000/") == "ws://127.0.0.1:9000"
     with pytest.raises(ValueError):
         stream_base("okx-live")
+
+
+@pytest.mark.parametrize(
+    ("host", "base"),
+    [
+        ("www.okx.com", "wss://ws.okx.com:8443"),
+        ("us.okx.com", "wss://wsus.okx.com:8443"),
+        ("eea.okx.com", "wss://wseea.okx.com:8443"),
+    ],
+)
+def test_the_real_account_connects_to_the_websocket_host_of_its_key_s_rest_host(host, base):
+    assert stream_base("okx", rest_host=host) == base
+
+
+@pytest.mark.parametrize(
+    "host", [None, "my.okx.com", "okx.com", "ws.okx.com", "127.0.0.1", "www.okx.com.evil"]
+)
+def test_a_real_account_on_any_other_host_has_no_streams(host):
+    with pytest.raises(ValueError):
+        stream_base("okx", rest_host=host)
