@@ -39,7 +39,7 @@ from .conftest import CREATE, write_policy
 from .one_home import Venue, market, open_test_runtime, restated, rules_of, seen, until
 
 pytestmark = pytest.mark.anyio
-PRICE_LIMIT = "/v5/market/price-limit"
+TICKER = "/v5/market/tickers"  # every judgement reads it: a test holds one there
 POSITION = "/v5/position/list"
 SIXTEEN_DOLLARS = "0.0002"  # of BTC at 80220: two pass the $25 cap alone, not together
 
@@ -98,7 +98,7 @@ async def test_sends_stamped_by_a_clock_hours_off_still_count_today_and_in_each_
 async def test_a_server_whose_clock_is_ahead_never_sends_beside_one_still_judging(
     tmp_path: Path, paper: Any, ahead_seconds: int
 ) -> None:
-    """Server B holds the send turn and waits for a fact (its price band read is held 3 s at the exchange);
+    """Server B holds the send turn and waits for a fact (its ticker read is held 3 s at the exchange);
     server A, whose clock is ahead, plans and places meanwhile. A must wait for B's turn to end."""
     write_policy(tmp_path)  # $25 cap
     start = datetime.now(UTC).replace(microsecond=0)
@@ -106,16 +106,16 @@ async def test_a_server_whose_clock_is_ahead_never_sends_beside_one_still_judgin
     async with two_servers(tmp_path, paper, clocks) as (a, b):
         plan_b = await plan_order(b, market(Side.BUY, SIXTEEN_DOLLARS))
         assert plan_b.plan_id is not None
-        bands, positions = paper.request_count(PRICE_LIMIT), paper.request_count(POSITION)
-        paper.add_fault(PRICE_LIMIT, "latency", delay_ms=3000)
+        tickers, positions = paper.request_count(TICKER), paper.request_count(POSITION)
+        paper.add_fault(TICKER, "latency", delay_ms=3000)
         b_places = asyncio.ensure_future(place_order(b, plan_b.plan_id))
         await until(
             lambda: (
-                paper.request_count(PRICE_LIMIT) > bands
+                paper.request_count(TICKER) > tickers
                 and paper.request_count(POSITION) > positions
                 and paper.working == 1
             )
-        )  # B holds the turn, has read the position and the journal, and waits for its price band
+        )  # B holds the turn, has read the position and the journal, and waits for its ticker
         plan_a = await plan_order(a, market(Side.BUY, SIXTEEN_DOLLARS))
         assert plan_a.plan_id is not None
         placed_a = await place_order(a, plan_a.plan_id)

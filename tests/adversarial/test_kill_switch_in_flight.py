@@ -3,7 +3,7 @@ the home, whatever was being judged when it was thrown.
 
 Two servers on one home (separate store connections, gates and lease holders, as two `pilot serve`
 processes). Server B places a plan made earlier and is inside its send turn, judging on fresh facts (its
-price band read is held at the exchange), when the switch is thrown: by server A's agent, by the human's
+ticker read is held at the exchange), when the switch is thrown: by server A's agent, by the human's
 `pilot kill-switch on` (its own store connection), by a loss latch another server writes, or by the human
 tightening policy.json. B must refuse, and the journal must hold no growing `order.sent` after the entry
 that turned trading reducing. The last world throws the agent's switch at a random instant of B's send, many
@@ -43,7 +43,7 @@ from .conftest import CREATE, write_policy
 from .one_home import Venue, latch_the_loss_limit, market, open_test_runtime, rules_of, until
 
 pytestmark = pytest.mark.anyio
-PRICE_LIMIT = "/v5/market/price-limit"
+TICKER = "/v5/market/tickers"  # every judgement reads it: a test holds one there
 POSITION = "/v5/position/list"
 TRIES = int(os.environ.get("PILOT_KILL_SWITCH_TRIES", "30"))
 ROOMY = {"maxNotionalUsd": 1000, "maxOrderNotionalUsd": 1000, "dailyOrderCap": 1000}
@@ -79,15 +79,15 @@ async def growing_sends_after_the_switch(journal: Journal) -> list[int]:
 
 
 async def held_in_judgement(paper: Any, b: Runtime, delay_ms: int) -> asyncio.Future[Any]:
-    """B places a plan it made earlier; return once B holds the send turn and waits for its price band."""
+    """B places a plan it made earlier; return once B holds the send turn and waits for its ticker."""
     plan = await plan_order(b, market(Side.BUY, "0.0001"))
     assert plan.plan_id is not None, plan
-    bands, positions = paper.request_count(PRICE_LIMIT), paper.request_count(POSITION)
-    paper.add_fault(PRICE_LIMIT, "latency", delay_ms=delay_ms)
+    tickers, positions = paper.request_count(TICKER), paper.request_count(POSITION)
+    paper.add_fault(TICKER, "latency", delay_ms=delay_ms)
     placing = asyncio.ensure_future(place_order(b, plan.plan_id))
     await until(
         lambda: (
-            paper.request_count(PRICE_LIMIT) > bands
+            paper.request_count(TICKER) > tickers
             and paper.request_count(POSITION) > positions
             and paper.working == 1
         )
@@ -157,10 +157,10 @@ async def test_an_amend_that_grows_an_order_is_stopped_by_a_switch_thrown_while_
             b, AmendAsk("BTCUSDT", placed.order_id, None, Decimal("0.0003"), None, "linear")
         )
         assert amend.plan_id is not None, amend
-        bands = paper.request_count(PRICE_LIMIT)
-        paper.add_fault(PRICE_LIMIT, "latency", delay_ms=1500)
+        tickers = paper.request_count(TICKER)
+        paper.add_fault(TICKER, "latency", delay_ms=1500)
         amending = asyncio.ensure_future(place_order(b, amend.plan_id))
-        await until(lambda: paper.request_count(PRICE_LIMIT) > bands and paper.working == 1)
+        await until(lambda: paper.request_count(TICKER) > tickers and paper.working == 1)
         await activate_kill_switch(a, "another server's agent stops")
         amended = await amending
     assert amended.status == "refused" and "tradingState" in rules_of(amended), amended
@@ -201,7 +201,7 @@ async def test_the_agents_switch_at_a_random_instant_of_another_servers_send_nev
         for attempt in range(TRIES):
             plan = await plan_order(b, market(Side.BUY, "0.0001"))
             assert plan.plan_id is not None, plan
-            paper.add_fault(PRICE_LIMIT, "latency", delay_ms=30)
+            paper.add_fault(TICKER, "latency", delay_ms=30)
             mark, before = (await a.store.journal.mark()).seq, total_requests(paper)
             placing = asyncio.ensure_future(place_order(b, plan.plan_id))
             reached = rng.randint(0, READS_PER_PLACE + 1)  # the instant the agent throws it: the world's draw

@@ -4,7 +4,7 @@ before it stands, as one journaled before the kill switch does (tests/adversaria
 
 Two servers on one home (separate store connections, gates and lease holders, as two `pilot serve` processes).
 Server B serves the agent through a real MCP client session (its credential looked up on every call, as over
-stdio); server A is where the human's revoke runs. The first world holds B inside its judgement (its price band
+stdio); server A is where the human's revoke runs. The first world holds B inside its judgement (its ticker
 read held at the exchange) while A revokes; the second revokes at a random instant of B's send, many times, a
 new agent each try, and counts the tries in which a growing order of the revoked agent was journaled after its
 revoke.
@@ -32,7 +32,7 @@ from tests.app.conftest import call, total_requests
 
 from .conftest import CREATE, write_policy
 from .one_home import Venue, open_test_runtime, until
-from .test_kill_switch_in_flight import PRICE_LIMIT, READS_PER_PLACE, ROOMY, TRIES, paper, progress
+from .test_kill_switch_in_flight import READS_PER_PLACE, ROOMY, TICKER, TRIES, paper, progress
 
 __all__ = ["paper"]  # the fixture, shared with the kill switch's worlds
 
@@ -79,10 +79,10 @@ async def test_a_revoke_while_another_server_judges_the_agents_send_stops_that_s
         b.credential = await add_agent(a, "trader", "trade")
         async with agent_session(b) as client:
             plan = await call(client, "plan_order", BUY)
-            bands = paper.request_count(PRICE_LIMIT)
-            paper.add_fault(PRICE_LIMIT, "latency", delay_ms=1500)
+            tickers = paper.request_count(TICKER)
+            paper.add_fault(TICKER, "latency", delay_ms=1500)
             placing = asyncio.ensure_future(call(client, "place_order", {"plan_id": plan["plan_id"]}))
-            await until(lambda: paper.request_count(PRICE_LIMIT) > bands and paper.working == 1)
+            await until(lambda: paper.request_count(TICKER) > tickers and paper.working == 1)
             revoked = await revoke_agent(a, "trader")
             placed = await placing
         late = await late_growing_sends(a, "trader", revoked.seq)
@@ -112,7 +112,7 @@ async def test_a_revoke_at_a_random_instant_of_the_agents_send_never_follows_a_g
             b.credential = await add_agent(a, name, "trade")
             plan = await call(client, "plan_order", BUY)
             assert plan["status"] == "ok", plan
-            paper.add_fault(PRICE_LIMIT, "latency", delay_ms=30)
+            paper.add_fault(TICKER, "latency", delay_ms=30)
             before = total_requests(paper)
             placing = asyncio.ensure_future(call(client, "place_order", {"plan_id": plan["plan_id"]}))
             reached = rng.randint(0, READS_PER_PLACE + 1)  # the instant the human revokes: the draw
