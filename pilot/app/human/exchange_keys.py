@@ -13,9 +13,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pilot.app.runtime.runtime import Home
-from pilot.exchange.adapters import connect_exchange
+from pilot.exchange.adapters import connect_exchange, key_refusal
 from pilot.exchange.errors import ExchangeError, ExchangeRejected
 from pilot.exchange.models import ApiKeyInfo
 from pilot.keys.credentials import Credentials, checked_address, key_hint, new_credentials, parse_environment
@@ -23,6 +24,7 @@ from pilot.keys.environments import Environment
 from pilot.keys.errors import (
     KeyAlreadyStored,
     KeyPermissionsRejected,
+    KeyRefused,
     KeyUnreadable,
     NoKeyStored,
     PermissionCheckFailed,
@@ -120,7 +122,7 @@ async def add_key(
         if current is not None:
             raise KeyAlreadyStored(credentials.environment, current.key_id)
         vault = vault_for_writing(home, has_stored_keys=bool(await store.all_active()))
-        stored = await _checked_and_sealed(vault, credentials, read_key_info, now)
+        stored = await _checked_and_sealed(vault, credentials, read_key_info, now, verb="add")
         try:
             await store.insert(stored)
         except ActiveKeyExists:
@@ -147,7 +149,7 @@ async def replace_key(
     async with _keystore(home) as store:
         current = await _active_or_raise(store, credentials.environment)
         vault = vault_for_writing(home, has_stored_keys=True)
-        stored = await _checked_and_sealed(vault, credentials, read_key_info, now)
+        stored = await _checked_and_sealed(vault, credentials, read_key_info, now, verb="replace")
         await store.replace(current.key_id, stored, at=now)
     return _summary(stored)
 
@@ -289,9 +291,9 @@ def _is_fresh(check: PermissionCheck, now: datetime, environment: Environment) -
 
 
 async def _checked_and_sealed(
-    vault: Vault, credentials: Credentials, read_key_info: KeyInfoReader, now: datetime
+    vault: Vault, credentials: Credentials, read_key_info: KeyInfoReader, now: datetime, *, verb: str
 ) -> StoredKey:
-    check = await _check(credentials, read_key_info, now)
+    check = await _check(credentials, read_key_info, now, verb=verb)
     _raise_if_rejected(credentials.environment, check)
     secrets = {"api_key": credentials.api_key, "api_secret": credentials.api_secret}
     if credentials.passphrase is not None:  # OKX's: sealed with the key and secret, under the same seal
@@ -308,13 +310,21 @@ async def _checked_and_sealed(
     )
 
 
-async def _check(credentials: Credentials, read_key_info: KeyInfoReader, now: datetime) -> PermissionCheck:
+async def _check(
+    credentials: Credentials, read_key_info: KeyInfoReader, now: datetime, *, verb: str | None = None
+) -> PermissionCheck:
+    """What the exchange says the key may do, judged. `verb`: the `pilot keys` command storing it (add,
+    replace), None for a stored key's check; a refusal of the key itself names it in its fix."""
     # `from None` everywhere: the adapter's exception must not ride along in a traceback.
     try:
         info = await read_key_info(credentials)
     except ExchangeRejected as error:
         if error.unsupported:  # bybit-demo's 10032: no answer will come, the key stays unused
             raise PermissionCheckUnsupported(credentials.environment) from None
+        refusal = key_refusal(credentials.environment.value, error.ret_code)
+        if refusal is not None:  # the key itself: its host, demo or live, its IP list, a secret as typed
+            host = urlsplit(credentials.base_url or "").hostname if credentials.environment.live else None
+            raise KeyRefused(credentials.environment, refusal, error.ret_code, host=host, verb=verb) from None
         reason = f"the exchange refused the key (retCode {error.ret_code})"
         raise PermissionCheckFailed(credentials.environment, reason) from None
     except ExchangeError:
