@@ -21,7 +21,7 @@ from pilot.app.human.exchange_keys import (
     replace_key,
     show_keys,
 )
-from pilot.app.runtime.runtime import is_live
+from pilot.app.runtime.runtime import Home, is_live
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.keys.environments import Environment
@@ -74,7 +74,7 @@ def add(environment: str, url: str | None, host: str | None, from_stdin: bool, o
     """Add a key for an environment that has none; its permissions are checked on the exchange first."""
     home = resolve_home()
     url = host or url
-    _refuse_mainnet_on_practice(home, environment)
+    _refuse_where_never_used(home, environment)
     _run(check_ready_to_store(home, environment, base_url=url))
     api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)
     summary = _run(
@@ -96,6 +96,7 @@ def replace_command(
     """Replace the environment's key; the old one stays if the new one is refused."""
     home = resolve_home()
     url = host or url
+    _refuse_where_never_used(home, environment)
     _run(check_ready_to_store(home, environment, base_url=url, replacing=True))
     api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)
     summary = _run(
@@ -190,12 +191,14 @@ def _read_secrets(environment: Environment, from_stdin: bool) -> tuple[str, str,
     return api_key, api_secret, passphrase
 
 
-def _refuse_mainnet_on_practice(home: Path, environment: str) -> None:
-    """A mainnet key in a practice home is refused before a secret is typed or mainnet is asked."""
-    if is_live(environment):
-        from pilot.app.human.going_live import require_live_home
+def _refuse_where_never_used(home: Path, environment: str) -> None:
+    """A key the home would never use is refused before a secret is typed or the venue is asked: a
+    real-money key in a practice home, another environment's in a live home (okx-demo in a live OKX home).
+    A practice key needs no journal yet; a real-money one needs the live home's."""
+    if is_live(environment) or Home(home).has_store():
+        from pilot.app.human.going_live import require_its_venue
 
-        on_desk(home, partial(require_live_home, environment=environment))
+        on_desk(home, partial(require_its_venue, environment=environment))
 
 
 def _run(use_case: Coroutine[Any, Any, T]) -> T:
