@@ -24,6 +24,7 @@ from pilot.app.human.exchange_keys import (
 from pilot.app.runtime.runtime import Home, is_live
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
+from pilot.keys.credentials import given_address
 from pilot.keys.environments import Environment
 from pilot.keys.errors import KeysError
 
@@ -34,8 +35,9 @@ _url_option = click.option("--url", default=None, help="The paper exchange's add
 _host_option = click.option(
     "--host",
     default=None,
-    help="bybit (mainnet) only: the host your Bybit site gives, named explicitly (api.bybit.com, "
-    "api.bybit.eu, api.bybit.nl, ...; docs/going-live.md lists them).",
+    help="A live key's only (bybit, okx): the API host of the site your account is on, named explicitly "
+    "(bybit: api.bybit.com, api.bybit.eu, api.bybit.nl, ...; okx: www.okx.com, eea.okx.com for my.okx.com, "
+    "us.okx.com; docs/going-live.md lists them).",
 )
 _stdin_option = click.option(
     "--stdin",
@@ -51,8 +53,8 @@ def _exchange_option(required: bool = True) -> Callable[[Callable[..., Any]], Ca
         "environment",
         type=_ENVIRONMENTS,
         required=required,
-        help="Bybit demo or testnet, bybit (mainnet: a live home only, needs --host), OKX demo, or the paper "
-        "exchange (which needs --url).",
+        help="Bybit demo or testnet, bybit (mainnet: a live home only, needs --host), OKX demo, okx (OKX's "
+        "real account: a live home only, needs --host), or the paper exchange (which needs --url).",
     )
 
 
@@ -73,7 +75,7 @@ def command() -> None:
 def add(environment: str, url: str | None, host: str | None, from_stdin: bool, output: str) -> None:
     """Add a key for an environment that has none; its permissions are checked on the exchange first."""
     home = resolve_home()
-    url = host or url
+    url = given_address(Environment(environment), url, host)
     _refuse_where_never_used(home, environment)
     _run(check_ready_to_store(home, environment, base_url=url))
     api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)
@@ -95,7 +97,7 @@ def replace_command(
 ) -> None:
     """Replace the environment's key; the old one stays if the new one is refused."""
     home = resolve_home()
-    url = host or url
+    url = given_address(Environment(environment), url, host)
     _refuse_where_never_used(home, environment)
     _run(check_ready_to_store(home, environment, base_url=url, replacing=True))
     api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)

@@ -36,6 +36,7 @@ __all__ = [
     "LEGACY_REQUEST_KEYS",
     "LIVE_ENVIRONMENTS",
     "MAINNET_HOSTS",
+    "api_host_of",
     "connect_exchange",
     "key_refusal",
     "live_host_notes",
@@ -79,6 +80,16 @@ def live_host_notes(environment: str) -> dict[str, str]:
 
         return dict(LIVE_HOSTS)
     return {host: who for host, (_, who) in MAINNET_HOSTS.items()}
+
+
+def api_host_of(environment: str, host: str) -> str | None:
+    """The API host a live environment's key should name when `host` is its venue's website rather than an
+    API host (OKX's EEA site my.okx.com: eea.okx.com), else None."""
+    if environment in OKX_ENVIRONMENTS:
+        from pilot.exchange.okx.urls import api_host_of as okx_api_host_of
+
+        return okx_api_host_of(host)
+    return None
 
 
 def key_refusal(environment: str, code: int) -> ErrorCode | None:

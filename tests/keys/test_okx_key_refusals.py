@@ -194,3 +194,29 @@ def test_an_ip_off_the_keys_list_says_so_and_the_fix_runs_the_same_command_again
     expected = ["pilot", "keys", "add", "--exchange", environment, *(["--host", host] if host else [])]
     assert (refused, commands) == ("key_ip_not_allowed", [expected])
     assert stored(home) == []
+
+
+def test_host_given_to_okx_demo_is_refused_naming_host_before_okx_is_asked(
+    tmp_path: Path, master_key_file: Path, front: OkxFront
+) -> None:
+    home = practice_home(tmp_path)
+    refused = keys("add", home, "okx-demo", front, host="www.okx.com")
+    failure = json.loads(refused.stdout)["error"]
+    assert (refused.exit_code, failure["code"]) == (2, "invalid_key_input")
+    flags = set(re.findall(r"--[a-z]+", failure["message"] + failure["fix"]))
+    assert "--host" in flags and "--url" not in flags  # the flag that was given, not the paper exchange's
+    assert front.seen() == [] and stored(home) == []
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"), [("my.okx.com", "eea.okx.com"), ("https://okx.com", "www.okx.com")]
+)
+def test_an_okx_website_given_as_host_is_refused_naming_its_api_host(
+    tmp_path: Path, master_key_file: Path, front: OkxFront, given: str, meant: str
+) -> None:
+    home = live_home(tmp_path)
+    refused = keys("add", home, "okx", front, host=given)
+    failure = json.loads(refused.stdout)["error"]
+    assert (refused.exit_code, failure["code"]) == (2, "invalid_key_input")
+    assert re.findall(r"--host (\S+?)[.`\s]*$", failure["fix"]) == [meant]
+    assert front.seen() == [] and stored(home) == []
