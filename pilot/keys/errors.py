@@ -208,7 +208,10 @@ def _wrong_environment(environment: str, host: str, verb: str | None) -> tuple[s
 
 
 def _ip_not_allowed(environment: str, host: str, verb: str | None) -> tuple[str, str]:
-    again = _again(environment, host, verb)
+    # A stored key needs nothing stored again: the next check (a start, a server's own timer) passes.
+    again = (
+        _again(environment, host, verb) if verb else "start again (a running server reads it again itself)"
+    )
     return (
         "this machine's public IP address is not on the key's IP list",
         f"on {Environment(environment).venue_name}'s API page, edit the key and add this machine's public IP "

@@ -19,15 +19,19 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
+from pilot.app.human.desk import open_desk
+from pilot.app.human.going_live import phrase, turn_live_on
 from pilot.app.service.boot import StartupError, open_runtime
 from pilot.exchange.okx.urls import standing_in_for_okx_demo, standing_in_for_okx_live
 from pilot.paper import start_paper_exchange
-from tests.okx_front import OkxFront
+from tests.okx_front import OkxFront, Rule
+from tests.okx_front.endpoints import error
 from tests.scenarios import ARTICLE
 
 from .conftest import error_code, pilot
 
 INIT_LIVE_OKX = ["pilot", "init", "--live", "--exchange", "okx"]
+CONFIG = "/api/v5/account/config"  # the key's permission read
 ADD_OKX = ["pilot", "keys", "add", "--exchange", "okx", "--host", "www.okx.com"]
 
 
@@ -158,3 +162,41 @@ def test_doctor_on_a_live_okx_home_without_its_key_names_the_host_in_the_keys_co
     practice = tmp_path / "practice"
     assert pilot("init", "--home", str(practice)).exit_code == 0
     assert commands(str(doctor(practice, "okx")["home"]["fix"])) == [INIT_LIVE_OKX]
+
+
+@pytest.mark.anyio
+async def test_a_stored_live_okx_key_refused_at_start_says_why_and_needs_nothing_stored_again(
+    tmp_path: Path, master_key_file: Path, front: OkxFront
+) -> None:
+    """The same causes on a stored key's check (a live home reads its key at every start): the IP the key was
+    bound to is no longer this machine's (50110). Once it is on the key's list, a start passes."""
+    front.live = True
+    home = await asyncio.to_thread(home_of, tmp_path, "--live", "--exchange", "okx")
+    secrets = f"{front.api_key}\n{front.api_secret}\n{front.passphrase}\n"
+    added = await asyncio.to_thread(
+        pilot,
+        "keys",
+        "add",
+        "--exchange",
+        "okx",
+        "--host",
+        "www.okx.com",
+        "--stdin",
+        "--home",
+        str(home),
+        input=secrets,
+    )
+    assert added.exit_code == 0, added.output
+    async with open_desk(home) as desk:
+        await turn_live_on(desk, phrase(desk), at_terminal=True)
+    moved = Rule(
+        "GET", CONFIG, error(50110, "Your IP is not included in your API key's IP whitelist."), status=401
+    )
+    front.add(moved)
+    with pytest.raises(StartupError) as refused:
+        async with open_runtime(home, exchange="okx"):
+            pass
+    assert refused.value.code == "key_ip_not_allowed" and commands(refused.value.fix or "") == []
+    front.rules.remove(moved)  # the machine's IP added to the key's list on OKX
+    async with open_runtime(home, exchange="okx") as runtime:
+        assert runtime.environment == "okx" and runtime.live
