@@ -86,10 +86,10 @@ class NoKeyStored(KeysError):
 class KeyAlreadyStored(KeysError):
     code = ErrorCode.KEY_ALREADY_STORED
 
-    def __init__(self, environment: str, key_id: str) -> None:
+    def __init__(self, environment: str, key_id: str, host: str | None = None) -> None:
         super().__init__(
             f"Key {key_id} is already stored for {environment}.",
-            f"run `{keys_command('replace', environment)}` to swap it for a new one.",
+            f"run `{keys_command('replace', environment, host)}` to swap it for a new one.",
         )
         self.environment = environment
         self.key_id = key_id
@@ -98,11 +98,12 @@ class KeyAlreadyStored(KeysError):
 class KeyPermissionsRejected(KeysError):
     code = ErrorCode.KEY_PERMISSIONS_REJECTED
 
-    def __init__(self, environment: str, disallowed: tuple[str, ...]) -> None:
+    def __init__(self, environment: str, disallowed: tuple[str, ...], host: str | None = None) -> None:
+        note = "" if host else _host_note(environment)
         super().__init__(
             f"The {environment} key is refused: {', '.join(disallowed)}.",
             f"{_least_privilege(environment, disallowed)}, "
-            f"then run `{keys_command('replace', environment)}` (or `add` for a new one){_host_note(environment)}.",
+            f"then run `{keys_command('replace', environment, host)}` (or `add` for a new one){note}.",
         )
         self.environment = environment
         self.disallowed = disallowed

@@ -200,3 +200,24 @@ async def test_a_stored_live_okx_key_refused_at_start_says_why_and_needs_nothing
     front.rules.remove(moved)  # the machine's IP added to the key's list on OKX
     async with open_runtime(home, exchange="okx") as runtime:
         assert runtime.environment == "okx" and runtime.live
+
+
+def test_a_live_okx_keys_fixes_name_the_host_it_was_given(
+    tmp_path: Path, master_key_file: Path, front: OkxFront
+) -> None:
+    front.live = True
+    home = home_of(tmp_path, "--live", "--exchange", "okx")
+    secrets = f"{front.api_key}\n{front.api_secret}\n{front.passphrase}\n"
+
+    def add() -> Result:
+        where = ["--host", "eea.okx.com", "--stdin", "--home", str(home), "--format", "json"]
+        return pilot("keys", "add", "--exchange", "okx", *where, input=secrets)
+
+    replace_eea = ["pilot", "keys", "replace", "--exchange", "okx", "--host", "eea.okx.com"]
+    front.perm = "read_only,trade,withdraw"
+    wide = add()
+    assert error_code(wide) == "key_permissions_rejected" and refused_fix(wide) == [replace_eea]
+    front.perm = "read_only,trade"
+    assert add().exit_code == 0
+    again = add()
+    assert error_code(again) == "key_already_stored" and refused_fix(again) == [replace_eea]
