@@ -66,8 +66,8 @@ def home_of(tmp_path: Path, *init: str) -> Path:
 @pytest.mark.parametrize(
     ("environment", "other_home"),
     [
-        ("okx-demo", ["pilot", "init"]),  # a practice home
-        ("bybit-demo", ["pilot", "init"]),
+        ("okx-demo", ["pilot", "init", "--exchange", "okx-demo"]),  # a practice home of that venue
+        ("bybit-demo", ["pilot", "init", "--exchange", "bybit-demo"]),
         ("bybit", ["pilot", "init", "--live"]),  # a live Bybit home
     ],
 )

@@ -231,7 +231,7 @@ def venue_refusal(home: Path, trades: str | None, environment: str) -> LiveRefus
     elsewhere = (
         f"make a live home for {environment} in a new folder (`{live_home_command(environment)}`)"
         if is_live(environment)
-        else f"keep {environment} in a practice home (`pilot init --home NEW_FOLDER`)"
+        else f"keep {environment} in a practice home (`{practice_home_command(environment)}`)"
     )
     return LiveRefused(
         only_its_venue(trades),
@@ -246,6 +246,12 @@ def live_home_command(environment: str | None = None) -> str:
         f" --exchange {environment}" if environment is not None and environment != LIVE_ENVIRONMENT else ""
     )
     return f"pilot init --live{venue} --home NEW_FOLDER"
+
+
+def practice_home_command(environment: str) -> str:
+    """`pilot init` for a practice home of `environment`, its policy spelled for that venue."""
+    venue = "" if environment == "paper" else f" --exchange {environment}"
+    return f"pilot init{venue} --home NEW_FOLDER"
 
 
 def practice_home(where: Runtime | Path, environment: str | None = None) -> LiveRefused:
