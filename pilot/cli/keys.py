@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from pilot.app.answers.failures import explain
+from pilot.app.human.desk import HumanError
 from pilot.app.human.exchange_keys import (
     KeySummary,
     add_key,
@@ -27,6 +28,7 @@ from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.keys.credentials import given_address
 from pilot.keys.environments import Environment
 from pilot.keys.errors import KeysError
+from pilot.store import StoreError
 
 T = TypeVar("T")
 
@@ -196,11 +198,20 @@ def _read_secrets(environment: Environment, from_stdin: bool) -> tuple[str, str,
 def _refuse_where_never_used(home: Path, environment: str) -> None:
     """A key the home would never use is refused before a secret is typed or the venue is asked: a
     real-money key in a practice home, another environment's in a live home (okx-demo in a live OKX home).
-    A practice key needs no journal yet; a real-money one needs the live home's."""
-    if is_live(environment) or Home(home).has_store():
-        from pilot.app.human.going_live import require_its_venue
+    A real-money key needs the live home's journal; a practice key needs none, and a journal that cannot be
+    read now (its key elsewhere, say) does not stop it: that is `pilot doctor`'s to report."""
+    from pilot.app.human.going_live import LiveRefused, require_its_venue
 
-        on_desk(home, partial(require_its_venue, environment=environment))
+    check = partial(require_its_venue, environment=environment)
+    if is_live(environment):
+        on_desk(home, check)
+    elif Home(home).has_store():
+        try:
+            on_desk(home, check, react=False)
+        except LiveRefused:
+            raise
+        except (HumanError, StoreError):
+            return
 
 
 def _run(use_case: Coroutine[Any, Any, T]) -> T:

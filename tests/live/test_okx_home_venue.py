@@ -83,10 +83,11 @@ def test_a_live_okx_home_refuses_another_environments_key_before_any_prompt(
     assert front.seen() == [] and not (home / "keys.db").exists()
 
 
-def test_a_practice_home_keeps_taking_okx_demo_keys(
-    tmp_path: Path, master_key_file: Path, front: OkxFront
+def test_a_practice_home_keeps_taking_okx_demo_keys_even_with_its_journal_unreadable(
+    tmp_path: Path, master_key_file: Path, front: OkxFront, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home = home_of(tmp_path)
+    monkeypatch.setenv("PILOT_JOURNAL_KEY_FILE", str(tmp_path / "another" / "journal.key"))  # not its key
     added = pilot(
         "keys",
         "add",

@@ -210,8 +210,9 @@ async def require_live_home(runtime: Runtime, environment: str | None = None) ->
     trades = await live_environment(runtime.store.journal)
     if trades is None:
         raise practice_home(runtime, environment)
-    if environment is not None:
-        await require_its_venue(runtime, environment)
+    refusal = venue_refusal(runtime.home.path, trades, environment) if environment is not None else None
+    if refusal is not None:
+        raise refusal
 
 
 async def require_its_venue(runtime: Runtime, environment: str) -> None:
