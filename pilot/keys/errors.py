@@ -179,12 +179,12 @@ def _unknown_on_host(environment: str, host: str, verb: str | None) -> tuple[str
     again = _again(environment, host, verb)
     if not Environment(environment).live:
         return (
-            "OKX's demo trading at www.okx.com knows no such key (one made on another OKX site, or deleted)",
+            "its demo trading at www.okx.com knows no such key (one made on another OKX site, or deleted)",
             f"make a key on www.okx.com, on {_DEMO_API_PAGE}, then {again}",
         )
     elsewhere = _other_hosts(environment, host, verb or "replace")
     return (
-        f"OKX knows no such key at {host}: a key is served only by the host of the OKX site it was made on "
+        f"no such key is known at {host}: a key is served only by the host of the OKX site it was made on "
         "(or it was deleted)",
         f"name the host of the OKX site your account is on: {elsewhere}; if it is {host}'s, check on OKX's "
         f"API page that the key still exists (or make a new one), then {again}",
@@ -195,14 +195,13 @@ def _wrong_environment(environment: str, host: str, verb: str | None) -> tuple[s
     again = _again(environment, host, verb)
     if not Environment(environment).live:
         return (
-            "it is a key of OKX's real account, and okx-demo is OKX's demo trading, which takes only a key "
-            "made there",
+            "it is a real-account key, and okx-demo is OKX's demo trading, which takes only a key made there",
             f"make a key on {_DEMO_API_PAGE} and {again}. A real-account key belongs in a live OKX home: "
             "`pilot init --live --exchange okx --home NEW_FOLDER`, then "
             f"`{keys_command('add', Environment.OKX)}` there (docs/going-live.md)",
         )
     return (
-        "it is a key of OKX's demo trading, and okx is OKX's real account, which takes only a key made there",
+        "it is a demo trading key, and okx is OKX's real account, which takes only a key made there",
         f"make a key on your real account's API page (read and trade, bound to this machine's IP) and {again}. "
         "A demo key belongs in a practice home: `pilot keys add --exchange okx-demo --home PRACTICE_HOME`",
     )
