@@ -182,6 +182,12 @@ def test_every_code_going_live_can_refuse_with_has_an_entry_with_its_cause_and_f
         ErrorCode.INVALID_KEY_INPUT,
         ErrorCode.KEY_PERMISSIONS_REJECTED,
         ErrorCode.KEY_PERMISSION_CHECK_FAILED,
+        ErrorCode.KEY_UNKNOWN_ON_HOST,
+        ErrorCode.KEY_WRONG_ENVIRONMENT,
+        ErrorCode.KEY_IP_NOT_ALLOWED,
+        ErrorCode.KEY_PASSPHRASE_WRONG,
+        ErrorCode.KEY_INVALID,
+        ErrorCode.KEY_SECRET_WRONG,
         "apiKeyPermissions",  # a growing order refused while serving: the rule, not an error code
         "unavailable",  # Pilot's own rate limiter: the family of a request not sent
     ]

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from pilot.app.answers.failures import explain
+from pilot.app.human.desk import HumanError
 from pilot.app.human.exchange_keys import (
     KeySummary,
     add_key,
@@ -21,11 +22,13 @@ from pilot.app.human.exchange_keys import (
     replace_key,
     show_keys,
 )
-from pilot.app.runtime.runtime import is_live
+from pilot.app.runtime.runtime import Home, is_live
 from pilot.cli.home import home_option, on_desk, resolve_home
 from pilot.cli.output import CliError, emit_json, format_option, wants_json
+from pilot.keys.credentials import given_address
 from pilot.keys.environments import Environment
 from pilot.keys.errors import KeysError
+from pilot.store import StoreError
 
 T = TypeVar("T")
 
@@ -34,8 +37,9 @@ _url_option = click.option("--url", default=None, help="The paper exchange's add
 _host_option = click.option(
     "--host",
     default=None,
-    help="bybit (mainnet) only: the host your Bybit site gives, named explicitly (api.bybit.com, "
-    "api.bybit.eu, api.bybit.nl, ...; docs/going-live.md lists them).",
+    help="A live key's only (bybit, okx): the API host of the site your account is on, named explicitly "
+    "(bybit: api.bybit.com, api.bybit.eu, api.bybit.nl, ...; okx: www.okx.com, eea.okx.com for my.okx.com, "
+    "us.okx.com; docs/going-live.md lists them).",
 )
 _stdin_option = click.option(
     "--stdin",
@@ -51,8 +55,8 @@ def _exchange_option(required: bool = True) -> Callable[[Callable[..., Any]], Ca
         "environment",
         type=_ENVIRONMENTS,
         required=required,
-        help="Bybit demo or testnet, bybit (mainnet: a live home only, needs --host), OKX demo, or the paper "
-        "exchange (which needs --url).",
+        help="Bybit demo or testnet, bybit (mainnet: a live home only, needs --host), OKX demo, okx (OKX's "
+        "real account: a live home only, needs --host), or the paper exchange (which needs --url).",
     )
 
 
@@ -73,8 +77,8 @@ def command() -> None:
 def add(environment: str, url: str | None, host: str | None, from_stdin: bool, output: str) -> None:
     """Add a key for an environment that has none; its permissions are checked on the exchange first."""
     home = resolve_home()
-    url = host or url
-    _refuse_mainnet_on_practice(home, environment)
+    url = given_address(Environment(environment), url, host)
+    _refuse_where_never_used(home, environment)
     _run(check_ready_to_store(home, environment, base_url=url))
     api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)
     summary = _run(
@@ -95,7 +99,8 @@ def replace_command(
 ) -> None:
     """Replace the environment's key; the old one stays if the new one is refused."""
     home = resolve_home()
-    url = host or url
+    url = given_address(Environment(environment), url, host)
+    _refuse_where_never_used(home, environment)
     _run(check_ready_to_store(home, environment, base_url=url, replacing=True))
     api_key, api_secret, passphrase = _read_secrets(Environment(environment), from_stdin)
     summary = _run(
@@ -190,12 +195,23 @@ def _read_secrets(environment: Environment, from_stdin: bool) -> tuple[str, str,
     return api_key, api_secret, passphrase
 
 
-def _refuse_mainnet_on_practice(home: Path, environment: str) -> None:
-    """A mainnet key in a practice home is refused before a secret is typed or mainnet is asked."""
-    if is_live(environment):
-        from pilot.app.human.going_live import require_live_home
+def _refuse_where_never_used(home: Path, environment: str) -> None:
+    """A key the home would never use is refused before a secret is typed or the venue is asked: a
+    real-money key in a practice home, another environment's in a live home (okx-demo in a live OKX home).
+    A real-money key needs the live home's journal; a practice key needs none, and a journal that cannot be
+    read now (its key elsewhere, say) does not stop it: that is `pilot doctor`'s to report."""
+    from pilot.app.human.going_live import LiveRefused, require_its_venue
 
-        on_desk(home, partial(require_live_home, environment=environment))
+    check = partial(require_its_venue, environment=environment)
+    if is_live(environment):
+        on_desk(home, check)
+    elif Home(home).has_store():
+        try:
+            on_desk(home, check, react=False)
+        except LiveRefused:
+            raise
+        except (HumanError, StoreError):
+            return
 
 
 def _run(use_case: Coroutine[Any, Any, T]) -> T:

@@ -34,7 +34,8 @@ holds it to the classes themselves, so a class added, moved or reparented withou
      │         ├── KeyAlreadyStored                keys.errors             `add` while a key is active
      │         ├── KeyPermissionsRejected          keys.errors             the key may do too much
      │         ├── PermissionCheckFailed           keys.errors             its permissions could not be read
-     │         │    └── PermissionCheckUnsupported keys.errors             the venue has no permission read
+     │         │    ├── PermissionCheckUnsupported keys.errors             the venue has no permission read
+     │         │    └── KeyRefused                 keys.errors             the venue refused the key itself
      │         ├── KeyUnreadable                   keys.errors             does not decrypt with this master
      │         ├── InvalidKeyInput                 keys.errors             empty, or paper without a URL
      │         ├── JournalKeyError                 keys.seal               the journal key file is unusable
@@ -126,6 +127,13 @@ class ErrorCode(StrEnum):
     KEY_PERMISSIONS_REJECTED = "key_permissions_rejected"
     KEY_PERMISSION_CHECK_FAILED = "key_permission_check_failed"
     KEY_PERMISSION_CHECK_UNSUPPORTED = "key_permission_check_unsupported"
+    # the venue refused the key itself when its permissions were read (OKX's 501xx codes): each its own fix
+    KEY_UNKNOWN_ON_HOST = "key_unknown_on_host"  # no such key at this host: another site's, or deleted
+    KEY_WRONG_ENVIRONMENT = "key_wrong_environment"  # a demo key on the real account, or the other way
+    KEY_IP_NOT_ALLOWED = "key_ip_not_allowed"  # this machine's IP is not on the key's IP list
+    KEY_PASSPHRASE_WRONG = "key_passphrase_wrong"  # the passphrase is not the one chosen with the key
+    KEY_INVALID = "key_invalid"  # the API key as typed is not one the venue issued
+    KEY_SECRET_WRONG = "key_secret_wrong"  # the signature does not verify: the secret is not the key's
     KEY_UNREADABLE = "key_unreadable"
     INVALID_KEY_INPUT = "invalid_key_input"
     JOURNAL_KEY_UNUSABLE = "journal_key_unusable"

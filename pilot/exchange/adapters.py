@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pilot.core.errors import ErrorCode
 from pilot.exchange.bybit.adapter import BybitExchange
 from pilot.exchange.bybit.legacy_rows import LEGACY_REQUEST_KEYS
 from pilot.exchange.bybit.urls import MAINNET_HOSTS, mainnet_url, standing_in_for_mainnet
@@ -35,7 +36,10 @@ __all__ = [
     "LEGACY_REQUEST_KEYS",
     "LIVE_ENVIRONMENTS",
     "MAINNET_HOSTS",
+    "api_host_of",
     "connect_exchange",
+    "key_refusal",
+    "live_host_notes",
     "live_hosts",
     "live_url",
     "mainnet_url",
@@ -67,6 +71,35 @@ def live_url(environment: str, host: str) -> str:
 
         return okx_live_url(host)
     return mainnet_url(host)
+
+
+def live_host_notes(environment: str) -> dict[str, str]:
+    """Each host a live environment's key may name, with whom it is for (the site an account is opened on)."""
+    if environment in OKX_ENVIRONMENTS:
+        from pilot.exchange.okx.urls import LIVE_HOSTS
+
+        return dict(LIVE_HOSTS)
+    return {host: who for host, (_, who) in MAINNET_HOSTS.items()}
+
+
+def api_host_of(environment: str, host: str) -> str | None:
+    """The API host a live environment's key should name when `host` is its venue's website rather than an
+    API host (OKX's EEA site my.okx.com: eea.okx.com), else None."""
+    if environment in OKX_ENVIRONMENTS:
+        from pilot.exchange.okx.urls import api_host_of as okx_api_host_of
+
+        return okx_api_host_of(host)
+    return None
+
+
+def key_refusal(environment: str, code: int) -> ErrorCode | None:
+    """What the venue's refusal `code` says about the key itself (its host, demo or live, its IP list, its
+    passphrase, the key or secret as typed), or None for a code that says nothing the human can fix on it."""
+    if environment in OKX_ENVIRONMENTS:
+        from pilot.exchange.okx.error_codes import KEY_REFUSALS
+
+        return KEY_REFUSALS.get(code)
+    return None
 
 
 def spelling(environment: str) -> Callable[[str], str]:

@@ -106,6 +106,18 @@ def _clean(value: str, label: str, venue: str) -> str:
     return cleaned
 
 
+def given_address(environment: Environment, url: str | None, host: str | None) -> str | None:
+    """The address `pilot keys` was given, with --url (the paper exchange's) or --host (a live key's), or
+    InvalidKeyInput naming --host where the environment takes none."""
+    if host and not environment.needs_host:
+        where = "its address with --url" if environment.needs_url else "a fixed address"
+        raise InvalidKeyInput(
+            f"--host is for a live key (bybit, okx) only; {environment.value} has {where}.",
+            "drop --host" + (" and pass --url http://127.0.0.1:PORT." if environment.needs_url else "."),
+        )
+    return host or url
+
+
 def checked_address(environment: Environment, base_url: str | None) -> str | None:
     """Return the address to store: None for demo and testnet, a listed host's URL for a live environment
     (bybit, okx), a loopback http URL with a port for paper."""
@@ -131,7 +143,7 @@ def checked_address(environment: Environment, base_url: str | None) -> str | Non
 
 
 def _live_address(environment: Environment, base_url: str | None) -> str:
-    from pilot.exchange.adapters import live_hosts, live_url
+    from pilot.exchange.adapters import api_host_of, live_hosts, live_url
 
     hosts = ", ".join(live_hosts(environment.value))
     if not base_url:
@@ -142,7 +154,9 @@ def _live_address(environment: Environment, base_url: str | None) -> str:
     try:
         return live_url(environment.value, base_url)
     except ValueError as error:
-        raise InvalidKeyInput(str(error) + ".", f"pass --host with one of {hosts}.") from None
+        meant = api_host_of(environment.value, base_url)
+        fix = f"pass --host {meant}" if meant else f"pass --host with one of {hosts}"
+        raise InvalidKeyInput(str(error) + ".", fix + ".") from None
 
 
 def _is_loopback_address(base_url: str) -> bool:

@@ -15,21 +15,41 @@ from pilot.core.errors import ErrorCode, ExplainedError
 from pilot.keys.environments import Environment
 from pilot.keys.permissions import LEAST_PRIVILEGE, fixes, okx_fixes
 
-# The host a mainnet key's command names in a fix: Bybit's global one; a regional site's user swaps in theirs.
-MAINNET_FIX_HOST = "api.bybit.com"
+# The host a live key's command names in a fix: the venue's global one; a regional site's user swaps in theirs.
+FIX_HOSTS = {Environment.BYBIT: "api.bybit.com", Environment.OKX: "www.okx.com"}
 
 
-def keys_command(verb: str, environment: str) -> str:
-    """`pilot keys VERB` for `environment` as a human runs it: mainnet's names a host (it has no default),
-    Bybit's global one, which a regional site's user swaps for theirs."""
-    host = f" --host {MAINNET_FIX_HOST}" if environment == Environment.BYBIT else ""
-    return f"pilot keys {verb} --exchange {environment}{host}"
+def keys_command(verb: str, environment: str, host: str | None = None) -> str:
+    """`pilot keys VERB` for `environment` as a human runs it: a live one's names a host (it has no default):
+    `host` (the one the key was given), else the venue's global one, which a regional site's user swaps for
+    theirs."""
+    command = f"pilot keys {verb} --exchange {environment}"
+    if environment not in FIX_HOSTS:
+        return command
+    return f"{command} --host {host or FIX_HOSTS[Environment(environment)]}"
 
 
 def _host_note(environment: str) -> str:
-    if environment != Environment.BYBIT:
+    """Where a regional site's user finds their host, for a fix that names the global one."""
+    if environment not in FIX_HOSTS:
         return ""
-    return " (on a regional Bybit site, its host instead: docs/going-live.md lists them)"
+    if environment == Environment.BYBIT:
+        return " (on a regional Bybit site, its host instead: docs/going-live.md lists them)"
+    return (
+        f" (on another OKX site, its host instead: {_other_hosts(environment, FIX_HOSTS[Environment.OKX])})"
+    )
+
+
+def _other_hosts(environment: str, host: str, verb: str | None = None) -> str:
+    """The live hosts of `environment` other than `host`, each with whom it is for: as `--host H`, or with
+    `verb` as the whole `pilot keys VERB` command naming it."""
+    from pilot.exchange.adapters import live_host_notes
+
+    def named(other: str) -> str:
+        return keys_command(verb, environment, other) if verb else f"--host {other}"
+
+    notes = live_host_notes(environment)
+    return "; ".join(f"`{named(other)}` for {who}" for other, who in notes.items() if other != host)
 
 
 class KeysError(ExplainedError):
@@ -66,10 +86,10 @@ class NoKeyStored(KeysError):
 class KeyAlreadyStored(KeysError):
     code = ErrorCode.KEY_ALREADY_STORED
 
-    def __init__(self, environment: str, key_id: str) -> None:
+    def __init__(self, environment: str, key_id: str, host: str | None = None) -> None:
         super().__init__(
             f"Key {key_id} is already stored for {environment}.",
-            f"run `{keys_command('replace', environment)}` to swap it for a new one.",
+            f"run `{keys_command('replace', environment, host)}` to swap it for a new one.",
         )
         self.environment = environment
         self.key_id = key_id
@@ -78,11 +98,12 @@ class KeyAlreadyStored(KeysError):
 class KeyPermissionsRejected(KeysError):
     code = ErrorCode.KEY_PERMISSIONS_REJECTED
 
-    def __init__(self, environment: str, disallowed: tuple[str, ...]) -> None:
+    def __init__(self, environment: str, disallowed: tuple[str, ...], host: str | None = None) -> None:
+        note = "" if host else _host_note(environment)
         super().__init__(
             f"The {environment} key is refused: {', '.join(disallowed)}.",
             f"{_least_privilege(environment, disallowed)}, "
-            f"then run `{keys_command('replace', environment)}` (or `add` for a new one){_host_note(environment)}.",
+            f"then run `{keys_command('replace', environment, host)}` (or `add` for a new one){note}.",
         )
         self.environment = environment
         self.disallowed = disallowed
@@ -121,6 +142,116 @@ class PermissionCheckUnsupported(PermissionCheckFailed):
             f"serving the read on {environment}, `pilot keys add --exchange {environment}` works as it is.",
         )
         self.environment = environment
+
+
+class KeyRefused(PermissionCheckFailed):
+    """The venue refused the key itself when asked what it may do (OKX's codes in
+    pilot.exchange.okx.error_codes.KEY_REFUSALS): `code` names the cause, the fix the one thing to change.
+
+    `verb` is the `pilot keys` command that was run (add, replace), None for a stored key's check; `host` the
+    live host the key was given. Nothing is stored, and a stored key refused so is not used until a check
+    passes.
+    """
+
+    def __init__(
+        self, environment: str, code: ErrorCode, venue_code: int, *, host: str | None, verb: str | None
+    ) -> None:
+        venue = Environment(environment).venue_name
+        cause, fix = _REFUSALS[code](environment, host or FIX_HOSTS.get(Environment(environment), ""), verb)
+        KeysError.__init__(self, f"{venue} refused the {environment} key (code {venue_code}): {cause}.", fix)
+        self.code = code
+        self.environment = environment
+        self.venue_code = venue_code
+        self.host = host
+
+
+def _again(environment: str, host: str, verb: str | None) -> str:
+    """The command that stores the key once fixed: the one that was run, or for a stored key `replace`."""
+    if verb:
+        return f"run `{keys_command(verb, environment, host or None)}` again"
+    return f"store it again with `{keys_command('replace', environment, host or None)}`"
+
+
+_DEMO_API_PAGE = "OKX's demo trading API page (Trade > Demo trading > Personal center > Demo Trading API)"
+
+
+def _unknown_on_host(environment: str, host: str, verb: str | None) -> tuple[str, str]:
+    again = _again(environment, host, verb)
+    if not Environment(environment).live:
+        return (
+            "its demo trading at www.okx.com knows no such key (one made on another OKX site, or deleted)",
+            f"make a key on www.okx.com, on {_DEMO_API_PAGE}, then {again}",
+        )
+    elsewhere = _other_hosts(environment, host, verb or "replace")
+    return (
+        f"no such key is known at {host}: a key is served only by the host of the OKX site it was made on "
+        "(or it was deleted)",
+        f"name the host of the OKX site your account is on: {elsewhere}; if it is {host}'s, check on OKX's "
+        f"API page that the key still exists (or make a new one), then {again}",
+    )
+
+
+def _wrong_environment(environment: str, host: str, verb: str | None) -> tuple[str, str]:
+    again = _again(environment, host, verb)
+    if not Environment(environment).live:
+        return (
+            "it is a real-account key, and okx-demo is OKX's demo trading, which takes only a key made there",
+            f"make a key on {_DEMO_API_PAGE} and {again}. A real-account key belongs in a live OKX home: "
+            "`pilot init --live --exchange okx --home NEW_FOLDER`, then "
+            f"`{keys_command('add', Environment.OKX)}` there (docs/going-live.md)",
+        )
+    return (
+        "it is a demo trading key, and okx is OKX's real account, which takes only a key made there",
+        f"make a key on your real account's API page (read and trade, bound to this machine's IP) and {again}. "
+        "A demo key belongs in a practice home: `pilot keys add --exchange okx-demo --home PRACTICE_HOME`",
+    )
+
+
+def _ip_not_allowed(environment: str, host: str, verb: str | None) -> tuple[str, str]:
+    # A stored key needs nothing stored again: the next check (a start, a server's own timer) passes.
+    again = (
+        _again(environment, host, verb) if verb else "start again (a running server reads it again itself)"
+    )
+    return (
+        "this machine's public IP address is not on the key's IP list",
+        f"on {Environment(environment).venue_name}'s API page, edit the key and add this machine's public IP "
+        f"address to its IP list, then {again}",
+    )
+
+
+def _passphrase_wrong(environment: str, host: str, verb: str | None) -> tuple[str, str]:
+    again = _again(environment, host, verb)
+    return (
+        "the passphrase typed is not the one chosen when the key was made",
+        f"{again} and type the key's passphrase (the one chosen with the key, not the account's password); "
+        "a forgotten passphrase cannot be shown again: make a new key",
+    )
+
+
+def _invalid(environment: str, host: str, verb: str | None) -> tuple[str, str]:
+    again = _again(environment, host, verb)
+    return (
+        "the API key typed is not one it issued (mistyped, cut short, or with something around it)",
+        f"copy the API key again from {Environment(environment).venue_name}'s API page and {again}",
+    )
+
+
+def _secret_wrong(environment: str, host: str, verb: str | None) -> tuple[str, str]:
+    again = _again(environment, host, verb)
+    return (
+        "the requests signed with the secret typed do not verify: it is not this key's secret",
+        f"{again} with the key's secret (shown once, when the key was made: if it is lost, make a new key)",
+    )
+
+
+_REFUSALS = {
+    ErrorCode.KEY_UNKNOWN_ON_HOST: _unknown_on_host,
+    ErrorCode.KEY_WRONG_ENVIRONMENT: _wrong_environment,
+    ErrorCode.KEY_IP_NOT_ALLOWED: _ip_not_allowed,
+    ErrorCode.KEY_PASSPHRASE_WRONG: _passphrase_wrong,
+    ErrorCode.KEY_INVALID: _invalid,
+    ErrorCode.KEY_SECRET_WRONG: _secret_wrong,
+}
 
 
 class KeyUnreadable(KeysError):

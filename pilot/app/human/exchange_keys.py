@@ -13,9 +13,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pilot.app.runtime.runtime import Home
-from pilot.exchange.adapters import connect_exchange
+from pilot.exchange.adapters import connect_exchange, key_refusal
 from pilot.exchange.errors import ExchangeError, ExchangeRejected
 from pilot.exchange.models import ApiKeyInfo
 from pilot.keys.credentials import Credentials, checked_address, key_hint, new_credentials, parse_environment
@@ -23,6 +24,7 @@ from pilot.keys.environments import Environment
 from pilot.keys.errors import (
     KeyAlreadyStored,
     KeyPermissionsRejected,
+    KeyRefused,
     KeyUnreadable,
     NoKeyStored,
     PermissionCheckFailed,
@@ -87,7 +89,7 @@ async def check_ready_to_store(
     stored = await _active_keys(home)
     current = next((key for key in stored if key.environment == environment), None)
     if current is not None and not replacing:
-        raise KeyAlreadyStored(environment, current.key_id)
+        raise KeyAlreadyStored(environment, current.key_id, host_of(current.base_url))
     if current is None and replacing:
         raise NoKeyStored(environment)
     check_master_key(home, has_stored_keys=bool(stored))
@@ -118,9 +120,9 @@ async def add_key(
     async with _keystore(home) as store:
         current = await store.active(credentials.environment)
         if current is not None:
-            raise KeyAlreadyStored(credentials.environment, current.key_id)
+            raise KeyAlreadyStored(credentials.environment, current.key_id, host_of(current.base_url))
         vault = vault_for_writing(home, has_stored_keys=bool(await store.all_active()))
-        stored = await _checked_and_sealed(vault, credentials, read_key_info, now)
+        stored = await _checked_and_sealed(vault, credentials, read_key_info, now, verb="add")
         try:
             await store.insert(stored)
         except ActiveKeyExists:
@@ -147,7 +149,7 @@ async def replace_key(
     async with _keystore(home) as store:
         current = await _active_or_raise(store, credentials.environment)
         vault = vault_for_writing(home, has_stored_keys=True)
-        stored = await _checked_and_sealed(vault, credentials, read_key_info, now)
+        stored = await _checked_and_sealed(vault, credentials, read_key_info, now, verb="replace")
         await store.replace(current.key_id, stored, at=now)
     return _summary(stored)
 
@@ -225,7 +227,7 @@ async def key_standing(home: Path, environment: str) -> KeySummary:
 
 def refuse_if_rejected(summary: KeySummary) -> None:
     """Raise KeyPermissionsRejected when the key's last check found it may do more than trade."""
-    _raise_if_rejected(Environment(summary.environment), summary.check)
+    _raise_if_rejected(Environment(summary.environment), summary.check, summary.base_url)
 
 
 async def load_exchange_credentials(
@@ -278,7 +280,7 @@ async def _fresh_key(
             check = await _check(credentials, read_key_info, now)
             await store.record_check(stored.key_id, check)
             stored = replace(stored, check=check)
-    _raise_if_rejected(environment, stored.check)
+    _raise_if_rejected(environment, stored.check, stored.base_url)
     return stored, replace(credentials, read_only=stored.check.read_only)
 
 
@@ -289,10 +291,10 @@ def _is_fresh(check: PermissionCheck, now: datetime, environment: Environment) -
 
 
 async def _checked_and_sealed(
-    vault: Vault, credentials: Credentials, read_key_info: KeyInfoReader, now: datetime
+    vault: Vault, credentials: Credentials, read_key_info: KeyInfoReader, now: datetime, *, verb: str
 ) -> StoredKey:
-    check = await _check(credentials, read_key_info, now)
-    _raise_if_rejected(credentials.environment, check)
+    check = await _check(credentials, read_key_info, now, verb=verb)
+    _raise_if_rejected(credentials.environment, check, credentials.base_url)
     secrets = {"api_key": credentials.api_key, "api_secret": credentials.api_secret}
     if credentials.passphrase is not None:  # OKX's: sealed with the key and secret, under the same seal
         secrets["passphrase"] = credentials.passphrase
@@ -308,13 +310,21 @@ async def _checked_and_sealed(
     )
 
 
-async def _check(credentials: Credentials, read_key_info: KeyInfoReader, now: datetime) -> PermissionCheck:
+async def _check(
+    credentials: Credentials, read_key_info: KeyInfoReader, now: datetime, *, verb: str | None = None
+) -> PermissionCheck:
+    """What the exchange says the key may do, judged. `verb`: the `pilot keys` command storing it (add,
+    replace), None for a stored key's check; a refusal of the key itself names it in its fix."""
     # `from None` everywhere: the adapter's exception must not ride along in a traceback.
     try:
         info = await read_key_info(credentials)
     except ExchangeRejected as error:
         if error.unsupported:  # bybit-demo's 10032: no answer will come, the key stays unused
             raise PermissionCheckUnsupported(credentials.environment) from None
+        refusal = key_refusal(credentials.environment.value, error.ret_code)
+        if refusal is not None:  # the key itself: its host, demo or live, its IP list, a secret as typed
+            host = host_of(credentials.base_url)
+            raise KeyRefused(credentials.environment, refusal, error.ret_code, host=host, verb=verb) from None
         reason = f"the exchange refused the key (retCode {error.ret_code})"
         raise PermissionCheckFailed(credentials.environment, reason) from None
     except ExchangeError:
@@ -330,9 +340,17 @@ async def _check(credentials: Credentials, read_key_info: KeyInfoReader, now: da
     )
 
 
-def _raise_if_rejected(environment: Environment, check: PermissionCheck) -> None:
+def _raise_if_rejected(environment: Environment, check: PermissionCheck, base_url: str | None) -> None:
     if check.disallowed:
-        raise KeyPermissionsRejected(environment, check.disallowed)
+        raise KeyPermissionsRejected(environment, check.disallowed, host_of(base_url))
+
+
+def host_of(base_url: str | None) -> str | None:
+    """The host a live key was given (https://eea.okx.com: eea.okx.com), for the commands a fix names; None for
+    a key with no address, or the paper exchange's (its --url is not a --host)."""
+    if not base_url or not base_url.startswith("https://"):
+        return None
+    return urlsplit(base_url).hostname
 
 
 def _unseal(vault: Vault, stored: StoredKey) -> Credentials:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 from pilot.app.answers import entry_kinds
 from pilot.app.answers.receipts import LIVE_HOME, PRACTICE_HOME
@@ -23,6 +24,7 @@ from pilot.app.human.kill_switch import REASON_LIMIT
 from pilot.app.runtime.runtime import LIVE_ENVIRONMENT, Runtime, is_live
 from pilot.core.errors import ErrorCode
 from pilot.core.policy.live_limits import missing_for_live
+from pilot.keys.errors import keys_command
 from pilot.store import Journal
 
 LIVE, PRACTICE = LIVE_HOME, PRACTICE_HOME
@@ -109,9 +111,9 @@ async def make_live(runtime: Runtime, environment: str = LIVE_ENVIRONMENT) -> No
             raise LiveRefused(
                 only_its_venue(trades),
                 f"{runtime.home.path} is a live home of {trades}; a live home trades one venue for good",
-                "make a live home for the other venue in a new folder: `pilot init --live --home NEW_FOLDER`",
+                f"make a live home for {environment} in a new folder: `{live_home_command(environment)}`",
             )
-        raise practice_home(runtime)
+        raise practice_home(runtime, environment)
     await journal.append(
         entry_kinds.HOME,
         {"kind": LIVE, "environment": environment},
@@ -207,20 +209,58 @@ async def require_live_home(runtime: Runtime, environment: str | None = None) ->
     venue for nothing. With no `environment`, a live home of either venue passes (`pilot live off`)."""
     trades = await live_environment(runtime.store.journal)
     if trades is None:
-        raise practice_home(runtime)
-    if environment is not None and trades != environment:
-        raise LiveRefused(
-            only_its_venue(trades),
-            f"{runtime.home.path} is a live home of {trades}: a {environment} key is never used there",
-            f"store a {trades} key here (`pilot keys add --exchange {trades} --host HOST`), or make a live "
-            f"home for {environment} in a new folder",
-        )
+        raise practice_home(runtime, environment)
+    refusal = venue_refusal(runtime.home.path, trades, environment) if environment is not None else None
+    if refusal is not None:
+        raise refusal
 
 
-def practice_home(runtime: Runtime) -> LiveRefused:
+async def require_its_venue(runtime: Runtime, environment: str) -> None:
+    """Refuse a key for `environment` where it is never used, before anyone types it: a real-money one in a
+    practice home, any other than the home's own in a live home (a practice one in a practice home passes)."""
+    refusal = venue_refusal(runtime.home.path, await live_environment(runtime.store.journal), environment)
+    if refusal is not None:
+        raise refusal
+
+
+def venue_refusal(home: Path, trades: str | None, environment: str) -> LiveRefused | None:
+    """Why a home that trades `trades` (None: a practice home) never uses `environment`, or None."""
+    if trades is None:
+        return practice_home(home, environment) if is_live(environment) else None
+    if trades == environment:
+        return None
+    elsewhere = (
+        f"make a live home for {environment} in a new folder (`{live_home_command(environment)}`)"
+        if is_live(environment)
+        else f"keep {environment} in a practice home (`{practice_home_command(environment)}`)"
+    )
+    return LiveRefused(
+        only_its_venue(trades),
+        f"{home} is a live home of {trades}: a key for {environment} is never used there",
+        f"store a key for {trades} here (`{keys_command('add', trades)}`), or {elsewhere}",
+    )
+
+
+def live_home_command(environment: str | None = None) -> str:
+    """`pilot init --live` for a live home of `environment` (bybit unless okx is named) in a new folder."""
+    venue = (
+        f" --exchange {environment}" if environment is not None and environment != LIVE_ENVIRONMENT else ""
+    )
+    return f"pilot init --live{venue} --home NEW_FOLDER"
+
+
+def practice_home_command(environment: str) -> str:
+    """`pilot init` for a practice home of `environment`, its policy spelled for that venue."""
+    venue = "" if environment == "paper" else f" --exchange {environment}"
+    return f"pilot init{venue} --home NEW_FOLDER"
+
+
+def practice_home(where: Runtime | Path, environment: str | None = None) -> LiveRefused:
+    """The refusal of a practice home asked for real money (`environment`, when it names one)."""
+    home = where.home.path if isinstance(where, Runtime) else where
+    live = environment if environment is not None and is_live(environment) else None
     return LiveRefused(
         ErrorCode.PRACTICE_HOME,
-        f"{runtime.home.path} is a practice home (its journal did not begin live); a home is practice or "
-        "live for good",
-        "make a live home in a new folder: `pilot init --live --home NEW_FOLDER`",
+        f"{home} is a practice home (its journal did not begin live); a home is practice or live for good",
+        f"make a live home in a new folder: `{live_home_command(live)}`",
     )

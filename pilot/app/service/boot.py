@@ -116,7 +116,7 @@ async def _admit(home: Path, exchange: str, paper_url: str | None, clock: Clock)
 async def _require_live_home(home: Path, clock: Clock, exchange: str) -> None:
     """Refuse `exchange` (real money) for a home whose journal did not begin live for it, and any other
     environment for a live home."""
-    from pilot.app.human.going_live import live_environment
+    from pilot.app.human.going_live import live_environment, live_home_command
 
     try:
         store = await open_store(Home(home).store(), home=home, clock=store_clock(clock))
@@ -132,7 +132,7 @@ async def _require_live_home(home: Path, clock: Clock, exchange: str) -> None:
         raise StartupError(
             f"{home} is a practice home: it never trades {exchange} (real money)",
             code=ErrorCode.PRACTICE_HOME,
-            fix="make a live home in a new folder with `pilot init --live --home NEW_FOLDER`",
+            fix=f"make a live home in a new folder with `{live_home_command(exchange)}`",
         )
     if trades != exchange:
         raise _only_its_venue(home, trades)

@@ -64,6 +64,9 @@ async def examine(home: Path, exchange: str, *, now: datetime, symbol: str | Non
         checks.append(await check_journal(where, home))
         if checks[-1].ok:
             checks += await check_streams(where, home, now)
+            venue = await check_venue(where, home, exchange)
+            if venue is not None:  # its key and exchange would be another venue's: their fixes would mislead
+                return [*checks, venue, *check_phone(home)]
     key = await check_key(home, exchange)
     checks.append(key)
     if key.ok and is_live(exchange):
@@ -153,6 +156,33 @@ async def check_journal(where: Path | StoreLocation, home: Path | None = None) -
     finally:
         await store.close()
     return _rollback_verdict(report, switch) or _journal_verdict(report, repairs, store.opened)
+
+
+async def check_venue(where: Path | StoreLocation, home: Path, exchange: str) -> Check | None:
+    """A failed check when the home never trades `exchange` (real money in a practice home, anything but a
+    live home's own venue), naming what it does trade; None when it may."""
+    from pilot.app.human.going_live import live_environment, venue_refusal
+
+    location = where if isinstance(where, StoreLocation) else StoreLocation(path=where)
+    try:
+        store = await open_store(location, home=home)
+        try:
+            trades = await live_environment(store.journal)
+        finally:
+            await store.close()
+    except StoreError:  # the journal's own check has just opened it: this one says nothing new
+        return None
+    refusal = venue_refusal(home, trades, exchange)
+    if refusal is None:
+        return None
+    if trades is None:
+        return Check("home", False, refusal.problem, refusal.fix)
+    return Check(
+        "home",
+        False,
+        f"{home} is a live home of {trades}: it never trades {exchange}",
+        f"check it for what it trades: `pilot doctor --exchange {trades} --home {home}`; {refusal.fix}",
+    )
 
 
 async def check_streams(where: Path | StoreLocation, home: Path, now: datetime) -> list[Check]:

@@ -27,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from pilot.core.errors import ErrorCode
+
 
 class Verdict(Enum):
     REJECTED = "rejected"
@@ -114,6 +116,9 @@ RULES: tuple[CodeRule, ...] = (
     _no(50113, "auth", "Invalid signature"),
     _no(50114, "auth", "Invalid authorization"),
     _no(50115, "params", "Invalid request method"),
+    _no(
+        50119, "auth", "API key doesn't exist (at this host: a key is known only on its own OKX site's host)"
+    ),
     # ---- trade (51000-51999) -----------------------------------------------------------------------
     _no(51000, "params", "Parameter error"),
     _no(51001, "not_found", "Instrument ID does not exist"),
@@ -167,6 +172,19 @@ RULES: tuple[CodeRule, ...] = (
 )
 
 TABLE: dict[int, CodeRule] = {rule.code: rule for rule in RULES}
+
+# The codes that refuse the key itself (answered to the permission read at `pilot keys add`, or to any signed
+# request), each with the cause a human can act on: the key's own site's host, demo against live, the key's
+# IP list, the passphrase, the key as typed, the secret. The other auth codes (an empty header, an expired
+# timestamp) are Pilot's to get right, not the human's.
+KEY_REFUSALS: dict[int, ErrorCode] = {
+    50101: ErrorCode.KEY_WRONG_ENVIRONMENT,
+    50105: ErrorCode.KEY_PASSPHRASE_WRONG,
+    50110: ErrorCode.KEY_IP_NOT_ALLOWED,
+    50111: ErrorCode.KEY_INVALID,
+    50113: ErrorCode.KEY_SECRET_WRONG,
+    50119: ErrorCode.KEY_UNKNOWN_ON_HOST,
+}
 
 
 def rule_of(code: int) -> CodeRule:

@@ -42,6 +42,9 @@ LIVE_HOSTS: dict[str, str] = {
     "us.okx.com": "United States (accounts opened on OKX US)",
     "eea.okx.com": "EEA (accounts opened on my.okx.com, OKX's EEA platform)",
 }
+# Names a human may give for their OKX site that are not API hosts, with the API host of that site: the EEA
+# platform's website (my.okx.com: its API is eea.okx.com, as OKX's EEA API docs give it) and the bare domain.
+SITE_API_HOSTS: dict[str, str] = {"my.okx.com": "eea.okx.com", "okx.com": "www.okx.com"}
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
@@ -63,13 +66,27 @@ def is_loopback_base(url: str) -> bool:
 
 def live_url(host: str) -> str:
     """The base URL of OKX's real-account host `host` (one of LIVE_HOSTS), or ValueError naming them."""
-    cleaned = host.strip().lower().removeprefix("https://").rstrip("/")
+    cleaned = _cleaned(host)
+    if cleaned in SITE_API_HOSTS:
+        raise ValueError(
+            f"{host!r} is an OKX website, not its API host: the API of that site is {SITE_API_HOSTS[cleaned]}"
+        )
     if cleaned not in LIVE_HOSTS:
         raise ValueError(
             f"{host!r} is not an OKX API host: use one of {', '.join(LIVE_HOSTS)} (the one of the OKX site "
             "your account is on: www.okx.com unless you signed up on OKX US or OKX's EEA platform)"
         )
     return f"https://{cleaned}"
+
+
+def api_host_of(host: str) -> str | None:
+    """The API host of the OKX site `host` names when it is a website's name (my.okx.com: eea.okx.com), else
+    None."""
+    return SITE_API_HOSTS.get(_cleaned(host))
+
+
+def _cleaned(host: str) -> str:
+    return host.strip().lower().removeprefix("https://").rstrip("/")
 
 
 def check_base_url(environment: str, base_url: str | None) -> str:
