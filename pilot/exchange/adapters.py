@@ -99,7 +99,9 @@ def key_refusal(environment: str, code: int) -> ErrorCode | None:
         from pilot.exchange.okx.error_codes import KEY_REFUSALS
 
         return KEY_REFUSALS.get(code)
-    return None
+    from pilot.exchange.bybit.ret_codes import KEY_REFUSALS as BYBIT_KEY_REFUSALS
+
+    return BYBIT_KEY_REFUSALS.get(code)
 
 
 def spelling(environment: str) -> Callable[[str], str]:

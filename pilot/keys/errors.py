@@ -175,7 +175,17 @@ def _again(environment: str, host: str, verb: str | None) -> str:
 _DEMO_API_PAGE = "OKX's demo trading API page (Trade > Demo trading > Personal center > Demo Trading API)"
 
 
+# Where a key for each of Bybit's practice environments is made (a key works only where it was made).
+_BYBIT_KEY_PAGES = {
+    Environment.BYBIT_DEMO: "Bybit's demo trading (switch the account to Demo Trading, then API management)",
+    Environment.BYBIT_TESTNET: "testnet.bybit.com's API management page",
+    Environment.PAPER: "the paper exchange (`pilot sim` prints its key and secret)",
+}
+
+
 def _unknown_on_host(environment: str, host: str, verb: str | None) -> tuple[str, str]:
+    if Environment(environment).exchange != "okx":
+        return _bybit_unknown(environment, host, verb)
     again = _again(environment, host, verb)
     if not Environment(environment).live:
         return (
@@ -188,6 +198,27 @@ def _unknown_on_host(environment: str, host: str, verb: str | None) -> tuple[str
         "(or it was deleted)",
         f"name the host of the OKX site your account is on: {elsewhere}; if it is {host}'s, check on OKX's "
         f"API page that the key still exists (or make a new one), then {again}",
+    )
+
+
+def _bybit_unknown(environment: str, host: str, verb: str | None) -> tuple[str, str]:
+    """Bybit's 10003: the key is not this environment's (mainnet, testnet and demo trading each have their
+    own keys), not this site's host's, or mistyped or deleted."""
+    again = _again(environment, host, verb)
+    if not Environment(environment).live:
+        return (
+            f"{environment} knows no such key: a key works only in the environment it was made in "
+            "(mainnet, testnet, demo trading), or it was mistyped or deleted",
+            f"make a key on {_BYBIT_KEY_PAGES[Environment(environment)]}, then {again}. A mainnet key "
+            "belongs in a live home: `pilot init --live --home NEW_FOLDER` (docs/going-live.md)",
+        )
+    elsewhere = _other_hosts(environment, host, verb or "replace")
+    return (
+        f"no such key is known at {host}: a key works only in the environment it was made in and, on mainnet, "
+        "on the host of the Bybit site its account is on (or it was mistyped or deleted)",
+        f"name the host of the Bybit site your account is on: {elsewhere}; if it is {host}'s, check on Bybit's "
+        f"API management page that the key exists, then {again}. A demo or testnet key belongs in a practice "
+        "home: `pilot keys add --exchange bybit-demo --home PRACTICE_HOME`",
     )
 
 

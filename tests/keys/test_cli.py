@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -12,6 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pilot.app.human.exchange_keys import add_key, load_exchange_credentials
+from pilot.cli import main
 from pilot.cli.keys import command
 from pilot.paper import PaperExchange, start_paper_exchange
 from tests.scenarios import article_scenario
@@ -92,10 +94,35 @@ def test_a_key_with_transfer_and_withdraw_permissions_is_rejected_naming_them(ke
     assert "No keys stored." in keys("show").output
 
 
+def refused_code(keys: Keys, typed: str) -> str:
+    """`pilot keys add` run as a human runs it (through the CLI's error handling) with `typed` on stdin, as JSON:
+    the code it was refused with."""
+    args = [
+        "keys",
+        "add",
+        "--exchange",
+        "paper",
+        "--url",
+        keys.paper.url,
+        "--stdin",
+        "--home",
+        str(keys.home),
+    ]
+    added = CliRunner().invoke(main, [*args, "--format", "json"], input=typed)
+    assert added.exit_code == 2, added.output
+    return str(json.loads(added.stdout)["error"]["code"])
+
+
 def test_a_key_the_exchange_does_not_know_is_refused(keys: Keys) -> None:
-    added = keys("add", input="unknownKey00000009\nunknownSecret0000000000009\n")
-    assert added.exit_code == 2
-    assert "Could not read the key's permissions" in added.output
+    typed = "unknownKey00000009\nunknownSecret0000000000009\n"
+    assert refused_code(keys, typed) == "key_unknown_on_host"  # the exchange's 10003
+    assert "No keys stored." in keys("show").output
+
+
+def test_a_secret_that_is_not_the_keys_is_refused_as_such(keys: Keys) -> None:
+    assert (
+        refused_code(keys, f"{NARROW_KEY}\nnotTheSecret000000000000000001\n") == "key_secret_wrong"
+    )  # 10004
     assert "No keys stored." in keys("show").output
 
 

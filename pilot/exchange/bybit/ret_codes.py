@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from pilot.core.errors import ErrorCode
 from pilot.exchange.errors import UNSUPPORTED
 
 
@@ -217,6 +218,15 @@ RULES: tuple[CodeRule, ...] = (
 
 TABLE: dict[int, CodeRule] = {rule.code: rule for rule in RULES}
 UNLISTED = "other"
+
+# What Bybit's refusal says about the key itself when asked for the key's permissions (error.mdx): 10003
+# "API key is invalid. Check whether the key and domain are matched" (another environment's key, another
+# site's host, or one mistyped or deleted), 10004 "Error sign" (not this key's secret), 10010 "Unmatched IP".
+KEY_REFUSALS: dict[int, ErrorCode] = {
+    10003: ErrorCode.KEY_UNKNOWN_ON_HOST,
+    10004: ErrorCode.KEY_SECRET_WRONG,
+    10010: ErrorCode.KEY_IP_NOT_ALLOWED,
+}
 
 
 def rule_for(code: int) -> CodeRule:
