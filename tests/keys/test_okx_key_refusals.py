@@ -23,9 +23,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from pilot.cli import main
-from pilot.exchange.okx.urls import standing_in_for_okx_demo, standing_in_for_okx_live
-from pilot.paper import start_paper_exchange
-from tests.okx_front import OkxFront, Rule
+from tests.okx_front import OkxFront, Rule, standing_in_for_okx
 from tests.okx_front.endpoints import error
 from tests.scenarios import ARTICLE
 
@@ -35,12 +33,7 @@ CONFIG = "/api/v5/account/config"  # the permission read `pilot keys add` makes
 @pytest.fixture
 def front() -> Iterator[OkxFront]:
     """The front standing in for OKX demo trading and for every real-account host at once."""
-    with (
-        start_paper_exchange(ARTICLE) as paper,
-        OkxFront(paper) as stub,
-        standing_in_for_okx_demo(stub.url),
-        standing_in_for_okx_live(stub.url),
-    ):
+    with standing_in_for_okx(ARTICLE) as stub:
         yield stub
 
 

@@ -22,9 +22,7 @@ from click.testing import Result
 from pilot.app.human.desk import open_desk
 from pilot.app.human.going_live import phrase, turn_live_on
 from pilot.app.service.boot import StartupError, open_runtime
-from pilot.exchange.okx.urls import standing_in_for_okx_demo, standing_in_for_okx_live
-from pilot.paper import start_paper_exchange
-from tests.okx_front import OkxFront, Rule
+from tests.okx_front import OkxFront, Rule, standing_in_for_okx
 from tests.okx_front.endpoints import error
 from tests.scenarios import ARTICLE
 
@@ -37,12 +35,7 @@ ADD_OKX = ["pilot", "keys", "add", "--exchange", "okx", "--host", "www.okx.com"]
 
 @pytest.fixture
 def front() -> Iterator[OkxFront]:
-    with (
-        start_paper_exchange(ARTICLE) as paper,
-        OkxFront(paper) as stub,
-        standing_in_for_okx_demo(stub.url),
-        standing_in_for_okx_live(stub.url),
-    ):
+    with standing_in_for_okx(ARTICLE) as stub:
         yield stub
 
 

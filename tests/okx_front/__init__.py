@@ -33,11 +33,12 @@ None before any) answers as OKX's docs do. Its WebSocket side (streams.py, at
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -284,3 +285,19 @@ def _handler(front: OkxFront) -> type[BaseHTTPRequestHandler]:
             return
 
     return Handler
+
+
+@contextlib.contextmanager
+def standing_in_for_okx(scenario: dict[str, Any]) -> Iterator[OkxFront]:
+    """The front over a paper exchange of `scenario`, standing in for OKX demo trading and for every host of
+    OKX's real account at once (pilot.exchange.okx.urls' seams) while held."""
+    from pilot.exchange.okx.urls import standing_in_for_okx_demo, standing_in_for_okx_live
+    from pilot.paper import start_paper_exchange
+
+    with (
+        start_paper_exchange(scenario) as paper,
+        OkxFront(paper) as stub,
+        standing_in_for_okx_demo(stub.url),
+        standing_in_for_okx_live(stub.url),
+    ):
+        yield stub
