@@ -15,6 +15,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, time, timedelta
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from functools import cache
+from typing import TypeVar
 
 from hypothesis import strategies as st
 
@@ -41,6 +42,7 @@ from pilot.exchange.okx import payloads as okx_payloads
 from pilot.exchange.okx.markets import Named
 from tests.oracle import CENT, TAKER, collar_limit, position_after, stop_reference, worst_entry, worst_price
 
+T = TypeVar("T")
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SYMBOLS = ("BTCUSDT", "ETHUSDT", "SOLUSDT")
 
@@ -79,6 +81,7 @@ ELSEWHERE = st.just(0) | st.integers(0, 500)
 MARKET_SETS = st.lists(st.sampled_from(SYMBOLS), unique=True)
 # How far from a limit a case lies, in ticks, lots or cents: mostly right at it, sometimes far.
 NEAR = st.integers(0, 3) | st.integers(0, 20) | st.integers(0, 3000)
+NEAR_PLUS_ONE = NEAR.map(lambda n: n + 1)
 # A cap around a case's own size: its size times 10^(k/100), from a hundredth to ten times (1 shrinks to it).
 RATIOS = st.integers(-200, 100).map(lambda k: Decimal(10) ** (Decimal(k) / 100))
 ROOMY = st.integers(0, 100).map(lambda k: Decimal(10) ** (Decimal(k) / 100))
@@ -176,7 +179,9 @@ def _markets(symbols: tuple[str, ...]) -> st.SearchStrategy[list[str]]:
 
 
 @cache
-def maybe(strategy: st.SearchStrategy[Decimal]) -> st.SearchStrategy[Decimal | None]:
+@cache
+def maybe(strategy: st.SearchStrategy[T]) -> st.SearchStrategy[T | None]:
+    """None or `strategy`'s: one strategy per strategy (built once, not on every draw)."""
     return st.none() | strategy
 
 
@@ -579,6 +584,7 @@ CONTROLS = ("collar", "messages", "resting", "drawdown", "cooldown", "turnover",
 COLLAR_PCTS = st.sampled_from([Decimal("0.01"), Decimal("0.1"), Decimal(1), Decimal(5), Decimal(50)])
 COLLAR_TICKS = st.integers(1, 5000)
 MESSAGE_CAPS = st.integers(1, 30)
+MINUTE_CAPS = MESSAGE_CAPS.map(lambda n: n * 4)
 RESTING_CAPS = st.integers(1, 20)
 AGES_MS = st.integers(0, 59_999)
 HOURS_AHEAD = st.integers(1, 48)
@@ -609,7 +615,7 @@ def _collar_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> tuple
     """A collar (percent, ticks or both) and a limit order a few ticks inside its edge, or beyond it."""
     if not past and draw(st.booleans()):
         return policy, f
-    pct, ticks = draw(maybe(COLLAR_PCTS)), draw(st.none() | COLLAR_TICKS)
+    pct, ticks = draw(maybe(COLLAR_PCTS)), draw(maybe(COLLAR_TICKS))
     if pct is None and ticks is None:
         pct = draw(COLLAR_PCTS)
     policy = policy.model_copy(update={"price_collar_pct": pct, "price_collar_ticks": ticks})
@@ -630,7 +636,7 @@ def _messages_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> tup
     window than its cap (or fewer), or as many as it allows and more."""
     if not past and draw(st.booleans()):
         return policy, f
-    second, minute = draw(st.none() | MESSAGE_CAPS), draw(st.none() | MESSAGE_CAPS.map(lambda n: n * 4))
+    second, minute = draw(maybe(MESSAGE_CAPS)), draw(maybe(MINUTE_CAPS))
     if second is None and minute is None:
         second = draw(MESSAGE_CAPS)
     which = draw(st.sampled_from([w for w, cap in (("second", second), ("minute", minute)) if cap]))
@@ -665,7 +671,7 @@ def _resting_case(draw: st.DrawFn, past: bool, policy: Policy, f: Facts) -> tupl
     limit order, which would rest)."""
     if not past and draw(st.booleans()):
         return policy, f
-    per_market, total = draw(st.none() | RESTING_CAPS), draw(st.none() | RESTING_CAPS)
+    per_market, total = draw(maybe(RESTING_CAPS)), draw(maybe(RESTING_CAPS))
     if per_market is None and total is None:
         per_market = draw(RESTING_CAPS)
     market = per_market + draw(A_FEW) if past and per_market else draw(st.integers(0, (per_market or 21) - 1))
@@ -863,7 +869,7 @@ def loss_model_cases(
     f = _with(f, equity=Decimal(10) ** 9, orders_today=0)
     if draw(st.booleans()):
         reference = stop_reference(policy, f)
-        away = f.rules.tick_size * draw(NEAR.map(lambda n: n + 1))
+        away = f.rules.tick_size * draw(NEAR_PLUS_ONE)
         stop = reference - away if f.order.side is Side.BUY else reference + away
         if stop > 0 and (f.order.category != "spot" or f.order.side is Side.BUY):
             f = _with(f, order=OrderIntent(**{**_fields(f.order), "stop_loss": stop}))
