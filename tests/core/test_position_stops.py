@@ -210,11 +210,14 @@ sizes = st.integers(1, 100).map(lambda k: D(k) / 100) | st.integers(1, 5).map(la
 # still pass under the $5 cap: most wide draws are refused, and the property about passing orders threw
 # away fifteen draws for each one it checked (ten now).
 distances = st.integers(1, 30_000) | st.integers(1, 500)
+MAYBE_PRICES = st.none() | prices  # built once: a union built in a draw is built again on every case
+SIGNS = st.sampled_from([1, -1])
+SIDES = st.sampled_from(list(Side))
 
 
 @st.composite
 def positions_with_stops(draw: st.DrawFn) -> Position:
-    size = draw(sizes) * draw(st.sampled_from([1, -1]))
+    size = draw(sizes) * draw(SIGNS)
     entry = draw(prices)
     long = size > 0
 
@@ -232,7 +235,7 @@ def stop_cases(draw: st.DrawFn, stopped: bool = False) -> Facts:
     """An order on a position with stops; `stopped`: leaning to one of them carrying the whole position's stop
     (with neither, every growing order is unbounded and refused: a third of the draws, a twelfth leaning)."""
     position = draw(positions_with_stops())
-    side = draw(st.sampled_from(list(Side)))
+    side = draw(SIDES)
     limit = draw(BUY_LIMITS if side is Side.BUY else SELL_LIMITS)
     distance = draw(distances) / D(100)
     stop = (min(limit, TOUCH.bid) - distance) if side is Side.BUY else (max(limit, TOUCH.ask) + distance)
@@ -247,7 +250,7 @@ def stop_cases(draw: st.DrawFn, stopped: bool = False) -> Facts:
         else None,
     )
     fills = tuple(
-        PendingFill(side, draw(sizes), draw(prices), draw(st.none() | prices), f"p{i}")
+        PendingFill(side, draw(sizes), draw(prices), draw(MAYBE_PRICES), f"p{i}")
         for i in range(draw(st.integers(0, 2)))
     )
     pending = PendingOrders(
