@@ -59,15 +59,27 @@ def command(live: bool, exchange: str, output: str) -> None:
 
 
 def _init_live(home: Path, environment: str) -> None:
-    """A live home: the conservative policy (unless one is there), then the journal's first entry says live.
-    A home whose journal already has entries is practice for good, and is refused."""
-    from pilot.app.human.going_live import example_host, live_policy, live_state, make_live
+    """A live home, in a new folder: the conservative policy, then the journal's first entry says live. A
+    folder that is a home already (a policy.json, a journal) is refused unless it is this venue's live home:
+    a home is practice or live for good, and a practice policy kept would be a live home's on practice
+    limits."""
+    from pilot.app.human.going_live import (
+        example_host,
+        live_policy,
+        live_state,
+        make_live,
+        practice_home,
+        refuse_unless_new_or_live,
+    )
     from pilot.cli.home import on_desk
     from pilot.cli.live import format_live, live_record
 
     make = partial(make_live, environment=environment)
-    if Home(home).has_store():
-        on_desk(home, make)  # refuses a practice journal (or another venue's) before anything is written
+    existed = Home(home).policy_path.exists()
+    if Home(home).has_store():  # refused before anything is written
+        on_desk(home, partial(refuse_unless_new_or_live, environment=environment, policy_existed=existed))
+    elif existed:
+        raise practice_home(home, environment)
     report = run(partial(init_home, policy_text=live_policy(environment)), home, given_store())
     state = on_desk(home, _made_live(make, live_state))
     if wants_json():

@@ -47,6 +47,39 @@ def test_a_live_home_says_so_from_its_first_entry_and_a_practice_home_never_beco
     assert status["kind"] == "practice"
 
 
+@pytest.mark.parametrize("made_by", ["pilot init", "a policy.json written by hand"])
+@pytest.mark.parametrize("exchange", ["bybit", "okx"])
+def test_a_practice_home_whose_journal_is_still_empty_never_becomes_live(
+    tmp_path: Path, made_by: str, exchange: str
+):
+    """`pilot init --live` on a folder that is a practice home already (its journal empty, or not made yet)
+    is refused and changes nothing: its policy.json kept, a live home would trade real money on it."""
+    home = tmp_path / "practice"
+    if made_by == "pilot init":
+        assert pilot("init", "--home", str(home)).exit_code == 0
+    else:
+        home.mkdir()
+        (home / "policy.json").write_text(json.dumps({"maxNotionalUsd": 5000}))
+    policy, journal = (home / "policy.json").read_text(), (home / "journal").exists()
+    refused = pilot("init", "--live", "--exchange", exchange, "--home", str(home), "--format", "json")
+    assert refused.exit_code == 2 and error_code(refused) == "practice_home"
+    fix = json.loads(refused.stdout)["error"]["fix"]
+    (command,) = re.findall(r"`(pilot init [^`]*)`", fix)
+    assert ("--exchange okx" in command) is (exchange == "okx") and "--live" in command.split()
+    assert (home / "policy.json").read_text() == policy and (home / "journal").exists() is journal
+    if journal:
+        status = json.loads(pilot("live", "status", "--home", str(home), "--format", "json").stdout)
+        assert status["kind"] == "practice"
+
+
+def test_init_live_again_on_its_own_live_home_changes_nothing(tmp_path: Path):
+    home = tmp_path / "live"
+    assert pilot("init", "--live", "--exchange", "okx", "--home", str(home)).exit_code == 0
+    again = pilot("init", "--live", "--exchange", "okx", "--home", str(home))
+    assert again.exit_code == 0, again.output
+    assert journal_kinds(home) == [("home", {"kind": "live", "environment": "okx"})]
+
+
 def test_the_opt_in_is_refused_when_standard_input_is_not_a_terminal(live_home: Path):
     for typed in ("", f"trade real money from {live_home.name}\n"):  # piping the right phrase fails too
         result = subprocess.run(

@@ -122,6 +122,17 @@ async def make_live(runtime: Runtime, environment: str = LIVE_ENVIRONMENT) -> No
     )
 
 
+async def refuse_unless_new_or_live(runtime: Runtime, environment: str, *, policy_existed: bool) -> None:
+    """Before `pilot init --live` writes anything: a home is made live only in a new folder, or is already a
+    live home of `environment` (nothing to do). A journal with entries is refused as make_live refuses it; an
+    empty one beside a policy.json that was there before is a practice home made by `pilot init` (its
+    policy kept, it would trade real money on practice limits), and is refused too."""
+    if (await runtime.store.journal.mark()).seq != 0:
+        await make_live(runtime, environment)  # this venue's live home: returns; anything else: refused
+    elif policy_existed:
+        raise practice_home(runtime, environment)
+
+
 def phrase(runtime: Runtime) -> str:
     """What the human types to turn live trading on: it names real money and this home."""
     return f"trade real money from {runtime.home.path.resolve().name}"
