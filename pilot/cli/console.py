@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -17,6 +19,9 @@ from pilot.cli.output import CliError, emit_json, format_option, wants_json
 from pilot.core.errors import ErrorCode
 
 if TYPE_CHECKING:
+    import uvicorn
+    from starlette.applications import Starlette
+
     from pilot.console.app_state import Following
 
 DEFAULT_PORT = 8765
@@ -47,8 +52,9 @@ def _require_journal(home: Path) -> None:
     "--paper-url", default=None, metavar="URL", help="With --exchange paper: a running `pilot sim` elsewhere."
 )
 @home_option
+@format_option()
 @click.pass_context
-def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str | None) -> None:
+def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str | None, output: str) -> None:
     """Serve the console (live receipts, approvals, kill switch, policy, charts) on 127.0.0.1 until Ctrl-C.
 
     Log in with the secret from `pilot console token`. Approving needs confirm.consoleChannel true in
@@ -78,21 +84,42 @@ def command(ctx: click.Context, port: int, exchange: str | None, paper_url: str 
             f"cannot listen on {HOST}:{port}: {error.strerror}",
             "choose another --port",
         ) from None
-    import uvicorn
-
-    from pilot.console.app import build_app
-
     follows = exchange in (None, "paper") and paper_url is None
     bound = listener.getsockname()[1]
     click.echo(f"pilot: console on http://{HOST}:{bound}/ (Ctrl-C stops it)", err=True)
     click.echo(f"pilot: {_reading(exchange, paper_url, home if follows else None)}", err=True)
-    app = (
-        build_app(home, following=following_home(home))
-        if follows
-        else build_app(home, reader=lambda: _reader(home, exchange or "paper", paper_url))
+    if follows:
+        from pilot.console.app import build_app
+
+        _uvicorn(build_app(home, following=following_home(home))).run(sockets=[listener])
+        return
+    from pilot.app.service.boot import StartupError
+
+    try:
+        asyncio.run(_serve_reading(home, exchange or "paper", paper_url, listener))
+    except StartupError as error:  # as `pilot serve` says it: one line with its code and fix, exit 2
+        raise CliError(error.code, f"cannot start: {error}", error.fix) from None
+    finally:
+        listener.close()
+
+
+def _uvicorn(app: Starlette) -> uvicorn.Server:
+    import uvicorn
+
+    return uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, access_log=False)
     )
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2, access_log=False)
-    uvicorn.Server(config).run(sockets=[listener])
+
+
+async def _serve_reading(home: Path, exchange: str, paper_url: str | None, listener: socket.socket) -> None:
+    """The console reading `exchange`: the venue opened first, so that one it cannot be opened on (no key
+    stored, a venue the home refuses) is said before any page is served, not as a traceback from the app's
+    start; then the pages on the same loop, reading through it."""
+    from pilot.console.app import build_app
+
+    async with _reader(home, exchange, paper_url) as runtime:
+        app = build_app(home, reader=lambda: contextlib.nullcontext(runtime))
+        await _uvicorn(app).serve(sockets=[listener])
 
 
 def _reader(home: Path, exchange: str, paper_url: str | None) -> AbstractAsyncContextManager[Runtime]:
