@@ -65,6 +65,7 @@ def _init_live(home: Path, environment: str) -> None:
     limits."""
     from pilot.app.human.going_live import (
         example_host,
+        journal_gone,
         live_policy,
         live_state,
         make_live,
@@ -80,6 +81,8 @@ def _init_live(home: Path, environment: str) -> None:
         on_desk(home, partial(refuse_unless_new_or_live, environment=environment, policy_existed=existed))
     elif existed:
         raise practice_home(home, environment)
+    elif (gone := journal_gone(home, environment)) is not None:
+        raise gone
     report = run(partial(init_home, policy_text=live_policy(environment)), home, given_store())
     state = on_desk(home, _made_live(make, live_state))
     if wants_json():

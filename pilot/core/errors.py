@@ -177,6 +177,7 @@ class ErrorCode(StrEnum):
     NO_KEY = "no_key"
     # going live (pilot.app.human.going_live): mainnet, real money
     PRACTICE_HOME = "practice_home"  # the home is practice from its first entry: live needs a new home
+    JOURNAL_GONE = "journal_gone"  # a home's journal was anchored in this folder and is gone: a new folder
     LIVE_HOME_ONLY_BYBIT = "live_home_only_bybit"  # a live Bybit home trades bybit (mainnet) and nothing else
     LIVE_HOME_ONLY_OKX = "live_home_only_okx"  # a live OKX home trades okx (real account) and nothing else
     NOT_A_TERMINAL = "not_a_terminal"  # live trading is turned on by a human typing at a terminal

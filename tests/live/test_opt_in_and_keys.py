@@ -9,6 +9,7 @@ import pty
 import re
 import select
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -78,6 +79,25 @@ def test_init_live_again_on_its_own_live_home_changes_nothing(tmp_path: Path):
     again = pilot("init", "--live", "--exchange", "okx", "--home", str(home))
     assert again.exit_code == 0, again.output
     assert journal_kinds(home) == [("home", {"kind": "live", "environment": "okx"})]
+
+
+def test_a_live_home_made_again_where_one_was_deleted_is_refused_and_a_new_folder_works(tmp_path: Path):
+    """The first home's journal was anchored outside it; deleted, a new journal there would open rolled back
+    (the kill switch its first entry: practice for good). Refused before anything is made; a new folder is
+    a live home."""
+    home = tmp_path / "live"
+    assert pilot("init", "--live", "--home", str(home)).exit_code == 0
+    pilot("kill-switch", "on", "--home", str(home))
+    shutil.rmtree(home)
+    refused = pilot("init", "--live", "--home", str(home), "--format", "json")
+    assert refused.exit_code == 2 and error_code(refused) == "journal_gone"
+    assert not (home / "journal").exists() and not (home / "policy.json").exists()
+    fix = json.loads(refused.stdout)["error"]["fix"]
+    (command,) = re.findall(r"`(pilot init [^`]*)`", fix)
+    assert "--live" in command.split()
+    elsewhere = tmp_path / "live-2"
+    assert pilot("init", "--live", "--home", str(elsewhere)).exit_code == 0
+    assert journal_kinds(elsewhere)[0] == ("home", {"kind": "live", "environment": "bybit"})
 
 
 def test_the_opt_in_is_refused_when_standard_input_is_not_a_terminal(live_home: Path):

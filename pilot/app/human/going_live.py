@@ -122,6 +122,24 @@ async def make_live(runtime: Runtime, environment: str = LIVE_ENVIRONMENT) -> No
     )
 
 
+def journal_gone(home: Path, environment: str) -> LiveRefused | None:
+    """The refusal of a live home made in a folder whose earlier home's journal was anchored (pilot.store.anchor)
+    and is gone: its new journal would open as a rolled-back one, its first entry the kill switch Pilot turns
+    on for that, a practice home for good. None where no journal was anchored here."""
+    from pilot.keys.seal import journal_key_path
+    from pilot.store.anchor import AnchorFile, anchor_path
+
+    anchored = AnchorFile(anchor_path(journal_key_path(), home), home).read()
+    if anchored is None:
+        return None
+    return LiveRefused(
+        ErrorCode.JOURNAL_GONE,
+        f"a home in {home} kept a journal up to entry {anchored.seq}, and that journal is gone; a new one here "
+        "would open as a journal rolled back",
+        f"make the live home in a new folder: `{live_home_command(environment)}`",
+    )
+
+
 async def refuse_unless_new_or_live(runtime: Runtime, environment: str, *, policy_existed: bool) -> None:
     """Before `pilot init --live` writes anything: a home is made live only in a new folder, or is already a
     live home of `environment` (nothing to do). A journal with entries is refused as make_live refuses it; an
