@@ -8,6 +8,11 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
+# One worker runs them all: each reads and parses every module of the package once per process (modules()),
+# and spread over four workers the parse was paid four times (22 worker-seconds against 6 on one).
+pytestmark = pytest.mark.xdist_group("architecture")
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "pilot"
 PORTS = "pilot.app.road.ports"
