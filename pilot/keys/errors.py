@@ -24,6 +24,8 @@ def keys_command(verb: str, environment: str, host: str | None = None) -> str:
     `host` (the one the key was given), else the venue's global one, which a regional site's user swaps for
     theirs."""
     command = f"pilot keys {verb} --exchange {environment}"
+    if environment == Environment.PAPER:  # its address is a --url (`host` carries it): it has no default
+        return f"{command} --url {host}" if host else command
     if environment not in FIX_HOSTS:
         return command
     return f"{command} --host {host or FIX_HOSTS[Environment(environment)]}"
@@ -179,7 +181,7 @@ _DEMO_API_PAGE = "OKX's demo trading API page (Trade > Demo trading > Personal c
 _BYBIT_KEY_PAGES = {
     Environment.BYBIT_DEMO: "Bybit's demo trading (switch the account to Demo Trading, then API management)",
     Environment.BYBIT_TESTNET: "testnet.bybit.com's API management page",
-    Environment.PAPER: "the paper exchange (`pilot sim` prints its key and secret)",
+    Environment.PAPER: "the paper exchange: the key and secret it was started with, as pilot sim printed them",
 }
 
 
@@ -205,6 +207,11 @@ def _bybit_unknown(environment: str, host: str, verb: str | None) -> tuple[str, 
     """Bybit's 10003: the key is not this environment's (mainnet, testnet and demo trading each have their
     own keys), not this site's host's, or mistyped or deleted."""
     again = _again(environment, host, verb)
+    if environment == Environment.PAPER:
+        return (
+            "the paper exchange knows no such key (mistyped, or another exchange's)",
+            f"use {_BYBIT_KEY_PAGES[Environment.PAPER]}, then {again}",
+        )
     if not Environment(environment).live:
         return (
             f"{environment} knows no such key: a key works only in the environment it was made in "

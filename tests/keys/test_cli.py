@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -110,7 +111,11 @@ def refused_code(keys: Keys, typed: str) -> str:
     ]
     added = CliRunner().invoke(main, [*args, "--format", "json"], input=typed)
     assert added.exit_code == 2, added.output
-    return str(json.loads(added.stdout)["error"]["code"])
+    failure = json.loads(added.stdout)["error"]
+    # the command its fix names runs as printed: the paper exchange's address is in it
+    (again,) = re.findall(r"`(pilot keys add [^`]*)`", failure["fix"])
+    assert ["--url", keys.paper.url] == again.split()[5:7], again
+    return str(failure["code"])
 
 
 def test_a_key_the_exchange_does_not_know_is_refused(keys: Keys) -> None:

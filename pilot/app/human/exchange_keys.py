@@ -323,7 +323,9 @@ async def _check(
             raise PermissionCheckUnsupported(credentials.environment) from None
         refusal = key_refusal(credentials.environment.value, error.ret_code)
         if refusal is not None:  # the key itself: its host, demo or live, its IP list, a secret as typed
-            host = host_of(credentials.base_url)
+            # the paper exchange's fix names its --url, a live key's its host
+            paper = credentials.environment is Environment.PAPER
+            host = credentials.base_url if paper else host_of(credentials.base_url)
             raise KeyRefused(credentials.environment, refusal, error.ret_code, host=host, verb=verb) from None
         reason = f"the exchange refused the key (retCode {error.ret_code})"
         raise PermissionCheckFailed(credentials.environment, reason) from None
