@@ -32,6 +32,17 @@ GIVEN_HOME_KEY = "pilot.given_home"  # the absolute home, when the human named i
 _COMMAND_IN_FIX = re.compile(r"`(pilot [^`]*)`")
 
 CHECK_FAILED, USAGE = 1, 2  # and 0: done
+
+
+def runnable_where(fix: str, home: str) -> str:
+    """`fix` with each `pilot ...` command it names given `--home HOME` where it has none, so it runs as
+    printed from anywhere."""
+    option = f"--home {shlex.quote(home)}"
+    return _COMMAND_IN_FIX.sub(
+        lambda found: found.group(0) if "--home" in found.group(1) else f"`{found.group(1)} {option}`", fix
+    )
+
+
 Command = TypeVar("Command", bound=Callable[..., object])  # a command's function, before click makes it one
 
 
@@ -48,13 +59,8 @@ class CliError(click.ClickException):
 
     def runnable_where(self, home: str | None) -> None:
         """Give each `pilot ...` command in the fix the --home the human gave, so it runs as printed."""
-        if home is None or self.fix is None:
-            return
-        option = f"--home {shlex.quote(home)}"
-        self.fix = _COMMAND_IN_FIX.sub(
-            lambda found: found.group(0) if "--home" in found.group(1) else f"`{found.group(1)} {option}`",
-            self.fix,
-        )
+        if home is not None and self.fix is not None:
+            self.fix = runnable_where(self.fix, home)
 
     def record(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, "fix": self.fix}}

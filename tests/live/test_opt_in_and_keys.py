@@ -271,3 +271,13 @@ def test_live_off_on_a_practice_home_changes_nothing_and_says_it_is_practice(tmp
     refused = pilot("live", "off", "--home", str(tmp_path), "--format", "json")
     assert refused.exit_code == 2 and error_code(refused) == "practice_home"
     assert journal_kinds(tmp_path) == before  # no kill switch, no live entry
+
+
+def test_every_command_a_doctor_fix_names_runs_from_anywhere(tmp_path: Path):
+    """Each `pilot ...` command in a check's fix names the home (from another folder it would find none)."""
+    home = tmp_path / "live"
+    assert pilot("init", "--live", "--home", str(home)).exit_code == 0
+    checked = pilot("doctor", "--home", str(home), "--format", "json")
+    fixes = [check["fix"] for check in json.loads(checked.stdout)["checks"] if check.get("fix")]
+    commands = [command for fix in fixes for command in re.findall(r"`(pilot [^`]*)`", fix)]
+    assert commands and all("--home" in command.split() for command in commands), commands
