@@ -336,3 +336,45 @@ async def test_anyone_turns_a_live_okx_home_off_in_one_command(okx_home: Path):
         async with open_runtime(okx_home, exchange="okx"):
             pass
     assert off.value.code == "live_off"
+
+
+async def test_an_okx_key_widened_while_serving_stops_growing_orders_on_the_timer_and_journals_each_change(
+    okx_home: Path, okx: OkxFront
+):
+    """The key watch reads an OKX live key again every 5 minutes (account/config), with the same verdicts as
+    Bybit's: Withdraw ticked stops growing orders at once while a close goes; unticked, they go again."""
+    await turn_on(okx_home)
+    clock = FakeClock(datetime.now(UTC))
+
+    async def five_minutes(runtime: Any) -> None:  # upkeep every 20 s: the countdown renewed all along
+        for _ in range(15):
+            clock.advance(20)
+            await upkeep(runtime)
+
+    async with (
+        open_runtime(okx_home, exchange="okx", clock=clock) as runtime,
+        Client(build_server(runtime)) as client,
+    ):
+        first = await call(client, "plan_order", {**BUY, "qty": "0.0002"})
+        opened = await call(client, "place_order", {"plan_id": first["plan_id"]})
+        reads = len(okx.seen(CONFIG))
+        okx.perm = "read_only,withdraw,trade"
+        await five_minutes(runtime)  # no order sent: the timer alone reads the key
+        widened_reads = len(okx.seen(CONFIG))
+        plan = await call(client, "plan_order", {**BUY, "qty": "0.0001"})
+        refused = await call(client, "place_order", {"plan_id": plan["plan_id"]})
+        closed = await call(client, "close_position", {"symbol": "BTC-USDT"})
+        okx.perm = "read_only,trade"  # Withdraw unticked again
+        await five_minutes(runtime)
+        again = await call(
+            client, "place_order", {"plan_id": (await call(client, "plan_order", BUY))["plan_id"]}
+        )
+        checks = [e.data for e in await runtime.store.journal.entries(kind="key.check")]
+    assert opened["status"] == "filled" and widened_reads == reads + 1, (opened, reads, widened_reads)
+    assert plan["status"] == "ok" and refused["status"] == "refused", refused
+    assert [v["rule"] for v in refused["violations"]] == ["apiKeyPermissions"], refused
+    assert closed["status"] == "filled" and again["status"] == "filled", (closed, again)
+    assert [c["verdict"] for c in checks] == ["refused", "accepted"], checks
+    assert checks[0]["disallowed"] == ["OKX.withdraw"], checks
+    sent = [seen.params for seen in okx.seen(ORDER) if seen.method == "POST"]
+    assert [body.get("reduceOnly", False) for body in sent] == [False, True, False]  # opened, closed, again

@@ -136,6 +136,10 @@ def price_limit(front: OkxFront, params: Params) -> Row:
 
 
 def config(front: OkxFront, params: Params) -> Row:
+    """GET /api/v5/account/config in the fields of OKX's docs' example (docs-v5, Account > "Get account
+    configuration": uid, mainUid (the main account's own key when uid = mainUid), acctLv, posMode, autoLoan,
+    perm as "read_only,trade,withdraw", ip comma-separated or "" when unbound, label, level), from the front's
+    own state."""
     return ok(
         [
             {
