@@ -24,6 +24,7 @@ from pilot.paper.engine import Engine, SimClosedPnl, SimExecution, SimOrder
 from pilot.paper.faults import FaultBook
 from pilot.paper.lock import StateLock, key_fingerprint
 from pilot.paper.market import Quote
+from pilot.paper.ratelimit import RateLimiter
 from pilot.paper.scenario import FaultSpec, Scenario, load_scenario
 from pilot.paper.server import HttpServer
 from pilot.paper.state_log import StateLog, log_path
@@ -252,6 +253,11 @@ class PaperExchange:
             changed = replace(spec, permissions={group: tuple(names) for group, names in permissions.items()})
             self._dispatcher.keys[key] = self.streams.keys[key] = changed
             self._dispatcher.key_list = tuple(changed if s is spec else s for s in self._dispatcher.key_list)
+
+    def set_rate_limits(self, setting: bool | dict[str, int]) -> None:
+        """Bybit's per-key limits from now on, as a scenario's `rateLimits` sets them (False: none), with
+        every window counted so far forgotten."""
+        self._dispatcher.limiter = RateLimiter(setting)
 
     @property
     def api_key(self) -> str:

@@ -3,6 +3,7 @@ front (tests/okx_front: OKX's wire over the paper exchange) and on a port nobody
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Iterator
 from decimal import Decimal
@@ -168,6 +169,18 @@ async def test_a_create_lost_before_okx_carried_it_out_is_unknown_too_and_never_
     found = await adapter.find_order("linear", "BTC-USDT", LINK)
     await adapter.close()
     assert found is None and paper.request_count("/v5/order/create") == 0
+
+
+async def test_open_orders_read_in_a_burst_meet_no_limit_but_okx_s_through_the_front(front) -> None:
+    """One market's open orders are three OKX reads (orders-pending, then orders-algo-pending for each kind),
+    each one /v5/order/realtime call on the paper key behind the front: 30 of them at once (90 calls) stay
+    under OKX's limits, and the paper's Bybit limit of 50 a second on that key is not the front's to impose."""
+    adapter = connect_okx(front)
+    try:
+        read = await asyncio.gather(*(adapter.get_open_orders("spot", "BTC-USDT") for _ in range(30)))
+    finally:
+        await adapter.close()
+    assert read == [[]] * 30
 
 
 async def test_a_create_answered_with_a_server_error_page_is_unknown_a_read_unavailable(front) -> None:
